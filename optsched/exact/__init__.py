@@ -1,0 +1,1 @@
+"""Exact models and certified lower bounds."""

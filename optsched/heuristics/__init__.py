@@ -1,0 +1,1 @@
+"""Offline heuristics: the baseline list scheduler and (later) published algorithms."""

@@ -1,0 +1,356 @@
+"""The scheduling instance: GPUs, jobs, execution mode (DESIGN.md §1).
+
+An :class:`Instance` is validated once at construction and immutable afterwards. It exposes
+the dense matrices ``compute[j, g]`` and ``sync[j, g]`` over jobs × GPUs (seconds; ``inf``
+marks a GPU the job cannot use) that every method reads.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field, replace
+from types import MappingProxyType
+from typing import Any
+
+import networkx as nx
+import numpy as np
+
+from optsched.errors import InputError, UnknownNameError
+from optsched.topology import Topology
+from optsched.workloads import Catalog, default_catalog
+
+MODES = ("relaxed", "gang")
+
+
+def _is_number(value: Any) -> bool:
+    return (not isinstance(value, bool) and isinstance(value, int | float)
+            and math.isfinite(value))
+
+
+def _is_int(value: Any) -> bool:
+    return not isinstance(value, bool) and isinstance(value, int)
+
+
+def _times(values: Any, what: str, *, positive: bool) -> Mapping[str, float]:
+    if not isinstance(values, Mapping) or not values:
+        raise InputError(f"{what} must be a non-empty mapping")
+    out = {}
+    for key, value in values.items():
+        if not isinstance(key, str) or not key:
+            raise InputError(f"{what}: key {key!r} must be a non-empty string")
+        if not _is_number(value) or value < 0 or (positive and value == 0):
+            sign = "> 0" if positive else ">= 0"
+            raise InputError(f"{what}[{key!r}] must be a finite number {sign}, got {value!r}")
+        out[key] = float(value)
+    return MappingProxyType(out)
+
+
+@dataclass(frozen=True)
+class GPU:
+    """One GPU: its id, its type and (with a topology) its host."""
+
+    id: str
+    type: str
+    host: str | None = None
+
+    def __post_init__(self) -> None:
+        if not isinstance(self.id, str) or not self.id:
+            raise InputError(f"GPU id must be a non-empty string, got {self.id!r}")
+        if not isinstance(self.type, str) or not self.type:
+            raise InputError(f"GPU {self.id!r}: type must be a non-empty string")
+
+
+@dataclass(frozen=True)
+class Job:
+    """A data-parallel training job: ``rounds`` rounds of ``tasks_per_round`` tasks.
+
+    Compute time per task comes from ``compute`` ({GPU type: seconds}) or from a catalog
+    ``workload`` × ``iters_per_task`` (exactly one of the two). Sync time comes from at most
+    one of ``sync`` ({GPU type: s}), ``sync_by_gpu`` ({GPU id: s}) or ``sync_bytes`` + ``ps``
+    (see :class:`Instance`); with none, sync is 0. Types absent from the cluster are ignored.
+    """
+
+    id: str
+    arrival: float = 0.0
+    weight: float = 1.0
+    rounds: int = 1
+    tasks_per_round: int = 1
+    compute: Mapping[str, float] | None = None
+    workload: str | None = None
+    iters_per_task: int | None = None
+    sync: Mapping[str, float] | None = None
+    sync_by_gpu: Mapping[str, float] | None = None
+    sync_bytes: float | None = None
+    ps: str | None = None
+    meta: Mapping[str, Any] | None = None
+
+    def __post_init__(self) -> None:
+        if not isinstance(self.id, str) or not self.id:
+            raise InputError(f"job id must be a non-empty string, got {self.id!r}")
+        where = f"job {self.id!r}"
+        if not _is_number(self.arrival) or self.arrival < 0:
+            raise InputError(f"{where}: arrival must be a finite number >= 0, "
+                             f"got {self.arrival!r}")
+        if not _is_number(self.weight) or self.weight <= 0:
+            raise InputError(f"{where}: weight must be a finite number > 0, got {self.weight!r}")
+        for name in ("rounds", "tasks_per_round"):
+            value = getattr(self, name)
+            if not _is_int(value) or value < 1:
+                raise InputError(f"{where}: {name} must be an integer >= 1, got {value!r}")
+        if (self.compute is None) == (self.workload is None):
+            raise InputError(f"{where}: give exactly one of 'compute' and 'workload'")
+        if self.compute is not None:
+            object.__setattr__(self, "compute",
+                               _times(self.compute, f"{where}: compute", positive=True))
+            if self.iters_per_task is not None:
+                raise InputError(f"{where}: iters_per_task goes with 'workload', not 'compute'")
+        else:
+            if not isinstance(self.workload, str) or not self.workload:
+                raise InputError(f"{where}: workload must be a non-empty string")
+            if self.iters_per_task is not None and (
+                    not _is_int(self.iters_per_task) or self.iters_per_task < 1):
+                raise InputError(f"{where}: iters_per_task must be an integer >= 1, "
+                                 f"got {self.iters_per_task!r}")
+        given = [k for k in ("sync", "sync_by_gpu", "sync_bytes") if getattr(self, k) is not None]
+        if len(given) > 1:
+            raise InputError(f"{where}: give at most one of 'sync', 'sync_by_gpu', "
+                             f"'sync_bytes' (got {', '.join(given)})")
+        for name in ("sync", "sync_by_gpu"):
+            if getattr(self, name) is not None:
+                object.__setattr__(self, name, _times(getattr(self, name), f"{where}: {name}",
+                                                      positive=False))
+        if (self.sync_bytes is None) != (self.ps is None):
+            raise InputError(f"{where}: 'sync_bytes' and 'ps' go together")
+        if self.sync_bytes is not None and (not _is_number(self.sync_bytes)
+                                            or self.sync_bytes < 0):
+            raise InputError(f"{where}: sync_bytes must be a finite number >= 0, "
+                             f"got {self.sync_bytes!r}")
+        if self.ps is not None and (not isinstance(self.ps, str) or not self.ps):
+            raise InputError(f"{where}: ps must be a host id")
+        if self.meta is not None:
+            if not isinstance(self.meta, Mapping):
+                raise InputError(f"{where}: meta must be a mapping")
+            object.__setattr__(self, "meta", MappingProxyType(dict(self.meta)))
+
+    @property
+    def n_tasks(self) -> int:
+        """Number of tasks of the job, ``rounds × tasks_per_round``."""
+        return self.rounds * self.tasks_per_round
+
+
+@dataclass(frozen=True)
+class Instance:
+    """A validated scheduling instance (DESIGN.md §1).
+
+    Parameters
+    ----------
+    name
+        Instance name; schedules refer to it.
+    jobs
+        The jobs; ids must be unique.
+    gpus
+        The GPUs in index order. May be omitted when ``topology`` is given (then GPU order is
+        the topology's node order); if both are given, ids and types must agree.
+    topology
+        A networkx graph (or :class:`~optsched.topology.Topology`), needed for ``sync_bytes``.
+    mode
+        ``relaxed`` (Hare) or ``gang``; the mode the checker enforces by default.
+    catalog
+        Where ``workload`` names are looked up (default: the shipped catalog).
+
+    Attributes
+    ----------
+    compute, sync
+        Read-only ``float`` arrays of shape (jobs, GPUs); ``inf`` where a job is ineligible.
+        With ``sync_bytes`` + ``ps``: ``sync[j, g] = 2·8·sync_bytes / (1e9·bottleneck(g, ps))
+        + latency(g, ps)`` (push gradients, pull parameters).
+
+    Raises
+    ------
+    InputError
+        On any invalid value; :class:`UnknownNameError` for references to unknown GPUs,
+        hosts or workloads. The message names the job, GPU or field.
+    """
+
+    name: str
+    jobs: tuple[Job, ...]
+    gpus: tuple[GPU, ...] = ()
+    topology: Topology | None = None
+    mode: str = "relaxed"
+    catalog: Catalog | None = field(default=None, repr=False, compare=False)
+    compute: np.ndarray = field(init=False, repr=False, compare=False)
+    sync: np.ndarray = field(init=False, repr=False, compare=False)
+    job_index: Mapping[str, int] = field(init=False, repr=False, compare=False)
+    gpu_index: Mapping[str, int] = field(init=False, repr=False, compare=False)
+
+    def __post_init__(self) -> None:
+        set_ = object.__setattr__
+        if not isinstance(self.name, str) or not self.name:
+            raise InputError(f"instance name must be a non-empty string, got {self.name!r}")
+        if self.mode not in MODES:
+            raise InputError(f"mode must be one of {MODES}, got {self.mode!r}")
+        jobs = tuple(self.jobs)
+        if not jobs:
+            raise InputError("instance has no job")
+        for job in jobs:
+            if not isinstance(job, Job):
+                raise InputError(f"jobs must be Job objects, got {type(job).__name__}")
+        set_(self, "jobs", jobs)
+        topo = self.topology
+        if isinstance(topo, nx.Graph):
+            topo = Topology(topo)
+        elif topo is not None and not isinstance(topo, Topology):
+            raise InputError("topology must be a networkx.Graph or a Topology")
+        set_(self, "topology", topo)
+        set_(self, "gpus", self._resolve_gpus(tuple(self.gpus), topo))
+        set_(self, "job_index", MappingProxyType(_index(jobs, "job")))
+        set_(self, "gpu_index", MappingProxyType(_index(self.gpus, "GPU")))
+        compute = self._compute_matrix(self.catalog or default_catalog())
+        sync = self._sync_matrix(compute)
+        compute.setflags(write=False)
+        sync.setflags(write=False)
+        set_(self, "compute", compute)
+        set_(self, "sync", sync)
+
+    @staticmethod
+    def _resolve_gpus(gpus: tuple[GPU, ...], topo: Topology | None) -> tuple[GPU, ...]:
+        for gpu in gpus:
+            if not isinstance(gpu, GPU):
+                raise InputError(f"gpus must be GPU objects, got {type(gpu).__name__}")
+        if topo is None:
+            if not gpus:
+                raise InputError("instance needs 'gpus' or 'topology'")
+            return gpus
+        from_topo = {g: (t, topo.host_of[g]) for g, t in zip(topo.gpus, topo.gpu_types,
+                                                                strict=True)}
+        if not gpus:
+            return tuple(GPU(g, t, h) for g, (t, h) in from_topo.items())
+        listed = {g.id for g in gpus}
+        for gpu in gpus:
+            if gpu.id not in from_topo:
+                raise InputError(f"GPU {gpu.id!r} is in 'gpus' but not in the topology")
+            ttype, host = from_topo[gpu.id]
+            if gpu.type != ttype:
+                raise InputError(f"GPU {gpu.id!r}: type {gpu.type!r} in 'gpus' but {ttype!r} "
+                                 "in the topology")
+            if gpu.host is not None and gpu.host != host:
+                raise InputError(f"GPU {gpu.id!r}: host {gpu.host!r} in 'gpus' but {host!r} "
+                                 "in the topology")
+        missing = [g for g in from_topo if g not in listed]
+        if missing:
+            raise InputError(f"GPU {missing[0]!r} is in the topology but not in 'gpus'")
+        return tuple(replace(g, host=from_topo[g.id][1]) for g in gpus)
+
+    def _compute_matrix(self, catalog: Catalog) -> np.ndarray:
+        types = [g.type for g in self.gpus]
+        compute = np.full((len(self.jobs), len(self.gpus)), math.inf)
+        for j, job in enumerate(self.jobs):
+            if job.compute is not None:
+                per_type = dict(job.compute)
+            else:
+                assert job.workload is not None  # guaranteed by Job
+                profile = catalog[job.workload]  # raises UnknownNameError
+                iters = job.iters_per_task or 1
+                per_type = {}
+                for t in set(types):
+                    seconds = catalog.seconds(profile.name, t)
+                    if seconds is not None:
+                        per_type[t] = seconds * iters
+            for g, t in enumerate(types):
+                if t in per_type:
+                    compute[j, g] = per_type[t]
+            eligible = int(np.isfinite(compute[j]).sum())
+            need = job.tasks_per_round if self.mode == "gang" else 1
+            if eligible < need:
+                known = sorted(per_type) if per_type else "none"
+                raise InputError(
+                    f"job {job.id!r}: {eligible} eligible GPU(s), needs {need} in {self.mode} "
+                    f"mode (its GPU types: {known}; cluster types: {sorted(set(types))})")
+        return compute
+
+    def _sync_matrix(self, compute: np.ndarray) -> np.ndarray:
+        sync = np.zeros_like(compute)
+        for j, job in enumerate(self.jobs):
+            where = f"job {job.id!r}"
+            for g, gpu in enumerate(self.gpus):
+                if not math.isfinite(compute[j, g]):
+                    continue
+                if job.sync is not None:
+                    if gpu.type not in job.sync:
+                        raise InputError(f"{where}: sync has no value for GPU type "
+                                         f"{gpu.type!r} (eligible GPU {gpu.id!r})")
+                    sync[j, g] = job.sync[gpu.type]
+                elif job.sync_by_gpu is not None:
+                    if gpu.id not in job.sync_by_gpu:
+                        raise InputError(f"{where}: sync_by_gpu has no value for eligible "
+                                         f"GPU {gpu.id!r}")
+                    sync[j, g] = job.sync_by_gpu[gpu.id]
+                elif job.sync_bytes is not None:
+                    sync[j, g] = self._sync_from_bytes(job, gpu)
+            if job.sync_by_gpu is not None:
+                for gid in job.sync_by_gpu:
+                    if gid not in self.gpu_index:
+                        raise UnknownNameError(f"{where}: sync_by_gpu names unknown GPU {gid!r}")
+        sync[~np.isfinite(compute)] = math.inf
+        return sync
+
+    def _sync_from_bytes(self, job: Job, gpu: GPU) -> float:
+        topo = self.topology
+        if topo is None:
+            raise InputError(f"job {job.id!r}: sync_bytes + ps needs a topology")
+        assert job.ps is not None and job.sync_bytes is not None  # guaranteed by Job
+        if job.ps not in topo.hosts:
+            raise UnknownNameError(f"job {job.id!r}: ps {job.ps!r} is not a host of the "
+                                   "topology")
+        gbps = topo.bottleneck_gbps(gpu.id, job.ps)
+        return 2 * 8 * job.sync_bytes / (1e9 * gbps) + topo.latency_s(gpu.id, job.ps)
+
+    # -- derived views ----------------------------------------------------------------------
+
+    @property
+    def n_jobs(self) -> int:
+        return len(self.jobs)
+
+    @property
+    def n_gpus(self) -> int:
+        return len(self.gpus)
+
+    @property
+    def n_tasks(self) -> int:
+        return sum(job.n_tasks for job in self.jobs)
+
+    def job(self, job_id: str) -> Job:
+        """The job with id ``job_id``."""
+        try:
+            return self.jobs[self.job_index[job_id]]
+        except KeyError:
+            raise UnknownNameError(f"unknown job {job_id!r}") from None
+
+    def eligible(self, j: int) -> np.ndarray:
+        """Indices of the GPUs job index ``j`` can run on."""
+        return np.flatnonzero(np.isfinite(self.compute[j]))
+
+    def gpu_groups(self) -> tuple[tuple[int, ...], ...]:
+        """Groups of interchangeable GPUs: identical ``compute`` and ``sync`` columns.
+
+        Groups are in order of their first GPU; GPUs inside a group in index order.
+        """
+        groups: dict[bytes, list[int]] = {}
+        for g in range(self.n_gpus):
+            key = self.compute[:, g].tobytes() + self.sync[:, g].tobytes()
+            groups.setdefault(key, []).append(g)
+        return tuple(tuple(members) for members in groups.values())
+
+    def with_mode(self, mode: str) -> Instance:
+        """The same instance in another execution mode (re-validated)."""
+        return replace(self, mode=mode)
+
+
+def _index(items: Sequence[Job] | Sequence[GPU], what: str) -> dict[str, int]:
+    index: dict[str, int] = {}
+    for i, item in enumerate(items):
+        if item.id in index:
+            raise InputError(f"duplicate {what} id {item.id!r}")
+        index[item.id] = i
+    return index

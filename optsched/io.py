@@ -1,0 +1,183 @@
+"""Reading and writing the JSON contracts (DESIGN.md §2): instance@1 and schedule@1.
+
+Readers dispatch on ``format``, reject unknown keys by name, and build objects through their
+validating constructors, so a file is exactly as valid as the object it describes. Writers
+write atomically: a failed write leaves no half-written file.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import tempfile
+from collections.abc import Mapping
+from pathlib import Path
+from typing import Any
+
+from optsched.errors import InputError
+from optsched.instance import GPU, Instance, Job
+from optsched.schedule import Schedule, Task
+from optsched.topology import Topology
+from optsched.workloads import Catalog
+
+INSTANCE_FORMATS = ("optsched/instance@1",)
+SCHEDULE_FORMATS = ("optsched/schedule@1",)
+
+_INSTANCE_KEYS = {"format", "name", "mode", "gpus", "topology", "jobs"}
+_GPU_KEYS = {"id", "type"}
+_JOB_REQUIRED = ("id", "arrival", "weight", "rounds", "tasks_per_round")
+_JOB_KEYS = {*_JOB_REQUIRED, "compute", "workload", "iters_per_task", "sync", "sync_by_gpu",
+             "sync_bytes", "ps", "meta"}
+_SCHEDULE_KEYS = {"format", "instance", "mode", "tasks"}
+_TASK_KEYS = {"job", "round", "task", "gpu", "start"}
+
+
+def _object(value: Any, where: str) -> Mapping[str, Any]:
+    if not isinstance(value, Mapping):
+        raise InputError(f"{where} must be a JSON object, got {type(value).__name__}")
+    return value
+
+
+def _keys(obj: Mapping[str, Any], allowed: set[str], required: tuple[str, ...],
+          where: str) -> None:
+    unknown = sorted(set(obj) - allowed)
+    if unknown:
+        raise InputError(f"{where}: unknown key {unknown[0]!r}")
+    for key in required:
+        if key not in obj:
+            raise InputError(f"{where}: missing key {key!r}")
+
+
+def _list(value: Any, where: str) -> list[Any]:
+    if not isinstance(value, list):
+        raise InputError(f"{where} must be a JSON array, got {type(value).__name__}")
+    return value
+
+
+def _format(obj: Mapping[str, Any], known: tuple[str, ...], where: str) -> str:
+    fmt = obj.get("format")
+    if fmt not in known:
+        raise InputError(f"{where}: unknown format {fmt!r} (expected {', '.join(known)})")
+    return str(fmt)
+
+
+# -- instance ----------------------------------------------------------------------------------
+
+def instance_from_dict(data: Any, *, catalog: Catalog | None = None) -> Instance:
+    """Build an :class:`Instance` from an ``optsched/instance@1`` object."""
+    obj = _object(data, "instance")
+    _format(obj, INSTANCE_FORMATS, "instance")
+    _keys(obj, _INSTANCE_KEYS, ("name", "jobs"), "instance")
+    gpus = []
+    for i, g in enumerate(_list(obj.get("gpus", []), "instance 'gpus'")):
+        g = _object(g, f"gpus[{i}]")
+        _keys(g, _GPU_KEYS, ("id", "type"), f"gpus[{i}]")
+        gpus.append(GPU(g["id"], g["type"]))
+    topology = None
+    if "topology" in obj:
+        topology = Topology.from_node_link(obj["topology"])
+    jobs = []
+    for i, j in enumerate(_list(obj["jobs"], "instance 'jobs'")):
+        j = _object(j, f"jobs[{i}]")
+        where = f"job {j['id']!r}" if isinstance(j.get("id"), str) else f"jobs[{i}]"
+        _keys(j, _JOB_KEYS, _JOB_REQUIRED, where)
+        jobs.append(Job(**j))
+    return Instance(obj["name"], tuple(jobs), tuple(gpus), topology,
+                    obj.get("mode", "relaxed"), catalog)
+
+
+def instance_to_dict(instance: Instance) -> dict[str, Any]:
+    """The ``optsched/instance@1`` object of an instance (read back, it is equal)."""
+    out: dict[str, Any] = {"format": INSTANCE_FORMATS[-1], "name": instance.name,
+                           "mode": instance.mode,
+                           "gpus": [{"id": g.id, "type": g.type} for g in instance.gpus]}
+    if instance.topology is not None:
+        out["topology"] = instance.topology.to_node_link()
+    jobs = []
+    for job in instance.jobs:
+        d: dict[str, Any] = {k: getattr(job, k) for k in _JOB_REQUIRED}
+        for key in sorted(_JOB_KEYS - set(_JOB_REQUIRED)):
+            value = getattr(job, key)
+            if value is not None:
+                d[key] = dict(value) if isinstance(value, Mapping) else value
+        jobs.append(d)
+    out["jobs"] = jobs
+    return out
+
+
+# -- schedule ----------------------------------------------------------------------------------
+
+def schedule_from_dict(data: Any) -> Schedule:
+    """Build a :class:`Schedule` from an ``optsched/schedule@1`` object."""
+    obj = _object(data, "schedule")
+    _format(obj, SCHEDULE_FORMATS, "schedule")
+    _keys(obj, _SCHEDULE_KEYS, ("instance", "tasks"), "schedule")
+    tasks = []
+    for i, t in enumerate(_list(obj["tasks"], "schedule 'tasks'")):
+        t = _object(t, f"tasks[{i}]")
+        _keys(t, _TASK_KEYS, tuple(sorted(_TASK_KEYS)), f"schedule tasks[{i}]")
+        tasks.append(Task(**t))
+    return Schedule(obj["instance"], tasks, obj.get("mode"))
+
+
+# -- files -------------------------------------------------------------------------------------
+
+def read_json(path: str | Path) -> Any:
+    """Parse a JSON file; unreadable or malformed files raise :class:`InputError`."""
+    try:
+        text = Path(path).read_text("utf-8")
+    except OSError as exc:
+        raise InputError(f"{path}: cannot read: {exc.strerror or exc}") from None
+    except UnicodeDecodeError:
+        raise InputError(f"{path}: not UTF-8 text") from None
+    try:
+        return json.loads(text)
+    except json.JSONDecodeError as exc:
+        raise InputError(f"{path}: malformed JSON: {exc.msg} at line {exc.lineno} "
+                         f"column {exc.colno}") from None
+
+
+def _with_path(path: str | Path, exc: InputError) -> InputError:
+    return type(exc)(f"{path}: {exc}")
+
+
+def load_instance(path: str | Path, *, catalog: Catalog | None = None) -> Instance:
+    """Read an instance file."""
+    data = read_json(path)
+    try:
+        return instance_from_dict(data, catalog=catalog)
+    except InputError as exc:
+        raise _with_path(path, exc) from None
+
+
+def load_schedule(path: str | Path) -> Schedule:
+    """Read a schedule file."""
+    data = read_json(path)
+    try:
+        return schedule_from_dict(data)
+    except InputError as exc:
+        raise _with_path(path, exc) from None
+
+
+def write_json(path: str | Path, data: Any) -> None:
+    """Write ``data`` as indented JSON, atomically (temporary file + rename)."""
+    path = Path(path)
+    text = json.dumps(data, indent=1, allow_nan=False) + "\n"
+    fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", dir=path.parent or ".")
+    try:
+        with os.fdopen(fd, "w", encoding="utf-8") as fh:
+            fh.write(text)
+        os.replace(tmp, path)
+    except BaseException:
+        Path(tmp).unlink(missing_ok=True)
+        raise
+
+
+def save_instance(path: str | Path, instance: Instance) -> None:
+    """Write an instance file."""
+    write_json(path, instance_to_dict(instance))
+
+
+def save_schedule(path: str | Path, schedule: Schedule) -> None:
+    """Write a schedule file."""
+    write_json(path, schedule.to_dict())

@@ -1,0 +1,97 @@
+"""The one result type of every method (DESIGN.md §2 "Result")."""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from enum import StrEnum
+from types import MappingProxyType
+from typing import Any
+
+from optsched.schedule import Schedule
+
+#: A schedule is optimal when objective − bound ≤ OPTIMAL_TOL · max(1, |objective|).
+OPTIMAL_TOL = 1e-6
+OBJECTIVE_NAME = "total_weighted_completion_time"
+
+
+class Status(StrEnum):
+    """Outcome of a method. "No solution" is a status, never an exception."""
+
+    OPTIMAL = "optimal"
+    FEASIBLE = "feasible"
+    INFEASIBLE = "infeasible"
+    UNKNOWN = "unknown"
+    ERROR = "error"
+
+
+def gap(objective: float | None, bound: float | None) -> float | None:
+    """(objective − bound) / objective; ``None`` when either is missing or objective ≤ 0."""
+    if objective is None or bound is None or objective <= 0:
+        return None
+    return (objective - bound) / objective
+
+
+def is_optimal(objective: float | None, bound: float | None) -> bool:
+    """DESIGN.md §1: objective − bound ≤ 1e-6 · max(1, |objective|)."""
+    if objective is None or bound is None:
+        return False
+    return objective - bound <= OPTIMAL_TOL * max(1.0, abs(objective))
+
+
+@dataclass(frozen=True)
+class Result:
+    """What a method produced, as ``--json`` prints it.
+
+    ``objective`` and ``metrics`` are the checker's, recomputed from ``schedule``; ``bound``
+    is a certified lower bound on the objective (or ``None``); ``extra`` holds method-specific
+    fields such as a guarantee.
+    """
+
+    status: Status
+    method: str
+    mode: str
+    objective: float | None
+    bound: float | None
+    runtime_s: float
+    seed: int | None = None
+    params: Mapping[str, str] = field(default_factory=dict)
+    metrics: Mapping[str, Any] | None = None
+    schedule: Schedule | None = field(default=None, repr=False)
+    extra: Mapping[str, Any] = field(default_factory=dict)
+    objective_name: str = OBJECTIVE_NAME
+
+    def __post_init__(self) -> None:
+        object.__setattr__(self, "status", Status(self.status))
+        if not (self.runtime_s >= 0 and math.isfinite(self.runtime_s)):
+            raise ValueError(f"runtime_s must be finite and >= 0, got {self.runtime_s!r}")
+        has_schedule = self.status in (Status.OPTIMAL, Status.FEASIBLE)
+        if has_schedule and (self.schedule is None or self.objective is None):
+            raise ValueError(f"status {self.status} needs a schedule and its objective")
+        if self.status is Status.OPTIMAL and not is_optimal(self.objective, self.bound):
+            raise ValueError("status optimal needs objective - bound within tolerance")
+        object.__setattr__(self, "params", MappingProxyType(dict(self.params)))
+        object.__setattr__(self, "extra", MappingProxyType(dict(self.extra)))
+
+    @property
+    def gap(self) -> float | None:
+        return gap(self.objective, self.bound)
+
+    def to_dict(self) -> dict[str, Any]:
+        """The Result JSON object (the schedule itself is written separately)."""
+        out = {
+            "status": str(self.status),
+            "objective": self.objective,
+            "objective_name": self.objective_name,
+            "bound": self.bound,
+            "gap": self.gap,
+            "runtime_s": self.runtime_s,
+            "method": self.method,
+            "mode": self.mode,
+            "seed": self.seed,
+            "params": dict(self.params),
+            "metrics": None if self.metrics is None else dict(self.metrics),
+        }
+        out.update(self.extra)
+        return out

@@ -1,0 +1,88 @@
+"""Schedules: where and when every task runs (the ``optsched/schedule@1`` contract).
+
+A :class:`Schedule` only holds what a file can say: job and GPU ids, round and task indices,
+start times. Whether those refer to anything or are feasible is the checker's business
+(:mod:`optsched.check`), so a schedule naming an unknown job is representable and reported as a
+violation rather than rejected.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Iterable
+from dataclasses import dataclass
+from typing import Any
+
+from optsched.errors import InputError
+
+MODES = ("relaxed", "gang")
+
+
+@dataclass(frozen=True, order=True)
+class Task:
+    """One task of a schedule: task ``task`` of round ``round`` of ``job`` on ``gpu``."""
+
+    job: str
+    round: int
+    task: int
+    gpu: str
+    start: float
+
+    def __post_init__(self) -> None:
+        for name in ("job", "gpu"):
+            if not isinstance(getattr(self, name), str):
+                raise InputError(f"schedule task {name} must be a string, "
+                                 f"got {getattr(self, name)!r}")
+        for name in ("round", "task"):
+            value = getattr(self, name)
+            if isinstance(value, bool) or not isinstance(value, int):
+                raise InputError(f"schedule task of job {self.job!r}: {name} must be an "
+                                 f"integer, got {value!r}")
+        if (isinstance(self.start, bool) or not isinstance(self.start, int | float)
+                or not math.isfinite(self.start)):
+            raise InputError(f"schedule task ({self.job!r}, round {self.round}, task "
+                             f"{self.task}): start must be a finite number, got {self.start!r}")
+        object.__setattr__(self, "start", float(self.start))
+
+    @property
+    def key(self) -> tuple[str, int, int]:
+        """(job, round, task): what identifies the task."""
+        return (self.job, self.round, self.task)
+
+
+@dataclass(frozen=True)
+class Schedule:
+    """A schedule for instance ``instance``; ``mode`` None means the instance's mode."""
+
+    instance: str
+    tasks: tuple[Task, ...]
+    mode: str | None = None
+
+    def __init__(self, instance: str, tasks: Iterable[Task], mode: str | None = None) -> None:
+        if not isinstance(instance, str) or not instance:
+            raise InputError("schedule 'instance' must be a non-empty string")
+        if mode is not None and mode not in MODES:
+            raise InputError(f"schedule mode must be one of {MODES}, got {mode!r}")
+        tasks = tuple(tasks)
+        for t in tasks:
+            if not isinstance(t, Task):
+                raise InputError(f"schedule tasks must be Task objects, got {type(t).__name__}")
+        object.__setattr__(self, "instance", instance)
+        object.__setattr__(self, "tasks", tasks)
+        object.__setattr__(self, "mode", mode)
+
+    def __len__(self) -> int:
+        return len(self.tasks)
+
+    def sorted(self) -> Schedule:
+        """The same schedule with tasks ordered by (job, round, task, gpu, start)."""
+        return Schedule(self.instance, sorted(self.tasks), self.mode)
+
+    def to_dict(self) -> dict[str, Any]:
+        """The ``optsched/schedule@1`` JSON object."""
+        out: dict[str, Any] = {"format": "optsched/schedule@1", "instance": self.instance}
+        if self.mode is not None:
+            out["mode"] = self.mode
+        out["tasks"] = [{"job": t.job, "round": t.round, "task": t.task, "gpu": t.gpu,
+                         "start": t.start} for t in self.tasks]
+        return out

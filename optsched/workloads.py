@@ -1,0 +1,175 @@
+"""Workload catalog: seconds per mini-batch for each (workload, GPU type), with provenance.
+
+Every cell says where its number comes from (DESIGN.md §1): ``published`` (with the
+citation), ``derived`` (how), or ``assumed`` (why). The catalog shipped with the package is
+``optsched/data/workloads.json``; ``scripts/build_catalog.py`` regenerates it.
+"""
+
+from __future__ import annotations
+
+import ast
+import json
+import math
+from collections.abc import Mapping
+from dataclasses import dataclass
+from functools import cache
+from importlib import resources
+from pathlib import Path
+from types import MappingProxyType
+from typing import Any
+
+from optsched.errors import InputError, UnknownNameError
+
+PROVENANCES = ("published", "derived", "assumed")
+
+#: Canonical, case-sensitive GPU type names; other spellings (Gavel's ``k80``) map to them.
+CANONICAL_GPU_TYPES = ("K80", "M60", "P100", "T4", "V100", "A100", "H100")
+_ALIASES = {name.lower(): name for name in CANONICAL_GPU_TYPES}
+
+
+def canonical_gpu_type(name: str) -> str:
+    """The canonical spelling of a known GPU type (``k80`` → ``K80``); others unchanged."""
+    return _ALIASES.get(name.lower(), name)
+
+
+@dataclass(frozen=True)
+class Cell:
+    """One catalog figure: seconds per mini-batch and where it comes from."""
+
+    seconds: float
+    provenance: str
+    note: str
+
+    def __post_init__(self) -> None:
+        if not (isinstance(self.seconds, int | float) and math.isfinite(self.seconds)
+                and self.seconds > 0):
+            raise InputError(f"catalog cell seconds must be > 0, got {self.seconds!r}")
+        if self.provenance not in PROVENANCES:
+            raise InputError(f"catalog cell provenance must be one of {PROVENANCES}, got "
+                             f"{self.provenance!r}")
+        if not self.note:
+            raise InputError("catalog cell needs a note (citation, derivation or reason)")
+
+
+@dataclass(frozen=True)
+class Workload:
+    """A training workload: its per-GPU-type cells and a short description."""
+
+    name: str
+    description: str
+    cells: Mapping[str, Cell]
+
+    def __post_init__(self) -> None:
+        object.__setattr__(self, "cells", MappingProxyType(dict(self.cells)))
+
+
+@dataclass(frozen=True)
+class Catalog:
+    """A set of workload profiles, looked up by name."""
+
+    workloads: Mapping[str, Workload]
+
+    def __post_init__(self) -> None:
+        object.__setattr__(self, "workloads", MappingProxyType(dict(self.workloads)))
+
+    def __contains__(self, name: object) -> bool:
+        return name in self.workloads
+
+    def __getitem__(self, name: str) -> Workload:
+        try:
+            return self.workloads[name]
+        except KeyError:
+            raise UnknownNameError(f"unknown workload {name!r} (not in the catalog)") from None
+
+    def seconds(self, name: str, gpu_type: str) -> float | None:
+        """Seconds per mini-batch of ``name`` on ``gpu_type``; ``None`` if not profiled."""
+        cell = self[name].cells.get(canonical_gpu_type(gpu_type))
+        return None if cell is None else cell.seconds
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "format": "optsched/workloads@1",
+            "workloads": {
+                w.name: {
+                    "description": w.description,
+                    "seconds_per_batch": {
+                        t: {"seconds": c.seconds, "provenance": c.provenance, "note": c.note}
+                        for t, c in w.cells.items()
+                    },
+                }
+                for w in self.workloads.values()
+            },
+        }
+
+    @classmethod
+    def from_dict(cls, data: Mapping[str, Any]) -> Catalog:
+        if data.get("format") != "optsched/workloads@1":
+            raise InputError(f"unknown workload catalog format {data.get('format')!r}")
+        out = {}
+        for name, w in data["workloads"].items():
+            cells = {canonical_gpu_type(t): Cell(c["seconds"], c["provenance"], c["note"])
+                     for t, c in w["seconds_per_batch"].items()}
+            out[name] = Workload(name, w.get("description", ""), cells)
+        return cls(out)
+
+
+@cache
+def default_catalog() -> Catalog:
+    """The catalog shipped with optsched (Gavel single-GPU job types and Hare's workloads)."""
+    text = resources.files("optsched").joinpath("data", "workloads.json").read_text("utf-8")
+    return Catalog.from_dict(json.loads(text))
+
+
+GAVEL_CITATION = ("Gavel simulation_throughputs.json (Narayanan et al., OSDI'20; "
+                  "stanford-futuredata/gavel@c4fa400, MIT)")
+
+
+def read_gavel_throughputs(path: str | Path, *, citation: str = GAVEL_CITATION) -> Catalog:
+    """Read Gavel's throughput JSON into a catalog of single-GPU workloads.
+
+    Gavel's file maps ``gpu_type`` → ``"(job_type, scale_factor)"`` → ``{"null": steps/s,
+    ...co-located pairs}``. We keep the isolated (``"null"``) throughput of scale factor 1 on
+    consolidated GPU types, as seconds per mini-batch = 1 / steps-per-second, and tag each
+    cell ``published`` with ``citation``. ``*_unconsolidated`` types and multi-GPU scale
+    factors are skipped; GPU type names are canonicalised (``k80`` → ``K80``).
+
+    Raises
+    ------
+    InputError
+        If the file is unreadable, not JSON, or not in Gavel's layout.
+    """
+    try:
+        raw = json.loads(Path(path).read_text("utf-8"))
+    except OSError as exc:
+        raise InputError(f"{path}: cannot read: {exc.strerror}") from None
+    except json.JSONDecodeError as exc:
+        raise InputError(f"{path}: not valid JSON: {exc.msg} at line {exc.lineno}") from None
+    if not isinstance(raw, dict):
+        raise InputError(f"{path}: Gavel throughputs must be a JSON object of GPU types")
+    cells: dict[str, dict[str, Cell]] = {}
+    for gtype, jobs in raw.items():
+        if gtype.endswith("_unconsolidated"):
+            continue
+        if not isinstance(jobs, dict):
+            raise InputError(f"{path}: GPU type {gtype!r} must map job keys to objects")
+        for key, entry in jobs.items():
+            try:
+                job_type, scale = ast.literal_eval(key)
+            except (ValueError, SyntaxError, TypeError):
+                raise InputError(f"{path}: job key {key!r} is not '(job_type, scale)'") from None
+            if not isinstance(job_type, str) or not isinstance(scale, int):
+                raise InputError(f"{path}: job key {key!r} is not '(job_type, scale)'")
+            if scale != 1:
+                continue
+            tput = entry.get("null") if isinstance(entry, dict) else None
+            if not isinstance(tput, int | float) or tput <= 0:
+                raise InputError(f"{path}: {gtype} {key}: isolated throughput ('null') must "
+                                 f"be a positive number, got {tput!r}")
+            cells.setdefault(job_type, {})[canonical_gpu_type(gtype)] = Cell(
+                1.0 / tput, "published",
+                f"{citation}; isolated {tput:.6g} steps/s on {gtype}; seconds = 1/steps",
+            )
+    if not cells:
+        raise InputError(f"{path}: no single-GPU job types found")
+    return Catalog({name: Workload(name, "Gavel job type, one GPU", c)
+                    for name, c in cells.items()})
