@@ -1,1 +1,35 @@
-"""optsched."""
+"""optsched: exact and heuristic scheduling of DL training jobs on heterogeneous GPU clusters.
+
+The core objects: :class:`Instance` (GPUs or a topology, jobs, mode), :class:`Schedule`, the
+independent :func:`check`, and :func:`solve` over a registry of methods (:func:`register`)
+returning a :class:`Result`.
+"""
+
+from optsched.check import CheckReport as CheckReport
+from optsched.check import Violation as Violation
+from optsched.check import check as check
+from optsched.errors import InputError as InputError
+from optsched.errors import OptschedError as OptschedError
+from optsched.errors import UnknownNameError as UnknownNameError
+from optsched.generate import GeneratorSpec as GeneratorSpec
+from optsched.generate import generate as generate
+from optsched.instance import GPU as GPU
+from optsched.instance import Instance as Instance
+from optsched.instance import Job as Job
+from optsched.io import load_instance as load_instance
+from optsched.io import load_schedule as load_schedule
+from optsched.io import save_instance as save_instance
+from optsched.io import save_schedule as save_schedule
+from optsched.result import Result as Result
+from optsched.result import Status as Status
+from optsched.schedule import Schedule as Schedule
+from optsched.schedule import Task as Task
+from optsched.solve import MethodOutput as MethodOutput
+from optsched.solve import SolveContext as SolveContext
+from optsched.solve import methods as methods
+from optsched.solve import register as register
+from optsched.solve import solve as solve
+from optsched.topology import Topology as Topology
+from optsched.topology import tree_topology as tree_topology
+
+__version__ = "0.1.0"

@@ -127,8 +127,10 @@ def check(instance: Instance, schedule: Schedule) -> CheckReport:
                                   f"and tasks 0..{job.tasks_per_round - 1}", t)
             continue
         count[t.key] += 1
-        if count[t.key] == 2:
-            flag("duplicate", f"{_name(t)} appears more than once", t)
+        if count[t.key] > 1:  # only the first occurrence is timed
+            if count[t.key] == 2:
+                flag("duplicate", f"{_name(t)} appears more than once", t)
+            continue
         if g is None:
             continue
         if instance.compute[j, g] == float("inf"):
@@ -138,7 +140,7 @@ def check(instance: Instance, schedule: Schedule) -> CheckReport:
         rounds[j, t.round].append((t, g))
 
     complete = not out or all(v.kind == "instance" for v in out)
-    for j, job in enumerate(instance.jobs):
+    for job in instance.jobs:
         for r in range(job.rounds):
             for k in range(job.tasks_per_round):
                 if (job.id, r, k) not in count:

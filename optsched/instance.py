@@ -347,7 +347,7 @@ class Instance:
         return replace(self, mode=mode)
 
 
-def _index(items: Sequence[Job] | Sequence[GPU], what: str) -> dict[str, int]:
+def _index(items: Sequence[Job | GPU], what: str) -> dict[str, int]:
     index: dict[str, int] = {}
     for i, item in enumerate(items):
         if item.id in index:

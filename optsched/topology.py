@@ -99,7 +99,7 @@ class Topology:
                                  f"it is linked to {sorted(nbrs)}")
             host_of[n] = nbrs[0]
         if not nx.is_connected(g):
-            parts = sorted((sorted(c)[0] for c in nx.connected_components(g)))
+            parts = sorted(sorted(c)[0] for c in nx.connected_components(g))
             raise InputError(f"topology is disconnected: {len(parts)} components, containing "
                              f"{', '.join(repr(p) for p in parts[:4])}")
         self._graph = nx.freeze(g)

@@ -1,0 +1,277 @@
+"""The ``optsched`` command line (DESIGN.md §2).
+
+Exit codes, as ``diff`` and ``cmp`` use them: 0 success (feasible; a schedule was produced),
+1 a negative answer (violations; no solution), 2 bad input, 70 internal error (one line;
+``--debug`` shows the traceback).
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+from collections.abc import Sequence
+from dataclasses import fields
+from importlib import resources
+from typing import Any
+
+from optsched import __version__
+from optsched.check import check
+from optsched.errors import InputError
+from optsched.exact.bounds import critical_path_bound
+from optsched.generate import GeneratorSpec, generate
+from optsched.io import (
+    instance_from_dict,
+    instance_to_dict,
+    load_instance,
+    load_schedule,
+    save_schedule,
+    schedule_from_dict,
+    write_json,
+)
+from optsched.result import Result
+from optsched.solve import KINDS, load_plugin, methods, solve
+from optsched.workloads import default_catalog
+
+EXIT_OK, EXIT_NEGATIVE, EXIT_BAD_INPUT, EXIT_INTERNAL = 0, 1, 2, 70
+
+
+class _Parser(argparse.ArgumentParser):
+    def error(self, message: str) -> Any:  # usage errors: one line, exit 2
+        self.exit(EXIT_BAD_INPUT, f"{self.prog}: error: {message}\n")
+
+
+def _print_json(obj: Any) -> None:
+    print(json.dumps(obj, indent=1))
+
+
+def _fmt(value: float | None, digits: int = 6) -> str:
+    return "-" if value is None else f"{value:.{digits}g}"
+
+
+# -- commands ----------------------------------------------------------------------------------
+
+def cmd_check(args: argparse.Namespace) -> int:
+    instance = load_instance(args.instance)
+    schedule = load_schedule(args.schedule)
+    report = check(instance, schedule)
+    if args.json:
+        _print_json(report.to_dict())
+    else:
+        for v in report.violations:
+            print(f"{v.kind}: {v.message}")
+        verdict = "feasible" if report.feasible else f"{len(report.violations)} violation(s)"
+        print(f"{verdict} ({report.mode} mode); objective {_fmt(report.objective)}")
+    return EXIT_OK if report.feasible else EXIT_NEGATIVE
+
+
+def _parse_params(pairs: Sequence[str]) -> dict[str, str]:
+    params = {}
+    for pair in pairs:
+        key, sep, value = pair.partition("=")
+        if not sep or not key:
+            raise InputError(f"--param expects KEY=VALUE, got {pair!r}")
+        params[key] = value
+    return params
+
+
+def _print_result(result: Result) -> None:
+    print(f"method     {result.method} ({result.mode} mode)")
+    print(f"status     {result.status}")
+    print(f"objective  {_fmt(result.objective)}  (Σ w_j C_j)")
+    print(f"bound      {_fmt(result.bound)}")
+    gap = result.gap
+    print(f"gap        {'-' if gap is None else f'{100 * gap:.2f} %'}")
+    print(f"runtime    {result.runtime_s:.3f} s")
+
+
+def cmd_solve(args: argparse.Namespace) -> int:
+    instance = load_instance(args.instance)
+    hint = load_schedule(args.hint) if args.hint else None
+    result = solve(instance, args.method, mode=args.mode, time_limit=args.time_limit,
+                   seed=args.seed, params=_parse_params(args.param), hint=hint)
+    if args.out and result.schedule is not None:
+        save_schedule(args.out, result.schedule)
+    if args.json:
+        _print_json(result.to_dict())
+    else:
+        _print_result(result)
+    return EXIT_OK if result.schedule is not None else EXIT_NEGATIVE
+
+
+def cmd_methods(args: argparse.Namespace) -> int:
+    infos = methods()
+    if args.json:
+        _print_json([{"kind": i.kind, "name": i.name, "modes": sorted(i.modes),
+                      "description": i.description, "params": dict(i.params)} for i in infos])
+        return EXIT_OK
+    for kind in KINDS:
+        group = [i for i in infos if i.kind == kind]
+        print(f"{kind}:")
+        if not group:
+            print("  (none yet)")
+        for i in group:
+            modes = "/".join(sorted(i.modes))
+            print(f"  {i.name:<16} {i.description} [{modes}]")
+            for key, text in i.params.items():
+                print(f"  {'':<16}   --param {key}=…  {text}")
+    return EXIT_OK
+
+
+def cmd_gen(args: argparse.Namespace) -> int:
+    values = {f.name: getattr(args, f.name) for f in fields(GeneratorSpec)
+              if getattr(args, f.name, None) is not None}
+    instance = generate(GeneratorSpec(**values), args.seed, name=args.name)
+    data = instance_to_dict(instance)
+    if args.out:
+        write_json(args.out, data)
+        print(f"wrote {args.out}: {instance.n_jobs} jobs, {instance.n_tasks} tasks, "
+              f"{instance.n_gpus} GPUs")
+    else:
+        _print_json(data)
+    return EXIT_OK
+
+
+def cmd_plot(args: argparse.Namespace) -> int:
+    from optsched.plot import plot_gantt
+
+    instance = load_instance(args.instance)
+    schedule = load_schedule(args.schedule)
+    plot_gantt(instance, schedule, args.out)
+    print(f"wrote {args.out}")
+    return EXIT_OK
+
+
+def cmd_workloads(args: argparse.Namespace) -> int:
+    catalog = default_catalog()
+    if args.json:
+        _print_json(catalog.to_dict())
+        return EXIT_OK
+    for w in catalog.workloads.values():
+        cells = ", ".join(f"{t} {c.seconds:.4g}s ({c.provenance})" for t, c in w.cells.items())
+        print(f"{w.name}: {cells}")
+    return EXIT_OK
+
+
+def _bundled(name: str) -> Any:
+    text = resources.files("optsched").joinpath("data", "instances", name).read_text("utf-8")
+    return json.loads(text)
+
+
+def cmd_demo(args: argparse.Namespace) -> int:
+    instance = instance_from_dict(_bundled("hare-toy.instance.json"))
+    paper = check(instance, schedule_from_dict(_bundled("hare-fig1.schedule.json")))
+    print(f"Instance {instance.name!r}: Hare's motivating example (HPDC'22, Fig. 1): "
+          f"{instance.n_jobs} jobs, {instance.n_tasks} tasks, {instance.n_gpus} GPUs of "
+          f"{len({g.type for g in instance.gpus})} types.\n")
+    Row = tuple[str, str, str, float | None, float | None, Any]
+    rows: list[Row] = [("paper's schedule (Fig. 1)", "relaxed",
+                        "checked" if paper.feasible else "INFEASIBLE", paper.objective,
+                        critical_path_bound(instance), paper.metrics)]
+    for mode in ("relaxed", "gang"):
+        r = solve(instance, "ect", mode=mode, seed=args.seed)
+        rows.append(("ect (list scheduling)", mode, str(r.status), r.objective, r.bound,
+                     r.metrics))
+    header = f"{'schedule':<27} {'mode':<8} {'status':<9} {'Σ w·C':>7} {'bound':>7} " \
+             f"{'gap':>7} {'makespan':>9}"
+    print(header)
+    print("-" * len(header))
+    for name, mode, status, obj, bound, metrics in rows:
+        gap = None if obj is None or bound is None else (obj - bound) / obj
+        print(f"{name:<27} {mode:<8} {status:<9} {_fmt(obj):>7} {_fmt(bound):>7} "
+              f"{'-' if gap is None else f'{100 * gap:.1f}%':>7} "
+              f"{_fmt(metrics['makespan'] if metrics else None):>9}")
+    print("\nbound = per-job critical path (certified lower bound); gap = (Σ w·C − bound) / "
+          "Σ w·C.\nTry: optsched solve INSTANCE --method ect --json; optsched check INSTANCE "
+          "SCHEDULE.")
+    return EXIT_OK if paper.feasible else EXIT_INTERNAL
+
+
+# -- parser ------------------------------------------------------------------------------------
+
+def build_parser() -> argparse.ArgumentParser:
+    parser = _Parser(prog="optsched", description="Scheduling DL training jobs on "
+                     "heterogeneous GPU clusters: exact methods, heuristics, checker.")
+    parser.add_argument("--version", action="version", version=f"optsched {__version__}")
+    parser.add_argument("--debug", action="store_true", help="show tracebacks")
+    parser.add_argument("--plugin", action="append", default=[], metavar="MODULE",
+                        help="import MODULE first so its methods are registered")
+    sub = parser.add_subparsers(dest="command", required=True, parser_class=_Parser)
+
+    p = sub.add_parser("check", help="check a schedule against an instance")
+    p.add_argument("instance")
+    p.add_argument("schedule")
+    p.add_argument("--json", action="store_true")
+    p.set_defaults(func=cmd_check)
+
+    p = sub.add_parser("solve", help="solve an instance with a registered method")
+    p.add_argument("instance")
+    p.add_argument("--method", required=True)
+    p.add_argument("--mode", choices=("relaxed", "gang"))
+    p.add_argument("--time-limit", type=float, metavar="S")
+    p.add_argument("--seed", type=int, default=0)
+    p.add_argument("--param", action="append", default=[], metavar="KEY=VALUE")
+    p.add_argument("--hint", metavar="SCHEDULE")
+    p.add_argument("--out", metavar="SCHEDULE", help="write the schedule here")
+    p.add_argument("--json", action="store_true")
+    p.set_defaults(func=cmd_solve)
+
+    p = sub.add_parser("methods", help="list the registered methods")
+    p.add_argument("--json", action="store_true")
+    p.set_defaults(func=cmd_methods)
+
+    p = sub.add_parser("gen", help="generate a random instance")
+    p.add_argument("--seed", type=int, required=True)
+    p.add_argument("--name")
+    p.add_argument("--out", metavar="INSTANCE")
+    for name, typ in (("jobs", int), ("gpus", int), ("gpu-types", int), ("hosts", int),
+                      ("load", float), ("heterogeneity", float), ("sync-ratio", float)):
+        p.add_argument(f"--{name}", type=typ, dest=name.replace("-", "_"))
+    for name, typ in (("rounds", int), ("tasks", int), ("task-time", float),
+                      ("sync-time", float), ("weight", float)):
+        p.add_argument(f"--{name}", type=typ, nargs=2, metavar=("LOW", "HIGH"),
+                       dest=name.replace("-", "_"))
+    p.add_argument("--continuous", dest="integer", action="store_false", default=None,
+                   help="draw real-valued times (default: integers)")
+    p.add_argument("--mode", choices=("relaxed", "gang"))
+    p.add_argument("--topology", action="store_true", default=None,
+                   help="build a tree topology of the hosts instead of a GPU list")
+    p.set_defaults(func=cmd_gen)
+
+    p = sub.add_parser("plot", help="draw a schedule as a Gantt chart (needs matplotlib)")
+    p.add_argument("instance")
+    p.add_argument("schedule")
+    p.add_argument("--out", required=True, metavar="FILE.png")
+    p.set_defaults(func=cmd_plot)
+
+    p = sub.add_parser("workloads", help="list the workload catalog with provenance")
+    p.add_argument("--json", action="store_true")
+    p.set_defaults(func=cmd_workloads)
+
+    p = sub.add_parser("demo", help="solve a bundled instance and print a short table")
+    p.add_argument("--seed", type=int, default=0)
+    p.set_defaults(func=cmd_demo)
+    return parser
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    args = build_parser().parse_args(argv)
+    try:
+        for module in args.plugin:
+            load_plugin(module)
+        code: int = args.func(args)
+        return code
+    except InputError as exc:
+        print(f"optsched: error: {exc}", file=sys.stderr)
+        return EXIT_BAD_INPUT
+    except Exception as exc:
+        if args.debug:
+            raise
+        text = str(exc).splitlines()[0] if str(exc) else ""
+        print(f"optsched: internal error: {type(exc).__name__}: {text} (rerun with --debug)",
+              file=sys.stderr)
+        return EXIT_INTERNAL
+
+
+if __name__ == "__main__":
+    sys.exit(main())
