@@ -101,7 +101,7 @@ def test_gang_mode_needs_k_eligible_gpus():
     job = Job("J", tasks_per_round=2, compute={"V100": 1})
     gpus = (GPU("a", "V100"), GPU("b", "K80"))
     Instance("x", (job,), gpus)  # relaxed: tasks may share a GPU
-    with pytest.raises(InputError, match="job 'J': 1 eligible GPU.*needs 2 in gang mode"):
+    with pytest.raises(InputError, match=r"job .J.: 1 eligible GPU.*needs 2 in gang mode"):
         Instance("x", (job,), gpus, mode="gang")
 
 

@@ -1,0 +1,170 @@
+"""The command line: exit codes, --json contracts (validated by the shipped schemas)."""
+
+from __future__ import annotations
+
+import json
+import shutil
+import subprocess
+import sys
+from importlib import resources
+from pathlib import Path
+
+import jsonschema
+import pytest
+
+from optsched.cli import main
+from tests.conftest import EXAMPLES, ROOT
+
+TOY = str(ROOT / "instances/hare-toy/hare-toy.instance.json")
+FIG1 = str(ROOT / "instances/hare-toy/hare-fig1.schedule.json")
+
+
+def schema(name):
+    text = resources.files("optsched").joinpath("data", "schemas", f"{name}.schema.json")
+    return json.loads(text.read_text("utf-8"))
+
+
+def run(capsys, *argv):
+    code = main(list(argv))
+    out, err = capsys.readouterr()
+    return code, out, err
+
+
+def test_check_accepts_the_paper_schedule(capsys):
+    code, out, _ = run(capsys, "check", TOY, FIG1, "--json")
+    report = json.loads(out)
+    assert code == 0 and report["feasible"] and report["objective"] == 8.5
+    assert report["violations"] == []
+
+
+def test_check_rejects_with_exit_1_and_named_violations(capsys, tmp_path):
+    sched = json.loads(Path(FIG1).read_text())
+    sched["tasks"][1]["start"] = 0.5  # J1 round 1 on G3 [0.5, 1.5) hits J3 there at 1
+    sched["tasks"].append({"job": "J9", "round": 0, "task": 0, "gpu": "G1", "start": 0})
+    del sched["tasks"][0]
+    path = tmp_path / "s.json"
+    path.write_text(json.dumps(sched))
+    code, out, _ = run(capsys, "check", TOY, str(path), "--json")
+    report = json.loads(out)
+    assert code == 1 and not report["feasible"] and report["objective"] is None
+    kinds = {v["kind"] for v in report["violations"]}
+    assert kinds == {"missing", "unknown-job", "overlap"}
+    code, out, _ = run(capsys, "check", TOY, str(path))
+    assert code == 1 and "missing: task ('J1', round 0, task 0) is not scheduled" in out
+
+
+@pytest.mark.parametrize("content,match", [
+    ("{", "malformed JSON"),
+    ('{"format": "optsched/instance@2", "name": "x", "jobs": []}', "unknown format"),
+    ('{"format": "optsched/instance@1", "name": "x", "jobs": [], "extra": 1}',
+     "unknown key 'extra'"),
+    ('{"format": "optsched/instance@1", "name": "x", "gpus": [{"id": "g", "type": "A"}], '
+     '"jobs": [{"id": "J", "arrival": 0, "weight": 0, "rounds": 1, "tasks_per_round": 1, '
+     '"compute": {"A": 1}}]}', "job 'J': weight must be"),
+])
+def test_bad_input_is_one_line_exit_2(capsys, tmp_path, content, match):
+    path = tmp_path / "bad.json"
+    path.write_text(content)
+    out_path = tmp_path / "out.json"
+    code, _out, err = run(capsys, "solve", str(path), "--method", "ect", "--out", str(out_path))
+    assert code == 2
+    assert match in err and str(path) in err
+    assert len(err.strip().splitlines()) == 1 and "Traceback" not in err
+    assert not out_path.exists()  # nothing half-written
+    code, _, err = run(capsys, "check", str(path), FIG1)
+    assert code == 2 and match in err
+
+
+def test_missing_file_and_usage_errors_exit_2(capsys):
+    code, _, err = run(capsys, "check", "/nonexistent.json", FIG1)
+    assert code == 2 and "cannot read" in err
+    with pytest.raises(SystemExit) as exc:
+        main(["solve", TOY])  # --method missing
+    assert exc.value.code == 2
+    code, _, err = run(capsys, "solve", TOY, "--method", "nope")
+    assert code == 2 and "unknown solve method 'nope'" in err
+    code, _, err = run(capsys, "solve", TOY, "--method", "ect", "--param", "x=1")
+    assert code == 2 and "no parameter 'x'" in err
+    code, _, err = run(capsys, "solve", TOY, "--method", "ect", "--param", "novalue")
+    assert code == 2 and "KEY=VALUE" in err
+
+
+@pytest.mark.parametrize("mode", ["relaxed", "gang"])
+def test_solve_json_matches_schema_and_out_checks(capsys, tmp_path, mode):
+    out_path = tmp_path / "s.json"
+    code, out, _ = run(capsys, "solve", str(EXAMPLES / "example-2.instance.json"), "--method",
+                       "ect", "--mode", mode, "--json", "--out", str(out_path), "--seed", "3")
+    result = json.loads(out)
+    assert code == 0
+    jsonschema.validate(result, schema("result"))
+    assert result["status"] == "feasible" and result["seed"] == 3 and result["mode"] == mode
+    assert result["bound"] <= result["objective"]
+    written = json.loads(out_path.read_text())
+    jsonschema.validate(written, schema("schedule"))
+    code, out, _ = run(capsys, "check", str(EXAMPLES / "example-2.instance.json"),
+                       str(out_path), "--json")
+    assert code == 0 and json.loads(out)["objective"] == result["objective"]
+
+
+def test_instances_and_schedules_match_schemas():
+    for path in [*sorted(EXAMPLES.glob("*.instance.json")), ROOT / TOY]:
+        jsonschema.validate(json.loads(path.read_text()), schema("instance"))
+    for path in [*sorted(EXAMPLES.glob("*.schedule.json")), ROOT / FIG1]:
+        jsonschema.validate(json.loads(path.read_text()), schema("schedule"))
+
+
+def test_gen_then_solve(capsys, tmp_path):
+    path = tmp_path / "g.json"
+    code, out, _ = run(capsys, "gen", "--seed", "4", "--jobs", "6", "--gpus", "4",
+                       "--topology", "--rounds", "1", "2", "--out", str(path))
+    assert code == 0 and "6 jobs" in out
+    data = json.loads(path.read_text())
+    jsonschema.validate(data, schema("instance"))
+    assert "topology" in data
+    code, out, _ = run(capsys, "solve", str(path), "--method", "ect")
+    assert code == 0 and ("status     feasible" in out or "status     optimal" in out)
+    code, out, _ = run(capsys, "gen", "--seed", "4", "--jobs", "6", "--gpus", "4",
+                       "--topology", "--rounds", "1", "2")
+    assert json.loads(out) == data  # same seed, same instance
+    code, _, err = run(capsys, "gen", "--seed", "1", "--gpus", "0")
+    assert code == 2 and "gpus must be >= 1" in err
+
+
+def test_methods_lists_every_kind(capsys):
+    code, out, _ = run(capsys, "methods")
+    assert code == 0 and "ect" in out and "simulate:" in out and "place:" in out
+    code, out, _ = run(capsys, "methods", "--json")
+    assert {"kind": "solve", "name": "ect"}.items() <= json.loads(out)[0].items()
+
+
+def test_plot_writes_a_png(capsys, tmp_path):
+    png = tmp_path / "g.png"
+    code, _, _ = run(capsys, "plot", TOY, FIG1, "--out", str(png))
+    assert code == 0 and png.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
+
+
+def test_workloads_lists_provenance(capsys):
+    code, out, _ = run(capsys, "workloads")
+    assert code == 0 and "Hare/ResNet-50: K80 0.3s (assumed)" in out
+
+
+def test_plugin_module_and_internal_error(capsys, tmp_path, monkeypatch):
+    (tmp_path / "my_methods.py").write_text(
+        "from optsched import register\n"
+        "@register('explodes', description='raises', replace=True)\n"
+        "def explodes(instance, context):\n"
+        "    raise RuntimeError('boom\\nsecond line')\n")
+    monkeypatch.syspath_prepend(str(tmp_path))
+    code, _, err = run(capsys, "--plugin", "my_methods", "solve", TOY, "--method", "explodes")
+    assert code == 70 and "RuntimeError: boom" in err and len(err.strip().splitlines()) == 1
+    with pytest.raises(RuntimeError):
+        main(["--debug", "--plugin", "my_methods", "solve", TOY, "--method", "explodes"])
+    code, _, err = run(capsys, "--plugin", "no_such_module_xyz", "methods")
+    assert code == 2 and "cannot import plug-in module" in err
+
+
+def test_demo_console_script():
+    exe = shutil.which("optsched") or f"{sys.executable} -m optsched.cli"
+    proc = subprocess.run([*exe.split(), "demo"], capture_output=True, text=True, timeout=120)
+    assert proc.returncode == 0, proc.stderr
+    assert "paper's schedule (Fig. 1)" in proc.stdout and "8.5" in proc.stdout
