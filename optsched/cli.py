@@ -264,6 +264,10 @@ def main(argv: Sequence[str] | None = None) -> int:
     except InputError as exc:
         print(f"optsched: error: {exc}", file=sys.stderr)
         return EXIT_BAD_INPUT
+    except OSError as exc:  # e.g. an output path that cannot be written
+        where = f"{exc.filename}: " if exc.filename else ""
+        print(f"optsched: error: {where}{exc.strerror or exc}", file=sys.stderr)
+        return EXIT_BAD_INPUT
     except Exception as exc:
         if args.debug:
             raise

@@ -83,7 +83,7 @@ class Job:
     sync_by_gpu: Mapping[str, float] | None = None
     sync_bytes: float | None = None
     ps: str | None = None
-    meta: Mapping[str, Any] | None = None
+    meta: Any = None
 
     def __post_init__(self) -> None:
         if not isinstance(self.id, str) or not self.id:
@@ -128,9 +128,7 @@ class Job:
                              f"got {self.sync_bytes!r}")
         if self.ps is not None and (not isinstance(self.ps, str) or not self.ps):
             raise InputError(f"{where}: ps must be a host id")
-        if self.meta is not None:
-            if not isinstance(self.meta, Mapping):
-                raise InputError(f"{where}: meta must be a mapping")
+        if isinstance(self.meta, Mapping):  # free-form; a mapping is frozen at the top
             object.__setattr__(self, "meta", MappingProxyType(dict(self.meta)))
 
     @property
@@ -242,56 +240,62 @@ class Instance:
             raise InputError(f"GPU {missing[0]!r} is in the topology but not in 'gpus'")
         return tuple(replace(g, host=from_topo[g.id][1]) for g in gpus)
 
+    def _types(self) -> tuple[list[str], np.ndarray]:
+        """The distinct GPU types, and each GPU's index into them."""
+        types = sorted({g.type for g in self.gpus})
+        position = {t: i for i, t in enumerate(types)}
+        return types, np.array([position[g.type] for g in self.gpus])
+
     def _compute_matrix(self, catalog: Catalog) -> np.ndarray:
-        types = [g.type for g in self.gpus]
+        types, type_of = self._types()
         compute = np.full((len(self.jobs), len(self.gpus)), math.inf)
         for j, job in enumerate(self.jobs):
             if job.compute is not None:
-                per_type = dict(job.compute)
+                per_type = [job.compute.get(t, math.inf) for t in types]
             else:
                 assert job.workload is not None  # guaranteed by Job
-                profile = catalog[job.workload]  # raises UnknownNameError
+                catalog[job.workload]  # raises UnknownNameError
                 iters = job.iters_per_task or 1
-                per_type = {}
-                for t in set(types):
-                    seconds = catalog.seconds(profile.name, t)
-                    if seconds is not None:
-                        per_type[t] = seconds * iters
-            for g, t in enumerate(types):
-                if t in per_type:
-                    compute[j, g] = per_type[t]
+                per_type = [iters * (catalog.seconds(job.workload, t) or math.inf)
+                            for t in types]
+            compute[j] = np.asarray(per_type)[type_of]
             eligible = int(np.isfinite(compute[j]).sum())
             need = job.tasks_per_round if self.mode == "gang" else 1
             if eligible < need:
-                known = sorted(per_type) if per_type else "none"
+                own = [t for t, v in zip(types, per_type, strict=True) if v < math.inf]
                 raise InputError(
                     f"job {job.id!r}: {eligible} eligible GPU(s), needs {need} in {self.mode} "
-                    f"mode (its GPU types: {known}; cluster types: {sorted(set(types))})")
+                    f"mode (its GPU types in the cluster: {own or 'none'}; cluster types: "
+                    f"{types})")
         return compute
 
     def _sync_matrix(self, compute: np.ndarray) -> np.ndarray:
+        types, type_of = self._types()
         sync = np.zeros_like(compute)
         for j, job in enumerate(self.jobs):
             where = f"job {job.id!r}"
-            for g, gpu in enumerate(self.gpus):
-                if not math.isfinite(compute[j, g]):
-                    continue
-                if job.sync is not None:
-                    if gpu.type not in job.sync:
+            eligible = np.flatnonzero(np.isfinite(compute[j]))
+            if job.sync is not None:
+                for g in eligible:
+                    if self.gpus[g].type not in job.sync:
                         raise InputError(f"{where}: sync has no value for GPU type "
-                                         f"{gpu.type!r} (eligible GPU {gpu.id!r})")
-                    sync[j, g] = job.sync[gpu.type]
-                elif job.sync_by_gpu is not None:
+                                         f"{self.gpus[g].type!r} (eligible GPU "
+                                         f"{self.gpus[g].id!r})")
+                per_type = np.array([job.sync.get(t, 0.0) for t in types])
+                sync[j] = per_type[type_of]
+            elif job.sync_by_gpu is not None:
+                for gid in job.sync_by_gpu:
+                    if gid not in self.gpu_index:
+                        raise UnknownNameError(f"{where}: sync_by_gpu names unknown GPU {gid!r}")
+                for g in eligible:
+                    gpu = self.gpus[g]
                     if gpu.id not in job.sync_by_gpu:
                         raise InputError(f"{where}: sync_by_gpu has no value for eligible "
                                          f"GPU {gpu.id!r}")
                     sync[j, g] = job.sync_by_gpu[gpu.id]
-                elif job.sync_bytes is not None:
-                    sync[j, g] = self._sync_from_bytes(job, gpu)
-            if job.sync_by_gpu is not None:
-                for gid in job.sync_by_gpu:
-                    if gid not in self.gpu_index:
-                        raise UnknownNameError(f"{where}: sync_by_gpu names unknown GPU {gid!r}")
+            elif job.sync_bytes is not None:
+                for g in eligible:
+                    sync[j, g] = self._sync_from_bytes(job, self.gpus[g])
         sync[~np.isfinite(compute)] = math.inf
         return sync
 
