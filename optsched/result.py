@@ -14,6 +14,8 @@ from optsched.schedule import Schedule
 #: A schedule is optimal when objective − bound ≤ OPTIMAL_TOL · max(1, |objective|).
 OPTIMAL_TOL = 1e-6
 OBJECTIVE_NAME = "total_weighted_completion_time"
+_RESULT_KEYS = {"status", "objective", "objective_name", "bound", "gap", "runtime_s", "method",
+                "mode", "seed", "params", "metrics"}
 
 
 class Status(StrEnum):
@@ -71,6 +73,9 @@ class Result:
             raise ValueError(f"status {self.status} needs a schedule and its objective")
         if self.status is Status.OPTIMAL and not is_optimal(self.objective, self.bound):
             raise ValueError("status optimal needs objective - bound within tolerance")
+        clash = sorted(set(self.extra) & _RESULT_KEYS)
+        if clash:
+            raise ValueError(f"method-specific field {clash[0]!r} clashes with a Result field")
         object.__setattr__(self, "params", MappingProxyType(dict(self.params)))
         object.__setattr__(self, "extra", MappingProxyType(dict(self.extra)))
 

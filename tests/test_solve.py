@@ -107,3 +107,15 @@ def test_gang_mode_request_revalidates_the_instance():
     inst = Instance("x", (Job("J", tasks_per_round=2, compute={"A": 1}),), (GPU("a", "A"),))
     with pytest.raises(InputError, match="needs 2 in gang mode"):
         solve(inst, "ect", mode="gang")
+
+
+def test_result_validation():
+    from optsched import Result
+    with pytest.raises(ValueError, match="clashes with a Result field"):
+        Result(Status.UNKNOWN, "m", "relaxed", None, None, 0.0, extra={"gap": 1})
+    with pytest.raises(ValueError, match="runtime_s"):
+        Result(Status.UNKNOWN, "m", "relaxed", None, None, -1.0)
+    with pytest.raises(ValueError, match="needs a schedule"):
+        Result(Status.FEASIBLE, "m", "relaxed", 3.0, None, 0.0)
+    with pytest.raises(ValueError, match="optimal needs"):
+        Result(Status.OPTIMAL, "m", "relaxed", 3.0, 2.0, 0.0, schedule=Schedule("x", []))
