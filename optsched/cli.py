@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import os
 import sys
 from collections.abc import Sequence
 from dataclasses import fields
@@ -264,6 +265,9 @@ def main(argv: Sequence[str] | None = None) -> int:
     except InputError as exc:
         print(f"optsched: error: {exc}", file=sys.stderr)
         return EXIT_BAD_INPUT
+    except BrokenPipeError:  # output piped into e.g. `head`: stop quietly
+        os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
+        return EXIT_OK
     except OSError as exc:  # e.g. an output path that cannot be written
         where = f"{exc.filename}: " if exc.filename else ""
         print(f"optsched: error: {where}{exc.strerror or exc}", file=sys.stderr)
