@@ -14,6 +14,7 @@ import sys
 from collections.abc import Sequence
 from dataclasses import fields
 from importlib import resources
+from pathlib import Path
 from typing import Any
 
 from optsched import __version__
@@ -188,6 +189,40 @@ def cmd_demo(args: argparse.Namespace) -> int:
     return EXIT_OK if paper.feasible else EXIT_INTERNAL
 
 
+def cmd_bench_gen(args: argparse.Namespace) -> int:
+    from optsched.bench.grid import generate_set, load_grid
+
+    manifest = generate_set(load_grid(args.grid), args.out)
+    print(f"wrote {len(manifest.instances)} instances and manifest.json to {args.out}")
+    return EXIT_OK
+
+
+def cmd_bench_run(args: argparse.Namespace) -> int:
+    from optsched.bench.manifest import Manifest
+    from optsched.bench.runner import plan, run_benchmark
+
+    manifest = Manifest.load(Path(args.instances) / "manifest.json")
+    runs = plan(manifest, args.method, modes=args.mode, seeds=args.seeds or [0],
+                params=_parse_params(args.param), time_limit=args.time_limit,
+                plugins=args.plugin)
+    summary = run_benchmark(runs, args.records, workers=args.workers,
+                            scheduler=args.scheduler, manifest=manifest)
+    print(f"{summary.finished} runs finished ({summary.errors} errors), {summary.skipped} "
+          f"already recorded, in {summary.elapsed_s:.1f} s; records in {args.records}")
+    return EXIT_NEGATIVE if summary.errors else EXIT_OK
+
+
+def cmd_bench_report(args: argparse.Namespace) -> int:
+    from optsched.bench.records import load_records
+    from optsched.bench.report import FORMATS, write_report
+
+    records = [r for path in args.records for r in load_records(path)]
+    written = write_report(records, args.out, formats=args.format or FORMATS,
+                           plots=not args.no_plots)
+    print("wrote " + ", ".join(str(p) for p in written))
+    return EXIT_OK
+
+
 # -- parser ------------------------------------------------------------------------------------
 
 def build_parser() -> argparse.ArgumentParser:
@@ -252,6 +287,31 @@ def build_parser() -> argparse.ArgumentParser:
     p = sub.add_parser("demo", help="solve a bundled instance and print a short table")
     p.add_argument("--seed", type=int, default=0)
     p.set_defaults(func=cmd_demo)
+
+    bench = sub.add_parser("bench", help="benchmarks: instance sets, runs, reports")
+    bsub = bench.add_subparsers(dest="bench_command", required=True, parser_class=_Parser)
+    p = bsub.add_parser("gen", help="generate an instance set from a grid file")
+    p.add_argument("grid")
+    p.add_argument("--out", required=True, metavar="DIR")
+    p.set_defaults(func=cmd_bench_gen)
+    p = bsub.add_parser("run", help="run methods × instances × modes × seeds (resumable)")
+    p.add_argument("instances", metavar="DIR", help="an instance set (with manifest.json)")
+    p.add_argument("--method", action="append", required=True)
+    p.add_argument("--mode", action="append", choices=("relaxed", "gang"),
+                   help="default: each instance's own mode")
+    p.add_argument("--seeds", type=int, nargs="+", metavar="N")
+    p.add_argument("--time-limit", type=float, metavar="S")
+    p.add_argument("--param", action="append", default=[], metavar="KEY=VALUE")
+    p.add_argument("--records", required=True, metavar="FILE.jsonl")
+    p.add_argument("--workers", type=int, default=min(2, os.cpu_count() or 1))
+    p.add_argument("--scheduler", metavar="ADDRESS", help="Dask scheduler, e.g. tcp://h:8786")
+    p.set_defaults(func=cmd_bench_run)
+    p = bsub.add_parser("report", help="gap tables and plots from records alone")
+    p.add_argument("records", nargs="+", metavar="FILE.jsonl")
+    p.add_argument("--out", required=True, metavar="DIR")
+    p.add_argument("--format", action="append", choices=("md", "csv", "tex"))
+    p.add_argument("--no-plots", action="store_true")
+    p.set_defaults(func=cmd_bench_report)
     return parser
 
 

@@ -1,0 +1,272 @@
+"""Reports from run records alone: gap tables (Markdown, CSV, LaTeX) and plots.
+
+The reference of each (instance, mode) is computed from the records themselves: the best
+objective any run found and the best certified bound any run proved. A record's gap is
+``(objective − best bound) / objective`` (DESIGN.md §1's gap, against the best bound known);
+when the best objective meets the best bound within 1e-6 the optimum is known and the gap is a
+gap to the optimum. Rows aggregate one (mode, grid cell, method): mean gap with a 95 %
+Student-t confidence interval over the runs (instance seeds × method seeds), max gap, how many
+runs proved optimality, mean objective / best objective, mean runtime.
+"""
+
+from __future__ import annotations
+
+import csv
+import math
+from collections import defaultdict
+from collections.abc import Iterable, Mapping, Sequence
+from pathlib import Path
+from typing import Any
+
+from scipy import stats
+
+from optsched.errors import InputError
+from optsched.result import is_optimal
+
+FORMATS = ("md", "csv", "tex")
+
+
+def dedupe(records: Iterable[Mapping[str, Any]]) -> list[Mapping[str, Any]]:
+    """Records with distinct keys (the first of each kept)."""
+    seen: set[str] = set()
+    out = []
+    for record in records:
+        if record["key"] not in seen:
+            seen.add(record["key"])
+            out.append(record)
+    return out
+
+
+def references(records: Iterable[Mapping[str, Any]]) -> dict[tuple[str, str], dict[str, Any]]:
+    """Per (instance, mode): best objective, best bound, and whether the optimum is known."""
+    ref: dict[tuple[str, str], dict[str, Any]] = {}
+    for r in records:
+        entry = ref.setdefault((r["instance"], r["mode"]), {"objective": None, "bound": None})
+        if r.get("objective") is not None and (entry["objective"] is None
+                                               or r["objective"] < entry["objective"]):
+            entry["objective"] = r["objective"]
+        if r.get("bound") is not None and (entry["bound"] is None
+                                           or r["bound"] > entry["bound"]):
+            entry["bound"] = r["bound"]
+    for entry in ref.values():
+        entry["optimum_known"] = is_optimal(entry["objective"], entry["bound"])
+    return ref
+
+
+def _cell_text(value: Any) -> str:
+    return "–".join(map(str, value)) if isinstance(value, list) else str(value)
+
+
+def _mean_ci(values: Sequence[float]) -> tuple[float | None, float | None]:
+    """Mean and the half-width of its 95 % Student-t confidence interval (n ≥ 2)."""
+    if not values:
+        return None, None
+    n = len(values)
+    mean = sum(values) / n
+    if n < 2:
+        return mean, None
+    sd = math.sqrt(sum((v - mean) ** 2 for v in values) / (n - 1))
+    return mean, float(stats.t.ppf(0.975, n - 1)) * sd / math.sqrt(n)
+
+
+def gap_rows(records: Iterable[Mapping[str, Any]]) -> tuple[list[str], list[dict[str, Any]]]:
+    """The cell columns and one aggregated row per (mode, cell, method)."""
+    records = dedupe(records)
+    if not records:
+        raise InputError("no records to report")
+    ref = references(records)
+    cell_cols = sorted({k for r in records for k in r.get("cell", {})})
+    groups: dict[tuple[Any, ...], list[Mapping[str, Any]]] = defaultdict(list)
+    for r in records:
+        cell = tuple(_cell_text(r.get("cell", {}).get(k, "")) for k in cell_cols)
+        groups[(r["mode"], cell, r["method"])].append(r)
+
+    def order(key: tuple[Any, ...]) -> tuple[Any, ...]:
+        mode, cell, method = key
+        numeric = tuple((0, float(c), "") if c.replace(".", "", 1).isdigit() else (1, 0.0, c)
+                        for c in cell)
+        return (mode, numeric, method)
+
+    rows = []
+    for key in sorted(groups, key=order):
+        mode, cell, method = key
+        group = groups[key]
+        gaps, ratios = [], []
+        for r in group:
+            best = ref[r["instance"], mode]
+            obj = r.get("objective")
+            if obj is None:
+                continue
+            if best["bound"] is not None and obj > 0:
+                gaps.append((obj - best["bound"]) / obj)
+            if best["objective"]:
+                ratios.append(obj / best["objective"])
+        gap_mean, gap_ci = _mean_ci(gaps)
+        ratio_mean, _ = _mean_ci(ratios)
+        runtime_mean, _ = _mean_ci([r["runtime_s"] for r in group])
+        rows.append({
+            "mode": mode, **dict(zip(cell_cols, cell, strict=True)), "method": method,
+            "runs": len(group),
+            "solved": sum(r.get("objective") is not None for r in group),
+            "optimal": sum(r["status"] == "optimal" for r in group),
+            "errors": sum(r["status"] == "error" for r in group),
+            "reference": ("optimum" if all(ref[r["instance"], mode]["optimum_known"]
+                                           for r in group) else "best bound"),
+            "gap_mean": gap_mean, "gap_ci95": gap_ci,
+            "gap_max": max(gaps) if gaps else None,
+            "obj_over_best": ratio_mean, "runtime_mean_s": runtime_mean,
+        })
+    return cell_cols, rows
+
+
+def _pct(value: float | None) -> str:
+    return "–" if value is None else f"{100 * value:.2f}"
+
+
+def _num(value: float | None, fmt: str = ".3f") -> str:
+    return "–" if value is None else format(value, fmt)
+
+
+def _display(cell_cols: Sequence[str], row: Mapping[str, Any]) -> list[str]:
+    ci = "" if row["gap_ci95"] is None else f" ± {_pct(row['gap_ci95'])}"
+    return [row["mode"], *(str(row[c]) for c in cell_cols), row["method"], str(row["runs"]),
+            f"{row['optimal']}/{row['runs']}", _pct(row["gap_mean"]) + ci,
+            _pct(row["gap_max"]), _num(row["obj_over_best"], ".4f"),
+            _num(row["runtime_mean_s"]), row["reference"]]
+
+
+HEADERS = ["runs", "proved optimal", "gap % mean ± 95% CI", "gap % max", "obj / best",
+           "runtime s (mean)", "gap vs"]
+
+
+def to_markdown(cell_cols: Sequence[str], rows: Sequence[Mapping[str, Any]]) -> str:
+    header = ["mode", *cell_cols, "method", *HEADERS]
+    lines = ["| " + " | ".join(header) + " |", "|" + "---|" * len(header)]
+    lines += ["| " + " | ".join(_display(cell_cols, r)) + " |" for r in rows]
+    return "\n".join(lines) + "\n"
+
+
+def _tex_escape(text: str) -> str:
+    for a, b in (("\\", r"\textbackslash{}"), ("&", r"\&"), ("%", r"\%"), ("_", r"\_"),
+                 ("#", r"\#"), ("±", r"$\pm$"), ("–", "--")):
+        text = text.replace(a, b)
+    return text
+
+
+def to_latex(cell_cols: Sequence[str], rows: Sequence[Mapping[str, Any]]) -> str:
+    header = ["mode", *cell_cols, "method", *HEADERS]
+    lines = [r"\begin{tabular}{" + "l" * (len(cell_cols) + 2) + "r" * (len(HEADERS) - 1)
+             + "l}", r"\toprule",
+             " & ".join(_tex_escape(h) for h in header) + r" \\", r"\midrule"]
+    lines += [" & ".join(_tex_escape(c) for c in _display(cell_cols, r)) + r" \\"
+              for r in rows]
+    lines += [r"\bottomrule", r"\end{tabular}"]
+    return "\n".join(lines) + "\n"
+
+
+def to_csv(path: Path, cell_cols: Sequence[str], rows: Sequence[Mapping[str, Any]]) -> None:
+    fields = ["mode", *cell_cols, "method", "runs", "solved", "optimal", "errors",
+              "reference", "gap_mean", "gap_ci95", "gap_max", "obj_over_best",
+              "runtime_mean_s"]
+    with path.open("w", newline="", encoding="utf-8") as fh:
+        writer = csv.DictWriter(fh, fieldnames=fields)
+        writer.writeheader()
+        writer.writerows(rows)
+
+
+def profiles(records: Iterable[Mapping[str, Any]]) -> dict[str, dict[str, list[float]]]:
+    """Per mode and method, the sorted ratios objective / best objective (inf: unsolved)."""
+    records = dedupe(records)
+    ref = references(records)
+    out: dict[str, dict[str, list[float]]] = defaultdict(lambda: defaultdict(list))
+    for r in records:
+        best = ref[r["instance"], r["mode"]]["objective"]
+        obj = r.get("objective")
+        ratio = obj / best if obj is not None and best else math.inf
+        out[r["mode"]][r["method"]].append(ratio)
+    return {mode: {m: sorted(v) for m, v in by.items()} for mode, by in out.items()}
+
+
+def plot_profiles(records: Iterable[Mapping[str, Any]], path: Path) -> None:
+    """Performance profiles (Dolan & Moré 2002): share of runs within τ × the best objective."""
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    data = profiles(records)
+    fig, axes = plt.subplots(1, len(data), figsize=(5 * len(data), 3.6), squeeze=False)
+    for ax, (mode, by_method) in zip(axes[0], sorted(data.items()), strict=True):
+        finite = [x for v in by_method.values() for x in v if math.isfinite(x)]
+        tau_max = max(finite, default=1.0) * 1.02 + 1e-9
+        for method, ratios in sorted(by_method.items()):
+            xs = [1.0] + [x for x in ratios if math.isfinite(x)] + [tau_max]
+            ys = [sum(x <= t for x in ratios) / len(ratios) for t in xs]
+            ax.step(xs, ys, where="post", label=method)
+        ax.set_xlabel("τ (objective / best objective)")
+        ax.set_ylabel("share of runs within τ")
+        ax.set_ylim(0, 1.02)
+        ax.set_title(f"{mode} mode")
+        ax.legend(fontsize=8)
+    fig.tight_layout()
+    fig.savefig(path, dpi=120)
+    plt.close(fig)
+
+
+def plot_gaps(cell_cols: Sequence[str], rows: Sequence[Mapping[str, Any]], path: Path) -> None:
+    """Mean gap (with 95 % CI) per grid cell, one line per (method, mode)."""
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    cells = list(dict.fromkeys(" ".join(f"{c}={r[c]}" for c in cell_cols) or "all"
+                               for r in rows))
+    fig, ax = plt.subplots(figsize=(max(5.0, 1.2 * len(cells)), 3.6))
+    series: dict[str, dict[str, Mapping[str, Any]]] = defaultdict(dict)
+    for r in rows:
+        label = " ".join(f"{c}={r[c]}" for c in cell_cols) or "all"
+        series[f"{r['method']} ({r['mode']})"][label] = r
+    for name, by_cell in sorted(series.items()):
+        xs = [i for i, c in enumerate(cells) if c in by_cell
+              and by_cell[c]["gap_mean"] is not None]
+        ys = [100 * by_cell[cells[i]]["gap_mean"] for i in xs]
+        err = [100 * (by_cell[cells[i]]["gap_ci95"] or 0.0) for i in xs]
+        ax.errorbar(xs, ys, yerr=err, marker="o", capsize=3, label=name)
+    ax.set_xticks(range(len(cells)), cells, rotation=30, ha="right", fontsize=8)
+    ax.set_ylabel("gap to best bound (%)")
+    ax.legend(fontsize=8)
+    fig.tight_layout()
+    fig.savefig(path, dpi=120)
+    plt.close(fig)
+
+
+def write_report(records: Iterable[Mapping[str, Any]], out: str | Path, *,
+                 formats: Sequence[str] = FORMATS, plots: bool = True) -> list[Path]:
+    """Write ``gaps.{md,csv,tex}`` and (with matplotlib) ``gaps.png``, ``profile.png``."""
+    records = dedupe(records)
+    for fmt in formats:
+        if fmt not in FORMATS:
+            raise InputError(f"unknown report format {fmt!r} (known: {', '.join(FORMATS)})")
+    out = Path(out)
+    out.mkdir(parents=True, exist_ok=True)
+    cell_cols, rows = gap_rows(records)
+    written = []
+    for fmt in formats:
+        path = out / f"gaps.{fmt}"
+        if fmt == "md":
+            path.write_text(to_markdown(cell_cols, rows), encoding="utf-8")
+        elif fmt == "tex":
+            path.write_text(to_latex(cell_cols, rows), encoding="utf-8")
+        else:
+            to_csv(path, cell_cols, rows)
+        written.append(path)
+    if plots:
+        try:
+            import matplotlib  # noqa: F401
+        except ImportError:
+            return written
+        plot_gaps(cell_cols, rows, out / "gaps.png")
+        plot_profiles(records, out / "profile.png")
+        written += [out / "gaps.png", out / "profile.png"]
+    return written

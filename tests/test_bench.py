@@ -1,0 +1,212 @@
+"""Benchmark machinery: grids, manifests, the resumable runner (local and Dask), reports."""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import subprocess
+import sys
+import time
+
+import pytest
+
+from optsched.bench.grid import Grid, generate_set, load_grid
+from optsched.bench.manifest import Manifest
+from optsched.bench.records import TIMING_FIELDS, load_records
+from optsched.bench.report import gap_rows, to_latex, to_markdown, write_report
+from optsched.bench.runner import plan, run_benchmark
+from optsched.errors import InputError
+from optsched.io import load_instance
+from tests.conftest import ROOT
+
+TINY_GRID = ROOT / "benchmarks" / "grids" / "tiny.json"
+
+
+@pytest.fixture
+def tiny_set(tmp_path):
+    return generate_set(load_grid(TINY_GRID), tmp_path / "set")
+
+
+def strip(record):
+    return {k: v for k, v in record.items() if k not in TIMING_FIELDS}
+
+
+def test_generate_set_writes_instances_and_manifest(tiny_set):
+    folder = tiny_set.path.parent
+    assert sorted(tiny_set.instances) == ["tiny-jobs2-s0", "tiny-jobs2-s1", "tiny-jobs3-s0",
+                                          "tiny-jobs3-s1"]
+    inst = load_instance(folder / "tiny-jobs3-s1.json")
+    assert inst.n_jobs == 3 and inst.n_gpus == 4 and inst.name == "tiny-jobs3-s1"
+    assert tiny_set.instances["tiny-jobs3-s1"]["cell"] == {"jobs": 3}
+    assert json.loads((folder / "grid.json").read_text())["name"] == "tiny"
+    with pytest.raises(InputError, match="never regenerated in place"):
+        generate_set(load_grid(TINY_GRID), folder)
+
+
+@pytest.mark.parametrize("kwargs,match", [
+    (dict(generator={"colour": 1}), "unknown generator parameter 'colour'"),
+    (dict(vary={"jobs": []}), "must be a non-empty list"),
+    (dict(seeds=()), "seeds must be"),
+    (dict(vary={"gpus": [0]}), "gpus must be >= 1"),
+    (dict(name="a b"), "grid name"),
+])
+def test_bad_grids(kwargs, match):
+    base = dict(name="g", generator={}, vary={"jobs": [2]}, seeds=(0,))
+    with pytest.raises(InputError, match=match):
+        Grid(**{**base, **kwargs})
+
+
+def test_plan_refuses_bad_requests(tiny_set):
+    with pytest.raises(InputError, match="unknown solve method"):
+        plan(tiny_set, ["nope"])
+    with pytest.raises(InputError, match="no parameter 'x'"):
+        plan(tiny_set, ["ect"], params={"x": "1"})
+    runs = plan(tiny_set, ["ect"], modes=["relaxed", "gang"], seeds=[0, 1])
+    assert len(runs) == 4 * 2 * 2 and len({r.key for r in runs}) == 16
+
+
+def test_resume_skips_finished_runs_and_never_duplicates(tiny_set, tmp_path):
+    records = tmp_path / "r.jsonl"
+    runs = plan(tiny_set, ["ect"], modes=["relaxed", "gang"])
+    first = run_benchmark(runs[:3], records, workers=1, progress=None)
+    assert (first.finished, first.skipped) == (3, 0)
+    second = run_benchmark(runs, records, workers=1, manifest=tiny_set, progress=None)
+    assert (second.finished, second.skipped) == (5, 3)
+    keys = [r["key"] for r in load_records(records)]
+    assert sorted(keys) == sorted(r.key for r in runs)
+    # the manifest, updated run by run, equals one rebuilt from the records alone
+    saved = Manifest.load(tiny_set.path)
+    rebuilt = Manifest.load(tiny_set.path)
+    rebuilt.rebuild(load_records(records))
+    assert saved.instances == rebuilt.instances
+    best = saved.instances["tiny-jobs2-s0"]["best"]["gang"]
+    assert best["objective"] >= best["bound"] and best["objective_by"]["method"] == "ect"
+
+
+def test_torn_last_line_is_cut_and_bad_lines_are_errors(tiny_set, tmp_path):
+    records = tmp_path / "r.jsonl"
+    runs = plan(tiny_set, ["ect"])
+    run_benchmark(runs[:2], records, workers=1, progress=None)
+    with records.open("a") as fh:
+        fh.write('{"format": "optsched/bench-rec')  # the runner died mid-write
+    assert len(load_records(records)) == 2
+    run_benchmark(runs, records, workers=1, progress=None)
+    assert sorted(r["key"] for r in load_records(records)) == sorted(r.key for r in runs)
+    records.write_text("not json\n" + records.read_text())
+    with pytest.raises(InputError, match=r"r.jsonl:1: not a JSON record"):
+        load_records(records)
+
+
+def test_killed_runner_loses_nothing_on_restart(tiny_set, tmp_path):
+    """SIGKILL the CLI runner mid-run, restart it: every run recorded exactly once."""
+    records = tmp_path / "r.jsonl"
+    argv = [sys.executable, "-m", "optsched.cli", "--plugin", "tests.slow_method", "bench",
+            "run", str(tiny_set.path.parent), "--method", "test-slow-ect", "--mode", "relaxed",
+            "--mode", "gang", "--records", str(records), "--workers", "1"]
+    env = {**os.environ, "PYTHONPATH": str(ROOT)}
+    proc = subprocess.Popen(argv, env=env, stdout=subprocess.DEVNULL,
+                            stderr=subprocess.DEVNULL, start_new_session=True)
+    deadline = time.monotonic() + 60
+    while time.monotonic() < deadline and len(load_records(records)) < 2:
+        time.sleep(0.05)
+    os.killpg(proc.pid, signal.SIGKILL)
+    proc.wait()
+    partial = len(load_records(records))
+    assert 2 <= partial < 8
+    done = subprocess.run(argv, env=env, capture_output=True, text=True, timeout=120)
+    assert done.returncode == 0, done.stderr
+    assert f"{partial} already recorded" in done.stdout
+    keys = [r["key"] for r in load_records(records)]
+    assert len(keys) == 8 and len(set(keys)) == 8
+
+
+def test_processes_threads_and_dask_give_identical_records(tiny_set, tmp_path):
+    distributed = pytest.importorskip("distributed")
+    runs = plan(tiny_set, ["ect"], modes=["relaxed", "gang"], seeds=[0, 1])
+    out = {}
+    for name, kwargs in (("inline", {"workers": 1}), ("processes", {"workers": 2})):
+        run_benchmark(runs, tmp_path / f"{name}.jsonl", progress=None, **kwargs)
+        out[name] = load_records(tmp_path / f"{name}.jsonl")
+    with distributed.LocalCluster(n_workers=2, threads_per_worker=1, processes=True,
+                                  dashboard_address=None) as cluster:
+        run_benchmark(runs, tmp_path / "dask.jsonl", scheduler=cluster.scheduler_address,
+                      progress=None)
+    out["dask"] = load_records(tmp_path / "dask.jsonl")
+    canon = {name: sorted((strip(r) for r in recs), key=lambda r: r["key"])
+             for name, recs in out.items()}
+    assert len(canon["inline"]) == 16
+    assert canon["processes"] == canon["inline"]
+    assert canon["dask"] == canon["inline"]
+
+
+def test_errors_are_recorded_not_raised(tiny_set, tmp_path):
+    from optsched.solve import register
+
+    @register("test-crash", description="raises", replace=True)
+    def crash(instance, context):
+        raise RuntimeError("kaput")
+
+    summary = run_benchmark(plan(tiny_set, ["test-crash"]), tmp_path / "r.jsonl", workers=1,
+                            progress=None)
+    assert summary.errors == 4
+    (first, *_) = load_records(tmp_path / "r.jsonl")
+    assert first["status"] == "error" and first["error"] == "RuntimeError: kaput"
+
+
+def record(instance, method, objective, bound, status="feasible", cell=None, mode="relaxed",
+           runtime=1.0):
+    return {"format": "optsched/bench-record@1", "key": f"{instance}/{method}/{mode}",
+            "instance": instance, "cell": cell or {"jobs": 4}, "instance_seed": 0,
+            "method": method, "mode": mode, "seed": 0, "params": {}, "status": status,
+            "objective": objective, "bound": bound, "runtime_s": runtime}
+
+
+def test_gap_rows_by_hand():
+    """Reference = best bound over all methods: i1 has 90 (from 'b'), i2 has 100 = optimum."""
+    recs = [record("i1", "a", 100, 80), record("i1", "b", 95, 90),
+            record("i2", "a", 125, 100), record("i2", "b", 100, 100, status="optimal")]
+    cols, rows = gap_rows(recs)
+    assert cols == ["jobs"]
+    a, b = rows
+    assert (a["method"], a["runs"], a["optimal"], a["reference"]) == ("a", 2, 0, "best bound")
+    assert a["gap_mean"] == pytest.approx((0.1 + 0.2) / 2)
+    assert a["gap_max"] == pytest.approx(0.2)
+    # 95 % t-interval of {0.1, 0.2}: t(0.975, 1) = 12.706, sd = 0.0707, n = 2 -> 0.635
+    assert a["gap_ci95"] == pytest.approx(12.7062 * 0.070711 / 2 ** 0.5, rel=1e-3)
+    assert a["obj_over_best"] == pytest.approx((100 / 95 + 125 / 100) / 2)
+    assert b["optimal"] == 1 and b["gap_mean"] == pytest.approx((5 / 95 + 0) / 2)
+    md = to_markdown(cols, rows)
+    assert "| relaxed | 4 | a | 2 | 0/2 | 15.00 ± 63.53 | 20.00 | 1.1513 |" in md
+    assert r"15.00 $\pm$ 63.53" in to_latex(cols, rows)
+
+
+def test_report_regenerates_from_records_alone(tiny_set, tmp_path):
+    records = tmp_path / "r.jsonl"
+    run_benchmark(plan(tiny_set, ["ect"], modes=["relaxed", "gang"]), records, workers=1,
+                  progress=None)
+    written = write_report(load_records(records), tmp_path / "a")
+    names = sorted(p.name for p in written)
+    assert names == ["gaps.csv", "gaps.md", "gaps.png", "gaps.tex", "profile.png"]
+    write_report(load_records(records), tmp_path / "b")
+    for name in ("gaps.md", "gaps.csv", "gaps.tex"):
+        assert (tmp_path / "a" / name).read_text() == (tmp_path / "b" / name).read_text()
+    with pytest.raises(InputError, match="no records"):
+        write_report([], tmp_path / "c")
+
+
+def test_bench_cli_end_to_end(tmp_path, capsys):
+    from optsched.cli import main
+
+    folder = tmp_path / "set"
+    assert main(["bench", "gen", str(TINY_GRID), "--out", str(folder)]) == 0
+    assert main(["bench", "gen", str(TINY_GRID), "--out", str(folder)]) == 2
+    rec = tmp_path / "r.jsonl"
+    assert main(["bench", "run", str(folder), "--method", "ect", "--records", str(rec),
+                 "--workers", "1", "--seeds", "0", "1"]) == 0
+    assert len(load_records(rec)) == 8
+    assert main(["bench", "report", str(rec), "--out", str(tmp_path / "rep"),
+                 "--format", "md", "--no-plots"]) == 0
+    assert sorted(p.name for p in (tmp_path / "rep").iterdir()) == ["gaps.md"]
+    out = capsys.readouterr().out
+    assert "8 runs finished (0 errors)" in out
