@@ -30,7 +30,7 @@ from optsched.schedule import Schedule
 KINDS = ("solve", "simulate", "place")
 
 #: Modules whose import registers the built-in methods.
-BUILTIN_MODULES = ("optsched.heuristics.list_scheduling",)
+BUILTIN_MODULES = ("optsched.heuristics.list_scheduling", "optsched.exact.cpsat")
 
 
 @dataclass(frozen=True)

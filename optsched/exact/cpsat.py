@@ -1,0 +1,327 @@
+"""Exact CP-SAT models in both modes (models/cpsat.md): grouped and per-GPU.
+
+The **grouped** model (``cpsat``) aggregates interchangeable GPUs (identical compute and sync
+columns) into groups with a cumulative capacity; concrete GPUs are assigned afterwards by
+interval colouring, which never fails because intervals on identical machines with at most m
+overlapping can be coloured with m colours (formulations.md §2.0). The **per-GPU** model
+(``cpsat-pergpu``) is the reference: one optional interval per (task or round, GPU) and a
+no-overlap per GPU. Both are exact for DESIGN.md §1 on the integer grid of ``time_unit``.
+
+Domains are cut by per-job deadlines d_j = (UB − Σ_{i≠j} w_i LB_i) / w_j from the ECT
+incumbent UB and the critical-path bounds LB (formulations.md §2.0): every schedule at least
+as good as the incumbent satisfies them, so no optimal schedule is lost.
+"""
+
+from __future__ import annotations
+
+import math
+import time
+from collections.abc import Sequence
+from typing import Any
+
+from optsched.check import check
+from optsched.errors import InputError, OptschedError
+from optsched.exact.bounds import critical_path
+from optsched.exact.grid import ScaledInstance, parse_time_unit, scale
+from optsched.heuristics.list_scheduling import ect_schedule
+from optsched.instance import Instance
+from optsched.result import Status
+from optsched.schedule import Schedule, Task
+from optsched.solve import MethodOutput, SolveContext, register
+
+PARAMS = {
+    "time_unit": "grid step in seconds (default 1 for integer data, else 0.001)",
+    "workers": "CP-SAT worker threads (default 1; at most 2 on this machine)",
+    "objective": "weighted (Σ w_j C_j, default) or makespan",
+    "hint": "ect (default: warm start from the ECT schedule) or none",
+}
+
+
+def assign_gpus(items: Sequence[tuple[Any, int, int, int, int]],
+                groups: Sequence[Sequence[int]]) -> dict[Any, list[int]]:
+    """Interval colouring: give each item ``(key, group, start, end, demand)`` ``demand``
+    distinct GPUs of its group that are free during ``[start, end)``.
+
+    Items are swept by start time; at each start the GPUs whose last item ended are free,
+    and the group's cumulative capacity guarantees enough of them (lowest indices first).
+    """
+    free_at = {g: 0 for group in groups for g in group}
+    out: dict[Any, list[int]] = {}
+    for key, q, start, end, demand in sorted(items, key=lambda it: (it[2], it[3])):
+        free = [g for g in groups[q] if free_at[g] <= start]
+        if len(free) < demand:
+            raise OptschedError(f"interval colouring failed in group {q} at {start}")
+        out[key] = free[:demand]
+        for g in out[key]:
+            free_at[g] = end
+    return out
+
+
+def _deadlines(inst: Instance, upper: float, makespan: bool, horizon: int) -> list[int]:
+    if makespan:
+        return [horizon] * inst.n_jobs
+    lb = critical_path(inst)
+    w = [job.weight for job in inst.jobs]
+    total = sum(wi * li for wi, li in zip(w, lb, strict=True))
+    return [int(math.floor((upper - (total - w[j] * lb[j])) / w[j] + 1e-9))
+            for j in range(inst.n_jobs)]
+
+
+class _Model:
+    """The CP-SAT model of one scaled instance over GPU ``groups``.
+
+    Relaxed mode: a start per task and one optional fixed-size interval per (task, group).
+    Gang mode: a start and a pace per round and one optional interval per (round, group)
+    whose demand is the number of the round's tasks in that group. ``choice[unit][q]`` is the
+    boolean (relaxed) or demand (gang) of that unit in group q; a unit is (j, r, k) or (j, r).
+    """
+
+    def __init__(self, inst: Instance, groups: Sequence[Sequence[int]], deadline: list[int],
+                 makespan: bool) -> None:
+        from ortools.sat.python import cp_model
+
+        self.m = cp_model.CpModel()
+        self.inst, self.groups = inst, groups
+        self.gang = inst.mode == "gang"
+        self.ready: dict[tuple[int, int], Any] = {}
+        self.start: dict[tuple[int, ...], Any] = {}
+        self.choice: dict[tuple[int, ...], dict[int, Any]] = {}
+        self.present: dict[tuple[int, int, int], Any] = {}
+        self.pace: dict[tuple[int, int], Any] = {}
+        self.intervals: dict[int, list[Any]] = {q: [] for q in range(len(groups))}
+        self.demands: dict[int, list[Any]] = {q: [] for q in range(len(groups))}
+        for j, job in enumerate(inst.jobs):
+            for r in range(job.rounds):
+                earliest = int(job.arrival) if r == 0 else 0
+                after = self.ready.get((j, r - 1))
+                if self.gang:
+                    self._gang_round(j, r, earliest, deadline[j], after)
+                else:
+                    self._relaxed_round(j, r, earliest, deadline[j], after)
+        for q, group in enumerate(groups):
+            if not self.intervals[q]:
+                continue
+            if len(group) == 1:
+                self.m.add_no_overlap(self.intervals[q])
+            else:
+                self.m.add_cumulative(self.intervals[q], self.demands[q], len(group))
+        last = [self.ready[j, job.rounds - 1] for j, job in enumerate(inst.jobs)]
+        if makespan:
+            cmax = self.m.new_int_var(0, max(deadline), "cmax")
+            self.m.add_max_equality(cmax, last)
+            self.m.minimize(cmax)
+        else:
+            self.m.minimize(sum(int(job.weight) * c for job, c in zip(inst.jobs, last,
+                                                                      strict=True)))
+
+    def _group_data(self, j: int) -> list[tuple[int, int, int]]:
+        """(group, compute, sync) of the groups job j can use."""
+        out = []
+        for q, group in enumerate(self.groups):
+            g = group[0]
+            if math.isfinite(self.inst.compute[j, g]):
+                out.append((q, int(self.inst.compute[j, g]), int(self.inst.sync[j, g])))
+        return out
+
+    def _relaxed_round(self, j: int, r: int, earliest: int, deadline: int, after: Any) -> None:
+        m = self.m
+        ready = []
+        for k in range(self.inst.jobs[j].tasks_per_round):
+            s = m.new_int_var(earliest, deadline, f"s{j}_{r}_{k}")
+            if after is not None:
+                m.add(s >= after)
+            if k > 0:  # identical tasks of a round: order their starts
+                m.add(self.start[j, r, k - 1] <= s)
+            self.start[j, r, k] = s
+            choice = self.choice[j, r, k] = {}
+            finish = []
+            for q, p, sy in self._group_data(j):
+                x = choice[q] = m.new_bool_var(f"x{j}_{r}_{k}_{q}")
+                self.intervals[q].append(m.new_optional_fixed_size_interval_var(s, p, x, ""))
+                self.demands[q].append(1)
+                finish.append((p + sy) * x)
+            m.add_exactly_one(choice.values())
+            ready.append(s + sum(finish))
+        self.ready[j, r] = m.new_int_var(earliest, deadline, f"R{j}_{r}")
+        m.add_max_equality(self.ready[j, r], ready)
+
+    def _gang_round(self, j: int, r: int, earliest: int, deadline: int, after: Any) -> None:
+        m = self.m
+        k_tasks = self.inst.jobs[j].tasks_per_round
+        data = self._group_data(j)
+        s = m.new_int_var(earliest, deadline, f"S{j}_{r}")
+        if after is not None:
+            m.add(s >= after)
+        pace = m.new_int_var(0, max(p + sy for _, p, sy in data), f"P{j}_{r}")
+        end = m.new_int_var(earliest, deadline, f"R{j}_{r}")
+        m.add(end == s + pace)
+        self.start[j, r], self.pace[j, r], self.ready[j, r] = s, pace, end
+        choice = self.choice[j, r] = {}
+        paces = []
+        for q, p, sy in data:
+            cap = min(k_tasks, len(self.groups[q]))
+            b = m.new_bool_var(f"b{j}_{r}_{q}")
+            if cap == 1:
+                d = b
+            else:
+                d = m.new_int_var(0, cap, f"d{j}_{r}_{q}")
+                m.add(d >= 1).only_enforce_if(b)
+                m.add(d == 0).only_enforce_if(~b)
+            choice[q] = d
+            self.present[j, r, q] = b
+            self.intervals[q].append(m.new_optional_interval_var(s, pace, end, b, ""))
+            self.demands[q].append(d)
+            paces.append((p + sy) * b)
+        m.add(sum(choice.values()) == k_tasks)
+        m.add_max_equality(pace, paces)  # exact: the slowest chosen GPU sets the pace
+
+    # -- hints and solutions ------------------------------------------------------------------
+
+    def hint(self, schedule: Schedule) -> None:
+        """Hint every decision variable from a feasible schedule of the scaled instance."""
+        inst, m = self.inst, self.m
+        group_of = {g: q for q, group in enumerate(self.groups) for g in group}
+        by_round: dict[tuple[int, int], list[Task]] = {}
+        for t in schedule.tasks:
+            by_round.setdefault((inst.job_index[t.job], t.round), []).append(t)
+        for (j, r), tasks in by_round.items():
+            tasks.sort(key=lambda t: t.start)
+            used = [group_of[inst.gpu_index[t.gpu]] for t in tasks]
+            ready = max(t.start + inst.compute[j, inst.gpu_index[t.gpu]]
+                        + inst.sync[j, inst.gpu_index[t.gpu]] for t in tasks)
+            m.add_hint(self.ready[j, r], int(ready))
+            if self.gang:
+                m.add_hint(self.start[j, r], int(tasks[0].start))
+                m.add_hint(self.pace[j, r], int(ready - tasks[0].start))
+                for q, var in self.choice[j, r].items():
+                    m.add_hint(var, used.count(q))
+                    if self.present[j, r, q] is not var:
+                        m.add_hint(self.present[j, r, q], int(q in used))
+                continue
+            for k, (t, q_used) in enumerate(zip(tasks, used, strict=True)):
+                m.add_hint(self.start[j, r, k], int(t.start))
+                for q, var in self.choice[j, r, k].items():
+                    m.add_hint(var, int(q == q_used))
+
+    def schedule(self, solver: Any, sc: ScaledInstance) -> Schedule:
+        """The solver's solution with concrete GPUs (interval colouring), in seconds."""
+        inst = self.inst
+        items = []
+        for unit, choice in self.choice.items():
+            j, r = unit[0], unit[1]
+            start = solver.value(self.start[unit])
+            for q, var in choice.items():
+                n = solver.value(var)
+                if n:
+                    end = start + (solver.value(self.pace[j, r]) if self.gang
+                                   else int(inst.compute[j, self.groups[q][0]]))
+                    items.append(((*unit, q), q, start, end, n))
+        gpus = assign_gpus(items, self.groups)
+        tasks = []
+        next_task: dict[tuple[int, int], int] = {}
+        for key, _, start, _, _ in sorted(items, key=lambda it: it[0]):
+            j, r = key[0], key[1]
+            for g in gpus[key]:
+                k = key[2] if not self.gang else next_task.get((j, r), 0)
+                next_task[j, r] = k + 1
+                tasks.append(Task(inst.jobs[j].id, r, k, inst.gpus[g].id, sc.to_seconds(start)))
+        return Schedule(inst.name, tasks, inst.mode)
+
+
+STATUS = {"OPTIMAL": "solution", "FEASIBLE": "solution", "UNKNOWN": "none",
+          "INFEASIBLE": "bug", "MODEL_INVALID": "bug"}
+
+
+def solve_cpsat(instance: Instance, ctx: SolveContext, *, per_gpu: bool) -> MethodOutput:
+    """Solve ``instance`` (already in ``ctx.mode``) with the grouped or per-GPU model."""
+    from ortools.sat.python import cp_model
+
+    params = ctx.params
+    unit = parse_time_unit(instance, params)
+    objective = params.get("objective", "weighted")
+    if objective not in ("weighted", "makespan"):
+        raise InputError(f"objective must be 'weighted' or 'makespan', got {objective!r}")
+    hint = params.get("hint", "ect")
+    if hint not in ("ect", "none"):
+        raise InputError(f"hint must be 'ect' or 'none', got {hint!r}")
+    try:
+        workers = int(params.get("workers", "1"))
+    except ValueError:
+        raise InputError("workers must be an integer") from None
+    if workers < 1:
+        raise InputError("workers must be >= 1")
+    sc = scale(instance, unit, "up")
+    inst = sc.instance
+    makespan = objective == "makespan"
+
+    incumbent = ect_schedule(inst)
+    report = check(inst, incumbent)
+    assert report.objective is not None and report.metrics is not None
+    if ctx.hint is not None:  # a user's schedule in seconds, used if it fits the grid
+        own = Schedule(inst.name, [Task(t.job, t.round, t.task, t.gpu, t.start / unit)
+                                   for t in ctx.hint.tasks], inst.mode)
+        own_report = check(inst, own)
+        if (own_report.feasible and own_report.objective is not None
+                and all(float(t.start).is_integer() for t in own.tasks)
+                and own_report.objective < report.objective):
+            incumbent, report = own, own_report
+    horizon = int(report.metrics["makespan"])
+    deadline = _deadlines(inst, report.objective, makespan, horizon)
+    groups = [(g,) for g in range(inst.n_gpus)] if per_gpu else inst.gpu_groups()
+    model = _Model(inst, groups, deadline, makespan)
+    if hint == "ect":
+        model.hint(incumbent)
+
+    solver = cp_model.CpSolver()
+    solver.parameters.num_workers = workers
+    solver.parameters.random_seed = ctx.seed
+    if ctx.time_limit is not None:
+        solver.parameters.max_time_in_seconds = ctx.time_limit
+    solver.parameters.absolute_gap_limit = 0.0
+    solver.parameters.relative_gap_limit = 0.0
+    exact_bound = sc.exact and not makespan
+
+    def real(value: float) -> float:
+        return sc.objective_to_original(value) if not makespan else value * unit
+
+    anytime: list[list[float]] = []
+    started = time.perf_counter()
+
+    class Log(cp_model.CpSolverSolutionCallback):  # type: ignore[misc]
+        def on_solution_callback(self) -> None:
+            anytime.append([round(time.perf_counter() - started, 4),
+                            real(self.objective_value), real(self.best_objective_bound)])
+
+    status = solver.solve(model.m, Log())
+    name = solver.status_name(status)
+    extra: dict[str, Any] = {
+        "solver_status": name, "model": "per-gpu" if per_gpu else "grouped",
+        "groups": len(groups), "time_unit": unit, "grid_exact": sc.exact,
+        "workers": workers, "objective_kind": objective, "anytime": anytime,
+    }
+    if STATUS[name] == "bug":
+        raise OptschedError(f"CP-SAT returned {name} although the incumbent is feasible")
+    bound = real(solver.best_objective_bound) if exact_bound else None
+    if makespan:
+        extra["makespan_bound"] = real(solver.best_objective_bound)
+    if STATUS[name] == "solution":
+        schedule = model.schedule(solver, sc)
+    elif hint == "ect":  # the solver found nothing better than the incumbent in time
+        schedule = Schedule(inst.name, [Task(t.job, t.round, t.task, t.gpu, t.start * unit)
+                                        for t in incumbent.tasks], inst.mode)
+    else:
+        return MethodOutput(bound=bound, status=Status.UNKNOWN, extra=extra)
+    return MethodOutput(schedule=Schedule(instance.name, schedule.tasks, instance.mode),
+                        bound=bound, extra=extra)
+
+
+@register("cpsat", params=PARAMS,
+          description="CP-SAT over groups of interchangeable GPUs (exact, both modes)")
+def _cpsat(instance: Instance, context: SolveContext) -> MethodOutput:
+    return solve_cpsat(instance, context, per_gpu=False)
+
+
+@register("cpsat-pergpu", params=PARAMS,
+          description="CP-SAT with one interval per GPU (exact reference model, both modes)")
+def _cpsat_pergpu(instance: Instance, context: SolveContext) -> MethodOutput:
+    return solve_cpsat(instance, context, per_gpu=True)

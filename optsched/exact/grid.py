@@ -1,0 +1,117 @@
+"""The integer time grid of the exact models (DESIGN.md §4: rounding is never silent).
+
+Exact engines work in integer multiples of ``time_unit``. Scaling an instance **up** (every
+compute, sync and arrival rounded up to the grid) gives an instance whose feasible schedules,
+read back in seconds, are feasible for the original one (all times only shrink). Scaling **down**
+gives an instance whose optimum is a valid lower bound for the original (OPT is nondecreasing in
+every time, formulations.md §1.5(8)). When the data are already on the grid both coincide and
+the scaled problem *is* the original one, so a bound proved on it is a bound on the original.
+
+Weights are scaled to integers by the smallest power of ten that makes them integral (up to
+10⁶); weights that no such factor makes integral are rounded, and then no solver bound is
+reported (:attr:`ScaledInstance.exact` is false).
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Mapping
+from dataclasses import dataclass
+
+import numpy as np
+
+from optsched.errors import InputError
+from optsched.instance import Instance, Job
+
+_EPS = 1e-9
+
+
+def _on_grid(values: np.ndarray) -> bool:
+    finite = values[np.isfinite(values)]
+    return bool(np.all(np.abs(finite - np.round(finite)) <= _EPS * np.maximum(1, finite)))
+
+
+def default_time_unit(instance: Instance) -> float:
+    """1 when all times are integers, else 0.001 (DESIGN.md §2, ``time_unit``)."""
+    arrivals = np.array([job.arrival for job in instance.jobs])
+    data = np.concatenate([instance.compute.ravel(), instance.sync.ravel(), arrivals])
+    return 1.0 if _on_grid(data) else 0.001
+
+
+def parse_time_unit(instance: Instance, params: Mapping[str, str]) -> float:
+    """The ``time_unit`` parameter (default :func:`default_time_unit`), validated."""
+    if "time_unit" not in params:
+        return default_time_unit(instance)
+    try:
+        unit = float(params["time_unit"])
+    except ValueError:
+        raise InputError(f"time_unit must be a number, got {params['time_unit']!r}") from None
+    if not (unit > 0 and math.isfinite(unit)):
+        raise InputError(f"time_unit must be > 0, got {unit!r}")
+    return unit
+
+
+def _weight_scale(weights: np.ndarray) -> tuple[int, bool]:
+    for scale in (1, 10, 100, 1000, 10**4, 10**5, 10**6):
+        if _on_grid(weights * scale):
+            return scale, True
+    return 10**6, False
+
+
+@dataclass(frozen=True)
+class ScaledInstance:
+    """An instance on the integer grid: times in units of ``time_unit``, integer weights.
+
+    ``instance`` has the same jobs, GPUs and mode; its compute/sync/arrival values are the
+    integers ``ceil`` (``rounding="up"``) or ``floor`` (``"down"``) of the original ÷ unit and
+    its weights are the original × ``weight_scale``. ``exact`` is true when no value had to
+    be rounded, i.e. the scaled problem equals the original one.
+    """
+
+    instance: Instance
+    time_unit: float
+    weight_scale: int
+    exact: bool
+
+    def to_seconds(self, value: float) -> float:
+        return value * self.time_unit
+
+    def objective_to_original(self, value: float) -> float:
+        """A scaled Σ w C (grid units × scaled weights) in the original units."""
+        return value * self.time_unit / self.weight_scale
+
+
+def scale(instance: Instance, time_unit: float, rounding: str = "up") -> ScaledInstance:
+    """``instance`` on the grid of ``time_unit``, rounding times ``up`` or ``down``."""
+    if rounding not in ("up", "down"):
+        raise ValueError(f"rounding must be 'up' or 'down', got {rounding!r}")
+    op = np.ceil if rounding == "up" else np.floor
+
+    def grid(values: np.ndarray) -> np.ndarray:
+        # snap values within the tolerance of a grid point before rounding
+        x = values / time_unit
+        near = np.round(x)
+        return np.where(np.abs(x - near) <= _EPS * np.maximum(1, np.abs(x)), near, op(x))
+
+    c = grid(instance.compute)
+    s = grid(instance.sync)
+    if rounding == "down" and np.any(c == 0):
+        raise InputError(f"time_unit {time_unit:g} is coarser than a compute time of "
+                         f"{float(instance.compute[c == 0].min()):g} s; choose a finer grid")
+    arrivals = grid(np.array([job.arrival for job in instance.jobs], dtype=float))
+    weights = np.array([job.weight for job in instance.jobs], dtype=float)
+    wscale, w_exact = _weight_scale(weights)
+    exact = (w_exact and _on_grid(instance.compute / time_unit)
+             and _on_grid(instance.sync / time_unit)
+             and _on_grid(np.array([job.arrival for job in instance.jobs]) / time_unit))
+    jobs = []
+    for j, job in enumerate(instance.jobs):
+        eligible = np.flatnonzero(np.isfinite(c[j]))
+        compute = {instance.gpus[g].type: float(c[j, g]) for g in eligible}
+        jobs.append(Job(
+            id=job.id, arrival=float(arrivals[j]), weight=float(round(weights[j] * wscale)),
+            rounds=job.rounds, tasks_per_round=job.tasks_per_round, compute=compute,
+            sync_by_gpu={instance.gpus[g].id: float(s[j, g]) for g in eligible},
+        ))
+    scaled = Instance(instance.name, tuple(jobs), instance.gpus, mode=instance.mode)
+    return ScaledInstance(scaled, time_unit, wscale, exact)
