@@ -21,7 +21,7 @@ from typing import Any
 
 from optsched.check import check
 from optsched.errors import InputError, OptschedError
-from optsched.exact.bounds import critical_path
+from optsched.exact.bounds import critical_path, round_lower_bound
 from optsched.exact.grid import ScaledInstance, parse_time_unit, scale
 from optsched.heuristics.list_scheduling import ect_schedule
 from optsched.instance import Instance
@@ -63,7 +63,7 @@ def _deadlines(inst: Instance, upper: float, makespan: bool, horizon: int) -> li
     lb = critical_path(inst)
     w = [job.weight for job in inst.jobs]
     total = sum(wi * li for wi, li in zip(w, lb, strict=True))
-    return [int(math.floor((upper - (total - w[j] * lb[j])) / w[j] + 1e-9))
+    return [math.floor((upper - (total - w[j] * lb[j])) / w[j] + 1e-9)
             for j in range(inst.n_jobs)]
 
 
@@ -83,6 +83,7 @@ class _Model:
         self.m = cp_model.CpModel()
         self.inst, self.groups = inst, groups
         self.gang = inst.mode == "gang"
+        self.round_length = [int(round_lower_bound(inst, j)) for j in range(inst.n_jobs)]
         self.ready: dict[tuple[int, int], Any] = {}
         self.start: dict[tuple[int, ...], Any] = {}
         self.choice: dict[tuple[int, ...], dict[int, Any]] = {}
@@ -144,6 +145,9 @@ class _Model:
             ready.append(s + sum(finish))
         self.ready[j, r] = m.new_int_var(earliest, deadline, f"R{j}_{r}")
         m.add_max_equality(self.ready[j, r], ready)
+        # redundant: a round lasts at least its critical-path length (models/cpsat.md)
+        m.add(self.ready[j, r] >= (after if after is not None else earliest)
+              + self.round_length[j])
 
     def _gang_round(self, j: int, r: int, earliest: int, deadline: int, after: Any) -> None:
         m = self.m
@@ -174,6 +178,7 @@ class _Model:
             paces.append((p + sy) * b)
         m.add(sum(choice.values()) == k_tasks)
         m.add_max_equality(pace, paces)  # exact: the slowest chosen GPU sets the pace
+        m.add(pace >= self.round_length[j])  # redundant (models/cpsat.md)
 
     # -- hints and solutions ------------------------------------------------------------------
 
@@ -266,7 +271,7 @@ def solve_cpsat(instance: Instance, ctx: SolveContext, *, per_gpu: bool) -> Meth
                 and own_report.objective < report.objective):
             incumbent, report = own, own_report
     horizon = int(report.metrics["makespan"])
-    deadline = _deadlines(inst, report.objective, makespan, horizon)
+    deadline = _deadlines(inst, float(report.objective), makespan, horizon)
     groups = [(g,) for g in range(inst.n_gpus)] if per_gpu else inst.gpu_groups()
     model = _Model(inst, groups, deadline, makespan)
     if hint == "ect":
@@ -279,6 +284,7 @@ def solve_cpsat(instance: Instance, ctx: SolveContext, *, per_gpu: bool) -> Meth
         solver.parameters.max_time_in_seconds = ctx.time_limit
     solver.parameters.absolute_gap_limit = 0.0
     solver.parameters.relative_gap_limit = 0.0
+    solver.parameters.linearization_level = 2
     exact_bound = sc.exact and not makespan
 
     def real(value: float) -> float:
@@ -287,7 +293,7 @@ def solve_cpsat(instance: Instance, ctx: SolveContext, *, per_gpu: bool) -> Meth
     anytime: list[list[float]] = []
     started = time.perf_counter()
 
-    class Log(cp_model.CpSolverSolutionCallback):  # type: ignore[misc]
+    class Log(cp_model.CpSolverSolutionCallback):
         def on_solution_callback(self) -> None:
             anytime.append([round(time.perf_counter() - started, 4),
                             real(self.objective_value), real(self.best_objective_bound)])
