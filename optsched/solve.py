@@ -30,7 +30,12 @@ from optsched.schedule import Schedule
 KINDS = ("solve", "simulate", "place")
 
 #: Modules whose import registers the built-in methods.
-BUILTIN_MODULES = ("optsched.heuristics.list_scheduling", "optsched.exact.cpsat")
+BUILTIN_MODULES = (
+    "optsched.heuristics.list_scheduling",
+    "optsched.exact.cpsat",
+    "optsched.exact.milp",
+    "optsched.exact.lp",
+)
 
 
 @dataclass(frozen=True)

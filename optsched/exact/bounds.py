@@ -6,6 +6,9 @@ status.
 
 from __future__ import annotations
 
+from collections import defaultdict
+from typing import Any
+
 import numpy as np
 
 from optsched.instance import Instance
@@ -50,3 +53,106 @@ def critical_path_bound(instance: Instance) -> float:
     """Σ_j w_j · (per-job critical path): a certified lower bound on the objective."""
     weights = np.array([job.weight for job in instance.jobs])
     return float(weights @ critical_path(instance))
+
+
+def deadlines(instance: Instance, upper: float) -> np.ndarray:
+    """Per-job deadlines from an incumbent objective (formulations.md §2.0).
+
+    Every schedule with Σ w C ≤ ``upper`` has C_j ≤ d_j = (upper − Σ_{i≠j} w_i LB_i) / w_j,
+    LB the critical path; so restricting a relaxation to them keeps it a bound on the optimum
+    whenever ``upper`` is the objective of a feasible schedule.
+    """
+    lb = critical_path(instance)
+    w = np.array([job.weight for job in instance.jobs])
+    return (upper - (w @ lb - w * lb)) / w
+
+
+def time_indexed_lp_bound(instance: Instance, upper: float, time_unit: float, *,
+                          time_limit: float | None = None) -> float | None:
+    """The LP relaxation of the grouped time-indexed model (models/time-indexed-lp.md).
+
+    Built on the instance rounded *down* to the grid of ``time_unit`` (a lower bound by
+    monotonicity), restricted to the deadlines of :func:`deadlines` from ``upper`` (the
+    objective of a checked feasible schedule), solved with HiGHS. In gang mode the rounds'
+    tasks start together and hold their GPUs for at least compute + sync, which keeps it a
+    relaxation. Returns the bound in the instance's units, rounded up to the grid's integer
+    objective, or ``None`` when HiGHS does not prove the LP optimal.
+    """
+    import pulp
+
+    from optsched.exact.grid import scale
+    from optsched.exact.quiet import native_stdout_silenced
+
+    dn = scale(instance, time_unit, "down")
+    inst = dn.instance
+    gang = inst.mode == "gang"
+    groups = inst.gpu_groups()
+    w = [int(job.weight) for job in inst.jobs]
+    d = [int(np.floor(x / time_unit + 1e-9)) for x in deadlines(instance, upper)]
+    prob = pulp.LpProblem("time_indexed_lp", pulp.LpMinimize)
+    capacity: dict[tuple[int, int], list[Any]] = defaultdict(list)
+    objective = []
+    constant = 0.0
+    for j, job in enumerate(inst.jobs):
+        rho = int(round_lower_bound(inst, j))
+        k_tasks = job.tasks_per_round
+        data = [(q, int(inst.compute[j, grp[0]]), int(inst.sync[j, grp[0]]))
+                for q, grp in enumerate(groups) if np.isfinite(inst.compute[j, grp[0]])]
+        prev_z: dict[int, Any] | None = None
+        prev_late = 0
+        for r in range(job.rounds):
+            est = int(job.arrival) + r * rho
+            late = d[j] - (job.rounds - 1 - r) * rho  # all results ready by then
+            starts: dict[int, list[Any]] = defaultdict(list)  # t -> x started at t
+            ready: dict[int, list[Any]] = defaultdict(list)  # t -> x ready at t
+            for q, p, sy in data:
+                cap = min(k_tasks, len(groups[q]))
+                hold = p + sy if gang else p
+                for t in range(est, late - p - sy + 1):
+                    x = pulp.LpVariable(f"x_{j}_{r}_{q}_{t}", 0, cap)
+                    starts[t].append(x)
+                    ready[t + p + sy].append(x)
+                    for u in range(t, t + hold):
+                        capacity[q, u].append(x)
+            prob += pulp.lpSum(x for xs in starts.values() for x in xs) == k_tasks
+            if gang:
+                ys = []
+                for t, xs in starts.items():
+                    y = pulp.LpVariable(f"y_{j}_{r}_{t}", 0, 1)
+                    ys.append(y)
+                    prob += pulp.lpSum(xs) == k_tasks * y
+                prob += pulp.lpSum(ys) == 1
+            # z[t]: all results of round r ready by t (0 before est + rho, 1 from late on)
+            z = {t: pulp.LpVariable(f"z_{j}_{r}_{t}", 0, 1) for t in range(est + rho, late)}
+            count: Any = 0  # running number of tasks ready by t
+            for t in range(est + rho, late):
+                count_t = pulp.LpVariable(f"F_{j}_{r}_{t}", 0)
+                prob += count_t == count + pulp.lpSum(
+                    x for u in range(est if t == est + rho else t, t + 1) for x in ready[u])
+                count = count_t
+                prob += k_tasks * z[t] <= count_t
+                if t + 1 in z:
+                    prob += z[t] <= z[t + 1]
+            if prev_z is not None:  # tasks of round r start only once round r-1 is ready
+                started: Any = 0
+                for t in range(est, late):
+                    started_t = pulp.LpVariable(f"B_{j}_{r}_{t}", 0)
+                    prob += started_t == started + pulp.lpSum(starts.get(t, []))
+                    started = started_t
+                    if t < prev_late:
+                        prob += started_t <= k_tasks * prev_z.get(t, 0)
+            prev_z, prev_late = z, late
+        # C_j = late - Σ_t z_t over the last round's z (z = 0 before, 1 after)
+        constant += w[j] * prev_late
+        objective += [(v, -w[j]) for v in (prev_z or {}).values()]
+    for (q, _), xs in capacity.items():
+        prob += pulp.lpSum(xs) <= len(groups[q])
+    prob += pulp.LpAffineExpression(objective) + constant
+    solver = pulp.HiGHS(mip=False, msg=False, timeLimit=time_limit, threads=1)
+    with native_stdout_silenced():
+        prob.solve(solver)
+    if prob.status != pulp.LpStatusOptimal or prob.sol_status != pulp.LpSolutionOptimal:
+        return None
+    value = float(pulp.value(prob.objective))
+    value = float(np.ceil(value - 1e-6))  # integer data and weights: OPT_down is integral
+    return dn.objective_to_original(value)

@@ -57,6 +57,14 @@ def assign_gpus(items: Sequence[tuple[Any, int, int, int, int]],
     return out
 
 
+def _evaluate(inst: Instance, schedule: Schedule) -> tuple[float, int]:
+    """(Σ w C, makespan) of a feasible schedule of the scaled instance."""
+    report = check(inst, schedule)
+    if report.objective is None or report.metrics is None or not report.feasible:
+        raise OptschedError("the CP-SAT incumbent is not feasible")
+    return report.objective, int(report.metrics["makespan"])
+
+
 def _deadlines(inst: Instance, upper: float, makespan: bool, horizon: int) -> list[int]:
     if makespan:
         return [horizon] * inst.n_jobs
@@ -260,18 +268,15 @@ def solve_cpsat(instance: Instance, ctx: SolveContext, *, per_gpu: bool) -> Meth
     makespan = objective == "makespan"
 
     incumbent = ect_schedule(inst)
-    report = check(inst, incumbent)
-    assert report.objective is not None and report.metrics is not None
+    upper, horizon = _evaluate(inst, incumbent)
     if ctx.hint is not None:  # a user's schedule in seconds, used if it fits the grid
         own = Schedule(inst.name, [Task(t.job, t.round, t.task, t.gpu, t.start / unit)
                                    for t in ctx.hint.tasks], inst.mode)
-        own_report = check(inst, own)
-        if (own_report.feasible and own_report.objective is not None
-                and all(float(t.start).is_integer() for t in own.tasks)
-                and own_report.objective < report.objective):
-            incumbent, report = own, own_report
-    horizon = int(report.metrics["makespan"])
-    deadline = _deadlines(inst, float(report.objective), makespan, horizon)
+        if check(inst, own).feasible and all(t.start.is_integer() for t in own.tasks):
+            own_upper, own_horizon = _evaluate(inst, own)
+            if (own_horizon if makespan else own_upper) < (horizon if makespan else upper):
+                incumbent, upper, horizon = own, own_upper, own_horizon
+    deadline = _deadlines(inst, upper, makespan, horizon)
     groups = [(g,) for g in range(inst.n_gpus)] if per_gpu else inst.gpu_groups()
     model = _Model(inst, groups, deadline, makespan)
     if hint == "ect":

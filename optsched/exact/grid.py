@@ -8,8 +8,8 @@ every time, formulations.md §1.5(8)). When the data are already on the grid bot
 the scaled problem *is* the original one, so a bound proved on it is a bound on the original.
 
 Weights are scaled to integers by the smallest power of ten that makes them integral (up to
-10⁶); weights that no such factor makes integral are rounded, and then no solver bound is
-reported (:attr:`ScaledInstance.exact` is false).
+10⁶); weights that no such factor makes integral are rounded (down when scaling down, so the
+bound stays valid), and then :attr:`ScaledInstance.exact` is false.
 """
 
 from __future__ import annotations
@@ -104,12 +104,16 @@ def scale(instance: Instance, time_unit: float, rounding: str = "up") -> ScaledI
     exact = (w_exact and _on_grid(instance.compute / time_unit)
              and _on_grid(instance.sync / time_unit)
              and _on_grid(np.array([job.arrival for job in instance.jobs]) / time_unit))
+    # weights: rounded down for a lower bound (never 0), to nearest for schedules
+    def wround(x: float) -> float:
+        return float(round(x)) if w_exact or rounding == "up" else max(1.0, math.floor(x))
+
     jobs = []
     for j, job in enumerate(instance.jobs):
         eligible = np.flatnonzero(np.isfinite(c[j]))
         compute = {instance.gpus[g].type: float(c[j, g]) for g in eligible}
         jobs.append(Job(
-            id=job.id, arrival=float(arrivals[j]), weight=float(round(weights[j] * wscale)),
+            id=job.id, arrival=float(arrivals[j]), weight=float(wround(weights[j] * wscale)),
             rounds=job.rounds, tasks_per_round=job.tasks_per_round, compute=compute,
             sync_by_gpu={instance.gpus[g].id: float(s[j, g]) for g in eligible},
         ))

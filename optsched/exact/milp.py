@@ -1,0 +1,248 @@
+"""Exact disjunctive MILP through PuLP, solved with HiGHS or CBC (models/milp-disjunctive.md).
+
+Continuous start times (no time grid), one binary per (task or gang round, GPU) assignment and
+one ordering binary per pair of units that may share a GPU, linked by big-M rows
+(formulations.md §2.3 adapted to DESIGN.md's per-task, per-GPU sync). Exact in both modes. Its
+LP relaxation is weak; the time-indexed LP (``lp-bound``) is the strong relaxation. Big-M and
+domains come from per-job deadlines of the ECT incumbent, which every schedule at least as good
+as the incumbent meets.
+
+PuLP's ``status`` says ``Optimal`` even after a time limit, so the outcome is read from
+``sol_status`` (:func:`map_status`) and the bound from the solver itself: HiGHS's
+``mip_dual_bound`` and CBC's log, each plus the objective constant PuLP keeps outside.
+"""
+
+from __future__ import annotations
+
+import math
+import re
+import tempfile
+from collections.abc import Mapping
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from optsched.check import check
+from optsched.errors import InputError
+from optsched.exact.bounds import deadlines
+from optsched.exact.quiet import native_stdout_silenced
+from optsched.heuristics.list_scheduling import ect_schedule
+from optsched.instance import Instance
+from optsched.result import Status
+from optsched.schedule import Schedule, Task
+from optsched.solve import MethodOutput, SolveContext, register
+
+PARAMS = {
+    "export": "write the model to this .lp or .mps file before solving",
+    "threads": "solver threads (default 1)",
+}
+
+
+def map_status(sol_status: int) -> tuple[Status | None, bool]:
+    """PuLP's ``sol_status`` → (status when there is no solution, has a solution).
+
+    1 optimal and 2 feasible have a solution (whose bound is read from the solver, never
+    assumed); 0 no solution found (e.g. time limit) is ``unknown``; −1 infeasible; −2
+    unbounded and anything else are ``error``.
+    """
+    if sol_status in (1, 2):
+        return None, True
+    if sol_status == 0:
+        return Status.UNKNOWN, False
+    if sol_status == -1:
+        return Status.INFEASIBLE, False
+    return Status.ERROR, False
+
+
+_CBC_BOUND = re.compile(r"^(?:Lower bound|Objective bound):\s*(\S+)", re.M)
+_CBC_OPTIMAL = re.compile(r"^Result - Optimal solution found", re.M)
+_CBC_OBJECTIVE = re.compile(r"^Objective value:\s*(\S+)", re.M)
+
+
+def cbc_bound(log: str) -> float | None:
+    """CBC's best bound from its log, *without* PuLP's objective constant.
+
+    "Lower bound:" when CBC stopped early; the objective value when it reports an optimal
+    solution (its gaps are set to 0, so the bound equals it); else ``None``.
+    """
+    match = _CBC_BOUND.search(log)
+    if match:
+        return float(match.group(1))
+    objective = _CBC_OBJECTIVE.search(log)
+    if _CBC_OPTIMAL.search(log) and objective:
+        return float(objective.group(1))
+    return None
+
+
+class _Disjunctive:
+    """The disjunctive model of one instance (in its mode)."""
+
+    def __init__(self, inst: Instance, upper: float) -> None:
+        import pulp
+
+        self.pulp = pulp
+        self.inst = inst
+        self.gang = inst.mode == "gang"
+        self.prob = pulp.LpProblem("optsched_disjunctive", pulp.LpMinimize)
+        d = deadlines(inst, upper)
+        finite = inst.compute[np.isfinite(inst.compute)] + inst.sync[np.isfinite(inst.sync)]
+        self.big_m = float(d.max() + finite.max())
+        self.start: dict[tuple[int, ...], Any] = {}
+        self.assign: dict[tuple[int, ...], dict[int, Any]] = {}
+        self.pace: dict[tuple[int, ...], Any] = {}
+        ready: dict[tuple[int, ...], Any] = {}
+        prob = self.prob
+        for j, job in enumerate(inst.jobs):
+            gpus = [int(g) for g in inst.eligible(j)]
+            for r in range(job.rounds):
+                end = ready[j, r] = pulp.LpVariable(f"E_{j}_{r}", 0, float(d[j]))
+                units: list[tuple[int, ...]] = (
+                    [(j, r)] if self.gang else [(j, r, k) for k in range(job.tasks_per_round)])
+                for unit in units:
+                    s = self.start[unit] = pulp.LpVariable(
+                        "S_" + "_".join(map(str, unit)), job.arrival, float(d[j]))
+                    x = self.assign[unit] = {g: pulp.LpVariable(
+                        "X_" + "_".join(map(str, (*unit, g))), cat="Binary") for g in gpus}
+                    if r > 0:
+                        prob += s >= ready[j, r - 1]
+                    if self.gang:
+                        pace = self.pace[j, r] = pulp.LpVariable(f"P_{j}_{r}", 0)
+                        prob += pulp.lpSum(x.values()) == job.tasks_per_round
+                        for g in gpus:
+                            prob += pace >= float(inst.compute[j, g] + inst.sync[j, g]) * x[g]
+                        prob += end == s + pace
+                    else:
+                        prob += pulp.lpSum(x.values()) == 1
+                        prob += end >= s + pulp.lpSum(
+                            float(inst.compute[j, g] + inst.sync[j, g]) * x[g] for g in gpus)
+                        if unit[2] > 0:  # identical tasks: order their starts
+                            prob += self.start[j, r, unit[2] - 1] <= s
+        self._disjunctions()
+        prob += pulp.lpSum(job.weight * ready[j, job.rounds - 1]
+                           for j, job in enumerate(inst.jobs))
+
+    def _occupancy(self, unit: tuple[int, ...], g: int) -> Any:
+        """How long ``unit`` holds GPU g when placed there."""
+        j = unit[0]
+        return self.pace[unit] if self.gang else float(self.inst.compute[j, g])
+
+    def _disjunctions(self) -> None:
+        pulp, prob, big_m = self.pulp, self.prob, self.big_m
+        units = list(self.assign)
+        for i, a in enumerate(units):
+            for b in units[i + 1:]:
+                if a[0] == b[0] and a[1] != b[1]:
+                    continue  # rounds of one job are ordered by their barrier
+                common = sorted(set(self.assign[a]) & set(self.assign[b]))
+                if not common:
+                    continue
+                ordered = a[:2] == b[:2]  # same round (relaxed): starts already ordered
+                y = None if ordered else pulp.LpVariable(
+                    "Y_" + "_".join(map(str, (*a, *b))), cat="Binary")
+                for g in common:
+                    both = 2 - self.assign[a][g] - self.assign[b][g]
+                    after = 0 if y is None else 1 - y
+                    prob += (self.start[b] >= self.start[a] + self._occupancy(a, g)
+                             - big_m * after - big_m * both)
+                    if y is not None:
+                        prob += (self.start[a] >= self.start[b] + self._occupancy(b, g)
+                                 - big_m * y - big_m * both)
+
+    def schedule(self) -> Schedule:
+        """The solution decoded exactly: its GPU choices and its order of starts, timed
+        semi-actively (each unit as early as its barrier and its GPUs allow). This removes the
+        solver's tolerance noise and never delays anything beyond the MILP's own times."""
+        inst, tasks = self.inst, []
+        free = np.zeros(inst.n_gpus)
+        ready: dict[tuple[int, int], float] = {}
+        order = sorted(self.assign, key=lambda u: (float(self.start[u].value()), u[1], u))
+        for unit in order:
+            j, r = unit[0], unit[1]
+            job = inst.jobs[j]
+            chosen = [g for g, var in self.assign[unit].items() if var.value() > 0.5]
+            earliest = job.arrival if r == 0 else ready[j, r - 1]
+            begin = max([earliest, *(free[g] for g in chosen)])
+            pace = max(inst.compute[j, g] + inst.sync[j, g] for g in chosen)
+            for i, g in enumerate(chosen):
+                k = i if self.gang else unit[2]
+                tasks.append(Task(job.id, r, k, inst.gpus[g].id, float(begin)))
+                free[g] = begin + (pace if self.gang else inst.compute[j, g])
+            done = begin + pace
+            # relaxed: the round is ready when its last task is; seen once all are placed
+            ready[j, r] = max(ready.get((j, r), done), done) if not self.gang else done
+        return Schedule(inst.name, tasks, inst.mode)
+
+
+def solve_milp(instance: Instance, ctx: SolveContext, backend: str) -> MethodOutput:
+    """Solve the disjunctive MILP with ``backend`` = ``highs`` or ``cbc``."""
+    import pulp
+
+    threads = _int_param(ctx.params, "threads", 1)
+    incumbent = ect_schedule(instance)
+    upper = check(instance, incumbent).objective
+    assert upper is not None
+    model = _Disjunctive(instance, upper)
+    export = ctx.params.get("export")
+    if export:
+        if export.endswith(".mps"):
+            model.prob.writeMPS(export)
+        elif export.endswith(".lp"):
+            model.prob.writeLP(export)
+        else:
+            raise InputError(f"export file must end in .lp or .mps, got {export!r}")
+    extra: dict[str, Any] = {"backend": backend, "threads": threads,
+                             "variables": len(model.prob.variables()),
+                             "constraints": len(model.prob.constraints)}
+    constant = float(model.prob.objective.constant)
+    bound: float | None = None
+    if backend == "highs":
+        solver = pulp.HiGHS(msg=False, timeLimit=ctx.time_limit, threads=threads, gapRel=0.0,
+                            gapAbs=1e-9, random_seed=ctx.seed)
+        with native_stdout_silenced():
+            model.prob.solve(solver)
+        info = model.prob.solverModel.getInfo()
+        highs = model.prob.solverModel
+        extra["solver_status"] = highs.modelStatusToString(highs.getModelStatus())
+        if math.isfinite(info.mip_dual_bound):
+            bound = info.mip_dual_bound + constant
+    else:
+        with tempfile.TemporaryDirectory() as tmp:
+            log = Path(tmp) / "cbc.log"
+            solver = pulp.PULP_CBC_CMD(msg=False, timeLimit=ctx.time_limit, threads=threads,
+                                       gapRel=0.0, gapAbs=0.0, logPath=str(log),
+                                       options=[f"randomSeed {ctx.seed + 1}"])
+            with native_stdout_silenced():
+                model.prob.solve(solver)
+            text = log.read_text(errors="replace") if log.exists() else ""
+        raw = cbc_bound(text)
+        extra["solver_status"] = pulp.LpSolution[model.prob.sol_status]
+        if raw is not None:
+            bound = raw + constant
+    status, has_solution = map_status(model.prob.sol_status)
+    if not has_solution:
+        return MethodOutput(bound=bound if status is Status.UNKNOWN else None, status=status,
+                            extra=extra)
+    return MethodOutput(schedule=model.schedule(), bound=bound, extra=extra)
+
+
+def _int_param(params: Mapping[str, str], key: str, default: int) -> int:
+    try:
+        value = int(params.get(key, default))
+    except ValueError:
+        raise InputError(f"{key} must be an integer, got {params[key]!r}") from None
+    if value < 1:
+        raise InputError(f"{key} must be >= 1")
+    return value
+
+
+@register("milp-highs", params=PARAMS,
+          description="disjunctive MILP through PuLP + HiGHS (exact, both modes; small sizes)")
+def _milp_highs(instance: Instance, context: SolveContext) -> MethodOutput:
+    return solve_milp(instance, context, "highs")
+
+
+@register("milp-cbc", params=PARAMS,
+          description="disjunctive MILP through PuLP + CBC (exact, both modes; small sizes)")
+def _milp_cbc(instance: Instance, context: SolveContext) -> MethodOutput:
+    return solve_milp(instance, context, "cbc")
