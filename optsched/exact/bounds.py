@@ -67,6 +67,32 @@ def deadlines(instance: Instance, upper: float) -> np.ndarray:
     return (upper - (w @ lb - w * lb)) / w
 
 
+#: Above this many grid steps in the horizon, :func:`lp_time_unit` coarsens the grid.
+MAX_LP_STEPS = 400
+
+
+def lp_time_unit(instance: Instance, horizon: float, given: str | None = None) -> float:
+    """The LP's grid: ``given``, else the data's natural unit coarsened ×10 at a time while
+    the horizon spans more than MAX_LP_STEPS steps and the unit stays at most the shortest
+    compute time (a coarser grid only weakens the bound, since times are rounded down)."""
+    from optsched.errors import InputError
+    from optsched.exact.grid import default_time_unit
+
+    if given is not None:
+        try:
+            unit = float(given)
+        except ValueError:
+            raise InputError(f"time_unit must be a number, got {given!r}") from None
+        if not unit > 0:
+            raise InputError("time_unit must be > 0")
+        return unit
+    unit = default_time_unit(instance)
+    shortest = float(instance.compute[np.isfinite(instance.compute)].min())
+    while horizon / unit > MAX_LP_STEPS and unit * 10 <= shortest:
+        unit *= 10
+    return unit
+
+
 def time_indexed_lp_bound(instance: Instance, upper: float, time_unit: float, *,
                           time_limit: float | None = None) -> float | None:
     """The LP relaxation of the grouped time-indexed model (models/time-indexed-lp.md).

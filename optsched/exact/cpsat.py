@@ -21,7 +21,12 @@ from typing import Any
 
 from optsched.check import check
 from optsched.errors import InputError, OptschedError
-from optsched.exact.bounds import critical_path, round_lower_bound
+from optsched.exact.bounds import (
+    critical_path,
+    lp_time_unit,
+    round_lower_bound,
+    time_indexed_lp_bound,
+)
 from optsched.exact.grid import ScaledInstance, parse_time_unit, scale
 from optsched.heuristics.list_scheduling import ect_schedule
 from optsched.instance import Instance
@@ -34,6 +39,8 @@ PARAMS = {
     "workers": "CP-SAT worker threads (default 1; at most 2 on this machine)",
     "objective": "weighted (Σ w_j C_j, default) or makespan",
     "hint": "ect (default: warm start from the ECT schedule) or none",
+    "lp_bound": "on (default: unless proved optimal, also compute the time-indexed LP bound "
+                "from the final incumbent, in the last fifth of the time limit) or off",
 }
 
 
@@ -282,11 +289,15 @@ def solve_cpsat(instance: Instance, ctx: SolveContext, *, per_gpu: bool) -> Meth
     if hint == "ect":
         model.hint(incumbent)
 
+    lp_bound = params.get("lp_bound", "on")
+    if lp_bound not in ("on", "off"):
+        raise InputError(f"lp_bound must be 'on' or 'off', got {lp_bound!r}")
+    use_lp = lp_bound == "on" and not makespan
     solver = cp_model.CpSolver()
     solver.parameters.num_workers = workers
     solver.parameters.random_seed = ctx.seed
     if ctx.time_limit is not None:
-        solver.parameters.max_time_in_seconds = ctx.time_limit
+        solver.parameters.max_time_in_seconds = ctx.time_limit * (0.8 if use_lp else 1.0)
     solver.parameters.absolute_gap_limit = 0.0
     solver.parameters.relative_gap_limit = 0.0
     solver.parameters.linearization_level = 2
@@ -322,8 +333,19 @@ def solve_cpsat(instance: Instance, ctx: SolveContext, *, per_gpu: bool) -> Meth
                                         for t in incumbent.tasks], inst.mode)
     else:
         return MethodOutput(bound=bound, status=Status.UNKNOWN, extra=extra)
-    return MethodOutput(schedule=Schedule(instance.name, schedule.tasks, instance.mode),
-                        bound=bound, extra=extra)
+    schedule = Schedule(instance.name, schedule.tasks, instance.mode)
+    if use_lp and name != "OPTIMAL":
+        report = check(instance, schedule)
+        assert report.objective is not None and report.metrics is not None
+        left = None if ctx.time_limit is None else max(
+            1.0, ctx.time_limit - (time.perf_counter() - started))
+        lp = time_indexed_lp_bound(instance, report.objective,
+                                   lp_time_unit(instance, report.metrics["makespan"]),
+                                   time_limit=left)
+        extra["lp_bound"] = lp
+        if lp is not None:
+            bound = lp if bound is None else max(bound, lp)
+    return MethodOutput(schedule=schedule, bound=bound, extra=extra)
 
 
 @register("cpsat", params=PARAMS,

@@ -7,38 +7,12 @@ incumbent at hand (the ECT schedule, or ``--hint`` when it is feasible and bette
 
 from __future__ import annotations
 
-import math
-
 from optsched.check import check
-from optsched.errors import InputError
-from optsched.exact.bounds import time_indexed_lp_bound
-from optsched.exact.grid import default_time_unit
+from optsched.exact.bounds import lp_time_unit, time_indexed_lp_bound
 from optsched.heuristics.list_scheduling import ect_schedule
 from optsched.instance import Instance
 from optsched.schedule import Schedule
 from optsched.solve import MethodOutput, SolveContext, register
-
-#: Above this many grid steps in the horizon, the default grid is coarsened.
-MAX_STEPS = 400
-
-
-def lp_time_unit(instance: Instance, horizon: float, given: str | None) -> float:
-    """``given``, else the data's natural unit, coarsened to at most MAX_STEPS steps (a
-    coarser grid only weakens the bound: times are rounded down) but never coarser than the
-    shortest compute time."""
-    if given is not None:
-        try:
-            unit = float(given)
-        except ValueError:
-            raise InputError(f"time_unit must be a number, got {given!r}") from None
-        if not unit > 0:
-            raise InputError("time_unit must be > 0")
-        return unit
-    unit = default_time_unit(instance)
-    shortest = float(instance.compute[instance.compute < math.inf].min())
-    while horizon / unit > MAX_STEPS and unit * 10 <= shortest:
-        unit *= 10
-    return unit
 
 
 @register("lp-bound", params={"time_unit": "grid step of the LP (default: adaptive)"},
