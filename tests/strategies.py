@@ -9,7 +9,8 @@ from optsched.instance import GPU, Instance, Job
 
 @st.composite
 def instances(draw: st.DrawFn, *, mode: str | None = None, max_jobs: int = 4,
-              max_gpus: int = 4, integer: bool | None = None) -> Instance:
+              max_gpus: int = 4, max_rounds: int = 3, max_k: int = 3,
+              integer: bool | None = None) -> Instance:
     """A small instance: 1-4 jobs, 1-4 GPUs of 1-3 types, arrivals, weights, sync."""
     n_gpus = draw(st.integers(1, max_gpus))
     n_types = draw(st.integers(1, min(3, n_gpus)))
@@ -26,13 +27,13 @@ def instances(draw: st.DrawFn, *, mode: str | None = None, max_jobs: int = 4,
     jobs = []
     for j in range(draw(st.integers(1, max_jobs))):
         eligible = draw(st.lists(st.sampled_from(types), min_size=1, unique=True))
-        k_max = sum(gpu_types.count(t) for t in eligible) if mode == "gang" else 3
+        k_max = sum(gpu_types.count(t) for t in eligible) if mode == "gang" else max_k
         jobs.append(Job(
             id=f"j{j}",
             arrival=draw(st.integers(0, 6).map(float)),
             weight=draw(st.integers(1, 3).map(float)),
-            rounds=draw(st.integers(1, 3)),
-            tasks_per_round=draw(st.integers(1, min(3, k_max))),
+            rounds=draw(st.integers(1, max_rounds)),
+            tasks_per_round=draw(st.integers(1, min(max_k, k_max))),
             compute={t: draw(time) for t in eligible},
             sync={t: draw(sync) for t in eligible},
         ))

@@ -135,7 +135,7 @@ def time_indexed_lp_bound(instance: Instance, upper: float, time_unit: float, *,
                 cap = min(k_tasks, len(groups[q]))
                 hold = p + sy if gang else p
                 for t in range(est, late - p - sy + 1):
-                    x = pulp.LpVariable(f"x_{j}_{r}_{q}_{t}", 0, cap)
+                    x = prob.add_variable(f"x_{j}_{r}_{q}_{t}", 0, cap)
                     starts[t].append(x)
                     ready[t + p + sy].append(x)
                     for u in range(t, t + hold):
@@ -144,15 +144,15 @@ def time_indexed_lp_bound(instance: Instance, upper: float, time_unit: float, *,
             if gang:
                 ys = []
                 for t, xs in starts.items():
-                    y = pulp.LpVariable(f"y_{j}_{r}_{t}", 0, 1)
+                    y = prob.add_variable(f"y_{j}_{r}_{t}", 0, 1)
                     ys.append(y)
                     prob += pulp.lpSum(xs) == k_tasks * y
                 prob += pulp.lpSum(ys) == 1
             # z[t]: all results of round r ready by t (0 before est + rho, 1 from late on)
-            z = {t: pulp.LpVariable(f"z_{j}_{r}_{t}", 0, 1) for t in range(est + rho, late)}
+            z = {t: prob.add_variable(f"z_{j}_{r}_{t}", 0, 1) for t in range(est + rho, late)}
             count: Any = 0  # running number of tasks ready by t
             for t in range(est + rho, late):
-                count_t = pulp.LpVariable(f"F_{j}_{r}_{t}", 0)
+                count_t = prob.add_variable(f"F_{j}_{r}_{t}", 0)
                 prob += count_t == count + pulp.lpSum(
                     x for u in range(est if t == est + rho else t, t + 1) for x in ready[u])
                 count = count_t
@@ -162,7 +162,7 @@ def time_indexed_lp_bound(instance: Instance, upper: float, time_unit: float, *,
             if prev_z is not None:  # tasks of round r start only once round r-1 is ready
                 started: Any = 0
                 for t in range(est, late):
-                    started_t = pulp.LpVariable(f"B_{j}_{r}_{t}", 0)
+                    started_t = prob.add_variable(f"B_{j}_{r}_{t}", 0)
                     prob += started_t == started + pulp.lpSum(starts.get(t, []))
                     started = started_t
                     if t < prev_late:

@@ -91,7 +91,8 @@ def scale(instance: Instance, time_unit: float, rounding: str = "up") -> ScaledI
         # snap values within the tolerance of a grid point before rounding
         x = values / time_unit
         near = np.round(x)
-        return np.where(np.abs(x - near) <= _EPS * np.maximum(1, np.abs(x)), near, op(x))
+        with np.errstate(invalid="ignore"):  # inf (ineligible) stays inf
+            return np.where(np.abs(x - near) <= _EPS * np.maximum(1, np.abs(x)), near, op(x))
 
     c = grid(instance.compute)
     s = grid(instance.sync)

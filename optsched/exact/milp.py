@@ -17,6 +17,7 @@ from __future__ import annotations
 import math
 import re
 import tempfile
+import warnings
 from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
@@ -81,7 +82,6 @@ class _Disjunctive:
     def __init__(self, inst: Instance, upper: float) -> None:
         import pulp
 
-        self.pulp = pulp
         self.inst = inst
         self.gang = inst.mode == "gang"
         self.prob = pulp.LpProblem("optsched_disjunctive", pulp.LpMinimize)
@@ -96,18 +96,18 @@ class _Disjunctive:
         for j, job in enumerate(inst.jobs):
             gpus = [int(g) for g in inst.eligible(j)]
             for r in range(job.rounds):
-                end = ready[j, r] = pulp.LpVariable(f"E_{j}_{r}", 0, float(d[j]))
+                end = ready[j, r] = prob.add_variable(f"E_{j}_{r}", 0, float(d[j]))
                 units: list[tuple[int, ...]] = (
                     [(j, r)] if self.gang else [(j, r, k) for k in range(job.tasks_per_round)])
                 for unit in units:
-                    s = self.start[unit] = pulp.LpVariable(
+                    s = self.start[unit] = prob.add_variable(
                         "S_" + "_".join(map(str, unit)), job.arrival, float(d[j]))
-                    x = self.assign[unit] = {g: pulp.LpVariable(
+                    x = self.assign[unit] = {g: prob.add_variable(
                         "X_" + "_".join(map(str, (*unit, g))), cat="Binary") for g in gpus}
                     if r > 0:
                         prob += s >= ready[j, r - 1]
                     if self.gang:
-                        pace = self.pace[j, r] = pulp.LpVariable(f"P_{j}_{r}", 0)
+                        pace = self.pace[j, r] = prob.add_variable(f"P_{j}_{r}", 0)
                         prob += pulp.lpSum(x.values()) == job.tasks_per_round
                         for g in gpus:
                             prob += pace >= float(inst.compute[j, g] + inst.sync[j, g]) * x[g]
@@ -128,7 +128,7 @@ class _Disjunctive:
         return self.pace[unit] if self.gang else float(self.inst.compute[j, g])
 
     def _disjunctions(self) -> None:
-        pulp, prob, big_m = self.pulp, self.prob, self.big_m
+        prob, big_m = self.prob, self.big_m
         units = list(self.assign)
         for i, a in enumerate(units):
             for b in units[i + 1:]:
@@ -138,7 +138,7 @@ class _Disjunctive:
                 if not common:
                     continue
                 ordered = a[:2] == b[:2]  # same round (relaxed): starts already ordered
-                y = None if ordered else pulp.LpVariable(
+                y = None if ordered else prob.add_variable(
                     "Y_" + "_".join(map(str, (*a, *b))), cat="Binary")
                 for g in common:
                     both = 2 - self.assign[a][g] - self.assign[b][g]
@@ -192,8 +192,8 @@ def solve_milp(instance: Instance, ctx: SolveContext, backend: str) -> MethodOut
         else:
             raise InputError(f"export file must end in .lp or .mps, got {export!r}")
     extra: dict[str, Any] = {"backend": backend, "threads": threads,
-                             "variables": len(model.prob.variables()),
-                             "constraints": len(model.prob.constraints)}
+                             "variables": model.prob.numVariables(),
+                             "constraints": model.prob.numConstraints()}
     constant = float(model.prob.objective.constant)
     bound: float | None = None
     if backend == "highs":
@@ -209,9 +209,12 @@ def solve_milp(instance: Instance, ctx: SolveContext, backend: str) -> MethodOut
     else:
         with tempfile.TemporaryDirectory() as tmp:
             log = Path(tmp) / "cbc.log"
-            solver = pulp.PULP_CBC_CMD(msg=False, timeLimit=ctx.time_limit, threads=threads,
-                                       gapRel=0.0, gapAbs=0.0, logPath=str(log),
-                                       options=[f"randomSeed {ctx.seed + 1}"])
+            with warnings.catch_warnings():  # the bundled CBC is tested; pulp is pinned
+                warnings.simplefilter("ignore", DeprecationWarning)
+                solver = pulp.PULP_CBC_CMD(msg=False, timeLimit=ctx.time_limit,
+                                           threads=threads, gapRel=0.0, gapAbs=0.0,
+                                           logPath=str(log),
+                                           options=[f"randomSeed {ctx.seed + 1}"])
             with native_stdout_silenced():
                 model.prob.solve(solver)
             text = log.read_text(errors="replace") if log.exists() else ""

@@ -1,0 +1,217 @@
+"""Exact solvers and certified bounds: proven optima, cross-checks, oracles, status mapping."""
+
+from __future__ import annotations
+
+import itertools
+
+import numpy as np
+import pytest
+from hypothesis import given, settings
+from scipy.optimize import linear_sum_assignment
+
+from optsched import GPU, Instance, Job, Status, check, solve
+from optsched.errors import InputError
+from optsched.exact.bounds import critical_path_bound, lp_time_unit, time_indexed_lp_bound
+from optsched.exact.cpsat import assign_gpus
+from optsched.exact.grid import default_time_unit, scale
+from optsched.exact.milp import cbc_bound, map_status
+from optsched.io import load_instance
+from tests.conftest import EXAMPLES
+from tests.strategies import instances
+
+OPTIMA = {"example-1": (206, 209), "example-2": (343, 372), "example-3": (83, 85)}
+EXACT = ["cpsat", "cpsat-pergpu", "milp-highs", "milp-cbc"]
+NO_LP = {"lp_bound": "off"}
+
+
+def params(method):
+    return NO_LP if method.startswith("cpsat") else {}
+
+
+@pytest.mark.parametrize("mode", ["relaxed", "gang"])
+@pytest.mark.parametrize("name", sorted(OPTIMA))
+@pytest.mark.parametrize("method", EXACT)
+def test_examples_optima_are_reproduced(method, name, mode):
+    """Every exact engine proves the shared examples' optimum in both modes."""
+    if method.startswith("milp") and (name, mode) == ("example-2", "relaxed"):
+        pytest.skip("17 tasks: beyond what the disjunctive MILP proves quickly")
+    inst = load_instance(EXAMPLES / f"{name}.instance.json")
+    result = solve(inst, method, mode=mode, time_limit=60, params=params(method))
+    assert result.status is Status.OPTIMAL
+    assert result.objective == pytest.approx(OPTIMA[name][mode == "gang"])
+    assert check(inst.with_mode(mode), result.schedule).objective == result.objective
+
+
+@pytest.mark.parametrize("name", sorted(OPTIMA))
+@pytest.mark.parametrize("mode", ["relaxed", "gang"])
+def test_bounds_are_below_the_optimum(name, mode):
+    inst = load_instance(EXAMPLES / f"{name}.instance.json").with_mode(mode)
+    optimum = OPTIMA[name][mode == "gang"]
+    ect = solve(inst, "ect").objective
+    assert critical_path_bound(inst) <= optimum
+    lp = time_indexed_lp_bound(inst, ect, 1.0)
+    assert lp is not None and critical_path_bound(inst) <= lp <= optimum
+    # a coarser grid rounds times down: still a bound, never above the optimum
+    if inst.compute.min() >= 2:
+        assert time_indexed_lp_bound(inst, ect, 2.0) <= optimum
+    result = solve(inst, "lp-bound")
+    assert result.bound == lp and result.objective == ect
+
+
+@settings(max_examples=25, deadline=None)
+@given(instances(max_jobs=3, max_gpus=3, max_rounds=2, max_k=2))
+def test_two_engines_agree_and_bounds_hold(inst):
+    """CP-SAT and the MILP prove the same optimum; bound ≤ OPT ≤ every feasible objective."""
+    cp = solve(inst, "cpsat", time_limit=30, params=NO_LP)
+    milp = solve(inst, "milp-highs", time_limit=30)
+    per_gpu = solve(inst, "cpsat-pergpu", time_limit=30, params=NO_LP)
+    ect = solve(inst, "ect")
+    proved = [r for r in (cp, milp, per_gpu) if r.status is Status.OPTIMAL]
+    assert proved, "tiny instances must be proved optimal"
+    optimum = proved[0].objective
+    for r in proved:
+        assert r.objective == pytest.approx(optimum, rel=1e-6)
+    for r in (cp, milp, per_gpu, ect):
+        assert r.bound <= optimum + 1e-6 * max(1, optimum)
+        assert r.objective >= optimum - 1e-6 * max(1, optimum)
+        assert check(inst, r.schedule).objective == r.objective
+    unit = lp_time_unit(inst, ect.metrics["makespan"])
+    lp = time_indexed_lp_bound(inst, ect.objective, unit)
+    assert lp is None or lp <= optimum + 1e-6 * max(1, optimum)
+
+
+@settings(max_examples=15, deadline=None)
+@given(instances(mode="gang", max_jobs=3, max_gpus=3, max_rounds=2, max_k=2, integer=True))
+def test_relaxed_optimum_never_exceeds_gang_optimum(inst):
+    gang = solve(inst, "cpsat", time_limit=30, params=NO_LP)
+    relaxed = solve(inst, "cpsat", mode="relaxed", time_limit=30, params=NO_LP)
+    assert gang.status is Status.OPTIMAL and relaxed.status is Status.OPTIMAL
+    assert relaxed.objective <= gang.objective + 1e-9
+
+
+def matching_optimum(p: np.ndarray) -> float:
+    """R||ΣC: a job in the k-th last position of a GPU adds k·p (min-cost assignment)."""
+    n, m = p.shape
+    cost = np.concatenate([k * p for k in range(1, n + 1)], axis=1)
+    rows, cols = linear_sum_assignment(cost)
+    return float(cost[rows, cols].sum())
+
+
+@settings(max_examples=20, deadline=None)
+@given(instances(max_jobs=5, max_gpus=3, integer=True))
+def test_one_task_jobs_without_sync_or_arrivals_match_the_assignment_oracle(inst):
+    """One round of one task, no sync, unit weights, no arrivals = min-cost matching."""
+    jobs = tuple(Job(j.id, compute=dict(j.compute)) for j in inst.jobs)
+    simple = Instance("oracle", jobs, inst.gpus)
+    p = np.where(np.isfinite(simple.compute), simple.compute, 1e9)
+    expected = matching_optimum(p)
+    for method in ("cpsat", "milp-highs", "cpsat-pergpu"):
+        result = solve(simple, method, time_limit=30, params=params(method))
+        assert result.status is Status.OPTIMAL and result.objective == pytest.approx(expected)
+
+
+def test_one_job_alone_is_its_critical_path():
+    inst = Instance("one", (Job("J", arrival=2, rounds=3, tasks_per_round=3,
+                                compute={"A": 2, "B": 3}, sync={"A": 1, "B": 0}),),
+                    (GPU("a", "A"), GPU("b", "B")))
+    for method in ("cpsat", "milp-cbc"):
+        result = solve(inst, method, params=params(method))
+        assert result.status is Status.OPTIMAL
+        assert result.objective == critical_path_bound(inst)
+
+
+def test_map_status_reads_sol_status_not_status():
+    assert map_status(1) == (None, True)
+    assert map_status(2) == (None, True)  # a time limit with an incumbent
+    assert map_status(0) == (Status.UNKNOWN, False)  # a time limit without one
+    assert map_status(-1) == (Status.INFEASIBLE, False)
+    assert map_status(-2) == (Status.ERROR, False)
+
+
+def test_cbc_bound_from_its_log():
+    stopped = "Result - Stopped on time limit\n\nObjective value:  -1307\nLower bound: -1312.037\n"
+    assert cbc_bound(stopped) == -1312.037
+    optimal = "Result - Optimal solution found\n\nObjective value:                102.00000000\n"
+    assert cbc_bound(optimal) == 102.0
+    assert cbc_bound("Result - Stopped on time limit\nNo feasible solution found\n") is None
+
+
+def test_time_limits_with_and_without_incumbent():
+    """A time limit keeps the incumbent (feasible, with a bound) or, without hint, may leave
+    no schedule at all (unknown) -- never a fake 'optimal'."""
+    inst = load_instance(EXAMPLES / "example-2.instance.json")
+    with_hint = solve(inst, "milp-highs", time_limit=0.5)
+    assert with_hint.status in (Status.FEASIBLE, Status.UNKNOWN)
+    if with_hint.status is Status.FEASIBLE:
+        assert with_hint.bound < with_hint.objective
+    cp = solve(inst, "cpsat", time_limit=0.01, params={"hint": "none", "lp_bound": "off"})
+    assert cp.status in (Status.UNKNOWN, Status.FEASIBLE, Status.OPTIMAL)
+    if cp.status is Status.UNKNOWN:
+        assert cp.schedule is None and cp.bound is not None
+    hinted = solve(inst, "cpsat", time_limit=0.01, params={"lp_bound": "off"})
+    assert hinted.schedule is not None  # the ECT incumbent at worst
+
+
+def test_cpsat_anytime_log_and_lp_bound():
+    inst = load_instance(EXAMPLES / "example-2.instance.json")
+    result = solve(inst, "cpsat", time_limit=0.3, params={"workers": "1"})
+    log = result.extra["anytime"]
+    assert log and all(b <= o + 1e-9 for _, o, b in log)
+    assert [t for t, _, _ in log] == sorted(t for t, _, _ in log)
+    if result.status is not Status.OPTIMAL:
+        assert result.extra["lp_bound"] is not None
+
+
+def test_cpsat_hint_from_a_schedule_and_makespan_objective():
+    inst = load_instance(EXAMPLES / "example-3.instance.json")
+    optimal = solve(inst, "cpsat", params=NO_LP).schedule
+    again = solve(inst, "cpsat", hint=optimal, params=NO_LP)
+    assert again.objective == 83
+    makespan = solve(inst, "cpsat", params={"objective": "makespan"})
+    assert makespan.extra["makespan_bound"] <= makespan.metrics["makespan"]
+    with pytest.raises(InputError, match="objective must be"):
+        solve(inst, "cpsat", params={"objective": "tardiness"})
+
+
+def test_real_valued_data_use_a_millisecond_grid():
+    inst = Instance("real", (Job("J", rounds=2, tasks_per_round=2, compute={"A": 1.2345,
+                                                                           "B": 2.5}),
+                             Job("K", arrival=0.5, compute={"A": 0.75})),
+                    (GPU("a", "A"), GPU("b", "B")))
+    assert default_time_unit(inst) == 0.001
+    assert not scale(inst, 0.001).exact  # 1.2345 is not on the grid
+    result = solve(inst, "cpsat", params=NO_LP)
+    assert result.extra["time_unit"] == 0.001 and not result.extra["grid_exact"]
+    assert check(inst, result.schedule).feasible  # times rounded up: still feasible
+    assert result.bound == critical_path_bound(inst)  # no solver bound off the grid
+    on_grid = solve(inst, "cpsat", params={**NO_LP, "time_unit": "0.00005"})
+    assert on_grid.extra["grid_exact"] and on_grid.status is Status.OPTIMAL
+
+
+def test_scale_down_is_a_lower_bound_and_refuses_coarse_grids():
+    inst = Instance("x", (Job("J", compute={"A": 2.7}),), (GPU("a", "A"),))
+    assert scale(inst, 1.0, "down").instance.compute[0, 0] == 2
+    assert scale(inst, 1.0, "up").instance.compute[0, 0] == 3
+    with pytest.raises(InputError, match="coarser than a compute time"):
+        scale(inst, 5.0, "down")
+
+
+def test_assign_gpus_colours_any_feasible_load():
+    """Intervals with at most m overlapping always fit on m GPUs."""
+    items = [(i, 0, s, e, d) for i, (s, e, d) in enumerate(
+        [(0, 4, 1), (0, 2, 1), (2, 5, 1), (5, 7, 2), (7, 8, 1), (4, 5, 1)])]
+    # at most 2 overlap at any time
+    out = assign_gpus(items, [(7, 8)])
+    for (a, _, sa, ea, _), (b, _, sb, eb, _) in itertools.combinations(items, 2):
+        if sa < eb and sb < ea:
+            assert not set(out[a]) & set(out[b])
+
+
+def test_milp_export(tmp_path):
+    inst = load_instance(EXAMPLES / "example-3.instance.json")
+    for suffix in (".lp", ".mps"):
+        path = tmp_path / f"model{suffix}"
+        solve(inst, "milp-highs", params={"export": str(path)})
+        assert path.stat().st_size > 0
+    with pytest.raises(InputError, match=r"must end in .lp or .mps"):
+        solve(inst, "milp-highs", params={"export": str(tmp_path / "model.txt")})
