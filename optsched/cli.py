@@ -90,8 +90,11 @@ def _print_result(result: Result) -> None:
 def cmd_solve(args: argparse.Namespace) -> int:
     instance = load_instance(args.instance)
     hint = load_schedule(args.hint) if args.hint else None
+    params = _parse_params(args.param)
+    if args.export:
+        params["export"] = args.export
     result = solve(instance, args.method, mode=args.mode, time_limit=args.time_limit,
-                   seed=args.seed, params=_parse_params(args.param), hint=hint)
+                   seed=args.seed, params=params, hint=hint)
     if args.out and result.schedule is not None:
         save_schedule(args.out, result.schedule)
     if args.json:
@@ -249,6 +252,8 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--param", action="append", default=[], metavar="KEY=VALUE")
     p.add_argument("--hint", metavar="SCHEDULE")
     p.add_argument("--out", metavar="SCHEDULE", help="write the schedule here")
+    p.add_argument("--export", metavar="MODEL.lp|.mps",
+                   help="write the MILP model (milp-* methods; same as --param export=...)")
     p.add_argument("--json", action="store_true")
     p.set_defaults(func=cmd_solve)
 

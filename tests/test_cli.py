@@ -174,3 +174,17 @@ def test_demo_console_script():
     proc = subprocess.run([*exe.split(), "demo"], capture_output=True, text=True, timeout=120)
     assert proc.returncode == 0, proc.stderr
     assert "paper's schedule (Fig. 1)" in proc.stdout and "8.5" in proc.stdout
+
+
+def test_solve_exact_methods_and_export(capsys, tmp_path):
+    inst = str(EXAMPLES / "example-3.instance.json")
+    code, out, _ = run(capsys, "solve", inst, "--method", "cpsat", "--json", "--mode", "gang")
+    result = json.loads(out)  # nothing but the JSON on stdout
+    jsonschema.validate(result, schema("result"))
+    assert code == 0 and result["status"] == "optimal" and result["objective"] == 85
+    model = tmp_path / "m.lp"
+    code, out, _ = run(capsys, "solve", inst, "--method", "milp-highs", "--json", "--export",
+                       str(model))
+    assert code == 0 and json.loads(out)["objective"] == 83 and model.stat().st_size > 0
+    code, _, err = run(capsys, "solve", inst, "--method", "cpsat", "--export", str(model))
+    assert code == 2 and "no parameter 'export'" in err

@@ -91,7 +91,7 @@ def test_relaxed_optimum_never_exceeds_gang_optimum(inst):
 
 def matching_optimum(p: np.ndarray) -> float:
     """R||ΣC: a job in the k-th last position of a GPU adds k·p (min-cost assignment)."""
-    n, m = p.shape
+    n, _m = p.shape
     cost = np.concatenate([k * p for k in range(1, n + 1)], axis=1)
     rows, cols = linear_sum_assignment(cost)
     return float(cost[rows, cols].sum())
