@@ -7,7 +7,8 @@ entry point names a module to import). Kinds: ``solve`` (offline scheduling), ``
 
 Every schedule a method returns goes through the independent checker; the Result's objective
 and metrics are the checker's, and its bound is the best of the method's own certified bound
-and the critical-path bound.
+and the critical-path bound (both kept in ``extra`` as ``bound_method`` and
+``bound_critical_path``).
 """
 
 from __future__ import annotations
@@ -195,10 +196,11 @@ def solve(
     runtime = time.perf_counter() - started
 
     bound = critical_path_bound(inst)
+    extra = {**out.extra, "bound_critical_path": bound, "bound_method": out.bound}
     if out.bound is not None:
         bound = max(bound, out.bound)
     common = {"method": method, "mode": mode, "runtime_s": runtime, "seed": seed,
-              "params": params, "extra": out.extra}
+              "params": params, "extra": extra}
     if out.schedule is None:
         status = out.status or Status.UNKNOWN
         if status in (Status.OPTIMAL, Status.FEASIBLE):

@@ -1,0 +1,20 @@
+#!/usr/bin/env bash
+# Exact solvers on the issue's instance family (benchmarks/grids/exact.json: 8 GPUs of 2 types
+# on 2 hosts, R ~ U{1..3}, K ~ U{1..4}, p ~ U{2..8}, sync ~ U{0..2}, w ~ U{1..3}, load 1) and a
+# size scan for every exact method (grids/scaling.json). 60 s per run, 2 runs in parallel with
+# one solver thread each. Resumable; delete the records to measure again (about 45 minutes).
+set -euo pipefail
+cd "$(dirname "$0")/.."
+for grid in exact scaling; do
+  [[ -f instances/$grid/manifest.json ]] ||
+    optsched bench gen benchmarks/grids/$grid.json --out instances/$grid
+done
+out=benchmarks/results/exact
+optsched bench run instances/exact --method cpsat --mode relaxed --mode gang \
+  --time-limit 60 --workers 2 --records $out/records.jsonl
+optsched bench run instances/scaling --method cpsat --method cpsat-pergpu \
+  --method milp-highs --method milp-cbc --method lp-bound --mode relaxed --mode gang \
+  --time-limit 60 --workers 2 --records $out/scaling.jsonl
+optsched bench report $out/records.jsonl --out $out
+optsched bench report $out/scaling.jsonl --out $out/scaling
+python benchmarks/exact_summary.py $out > $out/summary.md
