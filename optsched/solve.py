@@ -196,10 +196,11 @@ def solve(
     runtime = time.perf_counter() - started
 
     bound = critical_path_bound(inst)
-    extra = {**out.extra, "bound_critical_path": bound, "bound_method": out.bound}
+    extra: dict[str, Any] = {**out.extra, "bound_critical_path": bound,
+                             "bound_method": out.bound}
     if out.bound is not None:
         bound = max(bound, out.bound)
-    common = {"method": method, "mode": mode, "runtime_s": runtime, "seed": seed,
+    common: dict[str, Any] = {"method": method, "mode": mode, "runtime_s": runtime, "seed": seed,
               "params": params, "extra": extra}
     if out.schedule is None:
         status = out.status or Status.UNKNOWN

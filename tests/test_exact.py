@@ -215,3 +215,13 @@ def test_milp_export(tmp_path):
         assert path.stat().st_size > 0
     with pytest.raises(InputError, match=r"must end in .lp or .mps"):
         solve(inst, "milp-highs", params={"export": str(tmp_path / "model.txt")})
+
+
+@pytest.mark.parametrize("method", ["milp-highs", "milp-cbc"])
+def test_milp_lp_relaxation_is_a_valid_but_weak_bound(method):
+    inst = load_instance(EXAMPLES / "example-1.instance.json")
+    result = solve(inst, method, params={"relaxation": "lp"})
+    lp = result.extra["lp_relaxation"]
+    assert lp is not None and lp <= 206
+    assert result.objective == solve(inst, "ect").objective
+    assert result.bound == max(lp, critical_path_bound(inst))

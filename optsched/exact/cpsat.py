@@ -324,6 +324,7 @@ def solve_cpsat(instance: Instance, ctx: SolveContext, *, per_gpu: bool) -> Meth
     if STATUS[name] == "bug":
         raise OptschedError(f"CP-SAT returned {name} although the incumbent is feasible")
     bound = real(solver.best_objective_bound) if exact_bound else None
+    extra["solver_bound"] = bound
     if makespan:
         extra["makespan_bound"] = real(solver.best_objective_bound)
     if STATUS[name] == "solution":

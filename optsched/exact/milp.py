@@ -37,6 +37,8 @@ from optsched.solve import MethodOutput, SolveContext, register
 PARAMS = {
     "export": "write the model to this .lp or .mps file before solving",
     "threads": "solver threads (default 1)",
+    "relaxation": "lp: solve only the LP relaxation and report it as the bound, with the "
+                  "ECT schedule (default: none, solve the MILP)",
 }
 
 
@@ -196,6 +198,11 @@ def solve_milp(instance: Instance, ctx: SolveContext, backend: str) -> MethodOut
                              "constraints": model.prob.numConstraints()}
     constant = float(model.prob.objective.constant)
     bound: float | None = None
+    relaxation = ctx.params.get("relaxation", "none")
+    if relaxation not in ("none", "lp"):
+        raise InputError(f"relaxation must be 'none' or 'lp', got {relaxation!r}")
+    if relaxation == "lp":
+        return _lp_relaxation(model, incumbent, backend, ctx.time_limit, extra)
     if backend == "highs":
         solver = pulp.HiGHS(msg=False, timeLimit=ctx.time_limit, threads=threads, gapRel=0.0,
                             gapAbs=1e-9, random_seed=ctx.seed)
@@ -227,6 +234,24 @@ def solve_milp(instance: Instance, ctx: SolveContext, backend: str) -> MethodOut
         return MethodOutput(bound=bound if status is Status.UNKNOWN else None, status=status,
                             extra=extra)
     return MethodOutput(schedule=model.schedule(), bound=bound, extra=extra)
+
+
+def _lp_relaxation(model: _Disjunctive, incumbent: Schedule, backend: str,
+                   time_limit: float | None, extra: dict[str, Any]) -> MethodOutput:
+    """The incumbent with the (weak) LP relaxation of the disjunctive model as its bound."""
+    import pulp
+
+    if backend == "highs":
+        solver = pulp.HiGHS(mip=False, msg=False, timeLimit=time_limit, threads=1)
+    else:
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore", DeprecationWarning)
+            solver = pulp.PULP_CBC_CMD(mip=False, msg=False, timeLimit=time_limit)
+    with native_stdout_silenced():
+        model.prob.solve(solver)
+    proved = model.prob.sol_status == pulp.LpSolutionOptimal
+    extra["lp_relaxation"] = pulp.value(model.prob.objective) if proved else None
+    return MethodOutput(schedule=incumbent, bound=extra["lp_relaxation"], extra=extra)
 
 
 def _int_param(params: Mapping[str, str], key: str, default: int) -> int:
