@@ -1,8 +1,10 @@
 #!/usr/bin/env bash
 # Exact solvers on the issue's instance family (benchmarks/grids/exact.json: 8 GPUs of 2 types
 # on 2 hosts, R ~ U{1..3}, K ~ U{1..4}, p ~ U{2..8}, sync ~ U{0..2}, w ~ U{1..3}, load 1) and a
-# size scan for every exact method (grids/scaling.json). 60 s per run, 2 runs in parallel with
-# one solver thread each. Resumable; delete the records to measure again (about 45 minutes).
+# size scan for every exact method (grids/scaling.json). 60 s per run. CP-SAT runs one at a time
+# with 2 workers (its LNS needs 2 for good incumbents, and the LP bound's deadlines come from
+# them); the scan runs 2 single-thread runs in parallel. Resumable; delete the records to
+# measure again (about 50 minutes).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 for grid in exact scaling; do
@@ -11,7 +13,7 @@ for grid in exact scaling; do
 done
 out=benchmarks/results/exact
 optsched bench run instances/exact --method cpsat --mode relaxed --mode gang \
-  --time-limit 60 --workers 2 --records $out/records.jsonl
+  --param workers=2 --time-limit 60 --workers 1 --records $out/records.jsonl
 optsched bench run instances/scaling --method cpsat --method cpsat-pergpu \
   --method milp-highs --method milp-cbc --method lp-bound --mode relaxed --mode gang \
   --time-limit 60 --workers 2 --records $out/scaling.jsonl
