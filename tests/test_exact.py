@@ -162,6 +162,15 @@ def test_cpsat_anytime_log_and_lp_bound():
         assert result.extra["lp_bound"] is not None
 
 
+def test_cpsat_core_search_proves_the_same_optima():
+    for name, (relaxed, gang) in OPTIMA.items():
+        inst = load_instance(EXAMPLES / f"{name}.instance.json")
+        for mode, optimum in (("relaxed", relaxed), ("gang", gang)):
+            result = solve(inst, "cpsat", mode=mode, params={**NO_LP, "search": "core"})
+            assert result.status is Status.OPTIMAL and result.objective == optimum
+            assert result.extra["search"] == "core"
+
+
 def test_cpsat_hint_from_a_schedule_and_makespan_objective():
     inst = load_instance(EXAMPLES / "example-3.instance.json")
     optimal = solve(inst, "cpsat", params=NO_LP).schedule

@@ -41,6 +41,8 @@ PARAMS = {
     "hint": "ect (default: warm start from the ECT schedule) or none",
     "lp_bound": "on (default: unless proved optimal, also compute the time-indexed LP bound "
                 "from the final incumbent, in the last fifth of the time limit) or off",
+    "search": "default, or core (CP-SAT's core-based lower bounding: stronger bounds on "
+              "relaxed mode)",
 }
 
 
@@ -289,6 +291,9 @@ def solve_cpsat(instance: Instance, ctx: SolveContext, *, per_gpu: bool) -> Meth
     if hint == "ect":
         model.hint(incumbent)
 
+    search = params.get("search", "default")
+    if search not in ("default", "core"):
+        raise InputError(f"search must be 'default' or 'core', got {search!r}")
     lp_bound = params.get("lp_bound", "on")
     if lp_bound not in ("on", "off"):
         raise InputError(f"lp_bound must be 'on' or 'off', got {lp_bound!r}")
@@ -301,6 +306,7 @@ def solve_cpsat(instance: Instance, ctx: SolveContext, *, per_gpu: bool) -> Meth
     solver.parameters.absolute_gap_limit = 0.0
     solver.parameters.relative_gap_limit = 0.0
     solver.parameters.linearization_level = 2
+    solver.parameters.optimize_with_core = search == "core"
     exact_bound = sc.exact and not makespan
 
     def real(value: float) -> float:
@@ -319,7 +325,8 @@ def solve_cpsat(instance: Instance, ctx: SolveContext, *, per_gpu: bool) -> Meth
     extra: dict[str, Any] = {
         "solver_status": name, "model": "per-gpu" if per_gpu else "grouped",
         "groups": len(groups), "time_unit": unit, "grid_exact": sc.exact,
-        "workers": workers, "objective_kind": objective, "anytime": anytime,
+        "workers": workers, "objective_kind": objective, "search": search,
+        "anytime": anytime,
     }
     if STATUS[name] == "bug":
         raise OptschedError(f"CP-SAT returned {name} although the incumbent is feasible")
