@@ -234,3 +234,18 @@ def test_milp_lp_relaxation_is_a_valid_but_weak_bound(method):
     assert lp is not None and lp <= 206
     assert result.objective == solve(inst, "ect").objective
     assert result.bound == max(lp, critical_path_bound(inst))
+
+
+@pytest.mark.parametrize("method,param,match", [
+    ("cpsat", {"workers": "two"}, "workers must be an integer"),
+    ("cpsat", {"workers": "0"}, "workers must be >= 1"),
+    ("cpsat", {"time_unit": "-1"}, "time_unit must be > 0"),
+    ("cpsat", {"lp_bound": "maybe"}, "lp_bound must be 'on' or 'off'"),
+    ("milp-highs", {"threads": "x"}, "threads must be an integer"),
+    ("milp-cbc", {"relaxation": "qp"}, "relaxation must be 'none' or 'lp'"),
+    ("lp-bound", {"time_unit": "abc"}, "time_unit must be a number"),
+])
+def test_bad_parameters_are_input_errors(method, param, match):
+    inst = load_instance(EXAMPLES / "example-3.instance.json")
+    with pytest.raises(InputError, match=match):
+        solve(inst, method, params=param)

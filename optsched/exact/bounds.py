@@ -7,11 +7,13 @@ status.
 from __future__ import annotations
 
 from collections import defaultdict
+from collections.abc import Mapping
 from typing import Any
 
 import numpy as np
 
 from optsched.instance import Instance
+from optsched.params import positive_float_param
 
 
 def round_lower_bound(instance: Instance, j: int) -> float:
@@ -71,21 +73,17 @@ def deadlines(instance: Instance, upper: float) -> np.ndarray:
 MAX_LP_STEPS = 400
 
 
-def lp_time_unit(instance: Instance, horizon: float, given: str | None = None) -> float:
-    """The LP's grid: ``given``, else the data's natural unit coarsened ×10 at a time while
-    the horizon spans more than MAX_LP_STEPS steps and the unit stays at most the shortest
-    compute time (a coarser grid only weakens the bound, since times are rounded down)."""
-    from optsched.errors import InputError
+def lp_time_unit(instance: Instance, horizon: float, params: Mapping[str, str] | None = None
+                 ) -> float:
+    """The LP's grid: the ``time_unit`` parameter, else the data's natural unit coarsened ×10
+    at a time while the horizon spans more than MAX_LP_STEPS steps and the unit stays at most
+    the shortest compute time (a coarser grid only weakens the bound: times are rounded
+    down)."""
     from optsched.exact.grid import default_time_unit
 
+    given = positive_float_param(params or {}, "time_unit")
     if given is not None:
-        try:
-            unit = float(given)
-        except ValueError:
-            raise InputError(f"time_unit must be a number, got {given!r}") from None
-        if not unit > 0:
-            raise InputError("time_unit must be > 0")
-        return unit
+        return given
     unit = default_time_unit(instance)
     shortest = float(instance.compute[np.isfinite(instance.compute)].min())
     while horizon / unit > MAX_LP_STEPS and unit * 10 <= shortest:

@@ -20,7 +20,7 @@ from collections.abc import Sequence
 from typing import Any
 
 from optsched.check import check
-from optsched.errors import InputError, OptschedError
+from optsched.errors import OptschedError
 from optsched.exact.bounds import (
     critical_path,
     lp_time_unit,
@@ -30,6 +30,7 @@ from optsched.exact.bounds import (
 from optsched.exact.grid import ScaledInstance, parse_time_unit, scale
 from optsched.heuristics.list_scheduling import ect_schedule
 from optsched.instance import Instance
+from optsched.params import choice_param, int_param
 from optsched.result import Status
 from optsched.schedule import Schedule, Task
 from optsched.solve import MethodOutput, SolveContext, register
@@ -260,21 +261,14 @@ def solve_cpsat(instance: Instance, ctx: SolveContext, *, per_gpu: bool) -> Meth
 
     params = ctx.params
     unit = parse_time_unit(instance, params)
-    objective = params.get("objective", "weighted")
-    if objective not in ("weighted", "makespan"):
-        raise InputError(f"objective must be 'weighted' or 'makespan', got {objective!r}")
-    hint = params.get("hint", "ect")
-    if hint not in ("ect", "none"):
-        raise InputError(f"hint must be 'ect' or 'none', got {hint!r}")
-    try:
-        workers = int(params.get("workers", "1"))
-    except ValueError:
-        raise InputError("workers must be an integer") from None
-    if workers < 1:
-        raise InputError("workers must be >= 1")
+    objective = choice_param(params, "objective", ("weighted", "makespan"))
+    hint = choice_param(params, "hint", ("ect", "none"))
+    workers = int_param(params, "workers", 1)
+    search = choice_param(params, "search", ("default", "core"))
+    makespan = objective == "makespan"
+    use_lp = choice_param(params, "lp_bound", ("on", "off")) == "on" and not makespan
     sc = scale(instance, unit, "up")
     inst = sc.instance
-    makespan = objective == "makespan"
 
     incumbent = ect_schedule(inst)
     upper, horizon = _evaluate(inst, incumbent)
@@ -291,13 +285,6 @@ def solve_cpsat(instance: Instance, ctx: SolveContext, *, per_gpu: bool) -> Meth
     if hint == "ect":
         model.hint(incumbent)
 
-    search = params.get("search", "default")
-    if search not in ("default", "core"):
-        raise InputError(f"search must be 'default' or 'core', got {search!r}")
-    lp_bound = params.get("lp_bound", "on")
-    if lp_bound not in ("on", "off"):
-        raise InputError(f"lp_bound must be 'on' or 'off', got {lp_bound!r}")
-    use_lp = lp_bound == "on" and not makespan
     solver = cp_model.CpSolver()
     solver.parameters.num_workers = workers
     solver.parameters.random_seed = ctx.seed

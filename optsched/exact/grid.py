@@ -22,6 +22,7 @@ import numpy as np
 
 from optsched.errors import InputError
 from optsched.instance import Instance, Job
+from optsched.params import positive_float_param
 
 _EPS = 1e-9
 
@@ -40,15 +41,8 @@ def default_time_unit(instance: Instance) -> float:
 
 def parse_time_unit(instance: Instance, params: Mapping[str, str]) -> float:
     """The ``time_unit`` parameter (default :func:`default_time_unit`), validated."""
-    if "time_unit" not in params:
-        return default_time_unit(instance)
-    try:
-        unit = float(params["time_unit"])
-    except ValueError:
-        raise InputError(f"time_unit must be a number, got {params['time_unit']!r}") from None
-    if not (unit > 0 and math.isfinite(unit)):
-        raise InputError(f"time_unit must be > 0, got {unit!r}")
-    return unit
+    unit = positive_float_param(params, "time_unit")
+    return default_time_unit(instance) if unit is None else unit
 
 
 def _weight_scale(weights: np.ndarray) -> tuple[int, bool]:

@@ -26,7 +26,7 @@ def _lp_bound(instance: Instance, context: SolveContext) -> MethodOutput:
                 and own.objective < report.objective:
             schedule, report = Schedule(instance.name, context.hint.tasks, instance.mode), own
     assert report.objective is not None and report.metrics is not None
-    unit = lp_time_unit(instance, report.metrics["makespan"], context.params.get("time_unit"))
+    unit = lp_time_unit(instance, report.metrics["makespan"], context.params)
     bound = time_indexed_lp_bound(instance, report.objective, unit,
                                   time_limit=context.time_limit)
     return MethodOutput(schedule=schedule, bound=bound,

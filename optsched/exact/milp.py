@@ -18,7 +18,6 @@ import math
 import re
 import tempfile
 import warnings
-from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
@@ -30,6 +29,7 @@ from optsched.exact.bounds import deadlines
 from optsched.exact.quiet import native_stdout_silenced
 from optsched.heuristics.list_scheduling import ect_schedule
 from optsched.instance import Instance
+from optsched.params import choice_param, int_param
 from optsched.result import Status
 from optsched.schedule import Schedule, Task
 from optsched.solve import MethodOutput, SolveContext, register
@@ -180,7 +180,7 @@ def solve_milp(instance: Instance, ctx: SolveContext, backend: str) -> MethodOut
     """Solve the disjunctive MILP with ``backend`` = ``highs`` or ``cbc``."""
     import pulp
 
-    threads = _int_param(ctx.params, "threads", 1)
+    threads = int_param(ctx.params, "threads", 1)
     incumbent = ect_schedule(instance)
     upper = check(instance, incumbent).objective
     assert upper is not None
@@ -198,10 +198,7 @@ def solve_milp(instance: Instance, ctx: SolveContext, backend: str) -> MethodOut
                              "constraints": model.prob.numConstraints()}
     constant = float(model.prob.objective.constant)
     bound: float | None = None
-    relaxation = ctx.params.get("relaxation", "none")
-    if relaxation not in ("none", "lp"):
-        raise InputError(f"relaxation must be 'none' or 'lp', got {relaxation!r}")
-    if relaxation == "lp":
+    if choice_param(ctx.params, "relaxation", ("none", "lp")) == "lp":
         return _lp_relaxation(model, incumbent, backend, ctx.time_limit, extra)
     if backend == "highs":
         solver = pulp.HiGHS(msg=False, timeLimit=ctx.time_limit, threads=threads, gapRel=0.0,
@@ -252,16 +249,6 @@ def _lp_relaxation(model: _Disjunctive, incumbent: Schedule, backend: str,
     proved = model.prob.sol_status == pulp.LpSolutionOptimal
     extra["lp_relaxation"] = pulp.value(model.prob.objective) if proved else None
     return MethodOutput(schedule=incumbent, bound=extra["lp_relaxation"], extra=extra)
-
-
-def _int_param(params: Mapping[str, str], key: str, default: int) -> int:
-    try:
-        value = int(params.get(key, default))
-    except ValueError:
-        raise InputError(f"{key} must be an integer, got {params[key]!r}") from None
-    if value < 1:
-        raise InputError(f"{key} must be >= 1")
-    return value
 
 
 @register("milp-highs", params=PARAMS,
