@@ -8,6 +8,7 @@ Exit codes, as ``diff`` and ``cmp`` use them: 0 success (feasible; a schedule wa
 from __future__ import annotations
 
 import argparse
+import fnmatch
 import json
 import os
 import sys
@@ -21,7 +22,7 @@ from optsched import __version__
 from optsched.check import check
 from optsched.errors import InputError
 from optsched.exact.bounds import critical_path_bound
-from optsched.generate import GeneratorSpec, generate
+from optsched.generate import GeneratorSpec, HareSpec, generate, generate_hare
 from optsched.io import (
     instance_from_dict,
     instance_to_dict,
@@ -124,9 +125,20 @@ def cmd_methods(args: argparse.Namespace) -> int:
 
 
 def cmd_gen(args: argparse.Namespace) -> int:
-    values = {f.name: getattr(args, f.name) for f in fields(GeneratorSpec)
-              if getattr(args, f.name, None) is not None}
-    instance = generate(GeneratorSpec(**values), args.seed, name=args.name)
+    spec_type: Any = HareSpec if args.family == "hare" else GeneratorSpec
+    given = {f.name for spec in (HareSpec, GeneratorSpec) for f in fields(spec)
+             if getattr(args, f.name, None) is not None}
+    own = {f.name for f in fields(spec_type)}
+    if given - own:
+        option = "--" + sorted(given - own)[0].replace("_", "-")
+        raise InputError(f"{option} is not an option of the {args.family} family")
+    values = {name: getattr(args, name) for name in given}
+    if args.family == "hare" and "weight" in values:
+        values["weight"] = tuple(int(w) for w in values["weight"])
+    if args.family == "hare":
+        instance = generate_hare(HareSpec(**values), args.seed, name=args.name)
+    else:
+        instance = generate(GeneratorSpec(**values), args.seed, name=args.name)
     data = instance_to_dict(instance)
     if args.out:
         write_json(args.out, data)
@@ -208,6 +220,10 @@ def cmd_bench_run(args: argparse.Namespace) -> int:
     runs = plan(manifest, args.method, modes=args.mode, seeds=args.seeds or [0],
                 params=_parse_params(args.param), time_limit=args.time_limit,
                 plugins=args.plugin)
+    if args.only:
+        runs = [run for run in runs if fnmatch.fnmatchcase(run.instance, args.only)]
+        if not runs:
+            raise InputError(f"--only {args.only!r} matches no instance of {args.instances}")
     summary = run_benchmark(runs, args.records, workers=args.workers,
                             scheduler=args.scheduler, manifest=manifest)
     print(f"{summary.finished} runs finished ({summary.errors} errors), {summary.skipped} "
@@ -263,6 +279,12 @@ def build_parser() -> argparse.ArgumentParser:
 
     p = sub.add_parser("gen", help="generate a random instance")
     p.add_argument("--seed", type=int, required=True)
+    p.add_argument("--family", choices=("exact", "hare"), default="exact",
+                   help="exact: the exact-solver family (default); hare: the Hare paper's "
+                        "simulation setting (160 GPUs, 300 jobs, ~50,000 tasks)")
+    for name in ("total-tasks", "iters-per-task"):
+        p.add_argument(f"--{name}", type=int, dest=name.replace("-", "_"),
+                       help="hare family only")
     p.add_argument("--name")
     p.add_argument("--out", metavar="INSTANCE")
     for name, typ in (("jobs", int), ("gpus", int), ("gpu-types", int), ("hosts", int),
@@ -308,6 +330,8 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--time-limit", type=float, metavar="S")
     p.add_argument("--param", action="append", default=[], metavar="KEY=VALUE")
     p.add_argument("--records", required=True, metavar="FILE.jsonl")
+    p.add_argument("--only", metavar="GLOB", help="only instances whose name matches, "
+                   "e.g. 'exact-jobs10-*'")
     p.add_argument("--workers", type=int, default=min(2, os.cpu_count() or 1))
     p.add_argument("--scheduler", metavar="ADDRESS", help="Dask scheduler, e.g. tcp://h:8786")
     p.set_defaults(func=cmd_bench_run)

@@ -127,3 +127,80 @@ def generate(spec: GeneratorSpec, seed: int, *, name: str | None = None) -> Inst
     gpus = tuple(GPU(f"g{i}", t) for i, t in enumerate(gpu_type))
     return Instance(label, tuple(jobs), gpus, mode=spec.mode)
 
+
+
+#: Hare's eight workloads (HPDC'22 Table 2) with their parameter counts in millions, an
+#: assumption (standard architectures at the paper's datasets: VGG-19 and ResNet-50/Inception-V3
+#: for CIFAR, BERT-base, Transformer-base, DeepSpeech, two-layer GCNs on Cora), used for sync.
+HARE_WORKLOADS = {
+    "Hare/VGG-19": 20.0, "Hare/ResNet-50": 23.7, "Hare/Inception-V3": 22.0,
+    "Hare/BERT-base": 110.0, "Hare/Transformer": 65.0, "Hare/DeepSpeech": 47.0,
+    "Hare/FastGCN": 0.023, "Hare/GraphSAGE": 0.046,
+}
+#: The Hare testbed's 8 V100 : 4 T4 : 1 K80 : 2 M60, scaled to 160 GPUs (issue 5).
+HARE_CLUSTER = {"V100": 85, "T4": 43, "K80": 11, "M60": 21}
+
+
+@dataclass(frozen=True)
+class HareSpec:
+    """The Hare paper's simulation setting (seeds.md §1.8) as a generator.
+
+    ``jobs`` jobs of the eight workloads of :data:`HARE_WORKLOADS` in equal shares (shuffled);
+    K ~ U(``tasks_per_round``); a task is ``iters_per_task`` mini-batches (1 in Hare, where a
+    task trains one batch); rounds R_j = max(1, round(u_j · total_tasks / Σ_i u_i K_i)) with
+    u ~ U[0.2, 1.8], so the instance has about ``total_tasks`` tasks; weights ~ U{weight};
+    sync = push + pull of the fp32 parameters over ``bandwidth_gbps`` (the same on every GPU:
+    the testbed's 25 Gbit/s Ethernet); Poisson arrivals at the rate that offers ``load`` times
+    the cluster's capacity, W/(M·load) with W = Σ_j R_j K_j min_g p_jg (the paper's Google
+    2019 arrival times are not public).
+    """
+
+    jobs: int = 300
+    cluster: tuple[tuple[str, int], ...] = tuple(HARE_CLUSTER.items())
+    tasks_per_round: tuple[int, ...] = (1, 2, 4, 8)
+    total_tasks: int = 50_000
+    iters_per_task: int = 1
+    weight: tuple[int, int] = (1, 3)
+    bandwidth_gbps: float = 25.0
+    load: float = 1.0
+
+    def __post_init__(self) -> None:
+        if self.jobs < 1 or self.total_tasks < 1 or self.iters_per_task < 1:
+            raise InputError("hare generator: jobs, total_tasks, iters_per_task must be >= 1")
+        if not self.cluster or any(n < 1 for _, n in self.cluster):
+            raise InputError("hare generator: every GPU type needs at least one GPU")
+        if not self.tasks_per_round or min(self.tasks_per_round) < 1:
+            raise InputError("hare generator: tasks_per_round must be integers >= 1")
+        if not (self.load > 0 and self.bandwidth_gbps > 0):
+            raise InputError("hare generator: load and bandwidth_gbps must be > 0")
+
+
+def generate_hare(spec: HareSpec, seed: int, *, name: str | None = None) -> Instance:
+    """A random instance of the Hare setting (see :class:`HareSpec`), relaxed mode."""
+    from optsched.workloads import default_catalog
+
+    rng = np.random.default_rng(seed)
+    catalog = default_catalog()
+    names = list(HARE_WORKLOADS)
+    workload = rng.permutation([names[i % len(names)] for i in range(spec.jobs)])
+    k = rng.choice(np.array(spec.tasks_per_round), size=spec.jobs)
+    size = rng.uniform(0.2, 1.8, size=spec.jobs)
+    rounds = np.maximum(1, np.round(size * spec.total_tasks / float(size @ k))).astype(int)
+    weight = rng.integers(spec.weight[0], spec.weight[1] + 1, size=spec.jobs)
+    types = [t for t, _ in spec.cluster]
+    fastest = np.array([min(catalog.seconds(str(w), t) or math.inf for t in types)
+                        for w in workload]) * spec.iters_per_task
+    n_gpus = sum(n for _, n in spec.cluster)
+    span = float(rounds * k @ fastest) / (n_gpus * spec.load)
+    arrival = np.sort(np.cumsum(rng.exponential(span / spec.jobs, size=spec.jobs)))
+    arrival -= arrival[0]
+    jobs = []
+    for j in range(spec.jobs):
+        sync = 2 * 8 * HARE_WORKLOADS[str(workload[j])] * 4e6 / (1e9 * spec.bandwidth_gbps)
+        jobs.append(Job(
+            id=f"j{j}", arrival=float(arrival[j]), weight=float(weight[j]),
+            rounds=int(rounds[j]), tasks_per_round=int(k[j]), workload=str(workload[j]),
+            iters_per_task=spec.iters_per_task, sync={t: sync for t in types},
+        ))
+    gpus = tuple(GPU(f"{t}-{i}", t) for t, n in spec.cluster for i in range(n))
+    return Instance(name or f"hare-s{seed}-j{spec.jobs}-g{n_gpus}", tuple(jobs), gpus)

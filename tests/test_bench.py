@@ -205,6 +205,13 @@ def test_bench_cli_end_to_end(tmp_path, capsys):
     assert main(["bench", "run", str(folder), "--method", "ect", "--records", str(rec),
                  "--workers", "1", "--seeds", "0", "1"]) == 0
     assert len(load_records(rec)) == 8
+    only = tmp_path / "only.jsonl"
+    first = sorted(load_records(rec), key=lambda r: r["instance"])[0]["instance"]
+    assert main(["bench", "run", str(folder), "--method", "ect", "--records", str(only),
+                 "--workers", "1", "--only", first]) == 0
+    assert {r["instance"] for r in load_records(only)} == {first}
+    assert main(["bench", "run", str(folder), "--method", "ect", "--records", str(only),
+                 "--only", "nothing-*"]) == 2
     assert main(["bench", "report", str(rec), "--out", str(tmp_path / "rep"),
                  "--format", "md", "--no-plots"]) == 0
     assert sorted(p.name for p in (tmp_path / "rep").iterdir()) == ["gaps.md"]

@@ -42,8 +42,8 @@ PARAMS = {
     "hint": "ect (default: warm start from the ECT schedule) or none",
     "lp_bound": "on (default: unless proved optimal, also compute the time-indexed LP bound "
                 "from the final incumbent, in the last fifth of the time limit) or off",
-    "search": "default, or core (CP-SAT's core-based lower bounding: stronger bounds on "
-              "relaxed mode)",
+    "search": "auto (default: core in relaxed mode, default in gang mode), default, or core "
+              "(CP-SAT's core-based lower bounding: stronger bounds in relaxed mode)",
 }
 
 
@@ -149,8 +149,6 @@ class _Model:
             s = m.new_int_var(earliest, deadline, f"s{j}_{r}_{k}")
             if after is not None:
                 m.add(s >= after)
-            if k > 0:  # identical tasks of a round: order their starts
-                m.add(self.start[j, r, k - 1] <= s)
             self.start[j, r, k] = s
             choice = self.choice[j, r, k] = {}
             finish = []
@@ -160,6 +158,11 @@ class _Model:
                 self.demands[q].append(1)
                 finish.append((p + sy) * x)
             m.add_exactly_one(choice.values())
+            if k > 0:  # identical tasks of a round: sorted by (start, group)
+                n_groups = len(self.groups)
+                prev = self.choice[j, r, k - 1]
+                m.add(n_groups * self.start[j, r, k - 1] + sum(q * v for q, v in prev.items())
+                      <= n_groups * s + sum(q * v for q, v in choice.items()))
             ready.append(s + sum(finish))
         self.ready[j, r] = m.new_int_var(earliest, deadline, f"R{j}_{r}")
         m.add_max_equality(self.ready[j, r], ready)
@@ -208,7 +211,7 @@ class _Model:
         for t in schedule.tasks:
             by_round.setdefault((inst.job_index[t.job], t.round), []).append(t)
         for (j, r), tasks in by_round.items():
-            tasks.sort(key=lambda t: t.start)
+            tasks.sort(key=lambda t: (t.start, group_of[inst.gpu_index[t.gpu]]))
             used = [group_of[inst.gpu_index[t.gpu]] for t in tasks]
             ready = max(t.start + inst.compute[j, inst.gpu_index[t.gpu]]
                         + inst.sync[j, inst.gpu_index[t.gpu]] for t in tasks)
@@ -264,7 +267,9 @@ def solve_cpsat(instance: Instance, ctx: SolveContext, *, per_gpu: bool) -> Meth
     objective = choice_param(params, "objective", ("weighted", "makespan"))
     hint = choice_param(params, "hint", ("ect", "none"))
     workers = int_param(params, "workers", 1)
-    search = choice_param(params, "search", ("default", "core"))
+    search = choice_param(params, "search", ("auto", "default", "core"))
+    if search == "auto":
+        search = "core" if instance.mode == "relaxed" else "default"
     makespan = objective == "makespan"
     use_lp = choice_param(params, "lp_bound", ("on", "off")) == "on" and not makespan
     sc = scale(instance, unit, "up")
