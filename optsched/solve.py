@@ -33,6 +33,7 @@ KINDS = ("solve", "simulate", "place")
 #: Modules whose import registers the built-in methods.
 BUILTIN_MODULES = (
     "optsched.heuristics.list_scheduling",
+    "optsched.heuristics.hare",
     "optsched.exact.cpsat",
     "optsched.exact.milp",
     "optsched.exact.lp",

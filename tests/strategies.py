@@ -10,8 +10,9 @@ from optsched.instance import GPU, Instance, Job
 @st.composite
 def instances(draw: st.DrawFn, *, mode: str | None = None, max_jobs: int = 4,
               max_gpus: int = 4, max_rounds: int = 3, max_k: int = 3,
-              integer: bool | None = None) -> Instance:
-    """A small instance: 1-4 jobs, 1-4 GPUs of 1-3 types, arrivals, weights, sync."""
+              integer: bool | None = None, positive_sync: bool = False) -> Instance:
+    """A small instance: 1-4 jobs, 1-4 GPUs of 1-3 types, arrivals, weights, sync
+    (every sync > 0 with ``positive_sync``)."""
     n_gpus = draw(st.integers(1, max_gpus))
     n_types = draw(st.integers(1, min(3, n_gpus)))
     types = [f"T{t}" for t in range(n_types)]
@@ -22,8 +23,9 @@ def instances(draw: st.DrawFn, *, mode: str | None = None, max_jobs: int = 4,
     integer = draw(st.booleans()) if integer is None else integer
     time = (st.integers(1, 9).map(float) if integer
             else st.floats(0.1, 9.0, allow_nan=False).map(lambda x: round(x, 3)))
-    sync = (st.integers(0, 3).map(float) if integer
-            else st.floats(0.0, 3.0, allow_nan=False).map(lambda x: round(x, 3)))
+    low = 1 if positive_sync else 0
+    sync = (st.integers(low, 3).map(float) if integer
+            else st.floats(low / 10, 3.0, allow_nan=False).map(lambda x: round(x, 3)))
     jobs = []
     for j in range(draw(st.integers(1, max_jobs))):
         eligible = draw(st.lists(st.sampled_from(types), min_size=1, unique=True))

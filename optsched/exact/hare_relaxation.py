@@ -1,0 +1,190 @@
+"""Hare's relaxation Hare_Sched_RL, solved exactly with CP-SAT (models/hare-relaxation.md).
+
+Hare (HPDC'22 §5.2, seeds.md §1.4) drops the no-overlap constraint (8) of Hare_Sched and keeps
+release dates (4), assignment (5), completion (6) and round barriers (7), adding Queyranne's
+per-GPU inequality (9):
+
+    Σ_i y_im T_im (x_i + T_im) ≥ ½ [(Σ_i y_im T_im)² + Σ_i y_im T_im²]      for every GPU m,
+
+with T_im the compute time of task i on GPU m. On the integer grid of ``time_unit`` the
+products are exact: z_im = y_im·x_i by enforced equalities, (Σ y T)² by a multiplication
+constraint, and (9)×2 reads 2 Σ T z + Σ T² y ≥ L_m².
+
+Start times are integers on the grid. When the data are on the grid (``exact``), an optimal
+schedule with integer starts exists (left-shift every task to an arrival, a GPU release or a
+barrier), so the grid relaxation's optimum is still a lower bound on OPT; it is at least the
+optimum of the continuous relaxation, so Hare's Theorem 4 (ALG ≤ α(2+α)·RL) implies the same
+inequality against it.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+from typing import Any
+
+import numpy as np
+
+from optsched.errors import OptschedError
+from optsched.exact.grid import scale
+from optsched.instance import Instance
+from optsched.schedule import Schedule
+
+
+@dataclass(frozen=True)
+class RelaxedSolution:
+    """A solution of Hare_Sched_RL in the instance's units.
+
+    ``starts[(j, r, k)]`` is x̂ of task k of round r of job j; ``objective`` its Σ w_j Ĉ_j;
+    ``proved`` is true when CP-SAT proved it optimal on an exact grid, and then ``bound`` equals
+    ``objective``; otherwise ``bound`` is CP-SAT's best bound (on an exact grid) or ``None``.
+    """
+
+    starts: dict[tuple[int, int, int], float]
+    objective: float
+    proved: bool
+    bound: float | None
+    solver_status: str
+
+
+def _rl_objective(inst: Instance, starts: dict[tuple[int, int, int], float],
+                  gpu: dict[tuple[int, int, int], int]) -> float:
+    """Σ w_j Ĉ_j of an assignment (no overlap ignored), in the instance's units."""
+    total = 0.0
+    for j, job in enumerate(inst.jobs):
+        last = job.rounds - 1
+        total += job.weight * max(
+            starts[j, last, k] + inst.compute[j, gpu[j, last, k]] + inst.sync[j, gpu[j, last, k]]
+            for k in range(job.tasks_per_round))
+    return total
+
+
+def solve_hare_relaxation(instance: Instance, feasible: Schedule, *, time_unit: float,
+                          time_limit: float | None = None, seed: int = 0, workers: int = 1
+                          ) -> RelaxedSolution:
+    """Solve Hare_Sched_RL of ``instance`` (relaxed mode) on the grid of ``time_unit``.
+
+    ``feasible`` is a checked feasible schedule of ``instance``; it is feasible for the
+    relaxation too, so it warm-starts CP-SAT, sets per-job deadlines (every solution at
+    least as good satisfies them) and is the fallback solution when CP-SAT finds none.
+    """
+    from ortools.sat.python import cp_model
+
+    sc = scale(instance, time_unit, "up")
+    inst = sc.instance
+    unit = sc.time_unit
+    hint_start = {(inst.job_index[t.job], t.round, t.task): round(t.start / unit)
+                  for t in feasible.tasks}
+    hint_gpu = {(inst.job_index[t.job], t.round, t.task): inst.gpu_index[t.gpu]
+                for t in feasible.tasks}
+    # the hint on the up-rounded grid: starts may move later to respect rounded-up times
+    hint_start = _repair(inst, hint_start, hint_gpu)
+    upper = _rl_objective(inst, {k: float(v) for k, v in hint_start.items()}, hint_gpu)
+
+    weights = [int(job.weight) for job in inst.jobs]
+    fastest_round = [int(min(inst.compute[j, g] + inst.sync[j, g] for g in inst.eligible(j)))
+                     for j in range(inst.n_jobs)]
+    lower = [int(job.arrival) + job.rounds * fastest_round[j] for j, job in enumerate(inst.jobs)]
+    slack = upper - sum(w * lb for w, lb in zip(weights, lower, strict=True))
+    deadline = [lower[j] + math.floor(slack / weights[j] + 1e-9) for j in range(inst.n_jobs)]
+
+    m = cp_model.CpModel()
+    start: dict[tuple[int, int, int], Any] = {}
+    choice: dict[tuple[int, int, int], dict[int, Any]] = {}
+    products: dict[int, list[tuple[int, Any, Any]]] = {g: [] for g in range(inst.n_gpus)}
+    ready: dict[tuple[int, int], Any] = {}
+    for j, job in enumerate(inst.jobs):
+        for r in range(job.rounds):
+            earliest = int(job.arrival) + r * fastest_round[j]
+            latest = deadline[j] - (job.rounds - r) * fastest_round[j]
+            ready[j, r] = m.new_int_var(earliest + fastest_round[j], deadline[j], f"R{j}_{r}")
+            for k in range(job.tasks_per_round):
+                x = start[j, r, k] = m.new_int_var(earliest, latest, f"x{j}_{r}_{k}")
+                if r > 0:
+                    m.add(x >= ready[j, r - 1])  # (7)
+                if k > 0:  # identical tasks of a round
+                    m.add(start[j, r, k - 1] <= x)
+                ys = choice[j, r, k] = {}
+                for g in inst.eligible(j):
+                    g = int(g)
+                    y = ys[g] = m.new_bool_var(f"y{j}_{r}_{k}_{g}")
+                    z = m.new_int_var(0, latest, f"z{j}_{r}_{k}_{g}")
+                    m.add(z == x).only_enforce_if(y)
+                    m.add(z == 0).only_enforce_if(~y)
+                    products[g].append((int(inst.compute[j, g]), y, z))
+                m.add_exactly_one(ys.values())  # (5)
+                m.add(ready[j, r] >= x + sum(  # (6)
+                    int(inst.compute[j, g] + inst.sync[j, g]) * y for g, y in ys.items()))
+    for g, terms in products.items():  # (9), doubled
+        if not terms:
+            continue
+        total = sum(p for p, _, _ in terms)
+        load = m.new_int_var(0, total, f"L{g}")
+        m.add(load == sum(p * y for p, y, _ in terms))
+        square = m.new_int_var(0, total * total, f"L2_{g}")
+        m.add_multiplication_equality(square, [load, load])
+        m.add(2 * sum(p * z for p, _, z in terms) + sum(p * p * y for p, y, _ in terms)
+              >= square)
+    m.minimize(sum(w * ready[j, inst.jobs[j].rounds - 1] for j, w in enumerate(weights)))
+    for key, x in start.items():
+        m.add_hint(x, hint_start[key])
+        for g, y in choice[key].items():
+            m.add_hint(y, int(g == hint_gpu[key]))
+
+    solver = cp_model.CpSolver()
+    solver.parameters.num_workers = workers
+    solver.parameters.random_seed = seed
+    solver.parameters.absolute_gap_limit = 0.0
+    solver.parameters.relative_gap_limit = 0.0
+    if time_limit is not None:
+        solver.parameters.max_time_in_seconds = time_limit
+    status = solver.status_name(solver.solve(m))
+    if status in ("INFEASIBLE", "MODEL_INVALID"):
+        raise OptschedError(f"CP-SAT returned {status} for Hare_Sched_RL with a feasible hint")
+    bound = sc.objective_to_original(solver.best_objective_bound) if sc.exact else None
+    if status in ("OPTIMAL", "FEASIBLE"):
+        found = {key: solver.value(x) for key, x in start.items()}
+        value = sc.objective_to_original(solver.objective_value)
+    else:  # nothing found in time: the feasible schedule is a relaxation solution too
+        found, value = hint_start, sc.objective_to_original(upper)
+    proved = status == "OPTIMAL" and sc.exact
+    starts = {key: float(v) * unit for key, v in found.items()}
+    return RelaxedSolution(starts, value, proved, value if proved else bound, status)
+
+
+def _repair(inst: Instance, starts: dict[tuple[int, int, int], int],
+            gpu: dict[tuple[int, int, int], int]) -> dict[tuple[int, int, int], int]:
+    """Delay grid starts so that release dates and barriers hold on the rounded-up grid
+    (the no-overlap constraint is not part of the relaxation, so nothing else can break)."""
+    out = dict(starts)
+    for j, job in enumerate(inst.jobs):
+        ready = int(job.arrival)
+        for r in range(job.rounds):
+            done = ready
+            for k in range(job.tasks_per_round):
+                g = gpu[j, r, k]
+                out[j, r, k] = max(out[j, r, k], ready)
+                done = max(done, out[j, r, k] + int(inst.compute[j, g] + inst.sync[j, g]))
+            ready = done
+    return out
+
+
+def heterogeneity_degree(instance: Instance) -> float | None:
+    """Hare's α (HPDC'22 §5.3): the largest ratio, over tasks and their eligible GPUs, of
+    the slowest to the fastest compute time and of the largest to the smallest sync time.
+
+    A task whose syncs are all 0 has sync ratio 1; ``None`` when some task has both zero and
+    positive syncs (the ratio is unbounded and the guarantee says nothing).
+    """
+    alpha = 1.0
+    for j in range(instance.n_jobs):
+        eligible = instance.eligible(j)
+        c = instance.compute[j, eligible]
+        s = instance.sync[j, eligible]
+        alpha = max(alpha, float(c.max() / c.min()))
+        if np.all(s == 0):
+            continue
+        if np.any(s == 0):
+            return None
+        alpha = max(alpha, float(s.max() / s.min()))
+    return alpha
