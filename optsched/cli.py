@@ -185,10 +185,17 @@ def cmd_demo(args: argparse.Namespace) -> int:
     rows: list[Row] = [("paper's schedule (Fig. 1)", "relaxed",
                         "checked" if paper.feasible else "INFEASIBLE", paper.objective,
                         critical_path_bound(instance), paper.metrics)]
-    for method, label in (("ect", "ect (list scheduling)"), ("cpsat", "cpsat (exact CP-SAT)")):
-        for mode in ("relaxed", "gang"):
+    methods = (("ect", "ect (list scheduling)", ("relaxed", "gang")),
+               ("hare", "hare (Algorithm 1)", ("relaxed",)),
+               ("hare-ect", "hare-ect (variant)", ("relaxed",)),
+               ("cpsat", "cpsat (exact CP-SAT)", ("relaxed", "gang")))
+    guarantee = None
+    for method, label, modes in methods:
+        for mode in modes:
             r = solve(instance, method, mode=mode, seed=args.seed)
             rows.append((label, mode, str(r.status), r.objective, r.bound, r.metrics))
+            if method == "hare":
+                guarantee = (r.extra["guarantee"], r.extra["relaxation"])
     header = f"{'schedule':<27} {'mode':<8} {'status':<9} {'Σ w·C':>7} {'bound':>7} " \
              f"{'gap':>7} {'makespan':>9}"
     print(header)
@@ -198,6 +205,12 @@ def cmd_demo(args: argparse.Namespace) -> int:
         print(f"{name:<27} {mode:<8} {status:<9} {_fmt(obj):>7} {_fmt(bound):>7} "
               f"{'-' if gap is None else f'{100 * gap:.1f}%':>7} "
               f"{_fmt(metrics['makespan'] if metrics else None):>9}")
+    if guarantee is not None and guarantee[0] is not None:
+        g, rl = guarantee
+        proved = "proved" if rl["proved"] else "unproved"
+        print(f"\nhare: Σ w·C ≤ α(2+α) × relaxation = {_fmt(g['factor'])} × "
+              f"{_fmt(rl['objective'])} (α = {_fmt(g['alpha'])}, relaxation {proved}); "
+              f"achieved ratio {g['ratio']:.2f}.")
     print("\nbound = certified lower bound (critical path, or the solver's proof); gap = "
           "(Σ w·C − bound) / Σ w·C.\nTry: optsched solve INSTANCE --method cpsat --json; "
           "optsched check INSTANCE SCHEDULE.")

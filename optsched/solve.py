@@ -37,6 +37,7 @@ BUILTIN_MODULES = (
     "optsched.exact.cpsat",
     "optsched.exact.milp",
     "optsched.exact.lp",
+    "optsched.online.policies",
 )
 
 

@@ -115,7 +115,7 @@ def test_result_validation():
         Result(Status.UNKNOWN, "m", "relaxed", None, None, 0.0, extra={"gap": 1})
     with pytest.raises(ValueError, match="runtime_s"):
         Result(Status.UNKNOWN, "m", "relaxed", None, None, -1.0)
-    with pytest.raises(ValueError, match="needs a schedule"):
-        Result(Status.FEASIBLE, "m", "relaxed", 3.0, None, 0.0)
+    with pytest.raises(ValueError, match="needs an objective"):
+        Result(Status.FEASIBLE, "m", "relaxed", None, None, 0.0)
     with pytest.raises(ValueError, match="optimal needs"):
         Result(Status.OPTIMAL, "m", "relaxed", 3.0, 2.0, 0.0, schedule=Schedule("x", []))

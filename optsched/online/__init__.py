@@ -1,0 +1,1 @@
+"""Online scheduling: the event-driven simulator and its policies."""

@@ -1,0 +1,433 @@
+"""Discrete-event simulation of online scheduling policies, in both modes.
+
+The simulator owns the state (which GPUs are busy, how far every job is), a *policy* decides
+which tasks start where, and *observers* receive every task start and job completion (metrics,
+the schedule, progress) without touching the state (research/style.md §3, §9).
+
+Events, processed in time order (all events of one instant before any decision): a job
+arrives; a GPU becomes free; a round's results are ready (the job's next round is released,
+or the job completes); optionally a periodic tick. After the events of an instant, the policy
+is asked for decisions when some GPU is idle and some job has a task waiting — at every
+instant (``event_driven=True``) or only at ticks (heartbeat scheduling, ``tick`` seconds).
+
+Execution follows DESIGN.md §1 exactly, on the *realised* instance (:func:`realise`: profiled
+times with optional noise and a task-switch cost folded into compute), so the schedule the
+simulator emits is checked against that instance:
+
+- relaxed: a decision (job, GPU) starts one waiting task of the job's current round on that
+  idle GPU; the GPU is busy for compute; the task's result is ready after compute + sync;
+  the next round is released when all results of the round are ready.
+- gang: a decision (job, GPUs) starts the whole round on K distinct idle GPUs, held for the
+  slowest compute + sync among them; the next round is released then.
+
+**Non-clairvoyance is enforced by construction**: policies see :class:`JobState` objects,
+which hold what a job has revealed (arrival, weight, tasks per round, profiled per-GPU times,
+progress) and nothing about its remaining rounds; jobs appear only once they have arrived.
+Clairvoyant policies (``clairvoyant = True``) also receive an :class:`Oracle`.
+"""
+
+from __future__ import annotations
+
+import heapq
+import sys
+import time
+from collections.abc import Callable, Iterable, Sequence
+from dataclasses import dataclass, field
+from typing import Any, Protocol
+
+import numpy as np
+
+from optsched.errors import InputError, OptschedError
+from optsched.instance import Instance, Job
+from optsched.schedule import Schedule, Task
+
+_ARRIVE, _FREE, _READY, _TICK = 0, 1, 2, 3
+
+
+class PolicyError(OptschedError):
+    """A policy made an impossible decision (a bug in the policy, never repaired)."""
+
+
+@dataclass(eq=False)
+class JobState:
+    """What a policy may know about an arrived, unfinished job (updated in place).
+
+    ``compute`` / ``sync`` are the job's *profiled* per-GPU times (∞ = ineligible);
+    ``waiting`` counts the tasks of the current round not yet started (0 while the round
+    runs or its results are pending); ``attained`` is the compute time of its started
+    tasks on the GPUs that ran them, ``tasks_started`` their number; ``last_start`` the
+    moment its latest task started (its arrival before that).
+    """
+
+    index: int
+    id: str
+    arrival: float
+    weight: float
+    tasks_per_round: int
+    compute: np.ndarray
+    sync: np.ndarray
+    rounds_done: int = 0
+    waiting: int = 0
+    running: int = 0
+    tasks_started: int = 0
+    attained: float = 0.0
+    last_start: float = 0.0
+    _ready: float = field(default=0.0, repr=False)  # results of the current round ready by
+
+
+class Oracle:
+    """Hidden job sizes, for clairvoyant policies only."""
+
+    def __init__(self, instance: Instance) -> None:
+        self._rounds = [job.rounds for job in instance.jobs]
+
+    def remaining_tasks(self, job: JobState) -> int:
+        """Tasks of ``job`` not started yet (current round included)."""
+        rest = self._rounds[job.index] - job.rounds_done - 1
+        return job.waiting + max(0, rest) * job.tasks_per_round
+
+    def rounds(self, job: JobState) -> int:
+        return self._rounds[job.index]
+
+
+@dataclass
+class View:
+    """The state a policy decides on: the time, the idle GPUs (index order), when each
+    GPU last became free, the waiting jobs (some task startable now, arrival order) and all
+    arrived unfinished jobs; ``oracle`` only for clairvoyant policies."""
+
+    time: float
+    idle: list[int]
+    free_since: np.ndarray
+    waiting: list[JobState]
+    active: list[JobState]
+    gpu_types: tuple[str, ...]
+    oracle: Oracle | None = None
+
+
+Decision = tuple[int, Any]  # (job index, GPU index) relaxed; (job index, GPU indices) gang
+
+
+class Policy(Protocol):
+    """An online policy: ``decide(view)`` returns the tasks to start now."""
+
+    name: str
+    clairvoyant: bool
+    modes: frozenset[str]
+
+    def decide(self, view: View) -> Iterable[Decision]: ...
+
+
+class Observer:
+    """Receives the simulation's task starts and job completions (no-op by default)."""
+
+    def on_task(self, job: int, round_: int, task: int, gpu: int, start: float,
+                busy_until: float) -> None:
+        """A task started on ``gpu``, which stays busy (relaxed) or held (gang) until
+        ``busy_until``."""
+
+    def on_job_done(self, job: int, completion: float) -> None:
+        """All results of ``job``'s last round are ready at ``completion``."""
+
+
+class ScheduleRecorder(Observer):
+    """Collects every task start, to emit a :class:`Schedule`."""
+
+    def __init__(self, instance: Instance) -> None:
+        self.instance = instance
+        self.tasks: list[Task] = []
+
+    def on_task(self, job: int, round_: int, task: int, gpu: int, start: float,
+                busy_until: float) -> None:
+        self.tasks.append(Task(self.instance.jobs[job].id, round_, task,
+                               self.instance.gpus[gpu].id, start))
+
+    def schedule(self) -> Schedule:
+        return Schedule(self.instance.name, self.tasks, self.instance.mode)
+
+
+class MetricsObserver(Observer):
+    """DESIGN.md §1 metrics, streamed (no task list kept)."""
+
+    def __init__(self, instance: Instance) -> None:
+        self.instance = instance
+        self.objective = 0.0
+        self.weighted_jct = 0.0
+        self.jct_sum = 0.0
+        self.makespan = 0.0
+        self.done = 0
+        self.busy = np.zeros(instance.n_gpus)
+        self.completion = np.full(instance.n_jobs, np.nan)
+
+    def on_task(self, job: int, round_: int, task: int, gpu: int, start: float,
+                busy_until: float) -> None:
+        self.busy[gpu] += busy_until - start
+
+    def on_job_done(self, job: int, completion: float) -> None:
+        spec = self.instance.jobs[job]
+        self.completion[job] = completion
+        self.objective += spec.weight * completion
+        self.weighted_jct += spec.weight * (completion - spec.arrival)
+        self.jct_sum += completion - spec.arrival
+        self.makespan = max(self.makespan, completion)
+        self.done += 1
+
+    def metrics(self) -> dict[str, Any]:
+        span = self.makespan if self.makespan > 0 else 1.0
+        return {
+            "total_weighted_jct": self.weighted_jct,
+            "mean_jct": self.jct_sum / max(1, self.done),
+            "makespan": self.makespan,
+            "utilisation": {g.id: float(b / span)
+                            for g, b in zip(self.instance.gpus, self.busy, strict=True)},
+        }
+
+
+class ProgressObserver(Observer):
+    """Prints tasks started, jobs done and simulated time to stderr about once a second."""
+
+    def __init__(self, instance: Instance, stream: Any = None) -> None:
+        self.total_tasks, self.total_jobs = instance.n_tasks, instance.n_jobs
+        self.stream = stream or sys.stderr
+        self.tasks = self.jobs = 0
+        self.started = self.last = time.perf_counter()
+
+    def on_task(self, job: int, round_: int, task: int, gpu: int, start: float,
+                busy_until: float) -> None:
+        self.tasks += 1
+        now = time.perf_counter()
+        if now - self.last >= 1.0:
+            self.last = now
+            print(f"\rsimulated t={start:.0f} s: {self.tasks}/{self.total_tasks} tasks, "
+                  f"{self.jobs}/{self.total_jobs} jobs done, {now - self.started:.0f} s",
+                  end="", file=self.stream, flush=True)
+
+    def on_job_done(self, job: int, completion: float) -> None:
+        self.jobs += 1
+        if self.jobs == self.total_jobs and self.last > self.started:
+            print(file=self.stream)
+
+
+@dataclass(frozen=True)
+class Simulation:
+    """What a simulation produced: the realised instance it ran on, the schedule (when
+    recorded), the objective Σ w_j C_j and metrics, and counters."""
+
+    instance: Instance
+    schedule: Schedule | None
+    objective: float
+    metrics: dict[str, Any]
+    completion: np.ndarray
+    events: int
+    decisions: int
+    runtime_s: float
+
+    @property
+    def events_per_s(self) -> float:
+        return self.events / self.runtime_s if self.runtime_s > 0 else float("inf")
+
+
+def realise(instance: Instance, *, noise: float = 0.0, switch_cost: float = 0.0,
+            seed: int = 0) -> Instance:
+    """The instance the simulator executes (DESIGN.md §4).
+
+    Each (job, GPU type) compute time is multiplied once by U[1 − noise, 1 + noise] (seeded)
+    and by 1 + ``switch_cost`` (a task-switch cost as a fraction of the task, folded into
+    compute; Hare measures under 5 %, seeds.md §1.6). Syncs are unchanged. Without noise or
+    switch cost, the instance itself.
+    """
+    if not 0 <= noise < 1:
+        raise InputError(f"noise must be in [0, 1), got {noise!r}")
+    if not switch_cost >= 0:
+        raise InputError(f"switch_cost must be >= 0, got {switch_cost!r}")
+    if noise == 0 and switch_cost == 0:
+        return instance
+    rng = np.random.default_rng(seed)
+    types = sorted({g.type for g in instance.gpus})
+    jobs = []
+    for j, job in enumerate(instance.jobs):
+        factor = rng.uniform(1 - noise, 1 + noise, size=len(types)) * (1 + switch_cost)
+        eligible = instance.eligible(j)
+        per_type = {instance.gpus[g].type: float(instance.compute[j, g]) for g in eligible}
+        jobs.append(Job(
+            id=job.id, arrival=job.arrival, weight=job.weight, rounds=job.rounds,
+            tasks_per_round=job.tasks_per_round, meta=job.meta,
+            compute={t: per_type[t] * float(f) for t, f in zip(types, factor, strict=True)
+                     if t in per_type},
+            sync_by_gpu={instance.gpus[g].id: float(instance.sync[j, g]) for g in eligible},
+        ))
+    return Instance(instance.name, tuple(jobs), instance.gpus, mode=instance.mode)
+
+
+def simulate(instance: Instance, policy: Policy, *, seed: int = 0, noise: float = 0.0,
+             switch_cost: float = 0.0, tick: float | None = None, event_driven: bool = True,
+             record: bool = True, progress: bool = False,
+             observers: Sequence[Observer] = ()) -> Simulation:
+    """Run ``policy`` online on ``instance`` (in the instance's mode).
+
+    Policies decide on profiled times (``instance``); execution uses :func:`realise` with
+    ``noise``/``switch_cost``/``seed``. ``record`` keeps the schedule (needed to check it;
+    skip it for very large traces), ``progress`` prints progress to stderr.
+
+    Raises
+    ------
+    InputError
+        A policy that does not support the instance's mode; a bad noise, switch cost or tick.
+    PolicyError
+        An impossible decision, or a policy that leaves idle GPUs and waiting work with no
+        future event to wake it.
+    """
+    if instance.mode not in policy.modes:
+        raise InputError(f"policy {policy.name!r} does not support mode {instance.mode!r}")
+    if tick is not None and not tick > 0:
+        raise InputError(f"tick must be > 0, got {tick!r}")
+    if not event_driven and tick is None:
+        raise InputError("scheduling only at ticks needs a tick period")
+    real = realise(instance, noise=noise, switch_cost=switch_cost, seed=seed)
+    engine = _Engine(instance, real, policy, tick, event_driven)
+    metrics = MetricsObserver(real)
+    recorder = ScheduleRecorder(real) if record else None
+    engine.observers = [metrics, *([recorder] if recorder else []),
+                        *([ProgressObserver(real)] if progress else []), *observers]
+    started = time.perf_counter()
+    engine.run()
+    runtime = time.perf_counter() - started
+    return Simulation(real, recorder.schedule() if recorder else None, metrics.objective,
+                      metrics.metrics(), metrics.completion, engine.events, engine.decisions,
+                      runtime)
+
+
+class _Engine:
+    def __init__(self, profiled: Instance, real: Instance, policy: Policy,
+                 tick: float | None, event_driven: bool) -> None:
+        self.real, self.policy = real, policy
+        self.tick, self.event_driven = tick, event_driven
+        self.gang = real.mode == "gang"
+        self.compute, self.sync = real.compute, real.sync
+        self.rounds = [job.rounds for job in real.jobs]
+        self.states = [JobState(j, job.id, job.arrival, job.weight, job.tasks_per_round,
+                                profiled.compute[j], profiled.sync[j], last_start=job.arrival)
+                       for j, job in enumerate(profiled.jobs)]
+        self.oracle = Oracle(real) if policy.clairvoyant else None
+        self.gpu_types = tuple(g.type for g in real.gpus)
+        self.idle = set(range(real.n_gpus))
+        self.free_since = np.zeros(real.n_gpus)
+        self.active: dict[int, JobState] = {}
+        self.heap: list[tuple[float, int, int, int]] = []
+        self.seq = 0
+        self.events = self.decisions = 0
+        self.unfinished = real.n_jobs
+        self.observers: list[Observer] = []
+        for j, job in enumerate(real.jobs):
+            self._push(job.arrival, _ARRIVE, j)
+        if tick is not None:
+            self._push(0.0, _TICK, 0)
+
+    def _push(self, t: float, kind: int, who: int) -> None:
+        self.seq += 1
+        heapq.heappush(self.heap, (t, self.seq, kind, who))
+
+    def run(self) -> None:
+        heap = self.heap
+        while heap:
+            now = heap[0][0]
+            ticked = False
+            while heap and heap[0][0] == now:
+                _, _, kind, who = heapq.heappop(heap)
+                self.events += 1
+                if kind == _ARRIVE:
+                    state = self.states[who]
+                    state.waiting = state.tasks_per_round
+                    self.active[who] = state
+                elif kind == _FREE:
+                    self.idle.add(who)
+                    self.free_since[who] = now
+                elif kind == _READY:
+                    self._round_ready(self.states[who], now)
+                else:
+                    ticked = True
+                    if self.unfinished:
+                        self._push(now + (self.tick or 0.0), _TICK, 0)
+            before = self.decisions
+            if (self.event_driven or ticked) and self.idle:
+                self._decide(now)
+            if ticked and len(heap) == 1 and self.decisions == before and self.unfinished \
+                    and len(self.idle) == self.real.n_gpus:
+                break  # only the tick is left and the policy starts nothing: a stall
+        if self.unfinished:
+            raise PolicyError(f"policy {self.policy.name!r} left {self.unfinished} jobs "
+                              f"unfinished with idle GPUs and nothing left to wait for")
+
+    def _round_ready(self, state: JobState, now: float) -> None:
+        state.rounds_done += 1
+        if state.rounds_done == self.rounds[state.index]:
+            del self.active[state.index]
+            self.unfinished -= 1
+            for obs in self.observers:
+                obs.on_job_done(state.index, now)
+        else:
+            state.waiting = state.tasks_per_round
+            state._ready = now
+
+    def _decide(self, now: float) -> None:
+        waiting = [s for s in self.active.values() if s.waiting]
+        if not waiting:
+            return
+        view = View(now, sorted(self.idle), self.free_since, waiting,
+                    list(self.active.values()), self.gpu_types, self.oracle)
+        for j, where in self.policy.decide(view):
+            self.decisions += 1
+            state = self.active.get(j)
+            if state is None or not state.waiting:
+                raise PolicyError(f"policy {self.policy.name!r} started a task of job {j}, "
+                                  f"which has no waiting task at t={now}")
+            if self.gang:
+                self._start_round(state, tuple(where), now)
+            else:
+                self._start_task(state, int(where), now)
+
+    def _claim(self, state: JobState, g: int, now: float) -> float:
+        if g not in self.idle:
+            raise PolicyError(f"policy {self.policy.name!r} used GPU {g}, busy at t={now}")
+        c = self.compute[state.index, g]
+        if not np.isfinite(c):
+            raise PolicyError(f"policy {self.policy.name!r} put job {state.id!r} on GPU "
+                              f"{self.real.gpus[g].id!r}, which it cannot use")
+        self.idle.discard(g)
+        return float(c)
+
+    def _start_task(self, state: JobState, g: int, now: float) -> None:
+        c = self._claim(state, g, now)
+        j, k_tasks = state.index, state.tasks_per_round
+        task = k_tasks - state.waiting
+        state.waiting -= 1
+        state.tasks_started += 1
+        state.attained += c
+        state.last_start = now
+        state._ready = max(state._ready, now + c + float(self.sync[j, g]))
+        self._push(now + c, _FREE, g)
+        for obs in self.observers:
+            obs.on_task(j, state.rounds_done, task, g, now, now + c)
+        if state.waiting == 0:
+            self._push(state._ready, _READY, j)
+
+    def _start_round(self, state: JobState, gpus: tuple[int, ...], now: float) -> None:
+        j = state.index
+        if len(set(gpus)) != state.tasks_per_round or len(gpus) != state.tasks_per_round:
+            raise PolicyError(f"policy {self.policy.name!r} gave job {state.id!r} "
+                              f"{len(set(gpus))} distinct GPUs for {state.tasks_per_round} "
+                              f"tasks")
+        compute = [self._claim(state, g, now) for g in gpus]
+        pace = max(c + float(self.sync[j, g]) for c, g in zip(compute, gpus, strict=True))
+        state.waiting = 0
+        state.tasks_started += len(gpus)
+        state.attained += sum(compute)
+        state.last_start = now
+        for k, g in enumerate(gpus):
+            self._push(now + pace, _FREE, g)
+            for obs in self.observers:
+                obs.on_task(j, state.rounds_done, k, g, now, now + pace)
+        self._push(now + pace, _READY, j)
+
+
+PolicyFactory = Callable[..., Policy]

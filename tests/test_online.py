@@ -1,0 +1,176 @@
+"""The online simulator and its policies: semantics, checker, non-clairvoyance."""
+
+from __future__ import annotations
+
+import dataclasses
+
+import numpy as np
+import pytest
+from hypothesis import given
+
+from optsched import GPU, Instance, Job, check
+from optsched.errors import InputError
+from optsched.exact.bounds import critical_path_bound
+from optsched.io import load_instance
+from optsched.online.policies import FIFO, HLAS, SRTF
+from optsched.online.run import run_policy
+from optsched.online.simulator import PolicyError, realise, simulate
+from tests.conftest import ROOT
+from tests.strategies import instances
+
+TOY = ROOT / "optsched" / "data" / "instances" / "hare-toy.instance.json"
+NON_CLAIRVOYANT = [HLAS(mapping="A"), HLAS(mapping="B"), HLAS(mapping="C"),
+                   HLAS(thresholds=(2.0, 6.0), starvation=1.0)]
+
+
+def job(name, compute, sync=None, **kw):
+    base = {"arrival": 0.0, "weight": 1.0, "rounds": 1, "tasks_per_round": 1}
+    return Job(id=name, compute=compute, sync=sync, **{**base, **kw})
+
+
+def starts(schedule):
+    return {(t.job, t.round, t.task): (t.gpu, t.start) for t in schedule.tasks}
+
+
+def test_relaxed_semantics_by_hand():
+    """GPU busy for compute only; the next round waits for every result incl. sync."""
+    gpus = (GPU("fast", "V100"), GPU("slow", "K80"))
+    inst = Instance("x", (job("a", {"V100": 1, "K80": 3}, {"V100": 2, "K80": 2}, rounds=2,
+                              tasks_per_round=2),
+                          job("b", {"V100": 1, "K80": 1}, arrival=0.5)), gpus)
+    sim = simulate(inst, HLAS())
+    # t=0: a's two tasks on fast [0,1) and slow [0,3); t=0.5: b waits; t=1: fast frees → b
+    # [1,2); a's round-0 results ready at max(1+2, 3+2) = 5; round 1 at 5 on fast and slow
+    assert starts(sim.schedule) == {
+        ("a", 0, 0): ("fast", 0.0), ("a", 0, 1): ("slow", 0.0), ("b", 0, 0): ("fast", 1.0),
+        ("a", 1, 0): ("fast", 5.0), ("a", 1, 1): ("slow", 5.0)}
+    assert sim.completion.tolist() == [10.0, 2.0]
+    assert sim.objective == check(inst, sim.schedule).objective == 12.0
+
+
+def test_gang_fifo_is_strict_and_uses_the_fastest_gpus():
+    gpus = tuple(GPU(f"g{i}", t) for i, t in enumerate(["K80", "V100", "V100"]))
+    inst = Instance("x", (
+        job("a", {"V100": 2, "K80": 4}, tasks_per_round=2),
+        job("b", {"V100": 2, "K80": 4}, tasks_per_round=3, arrival=1),
+        job("c", {"V100": 1, "K80": 1}, arrival=1.5)), gpus, mode="gang")
+    sim = simulate(inst, FIFO())
+    s = starts(sim.schedule)
+    assert {s["a", 0, 0][0], s["a", 0, 1][0]} == {"g1", "g2"}  # the two V100s
+    # b needs 3 GPUs: it waits until a ends at 2, and c (arrived later) waits behind it
+    assert s["b", 0, 0][1] == 2.0 and s["c", 0, 0][1] == 6.0
+    assert check(inst, sim.schedule).feasible
+
+
+def test_toy_every_policy_is_checked_and_above_the_bound():
+    inst = load_instance(TOY)
+    for policy, params in [("hlas", {}), ("hlas", {"mapping": "B"}), ("hlas", {"mapping": "C"}),
+                           ("srtf", {})]:
+        result, sim = run_policy(inst, policy, params=params)
+        assert result.objective >= result.bound
+        assert check(sim.instance, result.schedule).feasible
+    result, _ = run_policy(inst.with_mode("gang"), "fifo")
+    assert result.objective >= result.bound
+
+
+@given(instances(mode="relaxed"))
+def test_relaxed_policies_pass_the_checker(inst):
+    for policy in [*NON_CLAIRVOYANT, SRTF()]:
+        sim = simulate(inst, policy)
+        report = check(sim.instance, sim.schedule)
+        assert report.feasible, report.violations[:1]
+        assert report.objective == pytest.approx(sim.objective)
+        assert sim.objective >= critical_path_bound(inst) - 1e-9
+
+
+@given(instances(mode="gang"))
+def test_gang_fifo_passes_the_checker(inst):
+    sim = simulate(inst, FIFO())
+    report = check(sim.instance, sim.schedule)
+    assert report.feasible and report.objective == pytest.approx(sim.objective)
+
+
+@given(instances(mode="relaxed", max_rounds=4))
+def test_non_clairvoyant_decisions_ignore_hidden_sizes(inst):
+    """Change a job's number of rounds: nothing starts differently before it finishes."""
+    for policy in NON_CLAIRVOYANT:
+        target = inst.jobs[0]
+        for rounds in {1, target.rounds + 2}:
+            other = dataclasses.replace(inst, jobs=(dataclasses.replace(target, rounds=rounds),
+                                                    *inst.jobs[1:]))
+            a, b = simulate(inst, policy), simulate(other, policy)
+            horizon = min(a.completion[0], b.completion[0])
+            before_a = {k: v for k, v in starts(a.schedule).items() if v[1] < horizon}
+            before_b = {k: v for k, v in starts(b.schedule).items() if v[1] < horizon}
+            assert before_a == before_b
+
+
+def test_clairvoyant_policy_sees_sizes():
+    """SRTF favours the job with less remaining work, which only the oracle reveals."""
+    gpus = (GPU("g", "A"),)
+    long_ = job("long", {"A": 1}, rounds=5)
+    short = job("short", {"A": 1}, rounds=2, arrival=0.5)
+    sim = simulate(Instance("x", (long_, short), gpus), SRTF())
+    assert starts(sim.schedule)["short", 0, 0][1] == 1.0  # preempts "long" at a task boundary
+
+
+def test_noise_and_switch_cost_give_the_realised_instance():
+    inst = load_instance(TOY)
+    real = realise(inst, noise=0.2, switch_cost=0.05, seed=3)
+    ratio = real.compute / inst.compute
+    assert np.all((ratio >= 0.8 * 1.05 - 1e-12) & (ratio <= 1.2 * 1.05 + 1e-12))
+    assert np.array_equal(real.sync, inst.sync)
+    assert realise(inst, noise=0.2, seed=3) == realise(inst, noise=0.2, seed=3)
+    sim = simulate(inst, HLAS(), noise=0.2, switch_cost=0.05, seed=3)
+    assert check(sim.instance, sim.schedule).feasible
+    assert not check(inst, sim.schedule).feasible or sim.instance == inst
+    with pytest.raises(InputError, match="noise"):
+        realise(inst, noise=1.5)
+
+
+def test_heartbeat_scheduling_decides_only_at_ticks():
+    inst = load_instance(TOY)
+    sim = simulate(inst, HLAS(), tick=0.7, event_driven=False)
+    assert all(abs(t.start / 0.7 - round(t.start / 0.7)) < 1e-9 for t in sim.schedule.tasks)
+    assert check(inst, sim.schedule).feasible
+    assert sim.objective >= simulate(inst, HLAS()).objective
+
+
+def test_bad_decisions_and_stalls_are_policy_errors():
+    inst = load_instance(TOY)
+
+    @dataclasses.dataclass
+    class Greedy:
+        name: str = "greedy"
+        clairvoyant: bool = False
+        modes: frozenset = frozenset({"relaxed"})
+
+        def decide(self, view):
+            return [(job.index, 0) for job in view.waiting]
+
+    with pytest.raises(PolicyError, match="busy"):
+        simulate(inst, Greedy())
+
+    @dataclasses.dataclass
+    class Idle(Greedy):
+        def decide(self, view):
+            return []
+
+    with pytest.raises(PolicyError, match="unfinished"):
+        simulate(inst, Idle())
+    with pytest.raises(PolicyError, match="unfinished"):
+        simulate(inst, Idle(), tick=1.0, event_driven=False)
+    with pytest.raises(InputError, match="does not support mode"):
+        simulate(inst.with_mode("gang"), HLAS())
+
+
+def test_run_policy_validates_parameters():
+    inst = load_instance(TOY)
+    with pytest.raises(InputError, match="no parameter"):
+        run_policy(inst, "hlas", params={"speed": "1"})
+    with pytest.raises(InputError, match="mapping"):
+        run_policy(inst, "hlas", params={"mapping": "D"})
+    with pytest.raises(InputError, match="thresholds"):
+        run_policy(inst, "hlas", params={"thresholds": "5,2"})
+    result, _ = run_policy(inst, "hlas", record=False)
+    assert result.schedule is None and result.objective == 9.0
