@@ -105,6 +105,28 @@ def cmd_solve(args: argparse.Namespace) -> int:
     return EXIT_OK if result.schedule is not None else EXIT_NEGATIVE
 
 
+def cmd_simulate(args: argparse.Namespace) -> int:
+    from optsched.online.run import run_policy
+
+    instance = load_instance(args.instance)
+    if args.mode:
+        instance = instance.with_mode(args.mode)
+    result, sim = run_policy(
+        instance, args.policy, params=_parse_params(args.param), seed=args.seed,
+        noise=args.noise, switch_cost=args.switch_cost, tick=args.tick,
+        event_driven=not args.heartbeat, record=not args.no_record, progress=args.progress)
+    if args.out and result.schedule is not None:
+        save_schedule(args.out, result.schedule)
+    if args.realised:
+        write_json(args.realised, instance_to_dict(sim.instance))
+    if args.json:
+        _print_json(result.to_dict())
+    else:
+        _print_result(result)
+        print(f"{sim.events} events in {sim.runtime_s:.2f} s ({sim.events_per_s:,.0f} events/s)")
+    return EXIT_OK
+
+
 def cmd_methods(args: argparse.Namespace) -> int:
     infos = methods()
     if args.json:
@@ -285,6 +307,28 @@ def build_parser() -> argparse.ArgumentParser:
                    help="write the MILP model (milp-* methods; same as --param export=...)")
     p.add_argument("--json", action="store_true")
     p.set_defaults(func=cmd_solve)
+
+    p = sub.add_parser("simulate", help="run an online policy in the event-driven simulator")
+    p.add_argument("instance")
+    p.add_argument("--policy", required=True, help="a simulate method (optsched methods)")
+    p.add_argument("--mode", choices=("relaxed", "gang"))
+    p.add_argument("--seed", type=int, default=0, help="seed of the noise (default 0)")
+    p.add_argument("--param", action="append", default=[], metavar="KEY=VALUE")
+    p.add_argument("--noise", type=float, default=0.0,
+                   help="task times × U[1-x, 1+x], drawn once per (job, GPU type)")
+    p.add_argument("--switch-cost", type=float, default=0.0,
+                   help="task-switch cost as a fraction of each task (Hare: < 0.05)")
+    p.add_argument("--tick", type=float, metavar="S", help="periodic scheduling ticks")
+    p.add_argument("--heartbeat", action="store_true",
+                   help="decide only at ticks (default: at every event)")
+    p.add_argument("--no-record", action="store_true",
+                   help="do not keep the schedule (large traces; metrics are streamed)")
+    p.add_argument("--progress", action="store_true", help="progress on stderr")
+    p.add_argument("--out", metavar="SCHEDULE", help="write the schedule here")
+    p.add_argument("--realised", metavar="INSTANCE",
+                   help="write the realised instance (with noise) the schedule is checked on")
+    p.add_argument("--json", action="store_true")
+    p.set_defaults(func=cmd_simulate)
 
     p = sub.add_parser("methods", help="list the registered methods")
     p.add_argument("--json", action="store_true")

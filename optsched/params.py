@@ -43,3 +43,28 @@ def positive_float_param(params: Mapping[str, str], key: str) -> float | None:
     if not (value > 0 and math.isfinite(value)):
         raise InputError(f"{key} must be > 0, got {value!r}")
     return value
+
+
+def float_list_param(params: Mapping[str, str], key: str, default: tuple[float, ...]
+                     ) -> tuple[float, ...]:
+    """``params[key]`` as increasing comma-separated numbers > 0."""
+    if key not in params:
+        return default
+    try:
+        values = tuple(float(x) for x in params[key].split(",") if x.strip())
+    except ValueError:
+        raise InputError(f"{key} must be comma-separated numbers, got {params[key]!r}") from None
+    if any(not v > 0 for v in values) or list(values) != sorted(values):
+        raise InputError(f"{key} must be increasing positive numbers, got {params[key]!r}")
+    return values
+
+
+def nonnegative_float_param(params: Mapping[str, str], key: str) -> float:
+    """``params[key]`` as a number ≥ 0 (default 0)."""
+    try:
+        value = float(params.get(key, 0))
+    except ValueError:
+        raise InputError(f"{key} must be a number, got {params[key]!r}") from None
+    if not 0 <= value < float("inf"):
+        raise InputError(f"{key} must be >= 0, got {value!r}")
+    return value

@@ -38,6 +38,7 @@ BUILTIN_MODULES = (
     "optsched.exact.milp",
     "optsched.exact.lp",
     "optsched.online.policies",
+    "optsched.online.baselines",
 )
 
 

@@ -12,7 +12,8 @@ from optsched import GPU, Instance, Job, check
 from optsched.errors import InputError
 from optsched.exact.bounds import critical_path_bound
 from optsched.io import load_instance
-from optsched.online.policies import FIFO, HLAS, SRTF
+from optsched.online.baselines import FIFO, SRTF, AlloX, Homo, Replay, Tiresias
+from optsched.online.policies import HLAS
 from optsched.online.run import run_policy
 from optsched.online.simulator import PolicyError, realise, simulate
 from tests.conftest import ROOT
@@ -21,6 +22,7 @@ from tests.strategies import instances
 TOY = ROOT / "optsched" / "data" / "instances" / "hare-toy.instance.json"
 NON_CLAIRVOYANT = [HLAS(mapping="A"), HLAS(mapping="B"), HLAS(mapping="C"),
                    HLAS(thresholds=(2.0, 6.0), starvation=1.0)]
+NON_CLAIRVOYANT_GANG = [FIFO(), Tiresias(thresholds=(3.0,), starvation=1.0)]
 
 
 def job(name, compute, sync=None, **kw):
@@ -75,7 +77,7 @@ def test_toy_every_policy_is_checked_and_above_the_bound():
 
 @given(instances(mode="relaxed"))
 def test_relaxed_policies_pass_the_checker(inst):
-    for policy in [*NON_CLAIRVOYANT, SRTF()]:
+    for policy in [*NON_CLAIRVOYANT, SRTF(), Homo(), AlloX()]:
         sim = simulate(inst, policy)
         report = check(sim.instance, sim.schedule)
         assert report.feasible, report.violations[:1]
@@ -84,10 +86,33 @@ def test_relaxed_policies_pass_the_checker(inst):
 
 
 @given(instances(mode="gang"))
-def test_gang_fifo_passes_the_checker(inst):
-    sim = simulate(inst, FIFO())
-    report = check(sim.instance, sim.schedule)
-    assert report.feasible and report.objective == pytest.approx(sim.objective)
+def test_gang_policies_pass_the_checker(inst):
+    for policy in (FIFO(), Tiresias(), Tiresias(thresholds=(3.0,), starvation=1.0)):
+        sim = simulate(inst, policy)
+        report = check(sim.instance, sim.schedule)
+        assert report.feasible and report.objective == pytest.approx(sim.objective)
+
+
+@given(instances())
+def test_replaying_a_schedule_never_starts_a_task_later(inst):
+    """Per-GPU order kept, every task as early as possible: no start moves later."""
+    from optsched.heuristics.list_scheduling import ect_schedule
+
+    offline = ect_schedule(inst)
+    sim = simulate(inst, Replay(offline))
+    assert check(inst, sim.schedule).feasible
+    def by_gpu(schedule):
+        out = {}
+        for t in sorted(schedule.tasks, key=lambda t: t.start):
+            out.setdefault(t.gpu, []).append((t.job, t.round, t.start))
+        return out
+
+    replayed, original = by_gpu(sim.schedule), by_gpu(offline)
+    assert replayed.keys() == original.keys()
+    for gpu, tasks in original.items():
+        assert [(j, r) for j, r, _ in replayed[gpu]] == [(j, r) for j, r, _ in tasks]
+        assert all(a[2] <= b[2] + 1e-9 for a, b in zip(replayed[gpu], tasks, strict=True))
+    assert sim.objective <= check(inst, offline).objective + 1e-9
 
 
 @given(instances(mode="relaxed", max_rounds=4))
@@ -103,6 +128,34 @@ def test_non_clairvoyant_decisions_ignore_hidden_sizes(inst):
             before_a = {k: v for k, v in starts(a.schedule).items() if v[1] < horizon}
             before_b = {k: v for k, v in starts(b.schedule).items() if v[1] < horizon}
             assert before_a == before_b
+
+
+@given(instances(mode="gang", max_rounds=4))
+def test_non_clairvoyant_gang_decisions_ignore_hidden_sizes(inst):
+    for policy in NON_CLAIRVOYANT_GANG:
+        target = inst.jobs[0]
+        other = dataclasses.replace(inst, jobs=(dataclasses.replace(target, rounds=1),
+                                                *inst.jobs[1:]))
+        a, b = simulate(inst, policy), simulate(other, policy)
+        horizon = min(a.completion[0], b.completion[0])
+        assert ({k: v for k, v in starts(a.schedule).items() if v[1] < horizon}
+                == {k: v for k, v in starts(b.schedule).items() if v[1] < horizon})
+
+
+def test_baselines_by_hand():
+    """Homo ignores speeds, AlloX runs one task of a job at a time, Tiresias skips a job
+    that does not fit and serves the least-attained job first."""
+    gpus = (GPU("slow", "K80"), GPU("fast", "V100"))
+    one = Instance("x", (job("a", {"K80": 4, "V100": 1}, tasks_per_round=2),), gpus)
+    assert {t.gpu for t in simulate(one, Homo()).schedule.tasks} == {"slow", "fast"}
+    allox = simulate(one, AlloX()).schedule
+    assert sorted((t.gpu, t.start) for t in allox.tasks) == [("fast", 0.0), ("fast", 1.0)]
+    gang = Instance("x", (job("big", {"K80": 1, "V100": 1}, tasks_per_round=2, rounds=3),
+                          job("small", {"K80": 1, "V100": 1}, arrival=0.5)), gpus, mode="gang")
+    s = starts(simulate(gang, Tiresias(thresholds=(1.5,))).schedule)
+    # big holds both GPUs for [0,1) and attains 2 GPU-s ≥ 1.5: small (0 attained) goes first
+    # at 1 on the lowest-index GPU; big (needs 2) cannot fit until 2
+    assert s["small", 0, 0] == ("slow", 1.0) and s["big", 1, 0][1] == 2.0
 
 
 def test_clairvoyant_policy_sees_sizes():
@@ -174,3 +227,18 @@ def test_run_policy_validates_parameters():
         run_policy(inst, "hlas", params={"thresholds": "5,2"})
     result, _ = run_policy(inst, "hlas", record=False)
     assert result.schedule is None and result.objective == 9.0
+
+
+def test_simulate_cli(tmp_path, capsys):
+    from optsched.cli import main
+
+    out, real = tmp_path / "s.json", tmp_path / "real.json"
+    assert main(["simulate", str(TOY), "--policy", "hlas", "--noise", "0.1",
+                 "--switch-cost", "0.02", "--out", str(out), "--realised", str(real),
+                 "--json"]) == 0
+    assert '"events"' in capsys.readouterr().out
+    assert main(["check", str(real), str(out)]) == 0
+    assert main(["simulate", str(TOY), "--policy", "fifo", "--mode", "gang"]) == 0
+    assert main(["simulate", str(TOY), "--policy", "nope"]) == 2
+    assert main(["simulate", str(TOY), "--policy", "hlas", "--mode", "gang"]) == 2
+    assert main(["simulate", str(TOY), "--policy", "hlas", "--heartbeat"]) == 2

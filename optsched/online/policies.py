@@ -1,13 +1,10 @@
-"""Online policies for :func:`optsched.online.simulator.simulate`, registered as ``simulate``
-methods (``optsched methods``).
+"""Hare's online policy HLAS, and the helpers every policy shares.
 
-- ``hlas`` — Hare's heterogeneity-aware least-attained-service policy (TCC'24). Only its name
-  and goal are public, so this is the reconstruction of research/seeds.md §1.7: service in
-  reference-GPU seconds, discretised priority queues, starvation promotion, three GPU
-  mappings (A fastest idle GPU, B relative-speedup matching, C earliest-available GPU).
-- ``fifo`` — Gavel-style FIFO (gang): jobs in arrival order on the fastest idle GPUs; the head
-  job waits when too few GPUs are idle, and so does everyone behind it.
-- ``srtf`` — shortest remaining (profiled) time first, clairvoyant, relaxed mode.
+``hlas`` — Hare's heterogeneity-aware least-attained-service policy (TCC'24). Only its name
+and goal are public, so this is the reconstruction of research/seeds.md §1.7: service in
+reference-GPU seconds, discretised priority queues, starvation promotion, three GPU mappings
+(A fastest idle GPU, B relative-speed-up matching, C earliest-available GPU). Registered as a
+``simulate`` method; the baselines are in :mod:`optsched.online.baselines`.
 
 Every policy is deterministic: ties go to the earlier arrival, then the lower job index, and
 to the lower GPU index.
@@ -20,9 +17,8 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
-from optsched.errors import InputError
 from optsched.online.simulator import Decision, JobState, View
-from optsched.params import choice_param
+from optsched.params import choice_param, float_list_param, nonnegative_float_param
 from optsched.solve import register
 
 
@@ -35,10 +31,10 @@ def _fastest_idle(job: JobState, idle: list[int], taken: set[int]) -> int | None
     return best
 
 
-def _fill_relaxed(order: Iterable[JobState], view: View, taken: set[int] | None = None,
+def fill_fastest(order: Iterable[JobState], view: View, taken: set[int] | None = None,
                   left: Mapping[int, int] | None = None) -> list[Decision]:
-    """Mapping A: in ``order``, each waiting task (``left[job]`` of them, default all) on
-    the fastest idle GPU not ``taken``."""
+    """In ``order``, each waiting task (``left[job]`` of them, default all) on the fastest
+    idle GPU not ``taken`` (HLAS's mapping A; also used by the baselines)."""
     taken = set() if taken is None else taken
     out: list[Decision] = []
     for job in order:
@@ -51,19 +47,6 @@ def _fill_relaxed(order: Iterable[JobState], view: View, taken: set[int] | None 
         if len(taken) == len(view.idle):
             break
     return out
-
-
-def _parse_floats(params: Mapping[str, str], key: str, default: tuple[float, ...]
-                  ) -> tuple[float, ...]:
-    if key not in params:
-        return default
-    try:
-        values = tuple(float(x) for x in params[key].split(",") if x.strip())
-    except ValueError:
-        raise InputError(f"{key} must be comma-separated numbers, got {params[key]!r}") from None
-    if any(not v > 0 for v in values) or list(values) != sorted(values):
-        raise InputError(f"{key} must be increasing positive numbers, got {params[key]!r}")
-    return values
 
 
 @dataclass
@@ -98,7 +81,7 @@ class HLAS:
         keyed = sorted((self._key(job, view.time), job) for job in view.waiting)
         order = [job for _, job in keyed]
         if self.mapping == "A":
-            return _fill_relaxed(order, view)
+            return fill_fastest(order, view)
         if self.mapping == "C":
             return _earliest_available(order, view)
         best = keyed[0][0][0]
@@ -135,52 +118,12 @@ def _speedup_matching(top: list[JobState], order: list[JobState], view: View
             left[job.index] -= 1
             taken.add(g)
             out.append((job.index, g))
-    return out + _fill_relaxed(order, view, taken, left)
+    return out + fill_fastest(order, view, taken, left)
 
 
 def _speedup(job: JobState, g: int) -> float:
     """How much faster ``g`` runs the job's task than its slowest eligible GPU."""
     return float(np.max(job.compute[np.isfinite(job.compute)]) / job.compute[g])
-
-
-@dataclass
-class FIFO:
-    """Gavel-style FIFO in gang mode: by arrival, each round on the K idle GPUs with the
-    smallest compute + sync; strict order (no backfilling)."""
-
-    name: str = "fifo"
-    clairvoyant: bool = False
-    modes: frozenset[str] = field(default_factory=lambda: frozenset({"gang"}))
-
-    def decide(self, view: View) -> list[Decision]:
-        idle = list(view.idle)
-        out: list[Decision] = []
-        for job in sorted(view.waiting, key=lambda j: (j.arrival, j.index)):
-            pace = job.compute + job.sync
-            usable = sorted((g for g in idle if np.isfinite(pace[g])), key=lambda g: (pace[g], g))
-            if len(usable) < job.tasks_per_round:
-                break
-            chosen = usable[:job.tasks_per_round]
-            out.append((job.index, tuple(chosen)))
-            idle = [g for g in idle if g not in chosen]
-        return out
-
-
-@dataclass
-class SRTF:
-    """Shortest remaining time first (clairvoyant): remaining tasks × fastest compute time,
-    then mapping A (fastest idle GPU); preemption only at task boundaries."""
-
-    name: str = "srtf"
-    clairvoyant: bool = True
-    modes: frozenset[str] = field(default_factory=lambda: frozenset({"relaxed"}))
-
-    def decide(self, view: View) -> list[Decision]:
-        oracle = view.oracle
-        assert oracle is not None  # the simulator gives clairvoyant policies an oracle
-        order = sorted(view.waiting, key=lambda j: (
-            oracle.remaining_tasks(j) * float(np.min(j.compute)) / j.weight, j.arrival, j.index))
-        return _fill_relaxed(order, view)
 
 
 HLAS_PARAMS = {
@@ -194,20 +137,6 @@ HLAS_PARAMS = {
 @register("hlas", kind="simulate", modes=("relaxed",), params=HLAS_PARAMS,
           description="Hare's heterogeneity-aware least attained service (reconstruction)")
 def _hlas(params: Mapping[str, str]) -> HLAS:
-    starvation = float(params.get("starvation", 0))
-    if not starvation >= 0:
-        raise InputError(f"starvation must be >= 0, got {starvation!r}")
-    return HLAS(_parse_floats(params, "thresholds", ()), starvation,
+    return HLAS(float_list_param(params, "thresholds", ()),
+                nonnegative_float_param(params, "starvation"),
                 choice_param(params, "mapping", ("A", "B", "C")))
-
-
-@register("fifo", kind="simulate", modes=("gang",),
-          description="Gavel-style FIFO on the fastest idle GPUs (gang, no backfilling)")
-def _fifo(params: Mapping[str, str]) -> FIFO:
-    return FIFO()
-
-
-@register("srtf", kind="simulate", modes=("relaxed",),
-          description="shortest remaining time first (clairvoyant), fastest idle GPU")
-def _srtf(params: Mapping[str, str]) -> SRTF:
-    return SRTF()

@@ -54,9 +54,10 @@ class JobState:
 
     ``compute`` / ``sync`` are the job's *profiled* per-GPU times (∞ = ineligible);
     ``waiting`` counts the tasks of the current round not yet started (0 while the round
-    runs or its results are pending); ``attained`` is the compute time of its started
-    tasks on the GPUs that ran them, ``tasks_started`` their number; ``last_start`` the
-    moment its latest task started (its arrival before that).
+    runs or its results are pending); ``running`` the tasks computing now (relaxed mode);
+    ``tasks_started`` the tasks started so far; ``attained`` the GPU-seconds they occupy
+    (busy in relaxed mode, held in gang mode: K × the round's pace); ``first_start`` and
+    ``last_start`` the moments its first and latest tasks started (NaN / its arrival before).
     """
 
     index: int
@@ -71,6 +72,7 @@ class JobState:
     running: int = 0
     tasks_started: int = 0
     attained: float = 0.0
+    first_start: float = float("nan")
     last_start: float = 0.0
     _ready: float = field(default=0.0, repr=False)  # results of the current round ready by
 
@@ -93,15 +95,18 @@ class Oracle:
 @dataclass
 class View:
     """The state a policy decides on: the time, the idle GPUs (index order), when each
-    GPU last became free, the waiting jobs (some task startable now, arrival order) and all
-    arrived unfinished jobs; ``oracle`` only for clairvoyant policies."""
+    GPU last became free, the waiting jobs (some task startable now, arrival order), all
+    arrived unfinished jobs, the GPUs' ids and types; ``oracle`` only for clairvoyant
+    policies."""
 
     time: float
     idle: list[int]
     free_since: np.ndarray
     waiting: list[JobState]
     active: list[JobState]
+    gpu_ids: tuple[str, ...]
     gpu_types: tuple[str, ...]
+    mode: str = "relaxed"
     oracle: Oracle | None = None
 
 
@@ -309,7 +314,9 @@ class _Engine:
                                 profiled.compute[j], profiled.sync[j], last_start=job.arrival)
                        for j, job in enumerate(profiled.jobs)]
         self.oracle = Oracle(real) if policy.clairvoyant else None
+        self.gpu_ids = tuple(g.id for g in real.gpus)
         self.gpu_types = tuple(g.type for g in real.gpus)
+        self.on_gpu = [-1] * real.n_gpus  # job computing on each GPU (relaxed mode)
         self.idle = set(range(real.n_gpus))
         self.free_since = np.zeros(real.n_gpus)
         self.active: dict[int, JobState] = {}
@@ -342,6 +349,9 @@ class _Engine:
                 elif kind == _FREE:
                     self.idle.add(who)
                     self.free_since[who] = now
+                    if self.on_gpu[who] >= 0:
+                        self.states[self.on_gpu[who]].running -= 1
+                        self.on_gpu[who] = -1
                 elif kind == _READY:
                     self._round_ready(self.states[who], now)
                 else:
@@ -374,7 +384,8 @@ class _Engine:
         if not waiting:
             return
         view = View(now, sorted(self.idle), self.free_since, waiting,
-                    list(self.active.values()), self.gpu_types, self.oracle)
+                    list(self.active.values()), self.gpu_ids, self.gpu_types, self.real.mode,
+                    self.oracle)
         for j, where in self.policy.decide(view):
             self.decisions += 1
             state = self.active.get(j)
@@ -401,8 +412,12 @@ class _Engine:
         j, k_tasks = state.index, state.tasks_per_round
         task = k_tasks - state.waiting
         state.waiting -= 1
+        state.running += 1
+        self.on_gpu[g] = j
         state.tasks_started += 1
         state.attained += c
+        if state.tasks_started == 1:
+            state.first_start = now
         state.last_start = now
         state._ready = max(state._ready, now + c + float(self.sync[j, g]))
         self._push(now + c, _FREE, g)
@@ -421,7 +436,9 @@ class _Engine:
         pace = max(c + float(self.sync[j, g]) for c, g in zip(compute, gpus, strict=True))
         state.waiting = 0
         state.tasks_started += len(gpus)
-        state.attained += sum(compute)
+        state.attained += pace * len(gpus)
+        if state.tasks_started == len(gpus):
+            state.first_start = now
         state.last_start = now
         for k, g in enumerate(gpus):
             self._push(now + pace, _FREE, g)

@@ -1,0 +1,264 @@
+"""The baselines of the Hare paper's simulations (HPDC'22 §7, seeds.md §1.8) and Tiresias,
+registered as ``simulate`` methods. Each is a reconstruction in the spirit of the cited
+system, within DESIGN.md's model; what each assumes is in its docstring.
+
+| policy     | mode    | clairvoyant | in the spirit of                                       |
+|------------|---------|-------------|--------------------------------------------------------|
+| ``fifo``     | gang    | no          | Gavel's FIFO: arrival order, fastest idle GPUs, strict |
+| ``srtf``     | relaxed | yes         | shortest remaining time first                          |
+| ``tiresias`` | gang    | no          | Tiresias' discretised 2D-LAS (NSDI'19)                 |
+| ``homo``     | relaxed | yes         | Sched_Homo (MobiHoc'20): heterogeneity-oblivious       |
+| ``allox``    | relaxed | yes         | AlloX (EuroSys'20): job-level min-cost matching        |
+| ``replay``   | both    | yes         | replay of an offline schedule's per-GPU task order     |
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+
+import numpy as np
+
+from optsched.errors import InputError
+from optsched.online.policies import fill_fastest
+from optsched.online.simulator import Decision, JobState, PolicyError, View
+from optsched.params import float_list_param, nonnegative_float_param
+from optsched.schedule import Schedule
+from optsched.solve import register
+
+
+@dataclass
+class FIFO:
+    """Gavel-style FIFO in gang mode: by arrival, each round on the K idle GPUs with the
+    smallest compute + sync; strict order (no backfilling)."""
+
+    name: str = "fifo"
+    clairvoyant: bool = False
+    modes: frozenset[str] = field(default_factory=lambda: frozenset({"gang"}))
+
+    def decide(self, view: View) -> list[Decision]:
+        idle = list(view.idle)
+        out: list[Decision] = []
+        for job in sorted(view.waiting, key=lambda j: (j.arrival, j.index)):
+            pace = job.compute + job.sync
+            usable = sorted((g for g in idle if np.isfinite(pace[g])), key=lambda g: (pace[g], g))
+            if len(usable) < job.tasks_per_round:
+                break
+            chosen = usable[:job.tasks_per_round]
+            out.append((job.index, tuple(chosen)))
+            idle = [g for g in idle if g not in chosen]
+        return out
+
+
+@dataclass
+class SRTF:
+    """Shortest remaining time first (clairvoyant): remaining tasks × fastest compute time,
+    then mapping A (fastest idle GPU); preemption only at task boundaries."""
+
+    name: str = "srtf"
+    clairvoyant: bool = True
+    modes: frozenset[str] = field(default_factory=lambda: frozenset({"relaxed"}))
+
+    def decide(self, view: View) -> list[Decision]:
+        oracle = view.oracle
+        assert oracle is not None  # the simulator gives clairvoyant policies an oracle
+        order = sorted(view.waiting, key=lambda j: (
+            oracle.remaining_tasks(j) * float(np.min(j.compute)) / j.weight, j.arrival, j.index))
+        return fill_fastest(order, view)
+
+
+@dataclass
+class Tiresias:
+    """Discretised two-dimensional LAS (Tiresias, NSDI'19), gang mode, non-clairvoyant.
+
+    Attained service = GPU-seconds held (K × pace per round); level = number of
+    ``thresholds`` at or below it (Tiresias' simulator: 3250 and 7200 GPU·s, seeds.md §1.7);
+    FIFO by arrival within a level; a job waiting longer than ``starvation`` × its service
+    returns to level 0 (0: off). Heterogeneity-oblivious placement: the K lowest-index idle
+    eligible GPUs; a job that does not fit is skipped, so a later one may start.
+    """
+
+    thresholds: tuple[float, ...] = (3250.0, 7200.0)
+    starvation: float = 0.0
+    name: str = "tiresias"
+    clairvoyant: bool = False
+    modes: frozenset[str] = field(default_factory=lambda: frozenset({"gang"}))
+
+    def _key(self, job: JobState, now: float) -> tuple[int, float, int]:
+        level = sum(job.attained >= q for q in self.thresholds)
+        if self.starvation > 0 and now - job.last_start > self.starvation * job.attained > 0:
+            level = 0
+        return level, job.arrival, job.index
+
+    def decide(self, view: View) -> list[Decision]:
+        idle = list(view.idle)
+        out: list[Decision] = []
+        for job in sorted(view.waiting, key=lambda j: self._key(j, view.time)):
+            usable = [g for g in idle if np.isfinite(job.compute[g])]
+            if len(usable) >= job.tasks_per_round:
+                chosen = usable[:job.tasks_per_round]
+                out.append((job.index, tuple(chosen)))
+                idle = [g for g in idle if g not in chosen]
+        return out
+
+
+@dataclass
+class Homo:
+    """In the spirit of Sched_Homo (Zhang et al., MobiHoc'20), relaxed mode: clairvoyant
+    about a job's size once it arrives, heterogeneity-oblivious, no job preemption.
+
+    A task's time is estimated by the job's mean over its eligible GPU types; jobs that have
+    started keep priority in the order they started, the others follow by weighted shortest
+    remaining work (w_j / (remaining tasks × estimate)); each task goes on the lowest-index
+    idle eligible GPU (speeds ignored).
+    """
+
+    name: str = "homo"
+    clairvoyant: bool = True
+    modes: frozenset[str] = field(default_factory=lambda: frozenset({"relaxed"}))
+
+    def decide(self, view: View) -> list[Decision]:
+        oracle = view.oracle
+        assert oracle is not None
+
+        def key(job: JobState) -> tuple[int, float, float, int]:
+            if job.tasks_started:
+                return 0, job.first_start, job.arrival, job.index
+            estimate = float(np.mean(job.compute[np.isfinite(job.compute)]))
+            return 1, oracle.remaining_tasks(job) * estimate / job.weight, job.arrival, job.index
+
+        idle = list(view.idle)
+        out: list[Decision] = []
+        for job in sorted(view.waiting, key=key):
+            for _ in range(job.waiting):
+                g = next((g for g in idle if np.isfinite(job.compute[g])), None)
+                if g is None:
+                    break
+                idle.remove(g)
+                out.append((job.index, g))
+        return out
+
+
+@dataclass
+class AlloX:
+    """In the spirit of AlloX (Le et al., EuroSys'20), relaxed mode, clairvoyant: jobs are
+    the unit (no intra-job parallelism: at most one task of a job runs at a time), matched to
+    idle GPUs by a min-cost bipartite matching (scipy's ``linear_sum_assignment``) with cost
+    remaining tasks × compute on that GPU / w_j — heterogeneity-aware at the job level."""
+
+    name: str = "allox"
+    clairvoyant: bool = True
+    modes: frozenset[str] = field(default_factory=lambda: frozenset({"relaxed"}))
+
+    def decide(self, view: View) -> list[Decision]:
+        from scipy.optimize import linear_sum_assignment
+
+        oracle = view.oracle
+        assert oracle is not None
+        jobs = [job for job in view.waiting if job.running == 0]
+        if not jobs:
+            return []
+        big = 1e300
+        cost = np.array([[oracle.remaining_tasks(job) * job.compute[g] / job.weight
+                          if np.isfinite(job.compute[g]) else big for g in view.idle]
+                         for job in jobs])
+        rows, cols = linear_sum_assignment(cost)
+        return [(jobs[r].index, view.idle[c]) for r, c in zip(rows, cols, strict=True)
+                if cost[r, c] < big]
+
+
+@dataclass
+class Replay:
+    """Replays a schedule's per-GPU task order (e.g. Hare's offline schedule): each GPU runs
+    its tasks in the schedule's order, each as soon as the GPU is idle and the task's round
+    is released — so with the schedule's own instance every task starts no later than in the
+    schedule. Gang rounds start when all their GPUs are idle. Clairvoyant: the schedule was
+    made knowing every job."""
+
+    schedule: Schedule
+    name: str = "replay"
+    clairvoyant: bool = True
+    modes: frozenset[str] = field(default_factory=lambda: frozenset({"relaxed", "gang"}))
+    _queues: dict[int, list[tuple[str, int]]] | None = field(default=None, repr=False)
+
+    def _queue(self, view: View) -> dict[int, list[tuple[str, int]]]:
+        if self._queues is None:
+            index = {gid: g for g, gid in enumerate(view.gpu_ids)}
+            queues: dict[int, list[tuple[float, str, int]]] = {g: [] for g in index.values()}
+            for t in self.schedule.tasks:
+                if t.gpu not in index:
+                    raise PolicyError(f"replay: the schedule uses unknown GPU {t.gpu!r}")
+                queues[index[t.gpu]].append((t.start, t.job, t.round))
+            self._queues = {g: [(job, r) for _, job, r in sorted(q, reverse=True)]
+                            for g, q in queues.items()}
+        return self._queues
+
+    def decide(self, view: View) -> list[Decision]:
+        queues = self._queue(view)
+        waiting = {job.id: job for job in view.waiting}
+        heads: dict[tuple[str, int], list[int]] = {}
+        for g in view.idle:
+            if queues[g]:
+                heads.setdefault(queues[g][-1], []).append(g)
+        out: list[Decision] = []
+        for (job_id, r), gpus in heads.items():
+            job = waiting.get(job_id)
+            if job is None or job.rounds_done != r:
+                continue
+            if view.mode == "gang":
+                if len(gpus) < job.tasks_per_round:
+                    continue  # some of the round's GPUs are still busy
+                gpus = gpus[:job.tasks_per_round]
+                out.append((job.index, tuple(gpus)))
+            else:
+                gpus = gpus[:job.waiting]
+                out.extend((job.index, g) for g in gpus)
+            for g in gpus:
+                queues[g].pop()
+        return out
+
+
+@register("fifo", kind="simulate", modes=("gang",),
+          description="Gavel-style FIFO on the fastest idle GPUs (gang, no backfilling)")
+def _fifo(params: Mapping[str, str]) -> FIFO:
+    return FIFO()
+
+
+@register("srtf", kind="simulate", modes=("relaxed",),
+          description="shortest remaining time first (clairvoyant), fastest idle GPU")
+def _srtf(params: Mapping[str, str]) -> SRTF:
+    return SRTF()
+
+
+@register("tiresias", kind="simulate", modes=("gang",), params={
+    "thresholds": "attained-service thresholds in GPU-seconds, comma-separated "
+                  "(default 3250,7200)",
+    "starvation": "promote a job waiting longer than this × its service (default 0: off)"},
+    description="Tiresias' discretised 2D-LAS (gang, heterogeneity-oblivious)")
+def _tiresias(params: Mapping[str, str]) -> Tiresias:
+    return Tiresias(float_list_param(params, "thresholds", (3250.0, 7200.0)),
+                    nonnegative_float_param(params, "starvation"))
+
+
+@register("homo", kind="simulate", modes=("relaxed",),
+          description="Sched_Homo-like: heterogeneity-oblivious, no job preemption "
+                      "(clairvoyant)")
+def _homo(params: Mapping[str, str]) -> Homo:
+    return Homo()
+
+
+@register("allox", kind="simulate", modes=("relaxed",),
+          description="AlloX-like job-level min-cost matching, no intra-job parallelism "
+                      "(clairvoyant)")
+def _allox(params: Mapping[str, str]) -> AlloX:
+    return AlloX()
+
+
+@register("replay", kind="simulate", params={"schedule": "path of the schedule to replay"},
+          description="replay an offline schedule's per-GPU task order (both modes)")
+def _replay(params: Mapping[str, str]) -> Replay:
+    from optsched.io import load_schedule
+
+    if "schedule" not in params:
+        raise InputError("replay needs --param schedule=PATH")
+    return Replay(load_schedule(params["schedule"]))
