@@ -108,7 +108,21 @@ def cmd_solve(args: argparse.Namespace) -> int:
 def cmd_simulate(args: argparse.Namespace) -> int:
     from optsched.online.run import run_policy
 
-    instance = load_instance(args.instance)
+    if args.instance.endswith(".json"):
+        instance = load_instance(args.instance)
+    else:
+        from optsched.traces import TraceMapping, parse_cluster, read_trace, trace_instance
+
+        if not args.cluster:
+            raise InputError("a trace needs --cluster TYPE:COUNT,... (e.g. V100:85,T4:43)")
+        trace = read_trace(args.instance, args.trace_format)
+        mapping = TraceMapping(quantum=args.quantum, reference_type=args.reference_type,
+                               seed=args.seed)
+        instance = trace_instance(trace, parse_cluster(args.cluster), mapping,
+                                  mode=args.mode or "relaxed")
+        if trace.skipped:
+            print(f"trace {trace.name}: {len(trace.jobs)} jobs, {trace.skipped} skipped "
+                  f"(first: {trace.first_skip})", file=sys.stderr)
     if args.mode:
         instance = instance.with_mode(args.mode)
     result, sim = run_policy(
@@ -309,10 +323,19 @@ def build_parser() -> argparse.ArgumentParser:
     p.set_defaults(func=cmd_solve)
 
     p = sub.add_parser("simulate", help="run an online policy in the event-driven simulator")
-    p.add_argument("instance")
+    p.add_argument("instance", metavar="INSTANCE_OR_TRACE",
+                   help="an instance (.json) or a Gavel/Tiresias/Philly trace")
+    p.add_argument("--cluster", metavar="TYPE:COUNT,...", help="the cluster a trace runs on")
+    p.add_argument("--trace-format", choices=("auto", "gavel", "tiresias", "philly"),
+                   default="auto")
+    p.add_argument("--quantum", type=float, default=3600.0, metavar="S",
+                   help="seconds of work per task on the reference type (traces; default 3600)")
+    p.add_argument("--reference-type", default="K80",
+                   help="GPU type a trace's durations and steps refer to (default K80)")
     p.add_argument("--policy", required=True, help="a simulate method (optsched methods)")
     p.add_argument("--mode", choices=("relaxed", "gang"))
-    p.add_argument("--seed", type=int, default=0, help="seed of the noise (default 0)")
+    p.add_argument("--seed", type=int, default=0,
+                   help="seed of the noise and of a trace's workload draw (default 0)")
     p.add_argument("--param", action="append", default=[], metavar="KEY=VALUE")
     p.add_argument("--noise", type=float, default=0.0,
                    help="task times × U[1-x, 1+x], drawn once per (job, GPU type)")

@@ -1,0 +1,257 @@
+"""Job traces of peer systems, read into optsched instances (research/peers.md).
+
+Readers (each returns :class:`TraceJob` records, arrivals shifted so the first is 0):
+
+- :func:`read_gavel_trace` — Gavel's 10-field TSV (``job_type, command, working_dir,
+  num_steps_arg, needs_data_dir, total_steps, scale_factor, priority_weight, SLO,
+  arrival_time``) and its older 7-field per-VC msr traces (``job_type, command,
+  num_steps_arg, needs_data_dir, total_steps, arrival_time, scale_factor``), told apart by
+  the number of fields;
+- :func:`read_tiresias_csv` — Tiresias' ``job_id,num_gpu,submit_time,iterations,model_name,
+  duration,interval``;
+- :func:`read_philly_csv` — Pollux's ``timestamp,duration,num_gpus,gpu_time,cluster``.
+
+:func:`trace_instance` maps the records onto a cluster with one documented rule
+(:class:`TraceMapping`): a task is one worker's share of ``quantum`` seconds of work on the
+reference GPU type, so
+
+- step traces (Gavel, whose job types are catalog workloads): ``iters_per_task`` =
+  max(1, round(quantum / seconds per step on the reference type)), rounds =
+  ceil(total_steps / iters_per_task) (the last round is rounded up to a full one);
+- duration traces (Tiresias, Philly: durations measured on K GPUs of the reference type):
+  rounds R = max(1, round(duration / quantum)), compute on the reference type = duration / R,
+  on type t × (catalog seconds of the job's workload on t / on the reference type); the
+  workload is drawn (seeded) from ``workloads`` as Gavel does for Philly jobs.
+
+K = the trace's GPU count (scale factor), weight = the trace's priority (1 when absent), sync 0
+(no trace records it). Jobs that cannot run (no duration, no GPU, no step) are skipped and
+counted.
+"""
+
+from __future__ import annotations
+
+import csv
+import math
+from collections.abc import Sequence
+from dataclasses import dataclass
+from datetime import UTC, datetime
+from pathlib import Path
+
+import numpy as np
+
+from optsched.errors import InputError
+from optsched.instance import GPU, Instance, Job
+from optsched.workloads import Catalog, canonical_gpu_type, default_catalog
+
+#: Hare's eight workloads: the default pool for duration-only traces.
+DEFAULT_WORKLOADS = ("Hare/VGG-19", "Hare/ResNet-50", "Hare/Inception-V3", "Hare/BERT-base",
+                     "Hare/Transformer", "Hare/DeepSpeech", "Hare/FastGCN", "Hare/GraphSAGE")
+
+
+@dataclass(frozen=True)
+class TraceJob:
+    """One job of a trace: steps (with a catalog workload) or a duration in seconds."""
+
+    id: str
+    arrival: float
+    gpus: int
+    weight: float = 1.0
+    workload: str | None = None
+    steps: int | None = None
+    duration: float | None = None
+
+
+@dataclass(frozen=True)
+class Trace:
+    """Records read from a file, and how many lines were skipped (and why, first one)."""
+
+    name: str
+    jobs: tuple[TraceJob, ...]
+    skipped: int = 0
+    first_skip: str | None = None
+
+
+def _shifted(name: str, jobs: list[TraceJob], skipped: int, why: str | None) -> Trace:
+    if not jobs:
+        raise InputError(f"trace {name!r}: no usable job ({skipped} skipped; {why})")
+    jobs.sort(key=lambda job: job.arrival)
+    first = jobs[0].arrival
+    return Trace(name, tuple(TraceJob(j.id, j.arrival - first, j.gpus, j.weight, j.workload,
+                                      j.steps, j.duration) for j in jobs), skipped, why)
+
+
+def _number(text: str, what: str, where: str) -> float:
+    try:
+        value = float(text)
+    except ValueError:
+        raise InputError(f"{where}: {what} must be a number, got {text!r}") from None
+    if not math.isfinite(value):
+        raise InputError(f"{where}: {what} must be finite, got {text!r}")
+    return value
+
+
+def read_gavel_trace(path: str | Path) -> Trace:
+    """Read a Gavel trace (10-field or 7-field TSV, see the module docstring)."""
+    path = Path(path)
+    jobs, skipped, why = [], 0, None
+    for n, line in enumerate(_lines(path), 1):
+        where = f"{path.name}:{n}"
+        fields = line.split("\t")
+        if len(fields) == 10:
+            job_type, steps, scale, weight, arrival = (fields[0], fields[5], fields[6],
+                                                       fields[7], fields[9])
+        elif len(fields) == 7:
+            job_type, steps, arrival, scale, weight = (fields[0], fields[4], fields[5],
+                                                       fields[6], "1")
+        else:
+            raise InputError(f"{where}: a Gavel trace line has 10 or 7 tab-separated fields, "
+                             f"got {len(fields)}")
+        k, total = int(_number(scale, "scale_factor", where)), int(_number(steps, "steps", where))
+        if k < 1 or total < 1:
+            skipped += 1
+            why = why or f"{where}: scale factor {k}, {total} steps"
+            continue
+        jobs.append(TraceJob(f"j{n - 1}", _number(arrival, "arrival", where), k,
+                             _number(weight, "priority_weight", where), job_type.strip(),
+                             steps=total))
+    return _shifted(path.stem, jobs, skipped, why)
+
+
+def read_tiresias_csv(path: str | Path) -> Trace:
+    """Read a Tiresias job CSV (``job_id,num_gpu,submit_time,...,duration,...``)."""
+    path = Path(path)
+    jobs, skipped, why = [], 0, None
+    for n, row in enumerate(_csv(path, ("job_id", "num_gpu", "submit_time", "duration")), 2):
+        where = f"{path.name}:{n}"
+        k = int(_number(row["num_gpu"], "num_gpu", where))
+        duration = _number(row["duration"], "duration", where)
+        if k < 1 or duration <= 0:
+            skipped += 1
+            why = why or f"{where}: {k} GPUs, duration {duration}"
+            continue
+        jobs.append(TraceJob(f"j{row['job_id']}", _number(row["submit_time"], "submit_time",
+                                                          where), k, duration=duration))
+    return _shifted(path.stem, jobs, skipped, why)
+
+
+def read_philly_csv(path: str | Path) -> Trace:
+    """Read Pollux's per-job Philly summary (``timestamp,duration,num_gpus,...``)."""
+    path = Path(path)
+    jobs, skipped, why = [], 0, None
+    for n, row in enumerate(_csv(path, ("timestamp", "duration", "num_gpus")), 2):
+        where = f"{path.name}:{n}"
+        try:
+            arrival = datetime.fromisoformat(row["timestamp"]).replace(tzinfo=UTC).timestamp()
+        except ValueError:
+            raise InputError(f"{where}: timestamp {row['timestamp']!r} is not a date") from None
+        k = int(_number(row["num_gpus"], "num_gpus", where))
+        duration = _number(row["duration"], "duration", where)
+        if k < 1 or duration <= 0:
+            skipped += 1
+            why = why or f"{where}: {k} GPUs, duration {duration}"
+            continue
+        jobs.append(TraceJob(f"j{n - 2}", arrival, k, duration=duration))
+    return _shifted(path.stem, jobs, skipped, why)
+
+
+def read_trace(path: str | Path, kind: str = "auto") -> Trace:
+    """Read a trace of ``kind`` gavel | tiresias | philly, or guess it from the file."""
+    path = Path(path)
+    if kind == "auto":
+        head = next(iter(_lines(path)), "")
+        if "\t" in head:
+            kind = "gavel"
+        elif head.startswith("job_id,"):
+            kind = "tiresias"
+        elif head.startswith("timestamp,"):
+            kind = "philly"
+        else:
+            raise InputError(f"{path}: not a Gavel, Tiresias or Philly trace")
+    readers = {"gavel": read_gavel_trace, "tiresias": read_tiresias_csv,
+               "philly": read_philly_csv}
+    if kind not in readers:
+        raise InputError(f"trace kind must be auto or one of {sorted(readers)}, got {kind!r}")
+    return readers[kind](path)
+
+
+def _lines(path: Path) -> list[str]:
+    try:
+        text = path.read_text()
+    except OSError as exc:
+        raise InputError(f"cannot read trace {path}: {exc.strerror}") from None
+    return [line.rstrip("\n") for line in text.splitlines() if line.strip()]
+
+
+def _csv(path: Path, needed: Sequence[str]) -> list[dict[str, str]]:
+    rows = list(csv.DictReader(_lines(path)))
+    missing = [c for c in needed if rows and c not in rows[0]]
+    if not rows or missing:
+        raise InputError(f"{path}: expected CSV columns {', '.join(needed)}"
+                         + (f" (missing {', '.join(missing)})" if missing else " and rows"))
+    return rows
+
+
+def parse_cluster(spec: str) -> tuple[GPU, ...]:
+    """GPUs from ``"V100:85,T4:43"`` (ids ``V100-0``, …, in the order given)."""
+    gpus: list[GPU] = []
+    for part in spec.split(","):
+        name, _, count = part.strip().partition(":")
+        try:
+            n = int(count)
+        except ValueError:
+            raise InputError(f"cluster: expected TYPE:COUNT, got {part.strip()!r}") from None
+        if not name or n < 1:
+            raise InputError(f"cluster: expected TYPE:COUNT with COUNT >= 1, got {part!r}")
+        gpu_type = canonical_gpu_type(name)
+        gpus += [GPU(f"{gpu_type}-{i}", gpu_type) for i in range(n)]
+    return tuple(gpus)
+
+
+@dataclass(frozen=True)
+class TraceMapping:
+    """How trace jobs become rounds of tasks (see the module docstring)."""
+
+    quantum: float = 3600.0
+    reference_type: str = "K80"
+    workloads: tuple[str, ...] = DEFAULT_WORKLOADS
+    seed: int = 0
+
+    def __post_init__(self) -> None:
+        if not self.quantum > 0:
+            raise InputError(f"quantum must be > 0, got {self.quantum!r}")
+        if not self.workloads:
+            raise InputError("the workload pool is empty")
+
+
+def trace_instance(trace: Trace, gpus: Sequence[GPU], mapping: TraceMapping | None = None,
+                   *, mode: str = "relaxed", catalog: Catalog | None = None) -> Instance:
+    """The instance of ``trace`` on ``gpus`` under ``mapping`` (module docstring)."""
+    mapping = mapping or TraceMapping()
+    catalog = catalog or default_catalog()
+    ref = canonical_gpu_type(mapping.reference_type)
+    types = sorted({g.type for g in gpus})
+    rng = np.random.default_rng(mapping.seed)
+    pool = [catalog[w] for w in mapping.workloads]
+    for w in pool:
+        if ref not in w.cells:
+            raise InputError(f"workload {w.name!r} has no {ref} profile (reference type)")
+    jobs = []
+    for tj in trace.jobs:
+        if tj.steps is not None:
+            w = catalog[tj.workload or ""]
+            if ref not in w.cells:
+                raise InputError(f"trace job {tj.id}: workload {w.name!r} has no {ref} profile")
+            iters = max(1, round(mapping.quantum / w.cells[ref].seconds))
+            jobs.append(Job(id=tj.id, arrival=tj.arrival, weight=tj.weight,
+                            rounds=math.ceil(tj.steps / iters), tasks_per_round=tj.gpus,
+                            workload=w.name, iters_per_task=iters))
+            continue
+        assert tj.duration is not None
+        w = pool[int(rng.integers(len(pool)))]
+        rounds = max(1, round(tj.duration / mapping.quantum))
+        base = tj.duration / rounds / w.cells[ref].seconds
+        compute = {t: base * w.cells[t].seconds for t in types if t in w.cells}
+        jobs.append(Job(id=tj.id, arrival=tj.arrival, weight=tj.weight, rounds=rounds,
+                        tasks_per_round=tj.gpus, compute=compute,
+                        meta={"workload": w.name, "duration": tj.duration}))
+    return Instance(trace.name, tuple(jobs), tuple(gpus), mode=mode, catalog=catalog)
