@@ -133,6 +133,13 @@ def cmd_simulate(args: argparse.Namespace) -> int:
         save_schedule(args.out, result.schedule)
     if args.realised:
         write_json(args.realised, instance_to_dict(sim.instance))
+    if args.cdf:
+        from optsched.plot import plot_jct_cdf
+
+        arrival = [job.arrival for job in sim.instance.jobs]
+        plot_jct_cdf({args.policy: [c - a for c, a in zip(sim.completion, arrival,
+                                                          strict=True)]},
+                     args.cdf, title=f"{sim.instance.name}: JCT CDF")
     if args.json:
         _print_json(result.to_dict())
     else:
@@ -171,6 +178,11 @@ def cmd_gen(args: argparse.Namespace) -> int:
     values = {name: getattr(args, name) for name in given}
     if args.family == "hare" and "weight" in values:
         values["weight"] = tuple(int(w) for w in values["weight"])
+    if "mix" in values:
+        try:
+            values["mix"] = tuple(float(x) for x in values["mix"].split(","))
+        except ValueError:
+            raise InputError(f"--mix expects 4 comma-separated ratios, got {args.mix!r}") from None
     if args.family == "hare":
         instance = generate_hare(HareSpec(**values), args.seed, name=args.name)
     else:
@@ -348,6 +360,7 @@ def build_parser() -> argparse.ArgumentParser:
                    help="do not keep the schedule (large traces; metrics are streamed)")
     p.add_argument("--progress", action="store_true", help="progress on stderr")
     p.add_argument("--out", metavar="SCHEDULE", help="write the schedule here")
+    p.add_argument("--cdf", metavar="PNG", help="plot the JCT CDF (needs matplotlib)")
     p.add_argument("--realised", metavar="INSTANCE",
                    help="write the realised instance (with noise) the schedule is checked on")
     p.add_argument("--json", action="store_true")
@@ -365,6 +378,10 @@ def build_parser() -> argparse.ArgumentParser:
     for name in ("total-tasks", "iters-per-task"):
         p.add_argument(f"--{name}", type=int, dest=name.replace("-", "_"),
                        help="hare family only")
+    p.add_argument("--mix", metavar="CV,NLP,SPEECH,REC",
+                   help="hare family: job-mix ratios of the four classes, e.g. 2,1,1,1")
+    p.add_argument("--heterogeneity-level", choices=("low", "middle", "high"),
+                   help="hare family: V100 only / V100+K80 / V100+T4+K80+M60 (default high)")
     p.add_argument("--name")
     p.add_argument("--out", metavar="INSTANCE")
     for name, typ in (("jobs", int), ("gpus", int), ("gpu-types", int), ("hosts", int),

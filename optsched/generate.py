@@ -137,15 +137,50 @@ HARE_WORKLOADS = {
     "Hare/BERT-base": 110.0, "Hare/Transformer": 65.0, "Hare/DeepSpeech": 47.0,
     "Hare/FastGCN": 0.023, "Hare/GraphSAGE": 0.046,
 }
-#: The Hare testbed's 8 V100 : 4 T4 : 1 K80 : 2 M60, scaled to 160 GPUs (issue 5).
+#: Hare's four workload classes (HPDC'22 Table 2), for job-mix ratios CV:NLP:Speech:Rec.
+HARE_CLASSES = {
+    "CV": ("Hare/VGG-19", "Hare/ResNet-50", "Hare/Inception-V3"),
+    "NLP": ("Hare/BERT-base", "Hare/Transformer"),
+    "Speech": ("Hare/DeepSpeech",),
+    "Rec": ("Hare/FastGCN", "Hare/GraphSAGE"),
+}
+#: Heterogeneity levels of HPDC'22 Fig. 16 (low = V100 only, middle = V100 + K80, high = all
+#: four), with the testbed's proportions 8 V100 : 4 T4 : 1 K80 : 2 M60 among the types used.
+HARE_LEVELS = {"low": {"V100": 8}, "middle": {"V100": 8, "K80": 1},
+               "high": {"V100": 8, "T4": 4, "K80": 1, "M60": 2}}
+#: The high level at 160 GPUs: 85 V100, 43 T4, 11 K80, 21 M60.
 HARE_CLUSTER = {"V100": 85, "T4": 43, "K80": 11, "M60": 21}
+
+
+def _apportion(total: int, weights: list[float]) -> list[int]:
+    """Largest-remainder split of ``total`` in proportion to ``weights`` (ties: first)."""
+    share = [total * w / sum(weights) for w in weights]
+    counts = [math.floor(x) for x in share]
+    for i in sorted(range(len(share)), key=lambda i: counts[i] - share[i])[
+            :total - sum(counts)]:
+        counts[i] += 1
+    return counts
+
+
+def hare_cluster(gpus: int, level: str = "high") -> tuple[tuple[str, int], ...]:
+    """(type, count) of a ``gpus``-GPU cluster at a heterogeneity level of HPDC'22 Fig. 16."""
+    if level not in HARE_LEVELS:
+        raise InputError(f"heterogeneity level must be one of {sorted(HARE_LEVELS)}, "
+                         f"got {level!r}")
+    types = HARE_LEVELS[level]
+    counts = _apportion(gpus, list(types.values()))
+    if min(counts) < 1:
+        raise InputError(f"{gpus} GPUs are too few for the {level} heterogeneity level")
+    return tuple(zip(types, counts, strict=True))
 
 
 @dataclass(frozen=True)
 class HareSpec:
     """The Hare paper's simulation setting (seeds.md §1.8) as a generator.
 
-    ``jobs`` jobs of the eight workloads of :data:`HARE_WORKLOADS` in equal shares (shuffled);
+    ``jobs`` jobs of the eight workloads of :data:`HARE_WORKLOADS` in equal shares, or with
+    ``mix`` = (CV, NLP, Speech, Rec) ratios over :data:`HARE_CLASSES` (equal shares inside a
+    class), shuffled; ``gpus`` GPUs at ``heterogeneity_level`` (:func:`hare_cluster`);
     K ~ U(``tasks_per_round``); a task is ``iters_per_task`` mini-batches (1 in Hare, where a
     task trains one batch); rounds R_j = max(1, round(u_j · total_tasks / Σ_i u_i K_i)) with
     u ~ U[0.2, 1.8], so the instance has about ``total_tasks`` tasks; weights ~ U{weight};
@@ -156,7 +191,9 @@ class HareSpec:
     """
 
     jobs: int = 300
-    cluster: tuple[tuple[str, int], ...] = tuple(HARE_CLUSTER.items())
+    gpus: int = 160
+    heterogeneity_level: str = "high"
+    mix: tuple[float, float, float, float] | None = None
     tasks_per_round: tuple[int, ...] = (1, 2, 4, 8)
     total_tasks: int = 50_000
     iters_per_task: int = 1
@@ -167,8 +204,10 @@ class HareSpec:
     def __post_init__(self) -> None:
         if self.jobs < 1 or self.total_tasks < 1 or self.iters_per_task < 1:
             raise InputError("hare generator: jobs, total_tasks, iters_per_task must be >= 1")
-        if not self.cluster or any(n < 1 for _, n in self.cluster):
-            raise InputError("hare generator: every GPU type needs at least one GPU")
+        hare_cluster(self.gpus, self.heterogeneity_level)  # validates both
+        if self.mix is not None and (len(self.mix) != len(HARE_CLASSES)
+                                     or min(self.mix) < 0 or not sum(self.mix) > 0):
+            raise InputError("hare generator: mix needs 4 ratios >= 0 (CV, NLP, Speech, Rec)")
         if not self.tasks_per_round or min(self.tasks_per_round) < 1:
             raise InputError("hare generator: tasks_per_round must be integers >= 1")
         if not (self.load > 0 and self.bandwidth_gbps > 0):
@@ -181,16 +220,24 @@ def generate_hare(spec: HareSpec, seed: int, *, name: str | None = None) -> Inst
 
     rng = np.random.default_rng(seed)
     catalog = default_catalog()
-    names = list(HARE_WORKLOADS)
-    workload = rng.permutation([names[i % len(names)] for i in range(spec.jobs)])
+    if spec.mix is None:
+        names = list(HARE_WORKLOADS)
+        pool = [names[i % len(names)] for i in range(spec.jobs)]
+    else:
+        pool = []
+        for members, count in zip(HARE_CLASSES.values(), _apportion(spec.jobs, list(spec.mix)),
+                                  strict=True):
+            pool += [members[i % len(members)] for i in range(count)]
+    workload = rng.permutation(pool)
+    cluster = hare_cluster(spec.gpus, spec.heterogeneity_level)
     k = rng.choice(np.array(spec.tasks_per_round), size=spec.jobs)
     size = rng.uniform(0.2, 1.8, size=spec.jobs)
     rounds = np.maximum(1, np.round(size * spec.total_tasks / float(size @ k))).astype(int)
     weight = rng.integers(spec.weight[0], spec.weight[1] + 1, size=spec.jobs)
-    types = [t for t, _ in spec.cluster]
+    types = [t for t, _ in cluster]
     fastest = np.array([min(catalog.seconds(str(w), t) or math.inf for t in types)
                         for w in workload]) * spec.iters_per_task
-    n_gpus = sum(n for _, n in spec.cluster)
+    n_gpus = spec.gpus
     span = float(rounds * k @ fastest) / (n_gpus * spec.load)
     arrival = np.sort(np.cumsum(rng.exponential(span / spec.jobs, size=spec.jobs)))
     arrival -= arrival[0]
@@ -202,5 +249,5 @@ def generate_hare(spec: HareSpec, seed: int, *, name: str | None = None) -> Inst
             rounds=int(rounds[j]), tasks_per_round=int(k[j]), workload=str(workload[j]),
             iters_per_task=spec.iters_per_task, sync={t: sync for t in types},
         ))
-    gpus = tuple(GPU(f"{t}-{i}", t) for t, n in spec.cluster for i in range(n))
+    gpus = tuple(GPU(f"{t}-{i}", t) for t, n in cluster for i in range(n))
     return Instance(name or f"hare-s{seed}-j{spec.jobs}-g{n_gpus}", tuple(jobs), gpus)

@@ -168,5 +168,16 @@ def test_cli_generates_the_hare_family(tmp_path):
     assert main(["gen", "--family", "hare", "--seed", "0", "--jobs", "16",
                  "--total-tasks", "100", "--out", str(out)]) == 0
     assert load_instance(out).n_gpus == 160
-    assert main(["gen", "--family", "hare", "--seed", "0", "--gpus", "3"]) == 2
+    assert main(["gen", "--family", "hare", "--seed", "0", "--heterogeneity", "3"]) == 2
+    assert main(["gen", "--family", "hare", "--seed", "0", "--jobs", "8", "--total-tasks", "40",
+                 "--gpus", "20", "--heterogeneity-level", "middle", "--mix", "1,0,0,1",
+                 "--out", str(out)]) == 0
+    mixed = load_instance(out)
+    assert {g.type for g in mixed.gpus} == {"V100", "K80"} and mixed.n_gpus == 20
+    assert {j.workload for j in mixed.jobs} <= {"Hare/VGG-19", "Hare/ResNet-50",
+                                                "Hare/Inception-V3", "Hare/FastGCN",
+                                                "Hare/GraphSAGE"}
+    assert main(["gen", "--family", "hare", "--seed", "0", "--mix", "1,2"]) == 2
+    assert main(["gen", "--family", "hare", "--seed", "0", "--gpus", "2",
+                 "--heterogeneity-level", "high"]) == 2
     assert main(["solve", str(out), "--method", "hare-lp", "--json"]) == 0

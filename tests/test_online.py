@@ -238,6 +238,9 @@ def test_simulate_cli(tmp_path, capsys):
                  "--json"]) == 0
     assert '"events"' in capsys.readouterr().out
     assert main(["check", str(real), str(out)]) == 0
+    cdf = tmp_path / "cdf.png"
+    assert main(["simulate", str(TOY), "--policy", "srtf", "--cdf", str(cdf)]) == 0
+    assert cdf.read_bytes()[:4] == b"\x89PNG"
     assert main(["simulate", str(TOY), "--policy", "fifo", "--mode", "gang"]) == 0
     assert main(["simulate", str(TOY), "--policy", "nope"]) == 2
     assert main(["simulate", str(TOY), "--policy", "hlas", "--mode", "gang"]) == 2
