@@ -1,7 +1,8 @@
-"""Tables for benchmarks/hare_online.py, as Markdown on stdout.
+"""Tables for benchmarks/hare_online.sh, as Markdown on stdout.
 
 Usage: python benchmarks/hare_online_summary.py benchmarks/results/online benchmarks/results/exact
 
+Reads the bench records of benchmarks/hare_online.sh (settings.jsonl, small.jsonl).
 Per setting of HPDC'22 Figs. 14–17: every method's total weighted JCT and mean JCT (mean over
 seeds), the ordering of methods (best first) under each metric, and each method's weighted JCT
 relative to HLAS. Then HLAS and the relaxed baselines against the offline optimum on small
@@ -10,7 +11,6 @@ instances (an empirical competitive ratio).
 
 from __future__ import annotations
 
-import json
 import statistics
 import sys
 from collections import defaultdict
@@ -21,28 +21,35 @@ from optsched.bench.records import load_records
 from optsched.bench.report import references
 
 METHODS = ("hare-lp", "hare-lp-ect", "hlas", "srtf", "homo", "allox", "fifo", "tiresias")
+FIGURES = {"gpus": "HPDC'22 Fig. 14: 200 jobs", "jobs": "Fig. 15: 160 GPUs",
+           "heterogeneity_level": "Fig. 16: 160 GPUs, 200 jobs",
+           "mix": "Fig. 17: CV:NLP:Speech:Rec, 160 GPUs, 200 jobs"}
 
 
-def _rows(path: Path) -> list[dict[str, Any]]:
-    return [json.loads(line) for line in path.read_text().splitlines()] if path.exists() else []
+def _figure(cell: dict[str, Any]) -> tuple[str, str]:
+    (key, value), = cell.items()
+    label = ":".join(map(str, value)) if isinstance(value, list) else str(value)
+    return key, label
 
 
-def settings_tables(rows: list[dict[str, Any]]) -> list[str]:
+def settings_tables(records: list[dict[str, Any]]) -> list[str]:
     cells: dict[tuple[str, str], dict[str, dict[str, list[float]]]] = defaultdict(
         lambda: defaultdict(lambda: defaultdict(list)))
     order: list[tuple[str, str]] = []
-    for r in rows:
-        key = (r["figure"], r["cell"])
+    for r in records:
+        if r["status"] == "error" or not r.get("metrics"):
+            continue
+        key = _figure(r["cell"])
         if key not in cells:
             order.append(key)
         for metric in ("total_weighted_jct", "mean_jct"):
-            cells[key][r["method"]][metric].append(r[metric])
+            cells[key][r["method"]][metric].append(r["metrics"][metric])
     out: list[str] = []
     figure = None
     for key in order:
         if key[0] != figure:
             figure = key[0]
-            out += ["", f"### {figure}", "",
+            out += ["", f"### varying {figure} ({FIGURES.get(figure, '')})", "",
                     "| cell | " + " | ".join(f"`{m}`" for m in METHODS)
                     + " | ordering by weighted JCT | ordering by mean JCT |",
                     "|---|" + "---|" * len(METHODS) + "---|---|"]
@@ -55,7 +62,7 @@ def settings_tables(rows: list[dict[str, Any]]) -> list[str]:
                 shown.append("–")
                 continue
             rel = f" ({mean[m]['total_weighted_jct'] / ref:.2f}×)" if ref else ""
-            shown.append(f"{mean[m]['total_weighted_jct']:.3g}{rel}")
+            shown.append(f"{mean[m]['total_weighted_jct']:.4g}{rel}")
         out.append(f"| {key[1]} | " + " | ".join(shown)
                    + f" | {_ranking(mean, 'total_weighted_jct')} | "
                    f"{_ranking(mean, 'mean_jct')} |")
@@ -66,15 +73,16 @@ def _ranking(mean: dict[str, dict[str, float]], metric: str) -> str:
     return " < ".join(sorted(mean, key=lambda m: mean[m][metric]))
 
 
-def small_table(rows: list[dict[str, Any]], exact_dir: Path) -> list[str]:
-    records = [*load_records(exact_dir / "records.jsonl"),
-               *load_records(exact_dir / "scaling.jsonl")]
-    ref = references(r for r in records if r["mode"] == "relaxed")
+def small_table(records: list[dict[str, Any]], exact_dir: Path) -> list[str]:
+    exact = [*load_records(exact_dir / "records.jsonl"),
+             *load_records(exact_dir / "scaling.jsonl")]
+    ref = references(r for r in exact if r["mode"] == "relaxed")
     ratios: dict[str, list[float]] = defaultdict(list)
-    for r in rows:
+    for r in records:
         entry = ref.get((r["instance"], "relaxed"))
-        if entry and entry["optimum_known"]:
-            ratios[r["method"]].append(r["objective"] / entry["objective"])
+        if entry and entry["optimum_known"] and r["objective"] is not None:
+            name = r["method"] + "".join(f" {k}={v}" for k, v in sorted(r["params"].items()))
+            ratios[name].append(r["objective"] / entry["objective"])
     out = ["| policy | instances | mean objective / OPT | max objective / OPT |",
            "|---|---|---|---|"]
     for method, values in sorted(ratios.items()):
@@ -85,21 +93,21 @@ def small_table(rows: list[dict[str, Any]], exact_dir: Path) -> list[str]:
 
 def main(argv: list[str]) -> int:
     folder, exact_dir = Path(argv[0]), Path(argv[1])
-    settings = _rows(folder / "settings.jsonl")
-    seeds = sorted({r["seed"] for r in settings})
+    settings = load_records(folder / "settings.jsonl")
+    seeds = sorted({r["instance_seed"] for r in settings})
     out = ["# The Hare paper's simulation settings: summary", "",
            "Generated by `python benchmarks/hare_online_summary.py` from the records in this "
-           "folder (`python benchmarks/hare_online.py`). Instances: `optsched gen --family hare` "
-           f"(seeds {', '.join(map(str, seeds))}; tasks = 50,000 × jobs / 300, one mini-batch "
-           "each). Cells show the total weighted JCT (mean over seeds) and, in brackets, its "
-           "ratio to HLAS; `hare-lp*` are offline (clairvoyant, all jobs known), `srtf`, "
-           "`homo`, `allox` online clairvoyant, `hlas`, `fifo`, `tiresias` online "
+           "folder (`bash benchmarks/hare_online.sh`). Instances: the `hare-*` grids of "
+           f"benchmarks/grids (seeds {', '.join(map(str, seeds))}; 166.67 one-batch tasks per "
+           "job on average). Cells: total weighted JCT Σ w_j (C_j − a_j), mean over seeds, and "
+           "in brackets its ratio to HLAS. `hare-lp*` are offline (all jobs known in advance), "
+           "`srtf`, `homo`, `allox` online clairvoyant, `hlas`, `fifo`, `tiresias` online "
            "non-clairvoyant; `fifo` and `tiresias` run in gang mode.",
            *settings_tables(settings), "",
            "## HLAS against the offline optimum (small instances, relaxed mode)", "",
            "Instances of `instances/scaling` (3–8 jobs) and `instances/exact` (10 jobs) whose "
-           "optimum is known from the exact solvers.", "",
-           *small_table(_rows(folder / "small.jsonl"), exact_dir), ""]
+           "optimum is known from the exact solvers (objective Σ w_j C_j).", "",
+           *small_table(load_records(folder / "small.jsonl"), exact_dir), ""]
     print("\n".join(out))
     return 0
 

@@ -183,7 +183,8 @@ class HareSpec:
     class), shuffled; ``gpus`` GPUs at ``heterogeneity_level`` (:func:`hare_cluster`);
     K ~ U(``tasks_per_round``); a task is ``iters_per_task`` mini-batches (1 in Hare, where a
     task trains one batch); rounds R_j = max(1, round(u_j · total_tasks / Σ_i u_i K_i)) with
-    u ~ U[0.2, 1.8], so the instance has about ``total_tasks`` tasks; weights ~ U{weight};
+    u ~ U[0.2, 1.8], so the instance has about ``total_tasks`` tasks (``tasks_per_job`` × ``jobs``
+    when given, to keep job sizes when the number of jobs varies); weights ~ U{weight};
     sync = push + pull of the fp32 parameters over ``bandwidth_gbps`` (the same on every GPU:
     the testbed's 25 Gbit/s Ethernet); Poisson arrivals at the rate that offers ``load`` times
     the cluster's capacity, W/(M·load) with W = Σ_j R_j K_j min_g p_jg (the paper's Google
@@ -196,6 +197,7 @@ class HareSpec:
     mix: tuple[float, float, float, float] | None = None
     tasks_per_round: tuple[int, ...] = (1, 2, 4, 8)
     total_tasks: int = 50_000
+    tasks_per_job: float | None = None
     iters_per_task: int = 1
     weight: tuple[int, int] = (1, 3)
     bandwidth_gbps: float = 25.0
@@ -204,6 +206,8 @@ class HareSpec:
     def __post_init__(self) -> None:
         if self.jobs < 1 or self.total_tasks < 1 or self.iters_per_task < 1:
             raise InputError("hare generator: jobs, total_tasks, iters_per_task must be >= 1")
+        if self.tasks_per_job is not None and not self.tasks_per_job >= 1:
+            raise InputError("hare generator: tasks_per_job must be >= 1")
         hare_cluster(self.gpus, self.heterogeneity_level)  # validates both
         if self.mix is not None and (len(self.mix) != len(HARE_CLASSES)
                                      or min(self.mix) < 0 or not sum(self.mix) > 0):
@@ -232,7 +236,8 @@ def generate_hare(spec: HareSpec, seed: int, *, name: str | None = None) -> Inst
     cluster = hare_cluster(spec.gpus, spec.heterogeneity_level)
     k = rng.choice(np.array(spec.tasks_per_round), size=spec.jobs)
     size = rng.uniform(0.2, 1.8, size=spec.jobs)
-    rounds = np.maximum(1, np.round(size * spec.total_tasks / float(size @ k))).astype(int)
+    total = spec.total_tasks if spec.tasks_per_job is None else spec.tasks_per_job * spec.jobs
+    rounds = np.maximum(1, np.round(size * total / float(size @ k))).astype(int)
     weight = rng.integers(spec.weight[0], spec.weight[1] + 1, size=spec.jobs)
     types = [t for t, _ in cluster]
     fastest = np.array([min(catalog.seconds(str(w), t) or math.inf for t in types)

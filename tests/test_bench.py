@@ -50,6 +50,8 @@ def test_generate_set_writes_instances_and_manifest(tiny_set):
     (dict(seeds=()), "seeds must be"),
     (dict(vary={"gpus": [0]}), "gpus must be >= 1"),
     (dict(name="a b"), "grid name"),
+    (dict(family="other"), "family must be one of"),
+    (dict(family="hare", generator={"task_time": [1, 2]}), "unknown generator parameter"),
 ])
 def test_bad_grids(kwargs, match):
     base = dict(name="g", generator={}, vary={"jobs": [2]}, seeds=(0,))
@@ -58,12 +60,28 @@ def test_bad_grids(kwargs, match):
 
 
 def test_plan_refuses_bad_requests(tiny_set):
-    with pytest.raises(InputError, match="unknown solve method"):
+    with pytest.raises(InputError, match="unknown method 'nope'"):
         plan(tiny_set, ["nope"])
     with pytest.raises(InputError, match="no parameter 'x'"):
         plan(tiny_set, ["ect"], params={"x": "1"})
     runs = plan(tiny_set, ["ect"], modes=["relaxed", "gang"], seeds=[0, 1])
     assert len(runs) == 4 * 2 * 2 and len({r.key for r in runs}) == 16
+
+
+def test_hare_grids_and_online_policies_run_through_the_runner(tmp_path):
+    """A hare-family grid; simulate methods (online policies) run like solve methods."""
+    grid = Grid("h", {"jobs": 8, "gpus": 20, "total_tasks": 40},
+                {"mix": [[1, 0, 0, 1], [1, 1, 1, 1]]}, (0,), family="hare")
+    manifest = generate_set(grid, tmp_path / "set")
+    assert load_instance(tmp_path / "set" / "h-mix1-0-0-1-s0.json").n_gpus == 20
+    runs = plan(manifest, ["hlas", "hare-lp"], modes=["relaxed"])
+    runs += plan(manifest, ["fifo"], modes=["gang"])
+    run_benchmark(runs, tmp_path / "r.jsonl", workers=1, manifest=manifest, progress=None)
+    records = load_records(tmp_path / "r.jsonl")
+    assert len(records) == 6 and {r["status"] for r in records} == {"feasible"}
+    assert all(r["metrics"]["total_weighted_jct"] > 0 for r in records)
+    with pytest.raises(InputError, match="does not support mode"):
+        plan(manifest, ["fifo"], modes=["relaxed"])
 
 
 def test_resume_skips_finished_runs_and_never_duplicates(tiny_set, tmp_path):

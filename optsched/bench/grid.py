@@ -1,6 +1,8 @@
 """Instance grids (``optsched/grid@1``) and the instance sets generated from them.
 
-A grid file names a base :class:`~optsched.generate.GeneratorSpec`, the parameters to vary
+A grid file names a generator ``family`` (``exact``, the default:
+:class:`~optsched.generate.GeneratorSpec`; ``hare``: :class:`~optsched.generate.HareSpec`), its
+base parameters, the parameters to vary
 (their cartesian product gives the grid *cells*) and the instance seeds::
 
     {"format": "optsched/grid@1", "name": "baseline",
@@ -22,16 +24,16 @@ from typing import Any
 
 from optsched.bench.manifest import Manifest
 from optsched.errors import InputError
-from optsched.generate import GeneratorSpec, generate
+from optsched.generate import GeneratorSpec, HareSpec, generate, generate_hare
 from optsched.io import instance_to_dict, read_json, write_json
 
 GRID_FORMAT = "optsched/grid@1"
-_SPEC_FIELDS = {f.name for f in fields(GeneratorSpec)}
-_RANGES = {"rounds", "tasks", "task_time", "sync_time", "weight"}
+FAMILIES: dict[str, tuple[Any, Any]] = {"exact": (GeneratorSpec, generate),
+                                        "hare": (HareSpec, generate_hare)}
 
 
-def _spec_value(key: str, value: Any) -> Any:
-    return tuple(value) if key in _RANGES and isinstance(value, list) else value
+def _spec_value(value: Any) -> Any:
+    return tuple(value) if isinstance(value, list) else value
 
 
 @dataclass(frozen=True)
@@ -42,12 +44,17 @@ class Grid:
     generator: Mapping[str, Any]
     vary: Mapping[str, list[Any]]
     seeds: tuple[int, ...]
+    family: str = "exact"
 
     def __post_init__(self) -> None:
+        if self.family not in FAMILIES:
+            raise InputError(f"grid: family must be one of {sorted(FAMILIES)}, "
+                             f"got {self.family!r}")
+        spec_fields = {f.name for f in fields(FAMILIES[self.family][0])}
         if not isinstance(self.name, str) or not self.name.replace("-", "").isalnum():
             raise InputError(f"grid name must be letters, digits and '-', got {self.name!r}")
         for key in [*self.generator, *self.vary]:
-            if key not in _SPEC_FIELDS:
+            if key not in spec_fields:
                 raise InputError(f"grid: unknown generator parameter {key!r}")
         for key, values in self.vary.items():
             if not isinstance(values, list) or not values:
@@ -63,10 +70,10 @@ class Grid:
         return [dict(zip(keys, combo, strict=True))
                 for combo in itertools.product(*(self.vary[k] for k in keys))]
 
-    def spec(self, cell: Mapping[str, Any]) -> GeneratorSpec:
-        values = {k: _spec_value(k, v) for k, v in {**self.generator, **cell}.items()}
+    def spec(self, cell: Mapping[str, Any]) -> Any:
+        values = {k: _spec_value(v) for k, v in {**self.generator, **cell}.items()}
         try:
-            return GeneratorSpec(**values)
+            return FAMILIES[self.family][0](**values)
         except TypeError as exc:
             raise InputError(f"grid: {exc}") from None
 
@@ -76,8 +83,11 @@ class Grid:
         return "-".join([self.name, *parts, f"s{seed}"])
 
     def to_dict(self) -> dict[str, Any]:
-        return {"format": GRID_FORMAT, "name": self.name, "generator": dict(self.generator),
-                "vary": dict(self.vary), "seeds": list(self.seeds)}
+        out = {"format": GRID_FORMAT, "name": self.name, "generator": dict(self.generator),
+               "vary": dict(self.vary), "seeds": list(self.seeds)}
+        if self.family != "exact":
+            out["family"] = self.family
+        return out
 
 
 def load_grid(path: str | Path) -> Grid:
@@ -85,12 +95,13 @@ def load_grid(path: str | Path) -> Grid:
     data = read_json(path)
     if not isinstance(data, dict) or data.get("format") != GRID_FORMAT:
         raise InputError(f"{path}: not an {GRID_FORMAT} file")
-    unknown = sorted(set(data) - {"format", "name", "generator", "vary", "seeds"})
+    unknown = sorted(set(data) - {"format", "name", "family", "generator", "vary", "seeds"})
     if unknown:
         raise InputError(f"{path}: unknown key {unknown[0]!r}")
     try:
         return Grid(data.get("name", ""), dict(data.get("generator", {})),
-                    dict(data.get("vary", {})), tuple(data.get("seeds", ())))
+                    dict(data.get("vary", {})), tuple(data.get("seeds", ())),
+                    data.get("family", "exact"))
     except InputError as exc:
         raise InputError(f"{path}: {exc}") from None
 
@@ -112,7 +123,7 @@ def generate_set(grid: Grid, out: str | Path) -> Manifest:
         spec = grid.spec(cell)
         for seed in grid.seeds:
             name = grid.instance_name(cell, seed)
-            instance = generate(spec, seed, name=name)
+            instance = FAMILIES[grid.family][1](spec, seed, name=name)
             write_json(out / f"{name}.json", instance_to_dict(instance))
             entries[name] = {"file": f"{name}.json", "cell": cell, "seed": seed}
     manifest = Manifest.new(manifest_path, grid.name, entries)

@@ -1,11 +1,12 @@
 """The resumable benchmark runner: methods × instances × modes × seeds.
 
-Each run solves one instance with one method through :func:`optsched.solve` (so every schedule
-is checked) and yields one record, appended to a JSON-lines file as soon as it ends. A
-restarted runner skips every run whose key is already recorded, so killing it loses only the
-runs in flight and never duplicates a record. Runs execute in local processes by default, or
-on a Dask distributed cluster given its scheduler address (the ``dask`` extra); the records are
-the same either way, up to the timing fields.
+Each run solves one instance with one method through :func:`optsched.solve`, or simulates an
+online policy (a ``simulate`` method) through :func:`optsched.online.run.run_policy` — either
+way every schedule is checked — and yields one record, appended to a JSON-lines file as soon
+as it ends. A restarted runner skips every run whose key is already recorded, so killing it
+loses only the runs in flight and never duplicates a record. Runs execute in local processes
+by default, or on a Dask distributed cluster given its scheduler address (the ``dask`` extra);
+the records are the same either way, up to the timing fields.
 """
 
 from __future__ import annotations
@@ -29,9 +30,10 @@ from optsched.bench.records import (
     run_key,
     versions,
 )
-from optsched.errors import InputError
+from optsched.errors import InputError, UnknownNameError
 from optsched.io import instance_from_dict, read_json
-from optsched.solve import get_method, load_plugin, solve
+from optsched.online.run import run_policy
+from optsched.solve import MethodInfo, get_method, load_plugin, solve
 
 
 @dataclass(frozen=True)
@@ -76,7 +78,7 @@ def plan(
         load_plugin(module)
     params = dict(params or {})
     for method in methods:
-        info = get_method(method)
+        info = _method(method)
         for key in params:
             if key not in info.params:
                 raise InputError(f"method {method!r} has no parameter {key!r}")
@@ -94,6 +96,18 @@ def plan(
     return runs
 
 
+def _method(name: str) -> MethodInfo:
+    """The ``solve`` method ``name``, else the ``simulate`` method (online policy) ``name``."""
+    try:
+        return get_method(name, "solve")
+    except UnknownNameError:
+        try:
+            return get_method(name, "simulate")
+        except UnknownNameError:
+            raise UnknownNameError(f"unknown method {name!r} (neither solve nor simulate; "
+                                   f"see optsched methods)") from None
+
+
 def execute(run: Run) -> dict[str, Any]:
     """Solve one run and return its record; a failure is recorded as status ``error``."""
     for module in run.plugins:
@@ -106,8 +120,13 @@ def execute(run: Run) -> dict[str, Any]:
     }
     started = time.perf_counter()
     try:
-        result = solve(instance_from_dict(run.instance_data), run.method, mode=run.mode,
-                       time_limit=run.time_limit, seed=run.seed, params=run.params)
+        instance = instance_from_dict(run.instance_data)
+        if _method(run.method).kind == "simulate":  # online policy: one simulation
+            result, _ = run_policy(instance.with_mode(run.mode), run.method,
+                                   params=run.params, seed=run.seed)
+        else:
+            result = solve(instance, run.method, mode=run.mode, time_limit=run.time_limit,
+                           seed=run.seed, params=run.params)
         metrics = None
         if result.metrics is not None:
             metrics = {k: v for k, v in result.metrics.items() if k != "utilisation"}

@@ -1,0 +1,32 @@
+#!/usr/bin/env bash
+# The Hare paper's simulation study (HPDC'22 Figs. 14-17, seeds.md §1.8) with optsched's methods.
+# Grids (family hare, 3 seeds, 166.67 one-batch tasks per job on average):
+#   hare-gpus: 200 jobs on 100-180 GPUs; hare-jobs: 160 GPUs with 100-300 jobs;
+#   hare-heterogeneity: low / middle / high (160 GPUs, 200 jobs);
+#   hare-mix: CV:NLP:Speech:Rec = 2:1:1:1, 1:2:1:1, 1:1:2:1, 1:1:1:2 (160 GPUs, 200 jobs).
+# Methods: offline Hare (hare-lp, hare-lp-ect), online relaxed hlas, srtf, homo, allox, and online
+# gang fifo, tiresias. Then HLAS (mappings A/B/C) and the relaxed baselines on the small
+# instances whose optimum benchmarks/results/exact knows. Resumable (about 20 minutes).
+set -euo pipefail
+cd "$(dirname "$0")/.."
+out=benchmarks/results/online
+mkdir -p $out
+for grid in hare-gpus hare-jobs hare-heterogeneity hare-mix; do
+  [[ -f instances/$grid/manifest.json ]] ||
+    optsched bench gen benchmarks/grids/$grid.json --out instances/$grid
+  optsched bench run instances/$grid --method hare-lp --method hare-lp-ect --method hlas \
+    --method srtf --method homo --method allox --mode relaxed --workers 2 \
+    --records $out/settings.jsonl
+  optsched bench run instances/$grid --method fifo --method tiresias --mode gang --workers 2 \
+    --records $out/settings.jsonl
+done
+for set in scaling exact; do
+  only=$([[ $set == exact ]] && echo 'exact-jobs10-*' || echo '*')
+  for mapping in A B C; do
+    optsched bench run instances/$set --only "$only" --method hlas --param mapping=$mapping \
+      --mode relaxed --workers 2 --records $out/small.jsonl
+  done
+  optsched bench run instances/$set --only "$only" --method srtf --method homo --method allox \
+    --mode relaxed --workers 2 --records $out/small.jsonl
+done
+python benchmarks/hare_online_summary.py $out benchmarks/results/exact > $out/summary.md
