@@ -20,7 +20,7 @@ from dataclasses import dataclass, field
 import numpy as np
 
 from optsched.errors import InputError
-from optsched.online.policies import fill_fastest
+from optsched.online.policies import fill_earliest_available, fill_fastest
 from optsched.online.simulator import Decision, JobState, PolicyError, View
 from optsched.params import float_list_param, nonnegative_float_param
 from optsched.schedule import Schedule
@@ -74,8 +74,9 @@ class Tiresias:
     Attained service = GPU-seconds held (K × pace per round); level = number of
     ``thresholds`` at or below it (Tiresias' simulator: 3250 and 7200 GPU·s, seeds.md §1.7);
     FIFO by arrival within a level; a job waiting longer than ``starvation`` × its service
-    returns to level 0 (0: off). Heterogeneity-oblivious placement: the K lowest-index idle
-    eligible GPUs; a job that does not fit is skipped, so a later one may start.
+    returns to level 0 (0: off). Heterogeneity-oblivious placement: the K eligible idle GPUs
+    free the longest (ties: lowest index); a job that does not fit is skipped, so a later one
+    may start.
     """
 
     thresholds: tuple[float, ...] = (3250.0, 7200.0)
@@ -91,7 +92,7 @@ class Tiresias:
         return level, job.arrival, job.index
 
     def decide(self, view: View) -> list[Decision]:
-        idle = list(view.idle)
+        idle = sorted(view.idle, key=lambda g: (view.free_since[g], g))
         out: list[Decision] = []
         for job in sorted(view.waiting, key=lambda j: self._key(j, view.time)):
             usable = [g for g in idle if np.isfinite(job.compute[g])]
@@ -109,8 +110,8 @@ class Homo:
 
     A task's time is estimated by the job's mean over its eligible GPU types; jobs that have
     started keep priority in the order they started, the others follow by weighted shortest
-    remaining work (w_j / (remaining tasks × estimate)); each task goes on the lowest-index
-    idle eligible GPU (speeds ignored).
+    remaining work (w_j / (remaining tasks × estimate)); each task goes on the eligible idle
+    GPU free the longest (ties: lowest index; speeds ignored).
     """
 
     name: str = "homo"
@@ -127,16 +128,7 @@ class Homo:
             estimate = float(np.mean(job.compute[np.isfinite(job.compute)]))
             return 1, oracle.remaining_tasks(job) * estimate / job.weight, job.arrival, job.index
 
-        idle = list(view.idle)
-        out: list[Decision] = []
-        for job in sorted(view.waiting, key=key):
-            for _ in range(job.waiting):
-                g = next((g for g in idle if np.isfinite(job.compute[g])), None)
-                if g is None:
-                    break
-                idle.remove(g)
-                out.append((job.index, g))
-        return out
+        return fill_earliest_available(sorted(view.waiting, key=key), view)
 
 
 @dataclass

@@ -83,13 +83,14 @@ class HLAS:
         if self.mapping == "A":
             return fill_fastest(order, view)
         if self.mapping == "C":
-            return _earliest_available(order, view)
+            return fill_earliest_available(order, view)
         best = keyed[0][0][0]
         return _speedup_matching([job for key, job in keyed if key[0] == best], order, view)
 
 
-def _earliest_available(order: list[JobState], view: View) -> list[Decision]:
-    """Mapping C: each waiting task, in order, on the eligible idle GPU free the longest."""
+def fill_earliest_available(order: list[JobState], view: View) -> list[Decision]:
+    """Each waiting task, in ``order``, on the eligible idle GPU free the longest (ties: lowest
+    index) — speed-oblivious (HLAS's mapping C, Algorithm 1's earliest-available rule)."""
     gpus = sorted(view.idle, key=lambda g: (view.free_since[g], g))
     out: list[Decision] = []
     for job in order:
