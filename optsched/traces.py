@@ -32,7 +32,7 @@ from __future__ import annotations
 
 import csv
 import math
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from datetime import UTC, datetime
 from pathlib import Path
@@ -117,41 +117,47 @@ def read_gavel_trace(path: str | Path) -> Trace:
     return _shifted(path.stem, jobs, skipped, why)
 
 
-def read_tiresias_csv(path: str | Path) -> Trace:
-    """Read a Tiresias job CSV (``job_id,num_gpu,submit_time,...,duration,...``)."""
-    path = Path(path)
+def _duration_trace(path: Path, gpus: str, arrival: Callable[[dict[str, str], str], float],
+                    job_id: Callable[[dict[str, str], int], str]) -> Trace:
+    """A CSV of jobs with a GPU count column ``gpus``, ``duration`` and an arrival."""
     jobs, skipped, why = [], 0, None
-    for n, row in enumerate(_csv(path, ("job_id", "num_gpu", "submit_time", "duration")), 2):
+    for n, row in enumerate(_csv(path, (gpus, "duration")), 2):
         where = f"{path.name}:{n}"
-        k = int(_number(row["num_gpu"], "num_gpu", where))
+        k = int(_number(row[gpus], gpus, where))
         duration = _number(row["duration"], "duration", where)
         if k < 1 or duration <= 0:
             skipped += 1
             why = why or f"{where}: {k} GPUs, duration {duration}"
             continue
-        jobs.append(TraceJob(f"j{row['job_id']}", _number(row["submit_time"], "submit_time",
-                                                          where), k, duration=duration))
+        jobs.append(TraceJob(job_id(row, n), arrival(row, where), k, duration=duration))
     return _shifted(path.stem, jobs, skipped, why)
+
+
+def read_tiresias_csv(path: str | Path) -> Trace:
+    """Read a Tiresias job CSV (``job_id,num_gpu,submit_time,...,duration,...``)."""
+    return _duration_trace(Path(path), "num_gpu",
+                           lambda row, where: _number(_column(row, "submit_time", where),
+                                                      "submit_time", where),
+                           lambda row, n: f"j{_column(row, 'job_id', str(n))}")
 
 
 def read_philly_csv(path: str | Path) -> Trace:
     """Read Pollux's per-job Philly summary (``timestamp,duration,num_gpus,...``)."""
-    path = Path(path)
-    jobs, skipped, why = [], 0, None
-    for n, row in enumerate(_csv(path, ("timestamp", "duration", "num_gpus")), 2):
-        where = f"{path.name}:{n}"
+    def arrival(row: dict[str, str], where: str) -> float:
+        stamp = _column(row, "timestamp", where)
         try:
-            arrival = datetime.fromisoformat(row["timestamp"]).replace(tzinfo=UTC).timestamp()
+            return datetime.fromisoformat(stamp).replace(tzinfo=UTC).timestamp()
         except ValueError:
-            raise InputError(f"{where}: timestamp {row['timestamp']!r} is not a date") from None
-        k = int(_number(row["num_gpus"], "num_gpus", where))
-        duration = _number(row["duration"], "duration", where)
-        if k < 1 or duration <= 0:
-            skipped += 1
-            why = why or f"{where}: {k} GPUs, duration {duration}"
-            continue
-        jobs.append(TraceJob(f"j{n - 2}", arrival, k, duration=duration))
-    return _shifted(path.stem, jobs, skipped, why)
+            raise InputError(f"{where}: timestamp {stamp!r} is not a date") from None
+
+    return _duration_trace(Path(path), "num_gpus", arrival, lambda row, n: f"j{n - 2}")
+
+
+def _column(row: dict[str, str], name: str, where: str) -> str:
+    value = row.get(name)
+    if value is None:
+        raise InputError(f"{where}: missing column {name!r}")
+    return value
 
 
 def read_trace(path: str | Path, kind: str = "auto") -> Trace:

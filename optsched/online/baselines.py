@@ -14,8 +14,9 @@ system, within DESIGN.md's model; what each assumes is in its docstring.
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
+from typing import Any
 
 import numpy as np
 
@@ -25,6 +26,25 @@ from optsched.online.simulator import Decision, JobState, PolicyError, View
 from optsched.params import float_list_param, nonnegative_float_param
 from optsched.schedule import Schedule
 from optsched.solve import register
+
+
+def fill_gangs(order: list[JobState], idle: list[int], *, strict: bool,
+               rank: Callable[[JobState, int], Any]) -> list[Decision]:
+    """Each job, in ``order``, on its K eligible idle GPUs of smallest ``rank(job, g)``; a job
+    that does not fit stops everything (``strict``) or is skipped."""
+    free = list(idle)
+    out: list[Decision] = []
+    for job in order:
+        usable = sorted((g for g in free if np.isfinite(job.compute[g])),
+                        key=lambda g: rank(job, g))
+        if len(usable) < job.tasks_per_round:
+            if strict:
+                break
+            continue
+        chosen = usable[:job.tasks_per_round]
+        out.append((job.index, tuple(chosen)))
+        free = [g for g in free if g not in chosen]
+    return out
 
 
 @dataclass
@@ -37,17 +57,9 @@ class FIFO:
     modes: frozenset[str] = field(default_factory=lambda: frozenset({"gang"}))
 
     def decide(self, view: View) -> list[Decision]:
-        idle = list(view.idle)
-        out: list[Decision] = []
-        for job in sorted(view.waiting, key=lambda j: (j.arrival, j.index)):
-            pace = job.compute + job.sync
-            usable = sorted((g for g in idle if np.isfinite(pace[g])), key=lambda g: (pace[g], g))
-            if len(usable) < job.tasks_per_round:
-                break
-            chosen = usable[:job.tasks_per_round]
-            out.append((job.index, tuple(chosen)))
-            idle = [g for g in idle if g not in chosen]
-        return out
+        order = sorted(view.waiting, key=lambda j: (j.arrival, j.index))
+        return fill_gangs(order, view.idle, strict=True,
+                          rank=lambda job, g: (job.compute[g] + job.sync[g], g))
 
 
 @dataclass
@@ -92,15 +104,9 @@ class Tiresias:
         return level, job.arrival, job.index
 
     def decide(self, view: View) -> list[Decision]:
-        idle = sorted(view.idle, key=lambda g: (view.free_since[g], g))
-        out: list[Decision] = []
-        for job in sorted(view.waiting, key=lambda j: self._key(j, view.time)):
-            usable = [g for g in idle if np.isfinite(job.compute[g])]
-            if len(usable) >= job.tasks_per_round:
-                chosen = usable[:job.tasks_per_round]
-                out.append((job.index, tuple(chosen)))
-                idle = [g for g in idle if g not in chosen]
-        return out
+        order = sorted(view.waiting, key=lambda j: self._key(j, view.time))
+        return fill_gangs(order, view.idle, strict=False,
+                          rank=lambda job, g: (view.free_since[g], g))
 
 
 @dataclass
