@@ -6,7 +6,8 @@
 #   hare-mix: CV:NLP:Speech:Rec = 2:1:1:1, 1:2:1:1, 1:1:2:1, 1:1:1:2 (160 GPUs, 200 jobs).
 # Methods: offline Hare (hare-lp, hare-lp-ect), online relaxed hlas, srtf, homo, allox, and online
 # gang fifo, tiresias. Then HLAS (mappings A/B/C) and the relaxed baselines on the small
-# instances whose optimum benchmarks/results/exact knows. Resumable (about 20 minutes).
+# instances whose optimum benchmarks/results/exact knows; a JCT CDF; the simulator's speed
+# (benchmarks/online_speed.py, about 10 minutes, once). Resumable (about 30 minutes).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 out=benchmarks/results/online
@@ -29,4 +30,6 @@ for set in scaling exact; do
   optsched bench run instances/$set --only "$only" --method srtf --method homo --method allox \
     --mode relaxed --workers 2 --records $out/small.jsonl
 done
+python benchmarks/hare_online_cdf.py instances/hare-jobs/hare-jobs-jobs200-s0.json $out/jct-cdf.png
+[[ -f $out/speed.jsonl ]] || python benchmarks/online_speed.py --out $out/speed.jsonl
 python benchmarks/hare_online_summary.py $out benchmarks/results/exact > $out/summary.md

@@ -11,6 +11,7 @@ instances (an empirical competitive ratio).
 
 from __future__ import annotations
 
+import json
 import statistics
 import sys
 from collections import defaultdict
@@ -91,6 +92,22 @@ def small_table(records: list[dict[str, Any]], exact_dir: Path) -> list[str]:
     return out
 
 
+def speed_table(path: Path) -> list[str]:
+    runs: dict[str, list[dict[str, Any]]] = defaultdict(list)
+    for line in path.read_text().splitlines() if path.exists() else []:
+        row = json.loads(line)
+        runs[row["case"]].append(row)
+    out = ["| case | jobs | GPUs | tasks | runs | median simulation time | events | "
+           "median events/s |", "|---|---|---|---|---|---|---|---|"]
+    for case, rows in runs.items():
+        first = rows[0]
+        out.append(f"| {case} | {first['jobs']} | {first['gpus']} | {first['tasks']} | "
+                   f"{len(rows)} | {statistics.median(r['simulation_s'] for r in rows):.2f} s | "
+                   f"{first['events']} | "
+                   f"{statistics.median(r['events_per_s'] for r in rows):,.0f} |")
+    return out
+
+
 def main(argv: list[str]) -> int:
     folder, exact_dir = Path(argv[0]), Path(argv[1])
     settings = load_records(folder / "settings.jsonl")
@@ -107,7 +124,14 @@ def main(argv: list[str]) -> int:
            "## HLAS against the offline optimum (small instances, relaxed mode)", "",
            "Instances of `instances/scaling` (3–8 jobs) and `instances/exact` (10 jobs) whose "
            "optimum is known from the exact solvers (objective Σ w_j C_j).", "",
-           *small_table(load_records(folder / "small.jsonl"), exact_dir), ""]
+           *small_table(load_records(folder / "small.jsonl"), exact_dir), "",
+           "## Simulator speed (HLAS)", "",
+           "`python benchmarks/online_speed.py` (`speed.jsonl`): the Hare setting (schedule "
+           "recorded and checked) and Pollux's philly.csv on V100:1000, T4:500, K80:250, "
+           "M60:250 with rounds of 3,600 s of K80 work (metrics streamed).", "",
+           *speed_table(folder / "speed.jsonl"), "",
+           "JCT CDFs on hare-jobs-jobs200-s0: `jct-cdf.png` "
+           "(`python benchmarks/hare_online_cdf.py`).", ""]
     print("\n".join(out))
     return 0
 
