@@ -245,3 +245,26 @@ def test_simulate_cli(tmp_path, capsys):
     assert main(["simulate", str(TOY), "--policy", "nope"]) == 2
     assert main(["simulate", str(TOY), "--policy", "hlas", "--mode", "gang"]) == 2
     assert main(["simulate", str(TOY), "--policy", "hlas", "--heartbeat"]) == 2
+
+
+def test_policies_see_no_size_and_no_other_job():
+    """A non-clairvoyant view: no rounds anywhere, rows that do not lead to the matrix."""
+    seen = []
+
+    @dataclasses.dataclass
+    class Spy:
+        name: str = "spy"
+        clairvoyant: bool = False
+        modes: frozenset = frozenset({"relaxed"})
+
+        def decide(self, view):
+            seen.append(view)
+            return HLAS().decide(view)
+
+    simulate(load_instance(TOY), Spy())
+    view = seen[0]
+    assert view.oracle is None
+    for job in view.active:
+        fields = {f.name for f in dataclasses.fields(job)}
+        assert not {"rounds", "remaining"} & fields
+        assert job.compute.base is None and not job.compute.flags.writeable

@@ -31,8 +31,8 @@ from __future__ import annotations
 import heapq
 import sys
 import time
-from collections.abc import Callable, Iterable, Sequence
-from dataclasses import dataclass, field
+from collections.abc import Iterable, Sequence
+from dataclasses import dataclass
 from typing import Any, Protocol
 
 import numpy as np
@@ -74,7 +74,6 @@ class JobState:
     attained: float = 0.0
     first_start: float = float("nan")
     last_start: float = 0.0
-    _ready: float = field(default=0.0, repr=False)  # results of the current round ready by
 
 
 class Oracle:
@@ -311,8 +310,11 @@ class _Engine:
         self.compute, self.sync = real.compute, real.sync
         self.rounds = [job.rounds for job in real.jobs]
         self.states = [JobState(j, job.id, job.arrival, job.weight, job.tasks_per_round,
-                                profiled.compute[j], profiled.sync[j], last_start=job.arrival)
+                                _own_row(profiled.compute[j]), _own_row(profiled.sync[j]),
+                                last_start=job.arrival)
                        for j, job in enumerate(profiled.jobs)]
+        # when the current round's results are ready (realised times: hidden from policies)
+        self.round_ready = [job.arrival for job in real.jobs]
         self.oracle = Oracle(real) if policy.clairvoyant else None
         self.gpu_ids = tuple(g.id for g in real.gpus)
         self.gpu_types = tuple(g.type for g in real.gpus)
@@ -377,7 +379,7 @@ class _Engine:
                 obs.on_job_done(state.index, now)
         else:
             state.waiting = state.tasks_per_round
-            state._ready = now
+            self.round_ready[state.index] = now
 
     def _decide(self, now: float) -> None:
         waiting = [s for s in self.active.values() if s.waiting]
@@ -419,12 +421,12 @@ class _Engine:
         if state.tasks_started == 1:
             state.first_start = now
         state.last_start = now
-        state._ready = max(state._ready, now + c + float(self.sync[j, g]))
+        self.round_ready[j] = max(self.round_ready[j], now + c + float(self.sync[j, g]))
         self._push(now + c, _FREE, g)
         for obs in self.observers:
             obs.on_task(j, state.rounds_done, task, g, now, now + c)
         if state.waiting == 0:
-            self._push(state._ready, _READY, j)
+            self._push(self.round_ready[j], _READY, j)
 
     def _start_round(self, state: JobState, gpus: tuple[int, ...], now: float) -> None:
         j = state.index
@@ -447,4 +449,10 @@ class _Engine:
         self._push(now + pace, _READY, j)
 
 
-PolicyFactory = Callable[..., Policy]
+def _own_row(row: np.ndarray) -> np.ndarray:
+    """A read-only copy of a matrix row, so a policy cannot reach other jobs through
+    ``.base``."""
+    out = row.copy()
+    out.setflags(write=False)
+    return out
+
