@@ -1,0 +1,140 @@
+"""Placement contracts, checker and Liquid's cost in both forms (hand-checked)."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+
+from optsched.errors import InputError
+from optsched.placement.check import check_placement
+from optsched.placement.cost import CostModel, placement_cost
+from optsched.placement.model import (
+    Assignment,
+    Container,
+    Placement,
+    PlacementInstance,
+    PlacementJob,
+    placement_from_dict,
+    placement_instance_from_dict,
+    placement_instance_to_dict,
+    placement_to_dict,
+)
+from optsched.topology import Topology, tree_topology
+
+
+def cluster(busy=()):
+    """8 hosts × 4 K80 (12 GB), 2 hosts per rack, 2 racks per domain, 24 CPUs, 64 GB."""
+    g = tree_topology([["K80"] * 4] * 8, hosts_per_rack=2, racks_per_domain=2)
+    for n, attrs in g.nodes(data=True):
+        if attrs["kind"] == "host":
+            attrs.update(cpus=24, memory=65536)
+        if attrs["kind"] == "gpu":
+            attrs.update(gpu_memory=12288, busy=n in busy)
+    return Topology(g)
+
+
+def ps_workers(n_workers):
+    return (Container("ps0", "ps", cpus=4, memory=4096),
+            *(Container(f"w{i}", "worker", gpus=1, cpus=4, memory=4096, gpu_memory=8192)
+              for i in range(n_workers)))
+
+
+def spread_instance():
+    job = PlacementJob("j0", ps_workers(4), bandwidth=2.0)
+    return PlacementInstance("p", cluster(busy={"h3/g0"}), (job,))
+
+
+SPREAD = {("j0", "ps0"): "h0", ("j0", "w0"): "h0", ("j0", "w1"): "h1", ("j0", "w2"): "h2",
+          ("j0", "w3"): "h4"}
+
+
+def test_paper_cost_by_hand():
+    """Pairs: same host 0, same rack (2 hosts) 2, same domain (4 hosts) 4, farther (8 hosts)
+    8 → 14; fitness −Σ used/total over the 4 hosts used = −1; λ = 0.5 → 6.5."""
+    cost = placement_cost(spread_instance(), SPREAD, CostModel("paper", lam=0.5))
+    assert (cost.network, cost.load, cost.total) == (7.0, -0.5, 6.5)
+    far = placement_cost(spread_instance(), SPREAD, CostModel("paper", lam=1.0,
+                                                              cross_domain=100))
+    assert far.total == 0 + 2 + 4 + 100
+
+
+def test_reference_code_cost_by_hand():
+    """Distances 0/1/4/40 × bandwidth 2 = 90; load (+0.5 − 4 × 0.5) / 5 = −0.3; 4 (job, host)
+    pairs / 5 containers = 0.8 → 90.5."""
+    cost = placement_cost(spread_instance(), SPREAD, CostModel("code"))
+    assert cost.network == 90.0
+    assert cost.load == pytest.approx(-0.3 + 0.8)
+    assert cost.total == pytest.approx(90.5)
+
+
+def test_checker_accepts_a_valid_placement_and_recomputes_its_cost():
+    inst = spread_instance()
+    gpus = {"w0": "h0/g0", "w1": "h1/g0", "w2": "h2/g0", "w3": "h4/g0"}
+    placement = Placement("p", tuple(
+        Assignment("j0", c, h, (gpus[c],) if c in gpus else ()) for (_, c), h in SPREAD.items()))
+    report = check_placement(inst, placement)
+    assert report.feasible and report.cost.total == 6.5
+
+
+def test_every_violation_kind_is_reported():
+    job = PlacementJob("j0", (*ps_workers(2), Container("big", "worker", cpus=30)),
+                       one_per_host=True)
+    inst = PlacementInstance("p", cluster(busy={"h1/g0"}), (job,))
+    placement = Placement("p", (
+        Assignment("j0", "ps0", "h0"),
+        Assignment("j0", "w0", "h0", ("h0/g0",)),           # one-per-host with ps0
+        Assignment("j0", "w0", "h2", ("h2/g0",)),           # duplicate
+        Assignment("j0", "w1", "h1", ("h1/g0", "h1/g1")),   # gpu-count, gpu-taken (busy)
+        Assignment("j0", "big", "h5", ("h0/g1",)),          # capacity (cpus), gpu-count, gpu-host
+        Assignment("j0", "nope", "h0"),                     # unknown-container
+        Assignment("jx", "ps0", "h0"),                      # unknown-job
+    ))
+    report = check_placement(inst, placement)
+    kinds = sorted({v.kind for v in report.violations})
+    assert kinds == ["capacity", "duplicate", "gpu-count", "gpu-host", "gpu-taken",
+                     "one-per-host", "unknown-container", "unknown-job"]
+    assert report.cost is not None  # every container placed once on a known host
+    missing = check_placement(inst, Placement("p", (Assignment("j0", "ps0", "hX"),)))
+    assert {v.kind for v in missing.violations} == {"unknown-host", "missing"}
+    assert missing.cost is None
+    small = PlacementInstance("p", cluster(), (PlacementJob("j", (
+        Container("w", "worker", gpus=1, gpu_memory=20000),)),))
+    report = check_placement(small, Placement("p", (Assignment("j", "w", "h0", ("h0/g0",)),)))
+    assert [v.kind for v in report.violations] == ["gpu-memory"]
+
+
+def test_json_round_trip_and_bad_input():
+    inst = spread_instance()
+    data = json.loads(json.dumps(placement_instance_to_dict(inst)))
+    assert placement_instance_from_dict(data) == inst
+    placement = Placement("p", (Assignment("j0", "w0", "h0", ("h0/g0",)),))
+    assert placement_from_dict(json.loads(json.dumps(placement_to_dict(placement)))) == placement
+    bad = dict(data, jobs=[{"id": "j", "containers": [{"id": "c", "role": "boss"}]}])
+    with pytest.raises(InputError, match="role must be one of"):
+        placement_instance_from_dict(bad)
+    with pytest.raises(InputError, match="unknown key 'colour'"):
+        placement_instance_from_dict(dict(data, colour=1))
+    with pytest.raises(InputError, match="missing 'role'"):
+        placement_instance_from_dict(dict(data, jobs=[{"id": "j", "containers": [{"id": "c"}]}]))
+    with pytest.raises(InputError, match="gpus must be an integer"):
+        Container("c", "worker", gpus=1.5)
+    with pytest.raises(InputError, match="not an optsched/placement@1"):
+        placement_from_dict({"format": "x"})
+    with pytest.raises(InputError, match="lambda"):
+        CostModel(lam=2)
+
+
+def test_written_placement_formats_match_the_shipped_schemas():
+    from importlib import resources
+
+    import jsonschema
+
+    def schema(name):
+        path = resources.files("optsched").joinpath("data", "schemas", f"{name}.schema.json")
+        return json.loads(path.read_text())
+
+    jsonschema.validate(placement_instance_to_dict(spread_instance()),
+                        schema("placement-instance"))
+    placement = Placement("p", (Assignment("j0", "w0", "h0", ("h0/g0",)),))
+    jsonschema.validate(placement_to_dict(placement), schema("placement"))
