@@ -28,10 +28,12 @@ from optsched.io import (
     instance_to_dict,
     load_instance,
     load_schedule,
+    read_json,
     save_schedule,
     schedule_from_dict,
     write_json,
 )
+from optsched.placement.model import INSTANCE_FORMAT as PLACEMENT_INSTANCE_FORMAT
 from optsched.result import Result
 from optsched.solve import KINDS, load_plugin, methods, solve
 from optsched.workloads import default_catalog
@@ -55,6 +57,9 @@ def _fmt(value: float | None, digits: int = 6) -> str:
 # -- commands ----------------------------------------------------------------------------------
 
 def cmd_check(args: argparse.Namespace) -> int:
+    data = read_json(args.instance)
+    if isinstance(data, dict) and data.get("format") == PLACEMENT_INSTANCE_FORMAT:
+        return _check_placement(args, data)
     instance = load_instance(args.instance)
     schedule = load_schedule(args.schedule)
     report = check(instance, schedule)
@@ -66,6 +71,41 @@ def cmd_check(args: argparse.Namespace) -> int:
         verdict = "feasible" if report.feasible else f"{len(report.violations)} violation(s)"
         print(f"{verdict} ({report.mode} mode); objective {_fmt(report.objective)}")
     return EXIT_OK if report.feasible else EXIT_NEGATIVE
+
+
+def _check_placement(args: argparse.Namespace, data: Any) -> int:
+    from optsched.placement.check import check_placement
+    from optsched.placement.model import placement_from_dict, placement_instance_from_dict
+
+    instance = placement_instance_from_dict(data)
+    report = check_placement(instance, placement_from_dict(read_json(args.schedule)))
+    cost = None if report.cost is None else report.cost.total
+    if args.json:
+        _print_json({"feasible": report.feasible, "cost": cost, "violations": [
+            {"kind": v.kind, "job": v.job, "container": v.container, "host": v.host,
+             "message": v.message} for v in report.violations]})
+    else:
+        for v in report.violations:
+            print(f"{v.kind}: {v.message}")
+        verdict = "feasible" if report.feasible else f"{len(report.violations)} violation(s)"
+        print(f"{verdict} (placement); cost {_fmt(cost)} (paper form, λ = 0.5)")
+    return EXIT_OK if report.feasible else EXIT_NEGATIVE
+
+
+def cmd_place(args: argparse.Namespace) -> int:
+    from optsched.placement.model import placement_instance_from_dict, placement_to_dict
+    from optsched.placement.place import place
+
+    instance = placement_instance_from_dict(read_json(args.instance))
+    result, placement = place(instance, args.method, seed=args.seed,
+                              time_limit=args.time_limit, params=_parse_params(args.param))
+    if args.out and placement is not None:
+        write_json(args.out, placement_to_dict(placement))
+    if args.json:
+        _print_json(result.to_dict())
+    else:
+        _print_result(result)
+    return EXIT_OK if placement is not None else EXIT_NEGATIVE
 
 
 def _parse_params(pairs: Sequence[str]) -> dict[str, str]:
@@ -160,7 +200,7 @@ def cmd_methods(args: argparse.Namespace) -> int:
         if not group:
             print("  (none yet)")
         for i in group:
-            modes = "/".join(sorted(i.modes))
+            modes = "/".join(sorted(i.modes)) if kind != "place" else "placement"
             print(f"  {i.name:<16} {i.description} [{modes}]")
             for key, text in i.params.items():
                 print(f"  {'':<16}   --param {key}=…  {text}")
@@ -314,9 +354,9 @@ def build_parser() -> argparse.ArgumentParser:
                         help="import MODULE first so its methods are registered")
     sub = parser.add_subparsers(dest="command", required=True, parser_class=_Parser)
 
-    p = sub.add_parser("check", help="check a schedule against an instance")
-    p.add_argument("instance")
-    p.add_argument("schedule")
+    p = sub.add_parser("check", help="check a schedule (or a placement) against an instance")
+    p.add_argument("instance", help="an instance or a placement instance")
+    p.add_argument("schedule", help="a schedule, or a placement for a placement instance")
     p.add_argument("--json", action="store_true")
     p.set_defaults(func=cmd_check)
 
@@ -365,6 +405,16 @@ def build_parser() -> argparse.ArgumentParser:
                    help="write the realised instance (with noise) the schedule is checked on")
     p.add_argument("--json", action="store_true")
     p.set_defaults(func=cmd_simulate)
+
+    p = sub.add_parser("place", help="place a placement instance's containers on hosts")
+    p.add_argument("instance", metavar="PLACEMENT_INSTANCE")
+    p.add_argument("--method", required=True, help="a place method (optsched methods)")
+    p.add_argument("--seed", type=int, default=0)
+    p.add_argument("--time-limit", type=float, metavar="S")
+    p.add_argument("--param", action="append", default=[], metavar="KEY=VALUE")
+    p.add_argument("--out", metavar="PLACEMENT", help="write the placement here")
+    p.add_argument("--json", action="store_true")
+    p.set_defaults(func=cmd_place)
 
     p = sub.add_parser("methods", help="list the registered methods")
     p.add_argument("--json", action="store_true")

@@ -39,6 +39,7 @@ BUILTIN_MODULES = (
     "optsched.exact.lp",
     "optsched.online.policies",
     "optsched.online.baselines",
+    "optsched.placement.heuristics",
 )
 
 

@@ -138,3 +138,67 @@ def test_written_placement_formats_match_the_shipped_schemas():
                         schema("placement-instance"))
     placement = Placement("p", (Assignment("j0", "w0", "h0", ("h0/g0",)),))
     jsonschema.validate(placement_to_dict(placement), schema("placement"))
+
+
+def batch_instance(n_jobs=3, busy=()):
+    jobs = tuple(PlacementJob(f"j{i}", ps_workers(2 + i % 2), bandwidth=1.0 + i)
+                 for i in range(n_jobs))
+    return PlacementInstance("batch", cluster(busy), jobs)
+
+
+@pytest.mark.parametrize("method", ["bestfit", "random", "spread", "pack"])
+@pytest.mark.parametrize("cost", ["paper", "code"])
+def test_heuristics_place_everything_and_are_checked(method, cost):
+    from optsched.placement.place import place
+
+    inst = batch_instance(busy={"h0/g0", "h0/g1"})
+    result, placement = place(inst, method, params={"cost": cost}, seed=1)
+    report = check_placement(inst, placement, CostModel(cost))
+    assert report.feasible and result.objective == pytest.approx(report.cost.total)
+    assert result.objective_name == f"liquid_cost_{cost}"
+
+
+def test_bestfit_packs_a_job_onto_one_host_and_spread_does_not():
+    """1 PS + 2 workers fit on one 4-GPU host: best-fit's network cost is 0."""
+    from optsched.placement.place import place
+
+    inst = batch_instance(n_jobs=1)
+    best, placement = place(inst, "bestfit", params={"lambda": "1"})
+    assert best.objective == 0 and len({a.host for a in placement.assignments}) == 1
+    spread, placement = place(inst, "spread", params={"lambda": "1"})
+    assert spread.objective > 0 and len({a.host for a in placement.assignments}) == 3
+    pack, _ = place(inst, "pack", params={"lambda": "1"})
+    assert pack.objective == 0
+
+
+def test_one_per_host_and_unplaceable_jobs():
+    from optsched.placement.place import place
+
+    job = PlacementJob("j", ps_workers(2), one_per_host=True)
+    inst = PlacementInstance("p", cluster(), (job,))
+    result, placement = place(inst, "bestfit")
+    assert len({a.host for a in placement.assignments}) == 3
+    huge = PlacementInstance("p", cluster(), (PlacementJob("j", (
+        Container("w", "worker", gpus=5),)),))
+    result, placement = place(huge, "bestfit")
+    assert placement is None and result.status.value == "unknown"
+    with pytest.raises(InputError, match="no parameter"):
+        place(inst, "pack", params={"speed": "1"})
+    with pytest.raises(InputError, match="cost must be"):
+        place(inst, "pack", params={"cost": "other"})
+
+
+def test_place_and_check_cli(tmp_path, capsys):
+    from optsched.cli import main
+
+    inst_file, out = tmp_path / "inst.json", tmp_path / "placement.json"
+    inst_file.write_text(json.dumps(placement_instance_to_dict(batch_instance())))
+    assert main(["place", str(inst_file), "--method", "bestfit", "--out", str(out),
+                 "--json"]) == 0
+    assert '"objective_name": "liquid_cost_paper"' in capsys.readouterr().out
+    assert main(["check", str(inst_file), str(out), "--json"]) == 0
+    assert '"feasible": true' in capsys.readouterr().out
+    bad = placement_to_dict(Placement("batch", (Assignment("j0", "ps0", "h0"),)))
+    out.write_text(json.dumps(bad))
+    assert main(["check", str(inst_file), str(out)]) == 1
+    assert main(["place", str(inst_file), "--method", "cpsat"]) == 2

@@ -71,44 +71,46 @@ def pair_cost(instance: PlacementInstance, model: CostModel, a: str, b: str) -> 
         return 0.0
     if d is Distance.FARTHER:
         return float(len(topo.hosts)) if model.cross_domain is None else model.cross_domain
-    group = topo.rack if d is Distance.SAME_RACK else topo.domain
-    return float(sum(group(h) == group(a) for h in topo.hosts))
+    return float(instance.group_size["rack" if d is Distance.SAME_RACK else "domain", a])
 
 
 def placement_cost(instance: PlacementInstance, host_of: Mapping[tuple[str, str], str],
                    model: CostModel | None = None) -> CostBreakdown:
-    """The cost of a complete map (job id, container id) → host id."""
+    """The cost of a map (job id, container id) → host id; containers absent from the map are
+    left out (a partial placement's cost, as best-fit evaluates it)."""
     model = model or CostModel()
     topo = instance.topology
     used: dict[str, int] = defaultdict(int)
     for g in instance.busy:
         used[topo.host_of[g]] += 1
-    for job in instance.jobs:
-        for c in job.containers:
-            used[host_of[job.id, c.id]] += c.gpus
+    placed = [(job, [(c, host_of[job.id, c.id]) for c in job.containers
+                     if (job.id, c.id) in host_of]) for job in instance.jobs]
+    for _, pairs in placed:
+        for c, h in pairs:
+            used[h] += c.gpus
 
     def share(host: str) -> float:
         total = len(instance.host_gpus[host])
         return used[host] / total if total else 0.0
 
     network = load = 0.0
-    n_containers = sum(len(job.containers) for job in instance.jobs)
+    n_containers = max(1, sum(len(pairs) for _, pairs in placed))
     pairs_jobs_hosts = 0
-    for job in instance.jobs:
-        hosts = [host_of[job.id, c.id] for c in job.containers]
-        ps = [h for h, c in zip(hosts, job.containers, strict=True) if c.role == "ps"]
-        workers = [h for h, c in zip(hosts, job.containers, strict=True) if c.role == "worker"]
+    for job, pairs in placed:
+        ps = [h for c, h in pairs if c.role == "ps"]
+        workers = [h for c, h in pairs if c.role == "worker"]
         job_net = sum(pair_cost(instance, model, p, w) for p in ps for w in workers)
+        hosts = {h for _, h in pairs}
         if model.variant == "paper":
             network += model.lam * job_net
-            load += (1 - model.lam) * -sum(share(h) for h in set(hosts))
+            load += (1 - model.lam) * -sum(share(h) for h in hosts)
         else:
             network += job.bandwidth * job_net
-            for h, c in zip(hosts, job.containers, strict=True):
+            for c, h in pairs:
                 total = len(instance.host_gpus[h])
                 step = (used[h] + 1) / total if total else 0.0
                 load += (step if c.role == "ps" else -step) / n_containers
-            pairs_jobs_hosts += len(set(hosts))
+            pairs_jobs_hosts += len(hosts)
     if model.variant == "code":
         load += pairs_jobs_hosts / n_containers
     return CostBreakdown(network + load, network, load)

@@ -97,6 +97,7 @@ class PlacementInstance:
     jobs: tuple[PlacementJob, ...]
     host_gpus: Mapping[str, tuple[str, ...]] = field(init=False, repr=False, compare=False)
     busy: frozenset[str] = field(init=False, repr=False, compare=False)
+    group_size: Mapping[tuple[str, str], int] = field(init=False, repr=False, compare=False)
 
     def __post_init__(self) -> None:
         if not isinstance(self.name, str) or not self.name:
@@ -118,6 +119,13 @@ class PlacementInstance:
         object.__setattr__(self, "host_gpus", {h: tuple(v) for h, v in host_gpus.items()})
         object.__setattr__(self, "busy", frozenset(
             g for g in self.topology.gpus if graph.nodes[g].get("busy", False)))
+        # hosts per rack and per domain, for the paper's distance (keyed by level, host)
+        sizes: dict[tuple[str, str], int] = {}
+        for level, of in (("rack", self.topology.rack), ("domain", self.topology.domain)):
+            groups = [of(h) for h in self.topology.hosts]
+            for h, grp in zip(self.topology.hosts, groups, strict=True):
+                sizes[level, h] = groups.count(grp)
+        object.__setattr__(self, "group_size", sizes)
 
     def capacity(self, host: str, resource: str) -> float:
         """``cpus`` or ``memory`` of a host (0 when the topology does not say)."""

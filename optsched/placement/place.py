@@ -1,0 +1,106 @@
+"""One entry point for placement methods (kind ``place``), as :func:`optsched.solve` is for
+scheduling: every placement a method returns goes through
+:func:`~optsched.placement.check.check_placement`, and the Result's objective is the checker's
+recomputed cost under the chosen :class:`~optsched.placement.cost.CostModel`.
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from typing import Any
+
+from optsched.errors import InputError, OptschedError
+from optsched.params import choice_param
+from optsched.placement.check import check_placement
+from optsched.placement.cost import VARIANTS, CostModel
+from optsched.placement.model import Placement, PlacementInstance
+from optsched.result import OPTIMAL_TOL, Result, Status, is_optimal
+from optsched.solve import get_method
+
+#: Parameters every placement method accepts (the cost it is measured with).
+COST_PARAMS = {
+    "cost": "paper (λ, rack/domain sizes, fitness; default) or code (1/4/40 × bandwidth, "
+            "order-free PS-spread/worker-pack load)",
+    "lambda": "the paper's λ in [0, 1] (default 0.5)",
+    "cross_domain": "the paper's cost of a cross-domain pair (default: the number of hosts)",
+}
+
+
+@dataclass(frozen=True)
+class PlaceContext:
+    """What a placement method is given besides the instance."""
+
+    model: CostModel
+    seed: int = 0
+    time_limit: float | None = None
+    params: Mapping[str, str] = field(default_factory=dict)
+
+
+@dataclass(frozen=True)
+class PlaceOutput:
+    """A placement (None: none found; ``status`` says why) and a certified lower bound on
+    the cost, or None."""
+
+    placement: Placement | None = None
+    bound: float | None = None
+    status: Status | None = None
+    extra: Mapping[str, Any] = field(default_factory=dict)
+
+
+def cost_model(params: Mapping[str, str]) -> CostModel:
+    """The cost model of the ``cost``, ``lambda`` and ``cross_domain`` parameters."""
+    def number(key: str) -> float | None:
+        if key not in params:
+            return None
+        try:
+            return float(params[key])
+        except ValueError:
+            raise InputError(f"{key} must be a number, got {params[key]!r}") from None
+
+    lam = number("lambda")
+    return CostModel(choice_param(params, "cost", VARIANTS), 0.5 if lam is None else lam,
+                     number("cross_domain"))
+
+
+def place(instance: PlacementInstance, method: str, *, seed: int = 0,
+          time_limit: float | None = None, params: Mapping[str, str] | None = None
+          ) -> tuple[Result, Placement | None]:
+    """Run the registered ``place`` method ``method`` and check its placement.
+
+    Raises
+    ------
+    InputError
+        Unknown method or parameter, bad cost parameters.
+    OptschedError
+        A placement the checker rejects, or a bound above its cost (bugs in the method).
+    """
+    info = get_method(method, "place")
+    params = dict(params or {})
+    for key in params:
+        if key not in info.params:
+            known = ", ".join(sorted(info.params))
+            raise InputError(f"method {method!r} has no parameter {key!r} (known: {known})")
+    model = cost_model(params)
+    started = time.perf_counter()
+    out: PlaceOutput = info.func(instance, PlaceContext(model, seed, time_limit, params))
+    runtime = time.perf_counter() - started
+    common: dict[str, Any] = dict(method=method, mode="placement", runtime_s=runtime, seed=seed,
+                                  params=params, objective_name=f"liquid_cost_{model.variant}")
+    if out.placement is None:
+        return Result(out.status or Status.UNKNOWN, objective=None, bound=out.bound,
+                      extra=dict(out.extra), **common), None
+    report = check_placement(instance, out.placement, model)
+    if not report.feasible or report.cost is None:
+        first = report.violations[0].message if report.violations else "incomplete"
+        raise OptschedError(f"placement method {method!r} produced an infeasible placement "
+                            f"({len(report.violations)} violations; first: {first})")
+    cost = report.cost.total
+    if out.bound is not None and out.bound - cost > OPTIMAL_TOL * max(1.0, abs(cost)):
+        raise OptschedError(f"placement method {method!r}: bound {out.bound} exceeds the "
+                            f"checked cost {cost}")
+    status = Status.OPTIMAL if is_optimal(cost, out.bound) else Status.FEASIBLE
+    metrics = {"network": report.cost.network, "load": report.cost.load}
+    return Result(status, objective=cost, bound=out.bound, metrics=metrics,
+                  extra=dict(out.extra), **common), out.placement
