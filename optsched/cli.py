@@ -34,7 +34,7 @@ from optsched.io import (
     write_json,
 )
 from optsched.placement.model import INSTANCE_FORMAT as PLACEMENT_INSTANCE_FORMAT
-from optsched.result import Result
+from optsched.result import OBJECTIVE_NAME, Result
 from optsched.solve import KINDS, load_plugin, methods, solve
 from optsched.workloads import default_catalog
 
@@ -121,7 +121,8 @@ def _parse_params(pairs: Sequence[str]) -> dict[str, str]:
 def _print_result(result: Result) -> None:
     print(f"method     {result.method} ({result.mode} mode)")
     print(f"status     {result.status}")
-    print(f"objective  {_fmt(result.objective)}  (Σ w_j C_j)")
+    name = "Σ w_j C_j" if result.objective_name == OBJECTIVE_NAME else result.objective_name
+    print(f"objective  {_fmt(result.objective)}  ({name})")
     print(f"bound      {_fmt(result.bound)}")
     gap = result.gap
     print(f"gap        {'-' if gap is None else f'{100 * gap:.2f} %'}")

@@ -40,6 +40,7 @@ BUILTIN_MODULES = (
     "optsched.online.policies",
     "optsched.online.baselines",
     "optsched.placement.heuristics",
+    "optsched.placement.exact",
 )
 
 

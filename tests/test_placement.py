@@ -2,9 +2,12 @@
 
 from __future__ import annotations
 
+import itertools
 import json
 
 import pytest
+from hypothesis import given
+from hypothesis import strategies as st
 
 from optsched.errors import InputError
 from optsched.placement.check import check_placement
@@ -201,4 +204,71 @@ def test_place_and_check_cli(tmp_path, capsys):
     bad = placement_to_dict(Placement("batch", (Assignment("j0", "ps0", "h0"),)))
     out.write_text(json.dumps(bad))
     assert main(["check", str(inst_file), str(out)]) == 1
-    assert main(["place", str(inst_file), "--method", "cpsat"]) == 2
+    assert main(["place", str(inst_file), "--method", "nope"]) == 2
+
+
+@st.composite
+def tiny_instances(draw):
+    """2-4 hosts (racks/domains drawn), 1-3 GPUs each with mixed memory and busy flags; 1-2
+    jobs of 1 PS and 1-2 workers with drawn demands."""
+    n_hosts = draw(st.integers(2, 4))
+    g = tree_topology([["K80"] * draw(st.integers(1, 3)) for _ in range(n_hosts)],
+                      hosts_per_rack=draw(st.sampled_from([None, 1, 2])),
+                      racks_per_domain=draw(st.sampled_from([None, 2])))
+    for _, attrs in g.nodes(data=True):
+        if attrs["kind"] == "host":
+            attrs.update(cpus=draw(st.sampled_from([4, 8, 12])), memory=16)
+        if attrs["kind"] == "gpu":
+            attrs.update(gpu_memory=draw(st.sampled_from([8, 16])), busy=draw(st.booleans()))
+    jobs = []
+    for j in range(draw(st.integers(1, 2))):
+        containers = [Container("ps", "ps", cpus=draw(st.sampled_from([0, 2, 4])), memory=4)]
+        for w in range(draw(st.integers(1, 2))):
+            containers.append(Container(f"w{w}", "worker", gpus=draw(st.integers(0, 2)),
+                                        cpus=draw(st.sampled_from([2, 4])), memory=4,
+                                        gpu_memory=draw(st.sampled_from([0, 8, 12]))))
+        jobs.append(PlacementJob(f"j{j}", tuple(containers), draw(st.integers(1, 3)),
+                                 draw(st.booleans())))
+    return PlacementInstance("tiny", Topology(g), tuple(jobs))
+
+
+def brute_force(inst, model):
+    """The least cost over every container → host map, with GPUs given largest needs first."""
+    from optsched.placement.exact import _assign
+
+    items = [(job, c) for job in inst.jobs for c in job.containers]
+    hosts = inst.topology.hosts
+    gpus_of = {h: [g for g in inst.host_gpus[h] if g not in inst.busy] for h in hosts}
+    best = None
+    for combo in itertools.product(hosts, repeat=len(items)):
+
+        class Fixed:  # the solver interface _assign reads
+            @staticmethod
+            def value(var):
+                return var
+
+        x = {(i, h): int(combo[i] == h) for i in range(len(items)) for h in hosts}
+        report = check_placement(inst, _assign(inst, items, x, Fixed, gpus_of), model)
+        if report.feasible and (best is None or report.cost.total < best - 1e-9):
+            best = report.cost.total
+    return best
+
+
+@given(tiny_instances(), st.sampled_from(["paper", "code"]),
+       st.sampled_from(["0", "0.3", "0.5", "1"]))
+def test_exact_placement_matches_brute_force(inst, cost, lam):
+    """CP-SAT's proven optimum is the least checked cost over all maps; heuristics ≥ it."""
+    from optsched.placement.place import place
+
+    params = {"cost": cost, "lambda": lam}
+    model = CostModel(cost, float(lam))
+    best = brute_force(inst, model)
+    result, placement = place(inst, "cpsat", params=params, time_limit=20)
+    if best is None:
+        assert placement is None and result.status.value in ("infeasible", "unknown")
+        return
+    assert result.status.value == "optimal"
+    assert result.objective == pytest.approx(best, abs=1e-9)
+    for method in ("bestfit", "pack", "spread", "random"):
+        other, placed = place(inst, method, params=params)
+        assert placed is None or other.objective >= best - 1e-9
