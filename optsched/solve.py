@@ -41,6 +41,7 @@ BUILTIN_MODULES = (
     "optsched.online.baselines",
     "optsched.placement.heuristics",
     "optsched.placement.exact",
+    "optsched.placement.gga",
 )
 
 

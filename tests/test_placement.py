@@ -233,22 +233,14 @@ def tiny_instances(draw):
 
 
 def brute_force(inst, model):
-    """The least cost over every container → host map, with GPUs given largest needs first."""
-    from optsched.placement.exact import _assign
+    """The least checked cost over every container → host map."""
+    from optsched.placement.model import placement_from_hosts
 
-    items = [(job, c) for job in inst.jobs for c in job.containers]
-    hosts = inst.topology.hosts
-    gpus_of = {h: [g for g in inst.host_gpus[h] if g not in inst.busy] for h in hosts}
+    keys = [(job.id, c.id) for job in inst.jobs for c in job.containers]
     best = None
-    for combo in itertools.product(hosts, repeat=len(items)):
-
-        class Fixed:  # the solver interface _assign reads
-            @staticmethod
-            def value(var):
-                return var
-
-        x = {(i, h): int(combo[i] == h) for i in range(len(items)) for h in hosts}
-        report = check_placement(inst, _assign(inst, items, x, Fixed, gpus_of), model)
+    for combo in itertools.product(inst.topology.hosts, repeat=len(keys)):
+        placement = placement_from_hosts(inst, dict(zip(keys, combo, strict=True)))
+        report = check_placement(inst, placement, model)
         if report.feasible and (best is None or report.cost.total < best - 1e-9):
             best = report.cost.total
     return best
@@ -269,6 +261,26 @@ def test_exact_placement_matches_brute_force(inst, cost, lam):
         return
     assert result.status.value == "optimal"
     assert result.objective == pytest.approx(best, abs=1e-9)
-    for method in ("bestfit", "pack", "spread", "random"):
-        other, placed = place(inst, method, params=params)
+    for method, extra in (("bestfit", {}), ("pack", {}), ("spread", {}), ("random", {}),
+                          ("gga", {"generations": "10"})):
+        other, placed = place(inst, method, params={**params, **extra})
         assert placed is None or other.objective >= best - 1e-9
+    if placement is not None:
+        fit, _ = place(inst, "bestfit", params=params)
+        ga, _ = place(inst, "gga", params={**params, "generations": "10"})
+        assert fit.objective is None or ga.objective <= fit.objective + 1e-9
+
+
+def test_gga_is_reproducible_and_improves_on_its_seeds():
+    """Same seed, same plan; on a 6-job batch the GA beats best-fit (paper form)."""
+    from optsched.placement.place import place
+
+    inst = batch_instance(n_jobs=6, busy={"h0/g0", "h0/g1"})
+    a, pa = place(inst, "gga", seed=3)
+    b, pb = place(inst, "gga", seed=3)
+    assert pa == pb and a.objective == b.objective
+    assert a.extra["generations"] >= 1 and a.extra["evaluations"] > a.extra["population"]
+    fit, _ = place(inst, "bestfit")
+    assert a.objective < fit.objective
+    short, _ = place(inst, "gga", params={"generations": "1", "patience": "1"})
+    assert short.extra["generations"] == 1

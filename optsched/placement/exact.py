@@ -25,11 +25,15 @@ from typing import Any
 from optsched.errors import InputError, OptschedError
 from optsched.params import int_param
 from optsched.placement.cost import CODE_DISTANCE
-from optsched.placement.model import Assignment, Placement, PlacementInstance
+from optsched.placement.model import PlacementInstance, placement_from_hosts
 from optsched.placement.place import COST_PARAMS, PlaceContext, PlaceOutput
 from optsched.result import Status
 from optsched.solve import register
 from optsched.topology import Distance
+
+
+def _demand(c: Any) -> tuple[float, ...]:
+    return (c.gpus, c.cpus, c.memory, c.gpu_memory)
 
 
 def _chain(instance: PlacementInstance, host: str) -> list[tuple[str, str]]:
@@ -100,6 +104,14 @@ def solve_placement(instance: PlacementInstance, ctx: PlaceContext) -> PlaceOutp
             have = sum(instance.gpu_memory(g) >= theta for g in gpus_of[h])
             m.add(sum(items[i][1].gpus * v for i, v in on[h] if items[i][1].gpu_memory >= theta)
                   <= have)
+    # identical containers of a job are interchangeable: their host indices are ordered
+    position = {h: k for k, h in enumerate(hosts)}
+    for a in range(len(items) - 1):
+        b = a + 1
+        if items[a][0] is items[b][0] and items[a][1].role == items[b][1].role and \
+                _demand(items[a][1]) == _demand(items[b][1]):
+            m.add(sum(position[h] * v for (i, h), v in x.items() if i == a)
+                  <= sum(position[h] * v for (i, h), v in x.items() if i == b))
     for job in instance.jobs:
         if job.one_per_host:
             for h in hosts:
@@ -187,25 +199,9 @@ def solve_placement(instance: PlacementInstance, ctx: PlaceContext) -> PlaceOutp
     bound = float(const + Fraction(scaled_bound, scale))
     if status not in ("OPTIMAL", "FEASIBLE"):
         return PlaceOutput(bound=bound, status=Status.UNKNOWN, extra=extra)
-    return PlaceOutput(_assign(instance, items, x, solver, gpus_of), bound=bound, extra=extra)
-
-
-def _assign(instance: PlacementInstance, items: list[Any], x: dict[tuple[int, str], Any],
-            solver: Any, gpus_of: dict[str, list[str]]) -> Placement:
-    """Concrete GPUs: on each host, containers with the largest GPU-memory needs first."""
-    host_of = {i: h for (i, h), v in x.items() if solver.value(v)}
-    free = {h: sorted(g, key=instance.gpu_memory, reverse=True) for h, g in gpus_of.items()}
-    out = []
-    order = sorted(host_of, key=lambda i: -items[i][1].gpu_memory)
-    given: dict[int, tuple[str, ...]] = {}
-    for i in order:
-        c, h = items[i][1], host_of[i]
-        take = [g for g in free[h] if instance.gpu_memory(g) >= c.gpu_memory][:c.gpus]
-        free[h] = [g for g in free[h] if g not in take]
-        given[i] = tuple(take)
-    for i, (job, c) in enumerate(items):
-        out.append(Assignment(job.id, c.id, host_of[i], given[i]))
-    return Placement(instance.name, tuple(out))
+    host_of = {(items[i][0].id, items[i][1].id): h for (i, h), v in x.items()
+               if solver.value(v)}
+    return PlaceOutput(placement_from_hosts(instance, host_of), bound=bound, extra=extra)
 
 
 @register("cpsat", kind="place",

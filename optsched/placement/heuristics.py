@@ -102,6 +102,15 @@ def greedy(instance: PlacementInstance, choose: Chooser) -> Placement | None:
     return Placement(instance.name, tuple(out))
 
 
+def greedy_plan(instance: PlacementInstance, model: CostModel
+                ) -> dict[tuple[str, str], str] | None:
+    """The best-fit container → host map (None when some container fits nowhere)."""
+    placement = greedy(instance, _bestfit(instance, model))
+    if placement is None:
+        return None
+    return {(a.job, a.container): a.host for a in placement.assignments}
+
+
 def _bestfit(instance: PlacementInstance, model: CostModel) -> Chooser:
     def choose(candidates: list[str], job: PlacementJob, c: Container,
                so_far: dict[tuple[str, str], str], free: _Free) -> str:

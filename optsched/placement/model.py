@@ -250,3 +250,23 @@ def placement_to_dict(placement: Placement) -> dict[str, Any]:
 def containers(instance: PlacementInstance) -> Sequence[tuple[PlacementJob, Container]]:
     """Every (job, container) of the instance, in file order."""
     return [(job, c) for job in instance.jobs for c in job.containers]
+
+
+def placement_from_hosts(instance: PlacementInstance,
+                         host_of: Mapping[tuple[str, str], str]) -> Placement:
+    """The placement of a (job id, container id) → host map, with concrete GPUs: on each
+    host, containers with the largest GPU-memory needs first take the free GPUs with the most
+    memory (never fails when the host's threshold counts hold, the GPU sets being nested).
+    A container the rule cannot serve gets fewer GPUs, which the checker reports."""
+    free = {h: sorted((g for g in gpus if g not in instance.busy), key=instance.gpu_memory,
+                      reverse=True) for h, gpus in instance.host_gpus.items()}
+    given: dict[tuple[str, str], tuple[str, ...]] = {}
+    pairs = sorted(containers(instance), key=lambda jc: -jc[1].gpu_memory)
+    for job, c in pairs:
+        host = host_of[job.id, c.id]
+        take = [g for g in free.get(host, []) if instance.gpu_memory(g) >= c.gpu_memory][:c.gpus]
+        free[host] = [g for g in free.get(host, []) if g not in take]
+        given[job.id, c.id] = tuple(take)
+    return Placement(instance.name, tuple(
+        Assignment(job.id, c.id, host_of[job.id, c.id], given[job.id, c.id])
+        for job, c in containers(instance)))
