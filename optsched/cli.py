@@ -209,30 +209,39 @@ def cmd_methods(args: argparse.Namespace) -> int:
 
 
 def cmd_gen(args: argparse.Namespace) -> int:
-    spec_type: Any = HareSpec if args.family == "hare" else GeneratorSpec
-    given = {f.name for spec in (HareSpec, GeneratorSpec) for f in fields(spec)
+    from optsched.placement.generate import PlacementSpec, generate_placement
+    from optsched.placement.model import placement_instance_to_dict
+
+    families: dict[str, tuple[Any, Any]] = {"exact": (GeneratorSpec, generate),
+                                            "hare": (HareSpec, generate_hare),
+                                            "placement": (PlacementSpec, generate_placement)}
+    spec_type, make = families[args.family]
+    given = {f.name for spec, _ in families.values() for f in fields(spec)
              if getattr(args, f.name, None) is not None}
     own = {f.name for f in fields(spec_type)}
     if given - own:
         option = "--" + sorted(given - own)[0].replace("_", "-")
         raise InputError(f"{option} is not an option of the {args.family} family")
     values = {name: getattr(args, name) for name in given}
-    if args.family == "hare" and "weight" in values:
+    if args.family != "exact" and "weight" in values:
         values["weight"] = tuple(int(w) for w in values["weight"])
     if "mix" in values:
         try:
             values["mix"] = tuple(float(x) for x in values["mix"].split(","))
         except ValueError:
             raise InputError(f"--mix expects 4 comma-separated ratios, got {args.mix!r}") from None
-    if args.family == "hare":
-        instance = generate_hare(HareSpec(**values), args.seed, name=args.name)
+    instance = make(spec_type(**values), args.seed, name=args.name)
+    if args.family == "placement":
+        data = placement_instance_to_dict(instance)
+        summary = (f"{len(instance.jobs)} jobs, "
+                   f"{sum(len(j.containers) for j in instance.jobs)} containers, "
+                   f"{len(instance.topology.hosts)} hosts")
     else:
-        instance = generate(GeneratorSpec(**values), args.seed, name=args.name)
-    data = instance_to_dict(instance)
+        data = instance_to_dict(instance)
+        summary = f"{instance.n_jobs} jobs, {instance.n_tasks} tasks, {instance.n_gpus} GPUs"
     if args.out:
         write_json(args.out, data)
-        print(f"wrote {args.out}: {instance.n_jobs} jobs, {instance.n_tasks} tasks, "
-              f"{instance.n_gpus} GPUs")
+        print(f"wrote {args.out}: {summary}")
     else:
         _print_json(data)
     return EXIT_OK
@@ -423,9 +432,17 @@ def build_parser() -> argparse.ArgumentParser:
 
     p = sub.add_parser("gen", help="generate a random instance")
     p.add_argument("--seed", type=int, required=True)
-    p.add_argument("--family", choices=("exact", "hare"), default="exact",
+    p.add_argument("--family", choices=("exact", "hare", "placement"), default="exact",
                    help="exact: the exact-solver family (default); hare: the Hare paper's "
-                        "simulation setting (160 GPUs, 300 jobs, ~50,000 tasks)")
+                        "simulation setting (160 GPUs, 300 jobs, ~50,000 tasks); placement: "
+                        "a Liquid placement instance (PS + workers on hosts)")
+    for name, typ in (("gpus-per-host", int), ("hosts-per-rack", int),
+                      ("racks-per-domain", int), ("busy", float)):
+        p.add_argument(f"--{name}", type=typ, dest=name.replace("-", "_"),
+                       help="placement family only")
+    p.add_argument("--gpu-type", help="placement family only (default K80)")
+    p.add_argument("--workers", type=int, nargs=2, metavar=("LOW", "HIGH"),
+                   help="placement family: workers per job")
     for name in ("total-tasks", "iters-per-task"):
         p.add_argument(f"--{name}", type=int, dest=name.replace("-", "_"),
                        help="hare family only")

@@ -284,3 +284,23 @@ def test_gga_is_reproducible_and_improves_on_its_seeds():
     assert a.objective < fit.objective
     short, _ = place(inst, "gga", params={"generations": "1", "patience": "1"})
     assert short.extra["generations"] == 1
+
+
+def test_placement_generator_and_cli(tmp_path):
+    from optsched.cli import main
+    from optsched.placement.generate import PlacementSpec, generate_placement
+
+    spec = PlacementSpec(jobs=6, hosts=20, gpus_per_host=2, gpu_type="T4", gpu_memory=16384,
+                         hosts_per_rack=5, racks_per_domain=2, workers=(1, 3), busy=0.2)
+    inst = generate_placement(spec, 4)
+    assert inst == generate_placement(spec, 4)
+    assert len(inst.topology.hosts) == 20 and len(inst.jobs) == 6
+    assert all(1 <= len(j.containers) - 1 <= 3 for j in inst.jobs)
+    assert inst.busy and all(g in inst.topology.gpus for g in inst.busy)
+    out = tmp_path / "p.json"
+    assert main(["gen", "--family", "placement", "--seed", "1", "--hosts", "5", "--jobs", "3",
+                 "--out", str(out)]) == 0
+    assert main(["place", str(out), "--method", "bestfit"]) == 0
+    assert main(["gen", "--family", "placement", "--seed", "1", "--mix", "1,1,1,1"]) == 2
+    with pytest.raises(InputError, match="busy"):
+        PlacementSpec(busy=1.0)
