@@ -261,6 +261,10 @@ def test_exact_placement_matches_brute_force(inst, cost, lam):
         return
     assert result.status.value == "optimal"
     assert result.objective == pytest.approx(best, abs=1e-9)
+    for milp in ("milp-highs", "milp-cbc"):  # the second exact engine agrees
+        other, _ = place(inst, milp, params=params, time_limit=20)
+        assert other.status.value == "optimal"
+        assert other.objective == pytest.approx(best, abs=1e-6)
     for method, extra in (("bestfit", {}), ("pack", {}), ("spread", {}), ("random", {}),
                           ("gga", {"generations": "10"})):
         other, placed = place(inst, method, params={**params, **extra})

@@ -176,10 +176,38 @@ class _Disjunctive:
         return Schedule(inst.name, tasks, inst.mode)
 
 
-def solve_milp(instance: Instance, ctx: SolveContext, backend: str) -> MethodOutput:
-    """Solve the disjunctive MILP with ``backend`` = ``highs`` or ``cbc``."""
+def solve_pulp(prob: Any, backend: str, *, time_limit: float | None, threads: int,
+               seed: int) -> tuple[float | None, str]:
+    """Solve ``prob`` with ``highs`` or ``cbc``; (the solver's own best bound plus the
+    objective constant PuLP keeps outside, or None; the solver's status text)."""
     import pulp
 
+    constant = float(prob.objective.constant)
+    if backend == "highs":
+        solver = pulp.HiGHS(msg=False, timeLimit=time_limit, threads=threads, gapRel=0.0,
+                            gapAbs=1e-9, random_seed=seed)
+        with native_stdout_silenced():
+            prob.solve(solver)
+        highs = prob.solverModel
+        info = highs.getInfo()
+        bound = info.mip_dual_bound + constant if math.isfinite(info.mip_dual_bound) else None
+        return bound, highs.modelStatusToString(highs.getModelStatus())
+    with tempfile.TemporaryDirectory() as tmp:
+        log = Path(tmp) / "cbc.log"
+        with warnings.catch_warnings():  # the bundled CBC is tested; pulp is pinned
+            warnings.simplefilter("ignore", DeprecationWarning)
+            solver = pulp.PULP_CBC_CMD(msg=False, timeLimit=time_limit, threads=threads,
+                                       gapRel=0.0, gapAbs=0.0, logPath=str(log),
+                                       options=[f"randomSeed {seed + 1}"])
+        with native_stdout_silenced():
+            prob.solve(solver)
+        text = log.read_text(errors="replace") if log.exists() else ""
+    raw = cbc_bound(text)
+    return (None if raw is None else raw + constant), pulp.LpSolution[prob.sol_status]
+
+
+def solve_milp(instance: Instance, ctx: SolveContext, backend: str) -> MethodOutput:
+    """Solve the disjunctive MILP with ``backend`` = ``highs`` or ``cbc``."""
     threads = int_param(ctx.params, "threads", 1)
     incumbent = ect_schedule(instance)
     upper = check(instance, incumbent).objective
@@ -196,36 +224,10 @@ def solve_milp(instance: Instance, ctx: SolveContext, backend: str) -> MethodOut
     extra: dict[str, Any] = {"backend": backend, "threads": threads,
                              "variables": model.prob.numVariables(),
                              "constraints": model.prob.numConstraints()}
-    constant = float(model.prob.objective.constant)
-    bound: float | None = None
     if choice_param(ctx.params, "relaxation", ("none", "lp")) == "lp":
         return _lp_relaxation(model, incumbent, backend, ctx.time_limit, extra)
-    if backend == "highs":
-        solver = pulp.HiGHS(msg=False, timeLimit=ctx.time_limit, threads=threads, gapRel=0.0,
-                            gapAbs=1e-9, random_seed=ctx.seed)
-        with native_stdout_silenced():
-            model.prob.solve(solver)
-        info = model.prob.solverModel.getInfo()
-        highs = model.prob.solverModel
-        extra["solver_status"] = highs.modelStatusToString(highs.getModelStatus())
-        if math.isfinite(info.mip_dual_bound):
-            bound = info.mip_dual_bound + constant
-    else:
-        with tempfile.TemporaryDirectory() as tmp:
-            log = Path(tmp) / "cbc.log"
-            with warnings.catch_warnings():  # the bundled CBC is tested; pulp is pinned
-                warnings.simplefilter("ignore", DeprecationWarning)
-                solver = pulp.PULP_CBC_CMD(msg=False, timeLimit=ctx.time_limit,
-                                           threads=threads, gapRel=0.0, gapAbs=0.0,
-                                           logPath=str(log),
-                                           options=[f"randomSeed {ctx.seed + 1}"])
-            with native_stdout_silenced():
-                model.prob.solve(solver)
-            text = log.read_text(errors="replace") if log.exists() else ""
-        raw = cbc_bound(text)
-        extra["solver_status"] = pulp.LpSolution[model.prob.sol_status]
-        if raw is not None:
-            bound = raw + constant
+    bound, extra["solver_status"] = solve_pulp(model.prob, backend, time_limit=ctx.time_limit,
+                                               threads=threads, seed=ctx.seed)
     status, has_solution = map_status(model.prob.sol_status)
     if not has_solution:
         return MethodOutput(bound=bound if status is Status.UNKNOWN else None, status=status,

@@ -60,9 +60,76 @@ def _values(instance: PlacementInstance, ctx: PlaceContext, host: str) -> dict[s
             "far": Fraction(far).limit_denominator(10**6)}
 
 
-def solve_placement(instance: PlacementInstance, ctx: PlaceContext) -> PlaceOutput:
-    from ortools.sat.python import cp_model
+class _CpSat:
+    """Model-building calls for CP-SAT (products by a multiplication constraint)."""
 
+    def __init__(self) -> None:
+        from ortools.sat.python import cp_model
+
+        self.m = cp_model.CpModel()
+
+    def binary(self, name: str) -> Any:
+        return self.m.new_bool_var(name)
+
+    def integer(self, lo: int, hi: int, name: str) -> Any:
+        return self.m.new_int_var(lo, hi, name)
+
+    def add(self, constraint: Any) -> None:
+        self.m.add(constraint)
+
+    def product(self, used: Any, diff: Any, n_gpus: int, n_items: int, name: str,
+                pairs: list[tuple[int, Any]], items: list[Any], busy: int) -> Any:
+        u = self.integer(0, n_gpus, f"U{name}")
+        d = self.integer(-n_items, n_items, f"d{name}")
+        self.add(u == used)
+        self.add(d == diff)
+        prod = self.integer(-n_items * n_gpus, n_items * n_gpus, f"p{name}")
+        self.m.add_multiplication_equality(prod, [u, d])
+        return prod
+
+
+class _Pulp:
+    """Model-building calls for a PuLP MILP (products of binaries linearised)."""
+
+    def __init__(self) -> None:
+        import pulp
+
+        self.pulp = pulp
+        self.prob = pulp.LpProblem("placement", pulp.LpMinimize)
+
+    def binary(self, name: str) -> Any:
+        return self.prob.add_variable(name, 0, 1, cat="Integer")
+
+    def integer(self, lo: int, hi: int, name: str) -> Any:
+        return self.prob.add_variable(name, lo, hi)  # integral at every integral x
+
+    def add(self, constraint: Any) -> None:
+        self.prob += constraint
+
+    def product(self, used: Any, diff: Any, n_gpus: int, n_items: int, name: str,
+                pairs: list[tuple[int, Any]], items: list[Any], busy: int) -> Any:
+        """U·diff = busy·diff + Σ_c k_c s_c x_c + Σ_{c≠t} k_c s_t x_c x_t (x binary)."""
+        sign = {i: 1 if items[i][1].role == "ps" else -1 for i, _ in pairs}
+        expr = busy * diff
+        for c, xc in pairs:
+            k = items[c][1].gpus
+            if not k:
+                continue
+            expr += k * sign[c] * xc
+            for t, xt in pairs:
+                if t != c:
+                    y = self.prob.add_variable(f"y{name}_{c}_{t}", 0, 1)
+                    self.add(y <= xc)
+                    self.add(y <= xt)
+                    self.add(y >= xc + xt - 1)
+                    expr += k * sign[t] * y
+        return expr
+
+
+def _build(instance: PlacementInstance, ctx: PlaceContext, b: Any
+           ) -> tuple[dict[tuple[int, str], Any], Fraction, list[tuple[Fraction, Any]]] | None:
+    """The placement model on backend ``b``: (x, objective constant, objective terms), or
+    None when some container fits on no host."""
     topo = instance.topology
     hosts = list(topo.hosts)
     rack_domains: dict[str | None, set[str | None]] = defaultdict(set)
@@ -80,42 +147,39 @@ def solve_placement(instance: PlacementInstance, ctx: PlaceContext) -> PlaceOutp
     items = [(job, c) for job in instance.jobs for c in job.containers]
     n_items = len(items)
 
-    m = cp_model.CpModel()
     x: dict[tuple[int, str], Any] = {}
     for i, (_, c) in enumerate(items):
         for h in hosts:
             usable = sum(instance.gpu_memory(g) >= c.gpu_memory for g in gpus_of[h])
             if c.cpus <= instance.capacity(h, "cpus") and c.memory <= instance.capacity(
                     h, "memory") and c.gpus <= usable:
-                x[i, h] = m.new_bool_var(f"x{i}_{h}")
+                x[i, h] = b.binary(f"x{i}_{h}")
         options = [x[i, h] for h in hosts if (i, h) in x]
         if not options:
-            return PlaceOutput(status=Status.INFEASIBLE, extra={"reason": "a container fits "
-                                                                "on no host"})
-        m.add_exactly_one(options)
+            return None
+        b.add(sum(options) == 1)
     on = defaultdict(list)  # host -> [(item, var)]
     for (i, h), var in x.items():
         on[h].append((i, var))
     for h in hosts:
         for res in ("cpus", "memory"):
-            m.add(sum(math.ceil(getattr(items[i][1], res) * 1000) * v for i, v in on[h])
+            b.add(sum(math.ceil(getattr(items[i][1], res) * 1000) * v for i, v in on[h])
                   <= math.floor(instance.capacity(h, res) * 1000 + 1e-6))
         for theta in sorted({items[i][1].gpu_memory for i, _ in on[h]}):
             have = sum(instance.gpu_memory(g) >= theta for g in gpus_of[h])
-            m.add(sum(items[i][1].gpus * v for i, v in on[h] if items[i][1].gpu_memory >= theta)
+            b.add(sum(items[i][1].gpus * v for i, v in on[h] if items[i][1].gpu_memory >= theta)
                   <= have)
     # identical containers of a job are interchangeable: their host indices are ordered
     position = {h: k for k, h in enumerate(hosts)}
     for a in range(len(items) - 1):
-        b = a + 1
-        if items[a][0] is items[b][0] and items[a][1].role == items[b][1].role and \
-                _demand(items[a][1]) == _demand(items[b][1]):
-            m.add(sum(position[h] * v for (i, h), v in x.items() if i == a)
-                  <= sum(position[h] * v for (i, h), v in x.items() if i == b))
+        if items[a][0] is items[a + 1][0] and items[a][1].role == items[a + 1][1].role and \
+                _demand(items[a][1]) == _demand(items[a + 1][1]):
+            b.add(sum(position[h] * v for (i, h), v in x.items() if i == a)
+                  <= sum(position[h] * v for (i, h), v in x.items() if i == a + 1))
     for job in instance.jobs:
         if job.one_per_host:
             for h in hosts:
-                m.add(sum(v for i, v in on[h] if items[i][0] is job) <= 1)
+                b.add(sum(v for i, v in on[h] if items[i][0] is job) <= 1)
 
     terms: list[tuple[Fraction, Any]] = []  # objective = const + Σ coefficient × variable
     const = Fraction(0)
@@ -142,12 +206,12 @@ def solve_placement(instance: PlacementInstance, ctx: PlaceContext) -> PlaceOutp
                 for key, members in groups.items():
                     if weight * gains[key] == 0:
                         continue
-                    both = m.new_bool_var(f"b{p}_{w}_{key[0]}_{key[1]}")
+                    both = b.binary(f"b{p}_{w}_{key[0]}_{key[1]}")
                     in_p = sum(x[p, h] for h in members if (p, h) in x)
                     in_w = sum(x[w, h] for h in members if (w, h) in x)
-                    m.add(both <= in_p)
-                    m.add(both <= in_w)
-                    m.add(both >= in_p + in_w - 1)
+                    b.add(both <= in_p)
+                    b.add(both <= in_w)
+                    b.add(both >= in_p + in_w - 1)
                     terms.append((-weight * gains[key], both))
 
     # load (code form) or fitness (paper form), with u = "job uses host" (exact OR)
@@ -157,38 +221,52 @@ def solve_placement(instance: PlacementInstance, ctx: PlaceContext) -> PlaceOutp
             mine = [v for i, v in on[h] if items[i][0] is job]
             if not mine:
                 continue
-            u = m.new_bool_var(f"u{job.id}_{h}")
+            u = b.binary(f"u{job.id}_{h}")
             for v in mine:
-                m.add(u >= v)
-            m.add(u <= sum(mine))
+                b.add(u >= v)
+            b.add(u <= sum(mine))
             if model_kind == "code":
                 terms.append((Fraction(1, n_items), u))
             elif n_gpus[h]:
-                z = m.new_int_var(0, n_gpus[h], f"z{job.id}_{h}")
-                m.add(z <= n_gpus[h] * u)
-                m.add(z <= used[h])
+                z = b.integer(0, n_gpus[h], f"z{job.id}_{h}")
+                b.add(z <= n_gpus[h] * u)
+                b.add(z <= used[h])
                 terms.append((-(1 - lam) / n_gpus[h], z))
     if model_kind == "code":
         for h in hosts:
             if not n_gpus[h] or not on[h]:
                 continue
-            diff = m.new_int_var(-n_items, n_items, f"d{h}")
-            m.add(diff == sum((1 if items[i][1].role == "ps" else -1) * v for i, v in on[h]))
-            u_h = m.new_int_var(0, n_gpus[h], f"U{h}")
-            m.add(u_h == used[h])
-            prod = m.new_int_var(-n_items * n_gpus[h], n_items * n_gpus[h], f"p{h}")
-            m.add_multiplication_equality(prod, [u_h, diff])
+            diff = sum((1 if items[i][1].role == "ps" else -1) * v for i, v in on[h])
+            prod = b.product(used[h], diff, n_gpus[h], n_items, h, on[h], items, busy[h])
             step = Fraction(1, n_gpus[h] * n_items)
             terms += [(step, prod), (step, diff)]
-    scale = math.lcm(*(f.denominator for f, _ in terms), const.denominator)
-    m.minimize(sum(int(f * scale) * v for f, v in terms))
+    return x, const, terms
 
+
+def _host_map(instance: PlacementInstance, x: dict[tuple[int, str], Any],
+              chosen: Any) -> dict[tuple[str, str], str]:
+    items = [(job, c) for job in instance.jobs for c in job.containers]
+    return {(items[i][0].id, items[i][1].id): h for (i, h), v in x.items() if chosen(v) > 0.5}
+
+
+def solve_placement(instance: PlacementInstance, ctx: PlaceContext) -> PlaceOutput:
+    """CP-SAT on the exactly integer-scaled objective."""
+    from ortools.sat.python import cp_model
+
+    b = _CpSat()
+    built = _build(instance, ctx, b)
+    if built is None:
+        return PlaceOutput(status=Status.INFEASIBLE, extra={"reason": "a container fits on "
+                                                            "no host"})
+    x, const, terms = built
+    scale = math.lcm(*(f.denominator for f, _ in terms), const.denominator)
+    b.m.minimize(sum(int(f * scale) * v for f, v in terms))
     solver = cp_model.CpSolver()
     solver.parameters.num_workers = int_param(ctx.params, "workers", 1)
     solver.parameters.random_seed = ctx.seed
     if ctx.time_limit is not None:
         solver.parameters.max_time_in_seconds = ctx.time_limit
-    status = solver.status_name(solver.solve(m))
+    status = solver.status_name(solver.solve(b.m))
     extra: dict[str, Any] = {"solver_status": status, "variables": len(x)}
     if status == "INFEASIBLE":
         return PlaceOutput(status=Status.INFEASIBLE, extra=extra)
@@ -199,9 +277,33 @@ def solve_placement(instance: PlacementInstance, ctx: PlaceContext) -> PlaceOutp
     bound = float(const + Fraction(scaled_bound, scale))
     if status not in ("OPTIMAL", "FEASIBLE"):
         return PlaceOutput(bound=bound, status=Status.UNKNOWN, extra=extra)
-    host_of = {(items[i][0].id, items[i][1].id): h for (i, h), v in x.items()
-               if solver.value(v)}
-    return PlaceOutput(placement_from_hosts(instance, host_of), bound=bound, extra=extra)
+    placement = placement_from_hosts(instance, _host_map(instance, x, solver.value))
+    return PlaceOutput(placement, bound=bound, extra=extra)
+
+
+def solve_placement_milp(instance: PlacementInstance, ctx: PlaceContext, backend: str
+                         ) -> PlaceOutput:
+    """The same model as a MILP through PuLP (HiGHS or CBC), bound read from the solver."""
+    from optsched.exact.milp import map_status, solve_pulp
+
+    b = _Pulp()
+    built = _build(instance, ctx, b)
+    if built is None:
+        return PlaceOutput(status=Status.INFEASIBLE, extra={"reason": "a container fits on "
+                                                            "no host"})
+    x, const, terms = built
+    b.prob += b.pulp.lpSum(float(f) * v for f, v in terms) + float(const)
+    bound, solver_status = solve_pulp(b.prob, backend, time_limit=ctx.time_limit,
+                                      threads=int_param(ctx.params, "threads", 1),
+                                      seed=ctx.seed)
+    extra: dict[str, Any] = {"solver_status": solver_status, "backend": backend,
+                             "variables": b.prob.numVariables()}
+    status, has_solution = map_status(b.prob.sol_status)
+    if not has_solution:
+        return PlaceOutput(bound=bound if status is Status.UNKNOWN else None, status=status,
+                           extra=extra)
+    placement = placement_from_hosts(instance, _host_map(instance, x, lambda v: v.value()))
+    return PlaceOutput(placement, bound=bound, extra=extra)
 
 
 @register("cpsat", kind="place",
@@ -209,3 +311,17 @@ def solve_placement(instance: PlacementInstance, ctx: PlaceContext) -> PlaceOutp
           description="exact placement with CP-SAT for the order-free cost (certified bound)")
 def _place_cpsat(instance: PlacementInstance, ctx: PlaceContext) -> PlaceOutput:
     return solve_placement(instance, ctx)
+
+
+@register("milp-highs", kind="place",
+          params={**COST_PARAMS, "threads": "HiGHS threads (default 1)"},
+          description="exact placement as a MILP through PuLP + HiGHS (certified bound)")
+def _place_milp_highs(instance: PlacementInstance, ctx: PlaceContext) -> PlaceOutput:
+    return solve_placement_milp(instance, ctx, "highs")
+
+
+@register("milp-cbc", kind="place",
+          params={**COST_PARAMS, "threads": "CBC threads (default 1)"},
+          description="exact placement as a MILP through PuLP + CBC (certified bound)")
+def _place_milp_cbc(instance: PlacementInstance, ctx: PlaceContext) -> PlaceOutput:
+    return solve_placement_milp(instance, ctx, "cbc")
