@@ -1,4 +1,4 @@
-"""Exact placement with CP-SAT for Liquid's order-free cost (models/placement-exact.md).
+"""Exact placement, CP-SAT and MILP, for Liquid's order-free cost (models/placement-exact.md).
 
 x[c, h] = 1 when container c goes on host h. Capacities per host: CPUs, memory, and GPUs by
 memory threshold (containers needing at least θ MB of GPU memory use GPUs with at least θ MB;
