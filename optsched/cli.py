@@ -189,6 +189,43 @@ def cmd_simulate(args: argparse.Namespace) -> int:
     return EXIT_OK
 
 
+def cmd_estimate(args: argparse.Namespace) -> int:
+    from optsched.estimation.forest import MODELS, ResourceEstimator, evaluate, to_request
+    from optsched.estimation.runs import read_runs, synthetic_runs, write_runs
+
+    if args.action == "gen":
+        if not args.out:
+            raise InputError("estimate gen needs --out RUNS.csv")
+        runs = synthetic_runs(args.jobs, args.seed, args.noise)
+        write_runs(args.out, runs)
+        print(f"wrote {args.out}: {args.jobs} synthetic jobs, {len(runs)} containers")
+        return EXIT_OK
+    if not args.runs:
+        raise InputError(f"estimate {args.action} needs a runs CSV")
+    runs = read_runs(args.runs)
+    if args.action == "eval":
+        scores = evaluate(runs, test_jobs=args.test_jobs, step=args.step,
+                          models=args.model or MODELS, seed=args.seed)
+        rows = [vars(s) for s in scores]
+        if args.json:
+            _print_json(rows)
+        else:
+            print(f"{'model':<9} {'train':>5} {'label':<13} {'RMSE':>12} {'R²':>7}")
+            for r in rows:
+                print(f"{r['model']:<9} {r['train_jobs']:>5} {r['label']:<13} "
+                      f"{r['rmse']:>12.4g} {r['r2']:>7.3f}")
+        return EXIT_OK
+    if not args.query:
+        raise InputError("estimate predict needs --query RUNS.csv (rows to predict)")
+    query = read_runs(args.query)
+    estimator = ResourceEstimator((args.model or ["forest"])[0], args.seed).fit(runs)
+    out = [{"job": q.job, "job_type": q.job_type, "role": q.role, "predicted": p,
+            "request": to_request(p)} for q, p in zip(query, estimator.predict(query),
+                                                      strict=True)]
+    _print_json(out)
+    return EXIT_OK
+
+
 def cmd_methods(args: argparse.Namespace) -> int:
     infos = methods()
     if args.json:
@@ -425,6 +462,24 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--out", metavar="PLACEMENT", help="write the placement here")
     p.add_argument("--json", action="store_true")
     p.set_defaults(func=cmd_place)
+
+    p = sub.add_parser("estimate", help="Liquid's resource estimation (random forests)")
+    p.add_argument("action", choices=("gen", "eval", "predict"),
+                   help="gen: synthetic runs CSV; eval: the paper's protocol (train-set "
+                        "growth, RMSE, R²); predict: train on RUNS, predict --query rows")
+    p.add_argument("runs", nargs="?", metavar="RUNS.csv")
+    p.add_argument("--query", metavar="RUNS.csv")
+    p.add_argument("--out", metavar="RUNS.csv", help="gen: where to write")
+    p.add_argument("--jobs", type=int, default=350, help="gen: number of jobs (default 350)")
+    p.add_argument("--noise", type=float, default=0.1, help="gen: log-normal σ (default 0.1)")
+    p.add_argument("--seed", type=int, default=0)
+    p.add_argument("--test-jobs", type=int, default=50)
+    p.add_argument("--step", type=int, default=50)
+    p.add_argument("--model", action="append",
+                   choices=("forest", "linear", "tree", "adaboost", "gbdt"),
+                   help="eval: models to compare (default all); predict: the model")
+    p.add_argument("--json", action="store_true")
+    p.set_defaults(func=cmd_estimate)
 
     p = sub.add_parser("methods", help="list the registered methods")
     p.add_argument("--json", action="store_true")

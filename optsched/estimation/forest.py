@@ -1,0 +1,166 @@
+"""Per-job-type, per-label random forests (Liquid §4) and the paper's evaluation protocol.
+
+:class:`ResourceEstimator` trains, for every job type and label, a scikit-learn
+``RandomForestRegressor`` with the reference code's hyper-parameters (70 trees, depth 13,
+min_samples_split 10, min_samples_leaf 5, max_features = features − 1; seeded). A job type
+unseen in training falls back to a forest over all types. :func:`to_request` turns
+predictions into Liquid's resource request (CPU cores, memory, GPU utilisation, GPU memory,
+bandwidth weight = ceil(bw_rx / 100,000)), the weight placement uses
+(:func:`with_bandwidth`).
+
+:func:`evaluate` is the paper's protocol (§7.2): a fixed test set of jobs, a training set grown
+in steps, RMSE and R² per label, for the forest and the paper's comparison models (linear
+regression, decision tree, AdaBoost, gradient boosting). scikit-learn is the optional
+``estimation`` extra, imported lazily.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field, replace
+from typing import Any
+
+import numpy as np
+
+from optsched.errors import InputError
+from optsched.estimation.runs import LABELS, Run
+from optsched.placement.model import PlacementInstance
+
+MODELS = ("forest", "linear", "tree", "adaboost", "gbdt")
+
+
+def _sklearn() -> Any:
+    try:
+        import sklearn  # noqa: F401
+    except ImportError:
+        raise InputError("resource estimation needs scikit-learn: "
+                         "pip install 'optsched[estimation]'") from None
+    from sklearn import ensemble, linear_model, tree
+    return ensemble, linear_model, tree
+
+
+def _make(kind: str, n_features: int, seed: int) -> Any:
+    ensemble, linear_model, tree = _sklearn()
+    if kind == "forest":
+        return ensemble.RandomForestRegressor(
+            n_estimators=70, max_depth=13, min_samples_split=10, min_samples_leaf=5,
+            max_features=max(1, n_features - 1), random_state=seed)
+    if kind == "linear":
+        return linear_model.LinearRegression()
+    if kind == "tree":
+        return tree.DecisionTreeRegressor(random_state=seed)
+    if kind == "adaboost":
+        return ensemble.AdaBoostRegressor(random_state=seed)
+    if kind == "gbdt":
+        return ensemble.GradientBoostingRegressor(random_state=seed)
+    raise InputError(f"model must be one of {MODELS}, got {kind!r}")
+
+
+@dataclass
+class ResourceEstimator:
+    """Regressors per (job type, label); ``model`` one of :data:`MODELS` (default forest)."""
+
+    model: str = "forest"
+    seed: int = 0
+    features: tuple[str, ...] = ()
+    labels: tuple[str, ...] = ()
+    _fitted: dict[tuple[str | None, str], Any] = field(default_factory=dict, repr=False)
+
+    def _matrix(self, runs: Sequence[Run]) -> np.ndarray:
+        return np.array([[r.features.get(k, 0.0) for k in self.features] for r in runs])
+
+    def fit(self, runs: Sequence[Run]) -> ResourceEstimator:
+        if not runs:
+            raise InputError("no run to train on")
+        self.features = tuple(sorted({k for r in runs for k in r.features}))
+        self.labels = tuple(k for k in LABELS if all(k in r.labels for r in runs))
+        self._fitted = {}
+        groups: dict[str | None, list[Run]] = {None: list(runs)}
+        for r in runs:
+            groups.setdefault(r.job_type, []).append(r)
+        for job_type, rows in groups.items():
+            x = self._matrix(rows)
+            for label in self.labels:
+                reg = _make(self.model, len(self.features), self.seed)
+                reg.fit(x, [r.labels[label] for r in rows])
+                self._fitted[job_type, label] = reg
+        return self
+
+    def predict(self, runs: Sequence[Run]) -> list[dict[str, float]]:
+        """Predicted labels for each row (features and job type only are read)."""
+        if not self._fitted:
+            raise InputError("the estimator is not trained")
+        out: list[dict[str, float]] = [{} for _ in runs]
+        by_type: dict[str | None, list[int]] = {}
+        for i, r in enumerate(runs):
+            key = r.job_type if (r.job_type, self.labels[0]) in self._fitted else None
+            by_type.setdefault(key, []).append(i)
+        for job_type, rows in by_type.items():
+            x = self._matrix([runs[i] for i in rows])
+            for label in self.labels:
+                for i, value in zip(rows, self._fitted[job_type, label].predict(x),
+                                    strict=True):
+                    out[i][label] = float(value)
+        return out
+
+
+def to_request(prediction: Mapping[str, float]) -> dict[str, float]:
+    """Liquid's request from predictions (seeds.md §2.2; defaults where a label is missing)."""
+    def up(key: str, unit: float, default: float) -> float:
+        return default if key not in prediction else math.ceil(max(0.0, prediction[key])
+                                                                / unit) * unit
+    util = prediction.get("gpu_util")
+    return {"cpus": up("cpu", 100, 400) / 100, "memory": up("mem", 1024, 4096),
+            "gpu_util": 100.0 if util is None else math.ceil(max(0.0, util)) // 10 * 10,
+            "gpu_memory": up("gpu_mem", 1024, 8192),
+            "bandwidth": max(1.0, up("bw_rx", 100_000, 100_000) / 100_000)}
+
+
+def with_bandwidth(instance: PlacementInstance, weights: Mapping[str, float]
+                   ) -> PlacementInstance:
+    """The placement instance with each listed job's bandwidth weight replaced."""
+    unknown = sorted(set(weights) - {j.id for j in instance.jobs})
+    if unknown:
+        raise InputError(f"unknown job {unknown[0]!r}")
+    jobs = tuple(replace(j, bandwidth=weights.get(j.id, j.bandwidth)) for j in instance.jobs)
+    return PlacementInstance(instance.name, instance.topology, jobs)
+
+
+@dataclass(frozen=True)
+class Score:
+    """One cell of the evaluation: model, training jobs, label, RMSE, R²."""
+
+    model: str
+    train_jobs: int
+    label: str
+    rmse: float
+    r2: float
+
+
+def evaluate(runs: Sequence[Run], *, test_jobs: int = 50, step: int = 50,
+             models: Sequence[str] = MODELS, seed: int = 0) -> list[Score]:
+    """The paper's protocol: jobs shuffled (seeded); the last ``test_jobs`` jobs test, the
+    first 50, 100, … train; RMSE and R² per label on the test rows."""
+    jobs = list(dict.fromkeys(r.job for r in runs))
+    if len(jobs) <= test_jobs:
+        raise InputError(f"need more than {test_jobs} jobs, got {len(jobs)}")
+    order = [jobs[i] for i in np.random.default_rng(seed).permutation(len(jobs))]
+    test_ids = set(order[-test_jobs:])
+    test = [r for r in runs if r.job in test_ids]
+    pool = order[:-test_jobs]
+    scores = []
+    for size in range(step, len(pool) + 1, step):
+        train_ids = set(pool[:size])
+        train = [r for r in runs if r.job in train_ids]
+        for kind in models:
+            est = ResourceEstimator(kind, seed).fit(train)
+            predicted = est.predict(test)
+            for label in est.labels:
+                truth = np.array([r.labels[label] for r in test])
+                guess = np.array([p[label] for p in predicted])
+                rmse = float(np.sqrt(np.mean((truth - guess) ** 2)))
+                spread = float(np.sum((truth - truth.mean()) ** 2))
+                r2 = 1.0 - float(np.sum((truth - guess) ** 2)) / spread if spread else 0.0
+                scores.append(Score(kind, size, label, rmse, r2))
+    return scores
