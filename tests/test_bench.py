@@ -60,7 +60,7 @@ def test_bad_grids(kwargs, match):
 
 
 def test_plan_refuses_bad_requests(tiny_set):
-    with pytest.raises(InputError, match="unknown method 'nope'"):
+    with pytest.raises(InputError, match="unknown scheduling method .nope."):
         plan(tiny_set, ["nope"])
     with pytest.raises(InputError, match="no parameter 'x'"):
         plan(tiny_set, ["ect"], params={"x": "1"})
@@ -235,3 +235,19 @@ def test_bench_cli_end_to_end(tmp_path, capsys):
     assert sorted(p.name for p in (tmp_path / "rep").iterdir()) == ["gaps.md"]
     out = capsys.readouterr().out
     assert "8 runs finished (0 errors)" in out
+
+
+def test_placement_grids_and_methods_run_through_the_runner(tmp_path):
+    """A placement-family grid; place methods (kind place) run on it, cpsat meaning the
+    exact placement there."""
+    grid = Grid("p", {"jobs_per_host": 0.5, "gpus_per_host": 2}, {"hosts": [4]}, (0,),
+                family="placement")
+    manifest = generate_set(grid, tmp_path / "set")
+    runs = plan(manifest, ["bestfit", "cpsat"], params={"cost": "code"})
+    assert {r.mode for r in runs} == {"placement"}
+    run_benchmark(runs, tmp_path / "r.jsonl", workers=1, manifest=manifest, progress=None)
+    records = {r["method"]: r for r in load_records(tmp_path / "r.jsonl")}
+    assert records["cpsat"]["status"] == "optimal"
+    assert records["bestfit"]["objective"] >= records["cpsat"]["bound"] - 1e-9
+    with pytest.raises(InputError, match="unknown placement method 'ect'"):
+        plan(manifest, ["ect"])

@@ -1,7 +1,8 @@
 """Instance grids (``optsched/grid@1``) and the instance sets generated from them.
 
 A grid file names a generator ``family`` (``exact``, the default:
-:class:`~optsched.generate.GeneratorSpec`; ``hare``: :class:`~optsched.generate.HareSpec`), its
+:class:`~optsched.generate.GeneratorSpec`; ``hare``: :class:`~optsched.generate.HareSpec`;
+``placement``: :class:`~optsched.placement.generate.PlacementSpec`), its
 base parameters, the parameters to vary
 (their cartesian product gives the grid *cells*) and the instance seeds::
 
@@ -26,10 +27,13 @@ from optsched.bench.manifest import Manifest
 from optsched.errors import InputError
 from optsched.generate import GeneratorSpec, HareSpec, generate, generate_hare
 from optsched.io import instance_to_dict, read_json, write_json
+from optsched.placement.generate import PlacementSpec, generate_placement
+from optsched.placement.model import PlacementInstance, placement_instance_to_dict
 
 GRID_FORMAT = "optsched/grid@1"
 FAMILIES: dict[str, tuple[Any, Any]] = {"exact": (GeneratorSpec, generate),
-                                        "hare": (HareSpec, generate_hare)}
+                                        "hare": (HareSpec, generate_hare),
+                                        "placement": (PlacementSpec, generate_placement)}
 
 
 def _spec_value(value: Any) -> Any:
@@ -124,7 +128,8 @@ def generate_set(grid: Grid, out: str | Path) -> Manifest:
         for seed in grid.seeds:
             name = grid.instance_name(cell, seed)
             instance = FAMILIES[grid.family][1](spec, seed, name=name)
-            write_json(out / f"{name}.json", instance_to_dict(instance))
+            write_json(out / f"{name}.json", placement_instance_to_dict(instance)
+                       if isinstance(instance, PlacementInstance) else instance_to_dict(instance))
             entries[name] = {"file": f"{name}.json", "cell": cell, "seed": seed}
     manifest = Manifest.new(manifest_path, grid.name, entries)
     manifest.save()

@@ -33,6 +33,9 @@ from optsched.bench.records import (
 from optsched.errors import InputError, UnknownNameError
 from optsched.io import instance_from_dict, read_json
 from optsched.online.run import run_policy
+from optsched.placement.model import INSTANCE_FORMAT as PLACEMENT_INSTANCE_FORMAT
+from optsched.placement.model import placement_instance_from_dict
+from optsched.placement.place import place
 from optsched.solve import MethodInfo, get_method, load_plugin, solve
 
 
@@ -77,18 +80,23 @@ def plan(
     for module in plugins:
         load_plugin(module)
     params = dict(params or {})
+    instances = {name: read_json(manifest.path.parent / entry["file"])
+                 for name, entry in manifest.instances.items()}
+    # a set holds placement instances (place methods) or scheduling instances (the others)
+    placement = any(data.get("format") == PLACEMENT_INSTANCE_FORMAT
+                    for data in instances.values())
     for method in methods:
-        info = _method(method)
+        info = _method(method, placement)
         for key in params:
             if key not in info.params:
                 raise InputError(f"method {method!r} has no parameter {key!r}")
         for mode in modes or ():
-            if mode not in info.modes:
+            if not placement and mode not in info.modes:
                 raise InputError(f"method {method!r} does not support mode {mode!r}")
     runs: list[Run] = []
     for name, entry in manifest.instances.items():
-        data = read_json(manifest.path.parent / entry["file"])
-        for mode in modes or [data.get("mode", "relaxed")]:
+        data = instances[name]
+        for mode in ["placement"] if placement else modes or [data.get("mode", "relaxed")]:
             for method in methods:
                 runs.extend(Run(name, data, entry.get("cell", {}), entry.get("seed"), method,
                                 mode, seed, params, time_limit, tuple(plugins))
@@ -96,16 +104,16 @@ def plan(
     return runs
 
 
-def _method(name: str) -> MethodInfo:
-    """The ``solve`` method ``name``, else the ``simulate`` method (online policy) ``name``."""
-    try:
-        return get_method(name, "solve")
-    except UnknownNameError:
+def _method(name: str, placement: bool = False) -> MethodInfo:
+    """The ``place`` method ``name`` for placement instances; otherwise the ``solve``
+    method, else the ``simulate`` method (online policy) ``name``."""
+    for kind in ("place",) if placement else ("solve", "simulate"):
         try:
-            return get_method(name, "simulate")
+            return get_method(name, kind)
         except UnknownNameError:
-            raise UnknownNameError(f"unknown method {name!r} (neither solve nor simulate; "
-                                   f"see optsched methods)") from None
+            continue
+    what = "placement" if placement else "scheduling"
+    raise UnknownNameError(f"unknown {what} method {name!r} (see optsched methods)")
 
 
 def execute(run: Run) -> dict[str, Any]:
@@ -120,18 +128,22 @@ def execute(run: Run) -> dict[str, Any]:
     }
     started = time.perf_counter()
     try:
-        instance = instance_from_dict(run.instance_data)
-        if _method(run.method).kind == "simulate":  # online policy: one simulation
-            result, _ = run_policy(instance.with_mode(run.mode), run.method,
-                                   params=run.params, seed=run.seed)
+        kind = "place" if run.mode == "placement" else _method(run.method).kind
+        if kind == "place":
+            result, _ = place(placement_instance_from_dict(run.instance_data), run.method,
+                              seed=run.seed, time_limit=run.time_limit, params=run.params)
+        elif kind == "simulate":  # online policy: one simulation
+            result, _ = run_policy(instance_from_dict(run.instance_data).with_mode(run.mode),
+                                   run.method, params=run.params, seed=run.seed)
         else:
-            result = solve(instance, run.method, mode=run.mode, time_limit=run.time_limit,
-                           seed=run.seed, params=run.params)
+            result = solve(instance_from_dict(run.instance_data), run.method, mode=run.mode,
+                           time_limit=run.time_limit, seed=run.seed, params=run.params)
         metrics = None
         if result.metrics is not None:
             metrics = {k: v for k, v in result.metrics.items() if k != "utilisation"}
-            util = list(result.metrics["utilisation"].values())
-            metrics["mean_utilisation"] = sum(util) / len(util)
+            if "utilisation" in result.metrics:
+                util = list(result.metrics["utilisation"].values())
+                metrics["mean_utilisation"] = sum(util) / len(util)
         record.update(status=str(result.status), objective=result.objective,
                       bound=result.bound, gap=result.gap, runtime_s=result.runtime_s,
                       metrics=metrics, extra=dict(result.extra), error=None)

@@ -2,7 +2,8 @@
 
 Defaults follow the reference code's distributed jobs: 1 PS + 2 workers, every container
 1 GPU, 4 CPUs, 4 GB of memory and 8 GB of GPU memory (seeds.md §2.7), on ``hosts`` hosts of
-``gpus_per_host`` GPUs. ``workers`` draws the number of workers per job, ``bandwidth`` the
+``gpus_per_host`` GPUs (``jobs_per_host`` × ``hosts`` jobs when given, so the load stays put as
+the cluster grows). ``workers`` draws the number of workers per job, ``bandwidth`` the
 job's predicted network weight; ``busy`` is the fraction of GPUs already held by other work.
 Liquid's two clusters: 5 hosts × 4 K80 (12 GB, 24 cores, 188 GB) and 20 hosts × 2 T4 (16 GB,
 48 vCPUs, 186 GB).
@@ -24,6 +25,7 @@ class PlacementSpec:
     """Parameters of :func:`generate_placement` (ranges are inclusive pairs)."""
 
     jobs: int = 4
+    jobs_per_host: float | None = None
     hosts: int = 5
     gpus_per_host: int = 4
     gpu_type: str = "K80"
@@ -50,6 +52,8 @@ def generate_placement(spec: PlacementSpec, seed: int, *, name: str | None = Non
                        ) -> PlacementInstance:
     """A random placement instance drawn from ``spec`` with ``default_rng(seed)``."""
     rng = np.random.default_rng(seed)
+    n_jobs = spec.jobs if spec.jobs_per_host is None else max(
+        1, round(spec.jobs_per_host * spec.hosts))
     graph = tree_topology([[spec.gpu_type] * spec.gpus_per_host] * spec.hosts,
                           hosts_per_rack=spec.hosts_per_rack,
                           racks_per_domain=spec.racks_per_domain)
@@ -59,7 +63,7 @@ def generate_placement(spec: PlacementSpec, seed: int, *, name: str | None = Non
         elif attrs["kind"] == "gpu":
             attrs.update(gpu_memory=spec.gpu_memory, busy=bool(rng.random() < spec.busy))
     jobs = []
-    for j in range(spec.jobs):
+    for j in range(n_jobs):
         n_workers = int(rng.integers(spec.workers[0], spec.workers[1] + 1))
         containers = [Container("ps0", "ps", gpus=spec.ps_gpus, cpus=4, memory=4096,
                                 gpu_memory=8192 if spec.ps_gpus else 0)]
@@ -67,5 +71,5 @@ def generate_placement(spec: PlacementSpec, seed: int, *, name: str | None = Non
                                  gpu_memory=8192) for k in range(n_workers)]
         jobs.append(PlacementJob(f"j{j}", tuple(containers),
                                  float(rng.integers(spec.bandwidth[0], spec.bandwidth[1] + 1))))
-    label = name or f"place-s{seed}-j{spec.jobs}-h{spec.hosts}"
+    label = name or f"place-s{seed}-j{n_jobs}-h{spec.hosts}"
     return PlacementInstance(label, Topology(graph), tuple(jobs))
