@@ -66,11 +66,15 @@ def cmd_check(args: argparse.Namespace) -> int:
     if args.json:
         _print_json(report.to_dict())
     else:
-        for v in report.violations:
-            print(f"{v.kind}: {v.message}")
-        verdict = "feasible" if report.feasible else f"{len(report.violations)} violation(s)"
-        print(f"{verdict} ({report.mode} mode); objective {_fmt(report.objective)}")
+        _print_verdict(report.violations, f"({report.mode} mode); objective "
+                                          f"{_fmt(report.objective)}")
     return EXIT_OK if report.feasible else EXIT_NEGATIVE
+
+
+def _print_verdict(violations: Sequence[Any], tail: str) -> None:
+    for v in violations:
+        print(f"{v.kind}: {v.message}")
+    print(f"{'feasible' if not violations else f'{len(violations)} violation(s)'} {tail}")
 
 
 def _check_placement(args: argparse.Namespace, data: Any) -> int:
@@ -85,10 +89,8 @@ def _check_placement(args: argparse.Namespace, data: Any) -> int:
             {"kind": v.kind, "job": v.job, "container": v.container, "host": v.host,
              "message": v.message} for v in report.violations]})
     else:
-        for v in report.violations:
-            print(f"{v.kind}: {v.message}")
-        verdict = "feasible" if report.feasible else f"{len(report.violations)} violation(s)"
-        print(f"{verdict} (placement); cost {_fmt(cost)} (paper form, λ = 0.5)")
+        _print_verdict(report.violations, f"(placement); cost {_fmt(cost)} (paper form, "
+                                          "λ = 0.5)")
     return EXIT_OK if report.feasible else EXIT_NEGATIVE
 
 

@@ -60,7 +60,7 @@ def test_bad_grids(kwargs, match):
 
 
 def test_plan_refuses_bad_requests(tiny_set):
-    with pytest.raises(InputError, match="unknown scheduling method .nope."):
+    with pytest.raises(InputError, match="unknown scheduling method 'nope'"):
         plan(tiny_set, ["nope"])
     with pytest.raises(InputError, match="no parameter 'x'"):
         plan(tiny_set, ["ect"], params={"x": "1"})

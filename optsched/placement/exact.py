@@ -249,6 +249,10 @@ def _host_map(instance: PlacementInstance, x: dict[tuple[int, str], Any],
     return {(items[i][0].id, items[i][1].id): h for (i, h), v in x.items() if chosen(v) > 0.5}
 
 
+#: The answer when some container fits on no host at all (proved infeasible).
+NO_HOST = PlaceOutput(status=Status.INFEASIBLE, extra={"reason": "a container fits on no host"})
+
+
 def solve_placement(instance: PlacementInstance, ctx: PlaceContext) -> PlaceOutput:
     """CP-SAT on the exactly integer-scaled objective."""
     from ortools.sat.python import cp_model
@@ -256,8 +260,7 @@ def solve_placement(instance: PlacementInstance, ctx: PlaceContext) -> PlaceOutp
     b = _CpSat()
     built = _build(instance, ctx, b)
     if built is None:
-        return PlaceOutput(status=Status.INFEASIBLE, extra={"reason": "a container fits on "
-                                                            "no host"})
+        return NO_HOST
     x, const, terms = built
     scale = math.lcm(*(f.denominator for f, _ in terms), const.denominator)
     b.m.minimize(sum(int(f * scale) * v for f, v in terms))
@@ -289,8 +292,7 @@ def solve_placement_milp(instance: PlacementInstance, ctx: PlaceContext, backend
     b = _Pulp()
     built = _build(instance, ctx, b)
     if built is None:
-        return PlaceOutput(status=Status.INFEASIBLE, extra={"reason": "a container fits on "
-                                                            "no host"})
+        return NO_HOST
     x, const, terms = built
     b.prob += b.pulp.lpSum(float(f) * v for f, v in terms) + float(const)
     bound, solver_status = solve_pulp(b.prob, backend, time_limit=ctx.time_limit,
