@@ -25,6 +25,15 @@ NON_CLAIRVOYANT = [HLAS(mapping="A"), HLAS(mapping="B"), HLAS(mapping="C"),
 NON_CLAIRVOYANT_GANG = [FIFO(), Tiresias(thresholds=(3.0,), starvation=1.0)]
 
 
+@dataclasses.dataclass
+class Probe:
+    """A non-clairvoyant relaxed-mode test policy; subclasses define decide()."""
+
+    name: str = "probe"
+    clairvoyant: bool = False
+    modes: frozenset = frozenset({"relaxed"})
+
+
 def job(name, compute, sync=None, **kw):
     base = {"arrival": 0.0, "weight": 1.0, "rounds": 1, "tasks_per_round": 1}
     return Job(id=name, compute=compute, sync=sync, **{**base, **kw})
@@ -192,20 +201,14 @@ def test_heartbeat_scheduling_decides_only_at_ticks():
 def test_bad_decisions_and_stalls_are_policy_errors():
     inst = load_instance(TOY)
 
-    @dataclasses.dataclass
-    class Greedy:
-        name: str = "greedy"
-        clairvoyant: bool = False
-        modes: frozenset = frozenset({"relaxed"})
-
+    class Greedy(Probe):
         def decide(self, view):
             return [(job.index, 0) for job in view.waiting]
 
     with pytest.raises(PolicyError, match="busy"):
         simulate(inst, Greedy())
 
-    @dataclasses.dataclass
-    class Idle(Greedy):
+    class Idle(Probe):
         def decide(self, view):
             return []
 
@@ -251,12 +254,7 @@ def test_policies_see_no_size_and_no_other_job():
     """A non-clairvoyant view: no rounds anywhere, rows that do not lead to the matrix."""
     seen = []
 
-    @dataclasses.dataclass
-    class Spy:
-        name: str = "spy"
-        clairvoyant: bool = False
-        modes: frozenset = frozenset({"relaxed"})
-
+    class Spy(Probe):
         def decide(self, view):
             seen.append(view)
             return HLAS().decide(view)
