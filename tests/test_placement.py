@@ -308,3 +308,25 @@ def test_placement_generator_and_cli(tmp_path):
     assert main(["gen", "--family", "placement", "--seed", "1", "--mix", "1,1,1,1"]) == 2
     with pytest.raises(InputError, match="busy"):
         PlacementSpec(busy=1.0)
+
+
+def test_liquid_duration_table_reproduces_the_papers_ratios():
+    """Fig. 6 ratios to the co-located plan: VGG-16 1 : 1.59 : 1.5 : 2.33 (PS+W+W : PS|W|W :
+    PS+W|W : PS|W+W)."""
+    from optsched.placement.durations import DURATIONS, job_duration, placement_mode
+
+    vgg = DURATIONS["vgg16"]
+    assert round(vgg["p:w:w"] / vgg["pww"], 2) == 1.59
+    assert round(vgg["pw:w"] / vgg["pww"], 2) == 1.5
+    assert round(vgg["p:ww"] / vgg["pww"], 2) == 2.33
+    assert [placement_mode(*hosts) for hosts in [("a", ("a", "a")), ("a", ("a", "b")),
+                                                 ("a", ("b", "b")), ("a", ("b", "c"))]] \
+        == ["pww", "pw:w", "p:ww", "p:w:w"]
+    inst = batch_instance(n_jobs=1)
+    inst = PlacementInstance("d", inst.topology, (PlacementJob("j0", ps_workers(2)),))
+    placement = Placement("d", (Assignment("j0", "ps0", "h0"),
+                                Assignment("j0", "w0", "h1", ("h1/g0",)),
+                                Assignment("j0", "w1", "h1", ("h1/g1",))))
+    assert job_duration(inst, placement, "j0", "vgg16") == 1190.0
+    with pytest.raises(KeyError, match="no duration table"):
+        job_duration(inst, placement, "j0", "bert")

@@ -1,0 +1,60 @@
+"""Liquid's placement → duration table (TPDS'22 §7, Fig. 1 and Fig. 6; seeds.md §2.7).
+
+Job execution times in seconds of a 1-PS + 2-worker job (and of single-task jobs) by how its
+containers share hosts, as the reference implementation's mock executor uses them
+(PasaLab/Liquid @ 2e70203, ``Liquid-scheduler/src/mocker.go``, which adds ±5 % noise; figures
+quoted, not code). Modes: ``s1`` one GPU, ``s2`` two GPUs of one host (single-task jobs);
+``pww`` PS and both workers on one host; ``pw:w`` PS with one worker, the other worker
+elsewhere; ``p:ww`` PS alone, both workers together elsewhere; ``p:w:w`` all on different
+hosts. VGG-16 is the bandwidth-sensitive job (p:ww 2.33× the co-located time).
+"""
+
+from __future__ import annotations
+
+from collections import Counter
+
+from optsched.errors import InputError, UnknownNameError
+from optsched.placement.model import Placement, PlacementInstance
+
+MODES = ("s1", "s2", "pww", "pw:w", "p:ww", "p:w:w")
+DURATIONS = {
+    "vgg16": dict(zip(MODES, (220.0, 227.0, 510.0, 767.0, 1190.0, 810.0), strict=True)),
+    "resnet50": dict(zip(MODES, (146.0, 164.0, 203.0, 204.0, 255.0, 210.0), strict=True)),
+    "inceptionv3": dict(zip(MODES, (253.0, 257.0, 289.0, 295.0, 310.0, 290.0), strict=True)),
+}
+
+
+def placement_mode(ps_host: str, worker_hosts: tuple[str, str]) -> str:
+    """The mode of a 1-PS + 2-worker job from the hosts of its PS and workers."""
+    w1, w2 = worker_hosts
+    if ps_host == w1 == w2:
+        return "pww"
+    if w1 == w2:
+        return "p:ww"
+    if ps_host in (w1, w2):
+        return "pw:w"
+    return "p:w:w"
+
+
+def job_duration(instance: PlacementInstance, placement: Placement, job_id: str,
+                 model: str) -> float:
+    """Execution time of job ``job_id`` of ``model`` under ``placement`` (table lookup)."""
+    if model not in DURATIONS:
+        raise UnknownNameError(f"no duration table for model {model!r} "
+                               f"(known: {', '.join(DURATIONS)})")
+    job = instance.job(job_id)
+    hosts = {a.container: a.host for a in placement.assignments if a.job == job_id}
+    roles = Counter(c.role for c in job.containers)
+    if len(hosts) != len(job.containers):
+        raise InputError(f"job {job_id!r} is not fully placed")
+    if len(job.containers) == 1:
+        gpus = job.containers[0].gpus
+        if gpus not in (1, 2):
+            raise InputError(f"job {job_id!r}: the table covers single tasks of 1 or 2 GPUs")
+        return DURATIONS[model]["s1" if gpus == 1 else "s2"]
+    if roles != Counter({"ps": 1, "worker": 2}):
+        raise InputError(f"job {job_id!r}: the table covers 1 PS + 2 workers, got "
+                         f"{dict(roles)}")
+    ps = next(hosts[c.id] for c in job.containers if c.role == "ps")
+    w1, w2 = (hosts[c.id] for c in job.containers if c.role == "worker")
+    return DURATIONS[model][placement_mode(ps, (w1, w2))]
