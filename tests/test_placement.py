@@ -330,3 +330,19 @@ def test_liquid_duration_table_reproduces_the_papers_ratios():
     assert job_duration(inst, placement, "j0", "vgg16") == 1190.0
     with pytest.raises(KeyError, match="no duration table"):
         job_duration(inst, placement, "j0", "bert")
+
+
+def test_place_json_matches_the_result_schema(tmp_path, capsys):
+    from importlib import resources
+
+    import jsonschema
+
+    from optsched.cli import main
+
+    inst_file = tmp_path / "inst.json"
+    inst_file.write_text(json.dumps(placement_instance_to_dict(batch_instance())))
+    assert main(["place", str(inst_file), "--method", "cpsat", "--json"]) == 0
+    out = capsys.readouterr().out
+    schema = json.loads(resources.files("optsched").joinpath(
+        "data", "schemas", "result.schema.json").read_text())
+    jsonschema.validate(json.loads(out[out.index("{"):]), schema)
