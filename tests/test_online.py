@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import dataclasses
+import json
 
 import numpy as np
 import pytest
@@ -239,7 +240,14 @@ def test_simulate_cli(tmp_path, capsys):
     assert main(["simulate", str(TOY), "--policy", "hlas", "--noise", "0.1",
                  "--switch-cost", "0.02", "--out", str(out), "--realised", str(real),
                  "--json"]) == 0
-    assert '"events"' in capsys.readouterr().out
+    printed = capsys.readouterr().out
+    assert '"events"' in printed
+    from importlib import resources
+
+    import jsonschema
+    schema = json.loads(resources.files("optsched").joinpath(
+        "data", "schemas", "result.schema.json").read_text())
+    jsonschema.validate(json.loads(printed[printed.index("{"):]), schema)
     assert main(["check", str(real), str(out)]) == 0
     cdf = tmp_path / "cdf.png"
     assert main(["simulate", str(TOY), "--policy", "srtf", "--cdf", str(cdf)]) == 0
