@@ -84,6 +84,20 @@ class MethodInfo:
     modes: frozenset[str] = frozenset(MODES)
     params: Mapping[str, str] = field(default_factory=dict)
 
+    def check_params(self, params: Mapping[str, str]) -> None:
+        """Refuse a ``--param`` key the method does not accept (InputError naming it)."""
+        for key in params:
+            if key not in self.params:
+                known = ", ".join(sorted(self.params)) or "none"
+                raise InputError(f"method {self.name!r} has no parameter {key!r} "
+                                 f"(known: {known})")
+
+    def check_mode(self, mode: str) -> None:
+        """Refuse a mode the method does not support (InputError naming it)."""
+        if mode not in self.modes:
+            raise InputError(f"method {self.name!r} does not support mode {mode!r} "
+                             f"(supports: {', '.join(sorted(self.modes))})")
+
 
 _REGISTRY: dict[tuple[str, str], MethodInfo] = {}
 _loaded = False
@@ -185,14 +199,9 @@ def solve(
     """
     info = get_method(method, "solve")
     mode = mode or instance.mode
-    if mode not in info.modes:
-        raise InputError(f"method {method!r} does not support mode {mode!r} "
-                         f"(supports: {', '.join(sorted(info.modes))})")
+    info.check_mode(mode)
     params = dict(params or {})
-    for key in params:
-        if key not in info.params:
-            known = ", ".join(sorted(info.params)) or "none"
-            raise InputError(f"method {method!r} has no parameter {key!r} (known: {known})")
+    info.check_params(params)
     if time_limit is not None and not time_limit > 0:
         raise InputError(f"time limit must be > 0, got {time_limit!r}")
     inst = instance if mode == instance.mode else instance.with_mode(mode)

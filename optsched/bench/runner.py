@@ -87,12 +87,9 @@ def plan(
                     for data in instances.values())
     for method in methods:
         info = _method(method, placement)
-        for key in params:
-            if key not in info.params:
-                raise InputError(f"method {method!r} has no parameter {key!r}")
-        for mode in modes or ():
-            if not placement and mode not in info.modes:
-                raise InputError(f"method {method!r} does not support mode {mode!r}")
+        info.check_params(params)
+        for mode in () if placement else modes or ():
+            info.check_mode(mode)
     runs: list[Run] = []
     for name, entry in manifest.instances.items():
         data = instances[name]

@@ -6,7 +6,7 @@ from collections.abc import Mapping
 from typing import Any
 
 from optsched.check import check
-from optsched.errors import InputError, OptschedError
+from optsched.errors import OptschedError
 from optsched.exact.bounds import critical_path_bound
 from optsched.instance import Instance
 from optsched.online.simulator import Simulation, simulate
@@ -26,13 +26,8 @@ def run_policy(instance: Instance, policy: str, *, params: Mapping[str, str] | N
     """
     info = get_method(policy, "simulate")
     params = dict(params or {})
-    for key in params:
-        if key not in info.params:
-            known = ", ".join(sorted(info.params)) or "none"
-            raise InputError(f"policy {policy!r} has no parameter {key!r} (known: {known})")
-    if instance.mode not in info.modes:
-        raise InputError(f"policy {policy!r} does not support mode {instance.mode!r} "
-                         f"(supports: {', '.join(sorted(info.modes))})")
+    info.check_params(params)
+    info.check_mode(instance.mode)
     chosen = info.func(params)
     sim = simulate(instance, chosen, seed=seed, noise=noise,
                    switch_cost=switch_cost, tick=tick, event_driven=event_driven,

@@ -78,10 +78,7 @@ def place(instance: PlacementInstance, method: str, *, seed: int = 0,
     """
     info = get_method(method, "place")
     params = dict(params or {})
-    for key in params:
-        if key not in info.params:
-            known = ", ".join(sorted(info.params))
-            raise InputError(f"method {method!r} has no parameter {key!r} (known: {known})")
+    info.check_params(params)
     model = cost_model(params)
     started = time.perf_counter()
     out: PlaceOutput = info.func(instance, PlaceContext(model, seed, time_limit, params))
