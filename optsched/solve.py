@@ -176,6 +176,19 @@ def get_method(name: str, kind: str = "solve") -> MethodInfo:
         raise UnknownNameError(f"unknown {kind} method {name!r} (known: {known})") from None
 
 
+def checked(instance: Instance, schedule: Schedule, method: str
+            ) -> tuple[float, dict[str, Any]]:
+    """The checker's objective and metrics of a method's schedule; an infeasible or
+    incomplete schedule is a bug in the method and raises :class:`OptschedError`, never
+    repaired."""
+    report = check(instance, schedule)
+    if not report.feasible or report.objective is None or report.metrics is None:
+        first = report.violations[0].message if report.violations else "incomplete"
+        raise OptschedError(f"method {method!r} produced an infeasible schedule "
+                            f"({len(report.violations)} violations; first: {first})")
+    return report.objective, report.metrics
+
+
 def solve(
     instance: Instance,
     method: str,
@@ -225,14 +238,10 @@ def solve(
                       bound=None if status is Status.INFEASIBLE else bound, **common)
 
     schedule = Schedule(out.schedule.instance, out.schedule.tasks, mode)
-    report = check(inst, schedule)
-    if not report.feasible or report.objective is None:
-        first = report.violations[0].message if report.violations else "incomplete"
-        raise OptschedError(f"method {method!r} produced an infeasible schedule "
-                            f"({len(report.violations)} violations; first: {first})")
-    if bound - report.objective > OPTIMAL_TOL * max(1.0, abs(report.objective)):
+    objective, metrics = checked(inst, schedule, method)
+    if bound - objective > OPTIMAL_TOL * max(1.0, abs(objective)):
         raise OptschedError(f"method {method!r}: bound {bound} exceeds the checked "
-                            f"objective {report.objective}")
-    status = Status.OPTIMAL if is_optimal(report.objective, bound) else Status.FEASIBLE
-    return Result(status, objective=report.objective, bound=bound, metrics=report.metrics,
+                            f"objective {objective}")
+    status = Status.OPTIMAL if is_optimal(objective, bound) else Status.FEASIBLE
+    return Result(status, objective=objective, bound=bound, metrics=metrics,
                   schedule=schedule, **common)

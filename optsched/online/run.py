@@ -5,13 +5,11 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
-from optsched.check import check
-from optsched.errors import OptschedError
 from optsched.exact.bounds import critical_path_bound
 from optsched.instance import Instance
 from optsched.online.simulator import Simulation, simulate
 from optsched.result import Result, Status
-from optsched.solve import get_method
+from optsched.solve import checked, get_method
 
 
 def run_policy(instance: Instance, policy: str, *, params: Mapping[str, str] | None = None,
@@ -34,11 +32,7 @@ def run_policy(instance: Instance, policy: str, *, params: Mapping[str, str] | N
                    record=record, progress=progress)
     objective, metrics = sim.objective, sim.metrics
     if sim.schedule is not None:
-        report = check(sim.instance, sim.schedule)
-        if not report.feasible or report.objective is None or report.metrics is None:
-            first = report.violations[0].message if report.violations else "incomplete"
-            raise OptschedError(f"policy {policy!r} produced an infeasible schedule ({first})")
-        objective, metrics = report.objective, report.metrics
+        objective, metrics = checked(sim.instance, sim.schedule, policy)
     bound = critical_path_bound(sim.instance)
     extra: dict[str, Any] = {
         "events": sim.events, "decisions": sim.decisions,
