@@ -20,10 +20,21 @@ Violation kinds
                    sync))``)
 ``gang-start``     gang mode: the tasks of a round do not start together
 ``gang-distinct``  gang mode: two tasks of a round share a GPU
+
+Cluster instances (instance@2: phases, GPU sharing, GPU memory, placement factors; gang mode)
+follow :func:`_cluster_rounds`'s model and add:
+
+``launch``         a task trains before its start (+ the job's launch phase in round 0)
+``share-cap``      tasks training together on a GPU whose predicted utilisations sum above
+                   the instance's ``share_cap``
+``share-gang``     a task of a multi-GPU round trains together with another task (only
+                   single-task rounds share GPUs)
+``gpu-memory``     tasks holding GPU memory at once need more than the GPU has
 """
 
 from __future__ import annotations
 
+import math
 from collections import defaultdict
 from dataclasses import dataclass, field
 from typing import Any
@@ -151,7 +162,11 @@ def check(instance: Instance, schedule: Schedule) -> CheckReport:
     # 2. timing: arrival, round barriers, gang rules; GPU occupancy
     ready: dict[tuple[int, int], float] = {}
     occupancy: dict[int, list[tuple[float, float, Task]]] = defaultdict(list)
-    for (j, r), entries in sorted(rounds.items()):
+    if instance.cluster:
+        if mode != "gang":
+            flag("instance", "a cluster instance (instance@2) is checked in gang mode only")
+        ready = _cluster_rounds(instance, rounds, occupancy, flag)
+    for (j, r), entries in sorted(rounds.items()) if not instance.cluster else ():
         job = instance.jobs[j]
         finish = [t.start + instance.compute[j, g] + instance.sync[j, g] for t, g in entries]
         ready[j, r] = max(finish)
@@ -179,7 +194,7 @@ def check(instance: Instance, schedule: Schedule) -> CheckReport:
                                           f"{_name(seen[g])} in one gang round", t)
                 seen.setdefault(g, t)
 
-    for g, intervals in occupancy.items():
+    for g, intervals in occupancy.items() if not instance.cluster else ():
         intervals.sort(key=lambda iv: (iv[0], iv[1]))
         holder = intervals[0]
         for iv in intervals[1:]:
@@ -203,3 +218,134 @@ def check(instance: Instance, schedule: Schedule) -> CheckReport:
          for g, gpu in enumerate(instance.gpus)},
     )
     return CheckReport(mode, tuple(out), objective, completion, metrics)
+
+
+def _cluster_rounds(instance: Instance, rounds: dict[tuple[int, int], list[tuple[Task, int]]],
+                    occupancy: dict[int, list[tuple[float, float, Task]]],
+                    flag: Any) -> dict[tuple[int, int], float]:
+    """Timing of a cluster instance (DESIGN.md §1 gang mode with instance@2's fields); returns
+    each round's ready time and fills ``occupancy`` with each task's held interval.
+
+    A round of job j on GPUs G (all tasks start together at ``start``) launches for
+    ``launch`` (round 0 only), trains from ``train_start`` (given, else right after the launch)
+    for ``pace`` = max over G of (compute + sync) × the job's placement factor of G's pattern,
+    then saves for ``save`` (last round only); the GPU is held from start to the end of the
+    save. Launch and save use no GPU compute, so they may overlap other tasks' phases (Liquid's
+    pre-scheduling). Training: without ``share_cap``, one task at a time per GPU (``overlap``);
+    with it, single-task rounds may train together while their utilisations sum to at most
+    the cap, each progressing at rate 1 / max(1, U(t)), U(t) the summed utilisation of the
+    tasks training on the GPU (the GPU's compute shared in proportion: our interference model;
+    Liquid publishes none); a multi-GPU round trains alone, at rate 1. GPU memory is held from
+    training start to the end of the save.
+    """
+    def name(t: Task) -> str:
+        return f"task ({t.job!r}, round {t.round}, task {t.task})"
+
+    jobs = instance.jobs
+    shared = instance.share_cap is not None
+    # per GPU: (train start, pace, util, exclusive, task, job index)
+    on_gpu: dict[int, list[tuple[float, float, float, bool, Task, int]]] = defaultdict(list)
+    for (j, r), entries in rounds.items():
+        job = jobs[j]
+        order = sorted(entries, key=lambda e: e[0].task)
+        pace = instance.pace(j, [g for _, g in order]) if len(order) == job.tasks_per_round \
+            else max(float(instance.compute[j, g] + instance.sync[j, g]) for _, g in order)
+        earliest = job.launch if r == 0 else 0.0
+        trains = []
+        for t, g in order:
+            train = t.start + earliest if t.train_start is None else t.train_start
+            if _before(train, t.start + earliest):
+                flag("launch", f"{name(t)} trains at {train:g}, before its start "
+                               f"{t.start:g} + launch {earliest:g}", t)
+            on_gpu[g].append((train, pace, job.util, not shared or len(entries) > 1, t, j))
+            trains.append(train)
+        starts = [t.start for t, _ in entries]
+        for what, values in (("start", starts), ("train", trains)):
+            if _before(min(values), max(values)):
+                flag("gang-start", f"gang round {r} of job {job.id!r}: tasks {what} at "
+                                   f"{min(values):g}..{max(values):g}, not together")
+        seen: dict[int, Task] = {}
+        for t, g in entries:
+            if g in seen:
+                flag("gang-distinct", f"{name(t)} shares GPU {t.gpu!r} with {name(seen[g])} "
+                                      "in one gang round", t)
+            seen.setdefault(g, t)
+
+    ends: dict[tuple[str, int, int], float] = {}
+    for g, items in on_gpu.items():
+        gpu = instance.gpus[g]
+        train_end = _progress([(a, p, u, x) for a, p, u, x, _, _ in items])
+        held = []
+        for (a, _, u, x, t, j), b in zip(items, train_end, strict=True):
+            end = b + (jobs[j].save if t.round == jobs[j].rounds - 1 else 0.0)
+            ends[t.key] = end
+            occupancy[g].append((t.start, end, t))
+            held.append((a, b, end, u, x, t, jobs[j].gpu_memory))
+        for a, *_, t, _ in held:
+            training = [h for h in held if h[0] <= a + _tol(a) and _before(a, h[1])]
+            if len(training) < 2:
+                continue
+            if not shared:
+                flag("overlap", f"{name(t)} trains on GPU {gpu.id!r} from {a:g} while "
+                                f"{len(training) - 1} other task(s) train there", t)
+            elif any(h[4] for h in training):
+                flag("share-gang", f"on GPU {gpu.id!r} at {a:g} a multi-GPU round trains "
+                                   f"together with another task", t)
+            elif (load := sum(h[3] for h in training)) > instance.share_cap + _tol(load):  # type: ignore[operator]
+                flag("share-cap", f"on GPU {gpu.id!r} at {a:g} tasks training together use "
+                                  f"{load:g} > share_cap {instance.share_cap:g}", t)
+        if gpu.memory is not None:
+            for a, *_, t, _ in held:
+                need = sum(h[6] for h in held if h[0] <= a + _tol(a) and _before(a, h[2]))
+                if need > gpu.memory + _tol(need):
+                    flag("gpu-memory", f"on GPU {gpu.id!r} at {a:g} tasks hold {need:g} MB of "
+                                       f"GPU memory > {gpu.memory:g}", t)
+
+    ready: dict[tuple[int, int], float] = {}
+    for (j, r), entries in rounds.items():
+        ready[j, r] = max(ends[t.key] for t, _ in entries)
+    for (j, r), entries in rounds.items():
+        job, prev = jobs[j], ready.get((j, r - 1))
+        for t, _ in entries:
+            if _before(t.start, job.arrival):
+                flag("arrival", f"{name(t)} starts at {t.start:g}, before job {t.job!r} "
+                                f"arrives at {job.arrival:g}", t)
+            if prev is not None and _before(t.start, prev):
+                flag("barrier", f"{name(t)} starts at {t.start:g}, before round {r - 1} of "
+                                f"job {t.job!r} is ready at {prev:g}", t)
+    return ready
+
+
+def _progress(items: list[tuple[float, float, float, bool]]) -> list[float]:
+    """Training end of each (train start, work, util, exclusive) task on one GPU: exclusive
+    tasks take exactly their work; the others progress at 1 / max(1, summed utilisation of
+    the tasks training) (processor sharing, simulated event by event)."""
+    end = [a + w if x else math.nan for a, w, _, x in items]
+    pending = sorted(range(len(items)), key=lambda i: items[i][0])
+    remaining: dict[int, float] = {}
+    fixed: set[int] = set()
+    now, nxt = -math.inf, 0
+    while nxt < len(pending) or remaining or fixed:
+        load = sum(items[i][2] for i in (*remaining, *fixed))
+        rate = 1.0 / max(1.0, load)
+        candidates = [end[i] for i in fixed]
+        if nxt < len(pending):
+            candidates.append(items[pending[nxt]][0])
+        if remaining:
+            candidates.append(now + min(remaining.values()) / rate)
+        t = min(candidates)
+        for i in remaining:
+            remaining[i] -= (t - now) * rate
+        now = t
+        for i in [i for i, left in remaining.items() if left <= _tol(items[i][1])]:
+            del remaining[i]
+            end[i] = now
+        fixed = {i for i in fixed if end[i] > now}
+        while nxt < len(pending) and items[pending[nxt]][0] <= now:
+            i = pending[nxt]
+            nxt += 1
+            if items[i][3]:
+                fixed.add(i)
+            else:
+                remaining[i] = items[i][1]
+    return end

@@ -22,7 +22,14 @@ from optsched import __version__
 from optsched.check import check
 from optsched.errors import InputError
 from optsched.exact.bounds import critical_path_bound
-from optsched.generate import GeneratorSpec, HareSpec, generate, generate_hare
+from optsched.generate import (
+    GeneratorSpec,
+    HareSpec,
+    LiquidSpec,
+    generate,
+    generate_hare,
+    generate_liquid,
+)
 from optsched.io import (
     instance_from_dict,
     instance_to_dict,
@@ -253,7 +260,8 @@ def cmd_gen(args: argparse.Namespace) -> int:
 
     families: dict[str, tuple[Any, Any]] = {"exact": (GeneratorSpec, generate),
                                             "hare": (HareSpec, generate_hare),
-                                            "placement": (PlacementSpec, generate_placement)}
+                                            "placement": (PlacementSpec, generate_placement),
+                                            "liquid": (LiquidSpec, generate_liquid)}
     spec_type, make = families[args.family]
     given = {f.name for spec, _ in families.values() for f in fields(spec)
              if getattr(args, f.name, None) is not None}
@@ -264,7 +272,13 @@ def cmd_gen(args: argparse.Namespace) -> int:
     values = {name: getattr(args, name) for name in given}
     if args.family != "exact" and "weight" in values:
         values["weight"] = tuple(int(w) for w in values["weight"])
-    if "mix" in values:
+    if "mix" in values and args.family == "liquid":
+        try:
+            values["mix"] = tuple((m, int(c)) for m, c in (
+                part.split(":") for part in values["mix"].split(",")))
+        except ValueError:
+            raise InputError(f"--mix expects MODEL:COUNT,..., got {args.mix!r}") from None
+    elif "mix" in values:
         try:
             values["mix"] = tuple(float(x) for x in values["mix"].split(","))
         except ValueError:
@@ -489,22 +503,29 @@ def build_parser() -> argparse.ArgumentParser:
 
     p = sub.add_parser("gen", help="generate a random instance")
     p.add_argument("--seed", type=int, required=True)
-    p.add_argument("--family", choices=("exact", "hare", "placement"), default="exact",
+    p.add_argument("--family", choices=("exact", "hare", "placement", "liquid"),
+                   default="exact",
                    help="exact: the exact-solver family (default); hare: the Hare paper's "
                         "simulation setting (160 GPUs, 300 jobs, ~50,000 tasks); placement: "
-                        "a Liquid placement instance (PS + workers on hosts)")
+                        "a Liquid placement instance (PS + workers on hosts); liquid: "
+                        "Liquid's jobs with phases, sharing and placement-dependent times "
+                        "(instance@2, gang mode)")
     for name, typ in (("gpus-per-host", int), ("hosts-per-rack", int),
                       ("racks-per-domain", int), ("busy", float)):
         p.add_argument(f"--{name}", type=typ, dest=name.replace("-", "_"),
-                       help="placement family only")
-    p.add_argument("--gpu-type", help="placement family only (default K80)")
+                       help="placement and liquid families")
+    p.add_argument("--gpu-type", help="placement and liquid families (default K80 / T4)")
+    for name in ("distributed", "interarrival", "share-cap", "launch", "save"):
+        p.add_argument(f"--{name}", type=float, dest=name.replace("-", "_"),
+                       help="liquid family only")
     p.add_argument("--workers", type=int, nargs=2, metavar=("LOW", "HIGH"),
                    help="placement family: workers per job")
     for name in ("total-tasks", "iters-per-task"):
         p.add_argument(f"--{name}", type=int, dest=name.replace("-", "_"),
                        help="hare family only")
     p.add_argument("--mix", metavar="CV,NLP,SPEECH,REC",
-                   help="hare family: job-mix ratios of the four classes, e.g. 2,1,1,1")
+                   help="hare family: job-mix ratios of the four classes, e.g. 2,1,1,1; "
+                        "liquid family: MODEL:COUNT,..., e.g. resnet50:4,inceptionv3:2,vgg16:2")
     p.add_argument("--heterogeneity-level", choices=("low", "middle", "high"),
                    help="hare family: V100 only / V100+K80 / V100+T4+K80+M60 (default high)")
     p.add_argument("--name")

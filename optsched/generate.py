@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass
+from typing import Any
 
 import numpy as np
 
@@ -256,3 +257,104 @@ def generate_hare(spec: HareSpec, seed: int, *, name: str | None = None) -> Inst
         ))
     gpus = tuple(GPU(f"{t}-{i}", t) for t, n in cluster for i in range(n))
     return Instance(name or f"hare-s{seed}-j{spec.jobs}-g{n_gpus}", tuple(jobs), gpus)
+
+
+@dataclass(frozen=True)
+class LiquidSpec:
+    """Liquid's evaluation setting (TPDS'22 §7, seeds.md §2.7) as a cluster instance@2.
+
+    ``hosts`` hosts of ``gpus_per_host`` GPUs (default 2 × T4, 16 GB: the Alibaba Cloud
+    cluster; racks of ``hosts_per_rack``). ``jobs`` jobs (``jobs_per_host`` × ``hosts`` when
+    given: Liquid scales the workload with the cluster, 8 jobs on 5 hosts) of the ``mix``
+    models (counts in proportion; default 4 ResNet-50 : 2 Inception-V3 : 2 VGG-16, the 5-host
+    batch workload), shuffled; a fraction ``distributed`` of them are 1 PS + 2 workers (one GPU
+    each, 8 GB GPU memory, the reference code's jobs), the others single-task jobs with a
+    predicted utilisation ~ U{``util``}/10 and GPU memory ~ U{``gpu_memory_gb``} GB (our
+    assumption: Liquid publishes no distribution). Times are the §2.7 placement → duration
+    table (:data:`~optsched.placement.durations.DURATIONS`): a job's launch and save phases
+    (``launch``, ``save`` s: assumed, the paper gives none) come off the table's time, the rest
+    is training, with placement factors = table time / co-located time for the other modes.
+    The bandwidth weight (``meta["bandwidth"]``) is the model's worst slowdown in the table
+    (VGG-16 2.33), standing in for Liquid's predicted bandwidth. Arrivals: all at 0
+    (``interarrival`` 0, batch experiments) or Poisson with mean ``interarrival`` s.
+    ``share_cap`` the sharing cap (Liquid's 1.3; 0: no sharing).
+    """
+
+    jobs: int = 8
+    jobs_per_host: float | None = None
+    hosts: int = 5
+    gpus_per_host: int = 2
+    gpu_type: str = "T4"
+    gpu_memory: float = 16384.0
+    hosts_per_rack: int | None = None
+    mix: tuple[tuple[str, int], ...] = (("resnet50", 4), ("inceptionv3", 2), ("vgg16", 2))
+    distributed: float = 1.0
+    util: tuple[int, int] = (3, 9)
+    gpu_memory_gb: tuple[int, int] = (2, 8)
+    launch: float = 30.0
+    save: float = 10.0
+    interarrival: float = 0.0
+    share_cap: float = 1.3
+
+    def __post_init__(self) -> None:
+        from optsched.placement.durations import DURATIONS
+
+        if min(self.jobs, self.hosts, self.gpus_per_host) < 1:
+            raise InputError("liquid generator: jobs, hosts, gpus_per_host must be >= 1")
+        for model, count in self.mix:
+            if model not in DURATIONS or count < 0:
+                raise InputError(f"liquid generator: mix entry {model!r}: a model of "
+                                 f"{sorted(DURATIONS)} with a count >= 0")
+        if not sum(c for _, c in self.mix) > 0 or not 0 <= self.distributed <= 1:
+            raise InputError("liquid generator: mix needs a count > 0; distributed in [0, 1]")
+        if not 1 <= self.util[0] <= self.util[1] <= 10:
+            raise InputError("liquid generator: util is a range within 1..10 (tenths)")
+        shortest = min(DURATIONS[m]["s1"] for m, _ in self.mix)
+        if min(self.launch, self.save, self.interarrival) < 0 \
+                or self.launch + self.save >= shortest:
+            raise InputError(f"liquid generator: launch + save must be >= 0 and below the "
+                             f"shortest job ({shortest:g} s); interarrival >= 0")
+        if self.distributed and self.gpus_per_host * self.hosts < 3:
+            raise InputError("liquid generator: distributed jobs need 3 GPUs")
+
+
+def generate_liquid(spec: LiquidSpec, seed: int, *, name: str | None = None) -> Instance:
+    """A random instance of Liquid's setting (see :class:`LiquidSpec`), gang mode."""
+    from optsched.placement.durations import DURATIONS
+
+    rng = np.random.default_rng(seed)
+    n_jobs = spec.jobs if spec.jobs_per_host is None else max(
+        1, round(spec.jobs_per_host * spec.hosts))
+    counts = _apportion(n_jobs, [float(c) for _, c in spec.mix])
+    models = rng.permutation([m for (m, _), c in zip(spec.mix, counts, strict=True)
+                              for _ in range(c)])
+    distributed = rng.permutation(np.arange(n_jobs) < round(spec.distributed * n_jobs))
+    gaps = rng.exponential(spec.interarrival, size=n_jobs) if spec.interarrival else \
+        np.zeros(n_jobs)
+    arrival = np.cumsum(gaps) - gaps[0]
+    phases = spec.launch + spec.save
+    jobs = []
+    for j, model in enumerate(str(m) for m in models):
+        table = DURATIONS[model]
+        common: dict[str, Any] = dict(id=f"j{j}", arrival=float(arrival[j]), launch=spec.launch,
+                      save=spec.save, meta={"model": model, "bandwidth": round(
+                          max(table.values()) / table["pww"], 2)})
+        if distributed[j]:
+            train = table["pww"] - phases
+            jobs.append(Job(**common, tasks_per_round=3, compute={spec.gpu_type: train},
+                            roles=("ps", "worker", "worker"), gpu_memory=8192.0,
+                            placement_factor={m: (table[m] - phases) / train
+                                              for m in ("pww", "pw:w", "p:ww", "p:w:w")}))
+        else:
+            util = int(rng.integers(spec.util[0], spec.util[1] + 1)) / 10
+            memory = 1024.0 * int(rng.integers(spec.gpu_memory_gb[0],
+                                               spec.gpu_memory_gb[1] + 1))
+            jobs.append(Job(**common, compute={spec.gpu_type: table["s1"] - phases},
+                            util=util, gpu_memory=memory))
+    graph = tree_topology([[spec.gpu_type] * spec.gpus_per_host] * spec.hosts,
+                          hosts_per_rack=spec.hosts_per_rack)
+    for _, attrs in graph.nodes(data=True):
+        if attrs["kind"] == "gpu":
+            attrs["gpu_memory"] = spec.gpu_memory
+    return Instance(name or f"liquid-s{seed}-j{n_jobs}-h{spec.hosts}", tuple(jobs),
+                    topology=graph, mode="gang", share_cap=spec.share_cap or None)

@@ -21,6 +21,7 @@ from optsched.topology import Topology
 from optsched.workloads import Catalog, default_catalog
 
 MODES = ("relaxed", "gang")
+ROLES = frozenset({"ps", "worker"})
 
 
 def _is_number(value: Any) -> bool:
@@ -48,17 +49,26 @@ def _times(values: Any, what: str, *, positive: bool) -> Mapping[str, float]:
 
 @dataclass(frozen=True)
 class GPU:
-    """One GPU: its id, its type and (with a topology) its host."""
+    """One GPU: its id, its type, its host (from a topology, or given) and its memory (MB;
+    None = not limited; instance@2)."""
 
     id: str
     type: str
     host: str | None = None
+    memory: float | None = None
 
     def __post_init__(self) -> None:
         if not isinstance(self.id, str) or not self.id:
             raise InputError(f"GPU id must be a non-empty string, got {self.id!r}")
         if not isinstance(self.type, str) or not self.type:
             raise InputError(f"GPU {self.id!r}: type must be a non-empty string")
+        if self.host is not None and (not isinstance(self.host, str) or not self.host):
+            raise InputError(f"GPU {self.id!r}: host must be a non-empty string")
+        if self.memory is not None:
+            if not _is_number(self.memory) or self.memory <= 0:
+                raise InputError(f"GPU {self.id!r}: memory must be a finite number > 0, "
+                                 f"got {self.memory!r}")
+            object.__setattr__(self, "memory", float(self.memory))
 
 
 @dataclass(frozen=True)
@@ -83,6 +93,12 @@ class Job:
     sync_by_gpu: Mapping[str, float] | None = None
     sync_bytes: float | None = None
     ps: str | None = None
+    launch: float = 0.0
+    save: float = 0.0
+    util: float = 1.0
+    gpu_memory: float = 0.0
+    roles: tuple[str, ...] | None = None
+    placement_factor: Mapping[str, float] | None = None
     meta: Any = None
 
     def __post_init__(self) -> None:
@@ -128,6 +144,23 @@ class Job:
                              f"got {self.sync_bytes!r}")
         if self.ps is not None and (not isinstance(self.ps, str) or not self.ps):
             raise InputError(f"{where}: ps must be a host id")
+        for name in ("launch", "save", "gpu_memory"):
+            value = getattr(self, name)
+            if not _is_number(value) or value < 0:
+                raise InputError(f"{where}: {name} must be a finite number >= 0, got {value!r}")
+            object.__setattr__(self, name, float(value))
+        if not _is_number(self.util) or not 0 < self.util <= 1:
+            raise InputError(f"{where}: util must be a number in (0, 1], got {self.util!r}")
+        object.__setattr__(self, "util", float(self.util))
+        if self.roles is not None:
+            roles = tuple(self.roles) if isinstance(self.roles, list | tuple) else None
+            if roles is None or len(roles) != self.tasks_per_round or not set(roles) <= ROLES:
+                raise InputError(f"{where}: roles must list 'ps' or 'worker' for each of the "
+                                 f"{self.tasks_per_round} tasks of a round, got {self.roles!r}")
+            object.__setattr__(self, "roles", roles)
+        if self.placement_factor is not None:
+            object.__setattr__(self, "placement_factor", _times(
+                self.placement_factor, f"{where}: placement_factor", positive=True))
         if isinstance(self.meta, Mapping):  # free-form; a mapping is frozen at the top
             object.__setattr__(self, "meta", MappingProxyType(dict(self.meta)))
 
@@ -135,6 +168,23 @@ class Job:
     def n_tasks(self) -> int:
         """Number of tasks of the job, ``rounds × tasks_per_round``."""
         return self.rounds * self.tasks_per_round
+
+    @property
+    def cluster(self) -> bool:
+        """Whether the job uses a cluster field of instance@2."""
+        return bool(self.launch or self.save or self.util != 1 or self.gpu_memory
+                    or self.roles is not None or self.placement_factor is not None)
+
+
+def placement_pattern(roles: Sequence[str], hosts: Sequence[str]) -> str:
+    """How a round's tasks share hosts: per host a ``p`` per PS and a ``w`` per worker,
+    hosts joined by ``:``, hosts with a PS first, then larger ones (Liquid's modes ``pww``,
+    ``pw:w``, ``p:ww``, ``p:w:w`` for 1 PS + 2 workers; ``w`` for a single worker)."""
+    per_host: dict[str, list[str]] = {}
+    for role, host in zip(roles, hosts, strict=True):
+        per_host.setdefault(host, []).append("p" if role == "ps" else "w")
+    groups = ["".join(sorted(v)) for v in per_host.values()]
+    return ":".join(sorted(groups, key=lambda grp: ("p" not in grp, -len(grp), grp)))
 
 
 @dataclass(frozen=True)
@@ -156,6 +206,10 @@ class Instance:
         ``relaxed`` (Hare) or ``gang``; the mode the checker enforces by default.
     catalog
         Where ``workload`` names are looked up (default: the shipped catalog).
+    share_cap
+        instance@2: GPU sharing is allowed while the predicted utilisations of the tasks
+        training on a GPU sum to at most ``share_cap`` (>= 1; Liquid's 1.3); None: a GPU
+        trains one task at a time.
 
     Attributes
     ----------
@@ -177,6 +231,7 @@ class Instance:
     topology: Topology | None = None
     mode: str = "relaxed"
     catalog: Catalog | None = field(default=None, repr=False, compare=False)
+    share_cap: float | None = None
     compute: np.ndarray = field(init=False, repr=False, compare=False)
     sync: np.ndarray = field(init=False, repr=False, compare=False)
     job_index: Mapping[str, int] = field(init=False, repr=False, compare=False)
@@ -202,6 +257,17 @@ class Instance:
             raise InputError("topology must be a networkx.Graph or a Topology")
         set_(self, "topology", topo)
         set_(self, "gpus", self._resolve_gpus(tuple(self.gpus), topo))
+        if self.share_cap is not None:
+            if not _is_number(self.share_cap) or self.share_cap < 1:
+                raise InputError(f"share_cap must be a number >= 1, got {self.share_cap!r}")
+            set_(self, "share_cap", float(self.share_cap))
+        if self.cluster:
+            if self.mode != "gang":
+                raise InputError("phases, GPU sharing and placement factors (instance@2) "
+                                 "need gang mode")
+            if any(j.placement_factor for j in jobs) and any(g.host is None for g in self.gpus):
+                raise InputError("placement_factor needs every GPU's host (a topology or "
+                                 "'host' in 'gpus')")
         set_(self, "job_index", MappingProxyType(_index(jobs, "job")))
         set_(self, "gpu_index", MappingProxyType(_index(self.gpus, "GPU")))
         compute = self._compute_matrix(self.catalog or default_catalog())
@@ -222,8 +288,9 @@ class Instance:
             return gpus
         from_topo = {g: (t, topo.host_of[g]) for g, t in zip(topo.gpus, topo.gpu_types,
                                                                 strict=True)}
+        memory = {g: topo.graph.nodes[g].get("gpu_memory") for g in topo.gpus}
         if not gpus:
-            return tuple(GPU(g, t, h) for g, (t, h) in from_topo.items())
+            return tuple(GPU(g, t, h, memory[g]) for g, (t, h) in from_topo.items())
         listed = {g.id for g in gpus}
         for gpu in gpus:
             if gpu.id not in from_topo:
@@ -238,7 +305,9 @@ class Instance:
         missing = [g for g in from_topo if g not in listed]
         if missing:
             raise InputError(f"GPU {missing[0]!r} is in the topology but not in 'gpus'")
-        return tuple(replace(g, host=from_topo[g.id][1]) for g in gpus)
+        return tuple(replace(g, host=from_topo[g.id][1],
+                             memory=g.memory if g.memory is not None else memory[g.id])
+                     for g in gpus)
 
     def _types(self) -> tuple[list[str], np.ndarray]:
         """The distinct GPU types, and each GPU's index into them."""
@@ -345,6 +414,24 @@ class Instance:
             key = self.compute[:, g].tobytes() + self.sync[:, g].tobytes()
             groups.setdefault(key, []).append(g)
         return tuple(tuple(members) for members in groups.values())
+
+    @property
+    def cluster(self) -> bool:
+        """Whether the instance uses instance@2's cluster fields (phases, sharing, GPU
+        memory, placement factors); only cluster simulations handle those."""
+        return (self.share_cap is not None or any(g.memory is not None for g in self.gpus)
+                or any(job.cluster for job in self.jobs))
+
+    def pace(self, j: int, gpus: Sequence[int]) -> float:
+        """Training time of one gang round of job ``j`` on ``gpus`` (task k on ``gpus[k]``):
+        the slowest compute + sync × the job's factor for the round's placement pattern."""
+        job = self.jobs[j]
+        base = max(float(self.compute[j, g] + self.sync[j, g]) for g in gpus)
+        if not job.placement_factor:
+            return base
+        roles = job.roles or ("worker",) * job.tasks_per_round
+        hosts = [self.gpus[g].host or "" for g in gpus]
+        return base * job.placement_factor.get(placement_pattern(roles, hosts), 1.0)
 
     def with_mode(self, mode: str) -> Instance:
         """The same instance in another execution mode (re-validated)."""

@@ -1,4 +1,9 @@
-"""Reading and writing the JSON contracts (DESIGN.md §2): instance@1 and schedule@1.
+"""Reading and writing the JSON contracts (DESIGN.md §2): instance@1/@2 and schedule@1/@2.
+
+The ``@2`` formats accept every ``@1`` file (with its format name changed) and add the
+cluster fields of Liquid's model: GPU memory, GPU sharing, launch/save phases, task roles and
+placement factors (instance@2), each task's training start (schedule@2). Writers write ``@1``
+whenever the object needs nothing of ``@2``.
 
 Readers dispatch on ``format``, reject unknown keys by name, and build objects through their
 validating constructors, so a file is exactly as valid as the object it describes. Writers
@@ -20,16 +25,22 @@ from optsched.schedule import Schedule, Task
 from optsched.topology import Topology
 from optsched.workloads import Catalog
 
-INSTANCE_FORMATS = ("optsched/instance@1",)
-SCHEDULE_FORMATS = ("optsched/schedule@1",)
+INSTANCE_FORMATS = ("optsched/instance@1", "optsched/instance@2")
+SCHEDULE_FORMATS = ("optsched/schedule@1", "optsched/schedule@2")
 
 _INSTANCE_KEYS = {"format", "name", "mode", "gpus", "topology", "jobs"}
+_INSTANCE_KEYS_2 = {*_INSTANCE_KEYS, "share_cap"}
 _GPU_KEYS = {"id", "type"}
+_GPU_KEYS_2 = {*_GPU_KEYS, "host", "memory"}
 _JOB_REQUIRED = ("id", "arrival", "weight", "rounds", "tasks_per_round")
 _JOB_KEYS = {*_JOB_REQUIRED, "compute", "workload", "iters_per_task", "sync", "sync_by_gpu",
              "sync_bytes", "ps", "meta"}
+_JOB_CLUSTER = {"launch": 0.0, "save": 0.0, "util": 1.0, "gpu_memory": 0.0, "roles": None,
+                "placement_factor": None}
+_JOB_KEYS_2 = _JOB_KEYS | set(_JOB_CLUSTER)
 _SCHEDULE_KEYS = {"format", "instance", "mode", "tasks"}
 _TASK_KEYS = {"job", "round", "task", "gpu", "start"}
+_TASK_KEYS_2 = {*_TASK_KEYS, "train_start"}
 
 
 def _object(value: Any, where: str) -> Mapping[str, Any]:
@@ -64,15 +75,15 @@ def _format(obj: Mapping[str, Any], known: tuple[str, ...], where: str) -> str:
 # -- instance ----------------------------------------------------------------------------------
 
 def instance_from_dict(data: Any, *, catalog: Catalog | None = None) -> Instance:
-    """Build an :class:`Instance` from an ``optsched/instance@1`` object."""
+    """Build an :class:`Instance` from an ``optsched/instance@1`` or ``@2`` object."""
     obj = _object(data, "instance")
-    _format(obj, INSTANCE_FORMATS, "instance")
-    _keys(obj, _INSTANCE_KEYS, ("name", "jobs"), "instance")
+    v2 = _format(obj, INSTANCE_FORMATS, "instance") == INSTANCE_FORMATS[1]
+    _keys(obj, _INSTANCE_KEYS_2 if v2 else _INSTANCE_KEYS, ("name", "jobs"), "instance")
     gpus = []
     for i, g in enumerate(_list(obj.get("gpus", []), "instance 'gpus'")):
         g = _object(g, f"gpus[{i}]")
-        _keys(g, _GPU_KEYS, ("id", "type"), f"gpus[{i}]")
-        gpus.append(GPU(g["id"], g["type"]))
+        _keys(g, _GPU_KEYS_2 if v2 else _GPU_KEYS, ("id", "type"), f"gpus[{i}]")
+        gpus.append(GPU(g["id"], g["type"], g.get("host"), g.get("memory")))
     topology = None
     if "topology" in obj:
         topology = Topology.from_node_link(obj["topology"])
@@ -80,26 +91,37 @@ def instance_from_dict(data: Any, *, catalog: Catalog | None = None) -> Instance
     for i, j in enumerate(_list(obj["jobs"], "instance 'jobs'")):
         j = _object(j, f"jobs[{i}]")
         where = f"job {j['id']!r}" if isinstance(j.get("id"), str) else f"jobs[{i}]"
-        _keys(j, _JOB_KEYS, _JOB_REQUIRED, where)
+        _keys(j, _JOB_KEYS_2 if v2 else _JOB_KEYS, _JOB_REQUIRED, where)
         jobs.append(Job(**j))
     return Instance(obj["name"], tuple(jobs), tuple(gpus), topology,
-                    obj.get("mode", "relaxed"), catalog)
+                    obj.get("mode", "relaxed"), catalog, obj.get("share_cap"))
 
 
 def instance_to_dict(instance: Instance) -> dict[str, Any]:
-    """The ``optsched/instance@1`` object of an instance (read back, it is equal)."""
-    out: dict[str, Any] = {"format": INSTANCE_FORMATS[-1], "name": instance.name,
-                           "mode": instance.mode,
-                           "gpus": [{"id": g.id, "type": g.type} for g in instance.gpus]}
+    """The ``optsched/instance@1`` object of an instance, ``@2`` when it uses cluster fields
+    (read back, it is equal)."""
+    v2 = instance.cluster
+    gpus: list[dict[str, Any]] = []
+    for g in instance.gpus:
+        gpus.append({"id": g.id, "type": g.type})
+        if v2 and g.memory is not None:
+            gpus[-1]["memory"] = g.memory
+        if v2 and g.host is not None and instance.topology is None:
+            gpus[-1]["host"] = g.host
+    out: dict[str, Any] = {"format": INSTANCE_FORMATS[v2], "name": instance.name,
+                           "mode": instance.mode, "gpus": gpus}
+    if instance.share_cap is not None:
+        out["share_cap"] = instance.share_cap
     if instance.topology is not None:
         out["topology"] = instance.topology.to_node_link()
     jobs = []
     for job in instance.jobs:
         d: dict[str, Any] = {k: getattr(job, k) for k in _JOB_REQUIRED}
-        for key in sorted(_JOB_KEYS - set(_JOB_REQUIRED)):
+        for key in sorted(_JOB_KEYS_2 - set(_JOB_REQUIRED)):
             value = getattr(job, key)
-            if value is not None:
-                d[key] = dict(value) if isinstance(value, Mapping) else value
+            if value is not None and value != _JOB_CLUSTER.get(key):
+                d[key] = (dict(value) if isinstance(value, Mapping)
+                          else list(value) if isinstance(value, tuple) else value)
         jobs.append(d)
     out["jobs"] = jobs
     return out
@@ -108,14 +130,15 @@ def instance_to_dict(instance: Instance) -> dict[str, Any]:
 # -- schedule ----------------------------------------------------------------------------------
 
 def schedule_from_dict(data: Any) -> Schedule:
-    """Build a :class:`Schedule` from an ``optsched/schedule@1`` object."""
+    """Build a :class:`Schedule` from an ``optsched/schedule@1`` or ``@2`` object."""
     obj = _object(data, "schedule")
-    _format(obj, SCHEDULE_FORMATS, "schedule")
+    v2 = _format(obj, SCHEDULE_FORMATS, "schedule") == SCHEDULE_FORMATS[1]
     _keys(obj, _SCHEDULE_KEYS, ("instance", "tasks"), "schedule")
     tasks = []
     for i, t in enumerate(_list(obj["tasks"], "schedule 'tasks'")):
         t = _object(t, f"tasks[{i}]")
-        _keys(t, _TASK_KEYS, tuple(sorted(_TASK_KEYS)), f"schedule tasks[{i}]")
+        _keys(t, _TASK_KEYS_2 if v2 else _TASK_KEYS, tuple(sorted(_TASK_KEYS)),
+              f"schedule tasks[{i}]")
         tasks.append(Task(**t))
     return Schedule(obj["instance"], tasks, obj.get("mode"))
 

@@ -20,13 +20,19 @@ MODES = ("relaxed", "gang")
 
 @dataclass(frozen=True, order=True)
 class Task:
-    """One task of a schedule: task ``task`` of round ``round`` of ``job`` on ``gpu``."""
+    """One task of a schedule: task ``task`` of round ``round`` of ``job`` on ``gpu``.
+
+    ``train_start`` (schedule@2) is when its training begins, for jobs with a launch phase or
+    a GPU that another task still trains on (pre-scheduling); None: as early as the instance
+    allows (after the launch phase of a first round, else at ``start``).
+    """
 
     job: str
     round: int
     task: int
     gpu: str
     start: float
+    train_start: float | None = None
 
     def __post_init__(self) -> None:
         for name in ("job", "gpu"):
@@ -43,6 +49,14 @@ class Task:
             raise InputError(f"schedule task ({self.job!r}, round {self.round}, task "
                              f"{self.task}): start must be a finite number, got {self.start!r}")
         object.__setattr__(self, "start", float(self.start))
+        if self.train_start is not None:
+            if (isinstance(self.train_start, bool)
+                    or not isinstance(self.train_start, int | float)
+                    or not math.isfinite(self.train_start)):
+                raise InputError(f"schedule task ({self.job!r}, round {self.round}, task "
+                                 f"{self.task}): train_start must be a finite number, got "
+                                 f"{self.train_start!r}")
+            object.__setattr__(self, "train_start", float(self.train_start))
 
     @property
     def key(self) -> tuple[str, int, int]:
@@ -76,13 +90,19 @@ class Schedule:
 
     def sorted(self) -> Schedule:
         """The same schedule with tasks ordered by (job, round, task, gpu, start)."""
-        return Schedule(self.instance, sorted(self.tasks), self.mode)
+        return Schedule(self.instance, sorted(self.tasks, key=lambda t: (
+            t.key, t.gpu, t.start, -math.inf if t.train_start is None else t.train_start)),
+            self.mode)
 
     def to_dict(self) -> dict[str, Any]:
-        """The ``optsched/schedule@1`` JSON object."""
-        out: dict[str, Any] = {"format": "optsched/schedule@1", "instance": self.instance}
+        """The ``optsched/schedule@1`` JSON object (``@2`` when a task has a train_start)."""
+        v2 = any(t.train_start is not None for t in self.tasks)
+        out: dict[str, Any] = {"format": f"optsched/schedule@{1 + v2}",
+                               "instance": self.instance}
         if self.mode is not None:
             out["mode"] = self.mode
         out["tasks"] = [{"job": t.job, "round": t.round, "task": t.task, "gpu": t.gpu,
-                         "start": t.start} for t in self.tasks]
+                         "start": t.start,
+                         **({} if t.train_start is None else {"train_start": t.train_start})}
+                        for t in self.tasks]
         return out

@@ -38,6 +38,7 @@ BUILTIN_MODULES = (
     "optsched.exact.milp",
     "optsched.exact.lp",
     "optsched.online.policies",
+    "optsched.online.liquid",
     "optsched.online.baselines",
     "optsched.placement.heuristics",
     "optsched.placement.exact",
@@ -213,6 +214,9 @@ def solve(
     info = get_method(method, "solve")
     mode = mode or instance.mode
     info.check_mode(mode)
+    if instance.cluster:
+        raise InputError(f"method {method!r} does not model phases, GPU sharing or placement "
+                         "factors (instance@2); simulate a cluster policy such as liquid")
     params = dict(params or {})
     info.check_params(params)
     if time_limit is not None and not time_limit > 0:

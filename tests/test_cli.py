@@ -55,7 +55,7 @@ def test_check_rejects_with_exit_1_and_named_violations(capsys, tmp_path):
 
 @pytest.mark.parametrize("content,match", [
     ("{", "malformed JSON"),
-    ('{"format": "optsched/instance@2", "name": "x", "jobs": []}', "unknown format"),
+    ('{"format": "optsched/instance@9", "name": "x", "jobs": []}', "unknown format"),
     ('{"format": "optsched/instance@1", "name": "x", "jobs": [], "extra": 1}',
      "unknown key 'extra'"),
     ('{"format": "optsched/instance@1", "name": "x", "gpus": [{"id": "g", "type": "A"}], '

@@ -2,7 +2,8 @@
 
 A grid file names a generator ``family`` (``exact``, the default:
 :class:`~optsched.generate.GeneratorSpec`; ``hare``: :class:`~optsched.generate.HareSpec`;
-``placement``: :class:`~optsched.placement.generate.PlacementSpec`), its
+``placement``: :class:`~optsched.placement.generate.PlacementSpec`; ``liquid``:
+:class:`~optsched.generate.LiquidSpec`), its
 base parameters, the parameters to vary
 (their cartesian product gives the grid *cells*) and the instance seeds::
 
@@ -25,7 +26,14 @@ from typing import Any
 
 from optsched.bench.manifest import Manifest
 from optsched.errors import InputError
-from optsched.generate import GeneratorSpec, HareSpec, generate, generate_hare
+from optsched.generate import (
+    GeneratorSpec,
+    HareSpec,
+    LiquidSpec,
+    generate,
+    generate_hare,
+    generate_liquid,
+)
 from optsched.io import instance_to_dict, read_json, write_json
 from optsched.placement.generate import PlacementSpec, generate_placement
 from optsched.placement.model import PlacementInstance, placement_instance_to_dict
@@ -33,11 +41,12 @@ from optsched.placement.model import PlacementInstance, placement_instance_to_di
 GRID_FORMAT = "optsched/grid@1"
 FAMILIES: dict[str, tuple[Any, Any]] = {"exact": (GeneratorSpec, generate),
                                         "hare": (HareSpec, generate_hare),
-                                        "placement": (PlacementSpec, generate_placement)}
+                                        "placement": (PlacementSpec, generate_placement),
+                                        "liquid": (LiquidSpec, generate_liquid)}
 
 
 def _spec_value(value: Any) -> Any:
-    return tuple(value) if isinstance(value, list) else value
+    return tuple(_spec_value(v) for v in value) if isinstance(value, list) else value
 
 
 @dataclass(frozen=True)

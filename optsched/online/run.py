@@ -5,8 +5,10 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
+from optsched.errors import InputError
 from optsched.exact.bounds import critical_path_bound
 from optsched.instance import Instance
+from optsched.online.cluster import ClusterPolicy, simulate_cluster
 from optsched.online.simulator import Simulation, simulate
 from optsched.result import Result, Status
 from optsched.solve import checked, get_method
@@ -20,26 +22,36 @@ def run_policy(instance: Instance, policy: str, *, params: Mapping[str, str] | N
 
     The schedule (when ``record``) goes through the checker against the realised instance
     and the Result's objective and metrics are the checker's; without ``record`` they are the
-    simulator's streamed ones. The bound is the realised instance's critical path.
+    simulator's streamed ones. The bound is the realised instance's critical path (none for
+    cluster policies, :mod:`optsched.online.cluster`, whose heartbeat and batch interval are
+    their own params).
     """
     info = get_method(policy, "simulate")
     params = dict(params or {})
     info.check_params(params)
     info.check_mode(instance.mode)
     chosen = info.func(params)
-    sim = simulate(instance, chosen, seed=seed, noise=noise,
-                   switch_cost=switch_cost, tick=tick, event_driven=event_driven,
-                   record=record, progress=progress)
+    extra: dict[str, Any]
+    if isinstance(chosen, ClusterPolicy):
+        if noise or switch_cost or tick is not None or not event_driven:
+            raise InputError(f"cluster policy {policy!r} takes no noise, switch cost or tick; "
+                             "its heartbeat and batch interval are params")
+        sim = simulate_cluster(instance, chosen, seed=seed, record=record)
+        bound = None  # the critical path ignores phases and placement factors
+        extra = {"gpu_idle_s": sim.metrics["gpu_idle_s"],
+                 "mean_execution_s": sim.metrics["mean_execution_s"], "tick": chosen.tick,
+                 "event_driven": chosen.event_driven}
+    else:
+        sim = simulate(instance, chosen, seed=seed, noise=noise,
+                       switch_cost=switch_cost, tick=tick, event_driven=event_driven,
+                       record=record, progress=progress)
+        bound = critical_path_bound(sim.instance)
+        extra = {"clairvoyant": chosen.clairvoyant, "noise": noise, "switch_cost": switch_cost,
+                 "tick": tick, "event_driven": event_driven, "bound_critical_path": bound}
     objective, metrics = sim.objective, sim.metrics
     if sim.schedule is not None:
         objective, metrics = checked(sim.instance, sim.schedule, policy)
-    bound = critical_path_bound(sim.instance)
-    extra: dict[str, Any] = {
-        "events": sim.events, "decisions": sim.decisions,
-        "events_per_s": sim.events_per_s, "clairvoyant": chosen.clairvoyant,
-        "noise": noise, "switch_cost": switch_cost, "tick": tick,
-        "event_driven": event_driven, "bound_critical_path": bound,
-    }
+    extra.update(events=sim.events, decisions=sim.decisions, events_per_s=sim.events_per_s)
     result = Result(Status.FEASIBLE, method=policy, mode=instance.mode, objective=objective,
                     bound=bound, runtime_s=sim.runtime_s, seed=seed, params=params,
                     metrics=metrics, schedule=sim.schedule, extra=extra)

@@ -281,6 +281,9 @@ def simulate(instance: Instance, policy: Policy, *, seed: int = 0, noise: float 
         An impossible decision, or a policy that leaves idle GPUs and waiting work with no
         future event to wake it.
     """
+    if instance.cluster:
+        raise InputError(f"policy {policy.name!r} does not model phases, GPU sharing or "
+                         "placement factors (instance@2); use a cluster policy such as liquid")
     if instance.mode not in policy.modes:
         raise InputError(f"policy {policy.name!r} does not support mode {instance.mode!r}")
     if tick is not None and not tick > 0:

@@ -1,0 +1,395 @@
+"""Discrete-event simulation of a GPU cluster with Liquid's execution model (TPDS'22 §3, §6).
+
+Gang mode, with instance@2's cluster fields (DESIGN.md §1; the checker's model, see
+:func:`optsched.check._cluster_rounds`): a round of job j started on GPUs G at ``start``
+launches (round 0: ``launch`` s), trains for the round's *pace* (slowest compute + sync × the
+job's placement factor of G's host pattern, Liquid §2.7) and saves (last round: ``save`` s).
+Launch and save use no GPU compute, so a round may be started on a GPU another round still
+holds (**pre-scheduling**, Liquid §6.1): it launches at once and trains when the GPU is
+vacant for it. With the instance's ``share_cap``, single-task rounds may **share** a GPU
+(Liquid §6.2): a shared round trains while the predicted utilisations of the rounds training
+there sum to at most the cap, every such round progressing at 1 / max(1, summed utilisation)
+(processor sharing; the checker's interference model). GPU memory is held from training
+start to the end of the save and must fit.
+
+The engine owns this state; a *cluster policy* sees a :class:`ClusterView` and returns
+decisions ``(job, gpus, share)``. Which GPUs the scheduler knows to be vacant follows
+Liquid's agents (§6.3): with **event-driven** reporting a GPU is known vacant as soon as it
+is released; with heartbeats only (``event_driven=False``) at the next heartbeat tick.
+Policies are asked to decide after every instant's events; they see each job's profile
+(arrival, weight, tasks, roles, predicted utilisation and memory, phases, profiled times)
+and nothing about its remaining rounds.
+"""
+
+from __future__ import annotations
+
+import heapq
+import math
+import time
+from collections.abc import Iterable
+from dataclasses import dataclass, field
+from typing import Any, Protocol, runtime_checkable
+
+import numpy as np
+
+from optsched.errors import InputError
+from optsched.instance import Instance
+from optsched.online.simulator import PolicyError, Simulation
+from optsched.schedule import Schedule, Task
+
+_ARRIVE, _LAUNCHED, _TRAINED, _DONE, _TICK, _WAKE = range(6)
+
+
+@dataclass(eq=False)
+class ClusterJob:
+    """What a cluster policy knows of an arrived, unfinished job (updated in place)."""
+
+    index: int
+    id: str
+    arrival: float
+    weight: float
+    tasks_per_round: int
+    roles: tuple[str, ...]
+    util: float
+    gpu_memory: float
+    launch: float
+    save: float
+    compute: np.ndarray
+    rounds_done: int = 0
+    waiting: bool = False
+
+
+@dataclass(eq=False)
+class Holding:
+    """A round holding a GPU: its job, whether it trains now, when its training is expected
+    to end (at the current rate; NaN before it trains) and whether it may share the GPU."""
+
+    job: ClusterJob
+    tasks: int
+    share: bool
+    training: bool = False
+    train_end: float = math.nan
+
+
+@dataclass
+class ClusterView:
+    """The state a cluster policy decides on: the time, the profiled instance (topology,
+    hosts, GPU memory, ``share_cap``), the waiting jobs (arrival order), the GPUs known to be
+    vacant (index order) and, per GPU, the rounds known to hold it."""
+
+    time: float
+    instance: Instance
+    waiting: list[ClusterJob]
+    vacant: list[int]
+    holders: list[list[Holding]]
+    rng: np.random.Generator
+    wakeups: list[float] = field(default_factory=list)
+
+    def wake(self, at: float) -> None:
+        """Ask to decide again at time ``at`` (> now) even if nothing happens then."""
+        if at > self.time:
+            self.wakeups.append(at)
+
+
+ClusterDecision = tuple[int, tuple[int, ...], bool]  # (job index, GPUs in task order, share)
+
+
+@runtime_checkable
+class ClusterPolicy(Protocol):
+    """A cluster policy: ``decide(view)`` returns the rounds to start now. ``tick`` is the
+    period at which the engine wakes it up with nothing else happening (heartbeats, batch
+    intervals; None: never), ``event_driven`` whether GPUs are known vacant at once."""
+
+    name: str
+    tick: float | None
+    event_driven: bool
+
+    def decide(self, view: ClusterView) -> Iterable[ClusterDecision]: ...
+
+
+@dataclass(eq=False)
+class _Round:
+    job: int
+    round: int
+    gpus: tuple[int, ...]
+    start: float
+    share: bool
+    pace: float
+    holding: Holding
+    tasks: list[int] = field(default_factory=list)  # indices into the recorded tasks
+    remaining: float = 0.0
+    since: float = 0.0
+    rate: float = 1.0
+    version: int = 0
+    train_start: float = math.nan
+
+
+def simulate_cluster(instance: Instance, policy: ClusterPolicy, *, seed: int = 0,
+                     record: bool = True) -> Simulation:
+    """Run ``policy`` on ``instance`` (gang mode) with Liquid's execution model; randomised
+    policies draw from ``view.rng``, seeded with ``seed``.
+
+    Raises
+    ------
+    InputError
+        An instance not in gang mode, or a bad tick.
+    PolicyError
+        An impossible decision, or waiting work with nothing left to happen.
+    """
+    if instance.mode != "gang":
+        raise InputError(f"cluster policy {policy.name!r} runs in gang mode only")
+    if policy.tick is not None and not policy.tick > 0:
+        raise InputError(f"tick must be > 0, got {policy.tick!r}")
+    if not policy.event_driven and policy.tick is None:
+        raise InputError("heartbeat reporting needs a heartbeat period")
+    engine = _Engine(instance, policy, seed)
+    started = time.perf_counter()
+    engine.run()
+    runtime = time.perf_counter() - started
+    completion = engine.completion
+    weights = np.array([j.weight for j in instance.jobs])
+    arrivals = np.array([j.arrival for j in instance.jobs])
+    makespan = float(completion.max())
+    span = makespan if makespan > 0 else 1.0
+    metrics = {
+        "total_weighted_jct": float((weights * (completion - arrivals)).sum()),
+        "mean_jct": float((completion - arrivals).mean()),
+        "makespan": makespan,
+        "utilisation": {g.id: float(b / span) for g, b in zip(instance.gpus, engine.held,
+                                                              strict=True)},
+        # GPU-seconds within the makespan in which a GPU trains nothing (Liquid's idle time)
+        "gpu_idle_s": float((makespan - engine.trained).sum()),
+        "mean_execution_s": float((completion - engine.first_start).mean()),
+    }
+    schedule = Schedule(instance.name, engine.tasks, "gang") if record else None
+    return Simulation(instance, schedule, float((weights * completion).sum()), metrics,
+                      completion, engine.events, engine.decisions, runtime)
+
+
+class _Engine:
+    def __init__(self, instance: Instance, policy: ClusterPolicy, seed: int) -> None:
+        self.inst, self.policy = instance, policy
+        self.rng = np.random.default_rng(seed)
+        self.jobs = [ClusterJob(j, job.id, job.arrival, job.weight, job.tasks_per_round,
+                                job.roles or ("worker",) * job.tasks_per_round, job.util,
+                                job.gpu_memory, job.launch, job.save,
+                                _own_row(instance.compute[j]))
+                     for j, job in enumerate(instance.jobs)]
+        n = instance.n_gpus
+        self.holders: list[list[_Round]] = [[] for _ in range(n)]
+        self.trainers: list[list[_Round]] = [[] for _ in range(n)]
+        self.waiting_train: list[_Round] = []
+        self.vacant = set(range(n))  # known to the scheduler
+        self.unreported: set[int] = set()
+        self.active: dict[int, ClusterJob] = {}
+        self.completion = np.full(instance.n_jobs, np.nan)
+        self.first_start = np.full(instance.n_jobs, np.nan)
+        self.held = np.zeros(n)
+        self.trained = np.zeros(n)
+        self.train_since = np.zeros(n)
+        self.tasks: list[Task] = []
+        self.heap: list[tuple[float, int, int, Any]] = []
+        self.seq = self.events = self.decisions = 0
+        self.unfinished = instance.n_jobs
+        for j, job in enumerate(instance.jobs):
+            self._push(job.arrival, _ARRIVE, j)
+        if policy.tick is not None:
+            self._push(0.0, _TICK, None)
+
+    def _push(self, t: float, kind: int, what: Any) -> None:
+        self.seq += 1
+        heapq.heappush(self.heap, (t, self.seq, kind, what))
+
+    def run(self) -> None:
+        heap = self.heap
+        idle_ticks = 0
+        while heap and self.unfinished:
+            now = heap[0][0]
+            before = self.decisions
+            while heap and heap[0][0] == now:
+                _, _, kind, what = heapq.heappop(heap)
+                self.events += 1
+                if kind == _ARRIVE:
+                    self.jobs[what].waiting = True
+                    self.active[what] = self.jobs[what]
+                elif kind == _LAUNCHED:
+                    self.waiting_train.append(what)
+                elif kind == _TRAINED:
+                    rnd, version = what
+                    if version == rnd.version:
+                        self._trained(rnd, now)
+                elif kind == _DONE:
+                    self._done(what, now)
+                elif kind == _TICK:
+                    self.vacant |= self.unreported
+                    self.unreported.clear()
+                    if self.unfinished:
+                        self._push(now + (self.policy.tick or 0.0), _TICK, None)
+            self._admit(now)
+            if any(j.waiting for j in self.active.values()):
+                self._decide(now)
+                self._admit(now)
+            # with ticks the heap never empties: a policy that starts nothing for 1,000
+            # ticks while no GPU is held is stalled
+            idle = (len(heap) == 1 and self.decisions == before and not self.unreported
+                    and not any(self.holders))
+            idle_ticks = idle_ticks + 1 if idle else 0
+            if idle_ticks > 1000:
+                break
+        if self.unfinished:
+            raise PolicyError(f"policy {self.policy.name!r} left {self.unfinished} jobs "
+                              "unfinished with nothing left to wait for")
+
+    # -- decisions ---------------------------------------------------------------------------
+
+    def _decide(self, now: float) -> None:
+        view = ClusterView(now, self.inst, [j for j in self.active.values() if j.waiting],
+                           sorted(self.vacant),
+                           [[r.holding for r in rounds] for rounds in self.holders], self.rng)
+        for j, gpus, share in self.policy.decide(view):
+            self.decisions += 1
+            self._start(j, tuple(int(g) for g in gpus), bool(share), now)
+        for at in set(view.wakeups):
+            self._push(at, _WAKE, None)
+
+    def _refuse(self, message: str) -> None:
+        raise PolicyError(f"policy {self.policy.name!r}: {message}")
+
+    def _start(self, j: int, gpus: tuple[int, ...], share: bool, now: float) -> None:
+        job = self.active.get(j)
+        if job is None or not job.waiting:
+            self._refuse(f"job {j} has no round waiting at t={now}")
+            return
+        if len(set(gpus)) != len(gpus) or len(gpus) != job.tasks_per_round:
+            self._refuse(f"job {job.id!r} needs {job.tasks_per_round} distinct GPUs, got "
+                         f"{gpus}")
+        for g in gpus:
+            if not np.isfinite(job.compute[g]):
+                self._refuse(f"job {job.id!r} cannot run on GPU {self.inst.gpus[g].id!r}")
+            if share:
+                self._check_share(job, g, now)
+            elif g not in self.vacant and (
+                    not self.holders[g]
+                    or any(not np.isfinite(r.train_start) for r in self.holders[g])):
+                self._refuse(f"GPU {self.inst.gpus[g].id!r} is neither known vacant nor "
+                             f"pre-schedulable (held, with no round waiting) at t={now}")
+        rnd = _Round(j, job.rounds_done, gpus, now, share, self.inst.pace(j, gpus),
+                     Holding(job, len(gpus), share))
+        job.waiting = False
+        if rnd.round == 0:
+            self.first_start[j] = now
+        for k, g in enumerate(gpus):
+            self.vacant.discard(g)
+            self.unreported.discard(g)
+            if not self.holders[g]:
+                self.held[g] -= now  # += end at release (held-time union per GPU)
+            self.holders[g].append(rnd)
+            rnd.tasks.append(len(self.tasks))
+            self.tasks.append(Task(job.id, rnd.round, k, self.inst.gpus[g].id, now))
+        launch = job.launch if rnd.round == 0 else 0.0
+        self._push(now + launch, _LAUNCHED, rnd)
+
+    def _check_share(self, job: ClusterJob, g: int, now: float) -> None:
+        cap, gpu = self.inst.share_cap, self.inst.gpus[g]
+        rounds = self.holders[g]
+        if cap is None:
+            self._refuse("sharing on an instance without share_cap")
+        if job.tasks_per_round != 1 or not rounds or any(len(r.gpus) > 1 for r in rounds):
+            self._refuse(f"only single-task rounds share a held GPU ({gpu.id!r}, t={now})")
+        load = job.util + sum(self.jobs[r.job].util for r in rounds)
+        if cap is not None and load > cap + 1e-9:
+            self._refuse(f"sharing GPU {gpu.id!r} at t={now}: utilisation {load:g} > {cap:g}")
+
+    # -- execution ---------------------------------------------------------------------------
+
+    def _memory_fits(self, rnd: _Round, g: int) -> bool:
+        cap = self.inst.gpus[g].memory
+        if cap is None:
+            return True
+        used = sum(self.jobs[r.job].gpu_memory for r in self.holders[g]
+                   if np.isfinite(r.train_start))
+        return used + self.jobs[rnd.job].gpu_memory <= cap + 1e-9
+
+    def _may_train(self, rnd: _Round, g: int) -> bool:
+        trainers = self.trainers[g]
+        if not self._memory_fits(rnd, g):
+            return False
+        if not trainers:
+            return True
+        if not rnd.share or any(len(r.gpus) > 1 for r in trainers):
+            return False
+        load = self.jobs[rnd.job].util + sum(self.jobs[r.job].util for r in trainers)
+        return load <= (self.inst.share_cap or 1.0) + 1e-9
+
+    def _admit(self, now: float) -> None:
+        """Start training every launched round whose GPUs allow it, in launch order."""
+        started = True
+        while started:
+            started = False
+            for rnd in list(self.waiting_train):
+                if all(self._may_train(rnd, g) for g in rnd.gpus):
+                    self.waiting_train.remove(rnd)
+                    self._train(rnd, now)
+                    started = True
+
+    def _train(self, rnd: _Round, now: float) -> None:
+        rnd.train_start = now
+        rnd.remaining, rnd.since = rnd.pace, now
+        rnd.holding.training = True
+        for index, g in zip(rnd.tasks, rnd.gpus, strict=True):
+            t = self.tasks[index]
+            self.tasks[index] = Task(t.job, t.round, t.task, t.gpu, t.start, now)
+            if not self.trainers[g]:
+                self.train_since[g] = now
+            self.trainers[g].append(rnd)
+            self._reflow(g, now)
+
+    def _reflow(self, g: int, now: float) -> None:
+        """Update the progress rates of the rounds training on ``g`` (processor sharing
+        among single-task rounds; a multi-GPU round trains alone at rate 1)."""
+        trainers = self.trainers[g]
+        load = sum(self.jobs[r.job].util for r in trainers)
+        rate = 1.0 / max(1.0, load)
+        for r in trainers:
+            if len(r.gpus) > 1 and r.version:
+                continue  # fixed end, already scheduled
+            r.remaining -= (now - r.since) * r.rate
+            r.since, r.rate = now, (1.0 if len(r.gpus) > 1 else rate)
+            r.version += 1
+            end = now + max(0.0, r.remaining) / r.rate
+            r.holding.train_end = end
+            self._push(end, _TRAINED, (r, r.version))
+
+    def _trained(self, rnd: _Round, now: float) -> None:
+        rnd.version += 1  # no later TRAINED event counts
+        rnd.holding.training = False
+        for g in rnd.gpus:
+            self.trainers[g].remove(rnd)
+            if not self.trainers[g]:
+                self.trained[g] += now - self.train_since[g]
+            self._reflow(g, now)
+        job = self.jobs[rnd.job]
+        last = rnd.round == self.inst.jobs[rnd.job].rounds - 1
+        self._push(now + (job.save if last else 0.0), _DONE, rnd)
+
+    def _done(self, rnd: _Round, now: float) -> None:
+        for g in rnd.gpus:
+            self.holders[g].remove(rnd)
+            if not self.holders[g]:
+                self.held[g] += now
+                (self.vacant if self.policy.event_driven else self.unreported).add(g)
+        job = self.jobs[rnd.job]
+        job.rounds_done += 1
+        if job.rounds_done == self.inst.jobs[rnd.job].rounds:
+            del self.active[rnd.job]
+            self.completion[rnd.job] = now
+            self.unfinished -= 1
+        else:
+            job.waiting = True
+
+
+def _own_row(row: np.ndarray) -> np.ndarray:
+    out = row.copy()
+    out.setflags(write=False)
+    return out
+

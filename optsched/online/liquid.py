@@ -1,0 +1,223 @@
+"""Liquid's scheduler (TPDS'22 §5-§6, seeds.md §2.4-§2.6) as a cluster policy.
+
+Jobs wait in arrival order. Each decision (see :mod:`optsched.online.cluster`):
+
+1. **Placement** of the waiting jobs on the vacant GPUs with a registered ``place`` method on
+   the instance's topology (PS/worker containers of one GPU each, the job's GPU memory,
+   bandwidth weight ``meta["bandwidth"]`` else 1 — Liquid's default): in **immediate** mode
+   (``batch`` = 0) each job at once, in arrival order, skipping jobs that do not fit (Liquid
+   retries them); in **batch** mode every ``batch`` seconds the waiting jobs together,
+   dropping the latest-arrived job until the batch fits (Liquid drops one at random; the
+   batch starts as the longest arrival-order prefix that has enough vacant GPUs).
+   ``placement`` = ``bestfit`` (Liquid's immediate mode), ``gga`` (its batch mode), or the
+   baselines ``random``, ``spread``, ``pack``.
+2. **GPU sharing** (``share``) and **pre-scheduling** (``preschedule``) then serve the
+   single-task jobs left that no vacant GPU can take (Liquid applies both only above a cluster
+   load ratio): sharing puts the job on the held GPU of least predicted utilisation among
+   those whose rounds are all single-task, whose predicted utilisations plus the job's stay
+   within the instance's ``share_cap`` and whose GPU memory fits (Liquid's rule, cap 1.3);
+   otherwise pre-scheduling starts it on the GPU held by exactly one training round that is
+   expected to finish training within the job's launch phase + 15 s (Liquid's
+   ``PreScheduleExtraTime``), the earliest such GPU; it launches at once and trains when
+   the GPU is vacant for it. Expected ends come from the jobs' profiles (Liquid predicts
+   them).
+
+``heartbeat`` > 0 turns event-driven reporting off: freed GPUs become known only at the next
+heartbeat (Liquid's agents report every 5 s).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+
+import numpy as np
+
+from optsched.errors import InputError
+from optsched.instance import Instance
+from optsched.online.cluster import ClusterDecision, ClusterJob, ClusterView, Holding
+from optsched.params import choice_param, nonnegative_float_param
+from optsched.placement.model import Container, PlacementInstance, PlacementJob
+from optsched.placement.place import COST_PARAMS, place
+from optsched.solve import register
+from optsched.topology import Topology
+
+PRESCHEDULE_EXTRA = 15.0  # s, Liquid's PreScheduleExtraTime
+_UNLIMITED = 1e15  # MB: GPU memory of GPUs without a limit, for the placement model
+PLACEMENTS = ("bestfit", "gga", "random", "spread", "pack")
+
+
+@dataclass
+class Liquid:
+    """Liquid's scheduler; every switch is separate so its effect can be measured."""
+
+    placement: str = "bestfit"
+    batch: float = 0.0
+    share: bool = False
+    preschedule: bool = False
+    heartbeat: float = 0.0
+    cost: Mapping[str, str] = field(default_factory=dict)
+    name: str = "liquid"
+    next_batch: float = 0.0
+
+    @property
+    def tick(self) -> float | None:
+        periods = [p for p in (self.batch, self.heartbeat) if p > 0]
+        return min(periods) if periods else None
+
+    @property
+    def event_driven(self) -> bool:
+        return self.heartbeat == 0
+
+    def decide(self, view: ClusterView) -> list[ClusterDecision]:
+        if self.batch and view.time < self.next_batch - 1e-9:
+            return []
+        if self.batch:
+            self.next_batch = view.time + self.batch
+        inst = view.instance
+        vacant = set(view.vacant)
+        out = self._placements(view, vacant) if vacant else []
+        if not (self.share or self.preschedule):
+            return out
+        holders = [list(h) for h in view.holders]
+        waiting = {job.index: job for job in view.waiting}
+        for j, gpus, _ in out:
+            for g in gpus:
+                holders[g].append(Holding(waiting[j], len(gpus), False))
+        vacant -= {g for _, gpus, _ in out for g in gpus}
+        placed = {j for j, _, _ in out}
+        for job in view.waiting:
+            if job.index in placed or job.tasks_per_round != 1 or any(
+                    _fits(inst, job, g) for g in vacant):
+                continue
+            where = self._share(view, job, holders) if self.share else None
+            share = where is not None
+            if where is None and self.preschedule:
+                where = _preschedule(view, job, holders)
+            if where is not None:
+                out.append((job.index, (where,), share))
+                holders[where].append(Holding(job, 1, share))
+        return out
+
+    def _placements(self, view: ClusterView, vacant: set[int]) -> list[ClusterDecision]:
+        """Immediate mode: each waiting job in turn; batch mode: the waiting jobs together."""
+        if not self.batch:
+            out: list[ClusterDecision] = []
+            free = set(vacant)
+            for job in view.waiting:
+                placed = self._place(view, [job], free)
+                if placed:
+                    out += placed
+                    free -= set(placed[0][1])
+            return out
+        batch, gpus = [], 0
+        for job in view.waiting:  # the arrival-order prefix that has enough vacant GPUs
+            gpus += job.tasks_per_round
+            if gpus > len(vacant):
+                break
+            batch.append(job)
+        while batch:
+            placed = self._place(view, batch, vacant)
+            if placed is not None:
+                return placed
+            batch.pop()
+        return []
+
+    def _shareable(self, inst: Instance, job: ClusterJob, g: int,
+                   holders: list[list[Holding]]) -> bool:
+        rounds = holders[g]
+        if inst.share_cap is None or not rounds or any(h.tasks > 1 for h in rounds):
+            return False
+        if not np.isfinite(job.compute[g]):
+            return False
+        load = job.util + sum(h.job.util for h in rounds)
+        memory = job.gpu_memory + sum(h.job.gpu_memory for h in rounds)
+        limit = inst.gpus[g].memory
+        return load <= inst.share_cap + 1e-9 and (limit is None or memory <= limit + 1e-9)
+
+    def _share(self, view: ClusterView, job: ClusterJob,
+               holders: list[list[Holding]]) -> int | None:
+        options = [g for g in range(len(holders))
+                   if self._shareable(view.instance, job, g, holders)]
+        return min(options, key=lambda g: (sum(h.job.util for h in holders[g]), g),
+                   default=None)
+
+    def _place(self, view: ClusterView, jobs: list[ClusterJob], vacant: set[int]
+               ) -> list[ClusterDecision] | None:
+        inst = view.instance
+        pinst = _placement_instance(inst, jobs, vacant)
+        seed = int(view.rng.integers(2**31))
+        _, placement = place(pinst, self.placement, seed=seed, params=self.cost)
+        if placement is None:
+            return None
+        gpus: dict[str, dict[int, int]] = {}
+        for a in placement.assignments:
+            gpus.setdefault(a.job, {})[int(a.container[1:])] = inst.gpu_index[a.gpus[0]]
+        return [(job.index, tuple(gpus[job.id][k] for k in range(job.tasks_per_round)), False)
+                for job in jobs]
+
+
+def _fits(inst: Instance, job: ClusterJob, g: int) -> bool:
+    memory = inst.gpus[g].memory
+    return bool(np.isfinite(job.compute[g])) and (memory is None or job.gpu_memory <= memory)
+
+
+def _preschedule(view: ClusterView, job: ClusterJob, holders: list[list[Holding]]
+                 ) -> int | None:
+    """The GPU to pre-schedule ``job`` on now, if any; otherwise asks to be woken when the
+    first GPU qualifies (Liquid's scheduler polls continuously)."""
+    options = [g for g, rounds in enumerate(holders)
+               if len(rounds) == 1 and rounds[0].training and _fits(view.instance, job, g)]
+    lead = job.launch + PRESCHEDULE_EXTRA
+    ready = [g for g in options if holders[g][0].train_end - view.time <= lead]
+    if not ready and options:
+        view.wake(min(holders[g][0].train_end for g in options) - lead)
+    return min(ready, key=lambda g: (holders[g][0].train_end, g), default=None)
+
+
+def _placement_instance(inst: Instance, jobs: list[ClusterJob], vacant: set[int]
+                        ) -> PlacementInstance:
+    """The placement problem of ``jobs`` on the vacant GPUs they can all use."""
+    if inst.topology is None:
+        raise InputError("the liquid policy needs an instance with a topology (hosts)")
+    graph = inst.topology.graph.copy()
+    for g, gpu in enumerate(inst.gpus):
+        usable = g in vacant and all(_fits(inst, job, g) for job in jobs)
+        graph.nodes[gpu.id].update(busy=not usable,
+                                   gpu_memory=gpu.memory if gpu.memory is not None else _UNLIMITED)
+    pjobs = []
+    for job in jobs:
+        meta = inst.jobs[job.index].meta
+        bandwidth = float(meta.get("bandwidth", 1.0)) if isinstance(meta, Mapping) else 1.0
+        pjobs.append(PlacementJob(job.id, tuple(
+            Container(f"t{k}", role, gpus=1, gpu_memory=job.gpu_memory)
+            for k, role in enumerate(job.roles)), bandwidth))
+    return PlacementInstance(inst.name, Topology(graph), tuple(pjobs))
+
+
+LIQUID_PARAMS = {
+    "placement": f"placement method: {', '.join(PLACEMENTS)} (default bestfit)",
+    "batch": "batch interval in seconds (default 0: immediate mode)",
+    "share": "1: share GPUs among single-task jobs under the instance's share_cap (default 0)",
+    "preschedule": "1: pre-schedule single-task jobs onto GPUs about to be released "
+                   "(default 0)",
+    "heartbeat": "report freed GPUs only at heartbeats of this period, s (default 0: "
+                 "event-driven)",
+    **COST_PARAMS,
+}
+
+
+def _switch(params: Mapping[str, str], key: str) -> bool:
+    return choice_param({key: params.get(key, "0")}, key, ("0", "1")) == "1"
+
+
+@register("liquid", kind="simulate", modes=("gang",), params=LIQUID_PARAMS,
+          description="Liquid's scheduler: best-fit / GGA placement, GPU sharing, "
+                      "pre-scheduling, event-driven or heartbeat reporting")
+def _liquid(params: Mapping[str, str]) -> Liquid:
+    cost = {k: v for k, v in params.items() if k in COST_PARAMS}
+    return Liquid(choice_param({"placement": params.get("placement", "bestfit")},
+                               "placement", PLACEMENTS),
+                  nonnegative_float_param(params, "batch"), _switch(params, "share"),
+                  _switch(params, "preschedule"), nonnegative_float_param(params, "heartbeat"),
+                  cost)
