@@ -274,6 +274,8 @@ class LiquidSpec:
     table (:data:`~optsched.placement.durations.DURATIONS`): a job's launch and save phases
     (``launch``, ``save`` s: assumed, the paper gives none) come off the table's time, the rest
     is training, with placement factors = table time / co-located time for the other modes.
+    ``durations`` = ``contention`` takes the distributed jobs' mode times from the link-contention
+    model fitted to the table instead (:func:`~optsched.placement.durations.contention_durations`).
     The bandwidth weight (``meta["bandwidth"]``) is the model's worst slowdown in the table
     (VGG-16 2.33), standing in for Liquid's predicted bandwidth. Arrivals: all at 0
     (``interarrival`` 0, batch experiments) or Poisson with mean ``interarrival`` s.
@@ -295,6 +297,7 @@ class LiquidSpec:
     save: float = 10.0
     interarrival: float = 0.0
     share_cap: float = 1.3
+    durations: str = "table"
 
     def __post_init__(self) -> None:
         from optsched.placement.durations import DURATIONS
@@ -314,13 +317,15 @@ class LiquidSpec:
                 or self.launch + self.save >= shortest:
             raise InputError(f"liquid generator: launch + save must be >= 0 and below the "
                              f"shortest job ({shortest:g} s); interarrival >= 0")
+        if self.durations not in ("table", "contention"):
+            raise InputError("liquid generator: durations is 'table' or 'contention'")
         if self.distributed and self.gpus_per_host * self.hosts < 3:
             raise InputError("liquid generator: distributed jobs need 3 GPUs")
 
 
 def generate_liquid(spec: LiquidSpec, seed: int, *, name: str | None = None) -> Instance:
     """A random instance of Liquid's setting (see :class:`LiquidSpec`), gang mode."""
-    from optsched.placement.durations import DURATIONS
+    from optsched.placement.durations import DURATIONS, contention_durations
 
     rng = np.random.default_rng(seed)
     n_jobs = spec.jobs if spec.jobs_per_host is None else max(
@@ -340,6 +345,8 @@ def generate_liquid(spec: LiquidSpec, seed: int, *, name: str | None = None) -> 
                       save=spec.save, meta={"model": model, "bandwidth": round(
                           max(table.values()) / table["pww"], 2)})
         if distributed[j]:
+            if spec.durations == "contention":
+                table = {**table, **contention_durations(model)[1]}
             train = table["pww"] - phases
             jobs.append(Job(**common, tasks_per_round=3, compute={spec.gpu_type: train},
                             roles=("ps", "worker", "worker"), gpu_memory=8192.0,

@@ -346,3 +346,41 @@ def test_place_json_matches_the_result_schema(tmp_path, capsys):
     schema = json.loads(resources.files("optsched").joinpath(
         "data", "schemas", "result.schema.json").read_text())
     jsonschema.validate(json.loads(out[out.index("{"):]), schema)
+
+
+def test_link_contention_weights_pairs_by_the_flows_on_the_worker_link():
+    """Code form, one rack (distance 1): p:ww's two flows share the workers' host link (×2
+    each → 4); pw:w has one flow (1); a second job's worker on h1 adds a flow there."""
+    inst = PlacementInstance("c", cluster(), (PlacementJob("j0", ps_workers(2)),
+                                              PlacementJob("j1", ps_workers(1))))
+    p_ww = {("j0", "ps0"): "h0", ("j0", "w0"): "h1", ("j0", "w1"): "h1",
+            ("j1", "ps0"): "h2", ("j1", "w0"): "h2"}
+    pw_w = {**p_ww, ("j0", "w1"): "h0"}
+    plain, contended = CostModel("code"), CostModel("code", contention=True)
+    assert placement_cost(inst, p_ww, plain).network == 2.0
+    assert placement_cost(inst, p_ww, contended).network == 4.0
+    assert placement_cost(inst, pw_w, contended).network == 1.0
+    # j1's worker moves to h1: 3 flows there; j0's pairs at distance 1, j1's (other rack) 4
+    both = {**p_ww, ("j1", "w0"): "h1"}
+    assert placement_cost(inst, both, contended).network == 2 * 3 + 3 * 4
+    from optsched.placement.place import place
+
+    with pytest.raises(InputError, match="contention"):
+        place(inst, "cpsat", params={"cost": "code", "contention": "1"})
+    result, _ = place(inst, "gga", params={"cost": "code", "contention": "1"})
+    assert result.objective is not None
+
+
+def test_link_contention_reproduces_the_duration_table_within_9_percent():
+    """Worker-link contention orders the modes as the table does (pww < pw:w ≤ p:w:w < p:ww)
+    and predicts every mode within 9 %; counting the PS side as well would make p:ww and
+    p:w:w equal (both have two flows on the PS link), against the table's 1190 s vs 810 s."""
+    from optsched.placement.durations import DURATIONS, contention_durations
+
+    for model, table in DURATIONS.items():
+        c, predicted = contention_durations(model)
+        assert c > 0
+        assert predicted["pww"] < predicted["pw:w"] <= predicted["p:w:w"] < predicted["p:ww"]
+        for mode, value in predicted.items():
+            assert abs(value / table[mode] - 1) < 0.09, (model, mode)
+    assert DURATIONS["vgg16"]["p:ww"] > 1.4 * DURATIONS["vgg16"]["p:w:w"]

@@ -18,6 +18,14 @@ and −1 for a worker (pack). The code's load_t = (GPUs in use on the host *when
 the host in the final placement + 1) / GPUs of the host, the same value for every container of a
 host, so the cost no longer depends on the order (it equals the code's when the container is
 the last one placed on its host).
+
+**Link contention** (``contention``, either form): a PS–worker pair on different hosts is a
+flow, and the flows whose worker sits on one host split that host's link equally, so each
+remote pair's distance term is multiplied by the number of flows (of every job) whose worker
+is on its worker's host. Counting the PS side as well would make Liquid's p:ww and p:w:w
+placements equally slow, while its measurements (§2.7: VGG-16 1190 s vs 810 s) show the
+worker side is the bottleneck (:func:`~optsched.placement.durations.contention_durations`).
+The term is a product of placement variables, so exact methods refuse it.
 """
 
 from __future__ import annotations
@@ -37,11 +45,13 @@ CODE_DISTANCE = {Distance.SAME_HOST: 0.0, Distance.SAME_RACK: 1.0, Distance.SAME
 
 @dataclass(frozen=True)
 class CostModel:
-    """Which cost, and its parameters (λ and the cross-domain cost of the paper's form)."""
+    """Which cost, and its parameters (λ and the cross-domain cost of the paper's form;
+    link contention)."""
 
     variant: str = "paper"
     lam: float = 0.5
     cross_domain: float | None = None
+    contention: bool = False
 
     def __post_init__(self) -> None:
         if self.variant not in VARIANTS:
@@ -93,13 +103,21 @@ def placement_cost(instance: PlacementInstance, host_of: Mapping[tuple[str, str]
         total = len(instance.host_gpus[host])
         return used[host] / total if total else 0.0
 
+    flows: dict[str, int] = defaultdict(int)  # remote PS–worker pairs by worker host
+    if model.contention:
+        for _, pairs in placed:
+            ps_hosts = [h for c, h in pairs if c.role == "ps"]
+            for c, w in pairs:
+                if c.role == "worker":
+                    flows[w] += sum(p != w for p in ps_hosts)
     network = load = 0.0
     n_containers = max(1, sum(len(pairs) for _, pairs in placed))
     pairs_jobs_hosts = 0
     for job, pairs in placed:
         ps = [h for c, h in pairs if c.role == "ps"]
         workers = [h for c, h in pairs if c.role == "worker"]
-        job_net = sum(pair_cost(instance, model, p, w) for p in ps for w in workers)
+        job_net = sum(pair_cost(instance, model, p, w) * (flows[w] if model.contention else 1)
+                      for p in ps for w in workers)
         hosts = {h for _, h in pairs}
         if model.variant == "paper":
             network += model.lam * job_net

@@ -58,3 +58,27 @@ def job_duration(instance: PlacementInstance, placement: Placement, job_id: str,
     ps = next(hosts[c.id] for c in job.containers if c.role == "ps")
     w1, w2 = (hosts[c.id] for c in job.containers if c.role == "worker")
     return DURATIONS[model][placement_mode(ps, (w1, w2))]
+
+
+#: Flows through the busiest worker-host link of a 1-PS + 2-worker job in each mode (a remote
+#: PS–worker pair is a flow; the worker side is the bottleneck, see placement/cost.py).
+WORKER_LINK_FLOWS = {"pww": 0, "pw:w": 1, "p:ww": 2, "p:w:w": 1}
+
+
+def contention_durations(model: str) -> tuple[float, dict[str, float]]:
+    """Liquid's 1-PS + 2-worker durations from link contention instead of the table.
+
+    An iteration waits for its slowest flow; a flow's rate is its worker-host link split
+    equally among the flows through it, so the time over the co-located ``pww`` one is
+    ``c`` × the flows on the busiest worker link (:data:`WORKER_LINK_FLOWS`), ``c`` the
+    model's remote-flow time fitted to the table by least squares. Returns ``c`` and the
+    predicted durations of the four modes.
+    """
+    if model not in DURATIONS:
+        raise UnknownNameError(f"no duration table for model {model!r} "
+                               f"(known: {', '.join(DURATIONS)})")
+    table = DURATIONS[model]
+    loads = WORKER_LINK_FLOWS
+    c = sum(n * (table[m] - table["pww"]) for m, n in loads.items()) / sum(
+        n * n for n in loads.values())
+    return c, {m: table["pww"] + c * n for m, n in loads.items()}

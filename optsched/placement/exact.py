@@ -130,6 +130,9 @@ def _build(instance: PlacementInstance, ctx: PlaceContext, b: Any
            ) -> tuple[dict[tuple[int, str], Any], Fraction, list[tuple[Fraction, Any]]] | None:
     """The placement model on backend ``b``: (x, objective constant, objective terms), or
     None when some container fits on no host."""
+    if ctx.model.contention:
+        raise InputError("exact placement does not model link contention (a product of "
+                         "placement variables); use a heuristic")
     topo = instance.topology
     hosts = list(topo.hosts)
     rack_domains: dict[str | None, set[str | None]] = defaultdict(set)

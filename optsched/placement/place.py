@@ -25,6 +25,8 @@ COST_PARAMS = {
             "order-free PS-spread/worker-pack load)",
     "lambda": "the paper's λ in [0, 1] (default 0.5)",
     "cross_domain": "the paper's cost of a cross-domain pair (default: the number of hosts)",
+    "contention": "1: weight each remote pair by the flows sharing its worker's host link "
+                  "(default 0; heuristics only)",
 }
 
 
@@ -50,7 +52,8 @@ class PlaceOutput:
 
 
 def cost_model(params: Mapping[str, str]) -> CostModel:
-    """The cost model of the ``cost``, ``lambda`` and ``cross_domain`` parameters."""
+    """The cost model of the ``cost``, ``lambda``, ``cross_domain`` and ``contention``
+    parameters."""
     def number(key: str) -> float | None:
         if key not in params:
             return None
@@ -60,8 +63,10 @@ def cost_model(params: Mapping[str, str]) -> CostModel:
             raise InputError(f"{key} must be a number, got {params[key]!r}") from None
 
     lam = number("lambda")
+    contention = choice_param({"contention": params.get("contention", "0")}, "contention",
+                              ("0", "1")) == "1"
     return CostModel(choice_param(params, "cost", VARIANTS), 0.5 if lam is None else lam,
-                     number("cross_domain"))
+                     number("cross_domain"), contention)
 
 
 def place(instance: PlacementInstance, method: str, *, seed: int = 0,
