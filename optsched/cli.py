@@ -518,6 +518,9 @@ def build_parser() -> argparse.ArgumentParser:
     for name in ("distributed", "interarrival", "share-cap", "launch", "save"):
         p.add_argument(f"--{name}", type=float, dest=name.replace("-", "_"),
                        help="liquid family only")
+    p.add_argument("--predict-from", type=int, dest="predict_from", metavar="N",
+                   help="liquid family: utilisation, GPU memory and bandwidth predicted by a "
+                        "random forest trained on N synthetic past jobs (estimation extra)")
     p.add_argument("--workers", type=int, nargs=2, metavar=("LOW", "HIGH"),
                    help="placement family: workers per job")
     for name in ("total-tasks", "iters-per-task"):

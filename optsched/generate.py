@@ -264,7 +264,8 @@ class LiquidSpec:
     """Liquid's evaluation setting (TPDS'22 §7, seeds.md §2.7) as a cluster instance@2.
 
     ``hosts`` hosts of ``gpus_per_host`` GPUs (default 2 × T4, 16 GB: the Alibaba Cloud
-    cluster; racks of ``hosts_per_rack``). ``jobs`` jobs (``jobs_per_host`` × ``hosts`` when
+    cluster) in racks of ``hosts_per_rack`` (default: one rack, a single switch as in both of
+    Liquid's clusters). ``jobs`` jobs (``jobs_per_host`` × ``hosts`` when
     given: Liquid scales the workload with the cluster, 8 jobs on 5 hosts) of the ``mix``
     models (counts in proportion; default 4 ResNet-50 : 2 Inception-V3 : 2 VGG-16, the 5-host
     batch workload), shuffled; a fraction ``distributed`` of them are 1 PS + 2 workers (one GPU
@@ -279,7 +280,12 @@ class LiquidSpec:
     The bandwidth weight (``meta["bandwidth"]``) is the model's worst slowdown in the table
     (VGG-16 2.33), standing in for Liquid's predicted bandwidth. Arrivals: all at 0
     (``interarrival`` 0, batch experiments) or Poisson with mean ``interarrival`` s.
-    ``share_cap`` the sharing cap (Liquid's 1.3; 0: no sharing).
+    ``share_cap`` the sharing cap (Liquid's 1.3; 0: no sharing). Every job records the flags
+    of its run in ``meta`` (``batch_size`` = 4·U{1..8}, ``num_batches`` = 50·U{4..20}, as in
+    Liquid's experiments); with ``predict_from`` = n > 0, each job's utilisation, GPU memory
+    and bandwidth weight are instead the predictions of a random-forest estimator trained on n
+    synthetic past jobs (:func:`~optsched.estimation.forest.with_predictions`; needs the
+    ``estimation`` extra), as Liquid feeds its predictions to sharing and placement.
     """
 
     jobs: int = 8
@@ -298,6 +304,7 @@ class LiquidSpec:
     interarrival: float = 0.0
     share_cap: float = 1.3
     durations: str = "table"
+    predict_from: int = 0
 
     def __post_init__(self) -> None:
         from optsched.placement.durations import DURATIONS
@@ -317,6 +324,8 @@ class LiquidSpec:
                 or self.launch + self.save >= shortest:
             raise InputError(f"liquid generator: launch + save must be >= 0 and below the "
                              f"shortest job ({shortest:g} s); interarrival >= 0")
+        if self.predict_from < 0:
+            raise InputError("liquid generator: predict_from must be >= 0")
         if self.durations not in ("table", "contention"):
             raise InputError("liquid generator: durations is 'table' or 'contention'")
         if self.distributed and self.gpus_per_host * self.hosts < 3:
@@ -341,9 +350,11 @@ def generate_liquid(spec: LiquidSpec, seed: int, *, name: str | None = None) -> 
     jobs = []
     for j, model in enumerate(str(m) for m in models):
         table = DURATIONS[model]
+        flags = {"batch_size": 4 * int(rng.integers(1, 9)),
+                 "num_batches": 50 * int(rng.integers(4, 21))}
         common: dict[str, Any] = dict(id=f"j{j}", arrival=float(arrival[j]), launch=spec.launch,
-                      save=spec.save, meta={"model": model, "bandwidth": round(
-                          max(table.values()) / table["pww"], 2)})
+                                      save=spec.save, meta={"model": model, **flags,
+                                      "bandwidth": round(max(table.values()) / table["pww"], 2)})
         if distributed[j]:
             if spec.durations == "contention":
                 table = {**table, **contention_durations(model)[1]}
@@ -359,9 +370,16 @@ def generate_liquid(spec: LiquidSpec, seed: int, *, name: str | None = None) -> 
             jobs.append(Job(**common, compute={spec.gpu_type: table["s1"] - phases},
                             util=util, gpu_memory=memory))
     graph = tree_topology([[spec.gpu_type] * spec.gpus_per_host] * spec.hosts,
-                          hosts_per_rack=spec.hosts_per_rack)
+                          hosts_per_rack=spec.hosts_per_rack or spec.hosts)
     for _, attrs in graph.nodes(data=True):
         if attrs["kind"] == "gpu":
             attrs["gpu_memory"] = spec.gpu_memory
-    return Instance(name or f"liquid-s{seed}-j{n_jobs}-h{spec.hosts}", tuple(jobs),
-                    topology=graph, mode="gang", share_cap=spec.share_cap or None)
+    instance = Instance(name or f"liquid-s{seed}-j{n_jobs}-h{spec.hosts}", tuple(jobs),
+                        topology=graph, mode="gang", share_cap=spec.share_cap or None)
+    if not spec.predict_from:
+        return instance
+    from optsched.estimation.forest import ResourceEstimator, with_predictions
+    from optsched.estimation.runs import synthetic_runs
+
+    past = synthetic_runs(spec.predict_from, seed)
+    return with_predictions(instance, ResourceEstimator(seed=seed).fit(past))

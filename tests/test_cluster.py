@@ -257,3 +257,38 @@ def test_liquid_schedules_pass_the_checker(seed, hosts, jobs, distributed, inter
     assert [report.completion[j.id] for j in inst.jobs] == pytest.approx(sim.completion)
     assert result.objective == pytest.approx(sim.objective)
     assert np.all(sim.completion >= [j.arrival + j.launch + j.save for j in inst.jobs])
+
+
+def test_cli_gen_simulate_check_round_trip(tmp_path, capsys):
+    from optsched.cli import main
+
+    inst, sched = tmp_path / "l.json", tmp_path / "s.json"
+    assert main(["gen", "--family", "liquid", "--seed", "2", "--hosts", "3", "--jobs", "5",
+                 "--distributed", "0.4", "--interarrival", "30", "--mix",
+                 "vgg16:1,resnet50:1", "--out", str(inst)]) == 0
+    jsonschema.validate(json.loads(inst.read_text()), schema("instance-v2"))
+    capsys.readouterr()
+    assert main(["simulate", str(inst), "--policy", "liquid", "--param", "share=1",
+                 "--param", "preschedule=1", "--out", str(sched), "--json"]) == 0
+    result = json.loads(capsys.readouterr().out)
+    jsonschema.validate(result, schema("result"))
+    jsonschema.validate(json.loads(sched.read_text()), schema("schedule-v2"))
+    assert main(["check", str(inst), str(sched), "--json"]) == 0
+    assert json.loads(capsys.readouterr().out)["objective"] == pytest.approx(
+        result["objective"])
+    assert main(["gen", "--family", "liquid", "--seed", "0", "--mix", "bert:1"]) == 2
+    assert main(["simulate", str(inst), "--policy", "liquid", "--param", "share=2"]) == 2
+
+
+def test_predictions_feed_utilisation_memory_and_bandwidth():
+    pytest.importorskip("sklearn")
+    inst = generate_liquid(LiquidSpec(jobs=6, distributed=0.5, predict_from=100), 3)
+    plain = generate_liquid(LiquidSpec(jobs=6, distributed=0.5), 3)
+    assert [j.meta["model"] for j in inst.jobs] == [j.meta["model"] for j in plain.jobs]
+    for job in inst.jobs:
+        assert 0.1 <= job.util <= 1 and round(job.util * 10, 9) % 1 == 0
+        assert job.gpu_memory > 0 and job.gpu_memory % 1024 == 0
+        assert job.meta["bandwidth"] >= 1
+    assert [j.util for j in inst.jobs] != [j.util for j in plain.jobs]
+    result, _ = run_policy(inst, "liquid", params={"share": "1", "cost": "code"})
+    assert result.objective is not None

@@ -6,7 +6,9 @@ min_samples_split 10, min_samples_leaf 5, max_features = features − 1; seeded)
 unseen in training falls back to a forest over all types. :func:`to_request` turns
 predictions into Liquid's resource request (CPU cores, memory, GPU utilisation, GPU memory,
 bandwidth weight = ceil(bw_rx / 100,000)), the weight placement uses
-(:func:`with_bandwidth`).
+(:func:`with_bandwidth`); :func:`with_predictions` writes a cluster instance's predicted GPU
+utilisation, GPU memory and bandwidth weight, which the liquid policy's sharing and placement
+decide on.
 
 :func:`evaluate` is the paper's protocol (§7.2): a fixed test set of jobs, a training set grown
 in steps, RMSE and R² per label, for the forest and the paper's comparison models (linear
@@ -25,6 +27,7 @@ import numpy as np
 
 from optsched.errors import InputError
 from optsched.estimation.runs import LABELS, Run
+from optsched.instance import Instance
 from optsched.placement.model import PlacementInstance
 
 MODELS = ("forest", "linear", "tree", "adaboost", "gbdt")
@@ -125,6 +128,32 @@ def with_bandwidth(instance: PlacementInstance, weights: Mapping[str, float]
         raise InputError(f"unknown job {unknown[0]!r}")
     jobs = tuple(replace(j, bandwidth=weights.get(j.id, j.bandwidth)) for j in instance.jobs)
     return PlacementInstance(instance.name, instance.topology, jobs)
+
+
+def with_predictions(instance: Instance, estimator: ResourceEstimator) -> Instance:
+    """The instance with each job's ``util``, ``gpu_memory`` and bandwidth weight
+    (``meta["bandwidth"]``) replaced by Liquid's request from the estimator's prediction for
+    one of its workers (:func:`to_request`: utilisation rounded down to 10 %, at least 10 %;
+    memory rounded up to GB). A job's type is ``meta["model"]`` and its features are its
+    PS/worker counts and ``meta``'s ``batch_size`` and ``num_batches``."""
+    queries, metas = [], []
+    for job in instance.jobs:
+        meta = dict(job.meta) if isinstance(job.meta, Mapping) else {}
+        roles = job.roles or ("worker",) * job.tasks_per_round
+        features = {"ps_number": float(roles.count("ps")),
+                    "worker_number": float(roles.count("worker")), "num_gpus": 1.0,
+                    "role": 0.0, **{k: float(meta[k]) for k in ("batch_size", "num_batches")
+                                    if k in meta}}
+        queries.append(Run(str(meta.get("model", "")), "worker", features, {}, job.id))
+        metas.append(meta)
+    jobs = []
+    for job, meta, prediction in zip(instance.jobs, metas, estimator.predict(queries),
+                                     strict=True):
+        request = to_request(prediction)
+        jobs.append(replace(job, util=min(1.0, max(10.0, request["gpu_util"]) / 100),
+                            gpu_memory=request["gpu_memory"],
+                            meta={**meta, "bandwidth": request["bandwidth"]}))
+    return replace(instance, jobs=tuple(jobs))
 
 
 @dataclass(frozen=True)
