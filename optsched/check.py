@@ -76,7 +76,9 @@ class CheckReport:
     """What :func:`check` found.
 
     ``objective`` (Σ w_j C_j), ``completion`` and ``metrics`` are ``None`` unless every task
-    appears exactly once on a known, eligible GPU.
+    appears exactly once on a known, eligible GPU. ``timeline`` gives each task on a known,
+    eligible GPU (job, round, task) → (start, training start, training end, end of its hold
+    on the GPU), as the checker computed them.
     """
 
     mode: str
@@ -84,6 +86,8 @@ class CheckReport:
     objective: float | None = None
     completion: dict[str, float] | None = None
     metrics: dict[str, Any] | None = field(default=None, repr=False)
+    timeline: dict[tuple[str, int, int], tuple[float, float, float, float]] = field(
+        default_factory=dict, repr=False)
 
     @property
     def feasible(self) -> bool:
@@ -162,11 +166,14 @@ def check(instance: Instance, schedule: Schedule) -> CheckReport:
     # 2. timing: arrival, round barriers, gang rules; GPU occupancy
     ready: dict[tuple[int, int], float] = {}
     occupancy: dict[int, list[tuple[float, float, Task]]] = defaultdict(list)
-    if instance.cluster:
+    timeline: dict[tuple[str, int, int], tuple[float, float, float, float]] = {}
+    cluster = instance.cluster or any(t.train_start is not None for t in schedule.tasks)
+    if cluster:
         if mode != "gang":
-            flag("instance", "a cluster instance (instance@2) is checked in gang mode only")
-        ready = _cluster_rounds(instance, rounds, occupancy, flag)
-    for (j, r), entries in sorted(rounds.items()) if not instance.cluster else ():
+            flag("instance", "phases, sharing and training starts (instance@2, schedule@2) "
+                             "are checked in gang mode only")
+        ready = _cluster_rounds(instance, rounds, occupancy, timeline, flag)
+    for (j, r), entries in sorted(rounds.items()) if not cluster else ():
         job = instance.jobs[j]
         finish = [t.start + instance.compute[j, g] + instance.sync[j, g] for t, g in entries]
         ready[j, r] = max(finish)
@@ -181,6 +188,7 @@ def check(instance: Instance, schedule: Schedule) -> CheckReport:
                                 f"job {t.job!r} is ready at {prev:g}", t)
             busy = instance.compute[j, g] if mode == "relaxed" else pace
             occupancy[g].append((t.start, t.start + busy, t))
+            timeline[t.key] = (t.start, t.start, t.start + busy, t.start + busy)
         if mode == "gang":
             starts = [t.start for t, _ in entries]
             if _before(min(starts), max(starts)):
@@ -194,7 +202,7 @@ def check(instance: Instance, schedule: Schedule) -> CheckReport:
                                           f"{_name(seen[g])} in one gang round", t)
                 seen.setdefault(g, t)
 
-    for g, intervals in occupancy.items() if not instance.cluster else ():
+    for g, intervals in occupancy.items() if not cluster else ():
         intervals.sort(key=lambda iv: (iv[0], iv[1]))
         holder = intervals[0]
         for iv in intervals[1:]:
@@ -207,7 +215,7 @@ def check(instance: Instance, schedule: Schedule) -> CheckReport:
                 holder = iv
 
     if not complete:
-        return CheckReport(mode, tuple(out))
+        return CheckReport(mode, tuple(out), timeline=timeline)
     completion = {job.id: ready[j, job.rounds - 1] for j, job in enumerate(instance.jobs)}
     objective = sum(job.weight * completion[job.id] for job in instance.jobs)
     metrics = schedule_metrics(
@@ -217,14 +225,16 @@ def check(instance: Instance, schedule: Schedule) -> CheckReport:
         {gpu.id: [(a, b) for a, b, _ in occupancy.get(g, [])]
          for g, gpu in enumerate(instance.gpus)},
     )
-    return CheckReport(mode, tuple(out), objective, completion, metrics)
+    return CheckReport(mode, tuple(out), objective, completion, metrics, timeline)
 
 
 def _cluster_rounds(instance: Instance, rounds: dict[tuple[int, int], list[tuple[Task, int]]],
                     occupancy: dict[int, list[tuple[float, float, Task]]],
+                    timeline: dict[tuple[str, int, int], tuple[float, float, float, float]],
                     flag: Any) -> dict[tuple[int, int], float]:
-    """Timing of a cluster instance (DESIGN.md §1 gang mode with instance@2's fields); returns
-    each round's ready time and fills ``occupancy`` with each task's held interval.
+    """Timing of a cluster instance (DESIGN.md §1 gang mode with instance@2's fields, or any
+    schedule@2); returns each round's ready time and fills ``occupancy`` with each task's held
+    interval and ``timeline`` with its phases (models/cluster-execution.md).
 
     A round of job j on GPUs G (all tasks start together at ``start``) launches for
     ``launch`` (round 0 only), trains from ``train_start`` (given, else right after the launch)
@@ -280,6 +290,7 @@ def _cluster_rounds(instance: Instance, rounds: dict[tuple[int, int], list[tuple
             end = b + (jobs[j].save if t.round == jobs[j].rounds - 1 else 0.0)
             ends[t.key] = end
             occupancy[g].append((t.start, end, t))
+            timeline[t.key] = (t.start, a, b, end)
             held.append((a, b, end, u, x, t, jobs[j].gpu_memory))
         for a, *_, t, _ in held:
             training = [h for h in held if h[0] <= a + _tol(a) and _before(a, h[1])]

@@ -50,37 +50,45 @@ def plot_jct_cdf(jcts: Mapping[str, Sequence[float]], path: str | Path,
 def plot_gantt(instance: Instance, schedule: Schedule, path: str | Path) -> None:
     """Draw ``schedule`` as a Gantt chart, one row per GPU, and save it to ``path``.
 
-    Bars show when a GPU is busy (relaxed: ``compute``; gang: the held interval), coloured by
-    job and labelled ``job:round.task`` where they are wide enough; in relaxed mode a thin bar
-    after each task shows its sync. Tasks on unknown or ineligible GPUs are left out; the title
-    gives the checker's objective and the number of violations.
+    Bars show when a GPU is busy computing (relaxed: ``compute``; gang: the held interval;
+    cluster instances: training, with the launch and save phases around it drawn pale), as
+    the checker computed them, coloured by job and labelled ``job:round.task`` where they are
+    wide enough; tasks that hold a GPU at once (GPU sharing, pre-scheduling) get lanes of their
+    own. In relaxed mode a thin bar after each task shows its sync. Tasks on unknown or
+    ineligible GPUs are left out; the title gives the checker's objective and the number of
+    violations.
     """
     plt = _pyplot()
     report = check(instance, schedule)
     mode = report.mode
     cmap = plt.get_cmap("tab20")
     color = {job.id: cmap(i % 20) for i, job in enumerate(instance.jobs)}
-    pace: dict[tuple[int, int], float] = {}
-    for t in schedule.tasks:
-        j, g = instance.job_index.get(t.job), instance.gpu_index.get(t.gpu)
-        if j is not None and g is not None:
-            key = (j, t.round)
-            pace[key] = max(pace.get(key, 0.0), instance.compute[j, g] + instance.sync[j, g])
     fig, ax = plt.subplots(figsize=(10, 1.2 + 0.45 * instance.n_gpus))
     end = 0.0
-    for t in schedule.tasks:
+    placed = []  # (task, job index, GPU index, phases, lane)
+    lanes: dict[int, list[float]] = {}  # per GPU: when each lane is free again
+    for t in sorted(schedule.tasks, key=lambda t: t.start):
         j, g = instance.job_index.get(t.job), instance.gpu_index.get(t.gpu)
-        if j is None or g is None or instance.compute[j, g] == float("inf"):
+        phases = report.timeline.get(t.key)
+        if j is None or g is None or phases is None:
             continue
-        busy = instance.compute[j, g] if mode == "relaxed" else pace[j, t.round]
-        ax.barh(g, busy, left=t.start, height=0.7, color=color[t.job], edgecolor="black",
-                linewidth=0.5)
-        if mode == "relaxed" and instance.sync[j, g] > 0:
-            ax.barh(g + 0.4, instance.sync[j, g], left=t.start + busy, height=0.1,
-                    color=color[t.job])
-        ax.text(t.start + busy / 2, g, f"{t.job}:{t.round}.{t.task}", ha="center",
+        free = lanes.setdefault(g, [])
+        lane = next((k for k, f in enumerate(free) if f <= phases[0] + 1e-9), len(free))
+        free[lane:lane + 1] = [phases[3]]
+        placed.append((t, j, g, phases, lane))
+    for t, j, g, (start, train, trained, held), lane in placed:
+        height = 0.7 / len(lanes[g])
+        y = g - 0.35 + height * (lane + 0.5)
+        for a, b, alpha in ((start, train, 0.3), (trained, held, 0.3), (train, trained, 1.0)):
+            if b > a:
+                ax.barh(y, b - a, left=a, height=height, color=color[t.job], alpha=alpha,
+                        edgecolor="black", linewidth=0.5)
+        sync = float(instance.sync[j, g]) if mode == "relaxed" else 0.0
+        if sync > 0:
+            ax.barh(g + 0.4, sync, left=trained, height=0.1, color=color[t.job])
+        ax.text((train + trained) / 2, y, f"{t.job}:{t.round}.{t.task}", ha="center",
                 va="center", fontsize=7, clip_on=True)
-        end = max(end, t.start + busy + instance.sync[j, g])
+        end = max(end, held + sync)
     ax.set_yticks(range(instance.n_gpus), [f"{gpu.id} ({gpu.type})" for gpu in instance.gpus])
     ax.invert_yaxis()
     ax.set_xlim(0, end * 1.02 or 1)

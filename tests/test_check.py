@@ -169,6 +169,8 @@ def test_hare_toy_paper_schedule_is_accepted_with_8_5():
 
 
 def test_bundled_demo_copies_match_instances_folder():
-    for name in ("hare-toy.instance.json", "hare-fig1.schedule.json"):
+    for folder, name in (("hare-toy", "hare-toy.instance.json"),
+                         ("hare-toy", "hare-fig1.schedule.json"),
+                         ("liquid-demo", "liquid-demo.instance.json")):
         shipped = (ROOT / "optsched/data/instances" / name).read_text()
-        assert shipped == (ROOT / "instances/hare-toy" / name).read_text()
+        assert shipped == (ROOT / "instances" / folder / name).read_text()

@@ -174,6 +174,7 @@ def test_demo_console_script():
     proc = subprocess.run([*exe.split(), "demo"], capture_output=True, text=True, timeout=120)
     assert proc.returncode == 0, proc.stderr
     assert "paper's schedule (Fig. 1)" in proc.stdout and "8.5" in proc.stdout
+    assert "batch GGA" in proc.stdout and "liquid-demo" in proc.stdout
 
 
 def test_solve_exact_methods_and_export(capsys, tmp_path):

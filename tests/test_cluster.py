@@ -292,3 +292,23 @@ def test_predictions_feed_utilisation_memory_and_bandwidth():
     assert [j.util for j in inst.jobs] != [j.util for j in plain.jobs]
     result, _ = run_policy(inst, "liquid", params={"share": "1", "cost": "code"})
     assert result.objective is not None
+
+
+def test_training_starts_on_a_plain_instance_use_the_cluster_rules():
+    inst = Instance("p", (single("a"), single("b")), (GPU("g", "T4"),), mode="gang")
+    late = [Task("a", 0, 0, "g", 0.0, 50.0), Task("b", 0, 0, "g", 120.0)]
+    report = check(inst, Schedule("p", late, "gang"))
+    assert report.kinds() == {"overlap"}  # a trains [50, 150), b from 120
+    assert report.timeline[("a", 0, 0)] == (0.0, 50.0, 150.0, 150.0)
+    relaxed = Instance("p", (single("a"),), (GPU("g", "T4"),))
+    assert "instance" in check(relaxed, Schedule("p", [Task("a", 0, 0, "g", 0.0, 1.0)])).kinds()
+
+
+def test_gantt_chart_of_a_cluster_schedule(tmp_path):
+    pytest.importorskip("matplotlib")
+    from optsched.plot import plot_gantt
+
+    inst = generate_liquid(LiquidSpec(hosts=2, jobs=6, distributed=0.3, interarrival=20), 1)
+    sim = simulate_cluster(inst, Liquid(share=True, preschedule=True))
+    plot_gantt(inst, sim.schedule, tmp_path / "g.png")
+    assert (tmp_path / "g.png").stat().st_size > 1000
