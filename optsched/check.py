@@ -39,7 +39,7 @@ from collections import defaultdict
 from dataclasses import dataclass, field
 from typing import Any
 
-from optsched.instance import Instance
+from optsched.instance import Instance, Job
 from optsched.metrics import schedule_metrics
 from optsched.schedule import Schedule, Task
 
@@ -107,6 +107,37 @@ def _name(t: Task) -> str:
     return f"task ({t.job!r}, round {t.round}, task {t.task})"
 
 
+def _flag(out: list[Violation], kind: str, message: str, t: Task | None = None) -> None:
+    ids = () if t is None else (t.job, t.round, t.task, t.gpu)
+    out.append(Violation(kind, message, *ids))
+
+
+def _start_rules(out: list[Violation], t: Task, job: Job, prev: float | None) -> None:
+    """A task starts after its job arrives and after the previous round is ready."""
+    if _before(t.start, job.arrival):
+        _flag(out, "arrival", f"{_name(t)} starts at {t.start:g}, before job {t.job!r} "
+                              f"arrives at {job.arrival:g}", t)
+    if prev is not None and _before(t.start, prev):
+        _flag(out, "barrier", f"{_name(t)} starts at {t.start:g}, before round {t.round - 1} "
+                              f"of job {t.job!r} is ready at {prev:g}", t)
+
+
+def _gang_rules(out: list[Violation], job: Job, r: int, entries: list[tuple[Task, int]],
+                trains: list[float] | None = None) -> None:
+    """A gang round's tasks start (and train) together on distinct GPUs."""
+    for what, values in (("start", [t.start for t, _ in entries]), ("train", trains or [])):
+        if values and _before(min(values), max(values)):
+            out.append(Violation("gang-start", f"gang round {r} of job {job.id!r}: tasks "
+                                 f"{what} at {min(values):g}..{max(values):g}, not together",
+                                 job.id, r))
+    seen: dict[int, Task] = {}
+    for t, g in entries:
+        if g in seen:
+            _flag(out, "gang-distinct", f"{_name(t)} shares GPU {t.gpu!r} with "
+                                        f"{_name(seen[g])} in one gang round", t)
+        seen.setdefault(g, t)
+
+
 def check(instance: Instance, schedule: Schedule) -> CheckReport:
     """Check ``schedule`` against ``instance`` in the schedule's mode (else the instance's).
 
@@ -117,8 +148,7 @@ def check(instance: Instance, schedule: Schedule) -> CheckReport:
     out: list[Violation] = []
 
     def flag(kind: str, message: str, t: Task | None = None) -> None:
-        ids = () if t is None else (t.job, t.round, t.task, t.gpu)
-        out.append(Violation(kind, message, *ids))
+        _flag(out, kind, message, t)
 
     if schedule.instance != instance.name:
         flag("instance", f"schedule is for instance {schedule.instance!r}, "
@@ -172,7 +202,7 @@ def check(instance: Instance, schedule: Schedule) -> CheckReport:
         if mode != "gang":
             flag("instance", "phases, sharing and training starts (instance@2, schedule@2) "
                              "are checked in gang mode only")
-        ready = _cluster_rounds(instance, rounds, occupancy, timeline, flag)
+        ready = _cluster_rounds(instance, rounds, occupancy, timeline, out)
     for (j, r), entries in sorted(rounds.items()) if not cluster else ():
         job = instance.jobs[j]
         finish = [t.start + instance.compute[j, g] + instance.sync[j, g] for t, g in entries]
@@ -180,27 +210,12 @@ def check(instance: Instance, schedule: Schedule) -> CheckReport:
         pace = max(instance.compute[j, g] + instance.sync[j, g] for _, g in entries)
         prev = ready.get((j, r - 1))
         for t, g in entries:
-            if _before(t.start, job.arrival):
-                flag("arrival", f"{_name(t)} starts at {t.start:g}, before job {t.job!r} "
-                                f"arrives at {job.arrival:g}", t)
-            if prev is not None and _before(t.start, prev):
-                flag("barrier", f"{_name(t)} starts at {t.start:g}, before round {r - 1} of "
-                                f"job {t.job!r} is ready at {prev:g}", t)
+            _start_rules(out, t, job, prev)
             busy = instance.compute[j, g] if mode == "relaxed" else pace
             occupancy[g].append((t.start, t.start + busy, t))
             timeline[t.key] = (t.start, t.start, t.start + busy, t.start + busy)
         if mode == "gang":
-            starts = [t.start for t, _ in entries]
-            if _before(min(starts), max(starts)):
-                out.append(Violation("gang-start", f"gang round {r} of job {job.id!r}: tasks "
-                                     f"start at {min(starts):g}..{max(starts):g}, not together",
-                                     job.id, r))
-            seen: dict[int, Task] = {}
-            for t, g in entries:
-                if g in seen:
-                    flag("gang-distinct", f"{_name(t)} shares GPU {t.gpu!r} with "
-                                          f"{_name(seen[g])} in one gang round", t)
-                seen.setdefault(g, t)
+            _gang_rules(out, job, r, entries)
 
     for g, intervals in occupancy.items() if not cluster else ():
         intervals.sort(key=lambda iv: (iv[0], iv[1]))
@@ -231,7 +246,7 @@ def check(instance: Instance, schedule: Schedule) -> CheckReport:
 def _cluster_rounds(instance: Instance, rounds: dict[tuple[int, int], list[tuple[Task, int]]],
                     occupancy: dict[int, list[tuple[float, float, Task]]],
                     timeline: dict[tuple[str, int, int], tuple[float, float, float, float]],
-                    flag: Any) -> dict[tuple[int, int], float]:
+                    out: list[Violation]) -> dict[tuple[int, int], float]:
     """Timing of a cluster instance (DESIGN.md §1 gang mode with instance@2's fields, or any
     schedule@2); returns each round's ready time and fills ``occupancy`` with each task's held
     interval and ``timeline`` with its phases (models/cluster-execution.md).
@@ -248,8 +263,8 @@ def _cluster_rounds(instance: Instance, rounds: dict[tuple[int, int], list[tuple
     Liquid publishes none); a multi-GPU round trains alone, at rate 1. GPU memory is held from
     training start to the end of the save.
     """
-    def name(t: Task) -> str:
-        return f"task ({t.job!r}, round {t.round}, task {t.task})"
+    def flag(kind: str, message: str, t: Task | None = None) -> None:
+        _flag(out, kind, message, t)
 
     jobs = instance.jobs
     shared = instance.share_cap is not None
@@ -265,21 +280,11 @@ def _cluster_rounds(instance: Instance, rounds: dict[tuple[int, int], list[tuple
         for t, g in order:
             train = t.start + earliest if t.train_start is None else t.train_start
             if _before(train, t.start + earliest):
-                flag("launch", f"{name(t)} trains at {train:g}, before its start "
+                flag("launch", f"{_name(t)} trains at {train:g}, before its start "
                                f"{t.start:g} + launch {earliest:g}", t)
             on_gpu[g].append((train, pace, job.util, not shared or len(entries) > 1, t, j))
             trains.append(train)
-        starts = [t.start for t, _ in entries]
-        for what, values in (("start", starts), ("train", trains)):
-            if _before(min(values), max(values)):
-                flag("gang-start", f"gang round {r} of job {job.id!r}: tasks {what} at "
-                                   f"{min(values):g}..{max(values):g}, not together")
-        seen: dict[int, Task] = {}
-        for t, g in entries:
-            if g in seen:
-                flag("gang-distinct", f"{name(t)} shares GPU {t.gpu!r} with {name(seen[g])} "
-                                      "in one gang round", t)
-            seen.setdefault(g, t)
+        _gang_rules(out, job, r, entries, trains)
 
     ends: dict[tuple[str, int, int], float] = {}
     for g, items in on_gpu.items():
@@ -297,7 +302,7 @@ def _cluster_rounds(instance: Instance, rounds: dict[tuple[int, int], list[tuple
             if len(training) < 2:
                 continue
             if not shared:
-                flag("overlap", f"{name(t)} trains on GPU {gpu.id!r} from {a:g} while "
+                flag("overlap", f"{_name(t)} trains on GPU {gpu.id!r} from {a:g} while "
                                 f"{len(training) - 1} other task(s) train there", t)
             elif any(h[4] for h in training):
                 flag("share-gang", f"on GPU {gpu.id!r} at {a:g} a multi-GPU round trains "
@@ -316,14 +321,8 @@ def _cluster_rounds(instance: Instance, rounds: dict[tuple[int, int], list[tuple
     for (j, r), entries in rounds.items():
         ready[j, r] = max(ends[t.key] for t, _ in entries)
     for (j, r), entries in rounds.items():
-        job, prev = jobs[j], ready.get((j, r - 1))
         for t, _ in entries:
-            if _before(t.start, job.arrival):
-                flag("arrival", f"{name(t)} starts at {t.start:g}, before job {t.job!r} "
-                                f"arrives at {job.arrival:g}", t)
-            if prev is not None and _before(t.start, prev):
-                flag("barrier", f"{name(t)} starts at {t.start:g}, before round {r - 1} of "
-                                f"job {t.job!r} is ready at {prev:g}", t)
+            _start_rules(out, t, jobs[j], ready.get((j, r - 1)))
     return ready
 
 

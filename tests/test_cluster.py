@@ -4,6 +4,7 @@ simulator and the liquid policy (sharing, pre-scheduling, heartbeats, batch plac
 from __future__ import annotations
 
 import dataclasses
+import itertools
 import json
 from importlib import resources
 
@@ -213,9 +214,11 @@ def test_heartbeat_delays_freed_gpus_to_the_next_report():
 
 def test_batch_mode_places_at_batch_ticks_only():
     inst = generate_liquid(LiquidSpec(hosts=3, jobs=3, interarrival=7), 1)
-    sim = simulate_cluster(inst, Liquid(placement="gga", batch=5))
+    policy = Liquid(placement="gga", batch=5)
+    sim = simulate_cluster(inst, policy)
     assert all(t.start % 5 == 0 for t in sim.schedule.tasks)
     assert check(inst, sim.schedule).feasible
+    assert simulate_cluster(inst, policy).schedule == sim.schedule  # no state kept
 
 
 def test_impossible_decisions_raise():
@@ -312,3 +315,22 @@ def test_gantt_chart_of_a_cluster_schedule(tmp_path):
     sim = simulate_cluster(inst, Liquid(share=True, preschedule=True))
     plot_gantt(inst, sim.schedule, tmp_path / "g.png")
     assert (tmp_path / "g.png").stat().st_size > 1000
+
+
+@given(st.lists(st.tuples(st.integers(0, 20), st.integers(1, 30), st.integers(1, 10)),
+                min_size=1, max_size=6))
+def test_processor_sharing_gives_every_task_its_work(tasks):
+    """The checker's training ends satisfy the sharing model's definition: integrating
+    1 / max(1, U(t)) from each task's start to its end gives its work."""
+    from optsched.check import _progress
+
+    items = [(float(a), float(w), u / 10, False) for a, w, u in tasks]
+    ends = _progress(items)
+    points = sorted({a for a, _, _, _ in items} | set(ends))
+    service = [0.0] * len(items)
+    for lo, hi in itertools.pairwise(points):
+        active = [i for i, (a, _, _, _) in enumerate(items) if a <= lo and ends[i] >= hi]
+        rate = 1 / max(1.0, sum(items[i][2] for i in active))
+        for i in active:
+            service[i] += (hi - lo) * rate
+    assert service == pytest.approx([w for _, w, _, _ in items])

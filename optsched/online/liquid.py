@@ -28,6 +28,7 @@ heartbeat (Liquid's agents report every 5 s).
 
 from __future__ import annotations
 
+import math
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 
@@ -58,22 +59,22 @@ class Liquid:
     heartbeat: float = 0.0
     cost: Mapping[str, str] = field(default_factory=dict)
     name: str = "liquid"
-    next_batch: float = 0.0
 
     @property
     def tick(self) -> float | None:
-        periods = [p for p in (self.batch, self.heartbeat) if p > 0]
-        return min(periods) if periods else None
+        return self.heartbeat or None
 
     @property
     def event_driven(self) -> bool:
         return self.heartbeat == 0
 
     def decide(self, view: ClusterView) -> list[ClusterDecision]:
-        if self.batch and view.time < self.next_batch - 1e-9:
-            return []
-        if self.batch:
-            self.next_batch = view.time + self.batch
+        if self.batch:  # decide at multiples of the batch interval only
+            k = round(view.time / self.batch)
+            if abs(view.time - k * self.batch) > 1e-9 * max(1.0, view.time):
+                view.wake((math.floor(view.time / self.batch) + 1) * self.batch)
+                return []
+            view.wake((k + 1) * self.batch)  # for the jobs this batch leaves waiting
         inst = view.instance
         vacant = set(view.vacant)
         out = self._placements(view, vacant) if vacant else []
