@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # Liquid's experiments (TPDS'22 §7, seeds.md §2.7) as orderings of methods, with the liquid
 # cluster policy of optsched (instance@2: launch 30 s / save 10 s phases, the §2.7
-# placement → duration table, one-rack clusters; 3 seeds per cell):
+# placement → duration table, one-rack clusters; 10 seeds per cell):
 #   liquid-immediate (Fig. 18): 20 jobs of 1 PS + 2 workers (ResNet-50 : Inception-V3 :
 #     VGG-16 = 4:2:2) arriving one by one (Poisson, mean gap 60/120/240 s) on 5 hosts × 4 K80;
 #     immediate-mode best-fit (both cost forms) vs random, spread and pack placement;
@@ -12,7 +12,7 @@
 #   liquid-optimisations (§6): 40 single-task jobs on 5 hosts × 2 T4 (mean gap 10/20/40 s);
 #     Liquid without its optimisations (heartbeat-only reporting every 5 s, no sharing, no
 #     pre-scheduling), then each optimisation alone, then all three.
-# Resumable (about 5 minutes).
+# Resumable (about 3 minutes).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 out=benchmarks/results/liquid
