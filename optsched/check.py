@@ -268,6 +268,7 @@ def _cluster_rounds(instance: Instance, rounds: dict[tuple[int, int], list[tuple
 
     jobs = instance.jobs
     shared = instance.share_cap is not None
+    cap = instance.share_cap if instance.share_cap is not None else math.inf
     # per GPU: (train start, pace, util, exclusive, task, job index)
     on_gpu: dict[int, list[tuple[float, float, float, bool, Task, int]]] = defaultdict(list)
     for (j, r), entries in rounds.items():
@@ -307,9 +308,9 @@ def _cluster_rounds(instance: Instance, rounds: dict[tuple[int, int], list[tuple
             elif any(h[4] for h in training):
                 flag("share-gang", f"on GPU {gpu.id!r} at {a:g} a multi-GPU round trains "
                                    f"together with another task", t)
-            elif (load := sum(h[3] for h in training)) > instance.share_cap + _tol(load):  # type: ignore[operator]
+            elif (load := sum(h[3] for h in training)) > cap + _tol(load):
                 flag("share-cap", f"on GPU {gpu.id!r} at {a:g} tasks training together use "
-                                  f"{load:g} > share_cap {instance.share_cap:g}", t)
+                                  f"{load:g} > share_cap {cap:g}", t)
         if gpu.memory is not None:
             for a, *_, t, _ in held:
                 need = sum(h[6] for h in held if h[0] <= a + _tol(a) and _before(a, h[2]))
