@@ -19,17 +19,10 @@ from pathlib import Path
 from typing import Any
 
 from optsched import __version__
+from optsched.bench.grid import FAMILIES
 from optsched.check import check
 from optsched.errors import InputError
 from optsched.exact.bounds import critical_path_bound
-from optsched.generate import (
-    GeneratorSpec,
-    HareSpec,
-    LiquidSpec,
-    generate,
-    generate_hare,
-    generate_liquid,
-)
 from optsched.io import (
     instance_from_dict,
     instance_to_dict,
@@ -255,15 +248,10 @@ def cmd_methods(args: argparse.Namespace) -> int:
 
 
 def cmd_gen(args: argparse.Namespace) -> int:
-    from optsched.placement.generate import PlacementSpec, generate_placement
     from optsched.placement.model import placement_instance_to_dict
 
-    families: dict[str, tuple[Any, Any]] = {"exact": (GeneratorSpec, generate),
-                                            "hare": (HareSpec, generate_hare),
-                                            "placement": (PlacementSpec, generate_placement),
-                                            "liquid": (LiquidSpec, generate_liquid)}
-    spec_type, make = families[args.family]
-    given = {f.name for spec, _ in families.values() for f in fields(spec)
+    spec_type, make = FAMILIES[args.family]
+    given = {f.name for spec, _ in FAMILIES.values() for f in fields(spec)
              if getattr(args, f.name, None) is not None}
     own = {f.name for f in fields(spec_type)}
     if given - own:
@@ -534,7 +522,7 @@ def build_parser() -> argparse.ArgumentParser:
 
     p = sub.add_parser("gen", help="generate a random instance")
     p.add_argument("--seed", type=int, required=True)
-    p.add_argument("--family", choices=("exact", "hare", "placement", "liquid"),
+    p.add_argument("--family", choices=tuple(FAMILIES),
                    default="exact",
                    help="exact: the exact-solver family (default); hare: the Hare paper's "
                         "simulation setting (160 GPUs, 300 jobs, ~50,000 tasks); placement: "
