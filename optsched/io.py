@@ -13,14 +13,13 @@ write atomically: a failed write leaves no half-written file.
 from __future__ import annotations
 
 import json
-import os
-import tempfile
 from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
 from optsched.errors import InputError
 from optsched.instance import GPU, Instance, Job
+from optsched.output import json_text, write_file
 from optsched.schedule import Schedule, Task
 from optsched.topology import Topology
 from optsched.workloads import Catalog
@@ -183,17 +182,9 @@ def load_schedule(path: str | Path) -> Schedule:
 
 
 def write_json(path: str | Path, data: Any) -> None:
-    """Write ``data`` as indented JSON, atomically (temporary file + rename)."""
-    path = Path(path)
-    text = json.dumps(data, indent=1, allow_nan=False) + "\n"
-    fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", dir=path.parent or ".")
-    try:
-        with os.fdopen(fd, "w", encoding="utf-8") as fh:
-            fh.write(text)
-        os.replace(tmp, path)
-    except BaseException:
-        Path(tmp).unlink(missing_ok=True)
-        raise
+    """Write ``data`` as indented JSON through :func:`optsched.output.write_file` (atomic;
+    NaN and infinities refused)."""
+    write_file(path, json_text(data))
 
 
 def save_instance(path: str | Path, instance: Instance) -> None:

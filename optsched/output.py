@@ -1,0 +1,170 @@
+"""The one way optsched writes files: validated targets, atomic replacement, JSON that is JSON.
+
+Guarantees (README, "What optsched promises"):
+
+- **Validated before the work starts.** :func:`output_target` refuses, as bad input naming the
+  option and the path, an empty path, a directory, a folder that does not exist or cannot be
+  written, anything that is not a regular file, a character device or a FIFO (a block device,
+  a socket), a path equal to one of the command's inputs (``--out`` over the instance), and
+  two outputs of one command that are the same file.
+- **Atomic.** A regular file (new or existing) is written to a temporary file in its own
+  folder, flushed to disk and renamed over the target, so a reader or a kill sees either the
+  old file whole or the new file whole, never a truncated one. A new file gets the mode the
+  umask gives (0666 & ~umask); an existing file keeps its mode.
+- **Non-plain targets.** A symbolic link is followed: its target is replaced atomically and
+  the link stays. A character device (``/dev/null``, a terminal) or a FIFO is written
+  through, never replaced by a regular file.
+- **All or nothing across outputs.** :func:`write_outputs` stages every regular file before
+  renaming any, so a failure while writing leaves every target as it was.
+- **JSON.** :func:`json_text` refuses NaN and ±Infinity (``ValueError``): they are not JSON.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import stat
+import tempfile
+from collections.abc import Iterable, Sequence
+from pathlib import Path
+from typing import Any
+
+from optsched.errors import InputError
+
+Data = str | bytes
+
+
+def json_text(data: Any, *, indent: int | None = 1) -> str:
+    """``data`` as JSON text (one trailing newline); non-finite numbers raise ValueError."""
+    try:
+        return json.dumps(data, indent=indent, allow_nan=False) + "\n"
+    except ValueError:
+        raise ValueError("refusing to write a non-finite number (NaN or Infinity) as JSON"
+                         ) from None
+
+
+def _same(a: Path, b: Path) -> bool:
+    try:
+        return a.exists() and b.exists() and os.path.samefile(a, b)
+    except OSError:
+        return False
+
+
+def output_target(path: str | Path | None, option: str = "--out", *,
+                  inputs: Iterable[str | Path | None] = ()) -> Path:
+    """Check that ``path`` (given as ``option``) can be written, before any work is done.
+
+    Returns the path. Raises :class:`InputError` naming ``option`` and the path when it is
+    empty, a directory, neither a regular file nor a character device nor a FIFO, in a
+    missing or read-only folder, or the same file as one of ``inputs``.
+    """
+    if path is None or str(path) == "":
+        raise InputError(f"{option}: empty path")
+    target = Path(path)
+    where = f"{option} {str(path)!r}"
+    real = Path(os.path.realpath(target))
+    if real.exists():
+        mode = real.stat().st_mode
+        if stat.S_ISDIR(mode):
+            raise InputError(f"{where} is a directory")
+        if not (stat.S_ISREG(mode) or stat.S_ISCHR(mode) or stat.S_ISFIFO(mode)):
+            raise InputError(f"{where} is not a regular file, character device or FIFO")
+        if not stat.S_ISREG(mode):
+            if not os.access(real, os.W_OK):
+                raise InputError(f"{where}: not writable")
+            return target
+    folder = real.parent
+    if not folder.is_dir():
+        raise InputError(f"{where}: folder {str(folder)!r} does not exist")
+    if not os.access(folder, os.W_OK | os.X_OK):
+        raise InputError(f"{where}: folder {str(folder)!r} is not writable")
+    for given in inputs:
+        if given is not None and str(given) and _same(real, Path(given)):
+            raise InputError(f"{where} is the input file {str(given)!r}: refusing to "
+                             "overwrite an input")
+    return target
+
+
+def distinct_targets(targets: Sequence[tuple[str, str | Path | None]]) -> None:
+    """Refuse two outputs of one command that name the same file (``(option, path)``)."""
+    seen: dict[str, str] = {}
+    for option, path in targets:
+        if path is None or str(path) == "":
+            continue
+        real = os.path.realpath(path)
+        if real in seen and not stat.S_ISCHR(_mode(Path(real))):
+            raise InputError(f"{option} and {seen[real]} name the same file {str(path)!r}")
+        seen[real] = option
+
+
+def _mode(path: Path) -> int:
+    try:
+        return path.stat().st_mode
+    except OSError:
+        return 0
+
+
+def _umask_mode() -> int:
+    mask = os.umask(0)
+    os.umask(mask)
+    return 0o666 & ~mask
+
+
+class _Staged:
+    """One output prepared for :func:`write_outputs`: a temporary file beside a regular
+    target, or nothing yet for a character device or FIFO (written through at commit)."""
+
+    def __init__(self, path: str | Path, data: Data) -> None:
+        self.path = Path(path)
+        self.real = Path(os.path.realpath(self.path))
+        self.data = data.encode("utf-8") if isinstance(data, str) else data
+        self.tmp: str | None = None
+        mode = _mode(self.real)
+        if stat.S_ISDIR(mode):
+            raise IsADirectoryError(21, "Is a directory", str(path))
+        if stat.S_ISCHR(mode) or stat.S_ISFIFO(mode):
+            return
+        keep = stat.S_IMODE(mode) if stat.S_ISREG(mode) else _umask_mode()
+        fd, self.tmp = tempfile.mkstemp(prefix=f".{self.real.name}.", suffix=".tmp",
+                                        dir=self.real.parent)
+        try:
+            with os.fdopen(fd, "wb") as fh:
+                fh.write(self.data)
+                fh.flush()
+                os.fsync(fh.fileno())
+            os.chmod(self.tmp, keep)
+        except BaseException:
+            self.discard()
+            raise
+
+    def commit(self) -> None:
+        if self.tmp is None:
+            with open(self.real, "wb") as fh:  # device or FIFO: write through
+                fh.write(self.data)
+            return
+        os.replace(self.tmp, self.real)
+        self.tmp = None
+
+    def discard(self) -> None:
+        if self.tmp is not None:
+            Path(self.tmp).unlink(missing_ok=True)
+            self.tmp = None
+
+
+def write_outputs(items: Sequence[tuple[str | Path, Data]]) -> None:
+    """Write every ``(path, data)`` or none: all regular files are staged first, then renamed
+    into place; devices and FIFOs are written through last."""
+    staged: list[_Staged] = []
+    try:
+        for path, data in items:
+            staged.append(_Staged(path, data))
+        for s in sorted(staged, key=lambda s: s.tmp is None):
+            s.commit()
+    finally:
+        for s in staged:
+            s.discard()
+
+
+def write_file(path: str | Path, data: Data) -> None:
+    """Write one output atomically (see the module's guarantees)."""
+    write_outputs([(path, data)])
