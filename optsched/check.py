@@ -44,15 +44,46 @@ from optsched.metrics import schedule_metrics
 from optsched.schedule import Schedule, Task
 
 REL_TOL = 1e-9
+ULPS = 4
 
 
-def _tol(*values: float) -> float:
-    return REL_TOL * max(1.0, *(abs(v) for v in values))
+@dataclass(frozen=True)
+class Tolerance:
+    """How far apart two times may be and still count as equal (DESIGN.md §1).
+
+    ``max(1e-9 · max(1, longest task time of the instance), 4 units in the last place of
+    |t|)``: the first term absorbs the rounding of sums of task times, the second the
+    rounding of one addition at the magnitude of ``t``. Neither depends on where time zero
+    is, so shifting every arrival and start by a constant never changes a verdict, and
+    Unix-epoch times are checked as strictly as floating point allows.
+    """
+
+    absolute: float
+
+    @classmethod
+    def of(cls, instance: Instance) -> Tolerance:
+        longest = 0.0
+        for j, job in enumerate(instance.jobs):
+            row = instance.compute[j] + instance.sync[j]
+            finite = row[row < math.inf]
+            factor = max((job.placement_factor or {}).values(), default=1.0)
+            if finite.size:
+                longest = max(longest, float(finite.max()) * max(1.0, factor)
+                              + job.launch + job.save)
+        return cls(REL_TOL * max(1.0, longest))
+
+    def at(self, *times: float) -> float:
+        """The tolerance for comparisons among ``times``."""
+        return max(self.absolute, ULPS * math.ulp(max((abs(t) for t in times), default=0.0)))
+
+    def before(self, a: float, b: float) -> bool:
+        """``a < b`` beyond the tolerance."""
+        return a < b - self.at(a, b)
 
 
-def _before(a: float, b: float) -> bool:
-    """``a < b`` beyond the tolerance 1e-9 · max(1, |a|, |b|)."""
-    return a < b - _tol(a, b)
+def _exceeds(value: float, limit: float) -> bool:
+    """A quantity that is not a time (utilisation, memory) above ``limit``, relatively."""
+    return value > limit + REL_TOL * max(1.0, abs(value))
 
 
 @dataclass(frozen=True)
@@ -112,21 +143,22 @@ def _flag(out: list[Violation], kind: str, message: str, t: Task | None = None) 
     out.append(Violation(kind, message, *ids))
 
 
-def _start_rules(out: list[Violation], t: Task, job: Job, prev: float | None) -> None:
+def _start_rules(out: list[Violation], tol: Tolerance, t: Task, job: Job,
+                 prev: float | None) -> None:
     """A task starts after its job arrives and after the previous round is ready."""
-    if _before(t.start, job.arrival):
+    if tol.before(t.start, job.arrival):
         _flag(out, "arrival", f"{_name(t)} starts at {t.start:g}, before job {t.job!r} "
                               f"arrives at {job.arrival:g}", t)
-    if prev is not None and _before(t.start, prev):
+    if prev is not None and tol.before(t.start, prev):
         _flag(out, "barrier", f"{_name(t)} starts at {t.start:g}, before round {t.round - 1} "
                               f"of job {t.job!r} is ready at {prev:g}", t)
 
 
-def _gang_rules(out: list[Violation], job: Job, r: int, entries: list[tuple[Task, int]],
-                trains: list[float] | None = None) -> None:
+def _gang_rules(out: list[Violation], tol: Tolerance, job: Job, r: int,
+                entries: list[tuple[Task, int]], trains: list[float] | None = None) -> None:
     """A gang round's tasks start (and train) together on distinct GPUs."""
     for what, values in (("start", [t.start for t, _ in entries]), ("train", trains or [])):
-        if values and _before(min(values), max(values)):
+        if values and tol.before(min(values), max(values)):
             out.append(Violation("gang-start", f"gang round {r} of job {job.id!r}: tasks "
                                  f"{what} at {min(values):g}..{max(values):g}, not together",
                                  job.id, r))
@@ -146,6 +178,7 @@ def check(instance: Instance, schedule: Schedule) -> CheckReport:
     """
     mode = schedule.mode or instance.mode
     out: list[Violation] = []
+    tol = Tolerance.of(instance)
 
     def flag(kind: str, message: str, t: Task | None = None) -> None:
         _flag(out, kind, message, t)
@@ -202,7 +235,7 @@ def check(instance: Instance, schedule: Schedule) -> CheckReport:
         if mode != "gang":
             flag("instance", "phases, sharing and training starts (instance@2, schedule@2) "
                              "are checked in gang mode only")
-        ready = _cluster_rounds(instance, rounds, occupancy, timeline, out)
+        ready = _cluster_rounds(instance, tol, rounds, occupancy, timeline, out)
     for (j, r), entries in sorted(rounds.items()) if not cluster else ():
         job = instance.jobs[j]
         finish = [t.start + instance.compute[j, g] + instance.sync[j, g] for t, g in entries]
@@ -210,18 +243,18 @@ def check(instance: Instance, schedule: Schedule) -> CheckReport:
         pace = max(instance.compute[j, g] + instance.sync[j, g] for _, g in entries)
         prev = ready.get((j, r - 1))
         for t, g in entries:
-            _start_rules(out, t, job, prev)
+            _start_rules(out, tol, t, job, prev)
             busy = instance.compute[j, g] if mode == "relaxed" else pace
             occupancy[g].append((t.start, t.start + busy, t))
             timeline[t.key] = (t.start, t.start, t.start + busy, t.start + busy)
         if mode == "gang":
-            _gang_rules(out, job, r, entries)
+            _gang_rules(out, tol, job, r, entries)
 
     for g, intervals in occupancy.items() if not cluster else ():
         intervals.sort(key=lambda iv: (iv[0], iv[1]))
         holder = intervals[0]
         for iv in intervals[1:]:
-            if _before(iv[0], holder[1]):
+            if tol.before(iv[0], holder[1]):
                 other = holder[2]
                 flag("overlap", f"{_name(iv[2])} on GPU {instance.gpus[g].id!r} starts at "
                                 f"{iv[0]:g}, while {_name(other)} occupies it until "
@@ -243,7 +276,8 @@ def check(instance: Instance, schedule: Schedule) -> CheckReport:
     return CheckReport(mode, tuple(out), objective, completion, metrics, timeline)
 
 
-def _cluster_rounds(instance: Instance, rounds: dict[tuple[int, int], list[tuple[Task, int]]],
+def _cluster_rounds(instance: Instance, tol: Tolerance,
+                    rounds: dict[tuple[int, int], list[tuple[Task, int]]],
                     occupancy: dict[int, list[tuple[float, float, Task]]],
                     timeline: dict[tuple[str, int, int], tuple[float, float, float, float]],
                     out: list[Violation]) -> dict[tuple[int, int], float]:
@@ -280,12 +314,12 @@ def _cluster_rounds(instance: Instance, rounds: dict[tuple[int, int], list[tuple
         trains = []
         for t, g in order:
             train = t.start + earliest if t.train_start is None else t.train_start
-            if _before(train, t.start + earliest):
+            if tol.before(train, t.start + earliest):
                 flag("launch", f"{_name(t)} trains at {train:g}, before its start "
                                f"{t.start:g} + launch {earliest:g}", t)
             on_gpu[g].append((train, pace, job.util, not shared or len(entries) > 1, t, j))
             trains.append(train)
-        _gang_rules(out, job, r, entries, trains)
+        _gang_rules(out, tol, job, r, entries, trains)
 
     ends: dict[tuple[str, int, int], float] = {}
     for g, items in on_gpu.items():
@@ -299,7 +333,7 @@ def _cluster_rounds(instance: Instance, rounds: dict[tuple[int, int], list[tuple
             timeline[t.key] = (t.start, a, b, end)
             held.append((a, b, end, u, x, t, jobs[j].gpu_memory))
         for a, *_, t, _ in held:
-            training = [h for h in held if h[0] <= a + _tol(a) and _before(a, h[1])]
+            training = [h for h in held if not tol.before(a, h[0]) and tol.before(a, h[1])]
             if len(training) < 2:
                 continue
             if not shared:
@@ -308,13 +342,13 @@ def _cluster_rounds(instance: Instance, rounds: dict[tuple[int, int], list[tuple
             elif any(h[4] for h in training):
                 flag("share-gang", f"on GPU {gpu.id!r} at {a:g} a multi-GPU round trains "
                                    f"together with another task", t)
-            elif (load := sum(h[3] for h in training)) > cap + _tol(load):
+            elif _exceeds(load := sum(h[3] for h in training), cap):
                 flag("share-cap", f"on GPU {gpu.id!r} at {a:g} tasks training together use "
                                   f"{load:g} > share_cap {cap:g}", t)
         if gpu.memory is not None:
             for a, *_, t, _ in held:
-                need = sum(h[6] for h in held if h[0] <= a + _tol(a) and _before(a, h[2]))
-                if need > gpu.memory + _tol(need):
+                need = sum(h[6] for h in held if not tol.before(a, h[0]) and tol.before(a, h[2]))
+                if _exceeds(need, gpu.memory):
                     flag("gpu-memory", f"on GPU {gpu.id!r} at {a:g} tasks hold {need:g} MB of "
                                        f"GPU memory > {gpu.memory:g}", t)
 
@@ -323,14 +357,19 @@ def _cluster_rounds(instance: Instance, rounds: dict[tuple[int, int], list[tuple
         ready[j, r] = max(ends[t.key] for t, _ in entries)
     for (j, r), entries in rounds.items():
         for t, _ in entries:
-            _start_rules(out, t, jobs[j], ready.get((j, r - 1)))
+            _start_rules(out, tol, t, jobs[j], ready.get((j, r - 1)))
     return ready
 
 
 def _progress(items: list[tuple[float, float, float, bool]]) -> list[float]:
     """Training end of each (train start, work, util, exclusive) task on one GPU: exclusive
     tasks take exactly their work; the others progress at 1 / max(1, summed utilisation of
-    the tasks training) (processor sharing, simulated event by event)."""
+    the tasks training) (processor sharing, simulated event by event).
+
+    Every step consumes at least one event (a start, an exclusive end, or the earliest
+    projected end, which is then final), so the loop ends after at most 2·len(items) steps
+    even where a step is too small to move the clock (times near 1e16).
+    """
     end = [a + w if x else math.nan for a, w, _, x in items]
     pending = sorted(range(len(items)), key=lambda i: items[i][0])
     remaining: dict[int, float] = {}
@@ -339,16 +378,15 @@ def _progress(items: list[tuple[float, float, float, bool]]) -> list[float]:
     while nxt < len(pending) or remaining or fixed:
         load = sum(items[i][2] for i in (*remaining, *fixed))
         rate = 1.0 / max(1.0, load)
-        candidates = [end[i] for i in fixed]
+        projected = {i: now + left / rate for i, left in remaining.items()}
+        candidates = [end[i] for i in fixed] + list(projected.values())
         if nxt < len(pending):
             candidates.append(items[pending[nxt]][0])
-        if remaining:
-            candidates.append(now + min(remaining.values()) / rate)
         t = min(candidates)
         for i in remaining:
             remaining[i] -= (t - now) * rate
         now = t
-        for i in [i for i, left in remaining.items() if left <= _tol(items[i][1])]:
+        for i in [i for i in remaining if projected[i] <= now]:
             del remaining[i]
             end[i] = now
         fixed = {i for i in fixed if end[i] > now}

@@ -139,8 +139,9 @@ def test_schedule_mode_overrides_instance_mode():
     assert check(gang_instance, schedule(changed, mode="relaxed")).feasible
 
 
-def test_tolerance_is_relative():
-    """Starts within 1e-9·max(1,|t|) of the limit pass; beyond it they fail."""
+def test_tolerance_near_zero():
+    """Starts within 1e-9·max(1, longest task) of the limit pass; beyond it they fail
+    (tests/test_check_tolerance.py: far from zero)."""
     assert check(TINY, schedule({("J1", 1, 0): ("g0", 4 - 1e-12)})).feasible
     assert not check(TINY, schedule({("J1", 1, 0): ("g0", 4 - 1e-6)})).feasible
 
