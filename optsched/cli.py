@@ -33,6 +33,7 @@ from optsched.io import (
     schedule_from_dict,
     write_json,
 )
+from optsched.output import distinct_targets, json_text, output_target, write_outputs
 from optsched.placement.model import INSTANCE_FORMAT as PLACEMENT_INSTANCE_FORMAT
 from optsched.result import OBJECTIVE_NAME, Result
 from optsched.solve import KINDS, load_plugin, methods, solve
@@ -47,7 +48,7 @@ class _Parser(argparse.ArgumentParser):
 
 
 def _print_json(obj: Any) -> None:
-    print(json.dumps(obj, indent=1))
+    sys.stdout.write(json_text(obj))
 
 
 def _fmt(value: float | None, digits: int = 6) -> str:
@@ -98,10 +99,12 @@ def cmd_place(args: argparse.Namespace) -> int:
     from optsched.placement.model import placement_instance_from_dict, placement_to_dict
     from optsched.placement.place import place
 
+    if args.out is not None:
+        output_target(args.out, inputs=[args.instance])
     instance = placement_instance_from_dict(read_json(args.instance))
     result, placement = place(instance, args.method, seed=args.seed,
                               time_limit=args.time_limit, params=_parse_params(args.param))
-    if args.out and placement is not None:
+    if args.out is not None and placement is not None:
         write_json(args.out, placement_to_dict(placement))
     if args.json:
         _print_json(result.to_dict())
@@ -132,6 +135,10 @@ def _print_result(result: Result) -> None:
 
 
 def cmd_solve(args: argparse.Namespace) -> int:
+    for option, path in (("--out", args.out), ("--export", args.export)):
+        if path is not None:
+            output_target(path, option, inputs=[args.instance, args.hint])
+    distinct_targets([("--out", args.out), ("--export", args.export)])
     instance = load_instance(args.instance)
     hint = load_schedule(args.hint) if args.hint else None
     params = _parse_params(args.param)
@@ -139,7 +146,7 @@ def cmd_solve(args: argparse.Namespace) -> int:
         params["export"] = args.export
     result = solve(instance, args.method, mode=args.mode, time_limit=args.time_limit,
                    seed=args.seed, params=params, hint=hint)
-    if args.out and result.schedule is not None:
+    if args.out is not None and result.schedule is not None:
         save_schedule(args.out, result.schedule)
     if args.json:
         _print_json(result.to_dict())
@@ -150,6 +157,16 @@ def cmd_solve(args: argparse.Namespace) -> int:
 
 def cmd_simulate(args: argparse.Namespace) -> int:
     from optsched.online.run import run_policy
+
+    targets = [("--out", args.out), ("--realised", args.realised), ("--cdf", args.cdf)]
+    for option, path in targets:
+        if path is not None:
+            output_target(path, option, inputs=[args.instance])
+    distinct_targets(targets)
+    if args.cdf is not None:
+        from optsched.plot import image_format, jct_cdf_image
+
+        cdf_format = image_format(args.cdf, "--cdf")
 
     if args.instance.endswith(".json"):
         instance = load_instance(args.instance)
@@ -172,17 +189,17 @@ def cmd_simulate(args: argparse.Namespace) -> int:
         instance, args.policy, params=_parse_params(args.param), seed=args.seed,
         noise=args.noise, switch_cost=args.switch_cost, tick=args.tick,
         event_driven=not args.heartbeat, record=not args.no_record, progress=args.progress)
-    if args.out and result.schedule is not None:
-        save_schedule(args.out, result.schedule)
-    if args.realised:
-        write_json(args.realised, instance_to_dict(sim.instance))
-    if args.cdf:
-        from optsched.plot import plot_jct_cdf
-
+    outputs: list[tuple[str, str | bytes]] = []
+    if args.out is not None and result.schedule is not None:
+        outputs.append((args.out, json_text(result.schedule.to_dict())))
+    if args.realised is not None:
+        outputs.append((args.realised, json_text(instance_to_dict(sim.instance))))
+    if args.cdf is not None:
         arrival = [job.arrival for job in sim.instance.jobs]
-        plot_jct_cdf({args.policy: [c - a for c, a in zip(sim.completion, arrival,
-                                                          strict=True)]},
-                     args.cdf, title=f"{sim.instance.name}: JCT CDF")
+        jct = [c - a for c, a in zip(sim.completion, arrival, strict=True)]
+        outputs.append((args.cdf, jct_cdf_image({args.policy: jct}, cdf_format,
+                                                title=f"{sim.instance.name}: JCT CDF")))
+    write_outputs(outputs)  # all or nothing, after the work succeeded
     if args.json:
         _print_json(result.to_dict())
     else:
@@ -250,6 +267,8 @@ def cmd_methods(args: argparse.Namespace) -> int:
 def cmd_gen(args: argparse.Namespace) -> int:
     from optsched.placement.model import placement_instance_to_dict
 
+    if args.out is not None:
+        output_target(args.out)
     spec_type, make = FAMILIES[args.family]
     given = {f.name for spec, _ in FAMILIES.values() for f in fields(spec)
              if getattr(args, f.name, None) is not None}
@@ -280,7 +299,7 @@ def cmd_gen(args: argparse.Namespace) -> int:
     else:
         data = instance_to_dict(instance)
         summary = f"{instance.n_jobs} jobs, {instance.n_tasks} tasks, {instance.n_gpus} GPUs"
-    if args.out:
+    if args.out is not None:
         write_json(args.out, data)
         print(f"wrote {args.out}: {summary}")
     else:
@@ -289,12 +308,14 @@ def cmd_gen(args: argparse.Namespace) -> int:
 
 
 def cmd_plot(args: argparse.Namespace) -> int:
-    from optsched.plot import plot_gantt
+    from optsched.plot import gantt_image, image_format
 
+    output_target(args.out, inputs=[args.instance, args.schedule])
+    fmt = image_format(args.out)
     instance = load_instance(args.instance)
     schedule = load_schedule(args.schedule)
-    plot_gantt(instance, schedule, args.out)
-    print(f"wrote {args.out}")
+    write_outputs([(args.out, gantt_image(instance, schedule, fmt))])
+    print(f"wrote {args.out} ({fmt.upper()})")
     return EXIT_OK
 
 

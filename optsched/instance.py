@@ -22,11 +22,21 @@ from optsched.workloads import Catalog, default_catalog
 
 MODES = ("relaxed", "gang")
 ROLES = frozenset({"ps", "worker"})
+#: Largest accepted time, weight or amount (seconds, MB, bytes, …): 1e15 (32 million years
+#: in seconds), so that every derived time (sums over millions of tasks, Σ w·C) stays finite
+#: and far from float overflow. Larger values are bad input, named by field.
+MAX_VALUE = 1e15
+#: Largest accepted placement factor and iterations per task.
+MAX_FACTOR = 1e6
+#: Most tasks (Σ rounds × tasks_per_round) one instance may have: a schedule of that many
+#: tasks takes about 20 GB in memory.
+MAX_TASKS = 100_000_000
 
 
 def _is_number(value: Any) -> bool:
+    """A finite int or float (not a bool) of magnitude at most :data:`MAX_VALUE`."""
     return (not isinstance(value, bool) and isinstance(value, int | float)
-            and math.isfinite(value))
+            and math.isfinite(value) and abs(value) <= MAX_VALUE)
 
 
 def _is_int(value: Any) -> bool:
@@ -42,7 +52,8 @@ def _times(values: Any, what: str, *, positive: bool) -> Mapping[str, float]:
             raise InputError(f"{what}: key {key!r} must be a non-empty string")
         if not _is_number(value) or value < 0 or (positive and value == 0):
             sign = "> 0" if positive else ">= 0"
-            raise InputError(f"{what}[{key!r}] must be a finite number {sign}, got {value!r}")
+            raise InputError(f"{what}[{key!r}] must be a number {sign} and <= {MAX_VALUE:g}, "
+                             f"got {value!r}")
         out[key] = float(value)
     return MappingProxyType(out)
 
@@ -66,8 +77,8 @@ class GPU:
             raise InputError(f"GPU {self.id!r}: host must be a non-empty string")
         if self.memory is not None:
             if not _is_number(self.memory) or self.memory <= 0:
-                raise InputError(f"GPU {self.id!r}: memory must be a finite number > 0, "
-                                 f"got {self.memory!r}")
+                raise InputError(f"GPU {self.id!r}: memory must be a number in "
+                                 f"(0, {MAX_VALUE:g}], got {self.memory!r}")
             object.__setattr__(self, "memory", float(self.memory))
 
 
@@ -106,14 +117,20 @@ class Job:
             raise InputError(f"job id must be a non-empty string, got {self.id!r}")
         where = f"job {self.id!r}"
         if not _is_number(self.arrival) or self.arrival < 0:
-            raise InputError(f"{where}: arrival must be a finite number >= 0, "
+            raise InputError(f"{where}: arrival must be a number in [0, {MAX_VALUE:g}], "
                              f"got {self.arrival!r}")
         if not _is_number(self.weight) or self.weight <= 0:
-            raise InputError(f"{where}: weight must be a finite number > 0, got {self.weight!r}")
+            raise InputError(f"{where}: weight must be a number in (0, {MAX_VALUE:g}], "
+                             f"got {self.weight!r}")
         for name in ("rounds", "tasks_per_round"):
             value = getattr(self, name)
-            if not _is_int(value) or value < 1:
-                raise InputError(f"{where}: {name} must be an integer >= 1, got {value!r}")
+            if not _is_int(value) or not 1 <= value <= MAX_TASKS:
+                raise InputError(f"{where}: {name} must be an integer in [1, {MAX_TASKS:,}], "
+                                 f"got {value!r}")
+        if self.rounds * self.tasks_per_round > MAX_TASKS:
+            raise InputError(f"{where}: rounds × tasks_per_round = "
+                             f"{self.rounds * self.tasks_per_round:,} tasks; at most "
+                             f"{MAX_TASKS:,} tasks fit in memory")
         if (self.compute is None) == (self.workload is None):
             raise InputError(f"{where}: give exactly one of 'compute' and 'workload'")
         if self.compute is not None:
@@ -125,9 +142,10 @@ class Job:
             if not isinstance(self.workload, str) or not self.workload:
                 raise InputError(f"{where}: workload must be a non-empty string")
             if self.iters_per_task is not None and (
-                    not _is_int(self.iters_per_task) or self.iters_per_task < 1):
-                raise InputError(f"{where}: iters_per_task must be an integer >= 1, "
-                                 f"got {self.iters_per_task!r}")
+                    not _is_int(self.iters_per_task)
+                    or not 1 <= self.iters_per_task <= MAX_FACTOR):
+                raise InputError(f"{where}: iters_per_task must be an integer in "
+                                 f"[1, {MAX_FACTOR:g}], got {self.iters_per_task!r}")
         given = [k for k in ("sync", "sync_by_gpu", "sync_bytes") if getattr(self, k) is not None]
         if len(given) > 1:
             raise InputError(f"{where}: give at most one of 'sync', 'sync_by_gpu', "
@@ -140,14 +158,15 @@ class Job:
             raise InputError(f"{where}: 'sync_bytes' and 'ps' go together")
         if self.sync_bytes is not None and (not _is_number(self.sync_bytes)
                                             or self.sync_bytes < 0):
-            raise InputError(f"{where}: sync_bytes must be a finite number >= 0, "
+            raise InputError(f"{where}: sync_bytes must be a number in [0, {MAX_VALUE:g}], "
                              f"got {self.sync_bytes!r}")
         if self.ps is not None and (not isinstance(self.ps, str) or not self.ps):
             raise InputError(f"{where}: ps must be a host id")
         for name in ("launch", "save", "gpu_memory"):
             value = getattr(self, name)
             if not _is_number(value) or value < 0:
-                raise InputError(f"{where}: {name} must be a finite number >= 0, got {value!r}")
+                raise InputError(f"{where}: {name} must be a number in [0, {MAX_VALUE:g}], "
+                                 f"got {value!r}")
             object.__setattr__(self, name, float(value))
         if not _is_number(self.util) or not 0 < self.util <= 1:
             raise InputError(f"{where}: util must be a number in (0, 1], got {self.util!r}")
@@ -159,8 +178,12 @@ class Job:
                                  f"{self.tasks_per_round} tasks of a round, got {self.roles!r}")
             object.__setattr__(self, "roles", roles)
         if self.placement_factor is not None:
-            object.__setattr__(self, "placement_factor", _times(
-                self.placement_factor, f"{where}: placement_factor", positive=True))
+            factors = _times(self.placement_factor, f"{where}: placement_factor", positive=True)
+            for pattern, value in factors.items():
+                if value > MAX_FACTOR:
+                    raise InputError(f"{where}: placement_factor[{pattern!r}] must be <= "
+                                     f"{MAX_FACTOR:g}, got {value!r}")
+            object.__setattr__(self, "placement_factor", factors)
         if isinstance(self.meta, Mapping):  # free-form; a mapping is frozen at the top
             object.__setattr__(self, "meta", MappingProxyType(dict(self.meta)))
 
@@ -249,6 +272,10 @@ class Instance:
         for job in jobs:
             if not isinstance(job, Job):
                 raise InputError(f"jobs must be Job objects, got {type(job).__name__}")
+        tasks = sum(job.n_tasks for job in jobs)
+        if tasks > MAX_TASKS:
+            raise InputError(f"instance has {tasks:,} tasks; at most {MAX_TASKS:,} fit in "
+                             "memory")
         set_(self, "jobs", jobs)
         topo = self.topology
         if isinstance(topo, nx.Graph):
@@ -328,6 +355,10 @@ class Instance:
                 per_type = [iters * (catalog.seconds(job.workload, t) or math.inf)
                             for t in types]
             compute[j] = np.asarray(per_type)[type_of]
+            if job.workload is not None and (compute[j][np.isfinite(compute[j])]
+                                             > MAX_VALUE).any():
+                raise InputError(f"job {job.id!r}: iters_per_task {job.iters_per_task} × "
+                                 f"workload {job.workload!r} exceeds {MAX_VALUE:g} s a task")
             eligible = int(np.isfinite(compute[j]).sum())
             need = job.tasks_per_round if self.mode == "gang" else 1
             if eligible < need:
@@ -377,7 +408,12 @@ class Instance:
             raise UnknownNameError(f"job {job.id!r}: ps {job.ps!r} is not a host of the "
                                    "topology")
         gbps = topo.bottleneck_gbps(gpu.id, job.ps)
-        return 2 * 8 * job.sync_bytes / (1e9 * gbps) + topo.latency_s(gpu.id, job.ps)
+        seconds = 2 * 8 * job.sync_bytes / (1e9 * gbps) + topo.latency_s(gpu.id, job.ps)
+        if not seconds <= MAX_VALUE:
+            raise InputError(f"job {job.id!r}: sync_bytes {job.sync_bytes:g} over "
+                             f"{gbps:g} Gbit/s to ps {job.ps!r} takes {seconds:g} s > "
+                             f"{MAX_VALUE:g} s")
+        return seconds
 
     # -- derived views ----------------------------------------------------------------------
 

@@ -139,8 +139,11 @@ class _Staged:
 
     def commit(self) -> None:
         if self.tmp is None:
-            with open(self.real, "wb") as fh:  # device or FIFO: write through
-                fh.write(self.data)
+            try:
+                with open(self.real, "wb") as fh:  # device or FIFO: write through
+                    fh.write(self.data)
+            except OSError as exc:
+                raise OSError(exc.errno, exc.strerror, str(self.path)) from None
             return
         os.replace(self.tmp, self.real)
         self.tmp = None

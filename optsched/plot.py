@@ -1,7 +1,13 @@
-"""Gantt charts and JCT CDFs (matplotlib, the optional ``plot`` extra, imported lazily)."""
+"""Gantt charts and JCT CDFs (matplotlib, the optional ``plot`` extra, imported lazily).
+
+The image format follows the output's extension (``.png``, ``.svg``, ``.pdf``, …; none: PNG);
+an extension matplotlib cannot write is bad input listing those it can. Images are rendered in
+memory and written through :mod:`optsched.output` (atomic; devices written through).
+"""
 
 from __future__ import annotations
 
+import io
 from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
@@ -9,6 +15,7 @@ from typing import Any
 from optsched.check import check
 from optsched.errors import InputError
 from optsched.instance import Instance
+from optsched.output import write_file
 from optsched.schedule import Schedule
 
 
@@ -23,10 +30,43 @@ def _pyplot() -> Any:
     return plt
 
 
+def image_format(path: str | Path, option: str = "--out") -> str:
+    """The image format for ``path``: its extension, PNG without one. An extension that
+    matplotlib cannot write raises :class:`InputError` naming ``option`` and listing the
+    supported formats."""
+    _pyplot()
+    from matplotlib.backend_bases import FigureCanvasBase
+
+    supported = FigureCanvasBase.get_supported_filetypes()
+    suffix = Path(path).suffix.lower().lstrip(".")
+    if not suffix:
+        return "png"
+    if suffix not in supported:
+        raise InputError(f"{option} {str(path)!r}: cannot write .{suffix} images (supported: "
+                         f"{', '.join(sorted(supported))})")
+    return suffix
+
+
+def render(fig: Any, fmt: str) -> bytes:
+    """The figure as an image of format ``fmt``, closed afterwards."""
+    buf = io.BytesIO()
+    try:
+        fig.savefig(buf, format=fmt, dpi=120)
+    finally:
+        _pyplot().close(fig)
+    return buf.getvalue()
+
+
 def plot_jct_cdf(jcts: Mapping[str, Sequence[float]], path: str | Path,
                  title: str = "") -> None:
     """Empirical CDFs of job completion times (C_j − a_j), one step curve per label, as the
     Hare paper's JCT CDFs draw them; saved to ``path``."""
+    write_file(path, jct_cdf_image(jcts, image_format(path), title))
+
+
+def jct_cdf_image(jcts: Mapping[str, Sequence[float]], fmt: str = "png",
+                  title: str = "") -> bytes:
+    """:func:`plot_jct_cdf`'s chart as image bytes of format ``fmt``."""
     import numpy as np
 
     plt = _pyplot()
@@ -43,8 +83,7 @@ def plot_jct_cdf(jcts: Mapping[str, Sequence[float]], path: str | Path,
     if title:
         ax.set_title(title)
     fig.tight_layout()
-    fig.savefig(path, dpi=120)
-    plt.close(fig)
+    return render(fig, fmt)
 
 
 def plot_gantt(instance: Instance, schedule: Schedule, path: str | Path) -> None:
@@ -58,6 +97,11 @@ def plot_gantt(instance: Instance, schedule: Schedule, path: str | Path) -> None
     ineligible GPUs are left out; the title gives the checker's objective and the number of
     violations.
     """
+    write_file(path, gantt_image(instance, schedule, image_format(path)))
+
+
+def gantt_image(instance: Instance, schedule: Schedule, fmt: str = "png") -> bytes:
+    """:func:`plot_gantt`'s chart as image bytes of format ``fmt``."""
     plt = _pyplot()
     report = check(instance, schedule)
     mode = report.mode
@@ -101,5 +145,4 @@ def plot_gantt(instance: Instance, schedule: Schedule, path: str | Path) -> None
         ax.legend(handles, [job.id for job in instance.jobs], loc="upper left",
                   bbox_to_anchor=(1.01, 1), fontsize=8, frameon=False)
     fig.tight_layout()
-    fig.savefig(path, dpi=120)
-    plt.close(fig)
+    return render(fig, fmt)

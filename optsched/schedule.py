@@ -14,6 +14,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from optsched.errors import InputError
+from optsched.instance import MAX_VALUE
 
 MODES = ("relaxed", "gang")
 
@@ -44,19 +45,16 @@ class Task:
             if isinstance(value, bool) or not isinstance(value, int):
                 raise InputError(f"schedule task of job {self.job!r}: {name} must be an "
                                  f"integer, got {value!r}")
-        if (isinstance(self.start, bool) or not isinstance(self.start, int | float)
-                or not math.isfinite(self.start)):
-            raise InputError(f"schedule task ({self.job!r}, round {self.round}, task "
-                             f"{self.task}): start must be a finite number, got {self.start!r}")
-        object.__setattr__(self, "start", float(self.start))
-        if self.train_start is not None:
-            if (isinstance(self.train_start, bool)
-                    or not isinstance(self.train_start, int | float)
-                    or not math.isfinite(self.train_start)):
+        for name in ("start", "train_start"):
+            value = getattr(self, name)
+            if value is None and name == "train_start":
+                continue
+            if (isinstance(value, bool) or not isinstance(value, int | float)
+                    or not math.isfinite(value) or abs(value) > MAX_VALUE):
                 raise InputError(f"schedule task ({self.job!r}, round {self.round}, task "
-                                 f"{self.task}): train_start must be a finite number, got "
-                                 f"{self.train_start!r}")
-            object.__setattr__(self, "train_start", float(self.train_start))
+                                 f"{self.task}): {name} must be a number in "
+                                 f"[-{MAX_VALUE:g}, {MAX_VALUE:g}], got {value!r}")
+            object.__setattr__(self, name, float(value))
 
     @property
     def key(self) -> tuple[str, int, int]:

@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import heapq
 import math
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Hashable, Iterable, Mapping, Sequence
 from enum import IntEnum
 from typing import Any
 
@@ -225,6 +225,16 @@ class Topology:
                              "with edges=\"edges\")")
         if data.get("directed") or data.get("multigraph"):
             raise InputError("topology must be undirected and not a multigraph")
+        nodes = data["nodes"]
+        if not isinstance(nodes, list) or not all(isinstance(n, Mapping) for n in nodes):
+            raise InputError("topology 'nodes' must be a list of objects")
+        seen: set[Any] = set()
+        for n in nodes:
+            node_id = n.get("id")
+            if isinstance(node_id, Hashable) and node_id in seen:
+                raise InputError(f"topology lists node {node_id!r} twice")
+            if isinstance(node_id, Hashable):
+                seen.add(node_id)
         try:
             graph = nx.node_link_graph(dict(data), directed=False, multigraph=False,
                                        edges="edges")

@@ -40,7 +40,7 @@ from pathlib import Path
 import numpy as np
 
 from optsched.errors import InputError
-from optsched.instance import GPU, Instance, Job
+from optsched.instance import GPU, MAX_TASKS, MAX_VALUE, Instance, Job
 from optsched.workloads import Catalog, canonical_gpu_type, default_catalog
 
 #: Hare's eight workloads: the default pool for duration-only traces.
@@ -197,20 +197,29 @@ def _csv(path: Path, needed: Sequence[str]) -> list[dict[str, str]]:
     return rows
 
 
+#: Most GPUs a ``--cluster`` may list.
+MAX_CLUSTER_GPUS = 1_000_000
+
+
 def parse_cluster(spec: str) -> tuple[GPU, ...]:
-    """GPUs from ``"V100:85,T4:43"`` (ids ``V100-0``, …, in the order given)."""
-    gpus: list[GPU] = []
+    """GPUs from ``"V100:85,T4:43"`` (ids ``V100-0``, …, in the order given); at most
+    :data:`MAX_CLUSTER_GPUS` in all."""
+    counts: dict[str, int] = {}
     for part in spec.split(","):
         name, _, count = part.strip().partition(":")
         try:
             n = int(count)
         except ValueError:
-            raise InputError(f"cluster: expected TYPE:COUNT, got {part.strip()!r}") from None
+            raise InputError(f"--cluster: expected TYPE:COUNT, got {part.strip()!r}") from None
         if not name or n < 1:
-            raise InputError(f"cluster: expected TYPE:COUNT with COUNT >= 1, got {part!r}")
+            raise InputError(f"--cluster: expected TYPE:COUNT with COUNT >= 1, got {part!r}")
         gpu_type = canonical_gpu_type(name)
-        gpus += [GPU(f"{gpu_type}-{i}", gpu_type) for i in range(n)]
-    return tuple(gpus)
+        if gpu_type in counts:
+            raise InputError(f"--cluster lists GPU type {gpu_type!r} twice")
+        counts[gpu_type] = n
+        if sum(counts.values()) > MAX_CLUSTER_GPUS:
+            raise InputError(f"--cluster {spec!r}: more than {MAX_CLUSTER_GPUS:,} GPUs")
+    return tuple(GPU(f"{t}-{i}", t) for t, n in counts.items() for i in range(n))
 
 
 @dataclass(frozen=True)
@@ -223,8 +232,9 @@ class TraceMapping:
     seed: int = 0
 
     def __post_init__(self) -> None:
-        if not self.quantum > 0:
-            raise InputError(f"quantum must be > 0, got {self.quantum!r}")
+        if not 0 < self.quantum <= MAX_VALUE:
+            raise InputError(f"quantum (--quantum) must be in (0, {MAX_VALUE:g}] s, "
+                             f"got {self.quantum!r}")
         if not self.workloads:
             raise InputError("the workload pool is empty")
 
@@ -241,23 +251,44 @@ def trace_instance(trace: Trace, gpus: Sequence[GPU], mapping: TraceMapping | No
     for w in pool:
         if ref not in w.cells:
             raise InputError(f"workload {w.name!r} has no {ref} profile (reference type)")
+    profiled = {t for w in catalog.workloads.values() for t in w.cells}
+    unknown = [t for t in types if t not in profiled]
+    if unknown:
+        raise InputError(f"--cluster: no workload of the catalog has a profile for GPU type "
+                         f"{unknown[0]!r} (profiled: {', '.join(sorted(profiled))})")
     jobs = []
+    tasks = 0
     for tj in trace.jobs:
         if tj.steps is not None:
             w = catalog[tj.workload or ""]
             if ref not in w.cells:
                 raise InputError(f"trace job {tj.id}: workload {w.name!r} has no {ref} profile")
             iters = max(1, round(mapping.quantum / w.cells[ref].seconds))
+            rounds = math.ceil(tj.steps / iters)
+            tasks = _count(tasks, rounds * tj.gpus, mapping)
             jobs.append(Job(id=tj.id, arrival=tj.arrival, weight=tj.weight,
-                            rounds=math.ceil(tj.steps / iters), tasks_per_round=tj.gpus,
+                            rounds=rounds, tasks_per_round=tj.gpus,
                             workload=w.name, iters_per_task=iters))
             continue
         assert tj.duration is not None
         w = pool[int(rng.integers(len(pool)))]
         rounds = max(1, round(tj.duration / mapping.quantum))
+        tasks = _count(tasks, rounds * tj.gpus, mapping)
         base = tj.duration / rounds / w.cells[ref].seconds
         compute = {t: base * w.cells[t].seconds for t in types if t in w.cells}
+        if not compute:
+            raise InputError(f"trace job {tj.id}: its workload {w.name!r} has no profile for "
+                             f"the --cluster types {', '.join(types)}")
         jobs.append(Job(id=tj.id, arrival=tj.arrival, weight=tj.weight, rounds=rounds,
                         tasks_per_round=tj.gpus, compute=compute,
                         meta={"workload": w.name, "duration": tj.duration}))
     return Instance(trace.name, tuple(jobs), tuple(gpus), mode=mode, catalog=catalog)
+
+
+def _count(tasks: int, more: int, mapping: TraceMapping) -> int:
+    """Running task count of a mapped trace; refuses (naming --quantum) more than an
+    instance can hold."""
+    if tasks + more > MAX_TASKS:
+        raise InputError(f"--quantum {mapping.quantum:g}: the trace maps to more than "
+                         f"{MAX_TASKS:,} tasks; use a larger quantum")
+    return tasks + more

@@ -15,8 +15,8 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from optsched import GPU, Instance, Job, Schedule, Task, check, solve
-from optsched.check import Tolerance
-from optsched.errors import OptschedError
+from optsched.check import Tolerance, _progress
+from optsched.errors import InputError, OptschedError
 from optsched.solve import MethodOutput, register
 from tests.strategies import instances
 
@@ -110,13 +110,18 @@ def test_shifting_time_changes_no_verdict(inst, data, shift):
                                                  abs=1e-9)
 
 
-def test_cluster_checker_ends_on_sharing_at_1e16():
-    """Processor sharing at t = 1e16, where a progress step is below the float spacing."""
+def test_processor_sharing_ends_where_a_step_is_below_the_float_spacing():
+    """Processor sharing at t = 1e16 (float spacing 2 s; inputs that large are refused, but
+    the checker's loop must end on any times): every task ends, none before it starts."""
     t0 = 1e16
-    jobs = tuple(Job(n, arrival=t0, weight=1, rounds=1, tasks_per_round=1,
-                     compute={"T4": 1.0}, util=0.6) for n in ("a", "b", "c"))
-    inst = Instance("c", jobs, (GPU("g", "T4", "h"),), mode="gang", share_cap=1.3)
-    tasks = [Task("a", 0, 0, "g", t0), Task("b", 0, 0, "g", t0), Task("c", 0, 0, "g", t0 + 8)]
-    report = check(inst, Schedule("c", tasks, "gang"))
-    assert report.completion is not None and all(
-        c >= t0 for c in report.completion.values())
+    items = [(t0, 1.0, 0.6, False), (t0, 1.0, 0.6, False), (t0 + 8, 1.0, 0.6, False),
+             (t0 + 8, 0.3, 0.5, False)]
+    ends = _progress(items)
+    assert all(e >= a for e, (a, *_) in zip(ends, items, strict=True))
+
+
+def test_times_beyond_the_input_bound_are_bad_input():
+    with pytest.raises(InputError, match="start must be a number in"):
+        Task("j0", 0, 0, "g", 1.7e308)
+    with pytest.raises(InputError, match="arrival must be a number in"):
+        _one_gpu(1, 1.0, 1e16)

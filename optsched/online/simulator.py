@@ -38,7 +38,7 @@ from typing import Any, Protocol
 import numpy as np
 
 from optsched.errors import InputError, OptschedError
-from optsched.instance import Instance, Job
+from optsched.instance import MAX_VALUE, Instance, Job
 from optsched.schedule import Schedule, Task
 
 _ARRIVE, _FREE, _READY, _TICK = 0, 1, 2, 3
@@ -241,9 +241,10 @@ def realise(instance: Instance, *, noise: float = 0.0, switch_cost: float = 0.0,
     switch cost, the instance itself.
     """
     if not 0 <= noise < 1:
-        raise InputError(f"noise must be in [0, 1), got {noise!r}")
-    if not switch_cost >= 0:
-        raise InputError(f"switch_cost must be >= 0, got {switch_cost!r}")
+        raise InputError(f"noise (--noise) must be in [0, 1), got {noise!r}")
+    if not 0 <= switch_cost <= 1:
+        raise InputError(f"switch_cost (--switch-cost) must be in [0, 1] (a fraction of the "
+                         f"task), got {switch_cost!r}")
     if noise == 0 and switch_cost == 0:
         return instance
     rng = np.random.default_rng(seed)
@@ -253,6 +254,9 @@ def realise(instance: Instance, *, noise: float = 0.0, switch_cost: float = 0.0,
         factor = rng.uniform(1 - noise, 1 + noise, size=len(types)) * (1 + switch_cost)
         eligible = instance.eligible(j)
         per_type = {instance.gpus[g].type: float(instance.compute[j, g]) for g in eligible}
+        if max(per_type.values()) * (1 + noise) * (1 + switch_cost) > MAX_VALUE:
+            raise InputError(f"job {job.id!r}: --noise {noise:g} and --switch-cost "
+                             f"{switch_cost:g} make its compute time exceed {MAX_VALUE:g} s")
         jobs.append(Job(
             id=job.id, arrival=job.arrival, weight=job.weight, rounds=job.rounds,
             tasks_per_round=job.tasks_per_round, meta=job.meta,
@@ -286,8 +290,8 @@ def simulate(instance: Instance, policy: Policy, *, seed: int = 0, noise: float 
                          "placement factors (instance@2); use a cluster policy such as liquid")
     if instance.mode not in policy.modes:
         raise InputError(f"policy {policy.name!r} does not support mode {instance.mode!r}")
-    if tick is not None and not tick > 0:
-        raise InputError(f"tick must be > 0, got {tick!r}")
+    if tick is not None and not 0 < tick <= MAX_VALUE:
+        raise InputError(f"tick (--tick) must be in (0, {MAX_VALUE:g}] s, got {tick!r}")
     if not event_driven and tick is None:
         raise InputError("scheduling only at ticks needs a tick period")
     real = realise(instance, noise=noise, switch_cost=switch_cost, seed=seed)

@@ -1,6 +1,6 @@
 """The independent placement checker: every violation, and the recomputed cost.
 
-Violation kinds: ``unknown-job``, ``unknown-container``, ``unknown-host``, ``duplicate``,
+Violation kinds: ``instance`` (the placement names another instance), ``unknown-job``, ``unknown-container``, ``unknown-host``, ``duplicate``,
 ``missing``, ``gpu-count`` (a container not given exactly as many GPUs as it asks),
 ``gpu-host`` (a GPU that is unknown or on another host), ``gpu-taken`` (a GPU busy or given
 twice), ``gpu-memory`` (a GPU with less memory than the container needs), ``capacity`` (a
@@ -54,6 +54,9 @@ def check_placement(instance: PlacementInstance, placement: Placement,
     holder: dict[str, tuple[str, str]] = {}
     per_host: dict[tuple[str, str], list[str]] = defaultdict(list)
     misplaced: set[tuple[str, str]] = set()  # reported as unknown-host, not as missing
+    if placement.instance != instance.name:
+        out.append(PlacementViolation("instance", f"placement is for instance "
+                                      f"{placement.instance!r}, not {instance.name!r}"))
     for a in placement.assignments:
         key = (a.job, a.container)
         if a.job not in jobs:

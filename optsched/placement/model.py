@@ -117,6 +117,10 @@ class PlacementInstance:
             _amount(graph.nodes[g].get("gpu_memory", 0), f"GPU {g!r}: gpu_memory")
             host_gpus[self.topology.host_of[g]].append(g)
         object.__setattr__(self, "host_gpus", {h: tuple(v) for h, v in host_gpus.items()})
+        for g in self.topology.gpus:
+            if not isinstance(graph.nodes[g].get("busy", False), bool):
+                raise InputError(f"GPU {g!r}: busy must be true or false, got "
+                                 f"{graph.nodes[g]['busy']!r}")
         object.__setattr__(self, "busy", frozenset(
             g for g in self.topology.gpus if graph.nodes[g].get("busy", False)))
         # hosts per rack and per domain, for the paper's distance (keyed by level, host)
@@ -225,6 +229,9 @@ def placement_from_dict(data: Any) -> Placement:
     if data.get("format") != PLACEMENT_FORMAT:
         raise InputError(f"not an {PLACEMENT_FORMAT} object (format {data.get('format')!r})")
     _only(data, {"format", "instance", "assignments"}, "placement")
+    if not isinstance(data.get("instance"), str) or not data["instance"]:
+        raise InputError(f"placement: instance must be the placement instance's name, got "
+                         f"{data.get('instance')!r}")
     if not isinstance(data.get("assignments"), list):
         raise InputError("placement: assignments must be a list")
     out = []
@@ -238,7 +245,7 @@ def placement_from_dict(data: Any) -> Placement:
         if not isinstance(gpus, list) or not all(isinstance(g, str) for g in gpus):
             raise InputError(f"assignment {n}: gpus must be a list of GPU ids")
         out.append(Assignment(a["job"], a["container"], a["host"], tuple(gpus)))
-    return Placement(str(data.get("instance", "")), tuple(out))
+    return Placement(data["instance"], tuple(out))
 
 
 def placement_to_dict(placement: Placement) -> dict[str, Any]:
