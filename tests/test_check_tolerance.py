@@ -67,7 +67,7 @@ def test_a_method_returning_stacked_tasks_at_large_times_is_not_optimal():
         tasks = [Task(j.id, 0, 0, "g", 1e12) for j in instance.jobs]
         return MethodOutput(Schedule(instance.name, tasks), bound=2e12 + 20)
 
-    with pytest.raises(OptschedError, match="infeasible schedule.*occupies"):
+    with pytest.raises(OptschedError, match=r"infeasible schedule.*occupies"):
         solve(inst, "test-stacked")
 
 

@@ -1,6 +1,7 @@
 """The independent placement checker: every violation, and the recomputed cost.
 
-Violation kinds: ``instance`` (the placement names another instance), ``unknown-job``, ``unknown-container``, ``unknown-host``, ``duplicate``,
+Violation kinds: ``instance`` (the placement names another instance), ``unknown-job``,
+``unknown-container``, ``unknown-host``, ``duplicate``,
 ``missing``, ``gpu-count`` (a container not given exactly as many GPUs as it asks),
 ``gpu-host`` (a GPU that is unknown or on another host), ``gpu-taken`` (a GPU busy or given
 twice), ``gpu-memory`` (a GPU with less memory than the container needs), ``capacity`` (a
