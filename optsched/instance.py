@@ -17,22 +17,12 @@ import networkx as nx
 import numpy as np
 
 from optsched.errors import InputError, UnknownNameError
+from optsched.limits import MAX_FACTOR, MAX_TASKS, MAX_VALUE
 from optsched.topology import Topology
 from optsched.workloads import Catalog, default_catalog
 
 MODES = ("relaxed", "gang")
 ROLES = frozenset({"ps", "worker"})
-#: Largest accepted time, weight or amount (seconds, MB, bytes, …): 1e15 (32 million years
-#: in seconds), so that every derived time (sums over millions of tasks, Σ w·C) stays finite
-#: and far from float overflow. Larger values are bad input, named by field.
-MAX_VALUE = 1e15
-#: Largest accepted placement factor and iterations per task.
-MAX_FACTOR = 1e6
-#: Most tasks (Σ rounds × tasks_per_round) one instance may have: a schedule of that many
-#: tasks takes about 20 GB in memory.
-MAX_TASKS = 100_000_000
-
-
 def _is_number(value: Any) -> bool:
     """A finite int or float (not a bool) of magnitude at most :data:`MAX_VALUE`."""
     return (not isinstance(value, bool) and isinstance(value, int | float)

@@ -14,7 +14,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from optsched.errors import InputError
-from optsched.instance import MAX_VALUE
+from optsched.limits import MAX_VALUE
 
 MODES = ("relaxed", "gang")
 

@@ -18,6 +18,7 @@ from typing import Any
 import networkx as nx
 
 from optsched.errors import InputError, UnknownNameError
+from optsched.limits import MAX_VALUE
 
 KINDS = ("gpu", "host", "switch")
 
@@ -32,8 +33,9 @@ class Distance(IntEnum):
 
 
 def _number(value: Any, what: str, *, positive: bool) -> float:
-    if isinstance(value, bool) or not isinstance(value, int | float) or not math.isfinite(value):
-        raise InputError(f"{what} must be a finite number, got {value!r}")
+    if (isinstance(value, bool) or not isinstance(value, int | float)
+            or not math.isfinite(value) or abs(value) > MAX_VALUE):
+        raise InputError(f"{what} must be a number <= {MAX_VALUE:g}, got {value!r}")
     if positive and value <= 0:
         raise InputError(f"{what} must be > 0, got {value!r}")
     if value < 0:

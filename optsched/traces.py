@@ -40,7 +40,8 @@ from pathlib import Path
 import numpy as np
 
 from optsched.errors import InputError
-from optsched.instance import GPU, MAX_TASKS, MAX_VALUE, Instance, Job
+from optsched.instance import GPU, Instance, Job
+from optsched.limits import MAX_TASKS, MAX_VALUE
 from optsched.workloads import Catalog, canonical_gpu_type, default_catalog
 
 #: Hare's eight workloads: the default pool for duration-only traces.

@@ -38,7 +38,8 @@ from typing import Any, Protocol
 import numpy as np
 
 from optsched.errors import InputError, OptschedError
-from optsched.instance import MAX_VALUE, Instance, Job
+from optsched.instance import Instance, Job
+from optsched.limits import MAX_VALUE
 from optsched.schedule import Schedule, Task
 
 _ARRIVE, _FREE, _READY, _TICK = 0, 1, 2, 3

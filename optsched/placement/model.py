@@ -28,6 +28,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from optsched.errors import InputError, UnknownNameError
+from optsched.limits import MAX_VALUE
 from optsched.topology import Topology
 
 INSTANCE_FORMAT = "optsched/placement-instance@1"
@@ -37,9 +38,9 @@ ROLES = ("ps", "worker")
 
 def _amount(value: Any, what: str, *, integer: bool = False) -> float:
     if isinstance(value, bool) or not isinstance(value, int | float) or not math.isfinite(value) \
-            or value < 0 or (integer and value != int(value)):
+            or not 0 <= value <= MAX_VALUE or (integer and value != int(value)):
         kind = "an integer" if integer else "a number"
-        raise InputError(f"{what} must be {kind} >= 0, got {value!r}")
+        raise InputError(f"{what} must be {kind} in [0, {MAX_VALUE:g}], got {value!r}")
     return value
 
 
