@@ -1,0 +1,374 @@
+"""The promises of README "What optsched promises", driven through the command line.
+
+Bad input is exit 2 with one line naming the culprit and no traceback; outputs are validated
+before the work starts, written atomically and only when everything succeeded; devices, FIFOs
+and symlinks are never replaced by regular files; an output never overwrites an input; JSON on
+stdout is valid JSON (no NaN/Infinity). The benchmark runner, plug-ins, estimation and the
+methods' time and size limits have their own files (tests/test_robustness_*.py); the checker's
+translation invariance is in tests/test_check_tolerance.py.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import io
+import json
+import os
+import signal
+import stat
+import subprocess
+import sys
+import threading
+import time
+from pathlib import Path
+
+import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+from optsched.cli import main
+from tests.conftest import ROOT
+
+TOY = ROOT / "instances/hare-toy/hare-toy.instance.json"
+FIG1 = ROOT / "instances/hare-toy/hare-fig1.schedule.json"
+
+
+def cli(*argv: object) -> tuple[int, str, str]:
+    """Run the CLI in this process; (exit code, stdout, stderr)."""
+    out, err = io.StringIO(), io.StringIO()
+    with contextlib.redirect_stdout(out), contextlib.redirect_stderr(err):
+        code = main([str(a) for a in argv])
+    return code, out.getvalue(), err.getvalue()
+
+
+def strict_json(text: str) -> object:
+    """Parse JSON as the standard defines it: NaN and Infinity are refused."""
+    def refuse(name: str) -> object:
+        raise ValueError(f"not JSON: {name}")
+    return json.loads(text, parse_constant=refuse)
+
+
+def bad_input(code: int, err: str, *names: str) -> None:
+    """Exit 2, one line, no traceback, naming every one of ``names``."""
+    assert code == 2, err
+    assert len(err.strip().splitlines()) == 1 and "Traceback" not in err, err
+    for name in names:
+        assert name in err, (name, err)
+
+
+def write(path: Path, data: object) -> Path:
+    path.write_text(json.dumps(data))
+    return path
+
+
+def instance(**job: object) -> dict:
+    base = {"id": "j", "arrival": 0, "weight": 1, "rounds": 1, "tasks_per_round": 1,
+            "compute": {"A": 1.0}}
+    return {"format": "optsched/instance@1", "name": "x",
+            "gpus": [{"id": "g", "type": "A"}], "jobs": [{**base, **job}]}
+
+
+def snapshot(folder: Path) -> dict[str, bytes]:
+    return {p.name: p.read_bytes() for p in sorted(folder.iterdir()) if p.is_file()}
+
+
+# -- 1. targets that are not plain files -----------------------------------------------------
+
+def test_character_device_is_written_through_not_replaced():
+    before = os.stat("/dev/null")
+    code, _, err = cli("solve", TOY, "--method", "ect", "--out", "/dev/null")
+    assert code == 0, err
+    after = os.stat("/dev/null")
+    assert stat.S_ISCHR(after.st_mode) and after.st_rdev == before.st_rdev
+
+
+def test_full_device_is_bad_input_and_writes_no_sibling():
+    code, _, err = cli("plot", TOY, FIG1, "--out", "/dev/full")
+    bad_input(code, err, "/dev/full", "No space left")
+    assert not Path("/dev/full.png").exists()
+
+
+def test_fifo_is_written_through(tmp_path):
+    fifo = tmp_path / "pipe"
+    os.mkfifo(fifo)
+    got: list[bytes] = []
+    reader = threading.Thread(target=lambda: got.append(fifo.read_bytes()))
+    reader.start()
+    code, _, err = cli("solve", TOY, "--method", "ect", "--out", fifo)
+    reader.join(10)
+    assert code == 0, err
+    assert stat.S_ISFIFO(os.stat(fifo).st_mode)
+    assert strict_json(got[0].decode())["format"] == "optsched/schedule@1"
+
+
+def test_symlink_is_followed_and_kept(tmp_path):
+    target = tmp_path / "real.json"
+    target.write_text("old")
+    os.chmod(target, 0o640)
+    link = tmp_path / "link.json"
+    link.symlink_to(target)
+    code, _, err = cli("solve", TOY, "--method", "ect", "--out", link)
+    assert code == 0, err
+    assert link.is_symlink() and strict_json(target.read_text())["instance"] == "hare-toy"
+    assert stat.S_IMODE(target.stat().st_mode) == 0o640  # an existing file keeps its mode
+
+
+def test_new_file_gets_the_umask_mode(tmp_path):
+    old = os.umask(0o027)
+    try:
+        code, _, err = cli("solve", TOY, "--method", "ect", "--out", tmp_path / "s.json")
+    finally:
+        os.umask(old)
+    assert code == 0, err
+    assert stat.S_IMODE((tmp_path / "s.json").stat().st_mode) == 0o640
+
+
+@pytest.mark.parametrize("argv", [
+    ("solve", TOY, "--method", "ect", "--out", "{dir}"),
+    ("gen", "--seed", "0", "--out", "{dir}"),
+    ("plot", TOY, FIG1, "--out", "{dir}"),
+    ("simulate", TOY, "--policy", "hlas", "--realised", "{dir}"),
+])
+def test_directory_target_is_refused(tmp_path, argv):
+    code, _, err = cli(*(str(a).format(dir=tmp_path) for a in argv))
+    bad_input(code, err, "is a directory", str(tmp_path))
+
+
+def test_missing_folder_and_empty_path_are_refused(tmp_path):
+    code, _, err = cli("gen", "--seed", "0", "--out", tmp_path / "no" / "x.json")
+    bad_input(code, err, "--out", "does not exist")
+    code, out, err = cli("gen", "--seed", "0", "--out", "")
+    bad_input(code, err, "--out", "empty path")
+    assert out == ""
+
+
+# -- 2. output over input ----------------------------------------------------------------------
+
+def test_output_over_input_is_refused(tmp_path):
+    inst = tmp_path / "i.json"
+    inst.write_bytes(TOY.read_bytes())
+    sched = tmp_path / "s.json"
+    sched.write_bytes(FIG1.read_bytes())
+    before = snapshot(tmp_path)
+    for argv, option in (
+            (("solve", inst, "--method", "ect", "--out", inst), "--out"),
+            (("solve", inst, "--method", "ect", "--hint", sched, "--out", sched), "--out"),
+            (("simulate", inst, "--policy", "hlas", "--realised", inst), "--realised"),
+            (("simulate", inst, "--policy", "hlas", "--out", tmp_path / "." / "i.json"),
+             "--out"),
+            (("plot", inst, sched, "--out", sched), "--out")):
+        code, _, err = cli(*argv)
+        bad_input(code, err, option, "input")
+    p = tmp_path / "p.json"
+    assert cli("gen", "--family", "placement", "--seed", "0", "--hosts", "3", "--jobs", "2",
+               "--out", p)[0] == 0
+    before = snapshot(tmp_path)
+    code, _, err = cli("place", p, "--method", "bestfit", "--out", p)
+    bad_input(code, err, "--out", "input")
+    assert snapshot(tmp_path) == before
+
+
+def test_two_outputs_naming_one_file_are_refused(tmp_path):
+    code, _, err = cli("simulate", TOY, "--policy", "hlas", "--out", tmp_path / "a.json",
+                       "--realised", tmp_path / "a.json")
+    bad_input(code, err, "--realised", "--out", "same file")
+    assert not (tmp_path / "a.json").exists()
+
+
+# -- 3. atomic writes: a kill leaves the old file or the new one, never a torn one -------------
+
+@pytest.mark.parametrize("delay", [0.55, 0.7, 0.85, 1.0, 1.2])
+def test_kill_during_write_leaves_old_or_complete_file(tmp_path, delay):
+    """`solve --out` of a 50,000-task schedule (about 4 MB), SIGKILLed at various moments."""
+    inst = tmp_path / "hare.json"
+    assert cli("gen", "--family", "hare", "--seed", "0", "--out", inst)[0] == 0
+    out = tmp_path / "s.json"
+    out.write_text("old content")
+    proc = subprocess.Popen([sys.executable, "-m", "optsched.cli", "solve", str(inst),
+                             "--method", "ect", "--out", str(out)],
+                            stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    time.sleep(delay)
+    proc.send_signal(signal.SIGKILL)
+    proc.wait()
+    text = out.read_text()
+    if text != "old content":
+        assert len(strict_json(text)["tasks"]) == 50025
+
+
+# -- 4. no partial effects: every target is checked before the work starts ----------------------
+
+def test_bad_second_output_leaves_the_first_untouched(tmp_path):
+    first = tmp_path / "A.json"
+    first.write_text("keep")
+    code, _, err = cli("simulate", TOY, "--policy", "hlas", "--out", first,
+                       "--cdf", tmp_path / "bad.xyz")
+    bad_input(code, err, "--cdf", ".xyz", "png")
+    assert first.read_text() == "keep"
+    code, _, err = cli("simulate", TOY, "--policy", "hlas", "--out", first,
+                       "--realised", tmp_path / "missing" / "r.json")
+    bad_input(code, err, "--realised", "does not exist")
+    assert first.read_text() == "keep"
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["A.json"]  # no temporary left
+
+
+def test_all_outputs_written_together(tmp_path):
+    code, _, err = cli("simulate", TOY, "--policy", "hlas", "--out", tmp_path / "s.json",
+                       "--realised", tmp_path / "r.json", "--cdf", tmp_path / "c.svg")
+    assert code == 0, err
+    assert {p.name for p in tmp_path.iterdir()} == {"s.json", "r.json", "c.svg"}
+    assert (tmp_path / "c.svg").read_text().lstrip().startswith("<?xml")
+
+
+# -- 5. huge and non-finite values ---------------------------------------------------------------
+
+@pytest.mark.parametrize("job,names", [
+    ({"compute": {"A": 1e308}}, ["compute['A']", "1e+15"]),
+    ({"compute": {"A": 1e16}}, ["compute['A']"]),
+    ({"arrival": 1.7e308}, ["arrival"]),
+    ({"weight": 1e300}, ["weight"]),
+    ({"sync": {"A": 1e300}}, ["sync['A']"]),
+    ({"rounds": 10**18}, ["rounds"]),
+    ({"rounds": 20000, "tasks_per_round": 20000}, ["tasks", "100,000,000"]),
+])
+def test_huge_values_are_bad_input_naming_the_field(tmp_path, job, names):
+    path = write(tmp_path / "i.json", instance(**job))
+    code, out, err = cli("solve", path, "--method", "ect", "--json")
+    bad_input(code, err, "'j'", *names)
+    assert out == ""
+
+
+def test_sync_over_a_vanishing_link_is_bad_input(tmp_path):
+    topo = {"directed": False, "multigraph": False, "graph": {},
+            "nodes": [{"id": "g", "kind": "gpu", "gpu_type": "A"}, {"id": "h", "kind": "host"}],
+            "edges": [{"source": "g", "target": "h", "bandwidth": 1e-300}]}
+    data = instance(sync_bytes=1e300, ps="h")
+    del data["gpus"]
+    data["topology"] = topo
+    code, _, err = cli("check", write(tmp_path / "i.json", data), FIG1)
+    bad_input(code, err, "'j'", "sync_bytes")
+
+
+def test_huge_start_in_a_schedule_is_bad_input(tmp_path):
+    sched = json.loads(FIG1.read_text())
+    sched["tasks"][0]["start"] = 1.7e308
+    code, out, err = cli("check", TOY, write(tmp_path / "s.json", sched), "--json")
+    bad_input(code, err, "start")
+    assert out == ""
+
+
+def test_json_never_holds_non_finite_numbers():
+    from optsched.output import json_text
+
+    for value in (float("nan"), float("inf"), -float("inf")):
+        with pytest.raises(ValueError, match="non-finite"):
+            json_text({"x": [value]})
+
+
+# -- 6. and 7. the culprit is named; nothing is silently accepted -------------------------------
+
+def test_unknown_cluster_type_is_named():
+    trace = ROOT / "tests/data/traces/gavel10.trace"
+    code, _, err = cli("simulate", trace, "--policy", "fifo", "--cluster", "X100:4")
+    bad_input(code, err, "--cluster", "'X100'")
+
+
+@pytest.mark.parametrize("argv,names", [
+    (("--switch-cost", "1e308"), ["--switch-cost"]),
+    (("--switch-cost", "nan"), ["--switch-cost"]),
+    (("--noise", "inf"), ["--noise"]),
+    (("--tick", "inf"), ["--tick"]),
+])
+def test_simulation_options_are_named(argv, names):
+    code, _, err = cli("simulate", TOY, "--policy", "hlas", *argv)
+    bad_input(code, err, *names)
+
+
+@pytest.mark.parametrize("quantum", ["inf", "nan", "0", "-5", "1e-300"])
+def test_trace_quantum_is_checked(quantum):
+    """1e-300 s quanta would make a duration trace's jobs astronomically many rounds."""
+    trace = ROOT / "tests/data/traces/tiresias.csv"
+    code, _, err = cli("simulate", trace, "--policy", "hlas", "--cluster", "V100:4",
+                       "--quantum", quantum)
+    bad_input(code, err, "--quantum")
+
+
+def _placement(tmp_path: Path) -> tuple[Path, dict]:
+    p = tmp_path / "p.json"
+    assert cli("gen", "--family", "placement", "--seed", "0", "--hosts", "3", "--jobs", "2",
+               "--out", p)[0] == 0
+    return p, json.loads(p.read_text())
+
+
+def test_placement_busy_must_be_a_boolean(tmp_path):
+    p, data = _placement(tmp_path)
+    gpu = next(n for n in data["topology"]["nodes"] if n.get("kind") == "gpu")
+    gpu["busy"] = "no"
+    code, _, err = cli("place", write(p, data), "--method", "bestfit")
+    bad_input(code, err, repr(gpu["id"]), "busy", "'no'")
+
+
+def test_placement_for_another_instance_is_a_violation(tmp_path):
+    p, _ = _placement(tmp_path)
+    out = tmp_path / "pl.json"
+    assert cli("place", p, "--method", "bestfit", "--out", out)[0] == 0
+    placement = json.loads(out.read_text())
+    placement["instance"] = "another"
+    code, stdout, _ = cli("check", p, write(out, placement), "--json")
+    assert code == 1 and [v["kind"] for v in strict_json(stdout)["violations"]] == ["instance"]
+    placement["instance"] = {"name": "x"}
+    code, _, err = cli("check", p, write(out, placement))
+    bad_input(code, err, "instance")
+
+
+def test_duplicate_topology_nodes_are_refused(tmp_path):
+    p, data = _placement(tmp_path)
+    data["topology"]["nodes"].append(dict(data["topology"]["nodes"][0]))
+    code, _, err = cli("place", write(p, data), "--method", "bestfit")
+    bad_input(code, err, "twice", repr(data["topology"]["nodes"][0]["id"]))
+
+
+# -- 9. plot formats -------------------------------------------------------------------------------
+
+def test_plot_format_is_bad_input_listing_the_supported(tmp_path):
+    code, _, err = cli("plot", TOY, FIG1, "--out", tmp_path / "x.xyz")
+    bad_input(code, err, "x.xyz", "png", "svg", "pdf")
+    assert not list(tmp_path.iterdir())
+
+
+def test_plot_without_extension_writes_png_to_exactly_that_path(tmp_path):
+    code, out, err = cli("plot", TOY, FIG1, "--out", tmp_path / "gantt")
+    assert code == 0, err
+    assert (tmp_path / "gantt").read_bytes().startswith(b"\x89PNG")
+    assert [p.name for p in tmp_path.iterdir()] == ["gantt"]
+    assert f"wrote {tmp_path / 'gantt'} (PNG)" in out
+
+
+# -- every command: arbitrary values in an instance never crash the CLI ---------------------------
+
+VALUES = st.one_of(
+    st.none(), st.booleans(), st.integers(-10**20, 10**20),
+    st.floats(allow_nan=True, allow_infinity=True), st.text(max_size=4),
+    st.lists(st.integers(0, 3), max_size=2), st.dictionaries(st.text(max_size=2),
+                                                             st.integers(), max_size=2))
+FIELDS = ["arrival", "weight", "rounds", "tasks_per_round", "compute", "sync", "launch",
+          "iters_per_task", "id", "workload", "sync_bytes"]
+
+
+@settings(suppress_health_check=[HealthCheck.function_scoped_fixture], deadline=None)
+@given(field=st.sampled_from(FIELDS), value=VALUES,
+       command=st.sampled_from(["solve", "simulate", "check"]))
+def test_any_value_in_any_field_is_a_clean_answer(tmp_path, field, value, command):
+    data = json.loads(TOY.read_text())
+    data["jobs"][0][field] = value
+    if field == "compute" and isinstance(value, dict):
+        data["jobs"][0]["compute"] = {**value, **{"V100": 1.0}}
+    path = write(tmp_path / "i.json", data)
+    argv = {"solve": ("solve", path, "--method", "ect", "--json"),
+            "simulate": ("simulate", path, "--policy", "hlas", "--json"),
+            "check": ("check", path, FIG1, "--json")}[command]
+    code, out, err = cli(*argv)
+    assert code in (0, 1, 2), err
+    if code == 2:
+        bad_input(code, err)
+    else:
+        strict_json(out)
