@@ -327,7 +327,7 @@ def test_duplicate_topology_nodes_are_refused(tmp_path):
     bad_input(code, err, "twice", repr(data["topology"]["nodes"][0]["id"]))
 
 
-# -- 9. plot formats -------------------------------------------------------------------------------
+# -- 9. plot formats ------------------------------------------------------------------------------
 
 def test_plot_format_is_bad_input_listing_the_supported(tmp_path):
     code, _, err = cli("plot", TOY, FIG1, "--out", tmp_path / "x.xyz")
@@ -343,7 +343,7 @@ def test_plot_without_extension_writes_png_to_exactly_that_path(tmp_path):
     assert f"wrote {tmp_path / 'gantt'} (PNG)" in out
 
 
-# -- every command: arbitrary values in an instance never crash the CLI ---------------------------
+# -- every command: arbitrary values in an instance never crash the CLI --------------------------
 
 VALUES = st.one_of(
     st.none(), st.booleans(), st.integers(-10**20, 10**20),
@@ -361,7 +361,7 @@ def test_any_value_in_any_field_is_a_clean_answer(tmp_path, field, value, comman
     data = json.loads(TOY.read_text())
     data["jobs"][0][field] = value
     if field == "compute" and isinstance(value, dict):
-        data["jobs"][0]["compute"] = {**value, **{"V100": 1.0}}
+        data["jobs"][0]["compute"] = {**value, "V100": 1.0}
     path = write(tmp_path / "i.json", data)
     argv = {"solve": ("solve", path, "--method", "ect", "--json"),
             "simulate": ("simulate", path, "--policy", "hlas", "--json"),
