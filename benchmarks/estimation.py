@@ -11,13 +11,13 @@ comparison models. Writes scores.json and summary.md.
 from __future__ import annotations
 
 import argparse
-import json
 import sys
 from collections import defaultdict
 from pathlib import Path
 
 from optsched.estimation.forest import MODELS, evaluate
 from optsched.estimation.runs import synthetic_runs
+from optsched.output import json_text, write_file
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -26,7 +26,7 @@ def main(argv: list[str] | None = None) -> int:
     args = parser.parse_args(argv)
     args.out.mkdir(parents=True, exist_ok=True)
     scores = evaluate(synthetic_runs(350, 0), test_jobs=50, step=50, models=MODELS, seed=0)
-    (args.out / "scores.json").write_text(json.dumps([vars(s) for s in scores], indent=1))
+    write_file(args.out / "scores.json", json_text([vars(s) for s in scores]))
     sizes = sorted({s.train_jobs for s in scores})
     table: dict[tuple[str, str], dict[int, tuple[float, float]]] = defaultdict(dict)
     for s in scores:
@@ -44,7 +44,7 @@ def main(argv: list[str] | None = None) -> int:
             lines.append(f"| {model} | " + " | ".join(f"{cells[n][0]:.3f}" for n in sizes)
                          + f" | {cells[sizes[-1]][1]:.4g} |")
         lines.append("")
-    (args.out / "summary.md").write_text("\n".join(lines))
+    write_file(args.out / "summary.md", "\n".join(lines))
     return 0
 
 

@@ -10,10 +10,10 @@ which the paper does not publish; every figure below says how it was chosen.
 
 from __future__ import annotations
 
-import json
 import sys
 from pathlib import Path
 
+from optsched.output import json_text, write_file
 from optsched.workloads import Catalog, Cell, Workload, read_gavel_throughputs
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -95,7 +95,7 @@ def main() -> None:
     gavel = read_gavel_throughputs(gavel_path)
     catalog = Catalog({**gavel.workloads, **hare_workloads()})
     out = ROOT / "optsched" / "data" / "workloads.json"
-    out.write_text(json.dumps(catalog.to_dict(), indent=1) + "\n", "utf-8")
+    write_file(out, json_text(catalog.to_dict()))
     print(f"wrote {out}: {len(catalog.workloads)} workloads")
 
 
