@@ -30,6 +30,9 @@ follow :func:`_cluster_rounds`'s model and add:
 ``share-gang``     a task of a multi-GPU round trains together with another task (only
                    single-task rounds share GPUs)
 ``gpu-memory``     tasks holding GPU memory at once need more than the GPU has
+
+Times are compared within :class:`Tolerance` (DESIGN.md §1): max(1e-9 · max(1, longest task
+time), 4 units in the last place of |t|), which does not depend on where time zero is.
 """
 
 from __future__ import annotations
