@@ -2,7 +2,7 @@
 
 Exit codes, as ``diff`` and ``cmp`` use them: 0 success (feasible; a schedule was produced),
 1 a negative answer (violations; no solution), 2 bad input, 70 internal error (one line;
-``--debug`` shows the traceback).
+``--debug`` shows the traceback), 130 interrupted (Ctrl-C).
 """
 
 from __future__ import annotations
@@ -33,18 +33,28 @@ from optsched.io import (
     schedule_from_dict,
     write_json,
 )
+from optsched.limits import MAX_SEED, check_seed
 from optsched.output import distinct_targets, json_text, output_target, write_outputs
 from optsched.placement.model import INSTANCE_FORMAT as PLACEMENT_INSTANCE_FORMAT
 from optsched.result import OBJECTIVE_NAME, Result
 from optsched.solve import KINDS, load_plugin, methods, solve
 from optsched.workloads import default_catalog
 
-EXIT_OK, EXIT_NEGATIVE, EXIT_BAD_INPUT, EXIT_INTERNAL = 0, 1, 2, 70
+EXIT_OK, EXIT_NEGATIVE, EXIT_BAD_INPUT, EXIT_INTERNAL, EXIT_INTERRUPTED = 0, 1, 2, 70, 130
 
 
 class _Parser(argparse.ArgumentParser):
     def error(self, message: str) -> Any:  # usage errors: one line, exit 2
         self.exit(EXIT_BAD_INPUT, f"{self.prog}: error: {message}\n")
+
+
+def _seed(text: str) -> int:
+    """argparse type of every ``--seed``: an integer in [0, MAX_SEED]."""
+    try:
+        return check_seed(int(text), "--seed")
+    except (ValueError, InputError):
+        raise argparse.ArgumentTypeError(f"must be an integer in [0, {MAX_SEED}], "
+                                         f"got {text!r}") from None
 
 
 def _print_json(obj: Any) -> None:
@@ -209,39 +219,79 @@ def cmd_simulate(args: argparse.Namespace) -> int:
 
 
 def cmd_estimate(args: argparse.Namespace) -> int:
-    from optsched.estimation.forest import MODELS, ResourceEstimator, evaluate, to_request
-    from optsched.estimation.runs import read_runs, synthetic_runs, write_runs
+    from optsched.estimation.forest import (
+        MODELS,
+        ResourceEstimator,
+        evaluate,
+        to_request,
+    )
+    from optsched.estimation.runs import (
+        LABELS,
+        SYNTHETIC_FEATURES,
+        check_synthetic,
+        iter_synthetic_runs,
+        read_runs,
+        write_runs,
+    )
 
     if args.action == "gen":
-        if not args.out:
+        if args.runs is not None:
+            raise InputError(f"estimate gen reads no runs CSV (got {args.runs!r}); it writes "
+                             "--out RUNS.csv")
+        if args.query is not None:
+            raise InputError("--query is an option of estimate predict, not gen")
+        if args.out is None:
             raise InputError("estimate gen needs --out RUNS.csv")
-        runs = synthetic_runs(args.jobs, args.seed, args.noise)
-        write_runs(args.out, runs)
-        print(f"wrote {args.out}: {args.jobs} synthetic jobs, {len(runs)} containers")
+        check_synthetic(args.jobs, args.noise, jobs_name="--jobs", noise_name="--noise")
+        target = output_target(args.out, "--out")  # before the work
+        rows = write_runs(target, iter_synthetic_runs(args.jobs, args.seed, args.noise),
+                          features=SYNTHETIC_FEATURES, labels=LABELS)
+        print(f"wrote {args.out}: {args.jobs} synthetic jobs, {rows} containers")
         return EXIT_OK
+    if args.out is not None:
+        raise InputError(f"--out is an option of estimate gen; estimate {args.action} prints "
+                         "to stdout")
     if not args.runs:
         raise InputError(f"estimate {args.action} needs a runs CSV")
-    runs = read_runs(args.runs)
     if args.action == "eval":
+        if args.query is not None:
+            raise InputError("--query is an option of estimate predict, not eval")
+        if args.test_jobs < 1:
+            raise InputError(f"--test-jobs must be >= 1, got {args.test_jobs}")
+        if args.step < 1:
+            raise InputError(f"--step must be >= 1, got {args.step}")
+        runs = read_runs(args.runs)
+        jobs = len({r.job for r in runs})
+        if args.test_jobs >= jobs:
+            raise InputError(f"--test-jobs {args.test_jobs}: {args.runs} has {jobs} jobs, so "
+                             "none would be left to train on")
+        if args.step > jobs - args.test_jobs:
+            raise InputError(f"--step {args.step} exceeds the {jobs - args.test_jobs} training "
+                             f"jobs ({args.runs} has {jobs} jobs, --test-jobs {args.test_jobs})"
+                             ": nothing would be evaluated")
         scores = evaluate(runs, test_jobs=args.test_jobs, step=args.step,
                           models=args.model or MODELS, seed=args.seed)
-        rows = [vars(s) for s in scores]
+        rows_out = [vars(s) for s in scores]
         if args.json:
-            _print_json(rows)
+            _print_json(rows_out)
         else:
             print(f"{'model':<9} {'train':>5} {'label':<13} {'RMSE':>12} {'R²':>7}")
-            for r in rows:
+            for r in rows_out:
                 print(f"{r['model']:<9} {r['train_jobs']:>5} {r['label']:<13} "
                       f"{r['rmse']:>12.4g} {r['r2']:>7.3f}")
         return EXIT_OK
     if not args.query:
         raise InputError("estimate predict needs --query RUNS.csv (rows to predict)")
+    if args.model and len(args.model) > 1:
+        raise InputError(f"estimate predict uses one --model, got {len(args.model)}: "
+                         f"{', '.join(args.model)}")
+    runs = read_runs(args.runs)
     query = read_runs(args.query)
     estimator = ResourceEstimator((args.model or ["forest"])[0], args.seed).fit(runs)
     out = [{"job": q.job, "job_type": q.job_type, "role": q.role, "predicted": p,
             "request": to_request(p)} for q, p in zip(query, estimator.predict(query),
                                                       strict=True)]
-    _print_json(out)
+    sys.stdout.write(json_text(out))  # valid JSON: refuses NaN and Infinity
     return EXIT_OK
 
 
@@ -411,25 +461,64 @@ def _demo_liquid(seed: int) -> None:
 def cmd_bench_gen(args: argparse.Namespace) -> int:
     from optsched.bench.grid import generate_set, load_grid
 
-    manifest = generate_set(load_grid(args.grid), args.out)
+    try:
+        manifest = generate_set(load_grid(args.grid), args.out)
+    except KeyboardInterrupt:  # generate_set has removed its partial output
+        print("optsched: interrupted: nothing written", file=sys.stderr)
+        return 130
     print(f"wrote {len(manifest.instances)} instances and manifest.json to {args.out}")
     return EXIT_OK
 
 
 def cmd_bench_run(args: argparse.Namespace) -> int:
+    """Exit 0: every run recorded without error; 1: some runs recorded as errors; 2: bad
+    input (nothing run); 128 + signal (130 SIGINT, 143 SIGTERM): stopped, finished runs
+    recorded, rerun the same command to resume."""
     from optsched.bench.manifest import Manifest
-    from optsched.bench.runner import plan, run_benchmark
+    from optsched.bench.records import check_records_path
+    from optsched.bench.runner import (
+        RunInterrupted,
+        check_time_limit,
+        check_workers,
+        plan,
+        run_benchmark,
+    )
 
-    manifest = Manifest.load(Path(args.instances) / "manifest.json")
-    runs = plan(manifest, args.method, modes=args.mode, seeds=args.seeds or [0],
-                params=_parse_params(args.param), time_limit=args.time_limit,
-                plugins=args.plugin)
-    if args.only:
-        runs = [run for run in runs if fnmatch.fnmatchcase(run.instance, args.only)]
-        if not runs:
-            raise InputError(f"--only {args.only!r} matches no instance of {args.instances}")
-    summary = run_benchmark(runs, args.records, workers=args.workers,
-                            scheduler=args.scheduler, manifest=manifest)
+    check_workers(args.workers)
+    check_time_limit(args.time_limit)
+    check_records_path(args.records)
+    folder = Path(args.instances)
+    if not folder.is_dir():
+        raise InputError(f"{args.instances}: not a folder (an instance set written by "
+                         "optsched bench gen)")
+    if not (folder / "manifest.json").is_file():
+        raise InputError(f"{args.instances}: no manifest.json (not an instance set written "
+                         "by optsched bench gen)")
+    try:
+        manifest = Manifest.load(folder / "manifest.json")
+        check_records_path(args.records, inputs=[manifest.path, *(
+            folder / e["file"] for e in manifest.instances.values())])
+        runs = plan(manifest, args.method, modes=args.mode, seeds=args.seeds or [0],
+                    params=_parse_params(args.param), time_limit=args.time_limit,
+                    plugins=args.plugin)
+        if args.only:
+            runs = [run for run in runs if fnmatch.fnmatchcase(run.instance, args.only)]
+            if not runs:
+                raise InputError(f"--only {args.only!r} matches no instance of "
+                                 f"{args.instances}")
+        summary = run_benchmark(runs, args.records, workers=args.workers,
+                                scheduler=args.scheduler, manifest=manifest)
+    except RunInterrupted as stop:
+        done = stop.summary
+        print(f"{done.finished} runs finished ({done.errors} errors), {done.skipped} already "
+              f"recorded, {done.remaining} not run; records in {args.records}")
+        print(f"optsched: interrupted by {stop.signal_name}: {done.finished} runs finished "
+              f"and recorded, {done.remaining} not run; rerun the same command to resume",
+              file=sys.stderr)
+        return stop.exit_code
+    except KeyboardInterrupt:
+        print("optsched: interrupted before any run started", file=sys.stderr)
+        return 130
     print(f"{summary.finished} runs finished ({summary.errors} errors), {summary.skipped} "
           f"already recorded, in {summary.elapsed_s:.1f} s; records in {args.records}")
     return EXIT_NEGATIVE if summary.errors else EXIT_OK
@@ -439,9 +528,9 @@ def cmd_bench_report(args: argparse.Namespace) -> int:
     from optsched.bench.records import load_records
     from optsched.bench.report import FORMATS, write_report
 
-    records = [r for path in args.records for r in load_records(path)]
+    records = [r for path in args.records for r in load_records(path, must_exist=True)]
     written = write_report(records, args.out, formats=args.format or FORMATS,
-                           plots=not args.no_plots)
+                           plots=not args.no_plots, inputs=args.records)
     print("wrote " + ", ".join(str(p) for p in written))
     return EXIT_OK
 
@@ -468,7 +557,7 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--method", required=True)
     p.add_argument("--mode", choices=("relaxed", "gang"))
     p.add_argument("--time-limit", type=float, metavar="S")
-    p.add_argument("--seed", type=int, default=0)
+    p.add_argument("--seed", type=_seed, default=0)
     p.add_argument("--param", action="append", default=[], metavar="KEY=VALUE")
     p.add_argument("--hint", metavar="SCHEDULE")
     p.add_argument("--out", metavar="SCHEDULE", help="write the schedule here")
@@ -489,7 +578,7 @@ def build_parser() -> argparse.ArgumentParser:
                    help="GPU type a trace's durations and steps refer to (default K80)")
     p.add_argument("--policy", required=True, help="a simulate method (optsched methods)")
     p.add_argument("--mode", choices=("relaxed", "gang"))
-    p.add_argument("--seed", type=int, default=0,
+    p.add_argument("--seed", type=_seed, default=0,
                    help="seed of the noise and of a trace's workload draw (default 0)")
     p.add_argument("--param", action="append", default=[], metavar="KEY=VALUE")
     p.add_argument("--noise", type=float, default=0.0,
@@ -512,7 +601,7 @@ def build_parser() -> argparse.ArgumentParser:
     p = sub.add_parser("place", help="place a placement instance's containers on hosts")
     p.add_argument("instance", metavar="PLACEMENT_INSTANCE")
     p.add_argument("--method", required=True, help="a place method (optsched methods)")
-    p.add_argument("--seed", type=int, default=0)
+    p.add_argument("--seed", type=_seed, default=0)
     p.add_argument("--time-limit", type=float, metavar="S")
     p.add_argument("--param", action="append", default=[], metavar="KEY=VALUE")
     p.add_argument("--out", metavar="PLACEMENT", help="write the placement here")
@@ -525,12 +614,17 @@ def build_parser() -> argparse.ArgumentParser:
                         "growth, RMSE, R²); predict: train on RUNS, predict --query rows")
     p.add_argument("runs", nargs="?", metavar="RUNS.csv")
     p.add_argument("--query", metavar="RUNS.csv")
-    p.add_argument("--out", metavar="RUNS.csv", help="gen: where to write")
-    p.add_argument("--jobs", type=int, default=350, help="gen: number of jobs (default 350)")
-    p.add_argument("--noise", type=float, default=0.1, help="gen: log-normal σ (default 0.1)")
-    p.add_argument("--seed", type=int, default=0)
-    p.add_argument("--test-jobs", type=int, default=50)
-    p.add_argument("--step", type=int, default=50)
+    p.add_argument("--out", metavar="RUNS.csv",
+                   help="gen: where to write (atomically: a kill leaves the old file)")
+    p.add_argument("--jobs", type=int, default=350,
+                   help="gen: number of jobs, 1 to 1,000,000 (default 350)")
+    p.add_argument("--noise", type=float, default=0.1,
+                   help="gen: log-normal σ, 0 to 1 (default 0.1)")
+    p.add_argument("--seed", type=_seed, default=0)
+    p.add_argument("--test-jobs", type=int, default=50,
+                   help="eval: jobs held out to test, >= 1 (default 50)")
+    p.add_argument("--step", type=int, default=50,
+                   help="eval: training-set growth in jobs, >= 1 (default 50)")
     p.add_argument("--model", action="append",
                    choices=("forest", "linear", "tree", "adaboost", "gbdt"),
                    help="eval: models to compare (default all); predict: the model")
@@ -542,7 +636,7 @@ def build_parser() -> argparse.ArgumentParser:
     p.set_defaults(func=cmd_methods)
 
     p = sub.add_parser("gen", help="generate a random instance")
-    p.add_argument("--seed", type=int, required=True)
+    p.add_argument("--seed", type=_seed, required=True)
     p.add_argument("--family", choices=tuple(FAMILIES),
                    default="exact",
                    help="exact: the exact-solver family (default); hare: the Hare paper's "
@@ -598,7 +692,7 @@ def build_parser() -> argparse.ArgumentParser:
     p.set_defaults(func=cmd_workloads)
 
     p = sub.add_parser("demo", help="solve a bundled instance and print a short table")
-    p.add_argument("--seed", type=int, default=0)
+    p.add_argument("--seed", type=_seed, default=0)
     p.set_defaults(func=cmd_demo)
 
     bench = sub.add_parser("bench", help="benchmarks: instance sets, runs, reports")
@@ -607,7 +701,11 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("grid")
     p.add_argument("--out", required=True, metavar="DIR")
     p.set_defaults(func=cmd_bench_gen)
-    p = bsub.add_parser("run", help="run methods × instances × modes × seeds (resumable)")
+    p = bsub.add_parser("run", help="run methods × instances × modes × seeds (resumable)",
+                        epilog="exit status: 0 all runs recorded, 1 some recorded as errors, "
+                        "2 bad input (nothing run; also when another runner holds the records "
+                        "file), 130/143 stopped by SIGINT/SIGTERM (finished runs recorded; "
+                        "rerun to resume)")
     p.add_argument("instances", metavar="DIR", help="an instance set (with manifest.json)")
     p.add_argument("--method", action="append", required=True)
     p.add_argument("--mode", action="append", choices=("relaxed", "gang"),
@@ -631,7 +729,10 @@ def build_parser() -> argparse.ArgumentParser:
 
 
 def main(argv: Sequence[str] | None = None) -> int:
-    args = build_parser().parse_args(argv)
+    try:
+        args = build_parser().parse_args(argv)
+    except SystemExit as exc:  # usage error (one line, exit 2), --help or --version
+        return exc.code if isinstance(exc.code, int) else EXIT_BAD_INPUT
     try:
         for module in args.plugin:
             load_plugin(module)
@@ -640,6 +741,9 @@ def main(argv: Sequence[str] | None = None) -> int:
     except InputError as exc:
         print(f"optsched: error: {exc}", file=sys.stderr)
         return EXIT_BAD_INPUT
+    except KeyboardInterrupt:  # Ctrl-C: one line, the shell's code for SIGINT
+        print("optsched: interrupted", file=sys.stderr)
+        return EXIT_INTERRUPTED
     except BrokenPipeError:  # output piped into e.g. `head`: stop quietly
         os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
         return EXIT_OK

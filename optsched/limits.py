@@ -15,3 +15,16 @@ MAX_FACTOR = 1e6
 #: Most tasks (Σ rounds × tasks_per_round) one instance may have: a schedule of that many
 #: tasks takes about 20 GB in memory.
 MAX_TASKS = 100_000_000
+#: Largest accepted random seed: CP-SAT takes a 32-bit signed seed; numpy and scikit-learn
+#: accept it too.
+MAX_SEED = 2**31 - 1
+
+
+def check_seed(seed: object, name: str = "seed") -> int:
+    """``seed`` if it is an integer in [0, :data:`MAX_SEED`], else an InputError naming
+    ``name`` (e.g. ``--seed``)."""
+    from optsched.errors import InputError
+
+    if isinstance(seed, bool) or not isinstance(seed, int) or not 0 <= seed <= MAX_SEED:
+        raise InputError(f"{name} must be an integer in [0, {MAX_SEED}], got {seed!r}")
+    return seed

@@ -9,13 +9,36 @@ Every schedule a method returns goes through the independent checker; the Result
 and metrics are the checker's, and its bound is the best of the method's own certified bound
 and the critical-path bound (both kept in ``extra`` as ``bound_method`` and
 ``bound_critical_path``).
+
+Plug-in guarantees (README, "What optsched promises"):
+
+- **Import failures are bad input.** Anything a plug-in module raises while it is imported
+  (any exception, a ``SyntaxError``, and ``SystemExit`` or ``KeyboardInterrupt`` raised by its
+  own code), and a module that does not exist, is an :class:`InputError` naming the module
+  and what it raised (type and first line of the message); the methods it registered before
+  failing are unregistered again. A broken ``optsched.methods`` entry point is reported the
+  same way, naming the entry point.
+- **A method that raises is a bug in the method.** Anything other than an
+  :class:`InputError` escaping a method while it runs, ``SystemExit`` and a
+  ``KeyboardInterrupt`` the method raised itself included, becomes a :class:`MethodError`
+  (exit 70 on the command line) reading "method 'NAME' (plug-in MODULE) raised TYPE:
+  message", never a silent exit with the method's own code. Only a genuine Ctrl-C (SIGINT
+  received while the method runs, in the main thread) still aborts as ``KeyboardInterrupt``.
+- **What a method returns is validated.** A result of the wrong type, a bound that is not a
+  finite number (NaN, ±Infinity), a non-finite checked objective, and a bound above the
+  checked objective are refused as :class:`MethodError` naming the method, never reported.
 """
 
 from __future__ import annotations
 
 import importlib
+import math
+import numbers
+import signal
+import threading
 import time
-from collections.abc import Callable, Iterable, Mapping
+from collections.abc import Callable, Iterable, Iterator, Mapping
+from contextlib import contextmanager
 from dataclasses import dataclass, field
 from importlib.metadata import entry_points
 from types import MappingProxyType
@@ -25,10 +48,18 @@ from optsched.check import check
 from optsched.errors import InputError, OptschedError, UnknownNameError
 from optsched.exact.bounds import critical_path_bound
 from optsched.instance import MODES, Instance
-from optsched.result import OPTIMAL_TOL, Result, Status, is_optimal
+from optsched.limits import check_seed
+from optsched.result import _RESULT_KEYS, OPTIMAL_TOL, Result, Status, is_optimal
 from optsched.schedule import Schedule
 
 KINDS = ("solve", "simulate", "place")
+
+
+class MethodError(OptschedError):
+    """A registered method misbehaved: it raised, exited, or returned something invalid (a bug
+    in the method, never repaired; exit 70 on the command line). The message names the method
+    and, when it came from one, its plug-in module."""
+
 
 #: Modules whose import registers the built-in methods.
 BUILTIN_MODULES = (
@@ -84,6 +115,16 @@ class MethodInfo:
     description: str
     modes: frozenset[str] = frozenset(MODES)
     params: Mapping[str, str] = field(default_factory=dict)
+    #: The module that registered the method when it is not part of optsched: the plug-in
+    #: being imported (``--plugin``, an entry point), else the function's own module.
+    plugin: str | None = None
+
+    @property
+    def label(self) -> str:
+        """How messages name the method: ``method 'NAME' (plug-in MODULE)``."""
+        kind = "" if self.kind == "solve" else f"{self.kind} "
+        origin = f" (plug-in {self.plugin})" if self.plugin else ""
+        return f"{kind}method {self.name!r}{origin}"
 
     def check_params(self, params: Mapping[str, str]) -> None:
         """Refuse a ``--param`` key the method does not accept (InputError naming it)."""
@@ -102,6 +143,23 @@ class MethodInfo:
 
 _REGISTRY: dict[tuple[str, str], MethodInfo] = {}
 _loaded = False
+#: Plug-in modules being imported now (innermost last); register() records the innermost.
+_importing: list[str] = []
+
+
+def _origin(func: Callable[..., Any]) -> str | None:
+    if _importing:
+        return _importing[-1]
+    module = getattr(func, "__module__", None)
+    if not isinstance(module, str) or module == "optsched" or module.startswith("optsched."):
+        return None
+    return module
+
+
+def _raised(exc: BaseException) -> str:
+    """``TYPE: first line of the message`` (just ``TYPE`` without a message)."""
+    lines = str(exc).strip().splitlines()
+    return f"{type(exc).__name__}: {lines[0]}" if lines else type(exc).__name__
 
 
 def register(
@@ -135,10 +193,30 @@ def register(
         if (kind, name) in _REGISTRY and not replace:
             raise InputError(f"a {kind} method named {name!r} is already registered")
         _REGISTRY[kind, name] = MethodInfo(kind, name, func, description, modes,
-                                           MappingProxyType(dict(params or {})))
+                                           MappingProxyType(dict(params or {})),
+                                           _origin(func))
         return func
 
     return decorate
+
+
+def _import_plugin(module: str, load: Callable[[], Any], what: str) -> None:
+    """Run ``load`` (the import of plug-in ``module``); any BaseException it raises becomes
+    an InputError starting with ``what``, and the methods ``module`` registered are dropped."""
+    before = dict(_REGISTRY)
+    _importing.append(module)
+    try:
+        load()
+    except BaseException as exc:
+        for key, info in list(_REGISTRY.items()):
+            if info is not before.get(key) and info.plugin == module:
+                if key in before:
+                    _REGISTRY[key] = before[key]
+                else:
+                    del _REGISTRY[key]
+        raise InputError(f"{what}: {_raised(exc)}") from exc
+    finally:
+        _importing.pop()
 
 
 def _load() -> None:
@@ -146,19 +224,101 @@ def _load() -> None:
     if _loaded:
         return
     _loaded = True
-    for module in BUILTIN_MODULES:
-        importlib.import_module(module)
-    for ep in entry_points(group="optsched.methods"):
-        ep.load()
+    try:
+        for module in BUILTIN_MODULES:
+            importlib.import_module(module)
+        for ep in entry_points(group="optsched.methods"):
+            _import_plugin(ep.module, ep.load,
+                           f"cannot load plug-in entry point {ep.name!r} ({ep.value}) of "
+                           "group optsched.methods")
+    except BaseException:
+        _loaded = False  # report the failure again on the next call
+        raise
 
 
 def load_plugin(module: str) -> None:
-    """Import ``module`` so that the methods it registers become available."""
+    """Import ``module`` so that the methods it registers become available.
+
+    Raises
+    ------
+    InputError
+        The module does not exist, or importing it raised anything at all (including
+        ``SyntaxError``, ``SystemExit`` and ``KeyboardInterrupt``): one line naming the module
+        and what it raised. Methods it registered before failing are unregistered.
+    """
     _load()
+    _import_plugin(module, lambda: importlib.import_module(module),
+                   f"cannot import plug-in module {module!r}")
+
+
+@contextmanager
+def _sigint_watch() -> Iterator[list[bool]]:
+    """Record whether SIGINT arrives (main thread, Python-level handler only); the handler in
+    place is still called, so a genuine Ctrl-C still raises KeyboardInterrupt."""
+    hit = [False]
+    previous = None
+    if threading.current_thread() is threading.main_thread():
+        previous = signal.getsignal(signal.SIGINT)
+    if not callable(previous):
+        yield hit
+        return
+    handler = previous
+
+    def on_sigint(signum: int, frame: Any) -> Any:
+        hit[0] = True
+        return handler(signum, frame)
+
+    signal.signal(signal.SIGINT, on_sigint)
     try:
-        importlib.import_module(module)
-    except ImportError as exc:
-        raise InputError(f"cannot import plug-in module {module!r}: {exc}") from None
+        yield hit
+    finally:
+        signal.signal(signal.SIGINT, handler)
+
+
+@contextmanager
+def method_running(info: MethodInfo, passthrough: tuple[type[BaseException], ...] = ()
+                   ) -> Iterator[None]:
+    """Run the body as ``info``'s method: an :class:`InputError`, a :class:`MethodError`,
+    one of ``passthrough`` and a genuine Ctrl-C propagate; anything else raised (``SystemExit``
+    and a ``KeyboardInterrupt`` the method raised itself included) becomes a
+    :class:`MethodError` "method 'NAME' (plug-in MODULE) raised TYPE: message"."""
+    keep: tuple[type[BaseException], ...] = (InputError, MethodError, *passthrough)
+    with _sigint_watch() as hit:
+        try:
+            yield
+        except keep:
+            raise
+        except KeyboardInterrupt as exc:
+            if hit[0]:
+                raise
+            raise MethodError(f"{info.label} raised {_raised(exc)}") from exc
+        except BaseException as exc:
+            raise MethodError(f"{info.label} raised {_raised(exc)}") from exc
+
+
+def finite_bound(info: MethodInfo, bound: Any) -> float | None:
+    """A method's bound as a float, or None; anything but a finite real number (a NaN,
+    ±Infinity, a string) is a bug in the method (:class:`MethodError` naming it)."""
+    if bound is None:
+        return None
+    if isinstance(bound, bool) or not isinstance(bound, numbers.Real):
+        raise MethodError(f"{info.label} returned a bound of type {type(bound).__name__}, "
+                          "not a number")
+    value = float(bound)
+    if not math.isfinite(value):
+        raise MethodError(f"{info.label} returned a non-finite bound {value}")
+    return value
+
+
+def check_bound(info: MethodInfo, bound: float | None, objective: float,
+                what: str = "objective") -> None:
+    """Refuse (:class:`MethodError` naming the method) a checked ``objective`` that is not
+    finite, or a ``bound`` above it beyond the optimality tolerance."""
+    if not math.isfinite(objective):
+        raise MethodError(f"{info.label}: the checked {what} is not finite ({objective})")
+    if bound is not None and bound - objective > OPTIMAL_TOL * max(1.0, abs(objective)):
+        raise MethodError(f"{info.label}: bound {bound} exceeds the checked {what} "
+                          f"{objective}")
 
 
 def methods(kind: str | None = None) -> list[MethodInfo]:
@@ -177,16 +337,18 @@ def get_method(name: str, kind: str = "solve") -> MethodInfo:
         raise UnknownNameError(f"unknown {kind} method {name!r} (known: {known})") from None
 
 
-def checked(instance: Instance, schedule: Schedule, method: str
+def checked(instance: Instance, schedule: Schedule, method: str, kind: str = "solve"
             ) -> tuple[float, dict[str, Any]]:
     """The checker's objective and metrics of a method's schedule; an infeasible or
-    incomplete schedule is a bug in the method and raises :class:`OptschedError`, never
-    repaired."""
+    incomplete schedule, or a non-finite objective, is a bug in the method and raises
+    :class:`MethodError` (an :class:`OptschedError`), never repaired."""
+    info = _REGISTRY.get((kind, method)) or MethodInfo(kind, method, checked, "")
     report = check(instance, schedule)
     if not report.feasible or report.objective is None or report.metrics is None:
         first = report.violations[0].message if report.violations else "incomplete"
-        raise OptschedError(f"method {method!r} produced an infeasible schedule "
-                            f"({len(report.violations)} violations; first: {first})")
+        raise MethodError(f"{info.label} produced an infeasible schedule "
+                          f"({len(report.violations)} violations; first: {first})")
+    check_bound(info, None, report.objective)
     return report.objective, report.metrics
 
 
@@ -207,11 +369,15 @@ def solve(
     InputError
         Unknown method, a mode the method does not support, an unknown parameter, or an
         instance that is invalid in the requested mode.
-    OptschedError
-        If the method returns a schedule the checker rejects, or a bound above the checked
-        objective: both are bugs in the method, never silently repaired.
+    MethodError
+        (an :class:`OptschedError`) If the method raises anything but an InputError (or
+        exits), returns something other than a :class:`MethodOutput`, a schedule the checker
+        rejects, a bound that is not a finite number, or a bound above the checked
+        objective: all bugs in the method, never silently repaired. The message names the
+        method and its plug-in module.
     """
     info = get_method(method, "solve")
+    check_seed(seed)
     mode = mode or instance.mode
     info.check_mode(mode)
     if instance.cluster:
@@ -224,28 +390,49 @@ def solve(
     inst = instance if mode == instance.mode else instance.with_mode(mode)
     ctx = SolveContext(mode, time_limit, seed, MappingProxyType(params), hint)
     started = time.perf_counter()
-    out = info.func(inst, ctx)
+    with method_running(info):
+        out = info.func(inst, ctx)
     runtime = time.perf_counter() - started
+    _check_output(info, out)
+    method_bound = finite_bound(info, out.bound)
 
     bound = critical_path_bound(inst)
     extra: dict[str, Any] = {**out.extra, "bound_critical_path": bound,
-                             "bound_method": out.bound}
-    if out.bound is not None:
-        bound = max(bound, out.bound)
+                             "bound_method": method_bound}
+    if method_bound is not None:
+        bound = max(bound, method_bound)
     common: dict[str, Any] = {"method": method, "mode": mode, "runtime_s": runtime, "seed": seed,
               "params": params, "extra": extra}
     if out.schedule is None:
-        status = out.status or Status.UNKNOWN
+        status = Status(out.status or Status.UNKNOWN)
         if status in (Status.OPTIMAL, Status.FEASIBLE):
-            raise OptschedError(f"method {method!r} reported {status} without a schedule")
+            raise MethodError(f"{info.label} reported {status} without a schedule")
         return Result(status, objective=None,
                       bound=None if status is Status.INFEASIBLE else bound, **common)
 
     schedule = Schedule(out.schedule.instance, out.schedule.tasks, mode)
     objective, metrics = checked(inst, schedule, method)
-    if bound - objective > OPTIMAL_TOL * max(1.0, abs(objective)):
-        raise OptschedError(f"method {method!r}: bound {bound} exceeds the checked "
-                            f"objective {objective}")
+    check_bound(info, bound, objective)
     status = Status.OPTIMAL if is_optimal(objective, bound) else Status.FEASIBLE
     return Result(status, objective=objective, bound=bound, metrics=metrics,
                   schedule=schedule, **common)
+
+
+def _check_output(info: MethodInfo, out: Any) -> None:
+    """Refuse (MethodError naming the method) a return value that is not a well-formed
+    :class:`MethodOutput`: wrong type, schedule, status or extra."""
+    if not isinstance(out, MethodOutput):
+        raise MethodError(f"{info.label} returned {type(out).__name__}, not a MethodOutput")
+    if out.schedule is not None and not isinstance(out.schedule, Schedule):
+        raise MethodError(f"{info.label} returned a schedule of type "
+                          f"{type(out.schedule).__name__}, not a Schedule")
+    if out.status is not None and out.status not in tuple(Status):
+        raise MethodError(f"{info.label} returned status {out.status!r} (one of "
+                          f"{', '.join(Status)})")
+    if not isinstance(out.extra, Mapping):
+        raise MethodError(f"{info.label} returned extra of type {type(out.extra).__name__}, "
+                          "not a mapping")
+    clash = sorted(_RESULT_KEYS & set(out.extra))
+    if clash:
+        raise MethodError(f"{info.label} returned extra field {clash[0]!r}, which clashes "
+                          "with a Result field")

@@ -13,6 +13,7 @@ import jsonschema
 import pytest
 
 from optsched.cli import main
+from optsched.solve import MethodError
 from tests.conftest import EXAMPLES, ROOT
 
 TOY = str(ROOT / "instances/hare-toy/hare-toy.instance.json")
@@ -83,9 +84,9 @@ def test_unwritable_output_is_bad_input(capsys, tmp_path):
 def test_missing_file_and_usage_errors_exit_2(capsys):
     code, _, err = run(capsys, "check", "/nonexistent.json", FIG1)
     assert code == 2 and "cannot read" in err
-    with pytest.raises(SystemExit) as exc:
-        main(["solve", TOY])  # --method missing
-    assert exc.value.code == 2
+    code, _, err = run(capsys, "solve", TOY)  # --method missing
+    assert code == 2 and err.strip() == ("optsched solve: error: the following arguments are "
+                                         "required: --method")
     code, _, err = run(capsys, "solve", TOY, "--method", "nope")
     assert code == 2 and "unknown solve method 'nope'" in err
     code, _, err = run(capsys, "solve", TOY, "--method", "ect", "--param", "x=1")
@@ -163,8 +164,9 @@ def test_plugin_module_and_internal_error(capsys, tmp_path, monkeypatch):
     monkeypatch.syspath_prepend(str(tmp_path))
     code, _, err = run(capsys, "--plugin", "my_methods", "solve", TOY, "--method", "explodes")
     assert code == 70 and "RuntimeError: boom" in err and len(err.strip().splitlines()) == 1
-    with pytest.raises(RuntimeError):
+    with pytest.raises(MethodError) as info:
         main(["--debug", "--plugin", "my_methods", "solve", TOY, "--method", "explodes"])
+    assert isinstance(info.value.__cause__, RuntimeError)
     code, _, err = run(capsys, "--plugin", "no_such_module_xyz", "methods")
     assert code == 2 and "cannot import plug-in module" in err
 

@@ -2,19 +2,37 @@
 
 ``manifest.json`` (``optsched/manifest@1``) lists every instance of a set with its grid cell
 and seed and, per execution mode, the best objective and the best certified bound found so far,
-each with the run that found it. Runs update it (:meth:`Manifest.update`); nobody edits it by
+each with the run that found it. Runs update it (:meth:`Manifest.fold`); nobody edits it by
 hand, and :meth:`Manifest.rebuild` recomputes it from records alone.
+
+Guarantees:
+
+- **Validated on load.** :meth:`Manifest.load` refuses, as an :class:`InputError` naming the
+  file and the entry, anything but an ``optsched/manifest@1`` object whose ``instances`` map
+  names to entries with a ``file`` that is a plain relative path inside the set's folder
+  (no absolute path, no ``..``), a ``cell`` object and an integer (or null) ``seed``.
+- **Atomic and merged.** Saving replaces the file atomically (:mod:`optsched.output`);
+  :meth:`Manifest.fold` holds an exclusive lock on the set's folder while it re-reads the
+  file, folds records in and saves, so runners with different records files on one set
+  never lose each other's improvements.
 """
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Mapping
-from dataclasses import dataclass
-from pathlib import Path
+import contextlib
+import os
+from collections.abc import Iterable, Iterator, Mapping
+from dataclasses import dataclass, field
+from pathlib import Path, PurePosixPath
 from typing import Any
 
 from optsched.errors import InputError
 from optsched.io import read_json, write_json
+
+try:
+    import fcntl
+except ImportError:  # pragma: no cover - not POSIX
+    fcntl = None  # type: ignore[assignment]
 
 MANIFEST_FORMAT = "optsched/manifest@1"
 
@@ -24,6 +42,57 @@ def _by(record: Mapping[str, Any]) -> dict[str, Any]:
             "status": record["status"], "key": record["key"]}
 
 
+def _check_entry(path: Path, name: Any, entry: Any) -> dict[str, Any]:
+    where = f"{path}: instance {name!r}"
+    if not isinstance(name, str) or not name:
+        raise InputError(f"{path}: instance names must be non-empty strings, got {name!r}")
+    if not isinstance(entry, dict):
+        raise InputError(f"{where}: entry must be an object")
+    file = entry.get("file")
+    if not isinstance(file, str) or not file:
+        raise InputError(f"{where}: needs a 'file' string")
+    parts = PurePosixPath(file).parts
+    if (file.startswith(("/", "\\")) or "\\" in file or ".." in parts or not parts
+            or ":" in parts[0]):
+        raise InputError(f"{where}: file {file!r} must be a relative path inside the set's "
+                         "folder")
+    if not isinstance(entry.get("cell", {}), dict):
+        raise InputError(f"{where}: 'cell' must be an object")
+    seed = entry.get("seed")
+    if seed is not None and (not isinstance(seed, int) or isinstance(seed, bool)):
+        raise InputError(f"{where}: 'seed' must be an integer, got {seed!r}")
+    best = entry.get("best", {})
+    if not isinstance(best, dict) or not all(isinstance(v, dict) for v in best.values()):
+        raise InputError(f"{where}: 'best' must be an object of objects")
+    return {**entry, "best": best}
+
+
+def _parse(path: Path, data: Any) -> tuple[str, dict[str, dict[str, Any]]]:
+    if not isinstance(data, dict) or data.get("format") != MANIFEST_FORMAT:
+        raise InputError(f"{path}: not an {MANIFEST_FORMAT} file")
+    grid, instances = data.get("grid"), data.get("instances")
+    if not isinstance(grid, str):
+        raise InputError(f"{path}: 'grid' must be a string")
+    if not isinstance(instances, dict):
+        raise InputError(f"{path}: 'instances' must be an object")
+    return grid, {name: _check_entry(path, name, entry) for name, entry in instances.items()}
+
+
+@contextlib.contextmanager
+def _folder_lock(folder: Path) -> Iterator[None]:
+    """An exclusive advisory lock on ``folder`` (a no-op where locks are unavailable)."""
+    fd = None
+    if fcntl is not None:
+        with contextlib.suppress(OSError):
+            fd = os.open(folder, os.O_RDONLY)
+            fcntl.flock(fd, fcntl.LOCK_EX)
+    try:
+        yield
+    finally:
+        if fd is not None:
+            os.close(fd)
+
+
 @dataclass
 class Manifest:
     """An instance set's manifest, bound to its file."""
@@ -31,6 +100,15 @@ class Manifest:
     path: Path
     grid: str
     instances: dict[str, dict[str, Any]]
+    #: (inode, size, mtime) of the file as last read or written here: unchanged, no re-read.
+    _stamp: tuple[int, int, int] | None = field(default=None, repr=False, compare=False)
+
+    def _file_stamp(self) -> tuple[int, int, int] | None:
+        try:
+            st = self.path.stat()
+        except OSError:
+            return None
+        return st.st_ino, st.st_size, st.st_mtime_ns
 
     @classmethod
     def new(cls, path: str | Path, grid: str, entries: Mapping[str, Mapping[str, Any]]
@@ -40,14 +118,17 @@ class Manifest:
 
     @classmethod
     def load(cls, path: str | Path) -> Manifest:
-        data = read_json(path)
-        if not isinstance(data, dict) or data.get("format") != MANIFEST_FORMAT:
-            raise InputError(f"{path}: not an {MANIFEST_FORMAT} file")
-        return cls(Path(path), data["grid"], data["instances"])
+        """Read and validate a manifest (see the module's guarantees)."""
+        path = Path(path)
+        grid, instances = _parse(path, read_json(path))
+        manifest = cls(path, grid, instances)
+        manifest._stamp = manifest._file_stamp()
+        return manifest
 
     def save(self) -> None:
         write_json(self.path, {"format": MANIFEST_FORMAT, "grid": self.grid,
                                "instances": self.instances})
+        self._stamp = self._file_stamp()
 
     def update(self, record: Mapping[str, Any]) -> bool:
         """Fold one run record in; True if it improved the best objective or bound."""
@@ -64,6 +145,26 @@ class Manifest:
         if bound is not None and (best["bound"] is None or bound > best["bound"]):
             best["bound"], best["bound_by"] = bound, _by(record)
             changed = True
+        return changed
+
+    def fold(self, records: Iterable[Mapping[str, Any]]) -> bool:
+        """Fold ``records`` into the manifest on disk and save it if anything improved.
+
+        Under an exclusive lock on the set's folder the file is re-read first (another
+        runner may have improved it), so concurrent runners merge rather than overwrite.
+        Returns True if the file changed.
+        """
+        records = list(records)
+        if not records:
+            return False
+        with _folder_lock(self.path.parent):
+            stamp = self._file_stamp()
+            if stamp is not None and stamp != self._stamp:  # changed by someone else
+                self.grid, self.instances = _parse(self.path, read_json(self.path))
+                self._stamp = stamp
+            changed = any([self.update(r) for r in records])
+            if changed:
+                self.save()
         return changed
 
     def rebuild(self, records: Iterable[Mapping[str, Any]]) -> None:

@@ -1,22 +1,42 @@
 """Run records: one JSON object per line (``optsched/bench-record@1``), appended as runs end.
 
-A record is written with a single ``write`` of a whole line, flushed and synced before the next
-run is reported, so a killed runner loses at most the runs still in flight. A torn last line
-(the runner died while writing it) is recognised and cut off when the file is reopened.
+Guarantees:
+
+- **Whole lines.** A record is written with a single ``write`` of a whole line, flushed and
+  synced before the next run is reported, so a killed runner loses at most the runs still in
+  flight. A torn last line (the runner died while writing it) is recognised and cut off when
+  the file is reopened by a runner.
+- **One runner per file.** :class:`RecordWriter` holds an exclusive advisory lock
+  (``flock``) on the records file for as long as it is open; a second writer fails at once
+  with an :class:`InputError` saying another runner holds the file. The kernel drops the lock
+  when the holder dies, however it dies.
+- **Validated on read.** :func:`load_records` refuses, naming ``path:line``, a line that is
+  not JSON (NaN and Infinity are not JSON), not an ``optsched/bench-record@1`` object, or a
+  record missing a field the runner, the manifest and the reports rely on, or holding one of
+  the wrong type.
 """
 
 from __future__ import annotations
 
+import contextlib
+import errno
 import json
+import math
 import os
 import platform
+import stat
 import sys
-from collections.abc import Mapping, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from importlib.metadata import PackageNotFoundError, version
 from pathlib import Path
 from typing import Any
 
 from optsched.errors import InputError
+
+try:
+    import fcntl
+except ImportError:  # pragma: no cover - not POSIX
+    fcntl = None  # type: ignore[assignment]
 
 RECORD_FORMAT = "optsched/bench-record@1"
 #: Fields that differ between two executions of the same deterministic run.
@@ -30,28 +50,111 @@ def run_key(instance: str, method: str, mode: str, seed: int, params: Mapping[st
                       separators=(",", ":"))
 
 
-def load_records(path: str | Path, *, repair: bool = False) -> list[dict[str, Any]]:
-    """Every complete record of a JSON-lines file (missing file: none).
+def _not_json(token: str) -> Any:
+    raise ValueError(f"{token} is not JSON")
 
-    A last line that is not newline-terminated valid JSON is a torn write: it is ignored, and
-    cut from the file when ``repair`` is set. A bad line elsewhere is an :class:`InputError`.
+
+def _finite(text: str) -> float:
+    value = float(text)
+    if not math.isfinite(value):
+        raise ValueError(f"{text} is out of range")
+    return value
+
+
+def _is_number(value: Any) -> bool:
+    return isinstance(value, int | float) and not isinstance(value, bool)
+
+
+#: Required fields and their check, and optional ones (absent or null allowed).
+_REQUIRED: dict[str, tuple[str, Any]] = {
+    "key": ("a string", lambda v: isinstance(v, str)),
+    "instance": ("a string", lambda v: isinstance(v, str)),
+    "method": ("a string", lambda v: isinstance(v, str)),
+    "mode": ("a string", lambda v: isinstance(v, str)),
+    "status": ("a string", lambda v: isinstance(v, str)),
+    "seed": ("an integer or null",
+             lambda v: v is None or (isinstance(v, int) and not isinstance(v, bool))),
+    "params": ("an object", lambda v: isinstance(v, dict)),
+    "runtime_s": ("a number", _is_number),
+}
+_OPTIONAL: dict[str, tuple[str, Any]] = {
+    "objective": ("a number or null", _is_number),
+    "bound": ("a number or null", _is_number),
+    "gap": ("a number or null", _is_number),
+    "cell": ("an object", lambda v: isinstance(v, dict)),
+}
+
+
+def check_record(record: Any, where: str) -> dict[str, Any]:
+    """``record`` if it is a well-formed record, else an :class:`InputError` at ``where``."""
+    if not isinstance(record, dict) or record.get("format") != RECORD_FORMAT:
+        raise InputError(f"{where}: not an {RECORD_FORMAT} record")
+    for name, (what, ok) in _REQUIRED.items():
+        if name not in record:
+            raise InputError(f"{where}: record has no {name!r} field")
+        if not ok(record[name]):
+            raise InputError(f"{where}: field {name!r} must be {what}, got {record[name]!r}")
+    for name, (what, ok) in _OPTIONAL.items():
+        if record.get(name) is not None and not ok(record[name]):
+            raise InputError(f"{where}: field {name!r} must be {what}, got {record[name]!r}")
+    return record
+
+
+def check_records_path(path: str | Path, option: str = "--records", *,
+                       inputs: Iterable[str | Path] = ()) -> Path:
+    """Refuse a records path that exists but is not a regular file (a folder, a FIFO, a
+    device) or is one of ``inputs`` (the manifest, an instance), naming ``option``; a missing
+    file (and its folders) is created later."""
+    path = Path(path)
+    for given in inputs:
+        with contextlib.suppress(OSError):
+            if path.exists() and os.path.samefile(path, given):
+                raise InputError(f"{option} {str(path)!r} is the input file {str(given)!r}: "
+                                 "refusing to append records to it")
+    if str(path) in ("", "."):
+        raise InputError(f"{option}: empty path")
+    try:
+        mode = path.stat().st_mode
+    except FileNotFoundError:
+        return path
+    except OSError as exc:
+        raise InputError(f"{option} {str(path)!r}: {exc.strerror or exc}") from None
+    if stat.S_ISDIR(mode):
+        raise InputError(f"{option} {str(path)!r} is a folder, not a records file")
+    if not stat.S_ISREG(mode):
+        raise InputError(f"{option} {str(path)!r} is not a regular file")
+    return path
+
+
+def load_records(path: str | Path, *, repair: bool = False, must_exist: bool = False
+                 ) -> list[dict[str, Any]]:
+    """Every complete record of a JSON-lines file (missing file: none, or an
+    :class:`InputError` with ``must_exist``).
+
+    A last line that is not newline-terminated is a torn write: it is ignored, and cut from
+    the file when ``repair`` is set (only a runner holding the file's lock may repair). A bad
+    line elsewhere is an :class:`InputError` naming ``path:line``.
     """
     path = Path(path)
     if not path.exists():
+        if must_exist:
+            raise InputError(f"{path}: no such records file")
         return []
-    raw = path.read_bytes()
+    check_records_path(path, "records file")
+    try:
+        raw = path.read_bytes()
+    except OSError as exc:
+        raise InputError(f"{path}: cannot read: {exc.strerror or exc}") from None
     *complete, tail = raw.split(b"\n")  # only the unterminated tail can be torn
     records: list[dict[str, Any]] = []
     for i, line in enumerate(complete, start=1):
         if not line.strip():
             continue
         try:
-            record = json.loads(line)
-        except ValueError:
+            record = json.loads(line, parse_constant=_not_json, parse_float=_finite)
+        except (ValueError, RecursionError):
             raise InputError(f"{path}:{i}: not a JSON record") from None
-        if not isinstance(record, dict) or record.get("format") != RECORD_FORMAT:
-            raise InputError(f"{path}:{i}: not an {RECORD_FORMAT} record")
-        records.append(record)
+        records.append(check_record(record, f"{path}:{i}"))
     if repair and tail:
         with path.open("r+b") as fh:
             fh.truncate(len(raw) - len(tail))
@@ -59,12 +162,38 @@ def load_records(path: str | Path, *, repair: bool = False) -> list[dict[str, An
 
 
 class RecordWriter:
-    """Appends records to a JSON-lines file, one synced line each."""
+    """Appends records to a JSON-lines file, one synced line each, holding its lock.
+
+    Opening takes an exclusive non-blocking ``flock`` on the file: if another runner holds
+    it, :class:`InputError` at once. On a filesystem without locks (``locked`` False) the
+    writer works unlocked.
+    """
 
     def __init__(self, path: str | Path) -> None:
-        self.path = Path(path)
-        self.path.parent.mkdir(parents=True, exist_ok=True)
-        self._fh = self.path.open("a", encoding="utf-8")
+        self.path = check_records_path(path)
+        try:
+            self.path.parent.mkdir(parents=True, exist_ok=True)
+            self._fh = self.path.open("a", encoding="utf-8")
+        except OSError as exc:
+            raise InputError(f"--records {str(self.path)!r}: cannot open for writing: "
+                             f"{exc.strerror or exc}") from None
+        self.locked = False
+        if fcntl is not None:
+            try:
+                fcntl.flock(self._fh.fileno(), fcntl.LOCK_EX | fcntl.LOCK_NB)
+                self.locked = True
+            except OSError as exc:
+                if exc.errno in (errno.EWOULDBLOCK, errno.EAGAIN, errno.EACCES):
+                    self._fh.close()
+                    raise InputError(f"--records {str(self.path)!r}: another runner holds "
+                                     "this records file (it is locked); wait for it to end "
+                                     "or choose another file") from None
+
+    def identity(self) -> tuple[int, int, int]:
+        """(descriptor, device, inode) of the open file, so a forked worker can let go of
+        its copy of the descriptor (and of the lock with it)."""
+        st = os.fstat(self._fh.fileno())
+        return self._fh.fileno(), st.st_dev, st.st_ino
 
     def write(self, record: Mapping[str, Any]) -> None:
         self._fh.write(json.dumps(record, allow_nan=False, separators=(",", ":")) + "\n")

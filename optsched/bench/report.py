@@ -7,11 +7,17 @@ when the best objective meets the best bound within 1e-6 the optimum is known an
 gap to the optimum. Rows aggregate one (mode, grid cell, method): mean gap with a 95 %
 Student-t confidence interval over the runs (instance seeds × method seeds), max gap, how many
 runs proved optimality, mean objective / best objective, mean runtime.
+
+Outputs go through :mod:`optsched.output`: the targets are checked before anything is
+rendered, every table and figure is rendered in memory (figures as PNG bytes), and all of
+them are then written atomically and all or nothing, so a failed report leaves the previous
+one whole.
 """
 
 from __future__ import annotations
 
 import csv
+import io
 import math
 from collections import defaultdict
 from collections.abc import Iterable, Mapping, Sequence
@@ -21,6 +27,7 @@ from typing import Any
 from scipy import stats
 
 from optsched.errors import InputError
+from optsched.output import output_target, write_outputs
 from optsched.result import is_optimal
 
 FORMATS = ("md", "csv", "tex")
@@ -164,14 +171,30 @@ def to_latex(cell_cols: Sequence[str], rows: Sequence[Mapping[str, Any]]) -> str
     return "\n".join(lines) + "\n"
 
 
-def to_csv(path: Path, cell_cols: Sequence[str], rows: Sequence[Mapping[str, Any]]) -> None:
+def csv_text(cell_cols: Sequence[str], rows: Sequence[Mapping[str, Any]]) -> str:
+    """The rows as CSV text (``\\r\\n`` line ends, as the csv module writes them)."""
     fields = ["mode", *cell_cols, "method", "runs", "solved", "optimal", "errors",
               "reference", "gap_mean", "gap_ci95", "gap_max", "obj_over_best",
               "runtime_mean_s"]
-    with path.open("w", newline="", encoding="utf-8") as fh:
-        writer = csv.DictWriter(fh, fieldnames=fields)
-        writer.writeheader()
-        writer.writerows(rows)
+    buf = io.StringIO(newline="")
+    writer = csv.DictWriter(buf, fieldnames=fields)
+    writer.writeheader()
+    writer.writerows(rows)
+    return buf.getvalue()
+
+
+def to_csv(path: Path, cell_cols: Sequence[str], rows: Sequence[Mapping[str, Any]]) -> None:
+    """Write :func:`csv_text` to ``path`` (atomically)."""
+    write_outputs([(path, csv_text(cell_cols, rows))])
+
+
+def _png(fig: Any) -> bytes:
+    import matplotlib.pyplot as plt
+
+    buf = io.BytesIO()
+    fig.savefig(buf, format="png", dpi=120)
+    plt.close(fig)
+    return buf.getvalue()
 
 
 def profiles(records: Iterable[Mapping[str, Any]]) -> dict[str, dict[str, list[float]]]:
@@ -192,9 +215,11 @@ def profiles(records: Iterable[Mapping[str, Any]]) -> dict[str, dict[str, list[f
     return {mode: {m: sorted(v) for m, v in by.items()} for mode, by in out.items()}
 
 
-def plot_profiles(records: Iterable[Mapping[str, Any]], path: Path) -> None:
+def plot_profiles(records: Iterable[Mapping[str, Any]], path: Path | None = None
+                  ) -> bytes:
     """Performance profiles (Dolan & Moré 2002) against the best bound: the share of runs
-    whose objective is within τ × the best certified bound of their instance."""
+    whose objective is within τ × the best certified bound of their instance, as PNG bytes
+    (also written atomically to ``path`` when given)."""
     import matplotlib
 
     matplotlib.use("Agg")
@@ -217,12 +242,16 @@ def plot_profiles(records: Iterable[Mapping[str, Any]], path: Path) -> None:
         ax.set_title(f"{mode} mode")
         ax.legend(fontsize=8, loc="lower right")
     fig.tight_layout()
-    fig.savefig(path, dpi=120)
-    plt.close(fig)
+    png = _png(fig)
+    if path is not None:
+        write_outputs([(path, png)])
+    return png
 
 
-def plot_gaps(cell_cols: Sequence[str], rows: Sequence[Mapping[str, Any]], path: Path) -> None:
-    """Mean gap (with 95 % CI) per grid cell, one line per (method, mode)."""
+def plot_gaps(cell_cols: Sequence[str], rows: Sequence[Mapping[str, Any]],
+              path: Path | None = None) -> bytes:
+    """Mean gap (with 95 % CI) per grid cell, one line per (method, mode), as PNG bytes
+    (also written atomically to ``path`` when given)."""
     import matplotlib
 
     matplotlib.use("Agg")
@@ -245,36 +274,53 @@ def plot_gaps(cell_cols: Sequence[str], rows: Sequence[Mapping[str, Any]], path:
     ax.set_ylabel("gap to best bound (%)")
     ax.legend(fontsize=8)
     fig.tight_layout()
-    fig.savefig(path, dpi=120)
-    plt.close(fig)
+    png = _png(fig)
+    if path is not None:
+        write_outputs([(path, png)])
+    return png
 
 
 def write_report(records: Iterable[Mapping[str, Any]], out: str | Path, *,
-                 formats: Sequence[str] = FORMATS, plots: bool = True) -> list[Path]:
-    """Write ``gaps.{md,csv,tex}`` and (with matplotlib) ``gaps.png``, ``profile.png``."""
+                 formats: Sequence[str] = FORMATS, plots: bool = True,
+                 inputs: Sequence[str | Path] = ()) -> list[Path]:
+    """Write ``gaps.{md,csv,tex}`` and (with matplotlib) ``gaps.png``, ``profile.png``.
+
+    ``out`` is a folder (created, with its parents, if missing); ``inputs`` are the records
+    files, which no output may overwrite. Everything is checked and rendered before the
+    first byte is written, and the files are then written all or nothing
+    (:func:`optsched.output.write_outputs`).
+    """
     records = dedupe(records)
     for fmt in formats:
         if fmt not in FORMATS:
             raise InputError(f"unknown report format {fmt!r} (known: {', '.join(FORMATS)})")
     out = Path(out)
-    out.mkdir(parents=True, exist_ok=True)
+    if out.exists() and not out.is_dir():
+        raise InputError(f"--out {str(out)!r} exists and is not a folder")
     cell_cols, rows = gap_rows(records)
-    written = []
-    for fmt in formats:
+    outputs: list[tuple[Path, str | bytes]] = []
+    for fmt in dict.fromkeys(formats):
         path = out / f"gaps.{fmt}"
         if fmt == "md":
-            path.write_text(to_markdown(cell_cols, rows), encoding="utf-8")
+            outputs.append((path, to_markdown(cell_cols, rows)))
         elif fmt == "tex":
-            path.write_text(to_latex(cell_cols, rows), encoding="utf-8")
+            outputs.append((path, to_latex(cell_cols, rows)))
         else:
-            to_csv(path, cell_cols, rows)
-        written.append(path)
+            outputs.append((path, csv_text(cell_cols, rows)))
     if plots:
         try:
             import matplotlib  # noqa: F401
         except ImportError:
-            return written
-        plot_gaps(cell_cols, rows, out / "gaps.png")
-        plot_profiles(records, out / "profile.png")
-        written += [out / "gaps.png", out / "profile.png"]
-    return written
+            pass
+        else:
+            outputs += [(out / "gaps.png", plot_gaps(cell_cols, rows)),
+                        (out / "profile.png", plot_profiles(records))]
+    try:
+        out.mkdir(parents=True, exist_ok=True)
+    except OSError as exc:
+        raise InputError(f"--out {str(out)!r}: cannot create the folder: "
+                         f"{exc.strerror or exc}") from None
+    for path, _ in outputs:
+        output_target(path, "--out", inputs=inputs)
+    write_outputs(outputs)
+    return [path for path, _ in outputs]

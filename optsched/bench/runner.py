@@ -3,22 +3,58 @@
 Each run solves one instance with one method through :func:`optsched.solve`, or simulates an
 online policy (a ``simulate`` method) through :func:`optsched.online.run.run_policy` — either
 way every schedule is checked — and yields one record, appended to a JSON-lines file as soon
-as it ends. A restarted runner skips every run whose key is already recorded, so killing it
-loses only the runs in flight and never duplicates a record. Runs execute in local processes
-by default, or on a Dask distributed cluster given its scheduler address (the ``dask`` extra);
-the records are the same either way, up to the timing fields.
+as it ends. Runs execute in local processes by default, or on a Dask distributed cluster given
+its scheduler address (the ``dask`` extra); the records are the same either way, up to the
+timing fields.
+
+Guarantees:
+
+- **Checked before anything runs.** :func:`plan` refuses unknown methods, modes and
+  parameters, a time limit that is not a finite number > 0, bad or repeated method seeds,
+  repeated methods or modes, and instance files that do not parse.
+- **Resumable, never duplicated.** A restarted runner skips every run whose key is already
+  recorded, so killing it loses only the runs in flight. One runner at a time holds a
+  records file (:class:`~optsched.bench.records.RecordWriter` locks it); a second one is
+  refused at once.
+- **Errors are records.** A method that raises — anything, ``SystemExit`` included — or
+  returns what cannot be written as JSON is recorded with status ``error`` and the runner
+  goes on. Runs execute in worker processes (even with one worker), so a method that kills
+  its process (``os._exit``, a crash, the OOM killer) cannot take the runner down: the runs
+  in flight are retried one by one, alone, and one whose worker dies again is recorded as an
+  error.
+- **Clean stop.** SIGINT (Ctrl-C) and SIGTERM stop the runner: every run already finished is
+  recorded (exactly once), the runs in flight are abandoned (their workers killed), and
+  :func:`run_benchmark` raises :class:`RunInterrupted` carrying the summary (the CLI exits
+  130 for SIGINT, 143 for SIGTERM). Workers ignore SIGINT — the runner stops them — so a
+  solver's own Ctrl-C handling (CP-SAT's) never sees it. (Only with ``inline=True``, for
+  debugging, do runs execute in the runner's own process; both signals are then held back
+  while a run executes, so the stop takes effect when the run in progress ends.)
+- **Workers die with the runner.** A local worker process asks the kernel to kill it when
+  the runner dies (Linux ``PR_SET_PDEATHSIG``; elsewhere a thread watching its parent), and
+  lets go of its inherited copy of the records file, so SIGKILL of the runner leaves no
+  worker behind and no lock held. (Solver subprocesses that a worker starts, CBC's, end on
+  their own time limit.)
 """
 
 from __future__ import annotations
 
+import contextlib
+import ctypes
+import math
+import multiprocessing
 import os
+import signal
 import sys
+import threading
 import time
-from collections.abc import Iterable, Iterator, Mapping, Sequence
-from concurrent.futures import ProcessPoolExecutor, as_completed
+from collections import deque
+from collections.abc import Iterator, Mapping, Sequence
+from concurrent.futures import FIRST_COMPLETED, Future, ProcessPoolExecutor, wait
+from concurrent.futures.process import BrokenProcessPool
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from pathlib import Path
+from types import FrameType
 from typing import Any, TextIO
 
 from optsched.bench.manifest import Manifest
@@ -33,10 +69,18 @@ from optsched.bench.records import (
 from optsched.errors import InputError, UnknownNameError
 from optsched.io import instance_from_dict, read_json
 from optsched.online.run import run_policy
+from optsched.output import json_text
 from optsched.placement.model import INSTANCE_FORMAT as PLACEMENT_INSTANCE_FORMAT
 from optsched.placement.model import placement_instance_from_dict
 from optsched.placement.place import place
 from optsched.solve import MethodInfo, get_method, load_plugin, solve
+
+#: Signals that stop the runner cleanly.
+STOP_SIGNALS = (signal.SIGINT, signal.SIGTERM)
+#: Method seeds are passed to solvers as 32-bit integers.
+MAX_SEED = 2**31 - 1
+_PR_SET_PDEATHSIG = 1
+_POLL_S = 0.2
 
 
 @dataclass(frozen=True)
@@ -60,6 +104,30 @@ class Run:
                        self.time_limit)
 
 
+def _once(values: Sequence[Any], option: str) -> None:
+    seen = set()
+    for value in values:
+        if value in seen:
+            raise InputError(f"{option} lists {value!r} twice")
+        seen.add(value)
+
+
+def check_time_limit(time_limit: float | None) -> None:
+    """Refuse a time limit that is not a finite number of seconds > 0 (``--time-limit``)."""
+    if time_limit is None:
+        return
+    if (isinstance(time_limit, bool) or not isinstance(time_limit, int | float)
+            or not (math.isfinite(time_limit) and time_limit > 0)):
+        raise InputError(f"--time-limit must be a finite number of seconds > 0, "
+                         f"got {time_limit!r}")
+
+
+def check_workers(workers: Any) -> None:
+    """Refuse a worker count that is not an integer >= 1 (``--workers``)."""
+    if isinstance(workers, bool) or not isinstance(workers, int) or workers < 1:
+        raise InputError(f"--workers must be an integer >= 1, got {workers!r}")
+
+
 def plan(
     manifest: Manifest,
     methods: Sequence[str],
@@ -72,16 +140,41 @@ def plan(
 ) -> list[Run]:
     """Every run of ``methods`` × the manifest's instances × ``modes`` × ``seeds``.
 
-    ``modes`` None runs each instance in its own mode. Unknown methods, modes a method does
-    not support and unknown parameters are refused here, before anything runs.
+    ``modes`` None runs each instance in its own mode. Refused here, before anything runs
+    (:class:`InputError` naming the option and the value): unknown methods, modes a method
+    does not support, unknown parameters, a time limit that is not a finite number > 0,
+    seeds outside [0, 2^31), a method, mode or seed given twice, an instance file that is
+    missing or does not parse. (Parameter *values* are parsed by each method when it runs;
+    the registry offers no way to check them earlier.)
     """
     if not methods:
         raise InputError("bench run needs at least one method")
+    check_time_limit(time_limit)
+    if not seeds:
+        raise InputError("--seeds needs at least one seed")
+    for seed in seeds:
+        if isinstance(seed, bool) or not isinstance(seed, int) or not 0 <= seed <= MAX_SEED:
+            raise InputError(f"--seeds must be integers in [0, {MAX_SEED}], got {seed!r}")
+    _once(methods, "--method")
+    _once(seeds, "--seeds")
+    _once(modes or (), "--mode")
     for module in plugins:
         load_plugin(module)
     params = dict(params or {})
-    instances = {name: read_json(manifest.path.parent / entry["file"])
-                 for name, entry in manifest.instances.items()}
+    instances = {}
+    for name, entry in manifest.instances.items():
+        path = manifest.path.parent / entry["file"]
+        data = read_json(path)
+        if not isinstance(data, dict):
+            raise InputError(f"{path}: not an instance object")
+        try:
+            if data.get("format") == PLACEMENT_INSTANCE_FORMAT:
+                placement_instance_from_dict(data)
+            else:
+                instance_from_dict(data)
+        except InputError as exc:
+            raise InputError(f"{path}: {exc}") from None
+        instances[name] = data
     # a set holds placement instances (place methods) or scheduling instances (the others)
     placement = any(data.get("format") == PLACEMENT_INSTANCE_FORMAT
                     for data in instances.values())
@@ -113,18 +206,44 @@ def _method(name: str, placement: bool = False) -> MethodInfo:
     raise UnknownNameError(f"unknown {what} method {name!r} (see optsched methods)")
 
 
+def _error_text(exc: BaseException) -> str:
+    text = str(exc).splitlines()[0] if str(exc).strip() else ""
+    return f"{type(exc).__name__}: {text}" if text else type(exc).__name__
+
+
+def _base_record(run: Run) -> dict[str, Any]:
+    return {"format": RECORD_FORMAT, "key": run.key, "instance": run.instance,
+            "cell": dict(run.cell), "instance_seed": run.instance_seed, "method": run.method,
+            "mode": run.mode, "seed": run.seed, "params": dict(run.params),
+            "time_limit": run.time_limit}
+
+
+def _finish(record: dict[str, Any]) -> dict[str, Any]:
+    record.update(versions=versions(), machine=machine(),
+                  finished_at=datetime.now(UTC).isoformat(timespec="seconds"))
+    return record
+
+
+def error_record(run: Run, message: str, runtime_s: float = 0.0) -> dict[str, Any]:
+    """The record of a run that failed with ``message`` (status ``error``)."""
+    record = _base_record(run)
+    record.update(status="error", objective=None, bound=None, gap=None, runtime_s=runtime_s,
+                  metrics=None, extra={}, error=message)
+    return _finish(record)
+
+
 def execute(run: Run) -> dict[str, Any]:
-    """Solve one run and return its record; a failure is recorded as status ``error``."""
-    for module in run.plugins:
-        load_plugin(module)
-    record: dict[str, Any] = {
-        "format": RECORD_FORMAT, "key": run.key, "instance": run.instance,
-        "cell": dict(run.cell), "instance_seed": run.instance_seed, "method": run.method,
-        "mode": run.mode, "seed": run.seed, "params": dict(run.params),
-        "time_limit": run.time_limit,
-    }
+    """Solve one run and return its record; a failure is recorded as status ``error``.
+
+    Anything the method raises is caught — ``SystemExit`` and other ``BaseException``
+    subclasses included, except ``KeyboardInterrupt`` — and so is a result that cannot be
+    written as JSON (NaN, Infinity, objects): the record is always valid.
+    """
+    record = _base_record(run)
     started = time.perf_counter()
     try:
+        for module in run.plugins:
+            load_plugin(module)
         kind = "place" if run.mode == "placement" else _method(run.method).kind
         if kind == "place":
             result, _ = place(placement_instance_from_dict(run.instance_data), run.method,
@@ -144,36 +263,272 @@ def execute(run: Run) -> dict[str, Any]:
         record.update(status=str(result.status), objective=result.objective,
                       bound=result.bound, gap=result.gap, runtime_s=result.runtime_s,
                       metrics=metrics, extra=dict(result.extra), error=None)
-    except Exception as exc:  # recorded, so the run is not retried blindly
-        record.update(status="error", objective=None, bound=None, gap=None,
-                      runtime_s=time.perf_counter() - started, metrics=None, extra={},
-                      error=f"{type(exc).__name__}: {exc}".splitlines()[0])
-    record.update(versions=versions(), machine=machine(),
-                  finished_at=datetime.now(UTC).isoformat(timespec="seconds"))
-    return record
+    except KeyboardInterrupt:
+        raise
+    except BaseException as exc:  # recorded, so the run is not retried blindly
+        return error_record(run, _error_text(exc), time.perf_counter() - started)
+    try:
+        json_text(record, indent=None)  # NaN/Infinity: ValueError; objects: TypeError
+    except (TypeError, ValueError) as exc:
+        return error_record(run, f"the result cannot be written as JSON: {_error_text(exc)}",
+                            time.perf_counter() - started)
+    return _finish(record)
 
 
-def _local(runs: Sequence[Run], workers: int) -> Iterator[dict[str, Any]]:
-    if workers == 1:
-        yield from map(execute, runs)
+# -- stopping --------------------------------------------------------------------------------
+
+class RunInterrupted(KeyboardInterrupt):
+    """The runner stopped on SIGINT or SIGTERM after recording every finished run.
+
+    ``summary`` says what this invocation did; ``signum`` is the signal; ``exit_code`` the
+    conventional shell status (128 + signal: 130 for SIGINT, 143 for SIGTERM).
+    """
+
+    def __init__(self, summary: Summary, signum: int) -> None:
+        super().__init__(f"interrupted by {signal.Signals(signum).name}")
+        self.summary = summary
+        self.signum = signum
+
+    @property
+    def signal_name(self) -> str:
+        return signal.Signals(self.signum).name
+
+    @property
+    def exit_code(self) -> int:
+        return 128 + self.signum
+
+
+class _StopFlag:
+    """While entered (main thread only), SIGINT and SIGTERM set ``signum`` instead of
+    raising, so a stop can never tear a record or a lock; the previous handlers come back
+    on exit."""
+
+    def __init__(self) -> None:
+        self.signum: int | None = None
+        self._saved: dict[int, Any] = {}
+
+    def _handle(self, signum: int, frame: FrameType | None) -> None:
+        if self.signum is None:
+            self.signum = signum
+
+    def __enter__(self) -> _StopFlag:
+        if threading.current_thread() is threading.main_thread():
+            for sig in STOP_SIGNALS:
+                self._saved[sig] = signal.signal(sig, self._handle)
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        for sig, old in self._saved.items():
+            signal.signal(sig, signal.SIG_DFL if old is None else old)
+
+
+@contextlib.contextmanager
+def _signals_held() -> Iterator[None]:
+    """Hold SIGINT and SIGTERM back (pending, not lost) in this thread; a held signal is
+    delivered when the block ends."""
+    if not hasattr(signal, "pthread_sigmask"):  # pragma: no cover - not POSIX
+        yield
         return
-    with ProcessPoolExecutor(max_workers=workers) as pool:
-        futures = [pool.submit(execute, run) for run in runs]
-        for future in as_completed(futures):
-            yield future.result()
+    old = signal.pthread_sigmask(signal.SIG_BLOCK, STOP_SIGNALS)
+    try:
+        yield
+    finally:
+        signal.pthread_sigmask(signal.SIG_SETMASK, old)
 
 
-def _dask(runs: Sequence[Run], scheduler: str) -> Iterator[dict[str, Any]]:
+# -- local workers ---------------------------------------------------------------------------
+
+def _die_with_parent() -> bool:
+    """Ask the kernel to SIGKILL this process when its parent dies (Linux)."""
+    if not sys.platform.startswith("linux"):
+        return False
+    try:
+        libc = ctypes.CDLL(None, use_errno=True)
+        return bool(libc.prctl(_PR_SET_PDEATHSIG, int(signal.SIGKILL), 0, 0, 0) == 0)
+    except (OSError, AttributeError):
+        return False
+
+
+def _watch_parent(parent: int) -> None:
+    while os.getppid() == parent:
+        time.sleep(0.5)
+    os.kill(os.getpid(), signal.SIGKILL)
+
+
+def _worker_init(parent: int, inherited: tuple[tuple[int, int, int], ...]) -> None:
+    """Set up a worker process: immune to SIGINT (the runner stops it), default SIGTERM,
+    dies with the runner, and lets go of the records file it inherited."""
+    if hasattr(signal, "pthread_sigmask"):
+        signal.pthread_sigmask(signal.SIG_BLOCK, {signal.SIGINT})
+    signal.signal(signal.SIGINT, signal.SIG_IGN)
+    signal.signal(signal.SIGTERM, signal.SIG_DFL)
+    for fd, dev, ino in inherited:  # same file as the runner's: point the copy at devnull
+        with contextlib.suppress(OSError):
+            st = os.fstat(fd)
+            if (st.st_dev, st.st_ino) == (dev, ino):
+                null = os.open(os.devnull, os.O_RDWR)
+                os.dup2(null, fd)
+                os.close(null)
+    if not _die_with_parent():
+        threading.Thread(target=_watch_parent, args=(parent,), daemon=True).start()
+    if os.getppid() != parent:  # the runner died before the request took effect
+        os._exit(1)
+
+
+class _Pool:
+    """A process pool of ``workers`` set up by :func:`_worker_init`, that can be killed."""
+
+    def __init__(self, workers: int, inherited: tuple[tuple[int, int, int], ...]) -> None:
+        fork = "fork" in multiprocessing.get_all_start_methods()
+        context = multiprocessing.get_context("fork" if fork else None)
+        self.executor = ProcessPoolExecutor(
+            max_workers=workers, mp_context=context, initializer=_worker_init,
+            initargs=(os.getpid(), inherited if fork else ()))
+
+    def submit(self, run: Run) -> Future[dict[str, Any]]:
+        return self.executor.submit(execute, run)
+
+    def close(self, kill: bool) -> None:
+        """Shut down; with ``kill``, SIGKILL the workers first (their runs are abandoned)."""
+        if kill:
+            for proc in list((self.executor._processes or {}).values()):
+                with contextlib.suppress(Exception):
+                    proc.kill()
+        self.executor.shutdown(wait=True, cancel_futures=True)
+
+
+def _died(codes: Sequence[int | None]) -> str:
+    for code in codes:
+        if code is not None and code < 0:
+            try:
+                name = signal.Signals(-code).name
+                return f"killed by {name}" + (", e.g. out of memory" if name == "SIGKILL"
+                                              else "")
+            except ValueError:
+                return f"killed by signal {-code}"
+        if code:
+            return f"exit code {code}"
+    return "cause unknown"
+
+
+def _isolated(run: Run, stop: _StopFlag, inherited: tuple[tuple[int, int, int], ...]
+              ) -> Iterator[tuple[Run, dict[str, Any]]]:
+    """Run ``run`` alone in a fresh worker; a worker that dies again makes an error record."""
+    pool = _Pool(1, inherited)
+    closed = False
+    try:
+        future = pool.submit(run)
+        procs = list((pool.executor._processes or {}).values())
+        while not stop.signum and not future.done():
+            wait([future], timeout=_POLL_S)
+        if not future.done():
+            return  # stopped: the run is abandoned (the worker killed below)
+        try:
+            record = future.result()
+        except BrokenProcessPool:
+            pool.close(kill=False)  # reaps the dead worker, so its exit code is known
+            closed = True
+            record = error_record(run, "the worker process died while running it "
+                                  f"({_died([p.exitcode for p in procs])})")
+        except Exception as exc:
+            record = error_record(run, f"worker failure: {_error_text(exc)}")
+        if not closed:
+            pool.close(kill=False)
+            closed = True
+        yield run, record
+    finally:
+        if not closed:
+            pool.close(kill=True)
+
+
+def _local(runs: Sequence[Run], workers: int, stop: _StopFlag,
+           inherited: tuple[tuple[int, int, int], ...]) -> Iterator[tuple[Run, dict[str, Any]]]:
+    """Runs in ``workers`` worker processes, at most one queued per worker (so a stop
+    abandons only the runs in flight). When a worker dies, the runs then in flight are
+    retried one by one alone (:func:`_isolated`) before the pool starts afresh."""
+    queue = deque(runs)
+    idle_breaks = 0
+    while queue and not stop.signum:
+        size = min(workers, len(queue))
+        pool = _Pool(size, inherited)
+        inflight: dict[Future[dict[str, Any]], Run] = {}
+        suspects: list[Run] = []
+        kill, broken = True, False
+        try:
+            while (queue or inflight) and not stop.signum and not broken:
+                while queue and len(inflight) < size:
+                    try:
+                        future = pool.submit(queue[0])
+                    except BrokenProcessPool:  # a worker died since the last wait
+                        broken = True
+                        break
+                    inflight[future] = queue.popleft()
+                done, _ = wait(inflight, timeout=_POLL_S, return_when=FIRST_COMPLETED)
+                for future in done:
+                    run = inflight.pop(future)
+                    try:
+                        record = future.result()
+                    except BrokenProcessPool:
+                        suspects.append(run)
+                        broken = True
+                        continue
+                    except Exception as exc:
+                        record = error_record(run, f"worker failure: {_error_text(exc)}")
+                    yield run, record
+            # stopping: keep the runs that finished before the stop, abandon the others
+            for future, run in list(inflight.items()):
+                if future.done() and not future.cancelled() and future.exception() is None:
+                    del inflight[future]
+                    yield run, future.result()
+            kill = bool(inflight) or broken
+        finally:
+            pool.close(kill=kill)
+        if broken and not stop.signum:
+            suspects += inflight.values()  # broken pool: every run in flight is a suspect
+            idle_breaks = 0 if suspects else idle_breaks + 1
+            if idle_breaks >= 3:
+                raise RuntimeError("worker processes keep dying with no run in flight")
+            for run in suspects:
+                if stop.signum:
+                    break
+                yield from _isolated(run, stop, inherited)
+
+
+def _inline(runs: Sequence[Run], stop: _StopFlag) -> Iterator[tuple[Run, dict[str, Any]]]:
+    """Runs in this process, one at a time, with stop signals held back during each."""
+    for run in runs:
+        if stop.signum:
+            return
+        with _signals_held():
+            record = execute(run)
+        yield run, record
+
+
+def _dask(runs: Sequence[Run], scheduler: str, stop: _StopFlag
+          ) -> Iterator[tuple[Run, dict[str, Any]]]:
     try:
         from distributed import Client
         from distributed import as_completed as dask_completed
     except ImportError:
         raise InputError("--scheduler needs Dask: pip install 'optsched[dask]'") from None
     with Client(scheduler) as client:
-        futures = [client.submit(execute, run, key=f"optsched-run-{i}-{run.key}", pure=False)
-                   for i, run in enumerate(runs)]
-        for future in dask_completed(futures):
-            yield future.result()
+        futures = {client.submit(execute, run, key=f"optsched-run-{i}-{run.key}", pure=False):
+                   run for i, run in enumerate(runs)}
+        pending = dask_completed(list(futures))
+        try:
+            while not stop.signum and not pending.is_empty():
+                batch = pending.next_batch(block=False)
+                if not batch:
+                    time.sleep(_POLL_S)
+                for future in batch:
+                    try:
+                        record = future.result()
+                    except Exception as exc:
+                        record = error_record(futures[future],
+                                              f"worker failure: {_error_text(exc)}")
+                    yield futures[future], record
+        finally:
+            client.cancel([f for f in futures if not f.done()])
 
 
 @dataclass
@@ -185,6 +540,11 @@ class Summary:
     finished: int = 0
     errors: int = 0
     elapsed_s: float = 0.0
+
+    @property
+    def remaining(self) -> int:
+        """Runs neither recorded before nor finished by this invocation."""
+        return self.planned - self.skipped - self.finished
 
 
 def _progress(stream: TextIO, done: int, total: int, record: Mapping[str, Any],
@@ -209,41 +569,66 @@ def run_benchmark(
     scheduler: str | None = None,
     manifest: Manifest | None = None,
     progress: TextIO | None = sys.stderr,
+    inline: bool = False,
 ) -> Summary:
     """Execute the runs not yet in ``records``, appending a record as each one ends.
 
-    ``workers`` local processes (1: in this process) unless ``scheduler`` names a Dask
-    scheduler. The manifest, when given, is updated and saved after every record.
+    ``workers`` local worker processes unless ``scheduler`` names a Dask scheduler or
+    ``inline`` asks for the runs to execute one by one in this process (for debugging: a
+    method that kills its process then kills the runner, and a stop waits for the run in
+    progress). The records file is locked for the whole call (a second runner on it gets an
+    :class:`InputError` at once). The manifest, when given, is updated and saved after every
+    record. SIGINT or SIGTERM (received in the main thread) stops the call cleanly and
+    raises :class:`RunInterrupted` (see the module's guarantees).
     """
-    if workers < 1:
-        raise InputError("workers must be >= 1")
-    if workers > (os.cpu_count() or 1) and progress is not None:
-        progress.write(f"warning: {workers} workers on {os.cpu_count()} CPUs: runtimes will "
-                       "be inflated\n")
+    check_workers(workers)
     keys = [run.key for run in runs]
     if len(set(keys)) != len(keys):
         raise InputError("the plan lists the same run twice")
-    existing = load_records(records, repair=True)
-    done = {r["key"] for r in existing}
-    # in case a run ended after its record was written but before the manifest was saved
-    if manifest is not None and any([manifest.update(r) for r in existing]):
-        manifest.save()
-    todo = [run for run in runs if run.key not in done]
-    summary = Summary(planned=len(runs), skipped=len(runs) - len(todo))
-    if progress is not None and summary.skipped:
-        progress.write(f"resuming: {summary.skipped} of {len(runs)} runs already recorded\n")
-    started = time.perf_counter()
-    stream: Iterable[dict[str, Any]] = (_dask(todo, scheduler) if scheduler
-                                        else _local(todo, workers))
     with RecordWriter(records) as writer:
-        for record in stream:
-            writer.write(record)
-            summary.finished += 1
-            summary.errors += record["status"] == "error"
-            if manifest is not None and manifest.update(record):
-                manifest.save()
-            if progress is not None:
-                _progress(progress, summary.finished, len(todo), record,
-                          time.perf_counter() - started)
-    summary.elapsed_s = time.perf_counter() - started
+        if not writer.locked and progress is not None:
+            progress.write(f"warning: cannot lock {records}: make sure no other runner "
+                           "writes to it\n")
+        existing = load_records(records, repair=True)
+        done = {r["key"] for r in existing}
+        # in case a run ended after its record was written but before the manifest was saved
+        if manifest is not None:
+            manifest.fold(existing)
+        todo = [run for run in runs if run.key not in done]
+        summary = Summary(planned=len(runs), skipped=len(runs) - len(todo))
+        if progress is not None and summary.skipped:
+            progress.write(f"resuming: {summary.skipped} of {len(runs)} runs already "
+                           "recorded\n")
+        if (workers > (os.cpu_count() or 1) and progress is not None and not scheduler
+                and len(todo) > 1):
+            progress.write(f"warning: {workers} workers on {os.cpu_count()} CPUs: runtimes "
+                           "will be inflated\n")
+        started = time.perf_counter()
+        with _StopFlag() as stop:
+            stream: Iterator[tuple[Run, dict[str, Any]]]
+            if not todo:
+                stream = iter(())
+            elif scheduler:
+                stream = _dask(todo, scheduler, stop)
+            elif inline:
+                stream = _inline(todo, stop)
+            else:
+                stream = _local(todo, workers, stop, (writer.identity(),))
+            try:
+                for _, record in stream:
+                    writer.write(record)
+                    summary.finished += 1
+                    summary.errors += record["status"] == "error"
+                    if manifest is not None:
+                        manifest.fold([record])
+                    if progress is not None:
+                        _progress(progress, summary.finished, len(todo), record,
+                                  time.perf_counter() - started)
+            finally:
+                close = getattr(stream, "close", None)
+                if close is not None:
+                    close()
+            summary.elapsed_s = time.perf_counter() - started
+            if stop.signum is not None:
+                raise RunInterrupted(summary, stop.signum)
     return summary

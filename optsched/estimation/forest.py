@@ -14,6 +14,12 @@ decide on.
 in steps, RMSE and R² per label, for the forest and the paper's comparison models (linear
 regression, decision tree, AdaBoost, gradient boosting). scikit-learn is the optional
 ``estimation`` extra, imported lazily.
+
+Guarantees: a seed outside [0, :data:`~optsched.limits.MAX_SEED`], an evaluation
+that would score nothing (``test_jobs`` < 1, ``step`` < 1, no job left to train on, a step
+larger than the training pool) and a prediction or score that is not finite are
+:class:`~optsched.errors.InputError` naming the parameter or label, never a silent empty or
+NaN result.
 """
 
 from __future__ import annotations
@@ -28,6 +34,7 @@ import numpy as np
 from optsched.errors import InputError
 from optsched.estimation.runs import LABELS, Run
 from optsched.instance import Instance
+from optsched.limits import check_seed
 from optsched.placement.model import PlacementInstance
 
 MODELS = ("forest", "linear", "tree", "adaboost", "gbdt")
@@ -74,8 +81,12 @@ class ResourceEstimator:
         return np.array([[r.features.get(k, 0.0) for k in self.features] for r in runs])
 
     def fit(self, runs: Sequence[Run]) -> ResourceEstimator:
+        """Train on ``runs`` (InputError: no run, an unknown model, a bad seed)."""
         if not runs:
             raise InputError("no run to train on")
+        if self.model not in MODELS:
+            raise InputError(f"model must be one of {MODELS}, got {self.model!r}")
+        check_seed(self.seed)
         self.features = tuple(sorted({k for r in runs for k in r.features}))
         self.labels = tuple(k for k in LABELS if all(k in r.labels for r in runs))
         self._fitted = {}
@@ -91,7 +102,9 @@ class ResourceEstimator:
         return self
 
     def predict(self, runs: Sequence[Run]) -> list[dict[str, float]]:
-        """Predicted labels for each row (features and job type only are read)."""
+        """Predicted labels for each row (features and job type only are read); a prediction
+        that is not finite (features far outside the training data) is an InputError naming
+        the row's job and the label."""
         if not self._fitted:
             raise InputError("the estimator is not trained")
         out: list[dict[str, float]] = [{} for _ in runs]
@@ -104,6 +117,10 @@ class ResourceEstimator:
             for label in self.labels:
                 for i, value in zip(rows, self._fitted[job_type, label].predict(x),
                                     strict=True):
+                    if not math.isfinite(value):
+                        raise InputError(f"job {runs[i].job!r}: the {self.model} prediction "
+                                         f"of {label!r} is not finite ({value}); its features "
+                                         "are far outside the training data")
                     out[i][label] = float(value)
         return out
 
@@ -170,10 +187,25 @@ class Score:
 def evaluate(runs: Sequence[Run], *, test_jobs: int = 50, step: int = 50,
              models: Sequence[str] = MODELS, seed: int = 0) -> list[Score]:
     """The paper's protocol: jobs shuffled (seeded); the last ``test_jobs`` jobs test, the
-    first 50, 100, … train; RMSE and R² per label on the test rows."""
+    first ``step``, 2·``step``, … train; RMSE and R² per label on the test rows.
+
+    Raises InputError, naming the parameter, when nothing would be scored: ``test_jobs`` or
+    ``step`` below 1, no job left to train on, or ``step`` above the training jobs; and naming
+    the label when a score is not finite (labels too large to square)."""
+    if test_jobs < 1:
+        raise InputError(f"test_jobs must be >= 1, got {test_jobs}")
+    if step < 1:
+        raise InputError(f"step must be >= 1, got {step}")
+    for kind in models:
+        if kind not in MODELS:
+            raise InputError(f"model must be one of {MODELS}, got {kind!r}")
+    check_seed(seed)
     jobs = list(dict.fromkeys(r.job for r in runs))
     if len(jobs) <= test_jobs:
         raise InputError(f"need more than {test_jobs} jobs, got {len(jobs)}")
+    if step > len(jobs) - test_jobs:
+        raise InputError(f"step {step} exceeds the {len(jobs) - test_jobs} training jobs "
+                         f"({len(jobs)} jobs, {test_jobs} to test): nothing would be scored")
     order = [jobs[i] for i in np.random.default_rng(seed).permutation(len(jobs))]
     test_ids = set(order[-test_jobs:])
     test = [r for r in runs if r.job in test_ids]
@@ -191,5 +223,8 @@ def evaluate(runs: Sequence[Run], *, test_jobs: int = 50, step: int = 50,
                 rmse = float(np.sqrt(np.mean((truth - guess) ** 2)))
                 spread = float(np.sum((truth - truth.mean()) ** 2))
                 r2 = 1.0 - float(np.sum((truth - guess) ** 2)) / spread if spread else 0.0
+                if not (math.isfinite(rmse) and math.isfinite(r2)):
+                    raise InputError(f"label {label!r}: the {kind} scores are not finite "
+                                     f"(RMSE {rmse}, R² {r2}); the labels are too large")
                 scores.append(Score(kind, size, label, rmse, r2))
     return scores

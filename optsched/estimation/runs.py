@@ -13,19 +13,37 @@ The synthetic generator draws jobs as Liquid's experiments do (1–2 PSs, 1–4 
 = 4·U{1..8}, num_batches = 50·U{4..20}) over five job types and computes labels from a stated
 ground truth with multiplicative log-normal noise (σ = ``noise``). The ground truth is invented
 for testing the estimator: it is *not* a measurement.
+
+Guarantees:
+
+- **Reading refuses, naming the file (and line and column), never guesses:** a file that is not
+  UTF-8 (a UTF-8 byte-order mark is accepted and dropped), malformed CSV, a header that is
+  empty, has an empty or duplicated column name, or lacks ``job_type``, ``role`` or every
+  label column, a row whose field count differs from the header's, a role other than ``ps`` /
+  ``worker``, and a label or numeric feature that is not a finite number of magnitude at most
+  :data:`~optsched.limits.MAX_VALUE` (``inf``, ``nan``, ``1e309``).
+- **Writing is atomic** (:func:`optsched.output.write_file`): a kill leaves the old file or
+  the complete new one.
+- **Generation is bounded:** at most :data:`MAX_SYNTHETIC_JOBS` jobs (about 4 rows and 600
+  bytes of CSV each, built in memory before the atomic write: at most ~0.6 GB) and a noise σ in
+  [0, :data:`MAX_NOISE`] (a larger σ pushes labels past the accepted magnitude), so what is
+  generated can always be read back.
 """
 
 from __future__ import annotations
 
 import csv
+import io
 import math
-from collections.abc import Sequence
+from collections.abc import Iterable, Iterator, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
 import numpy as np
 
 from optsched.errors import InputError
+from optsched.limits import MAX_VALUE
+from optsched.output import write_file
 
 LABELS = ("cpu", "mem", "bw_rx", "bw_tx", "gpu_util", "gpu_util_std", "gpu_mem")
 #: job type → (model size MB, GPU util % at batch 32, GPU memory MB at batch 0, MB per sample)
@@ -36,6 +54,15 @@ SYNTHETIC_TYPES = {
     "inceptionv3": (92.0, 75.0, 2300.0, 55.0),
     "vgg16": (528.0, 85.0, 3500.0, 80.0),
 }
+#: The feature columns of synthetic runs, as :func:`write_runs` orders them.
+SYNTHETIC_FEATURES = ("batch_size", "num_batches", "num_gpus", "ps_number", "worker_number")
+#: Most jobs :func:`synthetic_runs` draws: about 4 million rows, ~0.6 GB of CSV in memory.
+MAX_SYNTHETIC_JOBS = 1_000_000
+#: Largest log-normal σ of the synthetic noise: with σ = 1 the largest of millions of draws
+#: multiplies a label by about e^5.5 ≈ 250, keeping labels far below MAX_VALUE.
+MAX_NOISE = 1.0
+#: Rows and CSV bytes per synthetic job, on average (measured).
+_ROWS_PER_JOB, _BYTES_PER_JOB = 4.0, 590.0
 
 
 @dataclass(frozen=True)
@@ -57,64 +84,176 @@ def fnv1a_32(text: str) -> int:
     return h
 
 
-def _feature(value: str) -> float:
+def _number(value: str) -> float | None:
+    """``value`` as a float, or None when it is not a number at all."""
     try:
-        number = float(value)
+        return float(value)
     except ValueError:
-        return float(fnv1a_32(value))
-    return number if math.isfinite(number) else 0.0
+        return None
+
+
+def _bad_number(value: float) -> bool:
+    return not (math.isfinite(value) and abs(value) <= MAX_VALUE)
 
 
 def read_runs(path: str | Path) -> list[Run]:
-    """Read a runs CSV (see the module docstring)."""
-    path = Path(path)
+    """Read a runs CSV (see the module docstring); bad content is an :class:`InputError`
+    naming the file, and the line and column where there is one."""
+    name = str(path)
     try:
-        lines = path.read_text().splitlines()
+        raw = Path(path).read_bytes()
     except OSError as exc:
-        raise InputError(f"cannot read runs {path}: {exc.strerror}") from None
-    rows = list(csv.DictReader(lines))
-    if not rows or not {"job_type", "role"} <= set(rows[0]):
-        raise InputError(f"{path}: a runs CSV needs a header with job_type and role, and rows")
-    if not set(LABELS) & set(rows[0]):
-        raise InputError(f"{path}: no label column (one of {', '.join(LABELS)})")
+        raise InputError(f"cannot read runs {name}: {exc.strerror or exc}") from None
+    try:
+        text = raw.decode("utf-8-sig")
+    except UnicodeDecodeError as exc:
+        line = raw.count(b"\n", 0, exc.start) + 1
+        raise InputError(f"{name}:{line}: not UTF-8 (byte 0x{raw[exc.start]:02x} at offset "
+                         f"{exc.start}); save the runs CSV as UTF-8") from None
+    reader = csv.reader(io.StringIO(text, newline=""))
+    try:
+        return _runs(name, reader)
+    except csv.Error as exc:
+        raise InputError(f"{name}:{reader.line_num}: malformed CSV: {exc}") from None
+
+
+def _runs(name: str, reader: Iterator[list[str]]) -> list[Run]:
+    header = next(reader, None)
+    if header is None:
+        raise InputError(f"{name}: empty; a runs CSV needs a header with job_type and role, "
+                         "and rows")
+    if header in ([], [""]):
+        raise InputError(f"{name}:1: blank header line (a runs CSV starts with a header with "
+                         "job_type and role)")
+    seen: set[str] = set()
+    for i, column in enumerate(header, 1):
+        if not column:
+            raise InputError(f"{name}:1: column {i} of the header has no name")
+        if column in seen:
+            raise InputError(f"{name}:1: column {column!r} appears twice in the header")
+        seen.add(column)
+    for column in ("job_type", "role"):
+        if column not in seen:
+            raise InputError(f"{name}:1: missing required column {column!r} (a runs CSV needs "
+                             "job_type, role and a label column)")
+    labels = [k for k in LABELS if k in seen]
+    if not labels:
+        raise InputError(f"{name}: no label column (one of {', '.join(LABELS)})")
+    features = [k for k in header if k not in LABELS and k not in ("job_type", "role", "job")]
+    line = getattr(reader, "line_num", 0)
     runs = []
-    for n, row in enumerate(rows, 2):
+    for fields in reader:
+        line = getattr(reader, "line_num", line + 1)
+        if not fields:
+            continue  # a blank line
+        if len(fields) != len(header):
+            raise InputError(f"{name}:{line}: {len(fields)} fields, but the header has "
+                             f"{len(header)}")
+        row = dict(zip(header, fields, strict=True))
         if row["role"] not in ("ps", "worker"):
-            raise InputError(f"{path.name}:{n}: role must be ps or worker, got {row['role']!r}")
-        labels = {}
-        for k in LABELS:
-            if k in row:
-                try:
-                    labels[k] = float(row[k])
-                except ValueError:
-                    raise InputError(f"{path.name}:{n}: {k} must be a number, "
-                                     f"got {row[k]!r}") from None
-        features = {k: _feature(v) for k, v in row.items()
-                    if k not in LABELS and k not in ("job_type", "role", "job")}
-        features["role"] = 1.0 if row["role"] == "ps" else 0.0
-        runs.append(Run(row["job_type"], row["role"], features, labels,
-                        row.get("job") or f"row{n}"))
+            raise InputError(f"{name}:{line}: role must be ps or worker, got {row['role']!r}")
+        values: dict[str, float] = {}
+        for k in labels:
+            number = _number(row[k])
+            if number is None:
+                raise InputError(f"{name}:{line}: column {k!r} must be a number, "
+                                 f"got {row[k]!r}")
+            if _bad_number(number):
+                raise InputError(f"{name}:{line}: column {k!r} must be a finite number of "
+                                 f"magnitude at most {MAX_VALUE:g}, got {row[k]!r}")
+            values[k] = number
+        feats: dict[str, float] = {}
+        for k in features:
+            number = _number(row[k])
+            if number is None:
+                number = float(fnv1a_32(row[k]))
+            elif _bad_number(number):
+                raise InputError(f"{name}:{line}: feature column {k!r} must be a finite number "
+                                 f"of magnitude at most {MAX_VALUE:g} (or a string), got "
+                                 f"{row[k]!r}")
+            feats[k] = number
+        feats["role"] = 1.0 if row["role"] == "ps" else 0.0
+        runs.append(Run(row["job_type"], row["role"], feats, values,
+                        row.get("job") or f"row{line}"))
+    if not runs:
+        raise InputError(f"{name}: no rows after the header")
     return runs
 
 
-def write_runs(path: str | Path, runs: Sequence[Run]) -> None:
-    features = sorted({k for r in runs for k in r.features if k != "role"})
-    labels = [k for k in LABELS if any(k in r.labels for r in runs)]
-    with Path(path).open("w", newline="") as fh:
-        out = csv.writer(fh)
-        out.writerow(["job", "job_type", "role", *features, *labels])
-        for r in runs:
-            out.writerow([r.job, r.job_type, r.role, *(r.features.get(k, 0) for k in features),
-                          *(r.labels.get(k, "") for k in labels)])
+def runs_csv(runs: Iterable[Run], *, features: Sequence[str] | None = None,
+             labels: Sequence[str] | None = None) -> tuple[bytes, int]:
+    """The runs as UTF-8 CSV text and the number of rows. Columns: ``job``, ``job_type``,
+    ``role``, ``features`` (default: every feature of the runs but ``role``, sorted), ``labels``
+    (default: those of :data:`LABELS` some run has). Giving both lets ``runs`` be a stream:
+    only the text is held in memory."""
+    if features is None or labels is None:
+        runs = list(runs)
+        if features is None:
+            features = sorted({k for r in runs for k in r.features if k != "role"})
+        if labels is None:
+            labels = [k for k in LABELS if any(k in r.labels for r in runs)]
+    buffer = io.BytesIO()
+    text = io.TextIOWrapper(buffer, encoding="utf-8", newline="")
+    out = csv.writer(text)
+    out.writerow(["job", "job_type", "role", *features, *labels])
+    count = 0
+    for r in runs:
+        out.writerow([r.job, r.job_type, r.role, *(r.features.get(k, 0) for k in features),
+                      *(r.labels.get(k, "") for k in labels)])
+        count += 1
+    text.flush()
+    data = buffer.getvalue()
+    text.detach()
+    return data, count
+
+
+def write_runs(path: str | Path, runs: Iterable[Run], *,
+               features: Sequence[str] | None = None,
+               labels: Sequence[str] | None = None) -> int:
+    """Write ``runs`` as a runs CSV (:func:`runs_csv`) atomically through
+    :func:`optsched.output.write_file`: a kill leaves the old file or the whole new one.
+    Returns the number of rows. Validate ``path`` with :func:`optsched.output.output_target`
+    before generating the runs."""
+    data, count = runs_csv(runs, features=features, labels=labels)
+    write_file(path, data)
+    return count
+
+
+def check_synthetic(jobs: int, noise: float, *, jobs_name: str = "jobs",
+                    noise_name: str = "noise") -> None:
+    """Refuse (InputError naming ``jobs_name`` / ``noise_name``) a job count outside
+    [1, :data:`MAX_SYNTHETIC_JOBS`] (with the size it would have) or a noise σ outside
+    [0, :data:`MAX_NOISE`] (NaN included)."""
+    if jobs < 1:
+        raise InputError(f"{jobs_name} must be >= 1, got {jobs}")
+    if jobs > MAX_SYNTHETIC_JOBS:
+        raise InputError(
+            f"{jobs_name} {jobs:,} is too many: about {jobs * _ROWS_PER_JOB:,.0f} rows and "
+            f"{jobs * _BYTES_PER_JOB / 1e9:,.3g} GB of CSV, built in memory before the atomic "
+            f"write; at most {MAX_SYNTHETIC_JOBS:,} jobs")
+    if not 0 <= noise <= MAX_NOISE:
+        raise InputError(f"{noise_name} must be in [0, {MAX_NOISE:g}] (a log-normal σ), "
+                         f"got {noise!r}")
 
 
 def synthetic_runs(jobs: int, seed: int, noise: float = 0.1) -> list[Run]:
-    """Rows for ``jobs`` synthetic jobs (one per container), seeded."""
-    if jobs < 1 or not noise >= 0:
-        raise InputError("synthetic runs: jobs must be >= 1 and noise >= 0")
+    """Rows for ``jobs`` synthetic jobs (one per container), seeded (:func:`iter_synthetic_runs`
+    as a list)."""
+    return list(iter_synthetic_runs(jobs, seed, noise))
+
+
+def iter_synthetic_runs(jobs: int, seed: int, noise: float = 0.1) -> Iterator[Run]:
+    """The rows of :func:`synthetic_runs`, one at a time (arguments checked at the call:
+    :func:`check_synthetic`; ``seed`` >= 0)."""
+    check_synthetic(jobs, noise)
+    if seed < 0:
+        raise InputError(f"seed must be >= 0, got {seed}")
+    return _synthetic(jobs, seed, noise)
+
+
+def _synthetic(jobs: int, seed: int, noise: float) -> Iterator[Run]:
     rng = np.random.default_rng(seed)
     types = list(SYNTHETIC_TYPES)
-    runs = []
     for j in range(jobs):
         job_type = types[int(rng.integers(len(types)))]
         size, util, mem0, per_sample = SYNTHETIC_TYPES[job_type]
@@ -140,6 +279,5 @@ def synthetic_runs(jobs: int, seed: int, noise: float = 0.1) -> list[Run]:
                     "gpu_util_std": 0.0 if role == "ps" else noisy(8 + batch / 8),
                     "gpu_mem": 0.0 if role == "ps" else noisy(mem0 + per_sample * batch),
                 }
-                runs.append(Run(job_type, role, {**features, "role": float(role == "ps")},
-                                labels, f"j{j}"))
-    return runs
+                yield Run(job_type, role, {**features, "role": float(role == "ps")}, labels,
+                          f"j{j}")

@@ -8,10 +8,11 @@ from typing import Any
 from optsched.errors import InputError
 from optsched.exact.bounds import critical_path_bound
 from optsched.instance import Instance
+from optsched.limits import check_seed
 from optsched.online.cluster import ClusterPolicy, simulate_cluster
-from optsched.online.simulator import Simulation, simulate
+from optsched.online.simulator import PolicyError, Simulation, simulate
 from optsched.result import Result, Status
-from optsched.solve import checked, get_method
+from optsched.solve import checked, get_method, method_running
 
 
 def run_policy(instance: Instance, policy: str, *, params: Mapping[str, str] | None = None,
@@ -24,33 +25,39 @@ def run_policy(instance: Instance, policy: str, *, params: Mapping[str, str] | N
     and the Result's objective and metrics are the checker's; without ``record`` they are the
     simulator's streamed ones. The bound is the realised instance's critical path (none for
     cluster policies, :mod:`optsched.online.cluster`, whose heartbeat and batch interval are
-    their own params).
+    their own params). The policy raising while it is built or while it decides (anything but
+    an InputError or a PolicyError, exits included) is a
+    :class:`~optsched.solve.MethodError` naming it and its plug-in.
     """
     info = get_method(policy, "simulate")
+    check_seed(seed)
     params = dict(params or {})
     info.check_params(params)
     info.check_mode(instance.mode)
-    chosen = info.func(params)
+    with method_running(info, (PolicyError,)):
+        chosen = info.func(params)
     extra: dict[str, Any]
     if isinstance(chosen, ClusterPolicy):
         if noise or switch_cost or tick is not None or not event_driven:
             raise InputError(f"cluster policy {policy!r} takes no noise, switch cost or tick; "
                              "its heartbeat and batch interval are params")
-        sim = simulate_cluster(instance, chosen, seed=seed, record=record)
+        with method_running(info, (PolicyError,)):
+            sim = simulate_cluster(instance, chosen, seed=seed, record=record)
         bound = None  # the critical path ignores phases and placement factors
         extra = {"gpu_idle_s": sim.metrics["gpu_idle_s"],
                  "mean_execution_s": sim.metrics["mean_execution_s"], "tick": chosen.tick,
                  "event_driven": chosen.event_driven}
     else:
-        sim = simulate(instance, chosen, seed=seed, noise=noise,
-                       switch_cost=switch_cost, tick=tick, event_driven=event_driven,
-                       record=record, progress=progress)
+        with method_running(info, (PolicyError,)):
+            sim = simulate(instance, chosen, seed=seed, noise=noise,
+                           switch_cost=switch_cost, tick=tick, event_driven=event_driven,
+                           record=record, progress=progress)
         bound = critical_path_bound(sim.instance)
         extra = {"clairvoyant": chosen.clairvoyant, "noise": noise, "switch_cost": switch_cost,
                  "tick": tick, "event_driven": event_driven, "bound_critical_path": bound}
     objective, metrics = sim.objective, sim.metrics
     if sim.schedule is not None:
-        objective, metrics = checked(sim.instance, sim.schedule, policy)
+        objective, metrics = checked(sim.instance, sim.schedule, policy, "simulate")
     extra.update(events=sim.events, decisions=sim.decisions, events_per_s=sim.events_per_s)
     result = Result(Status.FEASIBLE, method=policy, mode=instance.mode, objective=objective,
                     bound=bound, runtime_s=sim.runtime_s, seed=seed, params=params,

@@ -12,12 +12,13 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from optsched.errors import InputError, OptschedError
+from optsched.limits import check_seed
 from optsched.params import choice_param
 from optsched.placement.check import check_placement
 from optsched.placement.cost import VARIANTS, CostModel
 from optsched.placement.model import Placement, PlacementInstance
-from optsched.result import OPTIMAL_TOL, Result, Status, is_optimal
-from optsched.solve import get_method
+from optsched.result import Result, Status, is_optimal
+from optsched.solve import MethodError, check_bound, finite_bound, get_method, method_running
 
 #: Parameters every placement method accepts (the cost it is measured with).
 COST_PARAMS = {
@@ -79,19 +80,26 @@ def place(instance: PlacementInstance, method: str, *, seed: int = 0,
     InputError
         Unknown method or parameter, bad cost parameters.
     OptschedError
-        A placement the checker rejects, or a bound above its cost (bugs in the method).
+        A placement the checker rejects, a bound that is not a finite number or is above the
+        checked cost, or the method raising (:class:`~optsched.solve.MethodError` naming the
+        method and its plug-in: bugs in the method).
     """
     info = get_method(method, "place")
+    check_seed(seed)
     params = dict(params or {})
     info.check_params(params)
     model = cost_model(params)
     started = time.perf_counter()
-    out: PlaceOutput = info.func(instance, PlaceContext(model, seed, time_limit, params))
+    with method_running(info):
+        out: PlaceOutput = info.func(instance, PlaceContext(model, seed, time_limit, params))
     runtime = time.perf_counter() - started
+    if not isinstance(out, PlaceOutput):
+        raise MethodError(f"{info.label} returned {type(out).__name__}, not a PlaceOutput")
+    bound = finite_bound(info, out.bound)
     common: dict[str, Any] = dict(method=method, mode="placement", runtime_s=runtime, seed=seed,
                                   params=params, objective_name=f"liquid_cost_{model.variant}")
     if out.placement is None:
-        return Result(out.status or Status.UNKNOWN, objective=None, bound=out.bound,
+        return Result(out.status or Status.UNKNOWN, objective=None, bound=bound,
                       extra=dict(out.extra), **common), None
     report = check_placement(instance, out.placement, model)
     if not report.feasible or report.cost is None:
@@ -99,10 +107,8 @@ def place(instance: PlacementInstance, method: str, *, seed: int = 0,
         raise OptschedError(f"placement method {method!r} produced an infeasible placement "
                             f"({len(report.violations)} violations; first: {first})")
     cost = report.cost.total
-    if out.bound is not None and out.bound - cost > OPTIMAL_TOL * max(1.0, abs(cost)):
-        raise OptschedError(f"placement method {method!r}: bound {out.bound} exceeds the "
-                            f"checked cost {cost}")
-    status = Status.OPTIMAL if is_optimal(cost, out.bound) else Status.FEASIBLE
+    check_bound(info, bound, cost, "cost")
+    status = Status.OPTIMAL if is_optimal(cost, bound) else Status.FEASIBLE
     metrics = {"network": report.cost.network, "load": report.cost.load}
-    return Result(status, objective=cost, bound=out.bound, metrics=metrics,
+    return Result(status, objective=cost, bound=bound, metrics=metrics,
                   extra=dict(out.extra), **common), out.placement
