@@ -64,7 +64,7 @@ from optsched.generate import (
     generate_liquid,
 )
 from optsched.io import instance_to_dict, read_json, write_json
-from optsched.limits import MAX_TASKS
+from optsched.limits import MAX_SEED, MAX_TASKS, check_seed
 from optsched.placement.generate import PlacementSpec, generate_placement
 from optsched.placement.model import PlacementInstance, placement_instance_to_dict
 
@@ -80,8 +80,6 @@ MAX_INSTANCES = 100_000
 MAX_INSTANCE_SIZE = 1_000_000
 #: Most size units in a whole set.
 MAX_SET_SIZE = 20_000_000
-#: Largest instance seed (the estimation extra's random forests take 32-bit seeds).
-MAX_SEED = 2**31 - 1
 #: Longest instance name (file names are limited to 255 bytes).
 MAX_NAME = 200
 
@@ -183,14 +181,11 @@ class Grid:
             twice = [t for t, n in Counter(_text(v) for v in values).items() if n > 1]
             if twice:
                 raise InputError(f"grid: vary[{key!r}] lists {twice[0]!r} twice")
-        if (not isinstance(self.seeds, tuple) or not self.seeds
-                or not all(isinstance(s, int) and not isinstance(s, bool)
-                           and 0 <= s <= MAX_SEED for s in self.seeds)):
-            bad = next((s for s in self.seeds if isinstance(s, bool) or not isinstance(s, int)
-                        or not 0 <= s <= MAX_SEED), None) if isinstance(self.seeds, tuple) \
-                else self.seeds
+        if not isinstance(self.seeds, tuple) or not self.seeds:
             raise InputError(f"grid: seeds must be a non-empty list of integers in [0, "
-                             f"{MAX_SEED}]" + ("" if bad is None else f", got {bad!r}"))
+                             f"{MAX_SEED}], got {self.seeds!r}")
+        for seed in self.seeds:
+            check_seed(seed, "grid: seeds")
         twice_seeds = [s for s, n in Counter(self.seeds).items() if n > 1]
         if twice_seeds:
             raise InputError(f"grid: seeds lists {twice_seeds[0]} twice")

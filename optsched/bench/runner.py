@@ -68,6 +68,7 @@ from optsched.bench.records import (
 )
 from optsched.errors import InputError, UnknownNameError
 from optsched.io import instance_from_dict, read_json
+from optsched.limits import check_seed
 from optsched.online.run import run_policy
 from optsched.output import json_text
 from optsched.placement.model import INSTANCE_FORMAT as PLACEMENT_INSTANCE_FORMAT
@@ -77,8 +78,6 @@ from optsched.solve import MethodInfo, get_method, load_plugin, solve
 
 #: Signals that stop the runner cleanly.
 STOP_SIGNALS = (signal.SIGINT, signal.SIGTERM)
-#: Method seeds are passed to solvers as 32-bit integers.
-MAX_SEED = 2**31 - 1
 _PR_SET_PDEATHSIG = 1
 _POLL_S = 0.2
 
@@ -143,7 +142,7 @@ def plan(
     ``modes`` None runs each instance in its own mode. Refused here, before anything runs
     (:class:`InputError` naming the option and the value): unknown methods, modes a method
     does not support, unknown parameters, a time limit that is not a finite number > 0,
-    seeds outside [0, 2^31), a method, mode or seed given twice, an instance file that is
+    seeds outside [0, MAX_SEED], a method, mode or seed given twice, an instance file that is
     missing or does not parse. (Parameter *values* are parsed by each method when it runs;
     the registry offers no way to check them earlier.)
     """
@@ -153,8 +152,7 @@ def plan(
     if not seeds:
         raise InputError("--seeds needs at least one seed")
     for seed in seeds:
-        if isinstance(seed, bool) or not isinstance(seed, int) or not 0 <= seed <= MAX_SEED:
-            raise InputError(f"--seeds must be integers in [0, {MAX_SEED}], got {seed!r}")
+        check_seed(seed, "--seeds")
     _once(methods, "--method")
     _once(seeds, "--seeds")
     _once(modes or (), "--mode")
