@@ -118,6 +118,9 @@ class MethodInfo:
     #: The module that registered the method when it is not part of optsched: the plug-in
     #: being imported (``--plugin``, an entry point), else the function's own module.
     plugin: str | None = None
+    #: Parses (validates) ``--param`` values without running the method; raises InputError
+    #: naming the key. A ``simulate`` method's own function (it builds a policy from params).
+    parse: Callable[[Mapping[str, str]], Any] | None = None
 
     @property
     def label(self) -> str:
@@ -127,12 +130,16 @@ class MethodInfo:
         return f"{kind}method {self.name!r}{origin}"
 
     def check_params(self, params: Mapping[str, str]) -> None:
-        """Refuse a ``--param`` key the method does not accept (InputError naming it)."""
+        """Refuse a ``--param`` key the method does not accept, or a value its parser
+        refuses, before the method runs (InputError naming the key)."""
         for key in params:
             if key not in self.params:
                 known = ", ".join(sorted(self.params)) or "none"
                 raise InputError(f"method {self.name!r} has no parameter {key!r} "
                                  f"(known: {known})")
+        if self.parse is not None:
+            with method_running(self):
+                self.parse(params)
 
     def check_mode(self, mode: str) -> None:
         """Refuse a mode the method does not support (InputError naming it)."""
@@ -169,12 +176,15 @@ def register(
     kind: str = "solve",
     modes: Iterable[str] = MODES,
     params: Mapping[str, str] | None = None,
+    parse: Callable[[Mapping[str, str]], Any] | None = None,
     replace: bool = False,
 ) -> Callable[[Callable[..., Any]], Callable[..., Any]]:
     """Decorator registering ``func`` as method ``name`` of ``kind``.
 
     ``params`` maps each accepted ``--param`` key to a one-line description; other keys are
-    refused. A ``solve`` method is called as ``func(instance, context) -> MethodOutput``.
+    refused. ``parse(params)`` checks their values before the method runs (InputError naming
+    the key; for ``simulate`` methods ``func`` itself, which builds the policy). A ``solve``
+    method is called as ``func(instance, context) -> MethodOutput``.
 
     Examples
     --------
@@ -192,9 +202,9 @@ def register(
     def decorate(func: Callable[..., Any]) -> Callable[..., Any]:
         if (kind, name) in _REGISTRY and not replace:
             raise InputError(f"a {kind} method named {name!r} is already registered")
-        _REGISTRY[kind, name] = MethodInfo(kind, name, func, description, modes,
-                                           MappingProxyType(dict(params or {})),
-                                           _origin(func))
+        _REGISTRY[kind, name] = MethodInfo(
+            kind, name, func, description, modes, MappingProxyType(dict(params or {})),
+            _origin(func), parse or (func if kind == "simulate" else None))
         return func
 
     return decorate

@@ -35,6 +35,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 
 from optsched.errors import InputError
+from optsched.limits import MAX_VALUE
 from optsched.placement.model import PlacementInstance
 from optsched.topology import Distance
 
@@ -58,8 +59,9 @@ class CostModel:
             raise InputError(f"cost variant must be one of {VARIANTS}, got {self.variant!r}")
         if not 0 <= self.lam <= 1:
             raise InputError(f"lambda must be in [0, 1], got {self.lam!r}")
-        if self.cross_domain is not None and not self.cross_domain >= 0:
-            raise InputError(f"cross_domain must be >= 0, got {self.cross_domain!r}")
+        if self.cross_domain is not None and not 0 <= self.cross_domain <= MAX_VALUE:
+            raise InputError(f"cross_domain must be in [0, {MAX_VALUE:g}], "
+                             f"got {self.cross_domain!r}")
 
 
 @dataclass(frozen=True)

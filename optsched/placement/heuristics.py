@@ -30,7 +30,7 @@ from optsched.placement.model import (
     PlacementInstance,
     PlacementJob,
 )
-from optsched.placement.place import COST_PARAMS, PlaceContext, PlaceOutput
+from optsched.placement.place import COST_PARAMS, PlaceContext, PlaceOutput, cost_model
 from optsched.result import Status
 from optsched.solve import register
 
@@ -125,28 +125,28 @@ def _run(instance: PlacementInstance, choose: Chooser) -> PlaceOutput:
     return PlaceOutput(placement, status=None if placement else Status.UNKNOWN)
 
 
-@register("bestfit", kind="place", params=COST_PARAMS,
+@register("bestfit", kind="place", params=COST_PARAMS, parse=cost_model,
           description="Liquid's immediate-mode best-fit: each container on the host of least "
                       "cost so far")
 def _place_bestfit(instance: PlacementInstance, ctx: PlaceContext) -> PlaceOutput:
     return _run(instance, _bestfit(instance, ctx.model))
 
 
-@register("random", kind="place", params=COST_PARAMS,
+@register("random", kind="place", params=COST_PARAMS, parse=cost_model,
           description="each container on a random host that fits (seeded)")
 def _place_random(instance: PlacementInstance, ctx: PlaceContext) -> PlaceOutput:
     rng = np.random.default_rng(ctx.seed)
     return _run(instance, lambda cand, *_: cand[int(rng.integers(len(cand)))])
 
 
-@register("spread", kind="place", params=COST_PARAMS,
+@register("spread", kind="place", params=COST_PARAMS, parse=cost_model,
           description="even distribution: the host with the most free GPUs")
 def _place_spread(instance: PlacementInstance, ctx: PlaceContext) -> PlaceOutput:
     return _run(instance, lambda cand, job, c, so_far, free: min(
         cand, key=lambda h: (-len(free.gpus[h]), -free.cpus[h])))
 
 
-@register("pack", kind="place", params=COST_PARAMS,
+@register("pack", kind="place", params=COST_PARAMS, parse=cost_model,
           description="consolidation: the host with the fewest free GPUs that fits")
 def _place_pack(instance: PlacementInstance, ctx: PlaceContext) -> PlaceOutput:
     return _run(instance, lambda cand, job, c, so_far, free: min(
