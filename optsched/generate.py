@@ -4,6 +4,15 @@ The defaults are the family of the exact-solver benchmarks: R ~ U{1..3}, K ~ U{1
 times ~ U{2..8} per (job, GPU type), sync ~ U{0..2} per (job, GPU type), weights ~ U{1..3},
 8 GPUs of 2 types on 2 hosts, arrivals ~ U[0, W/(m ρ)] with W = Σ_j R_j K_j min_g p_jg and
 load ρ = 1.
+
+Size guards: every spec estimates, when it is created and before anything is drawn, the
+instance it would make (jobs, GPUs, expected tasks, job × GPU entries of the compute and sync
+matrices) and refuses what exceeds :data:`MAX_GEN_JOBS`, :data:`MAX_GEN_GPUS`,
+:data:`MAX_GEN_TASKS` or :data:`MAX_GEN_CELLS` with an :class:`InputError` naming the options
+(as ``optsched gen`` spells them) and the estimate, so that no request grows memory until it
+is killed. Float options must be finite and in range (``--load inf``, ``--heterogeneity nan``
+are refused, named). ``optsched gen``, ``optsched bench gen`` and the Python API all build
+these specs, so the guards hold everywhere.
 """
 
 from __future__ import annotations
@@ -16,7 +25,90 @@ import numpy as np
 
 from optsched.errors import InputError
 from optsched.instance import GPU, MODES, Instance, Job
+from optsched.limits import MAX_FACTOR, MAX_TASKS, MAX_VALUE
 from optsched.topology import tree_topology
+
+#: Most jobs a generator makes: about 7 KB each while generating and writing (measured: 0.7
+#: GB for 100,000 Hare jobs), so about 7 GB at the cap.
+MAX_GEN_JOBS = 1_000_000
+#: Most tasks (Σ_j R_j K_j, expected) a generator makes: the Hare family makes ~50,000, traces
+#: reach ~1,000,000; solvers and the checker then need about 200 B per task.
+MAX_GEN_TASKS = 50_000_000
+#: Most GPUs a generator makes.
+MAX_GEN_GPUS = 100_000
+#: Most job × GPU entries of an instance's compute and sync matrices (16 B each, twice).
+MAX_GEN_CELLS = 50_000_000
+#: Most past jobs the Liquid family trains its estimator on (``--predict-from``).
+MAX_GEN_PAST_JOBS = 100_000
+
+
+def _opt(name: str) -> str:
+    """A spec field as ``optsched gen`` spells it: ``total_tasks`` → ``--total-tasks``."""
+    return "--" + name.replace("_", "-")
+
+
+def _show(value: Any) -> str:
+    return " ".join(map(str, value)) if isinstance(value, tuple | list) else str(value)
+
+
+def _integer(spec: Any, name: str, low: int = 1, high: int | None = None) -> None:
+    """``spec.name`` is an int (not a bool) in [low, high]."""
+    value = getattr(spec, name)
+    if isinstance(value, bool) or not isinstance(value, int) or value < low or (
+            high is not None and value > high):
+        upper = "" if high is None else f" and <= {high:,}"
+        raise InputError(f"{_opt(name)} {value!r}: {name} must be >= {low}{upper} (an "
+                         "integer)")
+
+
+def _number(spec: Any, name: str, low: float, high: float = MAX_VALUE, *,
+            open_low: bool = False) -> None:
+    """``spec.name`` is a finite number in [low, high] ((low, high] with ``open_low``)."""
+    value = getattr(spec, name)
+    ok = isinstance(value, int | float) and not isinstance(value, bool) \
+        and math.isfinite(value) and (value > low if open_low else value >= low) \
+        and value <= high
+    if not ok:
+        bracket = "(" if open_low else "["
+        raise InputError(f"{_opt(name)} {value!r}: must be a finite number in "
+                         f"{bracket}{low:g}, {high:g}]")
+
+
+def _range(spec: Any, name: str, low: float, high: float = MAX_VALUE, *, integer: bool = False,
+           open_low: bool = False) -> tuple[Any, Any]:
+    """``spec.name`` is a pair ``lo <= hi`` of finite numbers (integers) in the bounds."""
+    pair = getattr(spec, name)
+    if not isinstance(pair, tuple | list) or len(pair) != 2:
+        raise InputError(f"{_opt(name)} {pair!r}: must be a pair LOW HIGH")
+    lo, hi = pair
+    kinds = int if integer else int | float
+    ok = all(isinstance(v, kinds) and not isinstance(v, bool) and math.isfinite(v)
+             and (v > low if open_low else v >= low) and v <= high for v in pair)
+    if not ok or lo > hi:
+        what = "integers" if integer else "finite numbers"
+        bracket = "(" if open_low else "["
+        raise InputError(f"{_opt(name)} {_show(pair)}: must be {what} LOW <= HIGH in "
+                         f"{bracket}{low:g}, {high:g}]")
+    return lo, hi
+
+
+def check_generation_size(options: str, *, jobs: float, gpus: float, tasks: float) -> None:
+    """Refuse (InputError naming ``options`` and the estimate) an instance of ``jobs`` jobs,
+    ``gpus`` GPUs and about ``tasks`` tasks that exceeds a ``MAX_GEN_*`` cap; cheap, called
+    by every spec before anything is generated (and meant for any other generator's spec,
+    e.g. :class:`~optsched.placement.generate.PlacementSpec`)."""
+    cap = "over the generators' cap of"
+    if jobs > MAX_GEN_JOBS:
+        raise InputError(f"{options}: {jobs:.3g} jobs (about {tasks:.3g} tasks), {cap} "
+                         f"{MAX_GEN_JOBS:.0e} jobs")
+    if gpus > MAX_GEN_GPUS:
+        raise InputError(f"{options}: {gpus:.3g} GPUs, {cap} {MAX_GEN_GPUS:.0e} GPUs")
+    if tasks > MAX_GEN_TASKS:
+        raise InputError(f"{options}: about {tasks:.3g} tasks, {cap} {MAX_GEN_TASKS:.0e} "
+                         "tasks")
+    if jobs * gpus > MAX_GEN_CELLS:
+        raise InputError(f"{options}: {jobs:.3g} jobs × {gpus:.3g} GPUs = {jobs * gpus:.3g} "
+                         f"compute entries, {cap} {MAX_GEN_CELLS:.0e}")
 
 
 @dataclass(frozen=True)
@@ -49,26 +141,38 @@ class GeneratorSpec:
 
     def __post_init__(self) -> None:
         for name in ("jobs", "gpus", "gpu_types", "hosts"):
-            if getattr(self, name) < 1:
-                raise InputError(f"generator: {name} must be >= 1")
+            _integer(self, name)
         if self.gpu_types > self.gpus or self.hosts > self.gpus:
-            raise InputError("generator: gpu_types and hosts must not exceed gpus")
-        for name in ("rounds", "tasks", "task_time", "sync_time", "weight"):
-            lo, hi = getattr(self, name)
-            if lo > hi:
-                raise InputError(f"generator: {name} range ({lo}, {hi}) is empty")
-        if self.rounds[0] < 1 or self.tasks[0] < 1:
-            raise InputError("generator: rounds and tasks must be >= 1")
-        if self.task_time[0] <= 0 or self.sync_time[0] < 0 or self.weight[0] <= 0:
-            raise InputError("generator: task times and weights must be > 0, syncs >= 0")
-        if not self.load > 0:
-            raise InputError("generator: load must be > 0")
-        if self.heterogeneity is not None and not self.heterogeneity >= 1:
-            raise InputError("generator: heterogeneity must be >= 1")
-        if self.sync_ratio is not None and not self.sync_ratio >= 0:
-            raise InputError("generator: sync_ratio must be >= 0")
+            name = "gpu_types" if self.gpu_types > self.gpus else "hosts"
+            raise InputError(f"{_opt(name)} {getattr(self, name)}: must not exceed --gpus "
+                             f"{self.gpus}")
+        rounds = _range(self, "rounds", 1, integer=True)
+        tasks = _range(self, "tasks", 1, integer=True)
+        if tasks[0] > self.gpus:
+            raise InputError(f"--tasks {_show(tasks)}: at least {tasks[0]} tasks per round "
+                             f"need that many GPUs, got --gpus {self.gpus}")
+        for name, low, open_low in (("task_time", 0, True), ("sync_time", 0, False),
+                                    ("weight", 0, True)):
+            lo, hi = _range(self, name, low, open_low=open_low)
+            if self.integer and math.ceil(lo) > math.floor(hi):
+                raise InputError(f"{_opt(name)} {_show((lo, hi))}: holds no integer (integer "
+                                 "times are drawn; pass --continuous for real values)")
+        _number(self, "load", 1 / MAX_FACTOR, MAX_FACTOR)
+        if self.heterogeneity is not None:
+            _number(self, "heterogeneity", 1, MAX_FACTOR)
+        if self.sync_ratio is not None:
+            _number(self, "sync_ratio", 0, MAX_FACTOR)
         if self.mode not in MODES:
-            raise InputError(f"generator: mode must be one of {MODES}")
+            raise InputError(f"--mode {self.mode!r}: must be one of {MODES}")
+        k_high = min(tasks[1], self.gpus)
+        expected = self.jobs * (rounds[0] + rounds[1]) / 2 * (tasks[0] + k_high) / 2
+        check_generation_size(f"--jobs {self.jobs} --gpus {self.gpus} --rounds "
+                              f"{_show(rounds)} --tasks {_show(tasks)}", jobs=self.jobs,
+                              gpus=self.gpus, tasks=expected)
+        if rounds[1] * k_high > MAX_TASKS:
+            raise InputError(f"--rounds {_show(rounds)} --tasks {_show(tasks)}: a job may have "
+                             f"{rounds[1] * k_high:.3g} tasks; at most {MAX_TASKS:.0e} fit in "
+                             "an instance")
 
 
 def generate(spec: GeneratorSpec, seed: int, *, name: str | None = None) -> Instance:
@@ -205,18 +309,34 @@ class HareSpec:
     load: float = 1.0
 
     def __post_init__(self) -> None:
-        if self.jobs < 1 or self.total_tasks < 1 or self.iters_per_task < 1:
-            raise InputError("hare generator: jobs, total_tasks, iters_per_task must be >= 1")
-        if self.tasks_per_job is not None and not self.tasks_per_job >= 1:
-            raise InputError("hare generator: tasks_per_job must be >= 1")
+        for name in ("jobs", "gpus", "total_tasks"):
+            _integer(self, name)
+        _integer(self, "iters_per_task", 1, int(MAX_FACTOR))
+        if self.tasks_per_job is not None:
+            _number(self, "tasks_per_job", 1, MAX_TASKS)
+        if self.mix is not None and (
+                not isinstance(self.mix, tuple) or len(self.mix) != len(HARE_CLASSES)
+                or not all(isinstance(x, int | float) and math.isfinite(x) and x >= 0
+                           for x in self.mix) or not sum(self.mix) > 0):
+            raise InputError(f"--mix {self.mix!r}: needs 4 finite ratios >= 0, not all 0 "
+                             "(CV, NLP, Speech, Rec)")
+        if not isinstance(self.tasks_per_round, tuple) or not self.tasks_per_round or not all(
+                isinstance(k, int) and not isinstance(k, bool) and 1 <= k <= MAX_TASKS
+                for k in self.tasks_per_round):
+            raise InputError(f"--tasks-per-round {self.tasks_per_round!r}: must be integers "
+                             f"in [1, {MAX_TASKS:.0e}]")
+        _range(self, "weight", 1, MAX_VALUE, integer=True)
+        _number(self, "load", 1 / MAX_FACTOR, MAX_FACTOR)
+        _number(self, "bandwidth_gbps", 0, MAX_VALUE, open_low=True)
+        total = self.total_tasks if self.tasks_per_job is None else \
+            self.tasks_per_job * self.jobs
+        mean_k = sum(self.tasks_per_round) / len(self.tasks_per_round)
+        option = "--total-tasks" if self.tasks_per_job is None else "--tasks-per-job"
+        value = self.total_tasks if self.tasks_per_job is None else self.tasks_per_job
+        # every job has at least one round: at least K_j tasks each
+        check_generation_size(f"--jobs {self.jobs} --gpus {self.gpus} {option} {value:g}",
+                              jobs=self.jobs, gpus=self.gpus, tasks=total + self.jobs * mean_k)
         hare_cluster(self.gpus, self.heterogeneity_level)  # validates both
-        if self.mix is not None and (len(self.mix) != len(HARE_CLASSES)
-                                     or min(self.mix) < 0 or not sum(self.mix) > 0):
-            raise InputError("hare generator: mix needs 4 ratios >= 0 (CV, NLP, Speech, Rec)")
-        if not self.tasks_per_round or min(self.tasks_per_round) < 1:
-            raise InputError("hare generator: tasks_per_round must be integers >= 1")
-        if not (self.load > 0 and self.bandwidth_gbps > 0):
-            raise InputError("hare generator: load and bandwidth_gbps must be > 0")
 
 
 def generate_hare(spec: HareSpec, seed: int, *, name: str | None = None) -> Instance:
@@ -309,8 +429,30 @@ class LiquidSpec:
     def __post_init__(self) -> None:
         from optsched.placement.durations import DURATIONS
 
-        if min(self.jobs, self.hosts, self.gpus_per_host) < 1:
-            raise InputError("liquid generator: jobs, hosts, gpus_per_host must be >= 1")
+        for name in ("jobs", "hosts", "gpus_per_host"):
+            _integer(self, name)
+        if self.hosts_per_rack is not None:
+            _integer(self, "hosts_per_rack")
+        if self.jobs_per_host is not None:
+            _number(self, "jobs_per_host", 0, MAX_GEN_JOBS, open_low=True)
+        for name in ("distributed", "launch", "save", "interarrival", "share_cap"):
+            _number(self, name, 0, 1 if name == "distributed" else MAX_VALUE)
+        if 0 < self.share_cap < 1:
+            raise InputError(f"--share-cap {self.share_cap!r}: must be 0 (no sharing) or >= 1")
+        _number(self, "gpu_memory", 0, MAX_VALUE, open_low=True)
+        _integer(self, "predict_from", 0)
+        if self.predict_from > MAX_GEN_PAST_JOBS:
+            raise InputError(f"--predict-from {self.predict_from:.3g}: past jobs to train on, "
+                             f"over the generators' cap of {MAX_GEN_PAST_JOBS:.0e}")
+        _range(self, "util", 1, 10, integer=True)
+        _range(self, "gpu_memory_gb", 0, MAX_VALUE / 1024, integer=True)
+        n_jobs = self.jobs if self.jobs_per_host is None else max(
+            1, round(self.jobs_per_host * self.hosts))
+        jobs_text = f"--jobs {self.jobs}" if self.jobs_per_host is None else \
+            f"--jobs-per-host {self.jobs_per_host:g}"
+        check_generation_size(f"{jobs_text} --hosts {self.hosts} --gpus-per-host "
+                              f"{self.gpus_per_host}", jobs=n_jobs,
+                              gpus=self.hosts * self.gpus_per_host, tasks=3 * n_jobs)
         for model, count in self.mix:
             if model not in DURATIONS or count < 0:
                 raise InputError(f"liquid generator: mix entry {model!r}: a model of "

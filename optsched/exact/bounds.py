@@ -6,13 +6,13 @@ The critical path is closed-form; an LP bound counts only when HiGHS proves the 
 
 from __future__ import annotations
 
-from collections import defaultdict
 from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
 
+from optsched.errors import InputError
 from optsched.instance import Instance
 from optsched.params import positive_float_param
 
@@ -74,12 +74,76 @@ def deadlines(instance: Instance, upper: float) -> np.ndarray:
 MAX_LP_STEPS = 400
 
 
-def lp_time_unit(instance: Instance, horizon: float, params: Mapping[str, str] | None = None
-                 ) -> float:
+@dataclass(frozen=True)
+class _LPJob:
+    """One job of the time-indexed LP in grid units: est_0 = arrival, W = late_r − est_r (the
+    same for every round), ρ, K, R and ``(group, compute, sync, cap, hold)`` per usable
+    group."""
+
+    arrival: int
+    window: int
+    rho: int
+    k_tasks: int
+    rounds: int
+    weight: int
+    deadline: int
+    data: tuple[tuple[int, int, int, int, int], ...]
+
+
+def _lp_jobs(instance: Instance, upper: float, time_unit: float) -> tuple[Instance, Any,
+                                                                          list[_LPJob]]:
+    from optsched.exact.grid import scale
+
+    dn = scale(instance, time_unit, "down")
+    inst = dn.instance
+    gang = inst.mode == "gang"
+    groups = inst.gpu_groups()
+    d = [int(np.floor(x / time_unit + 1e-9)) for x in deadlines(instance, upper)]
+    out = []
+    for j, job in enumerate(inst.jobs):
+        rho = int(round_lower_bound(inst, j))
+        data = []
+        for q, grp in enumerate(groups):
+            if np.isfinite(inst.compute[j, grp[0]]):
+                p, sy = int(inst.compute[j, grp[0]]), int(inst.sync[j, grp[0]])
+                data.append((q, p, sy, min(job.tasks_per_round, len(grp)),
+                             p + sy if gang else p))
+        window = d[j] - int(job.arrival) - (job.rounds - 1) * rho
+        out.append(_LPJob(int(job.arrival), window, rho, job.tasks_per_round, job.rounds,
+                          int(job.weight), d[j], tuple(data)))
+    return inst, dn, out
+
+
+def time_indexed_lp_size(instance: Instance, upper: float, time_unit: float
+                         ) -> tuple[int, int]:
+    """(variables, constraint non-zeros) of the LP :func:`time_indexed_lp_bound` would build,
+    counted in closed form without building anything (O(jobs × groups)); an upper estimate
+    within a few per cent."""
+    gang = instance.mode == "gang"
+    _, _, jobs = _lp_jobs(instance, upper, time_unit)
+    variables = nonzeros = 0
+    for lj in jobs:
+        n = [max(0, lj.window - p - sy + 1) for _, p, sy, _, _ in lj.data]
+        n_x = sum(n)
+        n_z = max(0, lj.window - lj.rho)
+        n_y = max(n, default=0) if gang else 0
+        n_b = max(0, lj.window)
+        per_round_vars = 2 * n_x + 2 * n_z + n_y
+        holds = sum(h for k, (*_, h) in zip(n, lj.data, strict=True) if k)
+        per_round_nnz = n_x * (7 + gang) + holds + 6 * n_z + 2 * n_y
+        variables += lj.rounds * per_round_vars + (lj.rounds - 1) * n_b
+        nonzeros += lj.rounds * per_round_nnz + (lj.rounds - 1) * (n_x + 4 * n_b)
+    return variables, nonzeros
+
+
+def lp_time_unit(instance: Instance, horizon: float, params: Mapping[str, str] | None = None,
+                 *, upper: float | None = None) -> float:
     """The LP's grid: the ``time_unit`` parameter, else the data's natural unit coarsened ×10
-    at a time while the horizon spans more than MAX_LP_STEPS steps and the unit stays at most
-    the shortest compute time (a coarser grid only weakens the bound: times are rounded
-    down)."""
+    at a time while the horizon spans more than MAX_LP_STEPS steps (or, given the incumbent
+    objective ``upper``, while the LP would be too large for
+    :func:`~optsched.exact.budget.lp_too_large`) and the unit stays at most the shortest
+    compute time (a coarser grid only weakens the bound: times are rounded down)."""
+    from optsched.exact.budget import lp_too_large
     from optsched.exact.grid import default_time_unit
 
     given = positive_float_param(params or {}, "time_unit")
@@ -87,100 +151,250 @@ def lp_time_unit(instance: Instance, horizon: float, params: Mapping[str, str] |
         return given
     unit = default_time_unit(instance)
     shortest = float(instance.compute[np.isfinite(instance.compute)].min())
-    while horizon / unit > MAX_LP_STEPS and unit * 10 <= shortest:
+    while unit * 10 <= shortest and (
+            horizon / unit > MAX_LP_STEPS
+            or (upper is not None
+                and lp_too_large(*time_indexed_lp_size(instance, upper, unit)))):
         unit *= 10
     return unit
 
 
-def time_indexed_lp_bound(instance: Instance, upper: float, time_unit: float, *,
-                          time_limit: float | None = None) -> float | None:
+@dataclass(frozen=True)
+class LPBound:
+    """The outcome of :func:`solve_time_indexed_lp`.
+
+    ``bound`` is a certified lower bound on Σ w_j C_j, or ``None``; ``status`` says why not:
+    ``optimal`` (bound given), ``too large`` (estimated size above the caps, not built),
+    ``time limit (build)`` (the budget ran out while building), ``time limit (solver)``, or
+    ``not optimal: <HiGHS message>``. ``variables`` and ``nonzeros`` are the estimate of
+    :func:`time_indexed_lp_size`.
+    """
+
+    bound: float | None
+    status: str
+    variables: int
+    nonzeros: int
+    time_unit: float
+
+    def extra(self) -> dict[str, Any]:
+        """The fields a Result's ``extra`` records about this LP."""
+        return {"lp_bound": self.bound, "lp_status": self.status,
+                "lp_time_unit": self.time_unit, "lp_nonzeros": self.nonzeros}
+
+
+class _Rows:
+    """Rows of a sparse constraint block, filled by whole numpy arrays of entries."""
+
+    def __init__(self) -> None:
+        self.n = 0
+        self.rhs: list[np.ndarray] = []
+        self.rows: list[np.ndarray] = []
+        self.cols: list[np.ndarray] = []
+        self.vals: list[np.ndarray] = []
+
+    def new(self, count: int, rhs: float) -> np.ndarray:
+        first = self.n
+        self.n += count
+        self.rhs.append(np.full(count, float(rhs)))
+        return np.arange(first, self.n)
+
+    def add(self, rows: np.ndarray, cols: np.ndarray, val: float) -> None:
+        self.rows.append(rows)
+        self.cols.append(cols)
+        self.vals.append(np.full(len(rows), float(val)))
+
+    def matrix(self, n_cols: int) -> Any:
+        from scipy.sparse import coo_matrix
+
+        def cat(parts: list[np.ndarray], dtype: Any) -> np.ndarray:
+            return np.concatenate(parts) if parts else np.zeros(0, dtype)
+
+        return coo_matrix((cat(self.vals, float), (cat(self.rows, np.int64),
+                                                  cat(self.cols, np.int64))),
+                          shape=(self.n, n_cols)).tocsr()
+
+
+def solve_time_indexed_lp(instance: Instance, upper: float, time_unit: float, *,
+                          time_limit: float | None = None, check_size: bool = True
+                          ) -> LPBound:
     """The LP relaxation of the grouped time-indexed model (models/time-indexed-lp.md).
 
     Built on the instance rounded *down* to the grid of ``time_unit`` (a lower bound by
     monotonicity), restricted to the deadlines of :func:`deadlines` from ``upper`` (the
     objective of a checked feasible schedule), solved with HiGHS. In gang mode the rounds'
     tasks start together and hold their GPUs for at least compute + sync, which keeps it a
-    relaxation. Returns the bound in the instance's units, rounded up to the grid's integer
-    objective, or ``None`` when HiGHS does not prove the LP optimal.
+    relaxation. The bound is in the instance's units, rounded up to the grid's integer
+    objective, and given only when HiGHS proves the LP optimal.
+
+    Guarantees: nothing is built when :func:`time_indexed_lp_size` is too large for
+    :func:`~optsched.exact.budget.lp_too_large` (unless ``check_size`` is false); the whole
+    call (build and solve) takes at most ``time_limit`` seconds plus one round's block of
+    the build and HiGHS's reaction time: the build stops between rounds when the time is
+    spent, and HiGHS gets what is left less the hand-over time
+    (:func:`~optsched.exact.budget.handover_seconds`).
     """
-    import pulp
+    from scipy.optimize import linprog
+    from scipy.sparse import coo_matrix
 
-    from optsched.exact.grid import scale
-    from optsched.exact.quiet import native_stdout_silenced
+    from optsched.exact.budget import (
+        MIN_SOLVER_SECONDS,
+        Budget,
+        OutOfTime,
+        handover_seconds,
+        lp_too_large,
+    )
 
-    dn = scale(instance, time_unit, "down")
-    inst = dn.instance
-    gang = inst.mode == "gang"
+    budget = Budget(time_limit)
+    variables, nonzeros = time_indexed_lp_size(instance, upper, time_unit)
+
+    def outcome(bound: float | None, status: str) -> LPBound:
+        return LPBound(bound, status, variables, nonzeros, time_unit)
+
+    if check_size and lp_too_large(variables, nonzeros):
+        return outcome(None, "too large")
+    inst, dn, jobs = _lp_jobs(instance, upper, time_unit)
     groups = inst.gpu_groups()
-    w = [int(job.weight) for job in inst.jobs]
-    d = [int(np.floor(x / time_unit + 1e-9)) for x in deadlines(instance, upper)]
-    prob = pulp.LpProblem("time_indexed_lp", pulp.LpMinimize)
-    capacity: dict[tuple[int, int], list[Any]] = defaultdict(list)
-    objective = []
+    gang = inst.mode == "gang"
+    eq, ub = _Rows(), _Rows()
+    lo: list[np.ndarray] = []
+    hi: list[np.ndarray] = []
+    cost: list[np.ndarray] = []
+    n_cols = 0
+
+    def columns(count: int, upper_bound: float, c: float = 0.0) -> np.ndarray:
+        nonlocal n_cols
+        first = n_cols
+        n_cols += count
+        lo.append(np.zeros(count))
+        hi.append(np.full(count, upper_bound))
+        cost.append(np.full(count, c))
+        return np.arange(first, n_cols)
+
+    base = min((lj.arrival for lj in jobs), default=0)  # capacity rows: (group, t − base)
+    horizon = max((lj.deadline for lj in jobs), default=0) - base + max(
+        (h for lj in jobs for *_, h in lj.data), default=0) + 1
+    cap_rows: list[np.ndarray] = []
+    cap_cols: list[np.ndarray] = []
+    cap_signs: list[np.ndarray] = []
     constant = 0.0
-    for j, job in enumerate(inst.jobs):
-        rho = int(round_lower_bound(inst, j))
-        k_tasks = job.tasks_per_round
-        data = [(q, int(inst.compute[j, grp[0]]), int(inst.sync[j, grp[0]]))
-                for q, grp in enumerate(groups) if np.isfinite(inst.compute[j, grp[0]])]
-        prev_z: dict[int, Any] | None = None
-        prev_late = 0
-        for r in range(job.rounds):
-            est = int(job.arrival) + r * rho
-            late = d[j] - (job.rounds - 1 - r) * rho  # all results ready by then
-            starts: dict[int, list[Any]] = defaultdict(list)  # t -> x started at t
-            ready: dict[int, list[Any]] = defaultdict(list)  # t -> x ready at t
-            for q, p, sy in data:
-                cap = min(k_tasks, len(groups[q]))
-                hold = p + sy if gang else p
-                for t in range(est, late - p - sy + 1):
-                    x = prob.add_variable(f"x_{j}_{r}_{q}_{t}", 0, cap)
-                    starts[t].append(x)
-                    ready[t + p + sy].append(x)
-                    for u in range(t, t + hold):
-                        capacity[q, u].append(x)
-            prob += pulp.lpSum(x for xs in starts.values() for x in xs) == k_tasks
-            if gang:
-                ys = []
-                for t, xs in starts.items():
-                    y = prob.add_variable(f"y_{j}_{r}_{t}", 0, 1)
-                    ys.append(y)
-                    prob += pulp.lpSum(xs) == k_tasks * y
-                prob += pulp.lpSum(ys) == 1
-            # z[t]: all results of round r ready by t (0 before est + rho, 1 from late on)
-            z = {t: prob.add_variable(f"z_{j}_{r}_{t}", 0, 1) for t in range(est + rho, late)}
-            count: Any = 0  # running number of tasks ready by t
-            for t in range(est + rho, late):
-                count_t = prob.add_variable(f"F_{j}_{r}_{t}", 0)
-                prob += count_t == count + pulp.lpSum(
-                    x for u in range(est if t == est + rho else t, t + 1) for x in ready[u])
-                count = count_t
-                prob += k_tasks * z[t] <= count_t
-                if t + 1 in z:
-                    prob += z[t] <= z[t + 1]
-            if prev_z is not None:  # tasks of round r start only once round r-1 is ready
-                started: Any = 0
-                for t in range(est, late):
-                    started_t = prob.add_variable(f"B_{j}_{r}_{t}", 0)
-                    prob += started_t == started + pulp.lpSum(starts.get(t, []))
-                    started = started_t
-                    if t < prev_late:
-                        prob += started_t <= k_tasks * prev_z.get(t, 0)
-            prev_z, prev_late = z, late
-        # C_j = late - Σ_t z_t over the last round's z (z = 0 before, 1 after)
-        constant += w[j] * prev_late
-        objective += [(v, -w[j]) for v in (prev_z or {}).values()]
-    for (q, _), xs in capacity.items():
-        prob += pulp.lpSum(xs) <= len(groups[q])
-    prob += pulp.LpAffineExpression(objective) + constant
-    solver = pulp.HiGHS(mip=False, msg=False, timeLimit=time_limit, threads=1)
-    with native_stdout_silenced():
-        prob.solve(solver)
-    if prob.status != pulp.LpStatusOptimal or prob.sol_status != pulp.LpSolutionOptimal:
-        return None
-    value = float(pulp.value(prob.objective))
+    try:
+        for lj in jobs:
+            k = lj.k_tasks
+            prev_z: np.ndarray | None = None
+            late = lj.arrival
+            for r in range(lj.rounds):
+                budget.check()
+                est = lj.arrival + r * lj.rho
+                late = est + lj.window  # all results ready by then
+                t0 = est + lj.rho
+                n_t = max(0, late - t0)
+                last = r == lj.rounds - 1
+                z = columns(n_t, 1.0, -lj.weight if last else 0.0)
+                f = columns(n_t, np.inf)
+                f_rows = eq.new(n_t, 0)  # F_t − F_t−1 − (x ready at t) = 0
+                eq.add(f_rows, f, 1)
+                eq.add(f_rows[1:], f[:-1], -1)
+                zf = ub.new(n_t, 0)  # K z_t − F_t ≤ 0
+                ub.add(zf, z, k)
+                ub.add(zf, f, -1)
+                mono = ub.new(max(0, n_t - 1), 0)  # z_t − z_t+1 ≤ 0
+                ub.add(mono, z[:-1], 1)
+                ub.add(mono, z[1:], -1)
+                n_b = max(0, late - est) if prev_z is not None else 0
+                b = columns(n_b, np.inf)
+                b_rows = eq.new(n_b, 0)  # B_t − B_t−1 − (x started at t) = 0
+                eq.add(b_rows, b, 1)
+                eq.add(b_rows[1:], b[:-1], -1)
+                if prev_z is not None:  # barrier: B_t ≤ K z_{r−1, t} while t < late_{r−1}
+                    n_bar = min(n_b, len(prev_z))
+                    bar = ub.new(n_bar, 0)
+                    ub.add(bar, b[:n_bar], 1)
+                    ub.add(bar, prev_z[:n_bar], -k)
+                total = eq.new(1, k)  # Σ x = K
+                blocks = []
+                for q, p, sy, cap_q, hold in lj.data:
+                    n = late - p - sy + 1 - est
+                    if n <= 0:
+                        continue
+                    x = columns(n, float(cap_q))
+                    starts = np.arange(est, est + n)
+                    blocks.append((x, starts))
+                    eq.add(np.full(n, total[0]), x, 1)
+                    ready = starts + p + sy
+                    counted = (ready < late) & (n_t > 0)
+                    eq.add(f_rows[np.maximum(ready[counted] - t0, 0)], x[counted], -1)
+                    if n_b:
+                        eq.add(b_rows[starts - est], x, -1)
+                    # running count S_i = x_0 + … + x_i; x_t occupies [t, t + hold), so the
+                    # block's tasks running at u are S(min(u, last)) − S(u − hold)
+                    run = columns(n, float(k))
+                    chain = eq.new(n, 0)  # S_i − S_i−1 − x_i = 0
+                    eq.add(chain, run, 1)
+                    eq.add(chain[1:], run[:-1], -1)
+                    eq.add(chain, x, -1)
+                    moments = q * horizon + est - base + np.arange(n + hold - 1)
+                    cap_rows += [moments, moments[hold:]]
+                    cap_cols.append(run[np.minimum(np.arange(n + hold - 1), n - 1)])
+                    cap_signs += [np.ones(n + hold - 1), -np.ones(n - 1)]
+                    cap_cols.append(run[:n - 1])
+                if gang and blocks:
+                    n_y = max(len(x) for x, _ in blocks)
+                    y = columns(n_y, 1.0)
+                    together = eq.new(n_y, 0)  # Σ_q x_qt − K y_t = 0
+                    for x, starts in blocks:
+                        eq.add(together[starts - est], x, 1)
+                    eq.add(together, y, -k)
+                    eq.add(np.full(n_y, eq.new(1, 1)[0]), y, 1)  # Σ y = 1
+                prev_z = z
+            constant += lj.weight * late
+        budget.check()
+    except OutOfTime:
+        return outcome(None, "time limit (build)")
+    # capacity rows, only for (group, moment) pairs some x occupies
+    rows = np.concatenate(cap_rows) if cap_rows else np.zeros(0, np.int64)
+    if len(groups) * horizon <= 4 * len(rows) + 1_000_000:
+        used = np.zeros(len(groups) * horizon, dtype=bool)
+        used[rows] = True
+        keys = np.flatnonzero(used)
+        index = np.cumsum(used) - 1
+        rows = index[rows]
+        del used, index
+    else:  # sparse moments (far-apart arrivals): sort instead of a dense mask
+        keys, rows = np.unique(rows, return_inverse=True)
+    ub_cap = coo_matrix((np.concatenate(cap_signs) if cap_signs else np.zeros(0),
+                         (rows, np.concatenate(cap_cols) if cap_cols else rows)),
+                        shape=(len(keys), n_cols)).tocsr()
+    del rows, cap_rows, cap_cols, cap_signs
+    cap_rhs = np.array([float(len(g)) for g in groups])[keys // horizon]
+    from scipy.sparse import vstack
+
+    a_ub = vstack([ub.matrix(n_cols), ub_cap]).tocsr()
+    b_ub = np.concatenate([*ub.rhs, cap_rhs])
+    left = budget.left()
+    options: dict[str, Any] = {"presolve": True}
+    if left is not None:
+        # handing the model to HiGHS and reading it back is not interruptible; reserve it
+        left -= handover_seconds(variables, nonzeros)
+        if left < MIN_SOLVER_SECONDS:
+            return outcome(None, "time limit (build)")
+        options["time_limit"] = left
+    res = linprog(np.concatenate(cost), A_ub=a_ub, b_ub=b_ub, A_eq=eq.matrix(n_cols),
+                  b_eq=np.concatenate(eq.rhs), bounds=np.column_stack(
+                      [np.concatenate(lo), np.concatenate(hi)]), method="highs",
+                  options=options)
+    if res.status == 1:
+        return outcome(None, "time limit (solver)")
+    if res.status != 0:
+        return outcome(None, f"not optimal: {res.message}")
+    value = float(res.fun) + constant
     value = float(np.ceil(value - 1e-6))  # integer data and weights: OPT_down is integral
-    return dn.objective_to_original(value)
+    return outcome(dn.objective_to_original(value), "optimal")
+
+
+def time_indexed_lp_bound(instance: Instance, upper: float, time_unit: float, *,
+                          time_limit: float | None = None) -> float | None:
+    """The bound of :func:`solve_time_indexed_lp`, or ``None`` when it gives none."""
+    return solve_time_indexed_lp(instance, upper, time_unit, time_limit=time_limit).bound
 
 
 @dataclass(frozen=True)
@@ -189,16 +403,53 @@ class IntervalLP:
 
     ``bound`` is a certified lower bound on Σ w_j C_j (``None`` unless HiGHS proved the LP
     optimal); ``round_starts[j][r]`` is the moment the mean-busy-time LP has processed the
-    fraction r / R_j of job j's tasks, an estimate of round r's start used to order rounds.
+    fraction r / R_j of job j's tasks, an estimate of round r's start used to order rounds
+    (``None`` when the time limit ran out before that LP was solved). ``bound_status`` and
+    ``order_status`` say how each LP ended: ``optimal``, ``time limit`` or ``not optimal:
+    <message>``.
     """
 
     bound: float | None
-    round_starts: tuple[np.ndarray, ...]
+    round_starts: tuple[np.ndarray, ...] | None
     intervals: int
     variables: int
+    bound_status: str = "optimal"
+    order_status: str = "optimal"
 
 
-def interval_lp(instance: Instance, ratio: float = 1.2) -> IntervalLP:
+def _intervals(instance: Instance, ratio: float) -> np.ndarray:
+    """τ_0 = 0, τ_1 = shortest compute, τ_k+1 = ratio·τ_k up to the horizon."""
+    n_tasks = np.array([job.n_tasks for job in instance.jobs], dtype=float)
+    arrival = np.array([job.arrival for job in instance.jobs], dtype=float)
+    finite = np.isfinite(instance.compute)
+    slowest = np.where(finite, instance.compute + instance.sync, 0).max(axis=1)
+    # an optimal schedule never leaves every GPU idle with work ready and no result pending
+    horizon = arrival.max() + float(n_tasks @ slowest)
+    first = float(instance.compute[finite].min())
+    count = int(np.ceil(np.log(horizon / first) / np.log(ratio))) if horizon > first else 0
+    if count > 10**7:
+        raise InputError(f"interval_ratio {ratio:g}: {count:.3g} intervals; choose a larger "
+                         "interval_ratio")
+    taus = [0.0, first]
+    while taus[-1] < horizon:
+        taus.append(taus[-1] * ratio)
+    return np.array(taus)
+
+
+def interval_lp_size(instance: Instance, ratio: float = 1.2) -> tuple[int, int]:
+    """(variables, constraint non-zeros) of the larger (bound) LP of :func:`interval_lp`,
+    counted without building it."""
+    tau = _intervals(instance, ratio)
+    arrival = np.array([job.arrival for job in instance.jobs], dtype=float)
+    reps = [group[0] for group in instance.gpu_groups()]
+    usable = np.isfinite(instance.compute[:, reps]).sum(axis=1)
+    open_ = (tau[None, 1:] > arrival[:, None]).sum(axis=1)
+    n_y = int(usable @ open_)
+    return n_y + instance.n_jobs, 4 * n_y + instance.n_jobs
+
+
+def interval_lp(instance: Instance, ratio: float = 1.2, *, time_limit: float | None = None
+                ) -> IntervalLP:
     """Solve the job-level interval-indexed LPs over groups of interchangeable GPUs.
 
     Geometric intervals (τ_k, τ_{k+1}] with τ_1 = the shortest compute time and τ_{k+1} =
@@ -206,18 +457,54 @@ def interval_lp(instance: Instance, ratio: float = 1.2) -> IntervalLP:
     of job j's R_j·K_j tasks processed in group q during interval k (in processing time),
     under group capacity, at most K_j of job j's tasks running at once, and release dates.
 
+    - The **order** LP minimises Σ w_j (mean processing point), each piece at its interval's
+      midpoint (the mean-busy-time relaxation behind LP-based list scheduling); solved first.
     - The **bound** LP adds C_j ≥ (mean processing point) + min sync and C_j ≥ the critical
       path and minimises Σ w_j C_j (Hall, Schulz, Shmoys & Wein 1997; formulations.md §2.2,
       aggregated per job). Valid in both modes: gang rounds hold their GPUs at least as long.
-    - The **order** LP minimises Σ w_j (mean processing point), each piece at its interval's
-      midpoint (the mean-busy-time relaxation behind LP-based list scheduling); the bound LP
-      is degenerate wherever the critical path dominates, so it cannot order those jobs.
+      The bound LP is degenerate wherever the critical path dominates, so it cannot order
+      those jobs.
+
+    Guarantees: both LPs together take at most ``time_limit`` seconds plus HiGHS's reaction
+    time (each gets what is left; the bound LP is skipped when nothing is); an LP stopped by
+    the limit gives no bound or no order, never a wrong one.
+
+    Raises
+    ------
+    InputError
+        When the LP is too large for :func:`~optsched.exact.budget.lp_too_large` (naming
+        ``interval_ratio``, which sets the number of intervals).
     """
     from scipy.optimize import linprog
     from scipy.sparse import coo_matrix, hstack, vstack
 
+    from optsched.exact.budget import (
+        MIN_SOLVER_SECONDS,
+        Budget,
+        handover_seconds,
+        lp_too_large,
+        size_text,
+    )
+
     if not ratio > 1:
         raise ValueError(f"interval ratio must be > 1, got {ratio!r}")
+    budget = Budget(time_limit)
+    variables, nonzeros = interval_lp_size(instance, ratio)
+    if lp_too_large(variables, nonzeros):
+        raise InputError(f"interval_ratio {ratio:g}: the interval LP would have "
+                         f"{size_text(variables, nonzeros)}; choose a larger interval_ratio")
+
+    def options() -> dict[str, Any] | None:
+        left = budget.left()
+        if left is None:
+            return {}
+        left -= handover_seconds(variables, nonzeros)
+        return {"time_limit": left} if left >= MIN_SOLVER_SECONDS else None
+
+    def status_of(res: Any) -> str:
+        return "optimal" if res.status == 0 else "time limit" if res.status == 1 else \
+            f"not optimal: {res.message}"
+
     groups = instance.gpu_groups()
     reps = [group[0] for group in groups]
     n_jobs = instance.n_jobs
@@ -228,14 +515,8 @@ def interval_lp(instance: Instance, ratio: float = 1.2) -> IntervalLP:
     weight = np.array([job.weight for job in instance.jobs], dtype=float)
     work = instance.compute[:, reps] * n_tasks[:, None]  # P_jq = N_j p_jq (inf: ineligible)
     finite = np.isfinite(instance.compute)
-    slowest = np.where(finite, instance.compute + instance.sync, 0).max(axis=1)
     min_sync = np.where(finite, instance.sync, np.inf).min(axis=1)
-    # an optimal schedule never leaves every GPU idle with work ready and no result pending
-    horizon = arrival.max() + float(n_tasks @ slowest)
-    taus = [0.0, float(instance.compute[finite].min())]
-    while taus[-1] < horizon:
-        taus.append(taus[-1] * ratio)
-    tau = np.array(taus)
+    tau = _intervals(instance, ratio)
     n_int = len(tau) - 1
     lo = np.maximum(tau[None, :-1], arrival[:, None])  # (job, k): earliest processing point
     open_ = tau[None, 1:] > arrival[:, None]
@@ -254,32 +535,51 @@ def interval_lp(instance: Instance, ratio: float = 1.2) -> IntervalLP:
                                   .ravel()])
     one_each = coo_matrix((np.ones(n_y), (j_idx, y_cols)), shape=(n_jobs, n_y))
 
-    # bound LP over (y, C): C_j ≥ Σ λ y + min sync, C_j ≥ critical path
-    mean_rows = coo_matrix((np.concatenate([lo[j_idx, k_idx], -np.ones(n_jobs)]),
-                            (np.concatenate([j_idx, np.arange(n_jobs)]),
-                             np.concatenate([y_cols, n_y + np.arange(n_jobs)]))),
-                           shape=(n_jobs, n_y + n_jobs))
-    no_c = coo_matrix((packing.shape[0], n_jobs))
-    res = linprog(np.concatenate([np.zeros(n_y), weight]),
-                  A_ub=vstack([hstack([packing, no_c]), mean_rows]).tocsr(),
-                  b_ub=np.concatenate([packing_rhs, -min_sync]),
-                  A_eq=hstack([one_each, coo_matrix((n_jobs, n_jobs))]).tocsr(),
-                  b_eq=np.ones(n_jobs),
-                  bounds=np.column_stack([
-                      np.concatenate([np.zeros(n_y), critical_path(instance)]),
-                      np.concatenate([np.ones(n_y), np.full(n_jobs, np.inf)])]),
-                  method="highs")
-    bound = float(res.fun) if res.status == 0 else None
-
     # order LP over y: Σ w_j · (midpoint of the piece's interval)
-    midpoint = 0.5 * (lo[j_idx, k_idx] + tau[k_idx + 1])
-    order = linprog(weight[j_idx] * midpoint, A_ub=packing.tocsr(), b_ub=packing_rhs,
-                    A_eq=one_each.tocsr(), b_eq=np.ones(n_jobs), bounds=(0, 1),
-                    method="highs")
-    if order.status != 0:  # pragma: no cover - the LP is feasible and bounded
-        raise RuntimeError(f"interval order LP: {order.message}")
-    mass = np.zeros((n_jobs, n_int))
-    np.add.at(mass, (j_idx, k_idx), order.x)
+    starts: tuple[np.ndarray, ...] | None = None
+    order_status = "time limit"
+    opts = options()
+    if opts is not None:
+        midpoint = 0.5 * (lo[j_idx, k_idx] + tau[k_idx + 1])
+        order = linprog(weight[j_idx] * midpoint, A_ub=packing.tocsr(), b_ub=packing_rhs,
+                        A_eq=one_each.tocsr(), b_eq=np.ones(n_jobs), bounds=(0, 1),
+                        method="highs", options=opts)
+        order_status = status_of(order)
+        if order.status not in (0, 1):  # pragma: no cover - the LP is feasible and bounded
+            raise RuntimeError(f"interval order LP: {order.message}")
+        if order.status == 0:
+            starts = _round_starts(instance, order.x, j_idx, k_idx, lo, tau)
+
+    # bound LP over (y, C): C_j ≥ Σ λ y + min sync, C_j ≥ critical path
+    bound = None
+    bound_status = "time limit"
+    opts = options()
+    if opts is not None:
+        mean_rows = coo_matrix((np.concatenate([lo[j_idx, k_idx], -np.ones(n_jobs)]),
+                                (np.concatenate([j_idx, np.arange(n_jobs)]),
+                                 np.concatenate([y_cols, n_y + np.arange(n_jobs)]))),
+                               shape=(n_jobs, n_y + n_jobs))
+        no_c = coo_matrix((packing.shape[0], n_jobs))
+        res = linprog(np.concatenate([np.zeros(n_y), weight]),
+                      A_ub=vstack([hstack([packing, no_c]), mean_rows]).tocsr(),
+                      b_ub=np.concatenate([packing_rhs, -min_sync]),
+                      A_eq=hstack([one_each, coo_matrix((n_jobs, n_jobs))]).tocsr(),
+                      b_eq=np.ones(n_jobs),
+                      bounds=np.column_stack([
+                          np.concatenate([np.zeros(n_y), critical_path(instance)]),
+                          np.concatenate([np.ones(n_y), np.full(n_jobs, np.inf)])]),
+                      method="highs", options=opts)
+        bound_status = status_of(res)
+        bound = float(res.fun) if res.status == 0 else None
+    return IntervalLP(bound, starts, n_int, n_y, bound_status, order_status)
+
+
+def _round_starts(instance: Instance, x: np.ndarray, j_idx: np.ndarray, k_idx: np.ndarray,
+                  lo: np.ndarray, tau: np.ndarray) -> tuple[np.ndarray, ...]:
+    """x̂_jr = max(a_j, F_j⁻¹(r / R_j)) from the order LP's solution ``x``."""
+    n_int = len(tau) - 1
+    mass = np.zeros((instance.n_jobs, n_int))
+    np.add.at(mass, (j_idx, k_idx), x)
     starts = []
     for j, job in enumerate(instance.jobs):
         cum = np.cumsum(mass[j])
@@ -287,6 +587,5 @@ def interval_lp(instance: Instance, ratio: float = 1.2) -> IntervalLP:
         level = np.arange(job.rounds) / job.rounds
         k = np.minimum(np.searchsorted(cum, level + 1e-12, side="right"), n_int - 1)
         share = np.clip((level - before[k]) / np.maximum(mass[j, k], 1e-300), 0, 1)
-        starts.append(np.maximum(arrival[j], lo[j, k] + share * (tau[k + 1] - lo[j, k])))
-    return IntervalLP(bound, tuple(starts), n_int, n_y)
-
+        starts.append(np.maximum(job.arrival, lo[j, k] + share * (tau[k + 1] - lo[j, k])))
+    return tuple(starts)

@@ -10,6 +10,14 @@ no-overlap per GPU. Both are exact for DESIGN.md §1 on the integer grid of ``ti
 Domains are cut by per-job deadlines d_j = (UB − Σ_{i≠j} w_i LB_i) / w_j from the ECT
 incumbent UB and the critical-path bounds LB (formulations.md §2.0): every schedule at least
 as good as the incumbent satisfies them, so no optimal schedule is lost.
+
+Limits (:mod:`optsched.exact.budget`): the whole method, model build and LP bound included,
+runs within ``--time-limit``. The build stops between rounds when the limit is spent, and the
+Result is then the incumbent (the ECT schedule, or the hint) with the critical-path bound and
+``extra.model`` = ``not built: time limit``; CP-SAT gets what is left, less the LP's fifth;
+the LP gets what CP-SAT leaves. A model with more than
+:data:`~optsched.exact.budget.MAX_CPSAT_INTERVALS` intervals, or whose integers would overflow
+CP-SAT's 62-bit domains, is refused (InputError).
 """
 
 from __future__ import annotations
@@ -20,12 +28,21 @@ from collections.abc import Sequence
 from typing import Any
 
 from optsched.check import check
-from optsched.errors import OptschedError
+from optsched.errors import InputError, OptschedError
 from optsched.exact.bounds import (
     critical_path,
     lp_time_unit,
     round_lower_bound,
-    time_indexed_lp_bound,
+    solve_time_indexed_lp,
+    time_indexed_lp_size,
+)
+from optsched.exact.budget import (
+    MAX_CPSAT_INTERVALS,
+    Budget,
+    OutOfTime,
+    fmt,
+    handover_seconds,
+    lp_too_large,
 )
 from optsched.exact.grid import ScaledInstance, parse_time_unit, scale
 from optsched.heuristics.list_scheduling import ect_schedule
@@ -95,7 +112,7 @@ class _Model:
     """
 
     def __init__(self, inst: Instance, groups: Sequence[Sequence[int]], deadline: list[int],
-                 makespan: bool) -> None:
+                 makespan: bool, budget: Budget | None = None) -> None:
         from ortools.sat.python import cp_model
 
         self.m = cp_model.CpModel()
@@ -111,6 +128,8 @@ class _Model:
         self.demands: dict[int, list[Any]] = {q: [] for q in range(len(groups))}
         for j, job in enumerate(inst.jobs):
             for r in range(job.rounds):
+                if budget is not None:
+                    budget.check()  # OutOfTime: the caller returns its incumbent
                 earliest = int(job.arrival) if r == 0 else 0
                 after = self.ready.get((j, r - 1))
                 if self.gang:
@@ -258,10 +277,55 @@ STATUS = {"OPTIMAL": "solution", "FEASIBLE": "solution", "UNKNOWN": "none",
           "INFEASIBLE": "bug", "MODEL_INVALID": "bug"}
 
 
+#: CP-SAT's integer variables and linear expressions must stay within ±2^62.
+_CPSAT_MAX_INT = 2**62
+
+
+def _check_intervals(inst: Instance, groups: Sequence[Sequence[int]], method: str) -> None:
+    """Refuse (InputError) a model of more than MAX_CPSAT_INTERVALS intervals."""
+    n_groups = [sum(1 for group in groups if math.isfinite(inst.compute[j, group[0]]))
+                for j in range(inst.n_jobs)]
+    units = [job.rounds * (1 if inst.mode == "gang" else job.tasks_per_round)
+             for job in inst.jobs]
+    intervals = sum(u * g for u, g in zip(units, n_groups, strict=True))
+    if intervals > MAX_CPSAT_INTERVALS:
+        raise InputError(f"--method {method}: the CP-SAT model of this instance would have "
+                         f"about {fmt(intervals)} intervals; at most "
+                         f"{fmt(MAX_CPSAT_INTERVALS)} fit in memory (use a heuristic)")
+
+
+def _check_integers(inst: Instance, groups: Sequence[Sequence[int]], deadline: list[int],
+                    unit: float) -> None:
+    """Refuse (InputError naming time_unit) a horizon that overflows CP-SAT's integers."""
+    total = sum(int(job.weight) * d for job, d in zip(inst.jobs, deadline, strict=True))
+    if max(deadline, default=0) * (len(groups) + 1) >= _CPSAT_MAX_INT or total >= _CPSAT_MAX_INT:
+        raise InputError(f"time_unit {unit:g} is too fine for CP-SAT: the horizon is "
+                         f"{fmt(max(deadline))} steps; choose a coarser time_unit")
+
+
+def _lp_seconds(instance: Instance, incumbent: Schedule) -> float:
+    """A rough forecast of the time the LP bound needs after CP-SAT, from the size of its LP
+    at the incumbent (CP-SAT's final schedule is no worse, so its LP is no larger): the
+    hand-over plus 5 µs per non-zero (HiGHS's dual simplex on small models here)."""
+    report = check(instance, incumbent)
+    if report.objective is None or report.metrics is None:
+        return 0.0
+    unit = lp_time_unit(instance, report.metrics["makespan"], upper=report.objective)
+    variables, nonzeros = time_indexed_lp_size(instance, report.objective, unit)
+    if lp_too_large(variables, nonzeros):
+        return 0.0
+    return handover_seconds(variables, nonzeros) + 5e-6 * nonzeros
+
+
 def solve_cpsat(instance: Instance, ctx: SolveContext, *, per_gpu: bool) -> MethodOutput:
-    """Solve ``instance`` (already in ``ctx.mode``) with the grouped or per-GPU model."""
+    """Solve ``instance`` (already in ``ctx.mode``) with the grouped or per-GPU model.
+
+    Within ``ctx.time_limit`` (see the module docstring): an incumbent is always returned
+    with ``hint=ect``; the bound is CP-SAT's (on an exact grid), the LP's or none.
+    """
     from ortools.sat.python import cp_model
 
+    budget = Budget(ctx.time_limit)
     params = ctx.params
     unit = parse_time_unit(instance, params)
     objective = choice_param(params, "objective", ("weighted", "makespan"))
@@ -272,6 +336,9 @@ def solve_cpsat(instance: Instance, ctx: SolveContext, *, per_gpu: bool) -> Meth
         search = "core" if instance.mode == "relaxed" else "default"
     makespan = objective == "makespan"
     use_lp = choice_param(params, "lp_bound", ("on", "off")) == "on" and not makespan
+    method = "cpsat-pergpu" if per_gpu else "cpsat"
+    _check_intervals(instance, [(g,) for g in range(instance.n_gpus)] if per_gpu
+                     else instance.gpu_groups(), method)
     sc = scale(instance, unit, "up")
     inst = sc.instance
 
@@ -286,15 +353,41 @@ def solve_cpsat(instance: Instance, ctx: SolveContext, *, per_gpu: bool) -> Meth
                 incumbent, upper, horizon = own, own_upper, own_horizon
     deadline = _deadlines(inst, upper, makespan, horizon)
     groups = [(g,) for g in range(inst.n_gpus)] if per_gpu else inst.gpu_groups()
-    model = _Model(inst, groups, deadline, makespan)
-    if hint == "ect":
-        model.hint(incumbent)
+    _check_integers(inst, groups, deadline, unit)
+    extra: dict[str, Any] = {
+        "model": "per-gpu" if per_gpu else "grouped",
+        "groups": len(groups), "time_unit": unit, "grid_exact": sc.exact,
+        "workers": workers, "objective_kind": objective, "search": search,
+    }
+
+    def in_seconds(schedule: Schedule) -> Schedule:
+        return Schedule(instance.name, [Task(t.job, t.round, t.task, t.gpu, t.start * unit)
+                                        for t in schedule.tasks], instance.mode)
+
+    try:
+        model = _Model(inst, groups, deadline, makespan, budget)
+        if hint == "ect":
+            model.hint(incumbent)
+        budget.check()
+    except OutOfTime:  # what is certified so far: the incumbent and the critical path
+        extra.update(solver_status="NOT_BUILT", model=f"{extra['model']}, not built: "
+                     "time limit", anytime=[], solver_bound=None)
+        if use_lp:
+            extra.update(lp_bound=None, lp_status="time limit (build)")
+        if hint != "ect":
+            return MethodOutput(status=Status.UNKNOWN, extra=extra)
+        return MethodOutput(schedule=in_seconds(incumbent), extra=extra)
 
     solver = cp_model.CpSolver()
     solver.parameters.num_workers = workers
     solver.parameters.random_seed = ctx.seed
-    if ctx.time_limit is not None:
-        solver.parameters.max_time_in_seconds = ctx.time_limit * (0.8 if use_lp else 1.0)
+    left = budget.left()
+    if left is not None and ctx.time_limit is not None:
+        # the LP bound keeps the last fifth of the limit, or what it is expected to need if
+        # more, but at most half of what is left
+        reserve = max(0.2 * ctx.time_limit, _lp_seconds(instance, in_seconds(incumbent))) \
+            if use_lp else 0.0
+        solver.parameters.max_time_in_seconds = max(left - reserve, 0.5 * left)
     solver.parameters.absolute_gap_limit = 0.0
     solver.parameters.relative_gap_limit = 0.0
     solver.parameters.linearization_level = 2
@@ -314,12 +407,7 @@ def solve_cpsat(instance: Instance, ctx: SolveContext, *, per_gpu: bool) -> Meth
 
     status = solver.solve(model.m, Log())
     name = solver.status_name(status)
-    extra: dict[str, Any] = {
-        "solver_status": name, "model": "per-gpu" if per_gpu else "grouped",
-        "groups": len(groups), "time_unit": unit, "grid_exact": sc.exact,
-        "workers": workers, "objective_kind": objective, "search": search,
-        "anytime": anytime,
-    }
+    extra.update(solver_status=name, anytime=anytime)
     if STATUS[name] == "bug":
         raise OptschedError(f"CP-SAT returned {name} although the incumbent is feasible")
     bound = real(solver.best_objective_bound) if exact_bound else None
@@ -329,22 +417,20 @@ def solve_cpsat(instance: Instance, ctx: SolveContext, *, per_gpu: bool) -> Meth
     if STATUS[name] == "solution":
         schedule = model.schedule(solver, sc)
     elif hint == "ect":  # the solver found nothing better than the incumbent in time
-        schedule = Schedule(inst.name, [Task(t.job, t.round, t.task, t.gpu, t.start * unit)
-                                        for t in incumbent.tasks], inst.mode)
+        schedule = in_seconds(incumbent)
     else:
         return MethodOutput(bound=bound, status=Status.UNKNOWN, extra=extra)
     schedule = Schedule(instance.name, schedule.tasks, instance.mode)
     if use_lp and name != "OPTIMAL":
         report = check(instance, schedule)
         assert report.objective is not None and report.metrics is not None
-        left = None if ctx.time_limit is None else max(
-            1.0, ctx.time_limit - (time.perf_counter() - started))
-        lp = time_indexed_lp_bound(instance, report.objective,
-                                   lp_time_unit(instance, report.metrics["makespan"]),
-                                   time_limit=left)
-        extra["lp_bound"] = lp
-        if lp is not None:
-            bound = lp if bound is None else max(bound, lp)
+        lp = solve_time_indexed_lp(
+            instance, report.objective,
+            lp_time_unit(instance, report.metrics["makespan"], upper=report.objective),
+            time_limit=budget.left())
+        extra.update(lp.extra())
+        if lp.bound is not None:
+            bound = lp.bound if bound is None else max(bound, lp.bound)
     return MethodOutput(schedule=schedule, bound=bound, extra=extra)
 
 

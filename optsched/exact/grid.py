@@ -22,6 +22,7 @@ import numpy as np
 
 from optsched.errors import InputError
 from optsched.instance import Instance, Job
+from optsched.limits import MAX_VALUE
 from optsched.params import positive_float_param
 
 _EPS = 1e-9
@@ -94,6 +95,10 @@ def scale(instance: Instance, time_unit: float, rounding: str = "up") -> ScaledI
         raise InputError(f"time_unit {time_unit:g} is coarser than a compute time of "
                          f"{float(instance.compute[c == 0].min()):g} s; choose a finer grid")
     arrivals = grid(np.array([job.arrival for job in instance.jobs], dtype=float))
+    steps = max(float(np.max(v[np.isfinite(v)], initial=0.0)) for v in (c, s, arrivals))
+    if steps > MAX_VALUE:
+        raise InputError(f"time_unit {time_unit:g} is too fine: a time of {steps:.3g} steps "
+                         f"exceeds {MAX_VALUE:g}; choose a coarser grid")
     weights = np.array([job.weight for job in instance.jobs], dtype=float)
     wscale, w_exact = _weight_scale(weights)
     exact = (w_exact and _on_grid(instance.compute / time_unit)

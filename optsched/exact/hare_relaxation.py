@@ -15,6 +15,13 @@ schedule with integer starts exists (left-shift every task to an arrival, a GPU 
 barrier), so the grid relaxation's optimum is still a lower bound on OPT; it is at least the
 optimum of the continuous relaxation, so Hare's Theorem 4 (ALG ≤ α(2+α)·RL) implies the same
 inequality against it.
+
+Limits (:mod:`optsched.exact.budget`): the build and the solve together take at most
+``time_limit`` (plus one round of the build): the build stops between rounds when the limit is
+spent and the feasible schedule is then the relaxation solution (``solver_status``
+``NOT_BUILT``, nothing proved). A model of more than
+:data:`~optsched.exact.budget.MAX_RL_PAIRS` (task, GPU) pairs, or whose squared loads overflow
+CP-SAT's 62-bit integers, is refused (InputError).
 """
 
 from __future__ import annotations
@@ -25,7 +32,8 @@ from typing import Any
 
 import numpy as np
 
-from optsched.errors import OptschedError
+from optsched.errors import InputError, OptschedError
+from optsched.exact.budget import MAX_RL_PAIRS, Budget, OutOfTime, fmt
 from optsched.exact.grid import scale
 from optsched.instance import Instance
 from optsched.schedule import Schedule
@@ -59,6 +67,16 @@ def _rl_objective(inst: Instance, starts: dict[tuple[int, int, int], float],
     return total
 
 
+def check_relaxation_size(instance: Instance) -> None:
+    """Refuse (InputError) an instance whose Hare_Sched_RL has more than
+    :data:`~optsched.exact.budget.MAX_RL_PAIRS` (task, eligible GPU) pairs."""
+    pairs = sum(job.n_tasks * len(instance.eligible(j)) for j, job in enumerate(instance.jobs))
+    if pairs > MAX_RL_PAIRS:
+        raise InputError(f"Hare_Sched_RL (methods hare, hare-ect) of this instance would have "
+                         f"{fmt(pairs)} (task, GPU) pairs; at most {fmt(MAX_RL_PAIRS)} fit in "
+                         "memory (use hare-lp)")
+
+
 def solve_hare_relaxation(instance: Instance, feasible: Schedule, *, time_unit: float,
                           time_limit: float | None = None, seed: int = 0, workers: int = 1
                           ) -> RelaxedSolution:
@@ -66,10 +84,19 @@ def solve_hare_relaxation(instance: Instance, feasible: Schedule, *, time_unit: 
 
     ``feasible`` is a checked feasible schedule of ``instance``; it is feasible for the
     relaxation too, so it warm-starts CP-SAT, sets per-job deadlines (every solution at
-    least as good satisfies them) and is the fallback solution when CP-SAT finds none.
+    least as good satisfies them) and is the fallback solution when CP-SAT finds none or
+    the time limit runs out while the model is built (``solver_status`` ``NOT_BUILT``).
+
+    Raises
+    ------
+    InputError
+        If the model would exceed :data:`~optsched.exact.budget.MAX_RL_PAIRS` (task, GPU)
+        pairs, or ``time_unit`` is so fine that the squared loads overflow CP-SAT's integers.
     """
     from ortools.sat.python import cp_model
 
+    budget = Budget(time_limit)
+    check_relaxation_size(instance)
     sc = scale(instance, time_unit, "up")
     inst = sc.instance
     unit = sc.time_unit
@@ -88,6 +115,54 @@ def solve_hare_relaxation(instance: Instance, feasible: Schedule, *, time_unit: 
     slack = upper - sum(w * lb for w, lb in zip(weights, lower, strict=True))
     deadline = [lower[j] + math.floor(slack / weights[j] + 1e-9) for j in range(inst.n_jobs)]
 
+    loads = np.zeros(inst.n_gpus)
+    for j, job in enumerate(inst.jobs):
+        eligible = inst.eligible(j)
+        loads[eligible] += job.n_tasks * inst.compute[j, eligible]
+    load, horizon = float(loads.max()), float(max(deadline))
+    if max(load, horizon) * (2 * load + horizon * max(weights) * inst.n_jobs) >= 2**62:
+        raise InputError(f"time_unit {time_unit:g} is too fine for Hare_Sched_RL: loads of "
+                         f"{load:.3g} steps over a horizon of {horizon:.3g} overflow CP-SAT's "
+                         "62-bit integers; choose a coarser time_unit")
+    try:
+        m, start, choice = _build(inst, deadline, fastest_round, weights, budget)
+    except OutOfTime:  # nothing solved: the feasible schedule is a relaxation solution
+        starts = {key: float(v) * unit for key, v in hint_start.items()}
+        return RelaxedSolution(starts, sc.objective_to_original(upper), False, None,
+                               "NOT_BUILT")
+    for key, x in start.items():
+        m.add_hint(x, hint_start[key])
+        for g, y in choice[key].items():
+            m.add_hint(y, int(g == hint_gpu[key]))
+
+    solver = cp_model.CpSolver()
+    solver.parameters.num_workers = workers
+    solver.parameters.random_seed = seed
+    solver.parameters.absolute_gap_limit = 0.0
+    solver.parameters.relative_gap_limit = 0.0
+    left = budget.left()
+    if left is not None:
+        solver.parameters.max_time_in_seconds = left
+    status = solver.status_name(solver.solve(m))
+    if status in ("INFEASIBLE", "MODEL_INVALID"):
+        raise OptschedError(f"CP-SAT returned {status} for Hare_Sched_RL with a feasible hint")
+    bound = sc.objective_to_original(solver.best_objective_bound) if sc.exact else None
+    if status in ("OPTIMAL", "FEASIBLE"):
+        found = {key: solver.value(x) for key, x in start.items()}
+        value = sc.objective_to_original(solver.objective_value)
+    else:  # nothing found in time: the feasible schedule is a relaxation solution too
+        found, value = hint_start, sc.objective_to_original(upper)
+    proved = status == "OPTIMAL" and sc.exact
+    starts = {key: float(v) * unit for key, v in found.items()}
+    return RelaxedSolution(starts, value, proved, value if proved else bound, status)
+
+
+def _build(inst: Instance, deadline: list[int], fastest_round: list[int], weights: list[int],
+           budget: Budget) -> tuple[Any, dict[tuple[int, int, int], Any],
+                                    dict[tuple[int, int, int], dict[int, Any]]]:
+    """The CP-SAT model of Hare_Sched_RL on the grid (raises OutOfTime between rounds)."""
+    from ortools.sat.python import cp_model
+
     m = cp_model.CpModel()
     start: dict[tuple[int, int, int], Any] = {}
     choice: dict[tuple[int, int, int], dict[int, Any]] = {}
@@ -95,6 +170,7 @@ def solve_hare_relaxation(instance: Instance, feasible: Schedule, *, time_unit: 
     ready: dict[tuple[int, int], Any] = {}
     for j, job in enumerate(inst.jobs):
         for r in range(job.rounds):
+            budget.check()
             earliest = int(job.arrival) + r * fastest_round[j]
             latest = deadline[j] - (job.rounds - r) * fastest_round[j]
             ready[j, r] = m.new_int_var(earliest + fastest_round[j], deadline[j], f"R{j}_{r}")
@@ -126,30 +202,7 @@ def solve_hare_relaxation(instance: Instance, feasible: Schedule, *, time_unit: 
         m.add(2 * sum(p * z for p, _, z in terms) + sum(p * p * y for p, y, _ in terms)
               >= square)
     m.minimize(sum(w * ready[j, inst.jobs[j].rounds - 1] for j, w in enumerate(weights)))
-    for key, x in start.items():
-        m.add_hint(x, hint_start[key])
-        for g, y in choice[key].items():
-            m.add_hint(y, int(g == hint_gpu[key]))
-
-    solver = cp_model.CpSolver()
-    solver.parameters.num_workers = workers
-    solver.parameters.random_seed = seed
-    solver.parameters.absolute_gap_limit = 0.0
-    solver.parameters.relative_gap_limit = 0.0
-    if time_limit is not None:
-        solver.parameters.max_time_in_seconds = time_limit
-    status = solver.status_name(solver.solve(m))
-    if status in ("INFEASIBLE", "MODEL_INVALID"):
-        raise OptschedError(f"CP-SAT returned {status} for Hare_Sched_RL with a feasible hint")
-    bound = sc.objective_to_original(solver.best_objective_bound) if sc.exact else None
-    if status in ("OPTIMAL", "FEASIBLE"):
-        found = {key: solver.value(x) for key, x in start.items()}
-        value = sc.objective_to_original(solver.objective_value)
-    else:  # nothing found in time: the feasible schedule is a relaxation solution too
-        found, value = hint_start, sc.objective_to_original(upper)
-    proved = status == "OPTIMAL" and sc.exact
-    starts = {key: float(v) * unit for key, v in found.items()}
-    return RelaxedSolution(starts, value, proved, value if proved else bound, status)
+    return m, start, choice
 
 
 def _repair(inst: Instance, starts: dict[tuple[int, int, int], int],

@@ -1,14 +1,24 @@
 """The ``lp-bound`` method: the ECT schedule with the time-indexed LP bound.
 
 For gap tables: a certified lower bound from the grouped time-indexed LP relaxation
-(:func:`optsched.exact.bounds.time_indexed_lp_bound`), restricted by the deadlines of the best
+(:func:`optsched.exact.bounds.solve_time_indexed_lp`), restricted by the deadlines of the best
 incumbent at hand (the ECT schedule, or ``--hint`` when it is feasible and better).
+
+Guarantees: the schedule is always the checked incumbent (status ``feasible`` at worst); the
+method ends within ``--time-limit`` (plus HiGHS's reaction time): when the limit runs out while
+the LP is built or solved, the Result has no LP bound (the critical-path bound remains) and
+``extra.lp_status`` says ``time limit (build)`` or ``time limit (solver)``. An LP whose
+estimated size is too large for :func:`~optsched.exact.budget.lp_too_large` is refused with an
+:class:`~optsched.errors.InputError` naming ``time_unit`` and the estimate (the adaptive grid
+is coarsened first when ``time_unit`` is not given).
 """
 
 from __future__ import annotations
 
 from optsched.check import check
-from optsched.exact.bounds import lp_time_unit, time_indexed_lp_bound
+from optsched.errors import InputError
+from optsched.exact.bounds import lp_time_unit, solve_time_indexed_lp
+from optsched.exact.budget import Budget, size_text
 from optsched.heuristics.list_scheduling import ect_schedule
 from optsched.instance import Instance
 from optsched.schedule import Schedule
@@ -18,6 +28,7 @@ from optsched.solve import MethodOutput, SolveContext, register
 @register("lp-bound", params={"time_unit": "grid step of the LP (default: adaptive)"},
           description="ECT schedule + time-indexed LP lower bound (HiGHS), both modes")
 def _lp_bound(instance: Instance, context: SolveContext) -> MethodOutput:
+    budget = Budget(context.time_limit)
     schedule: Schedule = ect_schedule(instance)
     report = check(instance, schedule)
     if context.hint is not None:
@@ -26,8 +37,12 @@ def _lp_bound(instance: Instance, context: SolveContext) -> MethodOutput:
                 and own.objective < report.objective:
             schedule, report = Schedule(instance.name, context.hint.tasks, instance.mode), own
     assert report.objective is not None and report.metrics is not None
-    unit = lp_time_unit(instance, report.metrics["makespan"], context.params)
-    bound = time_indexed_lp_bound(instance, report.objective, unit,
-                                  time_limit=context.time_limit)
-    return MethodOutput(schedule=schedule, bound=bound,
-                        extra={"time_unit": unit, "lp_proved": bound is not None})
+    unit = lp_time_unit(instance, report.metrics["makespan"], context.params,
+                        upper=report.objective)
+    lp = solve_time_indexed_lp(instance, report.objective, unit, time_limit=budget.left())
+    if lp.status == "too large":
+        raise InputError(f"time_unit {unit:g}: the time-indexed LP would have "
+                         f"{size_text(lp.variables, lp.nonzeros)}; choose a coarser time_unit")
+    return MethodOutput(schedule=schedule, bound=lp.bound,
+                        extra={"time_unit": unit, "lp_proved": lp.bound is not None,
+                               "lp_status": lp.status, "lp_nonzeros": lp.nonzeros})

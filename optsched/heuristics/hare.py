@@ -21,6 +21,11 @@ heterogeneity degree (:func:`~optsched.exact.hare_relaxation.heterogeneity_degre
 bounds the heuristic by α(2+α) times the optimal relaxation value. Every Result reports α, the
 factor, the relaxation value and the achieved ratio; ``covered`` is true only for ``hare``
 with a proved relaxation, the one case the published bound speaks about.
+
+Time limit: step 1 gets what is left of ``--time-limit`` after the ECT schedule; step 2 is a
+list schedule (no limit needed). When step 1 runs out of time it falls back on the ECT
+schedule's start times (``relaxation.solver_status`` ``NOT_BUILT`` for the CP-SAT relaxation,
+``relaxation.order`` ``ect`` for the interval LP), so a schedule always comes back in time.
 """
 
 from __future__ import annotations
@@ -34,8 +39,13 @@ import numpy as np
 
 from optsched.errors import InputError, OptschedError
 from optsched.exact.bounds import interval_lp
+from optsched.exact.budget import Budget
 from optsched.exact.grid import parse_time_unit
-from optsched.exact.hare_relaxation import heterogeneity_degree, solve_hare_relaxation
+from optsched.exact.hare_relaxation import (
+    check_relaxation_size,
+    heterogeneity_degree,
+    solve_hare_relaxation,
+)
 from optsched.heuristics.list_scheduling import ect_schedule
 from optsched.instance import Instance
 from optsched.params import int_param, positive_float_param
@@ -119,13 +129,15 @@ def guarantee(instance: Instance, objective: float, relaxation: float, proved: b
 def _solve(instance: Instance, ctx: SolveContext, relaxation: str, gpu_choice: str
            ) -> MethodOutput:
     params = ctx.params
+    budget = Budget(ctx.time_limit)
     started = time.perf_counter()
     info: dict[str, Any]
     if relaxation == "rl":
         unit = parse_time_unit(instance, params)
         workers = int_param(params, "workers", 1)
+        check_relaxation_size(instance)  # before the ECT schedule: fail fast
         rl = solve_hare_relaxation(instance, ect_schedule(instance), time_unit=unit,
-                                   time_limit=ctx.time_limit, seed=ctx.seed, workers=workers)
+                                   time_limit=budget.left(), seed=ctx.seed, workers=workers)
         starts = rl.starts
 
         def estimate(j: int, r: int, k: int) -> float:
@@ -137,15 +149,18 @@ def _solve(instance: Instance, ctx: SolveContext, relaxation: str, gpu_choice: s
         ratio = positive_float_param(params, "interval_ratio") or 1.2
         if ratio <= 1:
             raise InputError(f"interval_ratio must be > 1, got {ratio!r}")
-        lp = interval_lp(instance, ratio)
-        round_starts = lp.round_starts
+        lp = interval_lp(instance, ratio, time_limit=budget.left())
+        round_starts = lp.round_starts if lp.round_starts is not None \
+            else _ect_round_starts(instance)
 
         def estimate(j: int, r: int, k: int) -> float:
             return float(round_starts[j][r])
         value, proved, bound = (lp.bound or 0.0), lp.bound is not None, lp.bound
         info = {"kind": "interval_lp", "objective": lp.bound, "proved": proved,
                 "bound": bound, "intervals": lp.intervals, "variables": lp.variables,
-                "interval_ratio": ratio}
+                "interval_ratio": ratio, "bound_status": lp.bound_status,
+                "order_status": lp.order_status,
+                "order": "interval_lp" if lp.round_starts is not None else "ect"}
     info["runtime_s"] = time.perf_counter() - started
     step2 = time.perf_counter()
     schedule, objective = hare_list_schedule(instance, estimate, gpu_choice)
@@ -155,6 +170,16 @@ def _solve(instance: Instance, ctx: SolveContext, relaxation: str, gpu_choice: s
         "list_scheduling_s": time.perf_counter() - step2,
         "guarantee": guarantee(instance, objective, value, proved, published),
     })
+
+
+def _ect_round_starts(instance: Instance) -> list[np.ndarray]:
+    """Each round's start in the ECT schedule (its earliest task), per job: the order used
+    when the interval LP could not be solved in time."""
+    starts = [np.full(job.rounds, np.inf) for job in instance.jobs]
+    for t in ect_schedule(instance).tasks:
+        j = instance.job_index[t.job]
+        starts[j][t.round] = min(starts[j][t.round], t.start)
+    return starts
 
 
 _RL_PARAMS: Mapping[str, str] = {

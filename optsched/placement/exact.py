@@ -13,6 +13,13 @@ of :mod:`optsched.placement.cost` with u[j, h] = job j uses host h (exact OR), a
 reference-code form, the product (GPUs in use on h) × (PSs − workers on h) by a multiplication
 constraint. The objective is scaled to integers exactly (rational λ, lcm of GPU counts), so
 CP-SAT's bound divided back is a certified lower bound.
+
+Limits (:mod:`optsched.exact.budget`): a model whose estimated size (:func:`model_size`) is
+too large for :func:`~optsched.exact.budget.lp_too_large` is refused (InputError). The whole
+method runs within ``--time-limit``: the build checks the limit per container and per job,
+and when it runs out there (or too little is left for PuLP to hand the model over) the Result
+is the best-fit placement, checked, without a bound (``extra.solver_status`` ``NOT_SOLVED:
+time limit``); the solver gets only what is left.
 """
 
 from __future__ import annotations
@@ -23,6 +30,13 @@ from fractions import Fraction
 from typing import Any
 
 from optsched.errors import InputError, OptschedError
+from optsched.exact.budget import (
+    MIN_SOLVER_SECONDS,
+    Budget,
+    OutOfTime,
+    lp_too_large,
+    size_text,
+)
 from optsched.params import int_param
 from optsched.placement.cost import CODE_DISTANCE
 from optsched.placement.model import PlacementInstance, placement_from_hosts
@@ -96,6 +110,7 @@ class _Pulp:
 
         self.pulp = pulp
         self.prob = pulp.LpProblem("placement", pulp.LpMinimize)
+        self.budget = Budget(None)  # set by _build
 
     def binary(self, name: str) -> Any:
         return self.prob.add_variable(name, 0, 1, cat="Integer")
@@ -112,6 +127,7 @@ class _Pulp:
         sign = {i: 1 if items[i][1].role == "ps" else -1 for i, _ in pairs}
         expr = busy * diff
         for c, xc in pairs:
+            self.budget.check()
             k = items[c][1].gpus
             if not k:
                 continue
@@ -126,10 +142,36 @@ class _Pulp:
         return expr
 
 
-def _build(instance: PlacementInstance, ctx: PlaceContext, b: Any
+def model_size(instance: PlacementInstance, ctx: PlaceContext, *, pulp: bool
+               ) -> tuple[int, int]:
+    """(variables, non-zeros) of :func:`_build`, an upper estimate made without building:
+    x[c, h] for every (container, host), ``both`` per PS–worker pair and group, ``u`` and
+    ``z`` per (job, host) and, for PuLP with the code form, the linearised products per host (one
+    variable and three rows per ordered pair of containers)."""
+    topo = instance.topology
+    hosts = list(topo.hosts)
+    n_hosts = len(hosts)
+    n = sum(len(job.containers) for job in instance.jobs)
+    levels = max((len(_chain(instance, h)) for h in hosts), default=1)
+    n_groups = len({g for h in hosts for g in _chain(instance, h)})
+    pairs = sum(sum(c.role == "ps" for c in job.containers)
+                * sum(c.role == "worker" for c in job.containers) for job in instance.jobs)
+    variables = n * n_hosts + pairs * n_groups + len(instance.jobs) * n_hosts * 2
+    nonzeros = 10 * n * n_hosts + pairs * (3 * n_groups + 4 * n_hosts * levels)
+    if ctx.model.variant == "paper":  # z[j, h] ≤ GPUs in use on h: every container of h
+        nonzeros += len(instance.jobs) * n * n_hosts
+    if pulp and ctx.model.variant == "code":
+        variables += n * n * n_hosts
+        nonzeros += 7 * n * n * n_hosts
+    return variables, nonzeros
+
+
+def _build(instance: PlacementInstance, ctx: PlaceContext, b: Any, budget: Budget | None = None
            ) -> tuple[dict[tuple[int, str], Any], Fraction, list[tuple[Fraction, Any]]] | None:
     """The placement model on backend ``b``: (x, objective constant, objective terms), or
-    None when some container fits on no host."""
+    None when some container fits on no host. Raises :class:`OutOfTime` (checked per
+    container and per job) when ``budget`` is spent."""
+    budget = b.budget = budget or Budget(None)
     if ctx.model.contention:
         raise InputError("exact placement does not model link contention (a product of "
                          "placement variables); use a heuristic")
@@ -152,6 +194,7 @@ def _build(instance: PlacementInstance, ctx: PlaceContext, b: Any
 
     x: dict[tuple[int, str], Any] = {}
     for i, (_, c) in enumerate(items):
+        budget.check()
         for h in hosts:
             usable = sum(instance.gpu_memory(g) >= c.gpu_memory for g in gpus_of[h])
             if c.cpus <= instance.capacity(h, "cpus") and c.memory <= instance.capacity(
@@ -165,6 +208,7 @@ def _build(instance: PlacementInstance, ctx: PlaceContext, b: Any
     for (i, h), var in x.items():
         on[h].append((i, var))
     for h in hosts:
+        budget.check()
         for res in ("cpus", "memory"):
             b.add(sum(math.ceil(getattr(items[i][1], res) * 1000) * v for i, v in on[h])
                   <= math.floor(instance.capacity(h, res) * 1000 + 1e-6))
@@ -175,6 +219,7 @@ def _build(instance: PlacementInstance, ctx: PlaceContext, b: Any
     # identical containers of a job are interchangeable: their host indices are ordered
     position = {h: k for k, h in enumerate(hosts)}
     for a in range(len(items) - 1):
+        budget.check()
         if items[a][0] is items[a + 1][0] and items[a][1].role == items[a + 1][1].role and \
                 _demand(items[a][1]) == _demand(items[a + 1][1]):
             b.add(sum(position[h] * v for (i, h), v in x.items() if i == a)
@@ -200,6 +245,7 @@ def _build(instance: PlacementInstance, ctx: PlaceContext, b: Any
         gains[level, group] = vals[levels[k] if k < len(levels) else "far"] - vals[level]
     far = _values(instance, ctx, hosts[0])["far"]
     for job in instance.jobs:
+        budget.check()
         weight = lam if model_kind == "paper" else Fraction(job.bandwidth).limit_denominator(
             10**6)
         idx = [i for i, (j, _) in enumerate(items) if j is job]
@@ -220,6 +266,7 @@ def _build(instance: PlacementInstance, ctx: PlaceContext, b: Any
     # load (code form) or fitness (paper form), with u = "job uses host" (exact OR)
     used = {h: busy[h] + sum(items[i][1].gpus * v for i, v in on[h]) for h in hosts}
     for job in instance.jobs:
+        budget.check()
         for h in hosts:
             mine = [v for i, v in on[h] if items[i][0] is job]
             if not mine:
@@ -237,6 +284,7 @@ def _build(instance: PlacementInstance, ctx: PlaceContext, b: Any
                 terms.append((-(1 - lam) / n_gpus[h], z))
     if model_kind == "code":
         for h in hosts:
+            budget.check()
             if not n_gpus[h] or not on[h]:
                 continue
             diff = sum((1 if items[i][1].role == "ps" else -1) * v for i, v in on[h])
@@ -256,12 +304,40 @@ def _host_map(instance: PlacementInstance, x: dict[tuple[int, str], Any],
 NO_HOST = PlaceOutput(status=Status.INFEASIBLE, extra={"reason": "a container fits on no host"})
 
 
+def _check_size(instance: PlacementInstance, ctx: PlaceContext, method: str, pulp: bool
+                ) -> int:
+    """The estimated non-zeros of the model; InputError when it is too large."""
+    variables, nonzeros = model_size(instance, ctx, pulp=pulp)
+    if lp_too_large(variables, nonzeros, pulp=pulp):
+        raise InputError(f"--method {method}: the placement model of this instance would have "
+                         f"{size_text(variables, nonzeros, pulp=pulp)} (use gga or bestfit)")
+    return nonzeros
+
+
+def _fallback(instance: PlacementInstance, ctx: PlaceContext, extra: dict[str, Any]
+              ) -> PlaceOutput:
+    """The best-fit placement, when the time limit ran out before the solver could run."""
+    from optsched.placement.heuristics import greedy_plan
+
+    extra = {**extra, "solver_status": "NOT_SOLVED: time limit", "placement": "bestfit"}
+    plan = greedy_plan(instance, ctx.model)
+    if plan is None:
+        return PlaceOutput(status=Status.UNKNOWN, extra=extra)
+    return PlaceOutput(placement_from_hosts(instance, plan), extra=extra)
+
+
 def solve_placement(instance: PlacementInstance, ctx: PlaceContext) -> PlaceOutput:
-    """CP-SAT on the exactly integer-scaled objective."""
+    """CP-SAT on the exactly integer-scaled objective, within ``ctx.time_limit``."""
     from ortools.sat.python import cp_model
 
+    budget = Budget(ctx.time_limit)
+    _check_size(instance, ctx, "cpsat", pulp=False)
     b = _CpSat()
-    built = _build(instance, ctx, b)
+    try:
+        built = _build(instance, ctx, b, budget)
+        budget.check()
+    except OutOfTime:
+        return _fallback(instance, ctx, {})
     if built is None:
         return NO_HOST
     x, const, terms = built
@@ -270,8 +346,9 @@ def solve_placement(instance: PlacementInstance, ctx: PlaceContext) -> PlaceOutp
     solver = cp_model.CpSolver()
     solver.parameters.num_workers = int_param(ctx.params, "workers", 1)
     solver.parameters.random_seed = ctx.seed
-    if ctx.time_limit is not None:
-        solver.parameters.max_time_in_seconds = ctx.time_limit
+    left = budget.left()
+    if left is not None:
+        solver.parameters.max_time_in_seconds = left
     status = solver.status_name(solver.solve(b.m))
     extra: dict[str, Any] = {"solver_status": status, "variables": len(x)}
     if status == "INFEASIBLE":
@@ -289,16 +366,27 @@ def solve_placement(instance: PlacementInstance, ctx: PlaceContext) -> PlaceOutp
 
 def solve_placement_milp(instance: PlacementInstance, ctx: PlaceContext, backend: str
                          ) -> PlaceOutput:
-    """The same model as a MILP through PuLP (HiGHS or CBC), bound read from the solver."""
-    from optsched.exact.milp import map_status, solve_pulp
+    """The same model as a MILP through PuLP (HiGHS or CBC), bound read from the solver,
+    within ``ctx.time_limit``."""
+    from optsched.exact.milp import PULP_HANDOVER_SECONDS_PER_NONZERO, map_status, solve_pulp
 
+    budget = Budget(ctx.time_limit)
+    nonzeros = _check_size(instance, ctx, f"milp-{backend}", pulp=True)
     b = _Pulp()
-    built = _build(instance, ctx, b)
+    try:
+        built = _build(instance, ctx, b, budget)
+    except OutOfTime:
+        return _fallback(instance, ctx, {"backend": backend})
     if built is None:
         return NO_HOST
     x, const, terms = built
     b.prob += b.pulp.lpSum(float(f) * v for f, v in terms) + float(const)
-    bound, solver_status = solve_pulp(b.prob, backend, time_limit=ctx.time_limit,
+    left = budget.left()
+    if left is not None:
+        left -= PULP_HANDOVER_SECONDS_PER_NONZERO * nonzeros
+        if left < MIN_SOLVER_SECONDS:
+            return _fallback(instance, ctx, {"backend": backend})
+    bound, solver_status = solve_pulp(b.prob, backend, time_limit=left,
                                       threads=int_param(ctx.params, "threads", 1),
                                       seed=ctx.seed)
     extra: dict[str, Any] = {"solver_status": solver_status, "backend": backend,

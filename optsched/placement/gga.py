@@ -19,11 +19,17 @@ objective); an individual whose homeless containers fit nowhere is discarded. Re
 seeded, and it stops on generation counts — ``generations`` (default 30 + containers) or
 ``patience`` generations without improvement (default 30); a wall-clock limit (``--time-limit``)
 is optional. Population 30 + containers/2 (the reference code's sizing).
+
+Time limit: checked before every individual (initial plans and children), so the run ends
+within ``--time-limit`` plus one individual's construction (after the best-fit seed, which
+has no limit); it returns the best individual found by then (the best-fit seed at worst), and
+``extra.stopped`` says ``time limit``. A run cut by the limit is not reproducible.
 """
 
 from __future__ import annotations
 
 import time
+from typing import Any
 
 import numpy as np
 
@@ -89,9 +95,13 @@ def _tournament(population: list[tuple[float, Genome]], rng: np.random.Generator
 
 def run_gga(instance: PlacementInstance, model: CostModel, *, seed: int = 0,
             generations: int | None = None, patience: int = 30,
-            time_limit: float | None = None) -> tuple[Genome | None, dict[str, float]]:
+            time_limit: float | None = None) -> tuple[Genome | None, dict[str, Any]]:
     """The best genome found (None when no feasible plan was built) and run statistics."""
     started = time.perf_counter()
+
+    def out_of_time() -> bool:
+        return time_limit is not None and time.perf_counter() - started > time_limit
+
     rng = np.random.default_rng(seed)
     prob = _Problem(instance, model)
     n = len(prob.items)
@@ -103,22 +113,27 @@ def run_gga(instance: PlacementInstance, model: CostModel, *, seed: int = 0,
         genome = [prob.hosts.index(seed_plan[key]) for key in prob.keys]
         population.append((prob.cost(genome), genome))
     for k in range(size * 3):  # a few tries per slot: random plans may not fit
-        if len(population) == size:
+        if len(population) == size or out_of_time():
             break
         genome = [-1] * n
         order = list(rng.permutation(n))
         if prob.insert(genome, order, rng if k % 2 else None):
             population.append((prob.cost(genome), genome))
     if not population:
-        return None, {"generations": 0, "evaluations": 0}
+        return None, {"generations": 0, "evaluations": 0,
+                      "stopped": "time limit" if out_of_time() else "no feasible plan"}
     best = min(population, key=lambda p: p[0])
     evaluations, stale, done = len(population), 0, 0
+    stopped = "generations"
     for _ in range(generations):
-        if time_limit is not None and time.perf_counter() - started > time_limit:
+        if out_of_time():
+            stopped = "time limit"
             break
         done += 1
         children: list[tuple[float, Genome]] = [best]
         while len(children) < size:
+            if out_of_time():
+                break
             child = list(_tournament(population, rng))
             if rng.random() < 0.7:
                 donor = _tournament(population, rng)
@@ -142,16 +157,20 @@ def run_gga(instance: PlacementInstance, model: CostModel, *, seed: int = 0,
                     continue
             children.append((prob.cost(child), child))
             evaluations += 1
-        population = children
-        leader = min(population, key=lambda p: p[0])
+        leader = min(children, key=lambda p: p[0])
         if leader[0] < best[0] - 1e-9:
             best, stale = leader, 0
         else:
             stale += 1
-            if stale >= patience:
-                break
+        if len(children) < size:  # cut by the time limit: keep the best, stop
+            stopped = "time limit"
+            break
+        population = children
+        if stale >= patience:
+            stopped = "patience"
+            break
     return best[1], {"generations": done, "evaluations": evaluations,
-                     "population": size, "best_cost": best[0]}
+                     "population": size, "best_cost": best[0], "stopped": stopped}
 
 
 @register("gga", kind="place", params={

@@ -1,0 +1,106 @@
+"""Time and size limits of the exact models and relaxations.
+
+Time: every method that builds a model runs under one :class:`Budget` started when the method
+is called. Model builders call :meth:`Budget.check` between blocks of rows or columns (per job,
+per round) and raise :class:`OutOfTime` once it is spent; a solver is handed only
+:meth:`Budget.left`. The method catches :class:`OutOfTime` and returns what it has certified so
+far (a checked heuristic schedule, the critical-path bound), never nothing and never late by
+more than one block of the build.
+
+Size: a model whose estimated size exceeds a cap below is never built, so a request that
+cannot fit in the memory of a 24 GiB machine fails fast instead of swapping or being killed.
+The caps are measured, with head-room, on this project's builders (see the constants) and
+comfortably admit every benchmark of ``benchmarks/``.
+"""
+
+from __future__ import annotations
+
+import time
+
+#: Estimated peak memory above which a model is not built: a quarter of a 24 GiB machine, so
+#: that two benchmark workers and everything else still fit.
+MAX_MODEL_BYTES = 6 * 2**30
+
+#: Constraint non-zeros above which an LP or MILP is not built whatever its memory estimate
+#: (beyond this no solve finishes in any time limit used here).
+MAX_NONZEROS = 20_000_000
+
+
+def lp_bytes(variables: int, nonzeros: int, *, pulp: bool = False) -> float:
+    """Estimated peak memory of an LP solved by HiGHS (through scipy), or of a MILP built
+    with PuLP and then copied into the solver (``pulp``). Measured on this project's models:
+    HiGHS takes about 2 KiB per variable and 0.15 KiB per non-zero across presolve and
+    simplex; PuLP's Python objects add about 1 KiB per variable and 0.2 KiB per non-zero."""
+    if pulp:
+        return 3072.0 * variables + 350.0 * nonzeros
+    return 2048.0 * variables + 150.0 * nonzeros
+
+
+def lp_too_large(variables: int, nonzeros: int, *, pulp: bool = False) -> bool:
+    """True when the model exceeds :data:`MAX_MODEL_BYTES` or :data:`MAX_NONZEROS`."""
+    return nonzeros > MAX_NONZEROS or lp_bytes(variables, nonzeros, pulp=pulp) > MAX_MODEL_BYTES
+
+
+def size_text(variables: int, nonzeros: int, *, pulp: bool = False) -> str:
+    """``about 3.7e+06 non-zeros, 1e+06 variables, ~2.4 GiB; at most … fit`` for messages."""
+    gib = lp_bytes(variables, nonzeros, pulp=pulp) / 2**30
+    return (f"about {fmt(nonzeros)} non-zeros and {fmt(variables)} variables (~{gib:.2g} GiB; "
+            f"at most {fmt(MAX_NONZEROS)} non-zeros and {MAX_MODEL_BYTES / 2**30:g} GiB fit)")
+
+
+#: Optional intervals (task or round × group of GPUs) above which the CP-SAT scheduling model
+#: (``cpsat``, ``cpsat-pergpu``) is not built: CP-SAT took 1.1 GiB for 200,000 intervals
+#: (a Hare-scale instance, one worker), about 6 KiB each.
+MAX_CPSAT_INTERVALS = 1_000_000
+
+#: (task, eligible GPU) pairs above which Hare_Sched_RL (``hare``, ``hare-ect``) is not built:
+#: CP-SAT took 0.6 GiB for 64,000 pairs, about 10 KiB each.
+MAX_RL_PAIRS = 500_000
+
+#: Below this many seconds left, a solver is not started at all.
+MIN_SOLVER_SECONDS = 0.01
+
+
+def handover_seconds(variables: int, nonzeros: int) -> float:
+    """Seconds an LP of this size spends outside HiGHS's time limit: handing it over through
+    scipy, HiGHS's set-up and presolve up to its first time check, reading the solution back
+    (measured: about 0.15 µs per non-zero and 1-3 µs per variable). Reserved from the
+    solver's share of the budget, so the limit holds on large models too."""
+    return 2e-7 * nonzeros + 2e-6 * variables
+
+
+class OutOfTime(Exception):
+    """Raised by :meth:`Budget.check` inside a model build once the time limit is spent; the
+    method that owns the budget catches it."""
+
+
+class Budget:
+    """A wall-clock budget of ``limit`` seconds (``None``: unlimited) from construction."""
+
+    def __init__(self, limit: float | None) -> None:
+        self.limit = limit
+        self.started = time.perf_counter()
+
+    def elapsed(self) -> float:
+        return time.perf_counter() - self.started
+
+    def left(self) -> float | None:
+        """Seconds left (≥ 0), or ``None`` when unlimited."""
+        if self.limit is None:
+            return None
+        return max(0.0, self.limit - self.elapsed())
+
+    def expired(self) -> bool:
+        """True once fewer than :data:`MIN_SOLVER_SECONDS` are left."""
+        left = self.left()
+        return left is not None and left < MIN_SOLVER_SECONDS
+
+    def check(self) -> None:
+        """Raise :class:`OutOfTime` when :meth:`expired`."""
+        if self.expired():
+            raise OutOfTime
+
+
+def fmt(count: float) -> str:
+    """A count in messages: ``1.2e+07`` style above 10⁵, plain below."""
+    return f"{count:.2g}" if count >= 1e5 else f"{int(count)}"
