@@ -372,3 +372,43 @@ def test_any_value_in_any_field_is_a_clean_answer(tmp_path, field, value, comman
         bad_input(code, err)
     else:
         strict_json(out)
+
+
+# -- parameter values are checked before any work ------------------------------------------------
+
+@pytest.mark.parametrize("method,param,names", [
+    ("cpsat", "time_unit=1e308", ["time_unit", "coarser"]),
+    ("lp-bound", "time_unit=1e308", ["time_unit"]),
+    ("hare", "time_unit=1e308", ["time_unit"]),
+    ("cpsat", "workers=abc", ["workers", "'abc'"]),
+    ("cpsat", "objective=fastest", ["objective", "'fastest'"]),
+    ("hare-lp", "interval_ratio=0.5", ["interval_ratio"]),
+    ("milp-highs", "export=model.txt", ["export", ".lp or .mps"]),
+])
+def test_bad_parameter_values_are_named(method, param, names):
+    code, _, err = cli("solve", TOY, "--method", method, "--param", param)
+    bad_input(code, err, *names)
+
+
+def test_milp_export_is_atomic_and_never_over_an_input(tmp_path):
+    inst = tmp_path / "i.json"
+    inst.write_bytes(TOY.read_bytes())
+    code, _, err = cli("solve", inst, "--method", "milp-highs", "--export", inst)
+    bad_input(code, err, "--export", "input")
+    model = tmp_path / "m.lp"
+    code, _, err = cli("solve", inst, "--method", "milp-highs", "--export", model)
+    assert code == 0, err
+    assert model.read_text().startswith("\\* optsched_disjunctive *\\")
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["i.json", "m.lp"]
+
+
+def test_bench_run_refuses_bad_parameter_values_before_running(tmp_path):
+    folder = tmp_path / "set"
+    assert cli("bench", "gen", ROOT / "benchmarks/grids/tiny.json", "--out", folder)[0] == 0
+    records = tmp_path / "r.jsonl"
+    for method, param in (("cpsat", "workers=abc"), ("hlas", "mapping=Z"),
+                          ("hlas", "thresholds=abc")):
+        code, _, err = cli("bench", "run", folder, "--method", method, "--param", param,
+                           "--records", records)
+        bad_input(code, err, param.split("=")[0])
+        assert not records.exists()

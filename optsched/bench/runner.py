@@ -143,8 +143,9 @@ def plan(
     (:class:`InputError` naming the option and the value): unknown methods, modes a method
     does not support, unknown parameters, a time limit that is not a finite number > 0,
     seeds outside [0, MAX_SEED], a method, mode or seed given twice, an instance file that is
-    missing or does not parse. (Parameter *values* are parsed by each method when it runs;
-    the registry offers no way to check them earlier.)
+    missing or does not parse, a parameter value the method's parser refuses
+    (:attr:`~optsched.solve.MethodInfo.parse`; checks against an instance, such as a
+    ``time_unit`` coarser than its tasks, happen when the run starts and are recorded).
     """
     if not methods:
         raise InputError("bench run needs at least one method")

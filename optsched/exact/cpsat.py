@@ -24,7 +24,7 @@ from __future__ import annotations
 
 import math
 import time
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from typing import Any
 
 from optsched.check import check
@@ -47,7 +47,7 @@ from optsched.exact.budget import (
 from optsched.exact.grid import ScaledInstance, parse_time_unit, scale
 from optsched.heuristics.list_scheduling import ect_schedule
 from optsched.instance import Instance
-from optsched.params import choice_param, int_param
+from optsched.params import choice_param, int_param, positive_float_param
 from optsched.result import Status
 from optsched.schedule import Schedule, Task
 from optsched.solve import MethodOutput, SolveContext, register
@@ -317,6 +317,18 @@ def _lp_seconds(instance: Instance, incumbent: Schedule) -> float:
     return handover_seconds(variables, nonzeros) + 5e-6 * nonzeros
 
 
+def parse_params(params: Mapping[str, str]) -> tuple[str, str, int, str, str]:
+    """The ``--param`` values (objective, hint, workers, search, lp_bound), checked
+    (InputError naming the key); ``time_unit`` is checked for form here and against the
+    instance by :func:`~optsched.exact.grid.parse_time_unit`."""
+    positive_float_param(params, "time_unit")
+    return (choice_param(params, "objective", ("weighted", "makespan")),
+            choice_param(params, "hint", ("ect", "none")),
+            int_param(params, "workers", 1),
+            choice_param(params, "search", ("auto", "default", "core")),
+            choice_param(params, "lp_bound", ("on", "off")))
+
+
 def solve_cpsat(instance: Instance, ctx: SolveContext, *, per_gpu: bool) -> MethodOutput:
     """Solve ``instance`` (already in ``ctx.mode``) with the grouped or per-GPU model.
 
@@ -326,16 +338,12 @@ def solve_cpsat(instance: Instance, ctx: SolveContext, *, per_gpu: bool) -> Meth
     from ortools.sat.python import cp_model
 
     budget = Budget(ctx.time_limit)
-    params = ctx.params
-    unit = parse_time_unit(instance, params)
-    objective = choice_param(params, "objective", ("weighted", "makespan"))
-    hint = choice_param(params, "hint", ("ect", "none"))
-    workers = int_param(params, "workers", 1)
-    search = choice_param(params, "search", ("auto", "default", "core"))
+    unit = parse_time_unit(instance, ctx.params)
+    objective, hint, workers, search, lp_bound = parse_params(ctx.params)
     if search == "auto":
         search = "core" if instance.mode == "relaxed" else "default"
     makespan = objective == "makespan"
-    use_lp = choice_param(params, "lp_bound", ("on", "off")) == "on" and not makespan
+    use_lp = lp_bound == "on" and not makespan
     method = "cpsat-pergpu" if per_gpu else "cpsat"
     _check_intervals(instance, [(g,) for g in range(instance.n_gpus)] if per_gpu
                      else instance.gpu_groups(), method)
@@ -434,13 +442,13 @@ def solve_cpsat(instance: Instance, ctx: SolveContext, *, per_gpu: bool) -> Meth
     return MethodOutput(schedule=schedule, bound=bound, extra=extra)
 
 
-@register("cpsat", params=PARAMS,
+@register("cpsat", params=PARAMS, parse=parse_params,
           description="CP-SAT over groups of interchangeable GPUs (exact, both modes)")
 def _cpsat(instance: Instance, context: SolveContext) -> MethodOutput:
     return solve_cpsat(instance, context, per_gpu=False)
 
 
-@register("cpsat-pergpu", params=PARAMS,
+@register("cpsat-pergpu", params=PARAMS, parse=parse_params,
           description="CP-SAT with one interval per GPU (exact reference model, both modes)")
 def _cpsat_pergpu(instance: Instance, context: SolveContext) -> MethodOutput:
     return solve_cpsat(instance, context, per_gpu=True)

@@ -91,7 +91,7 @@ def scale(instance: Instance, time_unit: float, rounding: str = "up") -> ScaledI
 
     c = grid(instance.compute)
     s = grid(instance.sync)
-    if rounding == "down" and np.any(c == 0):
+    if np.any(c == 0):  # rounded down, or snapped to 0 by a grid far coarser than the data
         raise InputError(f"time_unit {time_unit:g} is coarser than a compute time of "
                          f"{float(instance.compute[c == 0].min()):g} s; choose a finer grid")
     arrivals = grid(np.array([job.arrival for job in instance.jobs], dtype=float))

@@ -21,11 +21,13 @@ from optsched.exact.bounds import lp_time_unit, solve_time_indexed_lp
 from optsched.exact.budget import Budget, size_text
 from optsched.heuristics.list_scheduling import ect_schedule
 from optsched.instance import Instance
+from optsched.params import positive_float_param
 from optsched.schedule import Schedule
 from optsched.solve import MethodOutput, SolveContext, register
 
 
 @register("lp-bound", params={"time_unit": "grid step of the LP (default: adaptive)"},
+          parse=lambda params: positive_float_param(params, "time_unit"),
           description="ECT schedule + time-indexed LP lower bound (HiGHS), both modes")
 def _lp_bound(instance: Instance, context: SolveContext) -> MethodOutput:
     budget = Budget(context.time_limit)

@@ -26,6 +26,7 @@ import math
 import re
 import tempfile
 import warnings
+from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
@@ -44,6 +45,7 @@ from optsched.exact.budget import (
 from optsched.exact.quiet import native_stdout_silenced
 from optsched.heuristics.list_scheduling import ect_schedule
 from optsched.instance import Instance
+from optsched.output import output_target, write_file
 from optsched.params import choice_param, int_param
 from optsched.result import Status
 from optsched.schedule import Schedule, Task
@@ -272,12 +274,7 @@ def solve_milp(instance: Instance, ctx: SolveContext, backend: str) -> MethodOut
         return MethodOutput(schedule=incumbent, extra=late)
     export = ctx.params.get("export")
     if export:
-        if export.endswith(".mps"):
-            model.prob.writeMPS(export)
-        elif export.endswith(".lp"):
-            model.prob.writeLP(export)
-        else:
-            raise InputError(f"export file must end in .lp or .mps, got {export!r}")
+        _export(model.prob, export)
     extra: dict[str, Any] = {"backend": backend, "threads": threads,
                              "variables": model.prob.numVariables(),
                              "constraints": model.prob.numConstraints(),
@@ -316,13 +313,37 @@ def _lp_relaxation(model: _Disjunctive, incumbent: Schedule, backend: str,
     return MethodOutput(schedule=incumbent, bound=extra["lp_relaxation"], extra=extra)
 
 
-@register("milp-highs", params=PARAMS,
+def parse_params(params: Mapping[str, str]) -> None:
+    """Check the MILP's ``--param`` values before it runs (InputError naming the key)."""
+    int_param(params, "threads", 1)
+    choice_param(params, "relaxation", ("none", "lp"))
+    if "export" in params:
+        export = params["export"]
+        if not export.endswith((".lp", ".mps")):
+            raise InputError(f"export file must end in .lp or .mps, got {export!r}")
+        output_target(export, "export")
+
+
+def _export(prob: Any, path: str) -> None:
+    """Write the model as LP or MPS through optsched.output (PuLP writes a temporary file in
+    a private folder; its text is then written atomically to ``path``)."""
+    with tempfile.TemporaryDirectory() as folder:
+        tmp = Path(folder) / Path(path).name
+        if path.endswith(".mps"):
+            prob.writeMPS(str(tmp))
+        else:
+            prob.writeLP(str(tmp))
+        write_file(path, tmp.read_bytes())
+
+
+@register("milp-highs", params=PARAMS, parse=parse_params,
           description="disjunctive MILP through PuLP + HiGHS (exact, both modes; small sizes)")
 def _milp_highs(instance: Instance, context: SolveContext) -> MethodOutput:
     return solve_milp(instance, context, "highs")
 
 
-@register("milp-cbc", params=PARAMS,
+@register("milp-cbc", params=PARAMS, parse=parse_params,
           description="disjunctive MILP through PuLP + CBC (exact, both modes; small sizes)")
 def _milp_cbc(instance: Instance, context: SolveContext) -> MethodOutput:
     return solve_milp(instance, context, "cbc")
+

@@ -134,7 +134,7 @@ def _solve(instance: Instance, ctx: SolveContext, relaxation: str, gpu_choice: s
     info: dict[str, Any]
     if relaxation == "rl":
         unit = parse_time_unit(instance, params)
-        workers = int_param(params, "workers", 1)
+        workers = _rl_params(params)
         check_relaxation_size(instance)  # before the ECT schedule: fail fast
         rl = solve_hare_relaxation(instance, ect_schedule(instance), time_unit=unit,
                                    time_limit=budget.left(), seed=ctx.seed, workers=workers)
@@ -146,9 +146,7 @@ def _solve(instance: Instance, ctx: SolveContext, relaxation: str, gpu_choice: s
         info = {"kind": "hare_sched_rl", "objective": value, "proved": proved,
                 "bound": bound, "solver_status": rl.solver_status, "time_unit": unit}
     else:
-        ratio = positive_float_param(params, "interval_ratio") or 1.2
-        if ratio <= 1:
-            raise InputError(f"interval_ratio must be > 1, got {ratio!r}")
+        ratio = _lp_params(params)
         lp = interval_lp(instance, ratio, time_limit=budget.left())
         round_starts = lp.round_starts if lp.round_starts is not None \
             else _ect_round_starts(instance)
@@ -190,6 +188,22 @@ _RL_PARAMS: Mapping[str, str] = {
 _LP_PARAMS: Mapping[str, str] = {
     "interval_ratio": "growth factor of the LP's geometric intervals (default 1.2)",
 }
+
+
+def _rl_params(params: Mapping[str, str]) -> int:
+    """CP-SAT workers of the exact relaxation; ``time_unit``'s form checked."""
+    positive_float_param(params, "time_unit")
+    return int_param(params, "workers", 1)
+
+
+def _lp_params(params: Mapping[str, str]) -> float:
+    """The interval LP's ``interval_ratio`` (> 1, default 1.2)."""
+    ratio = positive_float_param(params, "interval_ratio") or 1.2
+    if ratio <= 1:
+        raise InputError(f"interval_ratio must be > 1, got {ratio!r}")
+    return ratio
+
+
 _VARIANTS = {
     "hare": ("rl", "earliest-free", "Hare's Algorithm 1 as published: exact relaxation "
              "(CP-SAT) + earliest-free GPU; α(2+α) guarantee"),
@@ -204,7 +218,8 @@ _VARIANTS = {
 
 def _register(name: str, relaxation: str, gpu_choice: str, description: str) -> None:
     @register(name, description=description, modes=("relaxed",),
-              params=_RL_PARAMS if relaxation == "rl" else _LP_PARAMS)
+              params=_RL_PARAMS if relaxation == "rl" else _LP_PARAMS,
+              parse=_rl_params if relaxation == "rl" else _lp_params)
     def method(instance: Instance, context: SolveContext) -> MethodOutput:
         return _solve(instance, context, relaxation, gpu_choice)
 

@@ -26,6 +26,7 @@ from __future__ import annotations
 
 import math
 from collections import defaultdict
+from collections.abc import Mapping
 from fractions import Fraction
 from typing import Any
 
@@ -40,7 +41,7 @@ from optsched.exact.budget import (
 from optsched.params import int_param
 from optsched.placement.cost import CODE_DISTANCE
 from optsched.placement.model import PlacementInstance, placement_from_hosts
-from optsched.placement.place import COST_PARAMS, PlaceContext, PlaceOutput
+from optsched.placement.place import COST_PARAMS, PlaceContext, PlaceOutput, cost_model
 from optsched.result import Status
 from optsched.solve import register
 from optsched.topology import Distance
@@ -399,21 +400,31 @@ def solve_placement_milp(instance: PlacementInstance, ctx: PlaceContext, backend
     return PlaceOutput(placement, bound=bound, extra=extra)
 
 
-@register("cpsat", kind="place",
+def _workers_params(params: Mapping[str, str]) -> None:
+    cost_model(params)
+    int_param(params, "workers", 1)
+
+
+def _threads_params(params: Mapping[str, str]) -> None:
+    cost_model(params)
+    int_param(params, "threads", 1)
+
+
+@register("cpsat", kind="place", parse=_workers_params,
           params={**COST_PARAMS, "workers": "CP-SAT worker threads (default 1)"},
           description="exact placement with CP-SAT for the order-free cost (certified bound)")
 def _place_cpsat(instance: PlacementInstance, ctx: PlaceContext) -> PlaceOutput:
     return solve_placement(instance, ctx)
 
 
-@register("milp-highs", kind="place",
+@register("milp-highs", kind="place", parse=_threads_params,
           params={**COST_PARAMS, "threads": "HiGHS threads (default 1)"},
           description="exact placement as a MILP through PuLP + HiGHS (certified bound)")
 def _place_milp_highs(instance: PlacementInstance, ctx: PlaceContext) -> PlaceOutput:
     return solve_placement_milp(instance, ctx, "highs")
 
 
-@register("milp-cbc", kind="place",
+@register("milp-cbc", kind="place", parse=_threads_params,
           params={**COST_PARAMS, "threads": "CBC threads (default 1)"},
           description="exact placement as a MILP through PuLP + CBC (certified bound)")
 def _place_milp_cbc(instance: PlacementInstance, ctx: PlaceContext) -> PlaceOutput:

@@ -16,6 +16,8 @@ from dataclasses import dataclass
 import numpy as np
 
 from optsched.errors import InputError
+from optsched.generate import check_generation_size
+from optsched.limits import MAX_VALUE
 from optsched.placement.model import Container, PlacementInstance, PlacementJob
 from optsched.topology import Topology, tree_topology
 
@@ -45,15 +47,33 @@ class PlacementSpec:
         if not 1 <= self.workers[0] <= self.workers[1]:
             raise InputError("placement generator: workers must be a range of integers >= 1")
         if not 0 <= self.busy < 1:
-            raise InputError("placement generator: busy must be in [0, 1)")
+            raise InputError("placement generator: busy (--busy) must be in [0, 1), "
+                             f"got {self.busy!r}")
+        for name in ("gpu_memory", "cpus", "memory"):
+            value = getattr(self, name)
+            if not 0 < value <= MAX_VALUE:
+                raise InputError(f"placement generator: {name} must be in (0, {MAX_VALUE:g}], "
+                                 f"got {value!r}")
+        if self.jobs_per_host is not None and not 0 < self.jobs_per_host <= MAX_VALUE:
+            raise InputError(f"placement generator: jobs_per_host must be > 0, "
+                             f"got {self.jobs_per_host!r}")
+        check_generation_size(
+            f"--jobs {self.n_jobs} --hosts {self.hosts} --gpus-per-host {self.gpus_per_host}",
+            jobs=self.n_jobs, gpus=self.hosts * self.gpus_per_host,
+            tasks=self.n_jobs * (1 + self.workers[1]))
+
+    @property
+    def n_jobs(self) -> int:
+        """The number of jobs: ``jobs``, or ``jobs_per_host`` × ``hosts`` when given."""
+        return self.jobs if self.jobs_per_host is None else max(
+            1, round(self.jobs_per_host * self.hosts))
 
 
 def generate_placement(spec: PlacementSpec, seed: int, *, name: str | None = None
                        ) -> PlacementInstance:
     """A random placement instance drawn from ``spec`` with ``default_rng(seed)``."""
     rng = np.random.default_rng(seed)
-    n_jobs = spec.jobs if spec.jobs_per_host is None else max(
-        1, round(spec.jobs_per_host * spec.hosts))
+    n_jobs = spec.n_jobs
     graph = tree_topology([[spec.gpu_type] * spec.gpus_per_host] * spec.hosts,
                           hosts_per_rack=spec.hosts_per_rack,
                           racks_per_domain=spec.racks_per_domain)

@@ -29,6 +29,7 @@ has no limit); it returns the best individual found by then (the best-fit seed a
 from __future__ import annotations
 
 import time
+from collections.abc import Mapping
 from typing import Any
 
 import numpy as np
@@ -37,7 +38,7 @@ from optsched.params import int_param
 from optsched.placement.cost import CostModel, placement_cost
 from optsched.placement.heuristics import greedy_plan
 from optsched.placement.model import Container, PlacementInstance, placement_from_hosts
-from optsched.placement.place import COST_PARAMS, PlaceContext, PlaceOutput
+from optsched.placement.place import COST_PARAMS, PlaceContext, PlaceOutput, cost_model
 from optsched.result import Status
 from optsched.solve import register
 
@@ -173,17 +174,23 @@ def run_gga(instance: PlacementInstance, model: CostModel, *, seed: int = 0,
                      "population": size, "best_cost": best[0], "stopped": stopped}
 
 
+def _gga_params(params: Mapping[str, str]) -> tuple[int | None, int]:
+    """``generations`` (None: 30 + containers) and ``patience``, checked; the cost too."""
+    cost_model(params)
+    generations = int_param(params, "generations", 0) if "generations" in params else None
+    return generations, int_param(params, "patience", 30)
+
+
 @register("gga", kind="place", params={
     **COST_PARAMS,
     "generations": "maximum generations (default 30 + containers)",
     "patience": "stop after this many generations without improvement (default 30)"},
+    parse=_gga_params,
     description="Liquid's batch mode: grouping genetic algorithm (seeded, generation counts)")
 def _place_gga(instance: PlacementInstance, ctx: PlaceContext) -> PlaceOutput:
-    generations = int_param(ctx.params, "generations", 0) if "generations" in ctx.params \
-        else None
+    generations, patience = _gga_params(ctx.params)
     genome, stats = run_gga(instance, ctx.model, seed=ctx.seed, generations=generations,
-                            patience=int_param(ctx.params, "patience", 30),
-                            time_limit=ctx.time_limit)
+                            patience=patience, time_limit=ctx.time_limit)
     if genome is None:
         return PlaceOutput(status=Status.UNKNOWN, extra=stats)
     hosts = list(instance.topology.hosts)
