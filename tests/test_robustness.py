@@ -345,11 +345,15 @@ def test_plot_without_extension_writes_png_to_exactly_that_path(tmp_path):
 
 # -- every command: arbitrary values in an instance never crash the CLI --------------------------
 
+# integers: small ones and the edges of every bound (large but accepted sizes would only
+# make the test slow, not stronger)
+INTEGERS = st.integers(-3, 5) | st.sampled_from(
+    [10**8, 10**8 + 1, 10**9, 2**31, 2**63, 10**15, 10**15 + 1, 10**20, -(10**20)])
 VALUES = st.one_of(
-    st.none(), st.booleans(), st.integers(-10**20, 10**20),
+    st.none(), st.booleans(), INTEGERS,
     st.floats(allow_nan=True, allow_infinity=True), st.text(max_size=4),
     st.lists(st.integers(0, 3), max_size=2), st.dictionaries(st.text(max_size=2),
-                                                             st.integers(), max_size=2))
+                                                             INTEGERS, max_size=2))
 FIELDS = ["arrival", "weight", "rounds", "tasks_per_round", "compute", "sync", "launch",
           "iters_per_task", "id", "workload", "sync_bytes"]
 
