@@ -465,7 +465,7 @@ def cmd_bench_gen(args: argparse.Namespace) -> int:
         manifest = generate_set(load_grid(args.grid), args.out)
     except KeyboardInterrupt:  # generate_set has removed its partial output
         print("optsched: interrupted: nothing written", file=sys.stderr)
-        return 130
+        return EXIT_INTERRUPTED
     print(f"wrote {len(manifest.instances)} instances and manifest.json to {args.out}")
     return EXIT_OK
 
@@ -518,7 +518,7 @@ def cmd_bench_run(args: argparse.Namespace) -> int:
         return stop.exit_code
     except KeyboardInterrupt:
         print("optsched: interrupted before any run started", file=sys.stderr)
-        return 130
+        return EXIT_INTERRUPTED
     print(f"{summary.finished} runs finished ({summary.errors} errors), {summary.skipped} "
           f"already recorded, in {summary.elapsed_s:.1f} s; records in {args.records}")
     return EXIT_NEGATIVE if summary.errors else EXIT_OK
