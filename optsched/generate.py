@@ -32,8 +32,8 @@ from optsched.topology import tree_topology
 #: GB for 100,000 Hare jobs), so about 7 GB at the cap.
 MAX_GEN_JOBS = 1_000_000
 #: Most tasks (Σ_j R_j K_j, expected) a generator makes: the Hare family makes ~50,000, traces
-#: reach ~1,000,000; solvers and the checker then need about 200 B per task.
-MAX_GEN_TASKS = 50_000_000
+#: reach ~1,000,000; an instance holds at most MAX_TASKS.
+MAX_GEN_TASKS = MAX_TASKS
 #: Most GPUs a generator makes.
 MAX_GEN_GPUS = 100_000
 #: Most job × GPU entries of an instance's compute and sync matrices (16 B each, twice).

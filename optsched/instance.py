@@ -17,7 +17,7 @@ import networkx as nx
 import numpy as np
 
 from optsched.errors import InputError, UnknownNameError
-from optsched.limits import MAX_FACTOR, MAX_TASKS, MAX_VALUE
+from optsched.limits import MAX_FACTOR, MAX_TASKS, MAX_VALUE, MIN_POSITIVE
 from optsched.topology import Topology
 from optsched.workloads import Catalog, default_catalog
 
@@ -34,14 +34,16 @@ def _is_int(value: Any) -> bool:
 
 
 def _times(values: Any, what: str, *, positive: bool) -> Mapping[str, float]:
+    """A {key: seconds} mapping: finite, in [0, MAX_VALUE] (positive: in
+    [MIN_POSITIVE, MAX_VALUE])."""
     if not isinstance(values, Mapping) or not values:
         raise InputError(f"{what} must be a non-empty mapping")
     out = {}
     for key, value in values.items():
         if not isinstance(key, str) or not key:
             raise InputError(f"{what}: key {key!r} must be a non-empty string")
-        if not _is_number(value) or value < 0 or (positive and value == 0):
-            sign = "> 0" if positive else ">= 0"
+        if not _is_number(value) or value < 0 or (positive and value < MIN_POSITIVE):
+            sign = f">= {MIN_POSITIVE:g}" if positive else ">= 0"
             raise InputError(f"{what}[{key!r}] must be a number {sign} and <= {MAX_VALUE:g}, "
                              f"got {value!r}")
         out[key] = float(value)
@@ -109,9 +111,9 @@ class Job:
         if not _is_number(self.arrival) or self.arrival < 0:
             raise InputError(f"{where}: arrival must be a number in [0, {MAX_VALUE:g}], "
                              f"got {self.arrival!r}")
-        if not _is_number(self.weight) or self.weight <= 0:
-            raise InputError(f"{where}: weight must be a number in (0, {MAX_VALUE:g}], "
-                             f"got {self.weight!r}")
+        if not _is_number(self.weight) or self.weight < MIN_POSITIVE:
+            raise InputError(f"{where}: weight must be a number in [{MIN_POSITIVE:g}, "
+                             f"{MAX_VALUE:g}], got {self.weight!r}")
         for name in ("rounds", "tasks_per_round"):
             value = getattr(self, name)
             if not _is_int(value) or not 1 <= value <= MAX_TASKS:
@@ -289,6 +291,7 @@ class Instance:
         set_(self, "gpu_index", MappingProxyType(_index(self.gpus, "GPU")))
         compute = self._compute_matrix(self.catalog or default_catalog())
         sync = self._sync_matrix(compute)
+        self._check_horizon(compute, sync)
         compute.setflags(write=False)
         sync.setflags(write=False)
         set_(self, "compute", compute)
@@ -404,6 +407,24 @@ class Instance:
                              f"{gbps:g} Gbit/s to ps {job.ps!r} takes {seconds:g} s > "
                              f"{MAX_VALUE:g} s")
         return seconds
+
+    def _check_horizon(self, compute: np.ndarray, sync: np.ndarray) -> None:
+        """Refuse an instance whose horizon — its latest arrival plus all its work done one
+        task after another, each on its slowest eligible GPU — exceeds MAX_VALUE: every
+        schedule a method builds without idling finishes within it, so every derived time
+        stays representable."""
+        work = []
+        for j, job in enumerate(self.jobs):
+            row = compute[j] + sync[j]
+            slowest = float(row[np.isfinite(row)].max())
+            factor = max((job.placement_factor or {}).values(), default=1.0)
+            work.append(job.n_tasks * slowest * max(1.0, factor) + job.launch + job.save)
+        total = max(job.arrival for job in self.jobs) + sum(work)
+        if not total <= MAX_VALUE:
+            largest = self.jobs[int(np.argmax(work))].id
+            raise InputError(f"instance {self.name!r}: latest arrival + all work done one task "
+                             f"after another is {total:.3g} s > {MAX_VALUE:g} s (largest: "
+                             f"job {largest!r}, {max(work):.3g} s)")
 
     # -- derived views ----------------------------------------------------------------------
 

@@ -153,10 +153,28 @@ def read_json(path: str | Path) -> Any:
     except UnicodeDecodeError:
         raise InputError(f"{path}: not UTF-8 text") from None
     try:
-        return json.loads(text)
+        return json.loads(text, object_pairs_hook=_unique_keys)
     except json.JSONDecodeError as exc:
         raise InputError(f"{path}: malformed JSON: {exc.msg} at line {exc.lineno} "
                          f"column {exc.colno}") from None
+    except _DuplicateKey as exc:
+        raise InputError(f"{path}: key {exc.args[0]!r} appears twice in one object") from None
+    except RecursionError:
+        raise InputError(f"{path}: JSON nested too deeply") from None
+
+
+class _DuplicateKey(ValueError):
+    pass
+
+
+def _unique_keys(pairs: list[tuple[str, Any]]) -> dict[str, Any]:
+    """A JSON object; a key given twice (which JSON parsers resolve differently) raises."""
+    out: dict[str, Any] = {}
+    for key, value in pairs:
+        if key in out:
+            raise _DuplicateKey(key)
+        out[key] = value
+    return out
 
 
 def _with_path(path: str | Path, exc: InputError) -> InputError:

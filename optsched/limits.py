@@ -8,13 +8,21 @@ infinity. A larger value is bad input, named by its field.
 
 from __future__ import annotations
 
-#: Largest accepted time, weight or amount.
+#: Largest accepted time, weight or amount; also the largest horizon of an instance (its
+#: latest arrival plus all its work done one task after another).
 MAX_VALUE = 1e15
+#: Smallest accepted positive compute time, weight, bandwidth or factor (1 ns, 1 bit/s, …):
+#: smaller positive values (denormals) would stall geometric grids and rounding.
+MIN_POSITIVE = 1e-9
+#: Largest accepted start time in a schedule: ten times the largest horizon, so that a
+#: simulator's periodic events (ticks, heartbeats) beyond the horizon stay representable.
+MAX_START = 10 * MAX_VALUE
 #: Largest accepted placement factor and iterations per task.
 MAX_FACTOR = 1e6
-#: Most tasks (Σ rounds × tasks_per_round) one instance may have: a schedule of that many
-#: tasks takes about 20 GB in memory.
-MAX_TASKS = 100_000_000
+#: Most tasks (Σ rounds × tasks_per_round) one instance may have: solving, simulating and
+#: checking take about 3 KB per task (measured: 2.8 GB for 10⁶ tasks with ect), so about
+#: 14 GB at the cap.
+MAX_TASKS = 5_000_000
 #: Largest accepted random seed: CP-SAT takes a 32-bit signed seed; numpy and scikit-learn
 #: accept it too.
 MAX_SEED = 2**31 - 1

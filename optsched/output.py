@@ -43,6 +43,15 @@ def json_text(data: Any, *, indent: int | None = 1) -> str:
                          ) from None
 
 
+def _resolve(path: str | Path) -> Path:
+    """The file ``path`` names, symbolic links followed; a new file (or a link to one) is
+    fine, a link loop raises OSError (ELOOP)."""
+    try:
+        return Path(os.path.realpath(path, strict=True))
+    except FileNotFoundError:
+        return Path(os.path.realpath(path))
+
+
 def _same(a: Path, b: Path) -> bool:
     try:
         return a.exists() and b.exists() and os.path.samefile(a, b)
@@ -62,7 +71,12 @@ def output_target(path: str | Path | None, option: str = "--out", *,
         raise InputError(f"{option}: empty path")
     target = Path(path)
     where = f"{option} {str(path)!r}"
-    real = Path(os.path.realpath(target))
+    if str(path).endswith(os.sep):
+        raise InputError(f"{where} names a folder, not a file")
+    try:
+        real = _resolve(target)
+    except OSError as exc:  # a symbolic link loop
+        raise InputError(f"{where}: {exc.strerror or exc}") from None
     if real.exists():
         mode = real.stat().st_mode
         if stat.S_ISDIR(mode):
@@ -116,7 +130,7 @@ class _Staged:
 
     def __init__(self, path: str | Path, data: Data) -> None:
         self.path = Path(path)
-        self.real = Path(os.path.realpath(self.path))
+        self.real = _resolve(self.path)
         self.data = data.encode("utf-8") if isinstance(data, str) else data
         self.tmp: str | None = None
         mode = _mode(self.real)

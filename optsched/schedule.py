@@ -14,7 +14,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from optsched.errors import InputError
-from optsched.limits import MAX_VALUE
+from optsched.limits import MAX_START
 
 MODES = ("relaxed", "gang")
 
@@ -50,10 +50,10 @@ class Task:
             if value is None and name == "train_start":
                 continue
             if (isinstance(value, bool) or not isinstance(value, int | float)
-                    or not math.isfinite(value) or abs(value) > MAX_VALUE):
+                    or not math.isfinite(value) or abs(value) > MAX_START):
                 raise InputError(f"schedule task ({self.job!r}, round {self.round}, task "
                                  f"{self.task}): {name} must be a number in "
-                                 f"[-{MAX_VALUE:g}, {MAX_VALUE:g}], got {value!r}")
+                                 f"[-{MAX_START:g}, {MAX_START:g}], got {value!r}")
             object.__setattr__(self, name, float(value))
 
     @property

@@ -18,7 +18,7 @@ from typing import Any
 import networkx as nx
 
 from optsched.errors import InputError, UnknownNameError
-from optsched.limits import MAX_VALUE
+from optsched.limits import MAX_VALUE, MIN_POSITIVE
 
 KINDS = ("gpu", "host", "switch")
 
@@ -36,8 +36,8 @@ def _number(value: Any, what: str, *, positive: bool) -> float:
     if (isinstance(value, bool) or not isinstance(value, int | float)
             or not math.isfinite(value) or abs(value) > MAX_VALUE):
         raise InputError(f"{what} must be a number <= {MAX_VALUE:g}, got {value!r}")
-    if positive and value <= 0:
-        raise InputError(f"{what} must be > 0, got {value!r}")
+    if positive and value < MIN_POSITIVE:
+        raise InputError(f"{what} must be >= {MIN_POSITIVE:g}, got {value!r}")
     if value < 0:
         raise InputError(f"{what} must be >= 0, got {value!r}")
     return float(value)
@@ -82,6 +82,8 @@ class Topology:
                 raise InputError(f"topology node {node!r}: level must be a string")
             g.add_node(node, **attrs)
         for u, v, attrs in graph.edges(data=True):
+            if u == v:
+                raise InputError(f"topology edge {u!r}-{v!r} is a self-loop")
             if "bandwidth" not in attrs:
                 raise InputError(f"topology edge {u!r}-{v!r} has no bandwidth")
             bw = _number(attrs["bandwidth"], f"topology edge {u!r}-{v!r} bandwidth",

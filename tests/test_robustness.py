@@ -228,7 +228,10 @@ def test_all_outputs_written_together(tmp_path):
     ({"weight": 1e300}, ["weight"]),
     ({"sync": {"A": 1e300}}, ["sync['A']"]),
     ({"rounds": 10**18}, ["rounds"]),
-    ({"rounds": 20000, "tasks_per_round": 20000}, ["tasks", "100,000,000"]),
+    ({"rounds": 20000, "tasks_per_round": 20000}, ["tasks", "5,000,000"]),
+    ({"compute": {"A": 5e-324}}, ["compute['A']", "1e-09"]),
+    ({"weight": 5e-324}, ["weight"]),
+    ({"rounds": 5_000_000, "compute": {"A": 1e9}}, ["one task after another", "1e+15"]),
 ])
 def test_huge_values_are_bad_input_naming_the_field(tmp_path, job, names):
     path = write(tmp_path / "i.json", instance(**job))
@@ -237,15 +240,17 @@ def test_huge_values_are_bad_input_naming_the_field(tmp_path, job, names):
     assert out == ""
 
 
-def test_sync_over_a_vanishing_link_is_bad_input(tmp_path):
+@pytest.mark.parametrize("bandwidth,names", [(1e-300, ["edge 'g'-'h'", "bandwidth"]),
+                                             (1e-9, ["'j'", "sync_bytes"])])
+def test_sync_over_a_vanishing_link_is_bad_input(tmp_path, bandwidth, names):
     topo = {"directed": False, "multigraph": False, "graph": {},
             "nodes": [{"id": "g", "kind": "gpu", "gpu_type": "A"}, {"id": "h", "kind": "host"}],
-            "edges": [{"source": "g", "target": "h", "bandwidth": 1e-300}]}
-    data = instance(sync_bytes=1e300, ps="h")
+            "edges": [{"source": "g", "target": "h", "bandwidth": bandwidth}]}
+    data = instance(sync_bytes=1e15, ps="h")
     del data["gpus"]
     data["topology"] = topo
     code, _, err = cli("check", write(tmp_path / "i.json", data), FIG1)
-    bad_input(code, err, "'j'", "sync_bytes")
+    bad_input(code, err, *names)
 
 
 def test_huge_start_in_a_schedule_is_bad_input(tmp_path):
@@ -381,7 +386,8 @@ def test_any_value_in_any_field_is_a_clean_answer(tmp_path, field, value, comman
 # -- parameter values are checked before any work ------------------------------------------------
 
 @pytest.mark.parametrize("method,param,names", [
-    ("cpsat", "time_unit=1e308", ["time_unit", "coarser"]),
+    ("cpsat", "time_unit=1e308", ["time_unit", "1e308"]),
+    ("cpsat", "time_unit=1e14", ["time_unit", "coarser"]),
     ("lp-bound", "time_unit=1e308", ["time_unit"]),
     ("hare", "time_unit=1e308", ["time_unit"]),
     ("cpsat", "workers=abc", ["workers", "'abc'"]),
