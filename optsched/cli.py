@@ -92,8 +92,9 @@ def _check_placement(args: argparse.Namespace, data: Any) -> int:
     from optsched.placement.check import check_placement
     from optsched.placement.model import placement_from_dict, placement_instance_from_dict
 
-    instance = placement_instance_from_dict(data)
-    report = check_placement(instance, placement_from_dict(read_json(args.schedule)))
+    instance = _in_file(args.instance, placement_instance_from_dict, data)
+    placement = _in_file(args.schedule, placement_from_dict, read_json(args.schedule))
+    report = check_placement(instance, placement)
     cost = None if report.cost is None else report.cost.total
     if args.json:
         _print_json({"feasible": report.feasible, "cost": cost, "violations": [
@@ -111,7 +112,7 @@ def cmd_place(args: argparse.Namespace) -> int:
 
     if args.out is not None:
         output_target(args.out, inputs=[args.instance])
-    instance = placement_instance_from_dict(read_json(args.instance))
+    instance = _in_file(args.instance, placement_instance_from_dict, read_json(args.instance))
     result, placement = place(instance, args.method, seed=args.seed,
                               time_limit=args.time_limit, params=_parse_params(args.param))
     if args.out is not None and placement is not None:
@@ -123,12 +124,22 @@ def cmd_place(args: argparse.Namespace) -> int:
     return EXIT_OK if placement is not None else EXIT_NEGATIVE
 
 
+def _in_file(path: str, read: Any, data: Any) -> Any:
+    """``read(data)``, an error naming the file ``path`` it came from."""
+    try:
+        return read(data)
+    except InputError as exc:
+        raise type(exc)(f"{path}: {exc}") from None
+
+
 def _parse_params(pairs: Sequence[str]) -> dict[str, str]:
-    params = {}
+    params: dict[str, str] = {}
     for pair in pairs:
         key, sep, value = pair.partition("=")
         if not sep or not key:
             raise InputError(f"--param expects KEY=VALUE, got {pair!r}")
+        if key in params:
+            raise InputError(f"--param {key} given twice ({params[key]!r} and {value!r})")
         params[key] = value
     return params
 
@@ -145,6 +156,8 @@ def _print_result(result: Result) -> None:
 
 
 def cmd_solve(args: argparse.Namespace) -> int:
+    if args.export is not None and any(p.startswith("export=") for p in args.param):
+        raise InputError("give the model file once: --export or --param export=...")
     for option, path in (("--out", args.out), ("--export", args.export)):
         if path is not None:
             output_target(path, option, inputs=[args.instance, args.hint])
@@ -168,10 +181,15 @@ def cmd_solve(args: argparse.Namespace) -> int:
 def cmd_simulate(args: argparse.Namespace) -> int:
     from optsched.online.run import run_policy
 
+    params = _parse_params(args.param)
+    if args.no_record and args.out is not None:
+        raise InputError("--no-record keeps no schedule, so --out would write nothing")
+    if args.instance.endswith(".json") and args.cluster:
+        raise InputError("--cluster goes with a trace; an instance (.json) has its own GPUs")
     targets = [("--out", args.out), ("--realised", args.realised), ("--cdf", args.cdf)]
     for option, path in targets:
-        if path is not None:
-            output_target(path, option, inputs=[args.instance])
+        if path is not None:  # the replay policy's schedule is an input too
+            output_target(path, option, inputs=[args.instance, params.get("schedule")])
     distinct_targets(targets)
     if args.cdf is not None:
         from optsched.plot import image_format, jct_cdf_image
@@ -190,13 +208,10 @@ def cmd_simulate(args: argparse.Namespace) -> int:
                                seed=args.seed)
         instance = trace_instance(trace, parse_cluster(args.cluster), mapping,
                                   mode=args.mode or "relaxed")
-        if trace.skipped:
-            print(f"trace {trace.name}: {len(trace.jobs)} jobs, {trace.skipped} skipped "
-                  f"(first: {trace.first_skip})", file=sys.stderr)
     if args.mode:
         instance = instance.with_mode(args.mode)
     result, sim = run_policy(
-        instance, args.policy, params=_parse_params(args.param), seed=args.seed,
+        instance, args.policy, params=params, seed=args.seed,
         noise=args.noise, switch_cost=args.switch_cost, tick=args.tick,
         event_driven=not args.heartbeat, record=not args.no_record, progress=args.progress)
     outputs: list[tuple[str, str | bytes]] = []
@@ -210,6 +225,9 @@ def cmd_simulate(args: argparse.Namespace) -> int:
         outputs.append((args.cdf, jct_cdf_image({args.policy: jct}, cdf_format,
                                                 title=f"{sim.instance.name}: JCT CDF")))
     write_outputs(outputs)  # all or nothing, after the work succeeded
+    if not args.instance.endswith(".json") and trace.skipped:
+        print(f"trace {trace.name}: {len(trace.jobs)} jobs, {trace.skipped} skipped "
+              f"(first: {trace.first_skip})", file=sys.stderr)
     if args.json:
         _print_json(result.to_dict())
     else:
@@ -319,6 +337,8 @@ def cmd_gen(args: argparse.Namespace) -> int:
 
     if args.out is not None:
         output_target(args.out)
+    if args.name is not None and (not args.name or not args.name.isprintable()):
+        raise InputError(f"--name must be a non-empty printable name, got {args.name!r}")
     spec_type, make = FAMILIES[args.family]
     given = {f.name for spec, _ in FAMILIES.values() for f in fields(spec)
              if getattr(args, f.name, None) is not None}
@@ -478,6 +498,7 @@ def cmd_bench_run(args: argparse.Namespace) -> int:
     from optsched.bench.records import check_records_path
     from optsched.bench.runner import (
         RunInterrupted,
+        check_scheduler,
         check_time_limit,
         check_workers,
         plan,
@@ -486,6 +507,7 @@ def cmd_bench_run(args: argparse.Namespace) -> int:
 
     check_workers(args.workers)
     check_time_limit(args.time_limit)
+    check_scheduler(args.scheduler)
     check_records_path(args.records)
     folder = Path(args.instances)
     if not folder.is_dir():

@@ -59,6 +59,13 @@ def rb_slow(instance, context):
     return MethodOutput(schedule=ect_schedule(instance))
 
 
+@register("rb-hang", description="ignores its time limit on 3-job instances", replace=True)
+def rb_hang(instance, context):
+    while instance.n_jobs == 3:
+        time.sleep(1)
+    return MethodOutput(schedule=ect_schedule(instance))
+
+
 @register("rb-nan", description="a NaN in extra", replace=True)
 def rb_nan(instance, context):
     return MethodOutput(schedule=ect_schedule(instance), extra={"x": float("nan")})
@@ -619,3 +626,166 @@ def test_runners_on_one_set_merge_their_manifest_updates(tiny):
     on_disk = load_manifest(tiny).instances
     assert on_disk[names[0]]["best"]["relaxed"]["objective"] == 5
     assert on_disk[names[1]]["best"]["relaxed"]["objective"] == 7
+
+
+# -- broken promises found by an adversarial tester ------------------------------------------
+
+def _set_best(folder: Path, best_text: str) -> None:
+    path = folder / "manifest.json"
+    data = json.loads(path.read_text())
+    text = json.dumps(data, indent=1).replace('"best": {}', "\"best\": " + best_text, 1)
+    path.write_text(text)
+
+
+@pytest.mark.parametrize("best,needles", [
+    ('{"relaxed": {"objective": NaN, "bound": 1}}', ["'objective'", "nan"]),
+    ('{"relaxed": {"objective": "x", "bound": 1}}', ["'objective'", "'x'"]),
+    ('{"relaxed": {"objective": NaN}}', ["'objective'"]),
+    ('{"relaxed": {"objective": 5}}', ["no 'bound' field"]),
+    ('{"relaxed": {"objective": 1e308, "bound": 1}}', ["'objective'", "1e+308"]),
+    ('{"relaxed": {"objective": -1, "bound": null}}', ["'objective'", "-1"]),
+    ('{"relaxed": {"objective": 1, "bound": -2}}', ["'bound'", "-2"]),
+    ('{"relaxed": {"objective": 1, "bound": 2}}', ["'bound' 2 exceeds 'objective' 1"]),
+    ('{"relaxed": {"objective": 1, "objective_by": 3, "bound": null}}', ["'objective_by'"]),
+])
+def test_run_refuses_bad_best_values_in_the_manifest(tiny, tmp_path, capsys, best, needles):
+    _set_best(tiny, best)
+    before = snapshot(tmp_path)
+    code, _, err = run_main(capsys, "bench", "run", str(tiny), "--method", "ect",
+                              "--records", str(tmp_path / "r.jsonl"))
+    refused(code, err, "manifest.json", "instance 'tiny-jobs2-s0'", "best['relaxed']",
+            *needles)
+    assert snapshot(tmp_path) == before
+
+
+def test_manifest_never_saves_a_bound_above_the_best_objective(tiny):
+    manifest = load_manifest(tiny)
+    base = {"instance": "tiny-jobs2-s0", "mode": "relaxed", "method": "m", "seed": 0,
+            "params": {}, "status": "feasible", "key": "k"}
+    manifest.fold([{**base, "objective": 10.0, "bound": None}])
+    manifest.fold([{**base, "objective": None, "bound": 20.0}])  # a wrong claim: ignored
+    assert manifest.instances["tiny-jobs2-s0"]["best"]["relaxed"]["bound"] is None
+    manifest.fold([{**base, "objective": None, "bound": 8.0}])
+    manifest.fold([{**base, "objective": 5.0, "bound": None}])  # beats the claimed bound
+    best = load_manifest(tiny).instances["tiny-jobs2-s0"]["best"]["relaxed"]
+    assert best["objective"] == 5.0 and best["bound"] is None
+
+
+@pytest.mark.parametrize("address", ["garbage", "tcp://host", "tcp://host:port",
+                                     "tcp://host:0", "tcp://:8786", "foo://h:1", "h:99999"])
+def test_run_refuses_a_malformed_scheduler_address(tiny, tmp_path, capsys, address):
+    code, _, err = run_main(capsys, "bench", "run", str(tiny), "--method", "ect",
+                              "--records", str(tmp_path / "r.jsonl"), "--scheduler", address)
+    refused(code, err, "--scheduler", repr(address))
+    assert not (tmp_path / "r.jsonl").exists()
+
+
+@pytest.mark.parametrize("address", ["tcp://127.0.0.1:8786", "localhost:8786",
+                                     "tls://[::1]:8786", "inproc://10.0.0.1/123/1"])
+def test_well_formed_scheduler_addresses_pass(address):
+    from optsched.bench.runner import check_scheduler
+
+    check_scheduler(address)
+
+
+@pytest.mark.parametrize("change,needles", [
+    (("feasible", "weird"), ["field 'status'", "'weird'"]),
+    (("OBJ", "1e308"), ["field 'objective'", "1e+308"]),
+    (("OBJ", "-3.0"), ["field 'objective'", "-3.0"]),
+    (("BOUND", "1e16"), ["field 'bound'", "1e+16"]),
+])
+def test_records_with_bad_status_or_values_are_refused(tiny, tmp_path, capsys, change,
+                                                       needles):
+    good = tmp_path / "good.jsonl"
+    code, _, _ = run_main(capsys, "bench", "run", str(tiny), "--method", "ect",
+                          "--records", str(good), "--workers", "1")
+    assert code == 0
+    lines = good.read_text().splitlines()
+    record = json.loads(lines[1])
+    old, new = change
+    if old == "OBJ":
+        record["objective"] = "NEW"
+    elif old == "BOUND":
+        record["bound"] = "NEW"
+    else:
+        record["status"] = "NEW"
+    lines[1] = json.dumps(record).replace('"NEW"', new if old != "feasible" else '"weird"')
+    bad = tmp_path / "bad.jsonl"
+    bad.write_text("\n".join(lines) + "\n")
+    before = snapshot(tmp_path)
+    code, _, err = run_main(capsys, "bench", "run", str(tiny), "--method", "ect",
+                            "--records", str(bad))
+    refused(code, err, f"{bad}:2", *needles)
+    code, _, err = run_main(capsys, "bench", "report", str(bad), "--out",
+                            str(tmp_path / "rep"))
+    refused(code, err, f"{bad}:2", *needles)
+    assert snapshot(tmp_path) == before and not (tmp_path / "rep").exists()
+
+
+def test_run_refuses_an_instance_file_holding_another_instance(tiny, tmp_path, capsys):
+    path = tiny / "tiny-jobs2-s0.json"
+    data = json.loads(path.read_text())
+    data["name"] = "someone-else"
+    path.write_text(json.dumps(data))
+    code, _, err = run_main(capsys, "bench", "run", str(tiny), "--method", "ect",
+                            "--records", str(tmp_path / "r.jsonl"))
+    refused(code, err, "instance 'tiny-jobs2-s0'", "'tiny-jobs2-s0.json'", "'someone-else'")
+    assert not (tmp_path / "r.jsonl").exists()
+
+
+def test_empty_paths_and_missing_folders_are_refused(tiny, tmp_path, capsys, monkeypatch):
+    monkeypatch.chdir(tmp_path)
+    good = tmp_path / "good.jsonl"
+    assert run_main(capsys, "bench", "run", str(tiny), "--method", "ect", "--records",
+                    str(good), "--workers", "1")[0] == 0
+    before = snapshot(tmp_path)
+    for argv, needles in [
+        (["bench", "report", str(good), "--out", ""], ["--out: empty path"]),
+        (["bench", "gen", str(TINY_GRID), "--out", ""], ["--out: empty path"]),
+        (["bench", "run", str(tiny), "--method", "ect", "--records", ""],
+         ["--records: empty path"]),
+        (["bench", "run", str(tiny), "--method", "ect", "--records",
+          str(tmp_path / "nope" / "r.jsonl")], ["--records", "nope", "does not exist"]),
+        (["bench", "report", str(good), "--out", str(tmp_path / "nope" / "deeper")],
+         ["--out", "nope", "does not exist"]),
+    ]:
+        code, _, err = run_main(capsys, *argv)
+        refused(code, err, *needles)
+        assert snapshot(tmp_path) == before and not (tmp_path / "nope").exists()
+    # the last level of a report folder is created (like mkdir without -p)
+    assert run_main(capsys, "bench", "report", str(good), "--out", str(tmp_path / "rep"),
+                    "--no-plots")[0] == 0
+    assert (tmp_path / "rep" / "gaps.md").is_file()
+
+
+def test_no_time_limit_means_no_kill():
+    from optsched.bench import runner
+
+    run = runner.Run("i", {}, {}, None, "ect", "relaxed", 0, {}, None)
+    assert runner.kill_after(run) is None
+    assert runner.kill_after(runner.Run("i", {}, {}, None, "ect", "relaxed", 0, {}, 4.0)) == 14
+    assert runner.kill_after(runner.Run("i", {}, {}, None, "ect", "relaxed", 0, {}, 60)) == 90
+
+
+@pytest.mark.skipif(not LINUX, reason="uses fork and /proc")
+@pytest.mark.parametrize("workers", [1, 2])
+def test_a_method_ignoring_its_time_limit_is_killed(tiny, tmp_path, plugins, monkeypatch,
+                                                    workers):
+    from optsched.bench import runner
+
+    monkeypatch.syspath_prepend(str(plugins))
+    monkeypatch.setattr(runner, "GRACE_MIN_S", 0.3)
+    runs = plan(load_manifest(tiny), ["rb-hang", "ect"], time_limit=0.3, plugins=["rbplug"])
+    records = tmp_path / "r.jsonl"
+    started = time.monotonic()
+    summary = run_benchmark(runs, records, workers=workers, progress=None)
+    assert time.monotonic() - started < 10
+    assert summary.finished == 8 and summary.errors == 2
+    for record in load_records(records):
+        hung = record["method"] == "rb-hang" and "jobs3" in record["instance"]
+        assert (record["status"] == "error") == hung, record
+        if hung:
+            assert "exceeded its time limit" in record["error"]
+    keys = [r["key"] for r in load_records(records)]
+    assert sorted(keys) == sorted(run.key for run in runs)
+    assert wait_gone(children(os.getpid()), 5) == []

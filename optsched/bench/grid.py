@@ -323,6 +323,8 @@ def generate_set(grid: Grid, out: str | Path) -> Manifest:
     so a failure leaves nothing behind (folders created for it are removed again). Refuses to
     overwrite an existing manifest: an instance set, once run, is immutable.
     """
+    if str(out) == "":
+        raise InputError("--out: empty path")
     out = Path(out)
     _check_out(out)
     created = []  # parent folders this call creates, removed again on failure

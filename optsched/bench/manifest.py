@@ -10,7 +10,9 @@ Guarantees:
 - **Validated on load.** :meth:`Manifest.load` refuses, as an :class:`InputError` naming the
   file and the entry, anything but an ``optsched/manifest@1`` object whose ``instances`` map
   names to entries with a ``file`` that is a plain relative path inside the set's folder
-  (no absolute path, no ``..``), a ``cell`` object and an integer (or null) ``seed``.
+  (no absolute path, no ``..``), a ``cell`` object, an integer (or null) ``seed`` and
+  ``best`` values per mode whose ``objective`` and ``bound`` are null or finite numbers in
+  [0, MAX_VALUE] with the bound not above the objective.
 - **Atomic and merged.** Saving replaces the file atomically (:mod:`optsched.output`);
   :meth:`Manifest.fold` holds an exclusive lock on the set's folder while it re-reads the
   file, folds records in and saves, so runners with different records files on one set
@@ -20,6 +22,7 @@ Guarantees:
 from __future__ import annotations
 
 import contextlib
+import math
 import os
 from collections.abc import Iterable, Iterator, Mapping
 from dataclasses import dataclass, field
@@ -28,6 +31,8 @@ from typing import Any
 
 from optsched.errors import InputError
 from optsched.io import read_json, write_json
+from optsched.limits import MAX_VALUE
+from optsched.result import OPTIMAL_TOL
 
 try:
     import fcntl
@@ -40,6 +45,11 @@ MANIFEST_FORMAT = "optsched/manifest@1"
 def _by(record: Mapping[str, Any]) -> dict[str, Any]:
     return {"method": record["method"], "seed": record["seed"], "params": record["params"],
             "status": record["status"], "key": record["key"]}
+
+
+def _above(bound: float, objective: float) -> bool:
+    """Whether ``bound`` exceeds ``objective`` beyond the optimality tolerance."""
+    return bound - objective > OPTIMAL_TOL * max(1.0, abs(objective))
 
 
 def _check_entry(path: Path, name: Any, entry: Any) -> dict[str, Any]:
@@ -64,7 +74,32 @@ def _check_entry(path: Path, name: Any, entry: Any) -> dict[str, Any]:
     best = entry.get("best", {})
     if not isinstance(best, dict) or not all(isinstance(v, dict) for v in best.values()):
         raise InputError(f"{where}: 'best' must be an object of objects")
-    return {**entry, "best": best}
+    return {**entry, "best": {mode: _check_best(f"{where}: best[{mode!r}]", value)
+                              for mode, value in best.items()}}
+
+
+def _check_best(where: str, best: dict[str, Any]) -> dict[str, Any]:
+    """One mode's best values: ``objective`` and ``bound`` null or finite numbers in
+    [0, MAX_VALUE] with bound <= objective (within the optimality tolerance), each with its
+    ``*_by`` run (an object, or null when the value is null)."""
+    for name in ("objective", "bound"):
+        if name not in best:
+            raise InputError(f"{where}: no {name!r} field")
+        value = best[name]
+        if value is None:
+            continue
+        if (isinstance(value, bool) or not isinstance(value, int | float)
+                or not math.isfinite(value) or not 0 <= value <= MAX_VALUE):
+            raise InputError(f"{where}: {name!r} must be null or a finite number in "
+                             f"[0, {MAX_VALUE:g}], got {value!r}")
+        by = best.get(f"{name}_by")
+        if by is not None and not isinstance(by, dict):
+            raise InputError(f"{where}: '{name}_by' must be an object or null, got {by!r}")
+    obj, bound = best["objective"], best["bound"]
+    if obj is not None and bound is not None and _above(bound, obj):
+        raise InputError(f"{where}: 'bound' {bound!r} exceeds 'objective' {obj!r} (a lower "
+                         "bound cannot exceed a known objective)")
+    return {"objective_by": None, "bound_by": None, **best}
 
 
 def _parse(path: Path, data: Any) -> tuple[str, dict[str, dict[str, Any]]]:
@@ -142,7 +177,11 @@ class Manifest:
         if obj is not None and (best["objective"] is None or obj < best["objective"]):
             best["objective"], best["objective_by"] = obj, _by(record)
             changed = True
-        if bound is not None and (best["bound"] is None or bound > best["bound"]):
+            if best["bound"] is not None and _above(best["bound"], obj):
+                # a checked schedule beats the claimed bound: the claim was wrong
+                best["bound"], best["bound_by"] = None, None
+        if (bound is not None and (best["bound"] is None or bound > best["bound"])
+                and (best["objective"] is None or not _above(bound, best["objective"]))):
             best["bound"], best["bound_by"] = bound, _by(record)
             changed = True
         return changed

@@ -13,7 +13,8 @@ Guarantees:
 - **Validated on read.** :func:`load_records` refuses, naming ``path:line``, a line that is
   not JSON (NaN and Infinity are not JSON), not an ``optsched/bench-record@1`` object, or a
   record missing a field the runner, the manifest and the reports rely on, or holding one of
-  the wrong type.
+  the wrong type: a status other than optimal/feasible/infeasible/unknown/error, an
+  objective, bound or runtime that is negative or above MAX_VALUE (1e15).
 """
 
 from __future__ import annotations
@@ -32,6 +33,7 @@ from pathlib import Path
 from typing import Any
 
 from optsched.errors import InputError
+from optsched.limits import MAX_VALUE
 
 try:
     import fcntl
@@ -65,22 +67,35 @@ def _is_number(value: Any) -> bool:
     return isinstance(value, int | float) and not isinstance(value, bool)
 
 
+def _is_value(value: Any) -> bool:
+    """A finite number in [0, MAX_VALUE] (an objective or a bound)."""
+    return _is_number(value) and math.isfinite(value) and 0 <= value <= MAX_VALUE
+
+
+def _is_finite(value: Any) -> bool:
+    return _is_number(value) and math.isfinite(value) and abs(value) <= MAX_VALUE
+
+
+#: The statuses a record may hold (:class:`optsched.result.Status`).
+STATUSES = ("optimal", "feasible", "infeasible", "unknown", "error")
+
+
 #: Required fields and their check, and optional ones (absent or null allowed).
 _REQUIRED: dict[str, tuple[str, Any]] = {
     "key": ("a string", lambda v: isinstance(v, str)),
     "instance": ("a string", lambda v: isinstance(v, str)),
     "method": ("a string", lambda v: isinstance(v, str)),
     "mode": ("a string", lambda v: isinstance(v, str)),
-    "status": ("a string", lambda v: isinstance(v, str)),
+    "status": (f"one of {', '.join(STATUSES)}", lambda v: v in STATUSES),
     "seed": ("an integer or null",
              lambda v: v is None or (isinstance(v, int) and not isinstance(v, bool))),
     "params": ("an object", lambda v: isinstance(v, dict)),
-    "runtime_s": ("a number", _is_number),
+    "runtime_s": (f"a number in [0, {MAX_VALUE:g}]", _is_value),
 }
 _OPTIONAL: dict[str, tuple[str, Any]] = {
-    "objective": ("a number or null", _is_number),
-    "bound": ("a number or null", _is_number),
-    "gap": ("a number or null", _is_number),
+    "objective": (f"a number in [0, {MAX_VALUE:g}] or null", _is_value),
+    "bound": (f"a number in [0, {MAX_VALUE:g}] or null", _is_value),
+    "gap": (f"a number of magnitude at most {MAX_VALUE:g} or null", _is_finite),
     "cell": ("an object", lambda v: isinstance(v, dict)),
 }
 
@@ -103,8 +118,10 @@ def check_record(record: Any, where: str) -> dict[str, Any]:
 def check_records_path(path: str | Path, option: str = "--records", *,
                        inputs: Iterable[str | Path] = ()) -> Path:
     """Refuse a records path that exists but is not a regular file (a folder, a FIFO, a
-    device) or is one of ``inputs`` (the manifest, an instance), naming ``option``; a missing
-    file (and its folders) is created later."""
+    device), is one of ``inputs`` (the manifest, an instance), or is empty, naming
+    ``option``; a missing file is created later, in a folder that must exist."""
+    if str(path) == "":
+        raise InputError(f"{option}: empty path")
     path = Path(path)
     for given in inputs:
         with contextlib.suppress(OSError):
@@ -116,6 +133,10 @@ def check_records_path(path: str | Path, option: str = "--records", *,
     try:
         mode = path.stat().st_mode
     except FileNotFoundError:
+        folder = path.absolute().parent
+        if not folder.is_dir():
+            raise InputError(f"{option} {str(path)!r}: folder {str(path.parent)!r} does not "
+                             "exist") from None
         return path
     except OSError as exc:
         raise InputError(f"{option} {str(path)!r}: {exc.strerror or exc}") from None
@@ -172,7 +193,6 @@ class RecordWriter:
     def __init__(self, path: str | Path) -> None:
         self.path = check_records_path(path)
         try:
-            self.path.parent.mkdir(parents=True, exist_ok=True)
             self._fh = self.path.open("a", encoding="utf-8")
         except OSError as exc:
             raise InputError(f"--records {str(self.path)!r}: cannot open for writing: "

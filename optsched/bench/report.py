@@ -285,7 +285,8 @@ def write_report(records: Iterable[Mapping[str, Any]], out: str | Path, *,
                  inputs: Sequence[str | Path] = ()) -> list[Path]:
     """Write ``gaps.{md,csv,tex}`` and (with matplotlib) ``gaps.png``, ``profile.png``.
 
-    ``out`` is a folder (created, with its parents, if missing); ``inputs`` are the records
+    ``out`` is a folder (created if missing, in a folder that must exist; an empty path is
+    refused); ``inputs`` are the records
     files, which no output may overwrite. Everything is checked and rendered before the
     first byte is written, and the files are then written all or nothing
     (:func:`optsched.output.write_outputs`).
@@ -294,9 +295,13 @@ def write_report(records: Iterable[Mapping[str, Any]], out: str | Path, *,
     for fmt in formats:
         if fmt not in FORMATS:
             raise InputError(f"unknown report format {fmt!r} (known: {', '.join(FORMATS)})")
+    if str(out) == "":
+        raise InputError("--out: empty path")
     out = Path(out)
     if out.exists() and not out.is_dir():
         raise InputError(f"--out {str(out)!r} exists and is not a folder")
+    if not out.exists() and not out.absolute().parent.is_dir():
+        raise InputError(f"--out {str(out)!r}: folder {str(out.parent)!r} does not exist")
     cell_cols, rows = gap_rows(records)
     outputs: list[tuple[Path, str | bytes]] = []
     for fmt in dict.fromkeys(formats):
@@ -316,7 +321,7 @@ def write_report(records: Iterable[Mapping[str, Any]], out: str | Path, *,
             outputs += [(out / "gaps.png", plot_gaps(cell_cols, rows)),
                         (out / "profile.png", plot_profiles(records))]
     try:
-        out.mkdir(parents=True, exist_ok=True)
+        out.mkdir(exist_ok=True)
     except OSError as exc:
         raise InputError(f"--out {str(out)!r}: cannot create the folder: "
                          f"{exc.strerror or exc}") from None

@@ -22,6 +22,10 @@ Guarantees:
   its process (``os._exit``, a crash, the OOM killer) cannot take the runner down: the runs
   in flight are retried one by one, alone, and one whose worker dies again is recorded as an
   error.
+- **Time limits are enforced.** A run given a time limit T whose method ignores it is
+  stopped after T + max(10 s, 0.5 T) (:func:`kill_after`): its worker is killed and the run
+  recorded as an error ("exceeded its time limit"); the other runs then in flight are retried
+  as for a worker that died. (Not with ``inline=True`` nor on Dask.)
 - **Clean stop.** SIGINT (Ctrl-C) and SIGTERM stop the runner: every run already finished is
   recorded (exactly once), the runs in flight are abandoned (their workers killed), and
   :func:`run_benchmark` raises :class:`RunInterrupted` carrying the summary (the CLI exits
@@ -61,6 +65,7 @@ from optsched.bench.manifest import Manifest
 from optsched.bench.records import (
     RECORD_FORMAT,
     RecordWriter,
+    check_record,
     load_records,
     machine,
     run_key,
@@ -80,6 +85,28 @@ from optsched.solve import MethodInfo, get_method, load_plugin, solve
 STOP_SIGNALS = (signal.SIGINT, signal.SIGTERM)
 _PR_SET_PDEATHSIG = 1
 _POLL_S = 0.2
+#: A run given a time limit T is killed (its worker process) after T + max(GRACE_MIN_S,
+#: GRACE_FACTOR × T) seconds, and recorded as an error.
+GRACE_MIN_S = 10.0
+GRACE_FACTOR = 0.5
+
+
+def kill_after(run: Run) -> float | None:
+    """Seconds after which a run's worker is killed: its time limit plus the grace period
+    (None without a time limit: never)."""
+    if run.time_limit is None:
+        return None
+    return run.time_limit + max(GRACE_MIN_S, GRACE_FACTOR * run.time_limit)
+
+
+def _overdue(run: Run, started: float, now: float) -> bool:
+    limit = kill_after(run)
+    return limit is not None and now - started > limit
+
+
+def _timeout_record(run: Run, elapsed: float) -> dict[str, Any]:
+    return error_record(run, f"exceeded its time limit ({run.time_limit:g} s; killed after "
+                        f"{elapsed:.1f} s)", elapsed)
 
 
 @dataclass(frozen=True)
@@ -119,6 +146,37 @@ def check_time_limit(time_limit: float | None) -> None:
             or not (math.isfinite(time_limit) and time_limit > 0)):
         raise InputError(f"--time-limit must be a finite number of seconds > 0, "
                          f"got {time_limit!r}")
+
+
+#: Protocols of Dask scheduler addresses with a host and a port.
+_SCHEDULER_PROTOCOLS = ("tcp", "tls", "ucx", "ws", "wss")
+
+
+def check_scheduler(address: str | None) -> None:
+    """Refuse a Dask scheduler address that is not ``[PROTOCOL://]HOST:PORT`` (PROTOCOL one
+    of tcp, tls, ucx, ws, wss; PORT in 1..65535) or ``inproc://…`` (``--scheduler``)."""
+    if address is None:
+        return
+    where = f"--scheduler {address!r}"
+    if not isinstance(address, str) or not address.strip():
+        raise InputError("--scheduler: empty address")
+    protocol, sep, rest = address.partition("://")
+    if not sep:
+        protocol, rest = "tcp", address
+    if protocol == "inproc":
+        if not rest:
+            raise InputError(f"{where}: inproc:// needs an address")
+        return
+    if protocol not in _SCHEDULER_PROTOCOLS:
+        raise InputError(f"{where}: unknown protocol {protocol!r} (expected "
+                         f"{', '.join(_SCHEDULER_PROTOCOLS)} or inproc)")
+    host, colon, port = rest.rpartition(":")
+    if host.startswith("[") and host.endswith("]"):
+        host = host[1:-1]
+    if (not colon or not host or any(c.isspace() or c in "/@?#[]" for c in host)
+            or not port.isdigit() or not 1 <= int(port) <= 65535):
+        raise InputError(f"{where}: not a scheduler address HOST:PORT (e.g. "
+                         "tcp://host:8786)")
 
 
 def check_workers(workers: Any) -> None:
@@ -173,6 +231,9 @@ def plan(
                 instance_from_dict(data)
         except InputError as exc:
             raise InputError(f"{path}: {exc}") from None
+        if "name" in data and data["name"] != name:
+            raise InputError(f"{manifest.path}: instance {name!r}: its file {entry['file']!r} "
+                             f"holds instance {data['name']!r}, not {name!r}")
         instances[name] = data
     # a set holds placement instances (place methods) or scheduling instances (the others)
     placement = any(data.get("format") == PLACEMENT_INSTANCE_FORMAT
@@ -271,6 +332,10 @@ def execute(run: Run) -> dict[str, Any]:
     except (TypeError, ValueError) as exc:
         return error_record(run, f"the result cannot be written as JSON: {_error_text(exc)}",
                             time.perf_counter() - started)
+    try:
+        check_record(record, "the result")  # a status, objective or bound out of range
+    except InputError as exc:
+        return error_record(run, str(exc), time.perf_counter() - started)
     return _finish(record)
 
 
@@ -417,9 +482,15 @@ def _isolated(run: Run, stop: _StopFlag, inherited: tuple[tuple[int, int, int], 
     closed = False
     try:
         future = pool.submit(run)
+        started = time.monotonic()
         procs = list((pool.executor._processes or {}).values())
         while not stop.signum and not future.done():
             wait([future], timeout=_POLL_S)
+            if not future.done() and _overdue(run, started, time.monotonic()):
+                pool.close(kill=True)
+                closed = True
+                yield run, _timeout_record(run, time.monotonic() - started)
+                return
         if not future.done():
             return  # stopped: the run is abandoned (the worker killed below)
         try:
@@ -444,14 +515,18 @@ def _local(runs: Sequence[Run], workers: int, stop: _StopFlag,
            inherited: tuple[tuple[int, int, int], ...]) -> Iterator[tuple[Run, dict[str, Any]]]:
     """Runs in ``workers`` worker processes, at most one queued per worker (so a stop
     abandons only the runs in flight). When a worker dies, the runs then in flight are
-    retried one by one alone (:func:`_isolated`) before the pool starts afresh."""
+    retried one by one alone (:func:`_isolated`) before the pool starts afresh. A run that
+    outlives its time limit plus the grace period (:func:`kill_after`) is recorded as an
+    error and the pool killed: the other runs then in flight are retried the same way."""
     queue = deque(runs)
     idle_breaks = 0
     while queue and not stop.signum:
         size = min(workers, len(queue))
         pool = _Pool(size, inherited)
         inflight: dict[Future[dict[str, Any]], Run] = {}
+        started: dict[Future[dict[str, Any]], float] = {}
         suspects: list[Run] = []
+        overdue: list[tuple[Run, float]] = []
         kill, broken = True, False
         try:
             while (queue or inflight) and not stop.signum and not broken:
@@ -462,6 +537,7 @@ def _local(runs: Sequence[Run], workers: int, stop: _StopFlag,
                         broken = True
                         break
                     inflight[future] = queue.popleft()
+                    started[future] = time.monotonic()
                 done, _ = wait(inflight, timeout=_POLL_S, return_when=FIRST_COMPLETED)
                 for future in done:
                     run = inflight.pop(future)
@@ -474,6 +550,12 @@ def _local(runs: Sequence[Run], workers: int, stop: _StopFlag,
                     except Exception as exc:
                         record = error_record(run, f"worker failure: {_error_text(exc)}")
                     yield run, record
+                now = time.monotonic()
+                for future, run in list(inflight.items()):
+                    if not future.done() and _overdue(run, started[future], now):
+                        del inflight[future]
+                        overdue.append((run, now - started[future]))
+                        broken = True  # its worker is killed with the pool below
             # stopping: keep the runs that finished before the stop, abandon the others
             for future, run in list(inflight.items()):
                 if future.done() and not future.cancelled() and future.exception() is None:
@@ -482,9 +564,11 @@ def _local(runs: Sequence[Run], workers: int, stop: _StopFlag,
             kill = bool(inflight) or broken
         finally:
             pool.close(kill=kill)
+        for run, elapsed in overdue:
+            yield run, _timeout_record(run, elapsed)
         if broken and not stop.signum:
             suspects += inflight.values()  # broken pool: every run in flight is a suspect
-            idle_breaks = 0 if suspects else idle_breaks + 1
+            idle_breaks = 0 if suspects or overdue else idle_breaks + 1
             if idle_breaks >= 3:
                 raise RuntimeError("worker processes keep dying with no run in flight")
             for run in suspects:
@@ -581,6 +665,7 @@ def run_benchmark(
     raises :class:`RunInterrupted` (see the module's guarantees).
     """
     check_workers(workers)
+    check_scheduler(scheduler)
     keys = [run.key for run in runs]
     if len(set(keys)) != len(keys):
         raise InputError("the plan lists the same run twice")
