@@ -48,7 +48,7 @@ from optsched.check import check
 from optsched.errors import InputError, OptschedError, UnknownNameError
 from optsched.exact.bounds import critical_path_bound
 from optsched.instance import MODES, Instance
-from optsched.limits import check_seed
+from optsched.limits import MAX_VALUE, check_seed
 from optsched.result import _RESULT_KEYS, OPTIMAL_TOL, Result, Status, is_optimal
 from optsched.schedule import Schedule
 
@@ -362,6 +362,30 @@ def checked(instance: Instance, schedule: Schedule, method: str, kind: str = "so
     return report.objective, report.metrics
 
 
+def check_time_limit(time_limit: Any) -> None:
+    """Refuse (InputError naming --time-limit) a time limit that is not a finite number in
+    (0, MAX_VALUE]; None means unlimited."""
+    if time_limit is None:
+        return
+    if isinstance(time_limit, bool) or not isinstance(time_limit, numbers.Real) \
+            or not math.isfinite(float(time_limit)) or not 0 < float(time_limit) <= MAX_VALUE:
+        raise InputError(f"--time-limit: time limit must be > 0 and a finite number of "
+                         f"seconds at most {MAX_VALUE:g}, got {time_limit!r}")
+
+
+def check_hint(instance: Instance, hint: Schedule) -> None:
+    """Refuse (InputError naming the hint) a hint schedule of another instance, or one naming
+    jobs or GPUs the instance does not have."""
+    if hint.instance != instance.name:
+        raise InputError(f"--hint: the schedule is for instance {hint.instance!r}, not "
+                         f"{instance.name!r}")
+    for t in hint.tasks:
+        if t.job not in instance.job_index:
+            raise InputError(f"--hint: unknown job {t.job!r}")
+        if t.gpu not in instance.gpu_index:
+            raise InputError(f"--hint: unknown GPU {t.gpu!r} (task of job {t.job!r})")
+
+
 def solve(
     instance: Instance,
     method: str,
@@ -395,8 +419,9 @@ def solve(
                          "factors (instance@2); simulate a cluster policy such as liquid")
     params = dict(params or {})
     info.check_params(params)
-    if time_limit is not None and not time_limit > 0:
-        raise InputError(f"time limit must be > 0, got {time_limit!r}")
+    check_time_limit(time_limit)
+    if hint is not None:
+        check_hint(instance, hint)
     inst = instance if mode == instance.mode else instance.with_mode(mode)
     ctx = SolveContext(mode, time_limit, seed, MappingProxyType(params), hint)
     started = time.perf_counter()

@@ -774,12 +774,14 @@ def test_a_method_ignoring_its_time_limit_is_killed(tiny, tmp_path, plugins, mon
     from optsched.bench import runner
 
     monkeypatch.syspath_prepend(str(plugins))
-    monkeypatch.setattr(runner, "GRACE_MIN_S", 0.3)
-    runs = plan(load_manifest(tiny), ["rb-hang", "ect"], time_limit=0.3, plugins=["rbplug"])
+    # killed after 1 + 2 s: far beyond what ect needs even on a loaded machine, where a
+    # fresh worker may take a second or two to start
+    monkeypatch.setattr(runner, "GRACE_MIN_S", 2.0)
+    runs = plan(load_manifest(tiny), ["rb-hang", "ect"], time_limit=1.0, plugins=["rbplug"])
     records = tmp_path / "r.jsonl"
     started = time.monotonic()
     summary = run_benchmark(runs, records, workers=workers, progress=None)
-    assert time.monotonic() - started < 10
+    assert time.monotonic() - started < 30
     assert summary.finished == 8 and summary.errors == 2
     for record in load_records(records):
         hung = record["method"] == "rb-hang" and "jobs3" in record["instance"]

@@ -6,6 +6,7 @@ The critical path is closed-form; an LP bound counts only when HiGHS proves the 
 
 from __future__ import annotations
 
+import math
 from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
@@ -417,29 +418,50 @@ class IntervalLP:
     order_status: str = "optimal"
 
 
-def _intervals(instance: Instance, ratio: float) -> np.ndarray:
-    """τ_0 = 0, τ_1 = shortest compute, τ_k+1 = ratio·τ_k up to the horizon."""
+#: Most intervals :func:`_intervals` builds (more: InputError naming ``interval_ratio``).
+MAX_INTERVALS = 10**7
+
+
+def _intervals(instance: Instance, ratio: float, budget: Any = None) -> np.ndarray:
+    """τ_0 = 0, τ_1 = shortest compute, τ_k+1 = ratio·τ_k up to the horizon.
+
+    Always progresses: where ratio·τ_k rounds back to τ_k (denormal times) the next float up
+    is taken, and the count is bounded by the geometric count (computed in log space) plus
+    two, the last interval then ending at the horizon. ``budget`` (a Budget) is checked
+    every 10,000 intervals (raising OutOfTime)."""
     n_tasks = np.array([job.n_tasks for job in instance.jobs], dtype=float)
     arrival = np.array([job.arrival for job in instance.jobs], dtype=float)
     finite = np.isfinite(instance.compute)
     slowest = np.where(finite, instance.compute + instance.sync, 0).max(axis=1)
     # an optimal schedule never leaves every GPU idle with work ready and no result pending
-    horizon = arrival.max() + float(n_tasks @ slowest)
+    horizon = float(arrival.max() + float(n_tasks @ slowest))
     first = float(instance.compute[finite].min())
-    count = int(np.ceil(np.log(horizon / first) / np.log(ratio))) if horizon > first else 0
-    if count > 10**7:
+    if not (math.isfinite(horizon) and first > 0):
+        raise InputError("interval LP: the instance's times give no finite positive "
+                         "interval grid")
+    count = math.ceil((math.log(horizon) - math.log(first)) / math.log(ratio)) \
+        if horizon > first else 0
+    if count > MAX_INTERVALS:
         raise InputError(f"interval_ratio {ratio:g}: {count:.3g} intervals; choose a larger "
                          "interval_ratio")
     taus = [0.0, first]
-    while taus[-1] < horizon:
-        taus.append(taus[-1] * ratio)
+    while taus[-1] < horizon and len(taus) <= count + 2:
+        if budget is not None and len(taus) % 10_000 == 0:
+            budget.check()
+        nxt = taus[-1] * ratio
+        if not nxt > taus[-1]:
+            nxt = math.nextafter(taus[-1], math.inf)
+        taus.append(nxt)
+    if taus[-1] < horizon:
+        taus.append(horizon)
     return np.array(taus)
 
 
-def interval_lp_size(instance: Instance, ratio: float = 1.2) -> tuple[int, int]:
+def interval_lp_size(instance: Instance, ratio: float = 1.2, budget: Any = None
+                     ) -> tuple[int, int]:
     """(variables, constraint non-zeros) of the larger (bound) LP of :func:`interval_lp`,
     counted without building it."""
-    tau = _intervals(instance, ratio)
+    tau = _intervals(instance, ratio, budget)
     arrival = np.array([job.arrival for job in instance.jobs], dtype=float)
     reps = [group[0] for group in instance.gpu_groups()]
     usable = np.isfinite(instance.compute[:, reps]).sum(axis=1)
@@ -481,6 +503,7 @@ def interval_lp(instance: Instance, ratio: float = 1.2, *, time_limit: float | N
     from optsched.exact.budget import (
         MIN_SOLVER_SECONDS,
         Budget,
+        OutOfTime,
         handover_seconds,
         lp_too_large,
         size_text,
@@ -489,7 +512,11 @@ def interval_lp(instance: Instance, ratio: float = 1.2, *, time_limit: float | N
     if not ratio > 1:
         raise ValueError(f"interval ratio must be > 1, got {ratio!r}")
     budget = Budget(time_limit)
-    variables, nonzeros = interval_lp_size(instance, ratio)
+    try:
+        variables, nonzeros = interval_lp_size(instance, ratio, budget)
+        tau = _intervals(instance, ratio, budget)
+    except OutOfTime:
+        return IntervalLP(None, None, 0, 0, "time limit (build)", "time limit (build)")
     if lp_too_large(variables, nonzeros):
         raise InputError(f"interval_ratio {ratio:g}: the interval LP would have "
                          f"{size_text(variables, nonzeros)}; choose a larger interval_ratio")
@@ -516,7 +543,6 @@ def interval_lp(instance: Instance, ratio: float = 1.2, *, time_limit: float | N
     work = instance.compute[:, reps] * n_tasks[:, None]  # P_jq = N_j p_jq (inf: ineligible)
     finite = np.isfinite(instance.compute)
     min_sync = np.where(finite, instance.sync, np.inf).min(axis=1)
-    tau = _intervals(instance, ratio)
     n_int = len(tau) - 1
     lo = np.maximum(tau[None, :-1], arrival[:, None])  # (job, k): earliest processing point
     open_ = tau[None, 1:] > arrival[:, None]
@@ -548,7 +574,10 @@ def interval_lp(instance: Instance, ratio: float = 1.2, *, time_limit: float | N
         if order.status not in (0, 1):  # pragma: no cover - the LP is feasible and bounded
             raise RuntimeError(f"interval order LP: {order.message}")
         if order.status == 0:
-            starts = _round_starts(instance, order.x, j_idx, k_idx, lo, tau)
+            try:
+                starts = _round_starts(instance, order.x, j_idx, k_idx, lo, tau, budget)
+            except OutOfTime:
+                order_status = "time limit"
 
     # bound LP over (y, C): C_j ≥ Σ λ y + min sync, C_j ≥ critical path
     bound = None
@@ -575,13 +604,17 @@ def interval_lp(instance: Instance, ratio: float = 1.2, *, time_limit: float | N
 
 
 def _round_starts(instance: Instance, x: np.ndarray, j_idx: np.ndarray, k_idx: np.ndarray,
-                  lo: np.ndarray, tau: np.ndarray) -> tuple[np.ndarray, ...]:
-    """x̂_jr = max(a_j, F_j⁻¹(r / R_j)) from the order LP's solution ``x``."""
+                  lo: np.ndarray, tau: np.ndarray, budget: Any = None
+                  ) -> tuple[np.ndarray, ...]:
+    """x̂_jr = max(a_j, F_j⁻¹(r / R_j)) from the order LP's solution ``x`` (``budget``
+    checked per job, raising OutOfTime)."""
     n_int = len(tau) - 1
     mass = np.zeros((instance.n_jobs, n_int))
     np.add.at(mass, (j_idx, k_idx), x)
     starts = []
     for j, job in enumerate(instance.jobs):
+        if budget is not None:
+            budget.check()
         cum = np.cumsum(mass[j])
         before = np.concatenate([[0.0], cum[:-1]])
         level = np.arange(job.rounds) / job.rounds

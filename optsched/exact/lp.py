@@ -43,8 +43,15 @@ def _lp_bound(instance: Instance, context: SolveContext) -> MethodOutput:
                         upper=report.objective)
     lp = solve_time_indexed_lp(instance, report.objective, unit, time_limit=budget.left())
     if lp.status == "too large":
-        raise InputError(f"time_unit {unit:g}: the time-indexed LP would have "
-                         f"{size_text(lp.variables, lp.nonzeros)}; choose a coarser time_unit")
+        if "time_unit" in context.params:
+            raise InputError(f"time_unit {unit:g}: the time-indexed LP would have "
+                             f"{size_text(lp.variables, lp.nonzeros)}; choose a coarser "
+                             "time_unit")
+        raise InputError(f"lp-bound: the adaptive grid could not be made to fit: at its "
+                         f"coarsest (time_unit {unit:g}, no coarser than the shortest compute "
+                         f"time) the time-indexed LP would have "
+                         f"{size_text(lp.variables, lp.nonzeros)}; this instance is too large "
+                         "for lp-bound (try --method hare-lp, whose interval LP scales)")
     return MethodOutput(schedule=schedule, bound=lp.bound,
                         extra={"time_unit": unit, "lp_proved": lp.bound is not None,
                                "lp_status": lp.status, "lp_nonzeros": lp.nonzeros})

@@ -196,11 +196,17 @@ def _rl_params(params: Mapping[str, str]) -> int:
     return int_param(params, "workers", 1)
 
 
+#: Largest accepted ``interval_ratio``: coarser intervals make the LP bound useless, and huge
+#: ratios overflow the interval ends to infinity.
+MAX_INTERVAL_RATIO = 100.0
+
+
 def _lp_params(params: Mapping[str, str]) -> float:
-    """The interval LP's ``interval_ratio`` (> 1, default 1.2)."""
+    """The interval LP's ``interval_ratio`` (in (1, 100], default 1.2)."""
     ratio = positive_float_param(params, "interval_ratio") or 1.2
-    if ratio <= 1:
-        raise InputError(f"interval_ratio must be > 1, got {ratio!r}")
+    if not 1 < ratio <= MAX_INTERVAL_RATIO:
+        raise InputError(f"interval_ratio must be in (1, {MAX_INTERVAL_RATIO:g}], "
+                         f"got {ratio!r}")
     return ratio
 
 

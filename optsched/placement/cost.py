@@ -95,8 +95,9 @@ def placement_cost(instance: PlacementInstance, host_of: Mapping[tuple[str, str]
     used: dict[str, int] = defaultdict(int)
     for g in instance.busy:
         used[topo.host_of[g]] += 1
-    placed = [(job, [(c, host_of[job.id, c.id]) for c in job.containers
-                     if (job.id, c.id) in host_of]) for job in instance.jobs]
+    placed = [(job, pairs) for job in instance.jobs
+              if (pairs := [(c, host_of[job.id, c.id]) for c in job.containers
+                            if (job.id, c.id) in host_of])]  # jobs with nothing placed add 0
     for _, pairs in placed:
         for c, h in pairs:
             used[h] += c.gpus

@@ -16,10 +16,12 @@ CP-SAT's bound divided back is a certified lower bound.
 
 Limits (:mod:`optsched.exact.budget`): a model whose estimated size (:func:`model_size`) is
 too large for :func:`~optsched.exact.budget.lp_too_large` is refused (InputError). The whole
-method runs within ``--time-limit``: the build checks the limit per container and per job,
-and when it runs out there (or too little is left for PuLP to hand the model over) the Result
+method runs within ``--time-limit``, counted from the call (solver imports included): the
+build checks the limit per container, per PS–worker pair and per job and may use half of it;
+when it runs out there (or too little is left for PuLP to hand the model over) the Result
 is the best-fit placement, checked, without a bound (``extra.solver_status`` ``NOT_SOLVED:
-time limit``); the solver gets only what is left.
+time limit``), built within what is left of the limit (none, status ``unknown``, when that
+runs out too); the solver gets only what is left.
 """
 
 from __future__ import annotations
@@ -226,6 +228,7 @@ def _build(instance: PlacementInstance, ctx: PlaceContext, b: Any, budget: Budge
             b.add(sum(position[h] * v for (i, h), v in x.items() if i == a)
                   <= sum(position[h] * v for (i, h), v in x.items() if i == a + 1))
     for job in instance.jobs:
+        budget.check()
         if job.one_per_host:
             for h in hosts:
                 b.add(sum(v for i, v in on[h] if items[i][0] is job) <= 1)
@@ -252,6 +255,7 @@ def _build(instance: PlacementInstance, ctx: PlaceContext, b: Any, budget: Budge
         idx = [i for i, (j, _) in enumerate(items) if j is job]
         for p in (i for i in idx if items[i][1].role == "ps"):
             for w in (i for i in idx if items[i][1].role == "worker"):
+                budget.check()
                 const += weight * far
                 for key, members in groups.items():
                     if weight * gains[key] == 0:
@@ -315,35 +319,54 @@ def _check_size(instance: PlacementInstance, ctx: PlaceContext, method: str, pul
     return nonzeros
 
 
-def _fallback(instance: PlacementInstance, ctx: PlaceContext, extra: dict[str, Any]
-              ) -> PlaceOutput:
-    """The best-fit placement, when the time limit ran out before the solver could run."""
+def _fallback(instance: PlacementInstance, ctx: PlaceContext, extra: dict[str, Any],
+              budget: Budget) -> PlaceOutput:
+    """The best-fit placement, when the time limit ran out before the solver could run (built
+    within what is left of ``budget``: none when that runs out too)."""
     from optsched.placement.heuristics import greedy_plan
 
     extra = {**extra, "solver_status": "NOT_SOLVED: time limit", "placement": "bestfit"}
-    plan = greedy_plan(instance, ctx.model)
+    try:
+        plan = greedy_plan(instance, ctx.model, budget)
+    except OutOfTime:
+        return PlaceOutput(status=Status.UNKNOWN, extra={
+            **extra, "placement": None, "stopped": "time limit"})
     if plan is None:
         return PlaceOutput(status=Status.UNKNOWN, extra=extra)
     return PlaceOutput(placement_from_hosts(instance, plan), extra=extra)
 
 
-def solve_placement(instance: PlacementInstance, ctx: PlaceContext) -> PlaceOutput:
-    """CP-SAT on the exactly integer-scaled objective, within ``ctx.time_limit``."""
-    from ortools.sat.python import cp_model
+#: Share of ``--time-limit`` the model build may use: the rest is kept so that, when the build
+#: runs out, the best-fit fallback can still be built within the limit.
+BUILD_SHARE = 0.5
 
-    budget = Budget(ctx.time_limit)
+
+def _budgets(ctx: PlaceContext) -> tuple[Budget, Budget]:
+    """The method's budget (``ctx.time_limit``) and the model build's (its first
+    :data:`BUILD_SHARE`), started together."""
+    limit = ctx.time_limit
+    return Budget(limit), Budget(None if limit is None else limit * BUILD_SHARE)
+
+
+def solve_placement(instance: PlacementInstance, ctx: PlaceContext) -> PlaceOutput:
+    """CP-SAT on the exactly integer-scaled objective, within ``ctx.time_limit`` (counted
+    from the call: importing OR-Tools, about a second cold, is part of it)."""
+    budget, build_budget = _budgets(ctx)
+    from ortools.sat.python import cp_model
     _check_size(instance, ctx, "cpsat", pulp=False)
     b = _CpSat()
     try:
-        built = _build(instance, ctx, b, budget)
-        budget.check()
+        built = _build(instance, ctx, b, build_budget)
+        build_budget.check()
     except OutOfTime:
-        return _fallback(instance, ctx, {})
+        return _fallback(instance, ctx, {}, budget)
     if built is None:
         return NO_HOST
     x, const, terms = built
     scale = math.lcm(*(f.denominator for f, _ in terms), const.denominator)
     b.m.minimize(sum(int(f * scale) * v for f, v in terms))
+    if budget.expired():
+        return _fallback(instance, ctx, {}, budget)
     solver = cp_model.CpSolver()
     solver.parameters.num_workers = int_param(ctx.params, "workers", 1)
     solver.parameters.random_seed = ctx.seed
@@ -369,15 +392,14 @@ def solve_placement_milp(instance: PlacementInstance, ctx: PlaceContext, backend
                          ) -> PlaceOutput:
     """The same model as a MILP through PuLP (HiGHS or CBC), bound read from the solver,
     within ``ctx.time_limit``."""
+    budget, build_budget = _budgets(ctx)
     from optsched.exact.milp import PULP_HANDOVER_SECONDS_PER_NONZERO, map_status, solve_pulp
-
-    budget = Budget(ctx.time_limit)
     nonzeros = _check_size(instance, ctx, f"milp-{backend}", pulp=True)
     b = _Pulp()
     try:
-        built = _build(instance, ctx, b, budget)
+        built = _build(instance, ctx, b, build_budget)
     except OutOfTime:
-        return _fallback(instance, ctx, {"backend": backend})
+        return _fallback(instance, ctx, {"backend": backend}, budget)
     if built is None:
         return NO_HOST
     x, const, terms = built
@@ -386,7 +408,7 @@ def solve_placement_milp(instance: PlacementInstance, ctx: PlaceContext, backend
     if left is not None:
         left -= PULP_HANDOVER_SECONDS_PER_NONZERO * nonzeros
         if left < MIN_SOLVER_SECONDS:
-            return _fallback(instance, ctx, {"backend": backend})
+            return _fallback(instance, ctx, {"backend": backend}, budget)
     bound, solver_status = solve_pulp(b.prob, backend, time_limit=left,
                                       threads=int_param(ctx.params, "threads", 1),
                                       seed=ctx.seed)

@@ -20,20 +20,21 @@ seeded, and it stops on generation counts — ``generations`` (default 30 + cont
 ``patience`` generations without improvement (default 30); a wall-clock limit (``--time-limit``)
 is optional. Population 30 + containers/2 (the reference code's sizing).
 
-Time limit: checked before every individual (initial plans and children), so the run ends
-within ``--time-limit`` plus one individual's construction (after the best-fit seed, which
-has no limit); it returns the best individual found by then (the best-fit seed at worst), and
+Time limit: one :class:`~optsched.exact.budget.Budget` covers the whole run, the best-fit
+seed included; it is checked per container inserted (seed, initial plans, children), so the
+run ends within ``--time-limit`` plus one container's insertion. It returns the best
+individual found by then, or, when none was complete, no placement (status ``unknown``);
 ``extra.stopped`` says ``time limit``. A run cut by the limit is not reproducible.
 """
 
 from __future__ import annotations
 
-import time
 from collections.abc import Mapping
 from typing import Any
 
 import numpy as np
 
+from optsched.exact.budget import Budget, OutOfTime
 from optsched.params import int_param
 from optsched.placement.cost import CostModel, placement_cost
 from optsched.placement.heuristics import greedy_plan
@@ -46,8 +47,10 @@ Genome = list[int]  # host index per container, -1 = homeless
 
 
 class _Problem:
-    def __init__(self, instance: PlacementInstance, model: CostModel) -> None:
+    def __init__(self, instance: PlacementInstance, model: CostModel,
+                 budget: Budget | None = None) -> None:
         self.instance, self.model = instance, model
+        self.budget = budget or Budget(None)
         self.hosts = list(instance.topology.hosts)
         self.items = [(job, c) for job in instance.jobs for c in job.containers]
         self.keys = [(job.id, c.id) for job, c in self.items]
@@ -74,8 +77,10 @@ class _Problem:
 
     def insert(self, genome: Genome, order: list[int], rng: np.random.Generator | None,
                banned: int = -1) -> bool:
-        """Place the containers of ``order`` first-fit (``rng``: random-fit)."""
+        """Place the containers of ``order`` first-fit (``rng``: random-fit). Raises
+        :class:`OutOfTime` once the budget is spent (checked per container)."""
         for i in order:
+            self.budget.check()
             hosts = [h for h in range(len(self.hosts)) if h != banned
                      and self.fits(genome, i, h)]
             if not hosts:
@@ -94,22 +99,53 @@ def _tournament(population: list[tuple[float, Genome]], rng: np.random.Generator
     return min(contenders, key=lambda p: p[0])[1]
 
 
+def _vary(prob: _Problem, population: list[tuple[float, Genome]], child: Genome,
+          rng: np.random.Generator) -> bool:
+    """Crossover (rate 0.7) and mutation (rate 0.5) of ``child`` in place; False when the
+    homeless containers fit nowhere (the child is discarded). Raises :class:`OutOfTime`."""
+    n = len(child)
+    if rng.random() < 0.7:
+        donor = _tournament(population, rng)
+        h = donor[int(rng.integers(n))]
+        moved = [i for i in range(n) if donor[i] == h]
+        emptied = {child[i] for i in moved} | {h}
+        homeless = [i for i in range(n) if child[i] in emptied and i not in moved]
+        for i in range(n):
+            if child[i] in emptied:
+                child[i] = -1
+        for i in moved:
+            child[i] = h
+        if not prob.insert(child, homeless, None):
+            return False
+    if rng.random() < 0.5:
+        h = child[int(rng.integers(n))]
+        homeless = [i for i in range(n) if child[i] == h]
+        for i in homeless:
+            child[i] = -1
+        if not prob.insert(child, homeless, None, banned=h):
+            return False
+    return True
+
+
 def run_gga(instance: PlacementInstance, model: CostModel, *, seed: int = 0,
             generations: int | None = None, patience: int = 30,
             time_limit: float | None = None) -> tuple[Genome | None, dict[str, Any]]:
     """The best genome found (None when no feasible plan was built) and run statistics."""
-    started = time.perf_counter()
+    budget = Budget(time_limit)
 
     def out_of_time() -> bool:
-        return time_limit is not None and time.perf_counter() - started > time_limit
+        return budget.expired()
 
     rng = np.random.default_rng(seed)
-    prob = _Problem(instance, model)
+    prob = _Problem(instance, model, budget)
     n = len(prob.items)
     size = 30 + n // 2
     generations = 30 + n if generations is None else generations
     population: list[tuple[float, Genome]] = []
-    seed_plan = greedy_plan(instance, model)  # the reference code's "mixed" seeding
+    try:
+        seed_plan = greedy_plan(instance, model, budget)  # the reference code's "mixed" seeding
+    except OutOfTime:
+        seed_plan = None
     if seed_plan is not None:
         genome = [prob.hosts.index(seed_plan[key]) for key in prob.keys]
         population.append((prob.cost(genome), genome))
@@ -118,7 +154,11 @@ def run_gga(instance: PlacementInstance, model: CostModel, *, seed: int = 0,
             break
         genome = [-1] * n
         order = list(rng.permutation(n))
-        if prob.insert(genome, order, rng if k % 2 else None):
+        try:
+            fitted = prob.insert(genome, order, rng if k % 2 else None)
+        except OutOfTime:
+            break
+        if fitted:
             population.append((prob.cost(genome), genome))
     if not population:
         return None, {"generations": 0, "evaluations": 0,
@@ -136,26 +176,12 @@ def run_gga(instance: PlacementInstance, model: CostModel, *, seed: int = 0,
             if out_of_time():
                 break
             child = list(_tournament(population, rng))
-            if rng.random() < 0.7:
-                donor = _tournament(population, rng)
-                h = donor[int(rng.integers(n))]
-                moved = [i for i in range(n) if donor[i] == h]
-                emptied = {child[i] for i in moved} | {h}
-                homeless = [i for i in range(n) if child[i] in emptied and i not in moved]
-                for i in range(n):
-                    if child[i] in emptied:
-                        child[i] = -1
-                for i in moved:
-                    child[i] = h
-                if not prob.insert(child, homeless, None):
-                    continue
-            if rng.random() < 0.5:
-                h = child[int(rng.integers(n))]
-                homeless = [i for i in range(n) if child[i] == h]
-                for i in homeless:
-                    child[i] = -1
-                if not prob.insert(child, homeless, None, banned=h):
-                    continue
+            try:
+                fitted = _vary(prob, population, child, rng)
+            except OutOfTime:
+                break
+            if not fitted:
+                continue
             children.append((prob.cost(child), child))
             evaluations += 1
         leader = min(children, key=lambda p: p[0])

@@ -13,6 +13,13 @@ greedy methods prove nothing). Host choice, ties to the lowest host index:
 - ``random``: uniformly among the hosts that fit (seeded);
 - ``spread``: the host with the most free GPUs, then the most free CPUs;
 - ``pack``: the host with the fewest free GPUs, then the fewest free CPUs.
+
+Time limit: each method runs under one :class:`~optsched.exact.budget.Budget` of
+``--time-limit``, checked per container placed (and, for best-fit, per host scored); when it
+runs out the Result is ``unknown`` without a placement and ``extra.stopped`` says ``time
+limit``. Best-fit scores each host with the full cost of the partial placement, so it is
+quadratic in the number of containers (about 0.5 s for 40 hosts × 40 jobs, a minute and more
+for 300 × 300): give large instances a time limit or use spread/pack.
 """
 
 from __future__ import annotations
@@ -22,6 +29,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from optsched.exact.budget import Budget, OutOfTime
 from optsched.placement.cost import CostModel, placement_cost
 from optsched.placement.model import (
     Assignment,
@@ -83,14 +91,19 @@ Chooser = Callable[[list[str], PlacementJob, Container, dict[tuple[str, str], st
                    str]
 
 
-def greedy(instance: PlacementInstance, choose: Chooser) -> Placement | None:
-    """Place every container with ``choose(candidates, job, container, so_far, free)``."""
+def greedy(instance: PlacementInstance, choose: Chooser, budget: Budget | None = None
+           ) -> Placement | None:
+    """Place every container with ``choose(candidates, job, container, so_far, free)``.
+    Raises :class:`~optsched.exact.budget.OutOfTime` once ``budget`` is spent (checked per
+    container placed)."""
     free = _Free.of(instance)
     host_of: dict[tuple[str, str], str] = {}
     out = []
     for job in instance.jobs:
         used: set[str] = set()
         for c in liquid_order(job):
+            if budget is not None:
+                budget.check()
             candidates = [h for h in instance.topology.hosts
                           if not (job.one_per_host and h in used) and free.fits(instance, h, c)]
             if not candidates:
@@ -102,26 +115,42 @@ def greedy(instance: PlacementInstance, choose: Chooser) -> Placement | None:
     return Placement(instance.name, tuple(out))
 
 
-def greedy_plan(instance: PlacementInstance, model: CostModel
+def greedy_plan(instance: PlacementInstance, model: CostModel, budget: Budget | None = None
                 ) -> dict[tuple[str, str], str] | None:
-    """The best-fit container → host map (None when some container fits nowhere)."""
-    placement = greedy(instance, _bestfit(instance, model))
+    """The best-fit container → host map (None when some container fits nowhere). Raises
+    :class:`~optsched.exact.budget.OutOfTime` once ``budget`` is spent."""
+    placement = greedy(instance, _bestfit(instance, model, budget), budget)
     if placement is None:
         return None
     return {(a.job, a.container): a.host for a in placement.assignments}
 
 
-def _bestfit(instance: PlacementInstance, model: CostModel) -> Chooser:
+def _bestfit(instance: PlacementInstance, model: CostModel, budget: Budget | None = None
+             ) -> Chooser:
     def choose(candidates: list[str], job: PlacementJob, c: Container,
                so_far: dict[tuple[str, str], str], free: _Free) -> str:
         def score(h: str) -> float:
+            if budget is not None:
+                budget.check()
             return placement_cost(instance, {**so_far, (job.id, c.id): h}, model).total
         return min(candidates, key=score)  # min keeps the first (lowest-index) of ties
     return choose
 
 
-def _run(instance: PlacementInstance, choose: Chooser) -> PlaceOutput:
-    placement = greedy(instance, choose)
+#: ``extra`` of a heuristic stopped by ``--time-limit`` before every container was placed.
+STOPPED_BY_TIME = {"stopped": "time limit", "reason": "the time limit ran out before every "
+                   "container was placed"}
+
+
+def _run(instance: PlacementInstance, ctx: PlaceContext, choose: Chooser,
+         budget: Budget | None = None) -> PlaceOutput:
+    """The greedy placement within ``ctx.time_limit`` (status unknown, no placement, when the
+    limit stops it)."""
+    budget = budget or Budget(ctx.time_limit)
+    try:
+        placement = greedy(instance, choose, budget)
+    except OutOfTime:
+        return PlaceOutput(status=Status.UNKNOWN, extra=dict(STOPPED_BY_TIME))
     return PlaceOutput(placement, status=None if placement else Status.UNKNOWN)
 
 
@@ -129,25 +158,26 @@ def _run(instance: PlacementInstance, choose: Chooser) -> PlaceOutput:
           description="Liquid's immediate-mode best-fit: each container on the host of least "
                       "cost so far")
 def _place_bestfit(instance: PlacementInstance, ctx: PlaceContext) -> PlaceOutput:
-    return _run(instance, _bestfit(instance, ctx.model))
+    budget = Budget(ctx.time_limit)
+    return _run(instance, ctx, _bestfit(instance, ctx.model, budget), budget)
 
 
 @register("random", kind="place", params=COST_PARAMS, parse=cost_model,
           description="each container on a random host that fits (seeded)")
 def _place_random(instance: PlacementInstance, ctx: PlaceContext) -> PlaceOutput:
     rng = np.random.default_rng(ctx.seed)
-    return _run(instance, lambda cand, *_: cand[int(rng.integers(len(cand)))])
+    return _run(instance, ctx, lambda cand, *_: cand[int(rng.integers(len(cand)))])
 
 
 @register("spread", kind="place", params=COST_PARAMS, parse=cost_model,
           description="even distribution: the host with the most free GPUs")
 def _place_spread(instance: PlacementInstance, ctx: PlaceContext) -> PlaceOutput:
-    return _run(instance, lambda cand, job, c, so_far, free: min(
+    return _run(instance, ctx, lambda cand, job, c, so_far, free: min(
         cand, key=lambda h: (-len(free.gpus[h]), -free.cpus[h])))
 
 
 @register("pack", kind="place", params=COST_PARAMS, parse=cost_model,
           description="consolidation: the host with the fewest free GPUs that fits")
 def _place_pack(instance: PlacementInstance, ctx: PlaceContext) -> PlaceOutput:
-    return _run(instance, lambda cand, job, c, so_far, free: min(
+    return _run(instance, ctx, lambda cand, job, c, so_far, free: min(
         cand, key=lambda h: (len(free.gpus[h]), free.cpus[h])))

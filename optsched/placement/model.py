@@ -37,8 +37,11 @@ ROLES = ("ps", "worker")
 
 
 def _amount(value: Any, what: str, *, integer: bool = False) -> float:
-    if isinstance(value, bool) or not isinstance(value, int | float) or not math.isfinite(value) \
-            or not 0 <= value <= MAX_VALUE or (integer and value != int(value)):
+    """``value`` checked: a number (``integer``: an int, so 1.0 and -0.0 are refused too; bool
+    never) in [0, MAX_VALUE]; InputError naming ``what`` otherwise."""
+    kinds = int if integer else int | float
+    if isinstance(value, bool) or not isinstance(value, kinds) or not math.isfinite(value) \
+            or not 0 <= value <= MAX_VALUE:
         kind = "an integer" if integer else "a number"
         raise InputError(f"{what} must be {kind} in [0, {MAX_VALUE:g}], got {value!r}")
     return value
@@ -206,6 +209,8 @@ def placement_instance_from_dict(data: Any) -> PlacementInstance:
             for key in ("id", "role"):
                 if key not in c:
                     raise InputError(f"{where}: missing {key!r}")
+            if "gpus" in c:
+                _amount(c["gpus"], f"{where}: gpus", integer=True)
             containers.append(Container(**c))
         jobs.append(PlacementJob(raw.get("id", ""), tuple(containers),
                                  raw.get("bandwidth", 1.0), raw.get("one_per_host", False)))

@@ -18,7 +18,14 @@ from optsched.placement.check import check_placement
 from optsched.placement.cost import VARIANTS, CostModel
 from optsched.placement.model import Placement, PlacementInstance
 from optsched.result import Result, Status, is_optimal
-from optsched.solve import MethodError, check_bound, finite_bound, get_method, method_running
+from optsched.solve import (
+    MethodError,
+    check_bound,
+    check_time_limit,
+    finite_bound,
+    get_method,
+    method_running,
+)
 
 #: Parameters every placement method accepts (the cost it is measured with).
 COST_PARAMS = {
@@ -86,6 +93,7 @@ def place(instance: PlacementInstance, method: str, *, seed: int = 0,
     """
     info = get_method(method, "place")
     check_seed(seed)
+    check_time_limit(time_limit)
     params = dict(params or {})
     info.check_params(params)
     model = cost_model(params)
