@@ -1,7 +1,8 @@
 """Parsing the string ``--param KEY=VALUE`` values that methods accept.
 
-Every parser raises :class:`~optsched.errors.InputError` naming the key, so a bad value is
-bad input (exit 2), never a traceback.
+Every parser raises :class:`~optsched.errors.InputError` naming the key and the value, so a
+bad value is bad input (exit 2), never a traceback. Numbers must be finite and at most
+:data:`~optsched.limits.MAX_VALUE`; lists may not have empty items.
 """
 
 from __future__ import annotations
@@ -10,6 +11,11 @@ import math
 from collections.abc import Mapping, Sequence
 
 from optsched.errors import InputError
+from optsched.limits import MAX_VALUE
+
+#: Shortest accepted period (tick, heartbeat, batch interval) in seconds: shorter ones make
+#: a simulation run through billions of periodic events.
+MIN_PERIOD = 1e-3
 
 
 def choice_param(params: Mapping[str, str], key: str, options: Sequence[str]) -> str:
@@ -22,49 +28,78 @@ def choice_param(params: Mapping[str, str], key: str, options: Sequence[str]) ->
 
 
 def int_param(params: Mapping[str, str], key: str, default: int) -> int:
-    """``params[key]`` as an integer ≥ 1."""
+    """``params[key]`` as an integer in [1, MAX_VALUE]."""
     try:
         value = int(params.get(key, default))
     except ValueError:
         raise InputError(f"{key} must be an integer, got {params[key]!r}") from None
     if value < 1:
-        raise InputError(f"{key} must be >= 1")
+        raise InputError(f"{key} must be >= 1, got {params.get(key, default)!r}")
+    if value > MAX_VALUE:
+        raise InputError(f"{key} must be at most {MAX_VALUE:g}, got {params[key]!r}")
+    return value
+
+
+def _number(key: str, text: str, shown: str | None = None) -> float:
+    """``text`` as a finite float of magnitude at most MAX_VALUE; the error names ``key``
+    and ``shown`` (default ``text``)."""
+    shown = text if shown is None else shown
+    try:
+        value = float(text)
+    except ValueError:
+        raise InputError(f"{key} must be a number, got {shown!r}") from None
+    if not math.isfinite(value) or abs(value) > MAX_VALUE:
+        raise InputError(f"{key} must be a finite number of magnitude at most {MAX_VALUE:g}, "
+                         f"got {shown!r}")
     return value
 
 
 def positive_float_param(params: Mapping[str, str], key: str) -> float | None:
-    """``params[key]`` as a finite number > 0, or ``None`` when absent."""
+    """``params[key]`` as a number in (0, MAX_VALUE], or ``None`` when absent."""
     if key not in params:
         return None
-    try:
-        value = float(params[key])
-    except ValueError:
-        raise InputError(f"{key} must be a number, got {params[key]!r}") from None
-    if not (value > 0 and math.isfinite(value)):
-        raise InputError(f"{key} must be > 0, got {value!r}")
+    value = _number(key, params[key])
+    if not value > 0:
+        raise InputError(f"{key} must be > 0, got {params[key]!r}")
     return value
 
 
 def float_list_param(params: Mapping[str, str], key: str, default: tuple[float, ...]
                      ) -> tuple[float, ...]:
-    """``params[key]`` as increasing comma-separated numbers > 0."""
+    """``params[key]`` as increasing comma-separated numbers in (0, MAX_VALUE]."""
     if key not in params:
         return default
-    try:
-        values = tuple(float(x) for x in params[key].split(",") if x.strip())
-    except ValueError:
-        raise InputError(f"{key} must be comma-separated numbers, got {params[key]!r}") from None
+    text = params[key]
+    items = text.split(",")
+    if any(not item.strip() for item in items):
+        raise InputError(f"{key} must be comma-separated numbers with no empty item, "
+                         f"got {text!r}")
+    values: list[float] = []
+    for item in items:
+        try:
+            values.append(_number(key, item.strip()))
+        except InputError as e:
+            raise InputError(f"{e} (in {key}={text})") from None
     if any(not v > 0 for v in values) or list(values) != sorted(values):
-        raise InputError(f"{key} must be increasing positive numbers, got {params[key]!r}")
-    return values
+        raise InputError(f"{key} must be increasing positive numbers, got {text!r}")
+    return tuple(values)
 
 
 def nonnegative_float_param(params: Mapping[str, str], key: str) -> float:
-    """``params[key]`` as a number ≥ 0 (default 0)."""
-    try:
-        value = float(params.get(key, 0))
-    except ValueError:
-        raise InputError(f"{key} must be a number, got {params[key]!r}") from None
-    if not 0 <= value < float("inf"):
-        raise InputError(f"{key} must be >= 0, got {value!r}")
+    """``params[key]`` as a number in [0, MAX_VALUE] (default 0)."""
+    if key not in params:
+        return 0.0
+    value = _number(key, params[key])
+    if not value >= 0:
+        raise InputError(f"{key} must be >= 0, got {params[key]!r}")
+    return value
+
+
+def period_param(params: Mapping[str, str], key: str) -> float:
+    """``params[key]`` as a period in seconds: 0 (off, the default) or in
+    [:data:`MIN_PERIOD`, MAX_VALUE]."""
+    value = nonnegative_float_param(params, key)
+    if 0 < value < MIN_PERIOD:
+        raise InputError(f"{key} must be 0 (off) or in [{MIN_PERIOD:g}, {MAX_VALUE:g}] s, "
+                         f"got {params[key]!r}")
     return value

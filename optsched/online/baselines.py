@@ -21,6 +21,7 @@ from typing import Any
 import numpy as np
 
 from optsched.errors import InputError
+from optsched.instance import Instance
 from optsched.online.policies import fill_earliest_available, fill_fastest
 from optsched.online.simulator import Decision, JobState, PolicyError, View
 from optsched.params import float_list_param, nonnegative_float_param
@@ -175,9 +176,44 @@ class Replay:
 
     schedule: Schedule
     name: str = "replay"
+    source: str = ""  # the schedule's path, for messages
     clairvoyant: bool = True
     modes: frozenset[str] = field(default_factory=lambda: frozenset({"relaxed", "gang"}))
     _queues: dict[int, list[tuple[str, int]]] | None = field(default=None, repr=False)
+
+    def check(self, instance: Instance) -> None:
+        """Refuse a schedule that is not one of ``instance``: another instance's name, a task
+        twice or missing, an unknown job or GPU, a GPU the job cannot use — an InputError
+        naming the schedule (``--param schedule=PATH``) and the first problem."""
+        where = f"--param schedule={self.source}" if self.source else "replay schedule"
+
+        def refuse(problem: str) -> None:
+            raise InputError(f"{where}: {problem}")
+
+        if self.schedule.instance != instance.name:
+            refuse(f"it is a schedule of instance {self.schedule.instance!r}, not "
+                   f"{instance.name!r}")
+        seen: set[tuple[str, int, int]] = set()
+        for t in self.schedule.tasks:
+            if t.job not in instance.job_index:
+                refuse(f"unknown job {t.job!r}")
+            if t.gpu not in instance.gpu_index:
+                refuse(f"unknown GPU {t.gpu!r}")
+            j = instance.job_index[t.job]
+            job = instance.jobs[j]
+            if not (0 <= t.round < job.rounds and 0 <= t.task < job.tasks_per_round):
+                refuse(f"job {t.job!r} has no round {t.round} task {t.task}")
+            if t.key in seen:
+                refuse(f"task ({t.job!r}, round {t.round}, task {t.task}) appears twice")
+            seen.add(t.key)
+            if not np.isfinite(instance.compute[j, instance.gpu_index[t.gpu]]):
+                refuse(f"job {t.job!r} cannot run on GPU {t.gpu!r}")
+        if len(seen) != instance.n_tasks:
+            for job in instance.jobs:
+                for r in range(job.rounds):
+                    for k in range(job.tasks_per_round):
+                        if (job.id, r, k) not in seen:
+                            refuse(f"task ({job.id!r}, round {r}, task {k}) is missing")
 
     def _queue(self, view: View) -> dict[int, list[tuple[str, int]]]:
         if self._queues is None:
@@ -259,4 +295,4 @@ def _replay(params: Mapping[str, str]) -> Replay:
 
     if "schedule" not in params:
         raise InputError("replay needs --param schedule=PATH")
-    return Replay(load_schedule(params["schedule"]))
+    return Replay(load_schedule(params["schedule"]), source=params["schedule"])

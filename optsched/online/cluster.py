@@ -34,7 +34,9 @@ import numpy as np
 
 from optsched.errors import InputError
 from optsched.instance import Instance
+from optsched.limits import MAX_VALUE
 from optsched.online.simulator import PolicyError, Simulation
+from optsched.params import MIN_PERIOD
 from optsched.schedule import Schedule, Task
 
 _ARRIVE, _LAUNCHED, _TRAINED, _DONE, _TICK, _WAKE = range(6)
@@ -132,14 +134,16 @@ def simulate_cluster(instance: Instance, policy: ClusterPolicy, *, seed: int = 0
     Raises
     ------
     InputError
-        An instance not in gang mode, or a bad tick.
+        An instance not in gang mode, or a bad tick (outside
+        [:data:`~optsched.params.MIN_PERIOD`, MAX_VALUE] s).
     PolicyError
         An impossible decision, or waiting work with nothing left to happen.
     """
     if instance.mode != "gang":
         raise InputError(f"cluster policy {policy.name!r} runs in gang mode only")
-    if policy.tick is not None and not policy.tick > 0:
-        raise InputError(f"tick must be > 0, got {policy.tick!r}")
+    if policy.tick is not None and not MIN_PERIOD <= policy.tick <= MAX_VALUE:
+        raise InputError(f"cluster policy {policy.name!r}: tick must be in [{MIN_PERIOD:g}, "
+                         f"{MAX_VALUE:g}] s, got {policy.tick!r}")
     if not policy.event_driven and policy.tick is None:
         raise InputError("heartbeat reporting needs a heartbeat period")
     engine = _Engine(instance, policy, seed)
@@ -206,6 +210,7 @@ class _Engine:
         while heap and self.unfinished:
             now = heap[0][0]
             before = self.decisions
+            tick_seq: int | None = None
             while heap and heap[0][0] == now:
                 _, _, kind, what = heapq.heappop(heap)
                 self.events += 1
@@ -223,12 +228,17 @@ class _Engine:
                 elif kind == _TICK:
                     self.vacant |= self.unreported
                     self.unreported.clear()
-                    if self.unfinished:
-                        self._push(now + (self.policy.tick or 0.0), _TICK, None)
+                    if self.unfinished:  # pushed after the decisions, in this place
+                        self.seq += 1
+                        tick_seq = self.seq
             self._admit(now)
-            if any(j.waiting for j in self.active.values()):
+            waiting = any(j.waiting for j in self.active.values())
+            if waiting:
                 self._decide(now)
                 self._admit(now)
+            if tick_seq is not None:
+                heapq.heappush(heap, (self._next_tick(now, skip=not waiting), tick_seq,
+                                      _TICK, None))
             # with ticks the heap never empties: a policy that starts nothing for 1,000
             # ticks while no GPU is held is stalled
             idle = (len(heap) == 1 and self.decisions == before and not self.unreported
@@ -239,6 +249,24 @@ class _Engine:
         if self.unfinished:
             raise PolicyError(f"policy {self.policy.name!r} left {self.unfinished} jobs "
                               "unfinished with nothing left to wait for")
+
+    def _next_tick(self, now: float, skip: bool) -> float:
+        """The tick after ``now``. With ``skip`` (no job waited at ``now``), while no job waits
+        and no freed GPU is unreported, ticks change nothing: skipped up to the next other
+        event, on the same grid."""
+        tick = self.policy.tick or 0.0
+        t = now + tick
+        if not t > now:
+            raise InputError(f"cluster policy {self.policy.name!r}: its period (tick, "
+                             f"heartbeat) {tick:g} s is below the time resolution at "
+                             f"t={now:g} s; use a longer one")
+        if skip and self.heap and not self.unreported:
+            upto = self.heap[0][0]
+            if (upto - t) / tick > 1e6:  # far ahead: jump close to it first
+                t += math.floor((upto - t) / tick) * tick
+            while t < upto:
+                t += tick
+        return t
 
     # -- decisions ---------------------------------------------------------------------------
 

@@ -36,8 +36,9 @@ import numpy as np
 
 from optsched.errors import InputError
 from optsched.instance import Instance
+from optsched.limits import MAX_START, MAX_VALUE
 from optsched.online.cluster import ClusterDecision, ClusterJob, ClusterView, Holding
-from optsched.params import choice_param, nonnegative_float_param
+from optsched.params import MIN_PERIOD, choice_param, period_param
 from optsched.placement.model import Container, PlacementInstance, PlacementJob
 from optsched.placement.place import COST_PARAMS, place
 from optsched.solve import register
@@ -60,6 +61,13 @@ class Liquid:
     cost: Mapping[str, str] = field(default_factory=dict)
     name: str = "liquid"
 
+    def __post_init__(self) -> None:
+        for key in ("batch", "heartbeat"):
+            value = getattr(self, key)
+            if not (value == 0 or MIN_PERIOD <= value <= MAX_VALUE):
+                raise InputError(f"{key} must be 0 (off) or in [{MIN_PERIOD:g}, "
+                                 f"{MAX_VALUE:g}] s, got {value!r}")
+
     @property
     def tick(self) -> float | None:
         return self.heartbeat or None
@@ -69,6 +77,10 @@ class Liquid:
         return self.heartbeat == 0
 
     def decide(self, view: ClusterView) -> list[ClusterDecision]:
+        if view.time > MAX_START and (self.batch or self.heartbeat):
+            raise InputError(f"batch={self.batch:g} / heartbeat={self.heartbeat:g} "
+                             f"(--param) delay round starts past {MAX_START:g} s "
+                             f"(t={view.time:g}); use shorter periods")
         if self.batch:  # decide at multiples of the batch interval only
             k = round(view.time / self.batch)
             if abs(view.time - k * self.batch) > 1e-9 * max(1.0, view.time):
@@ -198,12 +210,12 @@ def _placement_instance(inst: Instance, jobs: list[ClusterJob], vacant: set[int]
 
 LIQUID_PARAMS = {
     "placement": f"placement method: {', '.join(PLACEMENTS)} (default bestfit)",
-    "batch": "batch interval in seconds (default 0: immediate mode)",
+    "batch": "batch interval in seconds, 0 or at least 0.001 (default 0: immediate mode)",
     "share": "1: share GPUs among single-task jobs under the instance's share_cap (default 0)",
     "preschedule": "1: pre-schedule single-task jobs onto GPUs about to be released "
                    "(default 0)",
-    "heartbeat": "report freed GPUs only at heartbeats of this period, s (default 0: "
-                 "event-driven)",
+    "heartbeat": "report freed GPUs only at heartbeats of this period, s, 0 or at least "
+                 "0.001 (default 0: event-driven)",
     **COST_PARAMS,
 }
 
@@ -219,6 +231,6 @@ def _liquid(params: Mapping[str, str]) -> Liquid:
     cost = {k: v for k, v in params.items() if k in COST_PARAMS}
     return Liquid(choice_param({"placement": params.get("placement", "bestfit")},
                                "placement", PLACEMENTS),
-                  nonnegative_float_param(params, "batch"), _switch(params, "share"),
-                  _switch(params, "preschedule"), nonnegative_float_param(params, "heartbeat"),
+                  period_param(params, "batch"), _switch(params, "share"),
+                  _switch(params, "preschedule"), period_param(params, "heartbeat"),
                   cost)

@@ -9,6 +9,7 @@ from optsched.errors import InputError
 from optsched.exact.bounds import critical_path_bound
 from optsched.instance import Instance
 from optsched.limits import check_seed
+from optsched.online.baselines import Replay
 from optsched.online.cluster import ClusterPolicy, simulate_cluster
 from optsched.online.simulator import PolicyError, Simulation, simulate
 from optsched.result import Result, Status
@@ -36,6 +37,8 @@ def run_policy(instance: Instance, policy: str, *, params: Mapping[str, str] | N
     info.check_mode(instance.mode)
     with method_running(info, (PolicyError,)):
         chosen = info.func(params)
+    if isinstance(chosen, Replay):
+        chosen.check(instance)
     extra: dict[str, Any]
     if isinstance(chosen, ClusterPolicy):
         if noise or switch_cost or tick is not None or not event_driven:

@@ -29,6 +29,7 @@ Clairvoyant policies (``clairvoyant = True``) also receive an :class:`Oracle`.
 from __future__ import annotations
 
 import heapq
+import math
 import sys
 import time
 from collections.abc import Iterable, Sequence
@@ -39,7 +40,8 @@ import numpy as np
 
 from optsched.errors import InputError, OptschedError
 from optsched.instance import Instance, Job
-from optsched.limits import MAX_VALUE
+from optsched.limits import MAX_START, MAX_VALUE
+from optsched.params import MIN_PERIOD
 from optsched.schedule import Schedule, Task
 
 _ARRIVE, _FREE, _READY, _TICK = 0, 1, 2, 3
@@ -281,7 +283,9 @@ def simulate(instance: Instance, policy: Policy, *, seed: int = 0, noise: float 
     Raises
     ------
     InputError
-        A policy that does not support the instance's mode; a bad noise, switch cost or tick.
+        A policy that does not support the instance's mode; a bad noise, switch cost or tick
+        (in [:data:`~optsched.params.MIN_PERIOD`, MAX_VALUE] s); heartbeat ticks that delay a
+        task start past MAX_START.
     PolicyError
         An impossible decision, or a policy that leaves idle GPUs and waiting work with no
         future event to wake it.
@@ -291,8 +295,9 @@ def simulate(instance: Instance, policy: Policy, *, seed: int = 0, noise: float 
                          "placement factors (instance@2); use a cluster policy such as liquid")
     if instance.mode not in policy.modes:
         raise InputError(f"policy {policy.name!r} does not support mode {instance.mode!r}")
-    if tick is not None and not 0 < tick <= MAX_VALUE:
-        raise InputError(f"tick (--tick) must be in (0, {MAX_VALUE:g}] s, got {tick!r}")
+    if tick is not None and not MIN_PERIOD <= tick <= MAX_VALUE:
+        raise InputError(f"tick (--tick) must be in [{MIN_PERIOD:g}, {MAX_VALUE:g}] s, "
+                         f"got {tick!r}")
     if not event_driven and tick is None:
         raise InputError("scheduling only at ticks needs a tick period")
     real = realise(instance, noise=noise, switch_cost=switch_cost, seed=seed)
@@ -366,17 +371,33 @@ class _Engine:
                     self._round_ready(self.states[who], now)
                 else:
                     ticked = True
-                    if self.unfinished:
-                        self._push(now + (self.tick or 0.0), _TICK, 0)
             before = self.decisions
             if (self.event_driven or ticked) and self.idle:
                 self._decide(now)
+            if ticked and self.unfinished:
+                self._next_tick(now)
             if ticked and len(heap) == 1 and self.decisions == before and self.unfinished \
                     and len(self.idle) == self.real.n_gpus:
                 break  # only the tick is left and the policy starts nothing: a stall
         if self.unfinished:
             raise PolicyError(f"policy {self.policy.name!r} left {self.unfinished} jobs "
                               f"unfinished with idle GPUs and nothing left to wait for")
+
+    def _next_tick(self, now: float) -> None:
+        """Push the tick after ``now``; ticks at which no GPU is idle or no task waits (so
+        nothing is decided) are skipped up to the next other event, on the same grid."""
+        tick = self.tick or 0.0
+        t = now + tick
+        if not t > now:
+            raise InputError(f"tick (--tick) {tick:g} s is below the time resolution at "
+                             f"t={now:g} s; use a longer tick")
+        if self.heap and (not self.idle or not any(s.waiting for s in self.active.values())):
+            upto = self.heap[0][0]
+            if (upto - t) / tick > 1e6:  # far ahead: jump close to it first
+                t += math.floor((upto - t) / tick) * tick
+            while t < upto:
+                t += tick
+        self._push(t, _TICK, 0)
 
     def _round_ready(self, state: JobState, now: float) -> None:
         state.rounds_done += 1
@@ -393,6 +414,9 @@ class _Engine:
         waiting = [s for s in self.active.values() if s.waiting]
         if not waiting:
             return
+        if now > MAX_START and not self.event_driven:
+            raise InputError(f"tick (--tick) {self.tick:g} s with --heartbeat delays task "
+                             f"starts past {MAX_START:g} s (t={now:g})")
         view = View(now, sorted(self.idle), self.free_since, waiting,
                     list(self.active.values()), self.gpu_ids, self.gpu_types, self.real.mode,
                     self.oracle)
