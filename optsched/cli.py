@@ -750,6 +750,12 @@ def build_parser() -> argparse.ArgumentParser:
     return parser
 
 
+def _one_line(text: str, limit: int = 500) -> str:
+    """An error message as one line of at most ``limit`` characters."""
+    text = " ".join(text.split())
+    return text if len(text) <= limit else text[:limit - 1] + "…"
+
+
 def main(argv: Sequence[str] | None = None) -> int:
     try:
         args = build_parser().parse_args(argv)
@@ -761,7 +767,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         code: int = args.func(args)
         return code
     except InputError as exc:
-        print(f"optsched: error: {exc}", file=sys.stderr)
+        print(f"optsched: error: {_one_line(str(exc))}", file=sys.stderr)
         return EXIT_BAD_INPUT
     except KeyboardInterrupt:  # Ctrl-C: one line, the shell's code for SIGINT
         print("optsched: interrupted", file=sys.stderr)
@@ -776,7 +782,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     except Exception as exc:
         if args.debug:
             raise
-        text = str(exc).splitlines()[0] if str(exc) else ""
+        text = _one_line(str(exc).splitlines()[0]) if str(exc) else ""
         print(f"optsched: internal error: {type(exc).__name__}: {text} (rerun with --debug)",
               file=sys.stderr)
         return EXIT_INTERNAL

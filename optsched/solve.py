@@ -296,6 +296,10 @@ def method_running(info: MethodInfo, passthrough: tuple[type[BaseException], ...
     with _sigint_watch() as hit:
         try:
             yield
+        except InputError as exc:  # bad input; a plug-in's message is prefixed with its name
+            if info.plugin is None or str(exc).startswith(info.label):
+                raise
+            raise type(exc)(f"{info.label}: {exc}") from exc
         except keep:
             raise
         except KeyboardInterrupt as exc:

@@ -422,3 +422,20 @@ def test_bench_run_refuses_bad_parameter_values_before_running(tmp_path):
                            "--records", records)
         bad_input(code, err, param.split("=")[0])
         assert not records.exists()
+
+
+def test_a_plugin_input_error_is_named_and_kept_to_one_short_line():
+    """A plug-in building a malformed Schedule (here: tasks passed as the mode) gets its
+    name in the message, and a huge message is cut to one line of 500 characters."""
+    from optsched.schedule import Schedule, Task
+    from optsched.solve import register
+
+    @register("test-malformed", description="passes tasks as the mode", replace=True)
+    def malformed(instance, context):
+        tasks = tuple(Task("J1", 0, k, "G1", float(k)) for k in range(200))
+        return Schedule(instance.name, (), tasks)
+
+    code, _, err = cli("solve", TOY, "--method", "test-malformed")
+    bad_input(code, err, "method 'test-malformed' (plug-in tests.test_robustness)",
+              "schedule mode must be one of")
+    assert len(err.strip()) <= len("optsched: error: ") + 500

@@ -208,9 +208,10 @@ def test_a_method_that_raises_or_exits_is_named(plugins, method, raised):
 
 
 def test_a_method_refusing_its_input_stays_bad_input(plugins):
+    """Exit 2, and the message says which plug-in refused the input."""
     proc = cli(plugins, "--plugin", "pl_methods", "solve", "x.json", "--method", "pl-input")
-    assert one_line_error(proc, 2) == ("optsched: error: pl-input: parameter k must be a "
-                                       "number")
+    assert one_line_error(proc, 2) == ("optsched: error: method 'pl-input' (plug-in "
+                                       "pl_methods): pl-input: parameter k must be a number")
 
 
 @pytest.mark.parametrize(("method", "message"), [
