@@ -37,7 +37,7 @@ from optsched.limits import MAX_SEED, check_seed
 from optsched.output import distinct_targets, json_text, output_target, write_outputs
 from optsched.placement.model import INSTANCE_FORMAT as PLACEMENT_INSTANCE_FORMAT
 from optsched.result import OBJECTIVE_NAME, Result
-from optsched.solve import KINDS, load_plugin, methods, solve
+from optsched.solve import KINDS, check_time_limit, load_plugin, methods, solve
 from optsched.workloads import default_catalog
 
 EXIT_OK, EXIT_NEGATIVE, EXIT_BAD_INPUT, EXIT_INTERNAL, EXIT_INTERRUPTED = 0, 1, 2, 70, 130
@@ -499,7 +499,6 @@ def cmd_bench_run(args: argparse.Namespace) -> int:
     from optsched.bench.runner import (
         RunInterrupted,
         check_scheduler,
-        check_time_limit,
         check_workers,
         plan,
         run_benchmark,

@@ -44,7 +44,6 @@ from __future__ import annotations
 
 import contextlib
 import ctypes
-import math
 import multiprocessing
 import os
 import signal
@@ -79,7 +78,7 @@ from optsched.output import json_text
 from optsched.placement.model import INSTANCE_FORMAT as PLACEMENT_INSTANCE_FORMAT
 from optsched.placement.model import placement_instance_from_dict
 from optsched.placement.place import place
-from optsched.solve import MethodInfo, get_method, load_plugin, solve
+from optsched.solve import MethodInfo, check_time_limit, get_method, load_plugin, solve
 
 #: Signals that stop the runner cleanly.
 STOP_SIGNALS = (signal.SIGINT, signal.SIGTERM)
@@ -136,16 +135,6 @@ def _once(values: Sequence[Any], option: str) -> None:
         if value in seen:
             raise InputError(f"{option} lists {value!r} twice")
         seen.add(value)
-
-
-def check_time_limit(time_limit: float | None) -> None:
-    """Refuse a time limit that is not a finite number of seconds > 0 (``--time-limit``)."""
-    if time_limit is None:
-        return
-    if (isinstance(time_limit, bool) or not isinstance(time_limit, int | float)
-            or not (math.isfinite(time_limit) and time_limit > 0)):
-        raise InputError(f"--time-limit must be a finite number of seconds > 0, "
-                         f"got {time_limit!r}")
 
 
 #: Protocols of Dask scheduler addresses with a host and a port.
