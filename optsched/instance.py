@@ -17,16 +17,13 @@ import networkx as nx
 import numpy as np
 
 from optsched.errors import InputError, UnknownNameError
-from optsched.limits import MAX_FACTOR, MAX_TASKS, MAX_VALUE, MIN_POSITIVE
+from optsched.limits import MAX_FACTOR, MAX_TASKS, MAX_VALUE, MIN_POSITIVE, is_bounded
 from optsched.topology import Topology
 from optsched.workloads import Catalog, default_catalog
 
 MODES = ("relaxed", "gang")
 ROLES = frozenset({"ps", "worker"})
-def _is_number(value: Any) -> bool:
-    """A finite int or float (not a bool) of magnitude at most :data:`MAX_VALUE`."""
-    return (not isinstance(value, bool) and isinstance(value, int | float)
-            and math.isfinite(value) and abs(value) <= MAX_VALUE)
+_is_number = is_bounded  # a finite int or float (not a bool) of magnitude <= MAX_VALUE
 
 
 def _is_int(value: Any) -> bool:

@@ -8,6 +8,8 @@ infinity. A larger value is bad input, named by its field.
 
 from __future__ import annotations
 
+import math
+
 #: Largest accepted time, weight or amount; also the largest horizon of an instance (its
 #: latest arrival plus all its work done one task after another).
 MAX_VALUE = 1e15
@@ -26,6 +28,12 @@ MAX_TASKS = 5_000_000
 #: Largest accepted random seed: CP-SAT takes a 32-bit signed seed; numpy and scikit-learn
 #: accept it too.
 MAX_SEED = 2**31 - 1
+
+
+def is_bounded(value: object, bound: float = MAX_VALUE) -> bool:
+    """A finite int or float (a bool is not a number here) of magnitude at most ``bound``."""
+    return (isinstance(value, int | float) and not isinstance(value, bool)
+            and math.isfinite(value) and abs(value) <= bound)
 
 
 def check_seed(seed: object, name: str = "seed") -> int:

@@ -14,7 +14,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from optsched.errors import InputError
-from optsched.limits import MAX_START
+from optsched.limits import MAX_START, is_bounded
 
 MODES = ("relaxed", "gang")
 
@@ -49,8 +49,7 @@ class Task:
             value = getattr(self, name)
             if value is None and name == "train_start":
                 continue
-            if (isinstance(value, bool) or not isinstance(value, int | float)
-                    or not math.isfinite(value) or abs(value) > MAX_START):
+            if not is_bounded(value, MAX_START):
                 raise InputError(f"schedule task ({self.job!r}, round {self.round}, task "
                                  f"{self.task}): {name} must be a number in "
                                  f"[-{MAX_START:g}, {MAX_START:g}], got {value!r}")

@@ -18,7 +18,7 @@ from typing import Any
 import networkx as nx
 
 from optsched.errors import InputError, UnknownNameError
-from optsched.limits import MAX_VALUE, MIN_POSITIVE
+from optsched.limits import MAX_VALUE, MIN_POSITIVE, is_bounded
 
 KINDS = ("gpu", "host", "switch")
 
@@ -33,8 +33,7 @@ class Distance(IntEnum):
 
 
 def _number(value: Any, what: str, *, positive: bool) -> float:
-    if (isinstance(value, bool) or not isinstance(value, int | float)
-            or not math.isfinite(value) or abs(value) > MAX_VALUE):
+    if not is_bounded(value):
         raise InputError(f"{what} must be a number <= {MAX_VALUE:g}, got {value!r}")
     if positive and value < MIN_POSITIVE:
         raise InputError(f"{what} must be >= {MIN_POSITIVE:g}, got {value!r}")

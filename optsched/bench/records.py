@@ -33,7 +33,7 @@ from pathlib import Path
 from typing import Any
 
 from optsched.errors import InputError
-from optsched.limits import MAX_VALUE
+from optsched.limits import MAX_VALUE, is_bounded
 
 try:
     import fcntl
@@ -63,17 +63,9 @@ def _finite(text: str) -> float:
     return value
 
 
-def _is_number(value: Any) -> bool:
-    return isinstance(value, int | float) and not isinstance(value, bool)
-
-
 def _is_value(value: Any) -> bool:
     """A finite number in [0, MAX_VALUE] (an objective or a bound)."""
-    return _is_number(value) and math.isfinite(value) and 0 <= value <= MAX_VALUE
-
-
-def _is_finite(value: Any) -> bool:
-    return _is_number(value) and math.isfinite(value) and abs(value) <= MAX_VALUE
+    return is_bounded(value) and value >= 0
 
 
 #: The statuses a record may hold (:class:`optsched.result.Status`).
@@ -95,7 +87,7 @@ _REQUIRED: dict[str, tuple[str, Any]] = {
 _OPTIONAL: dict[str, tuple[str, Any]] = {
     "objective": (f"a number in [0, {MAX_VALUE:g}] or null", _is_value),
     "bound": (f"a number in [0, {MAX_VALUE:g}] or null", _is_value),
-    "gap": (f"a number of magnitude at most {MAX_VALUE:g} or null", _is_finite),
+    "gap": (f"a number of magnitude at most {MAX_VALUE:g} or null", is_bounded),
     "cell": ("an object", lambda v: isinstance(v, dict)),
 }
 
