@@ -19,7 +19,6 @@ Guarantees:
 
 from __future__ import annotations
 
-import contextlib
 import errno
 import json
 import math
@@ -34,6 +33,7 @@ from typing import Any
 
 from optsched.errors import InputError
 from optsched.limits import MAX_VALUE, is_bounded
+from optsched.output import output_target
 
 try:
     import fcntl
@@ -110,33 +110,21 @@ def check_record(record: Any, where: str) -> dict[str, Any]:
 def check_records_path(path: str | Path, option: str = "--records", *,
                        inputs: Iterable[str | Path] = ()) -> Path:
     """Refuse a records path that exists but is not a regular file (a folder, a FIFO, a
-    device), is one of ``inputs`` (the manifest, an instance), or is empty, naming
-    ``option``; a missing file is created later, in a folder that must exist."""
-    if str(path) == "":
-        raise InputError(f"{option}: empty path")
-    path = Path(path)
-    for given in inputs:
-        with contextlib.suppress(OSError):
-            if path.exists() and os.path.samefile(path, given):
-                raise InputError(f"{option} {str(path)!r} is the input file {str(given)!r}: "
-                                 "refusing to append records to it")
-    if str(path) in ("", "."):
-        raise InputError(f"{option}: empty path")
-    try:
-        mode = path.stat().st_mode
-    except FileNotFoundError:
-        folder = path.absolute().parent
-        if not folder.is_dir():
-            raise InputError(f"{option} {str(path)!r}: folder {str(path.parent)!r} does not "
-                             "exist") from None
-        return path
-    except OSError as exc:
-        raise InputError(f"{option} {str(path)!r}: {exc.strerror or exc}") from None
-    if stat.S_ISDIR(mode):
-        raise InputError(f"{option} {str(path)!r} is a folder, not a records file")
-    if not stat.S_ISREG(mode):
-        raise InputError(f"{option} {str(path)!r} is not a regular file")
-    return path
+    device: records are appended under a lock), and everything
+    :func:`~optsched.output.output_target` refuses (an empty path, a missing folder, one of
+    ``inputs`` such as the manifest or an instance), naming ``option``."""
+    if str(path):
+        try:
+            mode = Path(path).stat().st_mode
+        except FileNotFoundError:
+            mode = 0
+        except OSError as exc:
+            raise InputError(f"{option} {str(path)!r}: {exc.strerror or exc}") from None
+        if stat.S_ISDIR(mode):
+            raise InputError(f"{option} {str(path)!r} is a folder, not a records file")
+        if mode and not stat.S_ISREG(mode):
+            raise InputError(f"{option} {str(path)!r} is not a regular file")
+    return output_target(path, option, inputs=inputs)
 
 
 def load_records(path: str | Path, *, repair: bool = False, must_exist: bool = False
