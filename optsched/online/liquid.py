@@ -11,16 +11,32 @@ Jobs wait in arrival order. Each decision (see :mod:`optsched.online.cluster`):
    batch starts as the longest arrival-order prefix that has enough vacant GPUs).
    ``placement`` = ``bestfit`` (Liquid's immediate mode), ``gga`` (its batch mode), or the
    baselines ``random``, ``spread``, ``pack``.
-2. **GPU sharing** (``share``) and **pre-scheduling** (``preschedule``) then serve the
-   single-task jobs left that no vacant GPU can take (Liquid applies both only above a cluster
-   load ratio): sharing puts the job on the held GPU of least predicted utilisation among
-   those whose rounds are all single-task, whose predicted utilisations plus the job's stay
-   within the instance's ``share_cap`` and whose GPU memory fits (Liquid's rule, cap 1.3);
-   otherwise pre-scheduling starts it on the GPU held by exactly one training round that is
-   expected to finish training within the job's launch phase + 15 s (Liquid's
-   ``PreScheduleExtraTime``), the earliest such GPU; it launches at once and trains when
-   the GPU is vacant for it. Expected ends come from the jobs' profiles (Liquid predicts
-   them).
+2. **GPU sharing** (``share``) and **pre-scheduling** (``preschedule``) serve single-task
+   jobs, under one of two *gates* (``gates``):
+
+   - ``paper`` (default; §6.1–6.2 give the mechanisms but no thresholds, so this is our
+     reading): after the placement step, for the single-task jobs that no vacant GPU can
+     take. Sharing puts the job on the held GPU of least predicted utilisation among those
+     whose rounds are all single-task, whose predicted utilisations plus the job's stay within
+     the instance's ``share_cap`` (§6.2: "the sum ... does not exceed the upper limit") and
+     whose predicted GPU memory fits; otherwise pre-scheduling starts it on the GPU held by
+     exactly one round that *trains* and is predicted to finish training within the job's
+     launch phase + 15 s (Liquid's ``PreScheduleExtraTime``), the earliest such GPU.
+   - ``code`` (the reference implementation, ``resource_pool.go``): sharing is tried
+     *before* the vacant GPUs, for every waiting single-task job, once the load ratio (GPUs
+     not known vacant / all GPUs) is at least ``share_ratio`` (default 0.75, the released
+     share experiment's ``pool.share.enable_threshold``), on the first qualifying GPU in index
+     order, with a strict cap (Σ predicted utilisation < ``share_cap``, Liquid's 1.3) and
+     strict memory; pre-scheduling serves the jobs no vacant GPU can take once the load ratio
+     is at least ``preschedule_ratio`` (default 0.5, the released pre-scheduling experiment's
+     ``pool.pre_schedule.enable_threshold``), and a GPU whose one round is saving qualifies
+     too (the code tests no phase).
+
+   A pre-scheduled job launches at once and trains when the GPU is vacant for it. The
+   training end it plans on is a *prediction* (Liquid §6.1 estimates phase times with a
+   model): the true end plus ε·T, T the holder's training time on that GPU and ε ~ N(0,
+   ``end_error``) drawn once per (instance, job), reproducibly; ``end_error`` = 0 is an
+   oracle.
 
 ``heartbeat`` > 0 turns event-driven reporting off: freed GPUs become known only at the next
 heartbeat (Liquid's agents report every 5 s).
@@ -29,6 +45,7 @@ heartbeat (Liquid's agents report every 5 s).
 from __future__ import annotations
 
 import math
+import zlib
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 
@@ -38,7 +55,7 @@ from optsched.errors import InputError
 from optsched.instance import Instance
 from optsched.limits import MAX_START, MAX_VALUE
 from optsched.online.cluster import ClusterDecision, ClusterJob, ClusterView, Holding
-from optsched.params import MIN_PERIOD, choice_param, period_param
+from optsched.params import MIN_PERIOD, choice_param, nonnegative_float_param, period_param
 from optsched.placement.model import Container, PlacementInstance, PlacementJob
 from optsched.placement.place import COST_PARAMS, place
 from optsched.solve import register
@@ -47,6 +64,10 @@ from optsched.topology import Topology
 PRESCHEDULE_EXTRA = 15.0  # s, Liquid's PreScheduleExtraTime
 _UNLIMITED = 1e15  # MB: GPU memory of GPUs without a limit, for the placement model
 PLACEMENTS = ("bestfit", "gga", "random", "spread", "pack")
+GATES = ("paper", "code")
+#: The released experiments' load-ratio thresholds (PasaLab/Liquid @ 2e70203,
+#: ``Liquid-experiments/share/launcher.py`` and ``pre_schedule/launcher.py``).
+CODE_SHARE_RATIO, CODE_PRESCHEDULE_RATIO = 0.75, 0.5
 
 
 @dataclass
@@ -59,6 +80,10 @@ class Liquid:
     preschedule: bool = False
     heartbeat: float = 0.0
     cost: Mapping[str, str] = field(default_factory=dict)
+    gates: str = "paper"
+    share_ratio: float = CODE_SHARE_RATIO
+    preschedule_ratio: float = CODE_PRESCHEDULE_RATIO
+    end_error: float = 0.0
     name: str = "liquid"
 
     def __post_init__(self) -> None:
@@ -67,6 +92,13 @@ class Liquid:
             if not (value == 0 or MIN_PERIOD <= value <= MAX_VALUE):
                 raise InputError(f"{key} must be 0 (off) or in [{MIN_PERIOD:g}, "
                                  f"{MAX_VALUE:g}] s, got {value!r}")
+        if self.gates not in GATES:
+            raise InputError(f"gates must be one of {GATES}, got {self.gates!r}")
+        for key in ("share_ratio", "preschedule_ratio"):
+            if not 0 <= getattr(self, key) <= 1:
+                raise InputError(f"{key} must be in [0, 1], got {getattr(self, key)!r}")
+        if not 0 <= self.end_error <= 10:
+            raise InputError(f"end_error must be in [0, 10], got {self.end_error!r}")
 
     @property
     def tick(self) -> float | None:
@@ -89,42 +121,56 @@ class Liquid:
             view.wake((k + 1) * self.batch)  # for the jobs this batch leaves waiting
         inst = view.instance
         vacant = set(view.vacant)
-        out = self._placements(view, vacant) if vacant else []
+        holders = [list(h) for h in view.holders]
+        waiting = list(view.waiting)
+        out: list[ClusterDecision] = []
+        code = self.gates == "code"
+        if self.share and code and _load_ratio(holders, vacant) >= self.share_ratio:
+            for job in waiting:  # the code's first round: sharing before the vacant GPUs
+                g = self._share(view, job, holders) if job.tasks_per_round == 1 else None
+                if g is not None:
+                    out.append((job.index, (g,), True))
+                    holders[g].append(Holding(job, 1, True))
+            shared = {j for j, _, _ in out}
+            waiting = [job for job in waiting if job.index not in shared]
+        placed = self._placements(view, waiting, vacant) if vacant and waiting else []
+        out += placed
         if not (self.share or self.preschedule):
             return out
-        holders = [list(h) for h in view.holders]
-        waiting = {job.index: job for job in view.waiting}
-        for j, gpus, _ in out:
+        for j, gpus, _ in placed:
+            job = next(w for w in waiting if w.index == j)
             for g in gpus:
-                holders[g].append(Holding(waiting[j], len(gpus), False))
-        vacant -= {g for _, gpus, _ in out for g in gpus}
-        placed = {j for j, _, _ in out}
-        for job in view.waiting:
-            if job.index in placed or job.tasks_per_round != 1 or any(
+                holders[g].append(Holding(job, len(gpus), False))
+        vacant -= {g for _, gpus, _ in placed for g in gpus}
+        done = {j for j, _, _ in out}
+        for job in waiting:
+            if job.index in done or job.tasks_per_round != 1 or any(
                     _fits(inst, job, g) for g in vacant):
                 continue
-            where = self._share(view, job, holders) if self.share else None
+            where = self._share(view, job, holders) if self.share and not code else None
             share = where is not None
-            if where is None and self.preschedule:
-                where = _preschedule(view, job, holders)
+            if where is None and self.preschedule and (
+                    not code or _load_ratio(holders, vacant) >= self.preschedule_ratio):
+                where = self._preschedule(view, job, holders)
             if where is not None:
                 out.append((job.index, (where,), share))
                 holders[where].append(Holding(job, 1, share))
         return out
 
-    def _placements(self, view: ClusterView, vacant: set[int]) -> list[ClusterDecision]:
+    def _placements(self, view: ClusterView, waiting: list[ClusterJob], vacant: set[int]
+                    ) -> list[ClusterDecision]:
         """Immediate mode: each waiting job in turn; batch mode: the waiting jobs together."""
         if not self.batch:
             out: list[ClusterDecision] = []
             free = set(vacant)
-            for job in view.waiting:
+            for job in waiting:
                 placed = self._place(view, [job], free)
                 if placed:
                     out += placed
                     free -= set(placed[0][1])
             return out
         batch, gpus = [], 0
-        for job in view.waiting:  # the arrival-order prefix that has enough vacant GPUs
+        for job in waiting:  # the arrival-order prefix that has enough vacant GPUs
             gpus += job.tasks_per_round
             if gpus > len(vacant):
                 break
@@ -138,6 +184,8 @@ class Liquid:
 
     def _shareable(self, inst: Instance, job: ClusterJob, g: int,
                    holders: list[list[Holding]]) -> bool:
+        """Whether ``job`` may share GPU ``g`` on its predictions (strict bounds under the
+        code's gates, as ``resource_pool.go`` compares)."""
         rounds = holders[g]
         if inst.share_cap is None or not rounds or any(h.tasks > 1 for h in rounds):
             return False
@@ -146,14 +194,44 @@ class Liquid:
         load = job.util + sum(h.job.util for h in rounds)
         memory = job.gpu_memory + sum(h.job.gpu_memory for h in rounds)
         limit = inst.gpus[g].memory
+        if self.gates == "code":
+            return load < inst.share_cap and (limit is None or memory < limit)
         return load <= inst.share_cap + 1e-9 and (limit is None or memory <= limit + 1e-9)
 
     def _share(self, view: ClusterView, job: ClusterJob,
                holders: list[list[Holding]]) -> int | None:
+        """The GPU ``job`` shares: the least utilised qualifying one (paper gates) or the
+        first in index order (code gates)."""
         options = [g for g in range(len(holders))
                    if self._shareable(view.instance, job, g, holders)]
+        if self.gates == "code":
+            return options[0] if options else None
         return min(options, key=lambda g: (sum(h.job.util for h in holders[g]), g),
                    default=None)
+
+    def _preschedule(self, view: ClusterView, job: ClusterJob, holders: list[list[Holding]]
+                     ) -> int | None:
+        """The GPU to pre-schedule ``job`` on now, if any; otherwise asks to be woken when the
+        first GPU qualifies on the predicted ends (Liquid's scheduler polls continuously)."""
+        def eligible(h: Holding) -> bool:
+            saving = not h.training and math.isfinite(h.train_end)
+            return h.training or (self.gates == "code" and saving)
+
+        ends = {g: self._predicted_end(view, rounds[0], g) for g, rounds in enumerate(holders)
+                if len(rounds) == 1 and eligible(rounds[0]) and _fits(view.instance, job, g)}
+        lead = job.launch + PRESCHEDULE_EXTRA
+        ready = [g for g, end in ends.items() if end - view.time <= lead]
+        if not ready and ends:
+            view.wake(min(ends.values()) - lead)
+        return min(ready, key=lambda g: (ends[g], g), default=None)
+
+    def _predicted_end(self, view: ClusterView, holder: Holding, g: int) -> float:
+        """The holder's training end as the scheduler predicts it (see the module doc)."""
+        if not self.end_error or not holder.training:
+            return holder.train_end
+        key = [zlib.crc32(view.instance.name.encode()), holder.job.index]
+        error = float(np.random.default_rng(key).normal(0.0, self.end_error))
+        return holder.train_end + error * float(holder.job.compute[g])
 
     def _place(self, view: ClusterView, jobs: list[ClusterJob], vacant: set[int]
                ) -> list[ClusterDecision] | None:
@@ -170,22 +248,15 @@ class Liquid:
                 for job in jobs]
 
 
+def _load_ratio(holders: list[list[Holding]], vacant: set[int]) -> float:
+    """Liquid's load ratio UsingGPU / TotalGPU: the share of GPUs not known vacant (a
+    hair of slack so that a ratio equal to the threshold passes)."""
+    return (len(holders) - len(vacant)) / len(holders) + 1e-12
+
+
 def _fits(inst: Instance, job: ClusterJob, g: int) -> bool:
     memory = inst.gpus[g].memory
     return bool(np.isfinite(job.compute[g])) and (memory is None or job.gpu_memory <= memory)
-
-
-def _preschedule(view: ClusterView, job: ClusterJob, holders: list[list[Holding]]
-                 ) -> int | None:
-    """The GPU to pre-schedule ``job`` on now, if any; otherwise asks to be woken when the
-    first GPU qualifies (Liquid's scheduler polls continuously)."""
-    options = [g for g, rounds in enumerate(holders)
-               if len(rounds) == 1 and rounds[0].training and _fits(view.instance, job, g)]
-    lead = job.launch + PRESCHEDULE_EXTRA
-    ready = [g for g in options if holders[g][0].train_end - view.time <= lead]
-    if not ready and options:
-        view.wake(min(holders[g][0].train_end for g in options) - lead)
-    return min(ready, key=lambda g: (holders[g][0].train_end, g), default=None)
 
 
 def _placement_instance(inst: Instance, jobs: list[ClusterJob], vacant: set[int]
@@ -216,6 +287,14 @@ LIQUID_PARAMS = {
                    "(default 0)",
     "heartbeat": "report freed GPUs only at heartbeats of this period, s, 0 or at least "
                  "0.001 (default 0: event-driven)",
+    "gates": "when sharing and pre-scheduling apply: paper (only for jobs no vacant GPU can "
+             "take; default) or code (the reference code's load-ratio thresholds: share "
+             "first at share_ratio, pre-schedule at preschedule_ratio)",
+    "share_ratio": "code gates: load ratio from which sharing is tried first (default 0.75)",
+    "preschedule_ratio": "code gates: load ratio from which pre-scheduling applies "
+                         "(default 0.5)",
+    "end_error": "relative standard deviation of the training end pre-scheduling plans on "
+                 "(default 0: the true end)",
     **COST_PARAMS,
 }
 
@@ -233,4 +312,18 @@ def _liquid(params: Mapping[str, str]) -> Liquid:
                                "placement", PLACEMENTS),
                   period_param(params, "batch"), _switch(params, "share"),
                   _switch(params, "preschedule"), period_param(params, "heartbeat"),
-                  cost)
+                  cost, choice_param(params, "gates", GATES),
+                  _fraction(params, "share_ratio", CODE_SHARE_RATIO),
+                  _fraction(params, "preschedule_ratio", CODE_PRESCHEDULE_RATIO),
+                  _fraction(params, "end_error", 0.0, high=10.0))
+
+
+def _fraction(params: Mapping[str, str], key: str, default: float, high: float = 1.0
+              ) -> float:
+    """``params[key]`` as a number in [0, ``high``] (``default`` when absent)."""
+    if key not in params:
+        return default
+    value = nonnegative_float_param(params, key)
+    if value > high:
+        raise InputError(f"{key} must be in [0, {high:g}], got {params[key]!r}")
+    return value
