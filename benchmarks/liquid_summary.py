@@ -11,6 +11,7 @@ half a second).
 from __future__ import annotations
 
 import itertools
+import re
 import statistics
 import sys
 from collections import defaultdict
@@ -28,15 +29,35 @@ METRICS = {
 }
 
 EXPERIMENTS = (
-    # (set, title, varied parameter, metrics shown, main metric, reference configuration)
-    ("liquid-immediate", "Immediate mode (Fig. 18): 5 hosts × 4 K80, 20 jobs arriving one "
-     "by one", "interarrival", ("mean execution", "mean JCT"), "mean execution",
+    # (set prefix, title, metrics shown, main metric, reference configuration)
+    ("liquid-single-", "Immediate mode, the paper's Fig. 18 setting: one 1 PS + 2 worker job "
+     "alone on hosts × 4 K80, per model (the released `topology_aware` single-job cases)",
+     ("mean execution",), "mean execution", "bestfit [code]"),
+    ("liquid-immediate-", "Immediate mode, our extension: 5 hosts × 4 K80, 20 jobs arriving "
+     "one by one (Poisson)", ("mean execution", "mean JCT"), "mean execution",
      "bestfit [code]"),
-    ("liquid-batch", "Batch mode (Fig. 19): hosts × 2 T4, 1.6 jobs per host at once", "hosts",
-     ("makespan", "mean JCT"), "makespan", "gga batch [code]"),
-    ("liquid-optimisations", "System optimisations (§6): 40 single-task jobs, 5 hosts × 2 T4",
-     "interarrival", ("mean JCT", "makespan", "GPU idle"), "GPU idle", "none (heartbeat 5 s)"),
+    ("liquid-batch-", "Batch mode (Fig. 19): hosts × 2 T4, 1.6 jobs per host at once",
+     ("makespan", "mean JCT"), "makespan", "gga batch [paper]"),
+    ("liquid-optimisations-", "System optimisations (§6), our cluster-scale extension: 40 "
+     "single-task jobs, 5 hosts × 2 T4", ("mean JCT", "makespan", "GPU idle"), "GPU idle",
+     "none (heartbeat 5 s)"),
 )
+
+#: The paper's published changes of Liquid against its baselines (§7, seeds: Fig. 18 average
+#: execution time; Fig. 19 at 20 nodes), by (set prefix, metric, baseline).
+PAPER = {
+    ("liquid-single-", "mean execution", "random"): -14.0,
+    ("liquid-single-", "mean execution", "spread"): -32.0,
+    ("liquid-batch-", "makespan", "random"): -24.0,
+    ("liquid-batch-", "makespan", "spread"): -23.0,
+    ("liquid-batch-", "mean JCT", "random"): -24.0,
+    ("liquid-batch-", "mean JCT", "spread"): -25.0,
+}
+#: The configurations that stand for Liquid in the comparison with the paper.
+LIQUID = {"liquid-single-": ("bestfit [code]", "bestfit [paper]", "bestfit [paper, line 18]"),
+          "liquid-batch-": ("gga batch [paper]", "gga batch [code]", "bestfit batch [code]")}
+#: The cells the paper's numbers are for (None: every cell, averaged over models).
+PAPER_CELL = {"liquid-batch-": "hosts 20"}
 
 
 def label(params: Mapping[str, str]) -> str:
@@ -50,23 +71,41 @@ def label(params: Mapping[str, str]) -> str:
     placement = params.get("placement", "bestfit")
     name = placement + (" batch" if float(params.get("batch", "0")) else "")
     if placement in ("bestfit", "gga"):
-        contention = " + contention" if params.get("contention") == "1" else ""
-        name += f" [{params.get('cost', 'paper')}{contention}]"
+        tags = [params.get("cost", "paper")]
+        if params.get("contention") == "1":
+            tags[0] += " + contention"
+        if params.get("line18") == "1":
+            tags.append("line 18")
+        name += f" [{', '.join(tags)}]"
     return name
 
 
-def experiment(records: list[dict[str, Any]], set_name: str, title: str, varied: str,
-               shown: tuple[str, ...], main: str, reference: str) -> list[str]:
-    mine = [r for r in records if r["instance"].startswith(set_name + "-")
-            and r["status"] != "error"]
-    errors = sum(r["status"] == "error" for r in records
-                 if r["instance"].startswith(set_name + "-"))
-    cells = sorted({r["cell"][varied] for r in mine})
-    values: dict[tuple[str, Any, str], float] = {}
+def cell_of(record: Mapping[str, Any], prefix: str) -> str:
+    """A run's cell: the grid's varied values (and the model, for the single-job sets)."""
+    text = " ".join(f"{k} {_show(v)}" for k, v in sorted(record["cell"].items()))
+    if prefix == "liquid-single-":
+        model = record["instance"][len(prefix):].split("-")[0]
+        text = f"{model} {text}"
+    return text
+
+
+def _show(value: Any) -> str:
+    return ("on" if value else "off") if isinstance(value, bool) else str(value)
+
+
+def experiment(records: list[dict[str, Any]], prefix: str, title: str, shown: tuple[str, ...],
+               main: str, reference: str) -> list[str]:
+    mine = [r for r in records if r["instance"].startswith(prefix) and r["status"] != "error"]
+    errors = sum(r["status"] == "error" for r in records if r["instance"].startswith(prefix))
+    if not mine:
+        return []
+    cells = sorted({cell_of(r, prefix) for r in mine}, key=lambda c: [
+        int(x) if x.isdigit() else x for x in re.split(r"(\d+)", c)])  # 5 before 10
+    values: dict[tuple[str, str, str], float] = {}
     runtime: dict[str, list[float]] = defaultdict(list)
     for conf in sorted({label(r["params"]) for r in mine}):
         for cell in cells:
-            rows = [r for r in mine if label(r["params"]) == conf and r["cell"][varied] == cell]
+            rows = [r for r in mine if label(r["params"]) == conf and cell_of(r, prefix) == cell]
             for metric in shown:
                 if rows:
                     values[conf, cell, metric] = statistics.mean(METRICS[metric](r)
@@ -75,14 +114,15 @@ def experiment(records: list[dict[str, Any]], set_name: str, title: str, varied:
     confs = sorted({c for c, _, _ in values},
                    key=lambda c: statistics.mean(values.get((c, cell, main), float("inf"))
                                                  for cell in cells))
+    runs = len(mine) // max(1, len(cells) * len(confs))
     lines = [f"## {title}", "",
-             f"Mean over {len({r['instance'] for r in mine}) // max(1, len(cells))} seeds; "
-             f"in brackets the change against `{reference}`."
-             + (f" {errors} runs failed." if errors else ""), ""]
+             f"Mean over {runs} runs per cell (instance seeds × method seeds); in brackets the "
+             f"change against `{reference}`." + (f" {errors} runs failed." if errors else ""),
+             ""]
     for metric in shown:
         lines += [f"### {metric} (s)", "",
-                  "| configuration | " + " | ".join(f"{varied} {c}" for c in cells)
-                  + " | sim. runtime |", "|---|" + "---|" * (len(cells) + 1)]
+                  "| configuration | " + " | ".join(cells) + " | sim. runtime |",
+                  "|---|" + "---|" * (len(cells) + 1)]
         for conf in confs:
             row = []
             for cell in cells:
@@ -105,7 +145,50 @@ def experiment(records: list[dict[str, Any]], set_name: str, title: str, varied:
         for prev, conf in itertools.pairwise(ranked):
             tie = values[conf, cell, main] - values[prev, cell, main] < 0.5  # seconds
             text += (" = " if tie else " < ") + f"`{conf}`"
-        lines.append(f"- {varied} {cell}: {text}")
+        lines.append(f"- {cell}: {text}")
+    return [*lines, "", *against_paper(prefix, values, cells, shown)]
+
+
+def verdict(ours: float, paper: float) -> str:
+    """agree: same direction, within 10 points; direction only: same sign; else disagree."""
+    if ours * paper <= 0 and abs(ours) >= 0.5:
+        return "disagree"
+    return "agree" if abs(ours - paper) <= 10 else "direction only"
+
+
+def against_paper(prefix: str, values: Mapping[tuple[str, str, str], float],
+                  cells: list[str], shown: tuple[str, ...]) -> list[str]:
+    """Liquid's change against random and spread next to the paper's, per cell group."""
+    if prefix not in LIQUID:
+        return []
+    lines = ["### Against the paper", "",
+             "| cells | metric | Liquid as | vs random (ours / paper) | vs spread (ours / "
+             "paper) | verdicts |", "|---|---|---|---|---|---|"]
+    only = PAPER_CELL.get(prefix)
+    groups: dict[str, list[str]] = defaultdict(list)
+    for cell in cells:
+        if only is None or cell.endswith(only) or cell.startswith(only):
+            # the single-job sets average the models per cluster size, as the paper does
+            key = cell.split(" ", 1)[1] if prefix == "liquid-single-" else cell
+            groups[key].append(cell)
+    for key, members in groups.items():
+        for metric in shown:
+            for conf in LIQUID[prefix]:
+                if not all((conf, c, metric) in values for c in members):
+                    continue
+                mine = sum(values[conf, c, metric] for c in members)
+                cols, verdicts = [], []
+                for base in ("random", "spread"):
+                    paper = PAPER.get((prefix, metric, base))
+                    if paper is None or not all((base, c, metric) in values for c in members):
+                        cols.append("–")
+                        continue
+                    ours = 100 * (mine / sum(values[base, c, metric] for c in members) - 1)
+                    cols.append(f"{ours:+.1f} % / {paper:+.0f} %")
+                    verdicts.append(verdict(ours, paper))
+                if verdicts:
+                    lines.append(f"| {key} | {metric} | `{conf}` | {cols[0]} | {cols[1]} | "
+                                 f"{', '.join(verdicts)} |")
     return [*lines, ""]
 
 
