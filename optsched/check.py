@@ -21,15 +21,23 @@ Violation kinds
 ``gang-start``     gang mode: the tasks of a round do not start together
 ``gang-distinct``  gang mode: two tasks of a round share a GPU
 
-Cluster instances (instance@2: phases, GPU sharing, GPU memory, placement factors; gang mode)
-follow :func:`_cluster_rounds`'s model and add:
+Cluster instances (instance@2: phases, GPU sharing, GPU memory, placement factors, actual vs
+predicted resource use, link contention; gang mode) and schedule@2 (training starts, failed
+attempts) follow :func:`_cluster_rounds`'s model (models/cluster-execution.md) and add:
 
 ``launch``         a task trains before its start (+ the job's launch phase in round 0)
 ``share-cap``      tasks training together on a GPU whose predicted utilisations sum above
                    the instance's ``share_cap``
 ``share-gang``     a task of a multi-GPU round trains together with another task (only
                    single-task rounds share GPUs)
-``gpu-memory``     tasks holding GPU memory at once need more than the GPU has
+``gpu-memory``     tasks holding GPU memory at once need more (predicted) memory than the GPU
+                   has
+``oom``            a task starts training while the tasks holding GPU memory there need more
+                   *actual* memory than the GPU has (it should have been recorded as failed)
+``failed-attempt`` a failed attempt (tasks with ``failed_at``) that is not a whole gang
+                   round, did not run out of actual memory at its training start, has a
+                   training start, or is followed by an attempt of the same round that
+                   starts before it failed
 
 Times are compared within :class:`Tolerance` (DESIGN.md §1): max(1e-9 · max(1, longest task
 time), 4 units in the last place of |t|), which does not depend on where time zero is.
@@ -190,9 +198,11 @@ def check(instance: Instance, schedule: Schedule) -> CheckReport:
         flag("instance", f"schedule is for instance {schedule.instance!r}, "
                          f"not {instance.name!r}")
 
-    # 1. references, indices, eligibility; group the timed tasks by round
+    # 1. references, indices, eligibility; group the timed tasks by round, the failed
+    #    attempts (schedule@2 failed_at) by round and start
     count: dict[tuple[str, int, int], int] = defaultdict(int)
     rounds: dict[tuple[int, int], list[tuple[Task, int]]] = defaultdict(list)
+    failed: dict[tuple[int, int, float], list[tuple[Task, int]]] = defaultdict(list)
     for t in schedule.tasks:
         j = instance.job_index.get(t.job)
         g = instance.gpu_index.get(t.gpu)
@@ -206,6 +216,15 @@ def check(instance: Instance, schedule: Schedule) -> CheckReport:
         if not (0 <= t.round < job.rounds and 0 <= t.task < job.tasks_per_round):
             flag("unknown-index", f"{_name(t)}: job {t.job!r} has rounds 0..{job.rounds - 1} "
                                   f"and tasks 0..{job.tasks_per_round - 1}", t)
+            continue
+        if t.failed_at is not None:
+            if g is None:
+                continue
+            if instance.compute[j, g] == float("inf"):
+                flag("ineligible", f"failed attempt {_name(t)}: job {t.job!r} cannot run on "
+                                   f"GPU {t.gpu!r} (type {instance.gpus[g].type!r})", t)
+                continue
+            failed[j, t.round, t.start].append((t, g))
             continue
         count[t.key] += 1
         if count[t.key] > 1:  # only the first occurrence is timed
@@ -233,12 +252,14 @@ def check(instance: Instance, schedule: Schedule) -> CheckReport:
     ready: dict[tuple[int, int], float] = {}
     occupancy: dict[int, list[tuple[float, float, Task]]] = defaultdict(list)
     timeline: dict[tuple[str, int, int], tuple[float, float, float, float]] = {}
-    cluster = instance.cluster or any(t.train_start is not None for t in schedule.tasks)
+    cluster = instance.cluster or any(t.train_start is not None or t.failed_at is not None
+                                      for t in schedule.tasks)
+    lost = (0, 0.0)
     if cluster:
         if mode != "gang":
-            flag("instance", "phases, sharing and training starts (instance@2, schedule@2) "
-                             "are checked in gang mode only")
-        ready = _cluster_rounds(instance, tol, rounds, occupancy, timeline, out)
+            flag("instance", "phases, sharing, training starts and failed attempts "
+                             "(instance@2, schedule@2) are checked in gang mode only")
+        ready, lost = _cluster_rounds(instance, tol, rounds, failed, occupancy, timeline, out)
     for (j, r), entries in sorted(rounds.items()) if not cluster else ():
         job = instance.jobs[j]
         finish = [t.start + instance.compute[j, g] + instance.sync[j, g] for t, g in entries]
@@ -276,17 +297,22 @@ def check(instance: Instance, schedule: Schedule) -> CheckReport:
         {gpu.id: [(a, b) for a, b, _ in occupancy.get(g, [])]
          for g, gpu in enumerate(instance.gpus)},
     )
+    if cluster:  # failed attempts (out of actual GPU memory) and the GPU-seconds they held
+        metrics["oom_failures"], metrics["lost_gpu_s"] = lost
     return CheckReport(mode, tuple(out), objective, completion, metrics, timeline)
 
 
 def _cluster_rounds(instance: Instance, tol: Tolerance,
                     rounds: dict[tuple[int, int], list[tuple[Task, int]]],
+                    failed: dict[tuple[int, int, float], list[tuple[Task, int]]],
                     occupancy: dict[int, list[tuple[float, float, Task]]],
                     timeline: dict[tuple[str, int, int], tuple[float, float, float, float]],
-                    out: list[Violation]) -> dict[tuple[int, int], float]:
+                    out: list[Violation]) -> tuple[dict[tuple[int, int], float],
+                                                   tuple[int, float]]:
     """Timing of a cluster instance (DESIGN.md §1 gang mode with instance@2's fields, or any
-    schedule@2); returns each round's ready time and fills ``occupancy`` with each task's held
-    interval and ``timeline`` with its phases (models/cluster-execution.md).
+    schedule@2); returns each round's ready time and (failed attempts, GPU-seconds they
+    held), and fills ``occupancy`` with each task's held interval and ``timeline`` with its
+    phases (models/cluster-execution.md).
 
     A round of job j on GPUs G (all tasks start together at ``start``) launches for
     ``launch`` (round 0 only), trains from ``train_start`` (given, else right after the launch)
@@ -294,11 +320,16 @@ def _cluster_rounds(instance: Instance, tol: Tolerance,
     then saves for ``save`` (last round only); the GPU is held from start to the end of the
     save. Launch and save use no GPU compute, so they may overlap other tasks' phases (Liquid's
     pre-scheduling). Training: without ``share_cap``, one task at a time per GPU (``overlap``);
-    with it, single-task rounds may train together while their utilisations sum to at most
-    the cap, each progressing at rate 1 / max(1, U(t)), U(t) the summed utilisation of the
-    tasks training on the GPU (the GPU's compute shared in proportion: our interference model;
-    Liquid publishes none); a multi-GPU round trains alone, at rate 1. GPU memory is held from
-    training start to the end of the save.
+    with it, single-task rounds may train together while their *predicted* utilisations sum
+    to at most the cap, each progressing at rate 1 / max(1, U(t)), U(t) the summed *actual*
+    utilisation of the tasks training on the GPU (the GPU's compute shared in proportion: our
+    interference model; Liquid publishes none); a multi-GPU round trains alone, at rate 1, or
+    with ``link_contention`` at rate pace / (pace + flow_time·(F − n)) while its busiest
+    worker link carries F flows of the rounds training, n of them its own (:func:`_contended`).
+    GPU memory is held from training start to the end of the save and must fit in predicted
+    (``gpu-memory``) and in actual (``oom``) memory. A failed attempt (``failed_at``) held its
+    GPUs from its start to ``failed_at``, when the actual memory held on one of its GPUs plus
+    its own exceeded the GPU's; the round's next attempt starts no earlier.
     """
     def flag(kind: str, message: str, t: Task | None = None) -> None:
         _flag(out, kind, message, t)
@@ -306,13 +337,17 @@ def _cluster_rounds(instance: Instance, tol: Tolerance,
     jobs = instance.jobs
     shared = instance.share_cap is not None
     cap = instance.share_cap if instance.share_cap is not None else math.inf
-    # per GPU: (train start, pace, util, exclusive, task, job index)
+    # per GPU: (train start, pace, actual util, exclusive, task, job index)
     on_gpu: dict[int, list[tuple[float, float, float, bool, Task, int]]] = defaultdict(list)
+    flowing: list[tuple[float, float, float, dict[str, int]]] = []
+    flowing_keys: list[tuple[int, int]] = []
     for (j, r), entries in rounds.items():
         job = jobs[j]
         order = sorted(entries, key=lambda e: e[0].task)
-        pace = instance.pace(j, [g for _, g in order]) if len(order) == job.tasks_per_round \
-            else max(float(instance.compute[j, g] + instance.sync[j, g]) for _, g in order)
+        gpus = [g for _, g in order]
+        complete = len(order) == job.tasks_per_round
+        pace = instance.pace(j, gpus) if complete \
+            else max(float(instance.compute[j, g] + instance.sync[j, g]) for g in gpus)
         earliest = job.launch if r == 0 else 0.0
         trains = []
         for t, g in order:
@@ -320,22 +355,34 @@ def _cluster_rounds(instance: Instance, tol: Tolerance,
             if tol.before(train, t.start + earliest):
                 flag("launch", f"{_name(t)} trains at {train:g}, before its start "
                                f"{t.start:g} + launch {earliest:g}", t)
-            on_gpu[g].append((train, pace, job.util, not shared or len(entries) > 1, t, j))
+            on_gpu[g].append((train, pace, job.actual_util, not shared or len(entries) > 1,
+                              t, j))
             trains.append(train)
         _gang_rules(out, tol, job, r, entries, trains)
+        flows = instance.flows(j, gpus) if instance.link_contention and complete else {}
+        if flows:
+            flowing.append((max(trains), pace, job.actual_flow_time, flows))
+            flowing_keys.append((j, r))
+    contended = dict(zip(flowing_keys, _contended(flowing), strict=True))
 
     ends: dict[tuple[str, int, int], float] = {}
+    # per GPU: (train start, train end, hold end, predicted util, exclusive, task,
+    # predicted memory, actual memory)
+    holds: dict[int, list[tuple[float, float, float, float, bool, Task, float, float]]] = {}
     for g, items in on_gpu.items():
         gpu = instance.gpus[g]
-        train_end = _progress([(a, p, u, x) for a, p, u, x, _, _ in items])
-        held = []
-        for (a, _, u, x, t, j), b in zip(items, train_end, strict=True):
+        fixed = {i: contended[j, t.round] for i, (*_, t, j) in enumerate(items)
+                 if (j, t.round) in contended}
+        train_end = _progress([(a, p, u, x) for a, p, u, x, _, _ in items], fixed)
+        held = holds[g] = []
+        for (a, _, _, x, t, j), b in zip(items, train_end, strict=True):
             end = b + (jobs[j].save if t.round == jobs[j].rounds - 1 else 0.0)
             ends[t.key] = end
             occupancy[g].append((t.start, end, t))
             timeline[t.key] = (t.start, a, b, end)
-            held.append((a, b, end, u, x, t, jobs[j].gpu_memory))
-        for a, *_, t, _ in held:
+            held.append((a, b, end, jobs[j].util, x, t, jobs[j].gpu_memory,
+                         jobs[j].actual_gpu_memory))
+        for a, *_, t, _, _ in held:
             training = [h for h in held if not tol.before(a, h[0]) and tol.before(a, h[1])]
             if len(training) < 2:
                 continue
@@ -349,11 +396,15 @@ def _cluster_rounds(instance: Instance, tol: Tolerance,
                 flag("share-cap", f"on GPU {gpu.id!r} at {a:g} tasks training together use "
                                   f"{load:g} > share_cap {cap:g}", t)
         if gpu.memory is not None:
-            for a, *_, t, _ in held:
-                need = sum(h[6] for h in held if not tol.before(a, h[0]) and tol.before(a, h[2]))
-                if _exceeds(need, gpu.memory):
+            for a, *_, t, _, _ in held:
+                holding = [h for h in held if not tol.before(a, h[0]) and tol.before(a, h[2])]
+                if _exceeds(need := sum(h[6] for h in holding), gpu.memory):
                     flag("gpu-memory", f"on GPU {gpu.id!r} at {a:g} tasks hold {need:g} MB of "
                                        f"GPU memory > {gpu.memory:g}", t)
+                elif _exceeds(need := sum(h[7] for h in holding), gpu.memory):
+                    flag("oom", f"{_name(t)} starts training on GPU {gpu.id!r} at {a:g} while "
+                                f"the tasks holding memory there need {need:g} MB of actual "
+                                f"GPU memory > {gpu.memory:g}: it runs out of memory", t)
 
     ready: dict[tuple[int, int], float] = {}
     for (j, r), entries in rounds.items():
@@ -361,19 +412,135 @@ def _cluster_rounds(instance: Instance, tol: Tolerance,
     for (j, r), entries in rounds.items():
         for t, _ in entries:
             _start_rules(out, tol, t, jobs[j], ready.get((j, r - 1)))
-    return ready
+    return ready, _failed_attempts(instance, tol, rounds, failed, holds, ready, occupancy, out)
 
 
-def _progress(items: list[tuple[float, float, float, bool]]) -> list[float]:
+def _failed_attempts(instance: Instance, tol: Tolerance,
+                     rounds: dict[tuple[int, int], list[tuple[Task, int]]],
+                     failed: dict[tuple[int, int, float], list[tuple[Task, int]]],
+                     holds: dict[int, list[tuple[float, float, float, float, bool, Task, float,
+                                                 float]]],
+                     ready: dict[tuple[int, int], float],
+                     occupancy: dict[int, list[tuple[float, float, Task]]],
+                     out: list[Violation]) -> tuple[int, float]:
+    """Check the failed attempts (tasks with ``failed_at``), one per (job, round, start): a
+    whole gang round (one task of each index, distinct GPUs, failing together) that started
+    like any attempt (arrival, previous round ready, launch phase done by ``failed_at``), held
+    its GPUs until ``failed_at`` only, and ran out of memory then: on one of its GPUs, the
+    actual memory of the tasks holding memory at ``failed_at`` (a hold ending then included:
+    simultaneous events) plus its own exceeds the GPU's.
+    Every later attempt of the round starts no earlier than it failed. Returns the number of
+    failed attempts and the GPU-seconds they held."""
+    def flag(kind: str, message: str, t: Task | None = None) -> None:
+        _flag(out, kind, message, t)
+
+    jobs = instance.jobs
+    attempts: dict[tuple[int, int], list[tuple[float, float, Task]]] = defaultdict(list)
+    lost = 0.0
+    for (j, r, s), entries in sorted(failed.items(), key=lambda kv: kv[0]):
+        job = jobs[j]
+        order = sorted(entries, key=lambda e: e[0].task)
+        first = order[0][0]
+        what = f"failed attempt of round {r} of job {job.id!r} started at {s:g}"
+        indices = [t.task for t, _ in order]
+        if indices != list(range(job.tasks_per_round)):
+            flag("failed-attempt", f"{what} has tasks {indices}, not one of each of its "
+                                   f"{job.tasks_per_round}", first)
+        fails = [t.failed_at for t, _ in order if t.failed_at is not None]
+        _gang_rules(out, tol, job, r, entries, fails)
+        earliest = job.launch if r == 0 else 0.0
+        overflow = []
+        for t, g in order:
+            assert t.failed_at is not None  # grouped so
+            f = t.failed_at
+            _start_rules(out, tol, t, job, ready.get((j, r - 1)))
+            if t.train_start is not None:
+                flag("failed-attempt", f"{what}: {_name(t)} has a train_start; a failed "
+                                       "attempt never trains (failed_at is its training "
+                                       "start)", t)
+            if tol.before(f, t.start + earliest):
+                flag("launch", f"failed attempt {_name(t)} fails at {f:g}, before its start "
+                               f"{t.start:g} + launch {earliest:g}", t)
+            occupancy[g].append((t.start, max(t.start, f), t))
+            lost += max(0.0, f - t.start)
+            memory = instance.gpus[g].memory
+            if memory is not None:
+                # a hold ending at f itself counts: simultaneous events may be processed
+                # in either order
+                need = job.actual_gpu_memory + sum(
+                    h[7] for h in holds.get(g, ())
+                    if not tol.before(f, h[0]) and not tol.before(h[2], f))
+                overflow.append(_exceeds(need, memory))
+        if not any(overflow):
+            flag("failed-attempt", f"{what} did not run out of GPU memory at {max(fails):g}: "
+                                   "the actual memory held on its GPUs plus its own fits",
+                 first)
+        attempts[j, r].append((s, max(fails), first))
+    for (j, r), tries in attempts.items():
+        tries.sort(key=lambda a: a[:2])
+        later = [(s, t) for s, _, t in tries[1:]]
+        if (j, r) in rounds:
+            final = min(rounds[j, r], key=lambda e: e[0].start)[0]
+            later.append((final.start, final))
+        for (_, f, _), (s, t) in zip(tries, later, strict=False):
+            if tol.before(s, f):
+                flag("failed-attempt", f"round {r} of job {jobs[j].id!r} starts again at "
+                                       f"{s:g}, before its failed attempt failed at {f:g}", t)
+    return len(failed), lost
+
+
+def _contended(items: list[tuple[float, float, float, dict[str, int]]]) -> list[float]:
+    """Training end of each (train start, pace, flow time c, own flows by worker link)
+    round under link contention, simulated event by event: while its busiest link carries F
+    flows of the rounds training (own included), n = its most own flows on one link, a round
+    progresses at pace / (pace + c·(F − n)) (1 when F = n or c = 0); it ends once it has
+    received its pace. Each step consumes a start or the earliest projected end, which is
+    then final."""
+    end = [math.nan] * len(items)
+    pending = sorted(range(len(items)), key=lambda i: items[i][0])
+    remaining: dict[int, float] = {}
+    now, nxt = -math.inf, 0
+    while nxt < len(pending) or remaining:
+        load: dict[str, int] = defaultdict(int)
+        for i in remaining:
+            for h, n in items[i][3].items():
+                load[h] += n
+        rate = {}
+        for i in remaining:
+            _, pace, c, flows = items[i]
+            extra = max(load[h] for h in flows) - max(flows.values())
+            rate[i] = 1.0 if extra <= 0 or c <= 0 else pace / (pace + c * extra)
+        projected = {i: now + left / rate[i] for i, left in remaining.items()}
+        candidates = list(projected.values())
+        if nxt < len(pending):
+            candidates.append(items[pending[nxt]][0])
+        t = min(candidates)
+        for i in remaining:
+            remaining[i] -= (t - now) * rate[i]
+        now = t
+        for i in [i for i in remaining if projected[i] <= now]:
+            del remaining[i]
+            end[i] = now
+        while nxt < len(pending) and items[pending[nxt]][0] <= now:
+            i = pending[nxt]
+            nxt += 1
+            remaining[i] = items[i][1]
+    return end
+
+
+def _progress(items: list[tuple[float, float, float, bool]],
+              given: dict[int, float] | None = None) -> list[float]:
     """Training end of each (train start, work, util, exclusive) task on one GPU: exclusive
-    tasks take exactly their work; the others progress at 1 / max(1, summed utilisation of
-    the tasks training) (processor sharing, simulated event by event).
+    tasks take exactly their work (or end at ``given[i]`` where given: link contention); the
+    others progress at 1 / max(1, summed utilisation of the tasks training) (processor
+    sharing, simulated event by event).
 
     Every step consumes at least one event (a start, an exclusive end, or the earliest
     projected end, which is then final), so the loop ends after at most 2·len(items) steps
     even where a step is too small to move the clock (times near 1e16).
     """
-    end = [a + w if x else math.nan for a, w, _, x in items]
+    given = given or {}
+    end = [given.get(i, a + w) if x else math.nan for i, (a, w, _, x) in enumerate(items)]
     pending = sorted(range(len(items)), key=lambda i: items[i][0])
     remaining: dict[int, float] = {}
     fixed: set[int] = set()

@@ -676,6 +676,14 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--predict-from", type=int, dest="predict_from", metavar="N",
                    help="liquid family: utilisation, GPU memory and bandwidth predicted by a "
                         "random forest trained on N synthetic past jobs (estimation extra)")
+    p.add_argument("--prediction-error", type=float, dest="prediction_error", metavar="E",
+                   help="liquid family: actual utilisation, GPU memory and bandwidth drawn "
+                        "around the predictions with relative error N(0, E) (default 0: "
+                        "exact predictions)")
+    p.add_argument("--link-contention", action="store_true", default=None,
+                   dest="link_contention",
+                   help="liquid family: flows of different jobs through a host link slow "
+                        "each other (instance link_contention, jobs' flow_time)")
     p.add_argument("--workers", type=int, nargs=2, metavar=("LOW", "HIGH"),
                    help="placement family: workers per job")
     for name in ("total-tasks", "iters-per-task"):

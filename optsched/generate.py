@@ -18,14 +18,14 @@ these specs, so the guards hold everywhere.
 from __future__ import annotations
 
 import math
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Any
 
 import numpy as np
 
 from optsched.errors import InputError
 from optsched.instance import GPU, MODES, Instance, Job
-from optsched.limits import MAX_FACTOR, MAX_TASKS, MAX_VALUE
+from optsched.limits import MAX_FACTOR, MAX_TASKS, MAX_VALUE, check_seed
 from optsched.topology import tree_topology
 
 #: Most jobs a generator makes: about 7 KB each while generating and writing (measured: 0.7
@@ -40,6 +40,11 @@ MAX_GEN_GPUS = 100_000
 MAX_GEN_CELLS = 50_000_000
 #: Most past jobs the Liquid family trains its estimator on (``--predict-from``).
 MAX_GEN_PAST_JOBS = 100_000
+#: Largest relative prediction error (standard deviation) :func:`with_actuals` draws with.
+MAX_PREDICTION_ERROR = 10.0
+#: Smallest actual utilisation, and smallest actual bandwidth as a fraction of the predicted
+#: one, that :func:`with_actuals` draws.
+ACTUAL_FLOOR = 0.01
 
 
 def _opt(name: str) -> str:
@@ -406,6 +411,14 @@ class LiquidSpec:
     and bandwidth weight are instead the predictions of a random-forest estimator trained on n
     synthetic past jobs (:func:`~optsched.estimation.forest.with_predictions`; needs the
     ``estimation`` extra), as Liquid feeds its predictions to sharing and placement.
+    ``prediction_error`` = e > 0 makes those values predictions that miss: each job's actual
+    utilisation, GPU memory and bandwidth weight are drawn around them with relative error
+    N(0, e) (:func:`with_actuals`, seeded by ``seed``; after ``predict_from``'s predictions),
+    so shared GPUs slow down beyond plan and rounds can run out of GPU memory (Liquid §6.2);
+    0: the values are exact. ``link_contention`` turns on the instance's link contention
+    (models/cluster-execution.md), each distributed job's ``flow_time`` being its model's
+    per-flow time fitted to the table
+    (:func:`~optsched.placement.durations.contention_durations`).
     """
 
     jobs: int = 8
@@ -425,6 +438,8 @@ class LiquidSpec:
     share_cap: float = 1.3
     durations: str = "table"
     predict_from: int = 0
+    prediction_error: float = 0.0
+    link_contention: bool = False
 
     def __post_init__(self) -> None:
         from optsched.placement.durations import DURATIONS
@@ -441,6 +456,10 @@ class LiquidSpec:
             raise InputError(f"--share-cap {self.share_cap!r}: must be 0 (no sharing) or >= 1")
         _number(self, "gpu_memory", 0, MAX_VALUE, open_low=True)
         _integer(self, "predict_from", 0)
+        _number(self, "prediction_error", 0, MAX_PREDICTION_ERROR)
+        if not isinstance(self.link_contention, bool):
+            raise InputError(f"--link-contention {self.link_contention!r}: must be true or "
+                             "false")
         if self.predict_from > MAX_GEN_PAST_JOBS:
             raise InputError(f"--predict-from {self.predict_from:.3g}: past jobs to train on, "
                              f"over the generators' cap of {MAX_GEN_PAST_JOBS:.0e}")
@@ -501,10 +520,13 @@ def generate_liquid(spec: LiquidSpec, seed: int, *, name: str | None = None) -> 
             if spec.durations == "contention":
                 table = {**table, **contention_durations(model)[1]}
             train = table["pww"] - phases
+            # the per-flow time: the differences between modes are all training time
+            flow = contention_durations(model)[0] if spec.link_contention else 0.0
             jobs.append(Job(**common, tasks_per_round=3, compute={spec.gpu_type: train},
                             roles=("ps", "worker", "worker"), gpu_memory=8192.0,
                             placement_factor={m: (table[m] - phases) / train
-                                              for m in ("pww", "pw:w", "p:ww", "p:w:w")}))
+                                              for m in ("pww", "pw:w", "p:ww", "p:w:w")},
+                            flow_time=flow))
         else:
             util = int(rng.integers(spec.util[0], spec.util[1] + 1)) / 10
             memory = 1024.0 * int(rng.integers(spec.gpu_memory_gb[0],
@@ -517,11 +539,50 @@ def generate_liquid(spec: LiquidSpec, seed: int, *, name: str | None = None) -> 
         if attrs["kind"] == "gpu":
             attrs["gpu_memory"] = spec.gpu_memory
     instance = Instance(name or f"liquid-s{seed}-j{n_jobs}-h{spec.hosts}", tuple(jobs),
-                        topology=graph, mode="gang", share_cap=spec.share_cap or None)
-    if not spec.predict_from:
-        return instance
-    from optsched.estimation.forest import ResourceEstimator, with_predictions
-    from optsched.estimation.runs import synthetic_runs
+                        topology=graph, mode="gang", share_cap=spec.share_cap or None,
+                        link_contention=spec.link_contention)
+    if spec.predict_from:
+        from optsched.estimation.forest import ResourceEstimator, with_predictions
+        from optsched.estimation.runs import synthetic_runs
 
-    past = synthetic_runs(spec.predict_from, seed)
-    return with_predictions(instance, ResourceEstimator(seed=seed).fit(past))
+        past = synthetic_runs(spec.predict_from, seed)
+        instance = with_predictions(instance, ResourceEstimator(seed=seed).fit(past))
+    if spec.prediction_error:
+        instance = with_actuals(instance, spec.prediction_error, seed)
+    return instance
+
+
+def with_actuals(instance: Instance, error: float, seed: int) -> Instance:
+    """The instance with each job's actual GPU utilisation, GPU memory and bandwidth weight
+    (instance@2 ``actual``) drawn around its predictions (``util``, ``gpu_memory``,
+    ``meta["bandwidth"]`` else 1): actual = predicted × (1 + ε), ε ~ N(0, ``error``) drawn
+    independently per job and quantity, in job order, then clipped to valid values —
+    utilisation to [:data:`ACTUAL_FLOOR`, 1], memory to [0, the least memory of the GPUs the
+    job can run on] (so it fits alone, as :class:`~optsched.instance.Instance` requires),
+    bandwidth to at least :data:`ACTUAL_FLOOR` × the prediction. ``error`` = 0 gives the
+    instance with no ``actual`` (actual = predicted). The same instance, error and seed
+    give the same result. Liquid §6.2: "Due to the accuracy issue of the model, the job
+    resource occupation may still exceed the upper limit during actual scheduling".
+
+    Raises InputError for an error outside [0, :data:`MAX_PREDICTION_ERROR`] or a bad seed.
+    """
+    if isinstance(error, bool) or not isinstance(error, int | float) \
+            or not 0 <= error <= MAX_PREDICTION_ERROR:
+        raise InputError(f"prediction error must be a number in [0, "
+                         f"{MAX_PREDICTION_ERROR:g}], got {error!r}")
+    check_seed(seed)
+    if not error:
+        return replace(instance, jobs=tuple(replace(job, actual=None)
+                                            for job in instance.jobs))
+    rng = np.random.default_rng([seed, 0xAC7])  # a stream of its own for the seed
+    jobs = []
+    for j, job in enumerate(instance.jobs):
+        eps = rng.normal(0.0, error, size=3)
+        limits = [m for g in instance.eligible(j)
+                  if (m := instance.gpus[g].memory) is not None]
+        memory = min([max(0.0, job.gpu_memory * (1 + eps[1])), *limits])
+        actual = {"util": float(min(1.0, max(ACTUAL_FLOOR, job.util * (1 + eps[0])))),
+                  "gpu_memory": float(memory),
+                  "bandwidth": float(job.bandwidth * max(ACTUAL_FLOOR, 1 + eps[2]))}
+        jobs.append(replace(job, actual=actual))
+    return replace(instance, jobs=tuple(jobs))

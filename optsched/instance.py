@@ -23,6 +23,9 @@ from optsched.workloads import Catalog, default_catalog
 
 MODES = ("relaxed", "gang")
 ROLES = frozenset({"ps", "worker"})
+#: The quantities a job's ``actual`` may give (instance@2): the true mean GPU utilisation,
+#: GPU memory (MB) and bandwidth weight, where the job's own fields are predictions.
+ACTUALS = ("util", "gpu_memory", "bandwidth")
 _is_number = is_bounded  # a finite int or float (not a bool) of magnitude <= MAX_VALUE
 
 
@@ -99,6 +102,8 @@ class Job:
     gpu_memory: float = 0.0
     roles: tuple[str, ...] | None = None
     placement_factor: Mapping[str, float] | None = None
+    actual: Mapping[str, float] | None = None
+    flow_time: float = 0.0
     meta: Any = None
 
     def __post_init__(self) -> None:
@@ -173,6 +178,12 @@ class Job:
                     raise InputError(f"{where}: placement_factor[{pattern!r}] must be <= "
                                      f"{MAX_FACTOR:g}, got {value!r}")
             object.__setattr__(self, "placement_factor", factors)
+        if not _is_number(self.flow_time) or self.flow_time < 0:
+            raise InputError(f"{where}: flow_time must be a number in [0, {MAX_VALUE:g}], "
+                             f"got {self.flow_time!r}")
+        object.__setattr__(self, "flow_time", float(self.flow_time))
+        if self.actual is not None:
+            object.__setattr__(self, "actual", _actuals(self.actual, where))
         if isinstance(self.meta, Mapping):  # free-form; a mapping is frozen at the top
             object.__setattr__(self, "meta", MappingProxyType(dict(self.meta)))
 
@@ -185,7 +196,62 @@ class Job:
     def cluster(self) -> bool:
         """Whether the job uses a cluster field of instance@2."""
         return bool(self.launch or self.save or self.util != 1 or self.gpu_memory
-                    or self.roles is not None or self.placement_factor is not None)
+                    or self.roles is not None or self.placement_factor is not None
+                    or self.actual is not None or self.flow_time)
+
+    @property
+    def bandwidth(self) -> float:
+        """The predicted bandwidth weight: ``meta["bandwidth"]`` when it is a number > 0
+        (Liquid's request, :func:`~optsched.estimation.forest.with_predictions`), else 1
+        (Liquid's default)."""
+        value: Any = self.meta.get("bandwidth") if isinstance(self.meta, Mapping) else None
+        return float(value) if _is_number(value) and value >= MIN_POSITIVE else 1.0
+
+    @property
+    def actual_util(self) -> float:
+        """The GPU utilisation the job really has (``actual["util"]``, else ``util``)."""
+        return (self.actual or {}).get("util", self.util)
+
+    @property
+    def actual_gpu_memory(self) -> float:
+        """The GPU memory (MB) a task really needs (``actual["gpu_memory"]``, else
+        ``gpu_memory``)."""
+        return (self.actual or {}).get("gpu_memory", self.gpu_memory)
+
+    @property
+    def actual_bandwidth(self) -> float:
+        """The bandwidth weight the job really has (``actual["bandwidth"]``, else
+        :attr:`bandwidth`)."""
+        return (self.actual or {}).get("bandwidth", self.bandwidth)
+
+    @property
+    def actual_flow_time(self) -> float:
+        """The seconds one more flow on a link adds to a round: ``flow_time`` × actual /
+        predicted bandwidth (a job moving more data than predicted suffers more)."""
+        if not self.flow_time:
+            return 0.0
+        return self.flow_time * (self.actual_bandwidth / self.bandwidth)
+
+
+def _actuals(values: Any, where: str) -> Mapping[str, float]:
+    """A job's ``actual`` mapping, validated: keys among :data:`ACTUALS`, ``util`` in (0, 1],
+    ``gpu_memory`` in [0, MAX_VALUE], ``bandwidth`` in [MIN_POSITIVE, MAX_VALUE]."""
+    if not isinstance(values, Mapping):
+        raise InputError(f"{where}: actual must be a mapping of {', '.join(ACTUALS)}, "
+                         f"got {values!r}")
+    out = {}
+    for key, value in values.items():
+        if key not in ACTUALS:
+            raise InputError(f"{where}: actual has unknown key {key!r} (known: "
+                             f"{', '.join(ACTUALS)})")
+        low = {"util": 0.0, "gpu_memory": 0.0, "bandwidth": MIN_POSITIVE}[key]
+        ok = _is_number(value) and (0 < value <= 1 if key == "util" else value >= low)
+        if not ok:
+            bounds = "(0, 1]" if key == "util" else f"[{low:g}, {MAX_VALUE:g}]"
+            raise InputError(f"{where}: actual[{key!r}] must be a number in {bounds}, "
+                             f"got {value!r}")
+        out[key] = float(value)
+    return MappingProxyType(out)
 
 
 def placement_pattern(roles: Sequence[str], hosts: Sequence[str]) -> str:
@@ -222,6 +288,11 @@ class Instance:
         instance@2: GPU sharing is allowed while the predicted utilisations of the tasks
         training on a GPU sum to at most ``share_cap`` (>= 1; Liquid's 1.3); None: a GPU
         trains one task at a time.
+    link_contention
+        instance@2: remote PS–worker pairs of rounds training at once share their worker
+        hosts' links, each extra flow adding the job's ``flow_time`` to a round's training
+        (models/cluster-execution.md); False: a round's time depends on its own placement
+        only. Needs every GPU's host.
 
     Attributes
     ----------
@@ -244,6 +315,7 @@ class Instance:
     mode: str = "relaxed"
     catalog: Catalog | None = field(default=None, repr=False, compare=False)
     share_cap: float | None = None
+    link_contention: bool = False
     compute: np.ndarray = field(init=False, repr=False, compare=False)
     sync: np.ndarray = field(init=False, repr=False, compare=False)
     job_index: Mapping[str, int] = field(init=False, repr=False, compare=False)
@@ -277,6 +349,12 @@ class Instance:
             if not _is_number(self.share_cap) or self.share_cap < 1:
                 raise InputError(f"share_cap must be a number >= 1, got {self.share_cap!r}")
             set_(self, "share_cap", float(self.share_cap))
+        if not isinstance(self.link_contention, bool):
+            raise InputError(f"link_contention must be true or false, got "
+                             f"{self.link_contention!r}")
+        if self.link_contention and any(g.host is None for g in self.gpus):
+            raise InputError("link_contention needs every GPU's host (a topology or 'host' "
+                             "in 'gpus')")
         if self.cluster:
             if self.mode != "gang":
                 raise InputError("phases, GPU sharing and placement factors (instance@2) "
@@ -287,6 +365,7 @@ class Instance:
         set_(self, "job_index", MappingProxyType(_index(jobs, "job")))
         set_(self, "gpu_index", MappingProxyType(_index(self.gpus, "GPU")))
         compute = self._compute_matrix(self.catalog or default_catalog())
+        self._check_actual_memory(compute)
         sync = self._sync_matrix(compute)
         self._check_horizon(compute, sync)
         compute.setflags(write=False)
@@ -359,6 +438,21 @@ class Instance:
                     f"{types})")
         return compute
 
+    def _check_actual_memory(self, compute: np.ndarray) -> None:
+        """A job with ``actual`` values must fit its actual GPU memory alone on every GPU it
+        can run on: a round that runs out of memory is re-run (models/cluster-execution.md),
+        and this keeps a re-run alone on a GPU from failing for ever."""
+        for j, job in enumerate(self.jobs):
+            if job.actual is None:
+                continue
+            for g in np.flatnonzero(np.isfinite(compute[j])):
+                gpu = self.gpus[g]
+                if gpu.memory is not None and job.actual_gpu_memory > gpu.memory:
+                    raise InputError(f"job {job.id!r}: actual GPU memory "
+                                     f"{job.actual_gpu_memory:g} MB exceeds the "
+                                     f"{gpu.memory:g} MB of GPU {gpu.id!r}, which it can run "
+                                     "on (it could never train there)")
+
     def _sync_matrix(self, compute: np.ndarray) -> np.ndarray:
         types, type_of = self._types()
         sync = np.zeros_like(compute)
@@ -411,11 +505,15 @@ class Instance:
         schedule a method builds without idling finishes within it, so every derived time
         stays representable."""
         work = []
+        # link contention: at most every remote PS-worker pair of the instance at once
+        flows = sum((job.roles or ()).count("ps") * (job.roles or ()).count("worker")
+                    for job in self.jobs) if self.link_contention else 0
         for j, job in enumerate(self.jobs):
             row = compute[j] + sync[j]
             slowest = float(row[np.isfinite(row)].max())
             factor = max((job.placement_factor or {}).values(), default=1.0)
-            work.append(job.n_tasks * slowest * max(1.0, factor) + job.launch + job.save)
+            work.append(job.n_tasks * slowest * max(1.0, factor) + job.launch + job.save
+                        + job.rounds * job.actual_flow_time * flows)
         total = max(job.arrival for job in self.jobs) + sum(work)
         if not total <= MAX_VALUE:
             largest = self.jobs[int(np.argmax(work))].id
@@ -462,9 +560,10 @@ class Instance:
     @property
     def cluster(self) -> bool:
         """Whether the instance uses instance@2's cluster fields (phases, sharing, GPU
-        memory, placement factors); only cluster simulations handle those."""
+        memory, placement factors, actuals, link contention); only cluster simulations
+        handle those."""
         return (self.share_cap is not None or any(g.memory is not None for g in self.gpus)
-                or any(job.cluster for job in self.jobs))
+                or self.link_contention or any(job.cluster for job in self.jobs))
 
     def pace(self, j: int, gpus: Sequence[int]) -> float:
         """Training time of one gang round of job ``j`` on ``gpus`` (task k on ``gpus[k]``):
@@ -476,6 +575,24 @@ class Instance:
         roles = job.roles or ("worker",) * job.tasks_per_round
         hosts = [self.gpus[g].host or "" for g in gpus]
         return base * job.placement_factor.get(placement_pattern(roles, hosts), 1.0)
+
+    def flows(self, j: int, gpus: Sequence[int]) -> dict[str, int]:
+        """The flows of a round of job ``j`` on ``gpus`` (task k on ``gpus[k]``) by worker
+        host: every PS–worker pair of the round on different hosts is one flow, counted on
+        the link of the worker's host (the worker side is the bottleneck, Liquid §2.7 and
+        :func:`~optsched.placement.durations.contention_durations`). Empty when the job has
+        no roles or every pair is co-located."""
+        roles = self.jobs[j].roles or ()
+        hosts = [self.gpus[g].host for g in gpus]
+        out: dict[str, int] = {}
+        pairs = list(zip(roles, hosts, strict=False))
+        for role_p, host_p in pairs:
+            if role_p != "ps":
+                continue
+            for role_w, host_w in pairs:
+                if role_w == "worker" and host_w != host_p and host_w is not None:
+                    out[host_w] = out.get(host_w, 0) + 1
+        return out
 
     def with_mode(self, mode: str) -> Instance:
         """The same instance in another execution mode (re-validated)."""

@@ -1,9 +1,10 @@
 """Reading and writing the JSON contracts (DESIGN.md §2): instance@1/@2 and schedule@1/@2.
 
 The ``@2`` formats accept every ``@1`` file (with its format name changed) and add the
-cluster fields of Liquid's model: GPU memory, GPU sharing, launch/save phases, task roles and
-placement factors (instance@2), each task's training start (schedule@2). Writers write ``@1``
-whenever the object needs nothing of ``@2``.
+cluster fields of Liquid's model: GPU memory, GPU sharing, launch/save phases, task roles,
+placement factors, actual (vs predicted) utilisation/memory/bandwidth, link contention and
+flow times (instance@2), each task's training start and failed attempts (schedule@2).
+Writers write ``@1`` whenever the object needs nothing of ``@2``.
 
 Readers dispatch on ``format``, reject unknown keys by name, and build objects through their
 validating constructors, so a file is exactly as valid as the object it describes. Writers
@@ -28,18 +29,18 @@ INSTANCE_FORMATS = ("optsched/instance@1", "optsched/instance@2")
 SCHEDULE_FORMATS = ("optsched/schedule@1", "optsched/schedule@2")
 
 _INSTANCE_KEYS = {"format", "name", "mode", "gpus", "topology", "jobs"}
-_INSTANCE_KEYS_2 = {*_INSTANCE_KEYS, "share_cap"}
+_INSTANCE_KEYS_2 = {*_INSTANCE_KEYS, "share_cap", "link_contention"}
 _GPU_KEYS = {"id", "type"}
 _GPU_KEYS_2 = {*_GPU_KEYS, "host", "memory"}
 _JOB_REQUIRED = ("id", "arrival", "weight", "rounds", "tasks_per_round")
 _JOB_KEYS = {*_JOB_REQUIRED, "compute", "workload", "iters_per_task", "sync", "sync_by_gpu",
              "sync_bytes", "ps", "meta"}
 _JOB_CLUSTER = {"launch": 0.0, "save": 0.0, "util": 1.0, "gpu_memory": 0.0, "roles": None,
-                "placement_factor": None}
+                "placement_factor": None, "actual": None, "flow_time": 0.0}
 _JOB_KEYS_2 = _JOB_KEYS | set(_JOB_CLUSTER)
 _SCHEDULE_KEYS = {"format", "instance", "mode", "tasks"}
 _TASK_KEYS = {"job", "round", "task", "gpu", "start"}
-_TASK_KEYS_2 = {*_TASK_KEYS, "train_start"}
+_TASK_KEYS_2 = {*_TASK_KEYS, "train_start", "failed_at"}
 
 
 def _object(value: Any, where: str) -> Mapping[str, Any]:
@@ -93,7 +94,8 @@ def instance_from_dict(data: Any, *, catalog: Catalog | None = None) -> Instance
         _keys(j, _JOB_KEYS_2 if v2 else _JOB_KEYS, _JOB_REQUIRED, where)
         jobs.append(Job(**j))
     return Instance(obj["name"], tuple(jobs), tuple(gpus), topology,
-                    obj.get("mode", "relaxed"), catalog, obj.get("share_cap"))
+                    obj.get("mode", "relaxed"), catalog, obj.get("share_cap"),
+                    obj.get("link_contention", False))
 
 
 def instance_to_dict(instance: Instance) -> dict[str, Any]:
@@ -111,6 +113,8 @@ def instance_to_dict(instance: Instance) -> dict[str, Any]:
                            "mode": instance.mode, "gpus": gpus}
     if instance.share_cap is not None:
         out["share_cap"] = instance.share_cap
+    if instance.link_contention:
+        out["link_contention"] = True
     if instance.topology is not None:
         out["topology"] = instance.topology.to_node_link()
     jobs = []

@@ -1,4 +1,4 @@
-"""Schedules: where and when every task runs (the ``optsched/schedule@1`` contract).
+"""Schedules: where and when every task runs (the ``optsched/schedule@1``/``@2`` contracts).
 
 A :class:`Schedule` only holds what a file can say: job and GPU ids, round and task indices,
 start times. Whether those refer to anything or are feasible is the checker's business
@@ -26,6 +26,11 @@ class Task:
     ``train_start`` (schedule@2) is when its training begins, for jobs with a launch phase or
     a GPU that another task still trains on (pre-scheduling); None: as early as the instance
     allows (after the launch phase of a first round, else at ``start``).
+
+    ``failed_at`` (schedule@2) marks a **failed attempt**: the round started at ``start`` and
+    ran out of (actual) GPU memory when it was to start training at ``failed_at``, releasing
+    its GPUs then; the round appears again, later, without ``failed_at``
+    (models/cluster-execution.md).
     """
 
     job: str
@@ -34,6 +39,7 @@ class Task:
     gpu: str
     start: float
     train_start: float | None = None
+    failed_at: float | None = None
 
     def __post_init__(self) -> None:
         for name in ("job", "gpu"):
@@ -45,9 +51,9 @@ class Task:
             if isinstance(value, bool) or not isinstance(value, int):
                 raise InputError(f"schedule task of job {self.job!r}: {name} must be an "
                                  f"integer, got {value!r}")
-        for name in ("start", "train_start"):
+        for name in ("start", "train_start", "failed_at"):
             value = getattr(self, name)
-            if value is None and name == "train_start":
+            if value is None and name != "start":
                 continue
             if not is_bounded(value, MAX_START):
                 raise InputError(f"schedule task ({self.job!r}, round {self.round}, task "
@@ -88,18 +94,20 @@ class Schedule:
     def sorted(self) -> Schedule:
         """The same schedule with tasks ordered by (job, round, task, gpu, start)."""
         return Schedule(self.instance, sorted(self.tasks, key=lambda t: (
-            t.key, t.gpu, t.start, -math.inf if t.train_start is None else t.train_start)),
-            self.mode)
+            t.key, t.gpu, t.start, -math.inf if t.train_start is None else t.train_start,
+            math.inf if t.failed_at is None else t.failed_at)), self.mode)
 
     def to_dict(self) -> dict[str, Any]:
-        """The ``optsched/schedule@1`` JSON object (``@2`` when a task has a train_start)."""
-        v2 = any(t.train_start is not None for t in self.tasks)
+        """The ``optsched/schedule@1`` JSON object (``@2`` when a task has a train_start or
+        a failed_at)."""
+        v2 = any(t.train_start is not None or t.failed_at is not None for t in self.tasks)
         out: dict[str, Any] = {"format": f"optsched/schedule@{1 + v2}",
                                "instance": self.instance}
         if self.mode is not None:
             out["mode"] = self.mode
         out["tasks"] = [{"job": t.job, "round": t.round, "task": t.task, "gpu": t.gpu,
                          "start": t.start,
-                         **({} if t.train_start is None else {"train_start": t.train_start})}
+                         **({} if t.train_start is None else {"train_start": t.train_start}),
+                         **({} if t.failed_at is None else {"failed_at": t.failed_at})}
                         for t in self.tasks]
         return out

@@ -8,7 +8,7 @@ predictions into Liquid's resource request (CPU cores, memory, GPU utilisation, 
 bandwidth weight = ceil(bw_rx / 100,000)), the weight placement uses
 (:func:`with_bandwidth`); :func:`with_predictions` writes a cluster instance's predicted GPU
 utilisation, GPU memory and bandwidth weight, which the liquid policy's sharing and placement
-decide on.
+decide on (execution uses the jobs' ``actual`` values where given).
 
 :func:`evaluate` is the paper's protocol (§7.2): a fixed test set of jobs, a training set grown
 in steps, RMSE and R² per label, for the forest and the paper's comparison models (linear
@@ -152,7 +152,12 @@ def with_predictions(instance: Instance, estimator: ResourceEstimator) -> Instan
     (``meta["bandwidth"]``) replaced by Liquid's request from the estimator's prediction for
     one of its workers (:func:`to_request`: utilisation rounded down to 10 %, at least 10 %;
     memory rounded up to GB). A job's type is ``meta["model"]`` and its features are its
-    PS/worker counts and ``meta``'s ``batch_size`` and ``num_batches``."""
+    PS/worker counts and ``meta``'s ``batch_size`` and ``num_batches``.
+
+    These are predictions: the scheduler decides on them (Liquid §4, §6.2). A job's
+    ``actual`` values, if any, are kept; without them execution takes the predictions as the
+    truth — :func:`optsched.generate.with_actuals` draws actuals around them, so that a
+    misprediction can overload a shared GPU or run it out of memory."""
     queries, metas = [], []
     for job in instance.jobs:
         meta = dict(job.meta) if isinstance(job.meta, Mapping) else {}

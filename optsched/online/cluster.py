@@ -19,6 +19,22 @@ is released; with heartbeats only (``event_driven=False``) at the next heartbeat
 Policies are asked to decide after every instant's events; they see each job's profile
 (arrival, weight, tasks, roles, predicted utilisation and memory, phases, profiled times)
 and nothing about its remaining rounds.
+
+**Predicted vs actual** (instance@2 ``actual``; models/cluster-execution.md): the policy and
+the engine's admission rules (a decision's share cap, the wait until a launched round's GPU
+memory fits) use the jobs' predictions, as Liquid's scheduler does (§4, §6.2); execution
+uses the actual values. Interference: rounds training on a GPU progress at
+1 / max(1, Σ actual utilisation). Memory: when a round starts training and the actual memory
+of the rounds holding memory on one of its GPUs (training or saving) plus its own exceeds the
+GPU's, the round **fails** at that instant (out of memory; Liquid §6.2: "the job resource
+occupation may still exceed the upper limit during actual scheduling"): it releases its GPUs,
+its tasks are recorded with ``failed_at``, the job waits again for the same round (offered to
+the policy from the next instant at which something happens, so a policy repeating the
+decision cannot loop within one instant) and its held GPU-seconds count as lost
+(``oom_failures``, ``lost_gpu_s``). With the instance's ``link_contention``, a round's
+remote PS–worker flows share its workers' host links with the flows of every other round
+training, which slows it by ``flow_time`` per extra flow on its busiest link (a rate change,
+integrated piecewise).
 """
 
 from __future__ import annotations
@@ -27,7 +43,7 @@ import heapq
 import math
 import time
 from collections.abc import Iterable
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Any, Protocol, runtime_checkable
 
 import numpy as np
@@ -44,7 +60,9 @@ _ARRIVE, _LAUNCHED, _TRAINED, _DONE, _TICK, _WAKE = range(6)
 
 @dataclass(eq=False)
 class ClusterJob:
-    """What a cluster policy knows of an arrived, unfinished job (updated in place)."""
+    """What a cluster policy knows of an arrived, unfinished job (updated in place):
+    ``util`` and ``gpu_memory`` are the predictions (the instance's job fields), never the
+    actual values."""
 
     index: int
     id: str
@@ -59,6 +77,7 @@ class ClusterJob:
     compute: np.ndarray
     rounds_done: int = 0
     waiting: bool = False
+    failures: int = 0  # rounds that ran out of (actual) GPU memory so far
 
 
 @dataclass(eq=False)
@@ -124,6 +143,8 @@ class _Round:
     rate: float = 1.0
     version: int = 0
     train_start: float = math.nan
+    done_at: float = math.inf  # when its hold ends, once its training has ended
+    flows: dict[str, int] = field(default_factory=dict)  # own flows by worker host link
 
 
 def simulate_cluster(instance: Instance, policy: ClusterPolicy, *, seed: int = 0,
@@ -164,6 +185,10 @@ def simulate_cluster(instance: Instance, policy: ClusterPolicy, *, seed: int = 0
         # GPU-seconds within the makespan in which a GPU trains nothing (Liquid's idle time)
         "gpu_idle_s": float((makespan - engine.trained).sum()),
         "mean_execution_s": float((completion - engine.first_start).mean()),
+        # rounds that ran out of actual GPU memory at their training start, and the
+        # GPU-seconds their attempts held (launch included) before failing
+        "oom_failures": engine.oom_failures,
+        "lost_gpu_s": engine.lost_gpu_s,
     }
     schedule = Schedule(instance.name, engine.tasks, "gang") if record else None
     return Simulation(instance, schedule, float((weights * completion).sum()), metrics,
@@ -179,6 +204,17 @@ class _Engine:
                                 job.gpu_memory, job.launch, job.save,
                                 _own_row(instance.compute[j]))
                      for j, job in enumerate(instance.jobs)]
+        # execution uses the actual values; decisions and admission the predictions
+        self.util = [job.actual_util for job in instance.jobs]
+        self.memory = [job.actual_gpu_memory for job in instance.jobs]
+        self.flow_time = [job.actual_flow_time for job in instance.jobs]
+        # without actuals the admission rule's predicted memory is the truth: no failure
+        self.misses = any(job.actual is not None for job in instance.jobs)
+        self.link_load: dict[str, int] = {}  # flows of the training rounds by host link
+        self.flowing: list[_Round] = []  # training rounds with flows (link contention)
+        self.blocked: dict[int, float] = {}  # job -> instant its round failed
+        self.oom_failures = 0
+        self.lost_gpu_s = 0.0
         n = instance.n_gpus
         self.holders: list[list[_Round]] = [[] for _ in range(n)]
         self.trainers: list[list[_Round]] = [[] for _ in range(n)]
@@ -233,9 +269,14 @@ class _Engine:
                         tick_seq = self.seq
             self._admit(now)
             waiting = any(j.waiting for j in self.active.values())
-            if waiting:
+            if any(self._offered(j, now) for j in self.active.values()):
                 self._decide(now)
                 self._admit(now)
+            if not heap and now in self.blocked.values():
+                # nothing left to happen after a failure: offer its job again now (no GPU
+                # holds memory any more, every holder having had an event pending)
+                self.blocked.clear()
+                self._push(now, _WAKE, None)
             if tick_seq is not None:
                 heapq.heappush(heap, (self._next_tick(now, skip=not waiting), tick_seq,
                                       _TICK, None))
@@ -270,8 +311,14 @@ class _Engine:
 
     # -- decisions ---------------------------------------------------------------------------
 
+    def _offered(self, job: ClusterJob, now: float) -> bool:
+        """Whether a waiting job is offered to the policy at ``now``: not in the instant
+        its last round failed."""
+        return job.waiting and self.blocked.get(job.index) != now
+
     def _decide(self, now: float) -> None:
-        view = ClusterView(now, self.inst, [j for j in self.active.values() if j.waiting],
+        view = ClusterView(now, self.inst,
+                           [j for j in self.active.values() if self._offered(j, now)],
                            sorted(self.vacant),
                            [[r.holding for r in rounds] for rounds in self.holders], self.rng)
         for j, gpus, share in self.policy.decide(view):
@@ -285,7 +332,7 @@ class _Engine:
 
     def _start(self, j: int, gpus: tuple[int, ...], share: bool, now: float) -> None:
         job = self.active.get(j)
-        if job is None or not job.waiting:
+        if job is None or not self._offered(job, now):
             self._refuse(f"job {j} has no round waiting at t={now}")
             return
         if len(set(gpus)) != len(gpus) or len(gpus) != job.tasks_per_round:
@@ -303,6 +350,8 @@ class _Engine:
                              f"pre-schedulable (held, with no round waiting) at t={now}")
         rnd = _Round(j, job.rounds_done, gpus, now, share, self.inst.pace(j, gpus),
                      Holding(job, len(gpus), share))
+        if self.inst.link_contention:
+            rnd.flows = self.inst.flows(j, gpus)
         job.waiting = False
         if rnd.round == 0:
             self.first_start[j] = now
@@ -331,12 +380,40 @@ class _Engine:
     # -- execution ---------------------------------------------------------------------------
 
     def _memory_fits(self, rnd: _Round, g: int) -> bool:
+        """The admission rule, on predictions: the predicted memory of the rounds holding
+        memory on ``g`` plus the round's fits."""
         cap = self.inst.gpus[g].memory
         if cap is None:
             return True
         used = sum(self.jobs[r.job].gpu_memory for r in self.holders[g]
                    if np.isfinite(r.train_start))
         return used + self.jobs[rnd.job].gpu_memory <= cap + 1e-9
+
+    def _holds_memory(self, r: _Round, now: float) -> bool:
+        """Whether ``r`` holds GPU memory just after ``now``: it has started training and its
+        hold (training, then the save of a last round) ends after ``now`` — a hold ending at
+        ``now`` is over even if its event is still to be processed in this instant."""
+        if not np.isfinite(r.train_start):
+            return False
+        if not r.holding.training:
+            return r.done_at > now
+        last = r.round == self.inst.jobs[r.job].rounds - 1
+        return r.holding.train_end + (self.jobs[r.job].save if last else 0.0) > now
+
+    def _out_of_memory(self, rnd: _Round, now: float) -> bool:
+        """Execution, on actual values: whether the actual memory of the rounds holding
+        memory on one of the round's GPUs plus its own exceeds that GPU's (relative tolerance
+        1e-9, as the checker's)."""
+        own = self.memory[rnd.job]
+        for g in rnd.gpus:
+            cap = self.inst.gpus[g].memory
+            if cap is None:
+                continue
+            need = own + sum(self.memory[r.job] for r in self.holders[g]
+                             if self._holds_memory(r, now))
+            if need > cap + 1e-9 * max(1.0, need):
+                return True
+        return False
 
     def _may_train(self, rnd: _Round, g: int) -> bool:
         trainers = self.trainers[g]
@@ -350,15 +427,32 @@ class _Engine:
         return load <= (self.inst.share_cap or 1.0) + 1e-9
 
     def _admit(self, now: float) -> None:
-        """Start training every launched round whose GPUs allow it, in launch order."""
+        """Start training every launched round whose GPUs allow it (admission on
+        predictions), in launch order; a round whose actual memory overflows fails."""
         started = True
         while started:
             started = False
             for rnd in list(self.waiting_train):
                 if all(self._may_train(rnd, g) for g in rnd.gpus):
                     self.waiting_train.remove(rnd)
-                    self._train(rnd, now)
-                    started = True
+                    if self.misses and self._out_of_memory(rnd, now):
+                        self._fail(rnd, now)
+                    else:
+                        self._train(rnd, now)
+                        started = True
+
+    def _fail(self, rnd: _Round, now: float) -> None:
+        """The round ran out of memory at its training start: its tasks are recorded as a
+        failed attempt, its GPUs released, its job waits again for the same round."""
+        self.oom_failures += 1
+        self.lost_gpu_s += (now - rnd.start) * len(rnd.gpus)
+        for index in rnd.tasks:
+            self.tasks[index] = replace(self.tasks[index], failed_at=now)
+        self._release(rnd, now)
+        job = self.jobs[rnd.job]
+        job.failures += 1
+        job.waiting = True
+        self.blocked[rnd.job] = now
 
     def _train(self, rnd: _Round, now: float) -> None:
         rnd.train_start = now
@@ -370,42 +464,79 @@ class _Engine:
             if not self.trainers[g]:
                 self.train_since[g] = now
             self.trainers[g].append(rnd)
-            self._reflow(g, now)
+            if not rnd.flows:
+                self._reflow(g, now)
+        if rnd.flows:
+            for h, n in rnd.flows.items():
+                self.link_load[h] = self.link_load.get(h, 0) + n
+            self.flowing.append(rnd)
+            self._relink(now)
+
+    def _set_rate(self, r: _Round, rate: float, now: float) -> None:
+        """Account the round's progress up to ``now`` and (re)schedule its training end at
+        ``rate``."""
+        r.remaining -= (now - r.since) * r.rate
+        r.since, r.rate = now, rate
+        r.version += 1
+        end = now + max(0.0, r.remaining) / r.rate
+        r.holding.train_end = end
+        self._push(end, _TRAINED, (r, r.version))
 
     def _reflow(self, g: int, now: float) -> None:
         """Update the progress rates of the rounds training on ``g`` (processor sharing
-        among single-task rounds; a multi-GPU round trains alone at rate 1)."""
+        among single-task rounds by actual utilisation; a multi-GPU round trains alone at
+        rate 1, or at its link-contention rate)."""
         trainers = self.trainers[g]
-        load = sum(self.jobs[r.job].util for r in trainers)
+        load = sum(self.util[r.job] for r in trainers)
         rate = 1.0 / max(1.0, load)
         for r in trainers:
-            if len(r.gpus) > 1 and r.version:
-                continue  # fixed end, already scheduled
-            r.remaining -= (now - r.since) * r.rate
-            r.since, r.rate = now, (1.0 if len(r.gpus) > 1 else rate)
-            r.version += 1
-            end = now + max(0.0, r.remaining) / r.rate
-            r.holding.train_end = end
-            self._push(end, _TRAINED, (r, r.version))
+            if len(r.gpus) > 1:
+                if not r.version and not r.flows:
+                    self._set_rate(r, 1.0, now)  # fixed end
+                continue
+            self._set_rate(r, rate, now)
+
+    def _relink(self, now: float) -> None:
+        """Update the rates of the rounds with flows (link contention): a round whose busiest
+        worker link carries F flows (its own and the other training rounds'), n of them its
+        own on its busiest link by its own flows, trains for pace + flow_time·(F − n) at
+        constant load: rate pace / (pace + flow_time·(F − n))."""
+        load = self.link_load
+        for r in self.flowing:
+            extra = max(load[h] for h in r.flows) - max(r.flows.values())
+            c = self.flow_time[r.job]
+            rate = 1.0 if extra <= 0 or c <= 0 else r.pace / (r.pace + c * extra)
+            if not r.version or rate != r.rate:
+                self._set_rate(r, rate, now)
 
     def _trained(self, rnd: _Round, now: float) -> None:
         rnd.version += 1  # no later TRAINED event counts
         rnd.holding.training = False
+        job = self.jobs[rnd.job]
+        last = rnd.round == self.inst.jobs[rnd.job].rounds - 1
+        rnd.done_at = now + (job.save if last else 0.0)
         for g in rnd.gpus:
             self.trainers[g].remove(rnd)
             if not self.trainers[g]:
                 self.trained[g] += now - self.train_since[g]
-            self._reflow(g, now)
-        job = self.jobs[rnd.job]
-        last = rnd.round == self.inst.jobs[rnd.job].rounds - 1
-        self._push(now + (job.save if last else 0.0), _DONE, rnd)
+            if not rnd.flows:
+                self._reflow(g, now)
+        if rnd.flows:
+            self.flowing.remove(rnd)
+            for h, n in rnd.flows.items():
+                self.link_load[h] -= n
+            self._relink(now)
+        self._push(rnd.done_at, _DONE, rnd)
 
-    def _done(self, rnd: _Round, now: float) -> None:
+    def _release(self, rnd: _Round, now: float) -> None:
         for g in rnd.gpus:
             self.holders[g].remove(rnd)
             if not self.holders[g]:
                 self.held[g] += now
                 (self.vacant if self.policy.event_driven else self.unreported).add(g)
+
+    def _done(self, rnd: _Round, now: float) -> None:
+        self._release(rnd, now)
         job = self.jobs[rnd.job]
         job.rounds_done += 1
         if job.rounds_done == self.inst.jobs[rnd.job].rounds:
