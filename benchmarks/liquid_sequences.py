@@ -213,6 +213,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--out", type=Path, required=True)
     parser.add_argument("--seeds", type=int, default=20)
     args = parser.parse_args(argv)
+    args.out.mkdir(parents=True, exist_ok=True)
     targets = [output_target(args.out / name) for name in ("sequences.jsonl", "sequences.md")]
     records = run(args.seeds)
     write_outputs([(targets[0], "".join(json_text(r, indent=None) + "\n" for r in records)),
