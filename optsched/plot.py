@@ -93,9 +93,10 @@ def plot_gantt(instance: Instance, schedule: Schedule, path: str | Path) -> None
     cluster instances: training, with the launch and save phases around it drawn pale), as
     the checker computed them, coloured by job and labelled ``job:round.task`` where they are
     wide enough; tasks that hold a GPU at once (GPU sharing, pre-scheduling) get lanes of their
-    own. In relaxed mode a thin bar after each task shows its sync. Tasks on unknown or
-    ineligible GPUs are left out; the title gives the checker's objective and the number of
-    violations.
+    own. A failed attempt (``failed_at``: out of GPU memory) is a hatched bar up to its
+    failure, labelled ``OOM``. In relaxed mode a thin bar after each task shows its sync. Tasks
+    on unknown or ineligible GPUs are left out; the title gives the checker's objective and the
+    number of violations.
     """
     write_file(path, gantt_image(instance, schedule, image_format(path)))
 
@@ -113,7 +114,8 @@ def gantt_image(instance: Instance, schedule: Schedule, fmt: str = "png") -> byt
     lanes: dict[int, list[float]] = {}  # per GPU: when each lane is free again
     for t in sorted(schedule.tasks, key=lambda t: t.start):
         j, g = instance.job_index.get(t.job), instance.gpu_index.get(t.gpu)
-        phases = report.timeline.get(t.key)
+        phases = (t.start, t.failed_at, t.failed_at, t.failed_at) if t.failed_at is not None \
+            else report.timeline.get(t.key)
         if j is None or g is None or phases is None:
             continue
         free = lanes.setdefault(g, [])
@@ -123,6 +125,13 @@ def gantt_image(instance: Instance, schedule: Schedule, fmt: str = "png") -> byt
     for t, j, g, (start, train, trained, held), lane in placed:
         height = 0.7 / len(lanes[g])
         y = g - 0.35 + height * (lane + 0.5)
+        if t.failed_at is not None:
+            ax.barh(y, held - start, left=start, height=height, color=color[t.job], alpha=0.3,
+                    hatch="xx", edgecolor="black", linewidth=0.5)
+            ax.text((start + held) / 2, y, "OOM", ha="center", va="center", fontsize=7,
+                    clip_on=True)
+            end = max(end, held)
+            continue
         for a, b, alpha in ((start, train, 0.3), (trained, held, 0.3), (train, trained, 1.0)):
             if b > a:
                 ax.barh(y, b - a, left=a, height=height, color=color[t.job], alpha=alpha,

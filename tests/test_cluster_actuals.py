@@ -552,3 +552,14 @@ def test_holds_ending_at_a_training_start_are_released_first():
     tasks = [t for t in sim.schedule.tasks if t.job != "c"] + [
         Task("c", 0, 0, "g", 80.0, failed_at=100.0), Task("c", 0, 0, "g", 100.0)]
     assert check(inst, Schedule("c", tasks, "gang")).feasible
+
+
+def test_gantt_chart_draws_failed_attempts(tmp_path):
+    pytest.importorskip("matplotlib")
+    from optsched.plot import plot_gantt
+
+    inst = oom_instance()
+    sim = simulate_cluster(inst, Scripted({0: (0,), 1: (0,)}))
+    assert sim.metrics["oom_failures"] == 1
+    plot_gantt(inst, sim.schedule, tmp_path / "g.png")
+    assert (tmp_path / "g.png").stat().st_size > 1000
