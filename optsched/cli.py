@@ -90,19 +90,25 @@ def _print_verdict(violations: Sequence[Any], tail: str) -> None:
 
 def _check_placement(args: argparse.Namespace, data: Any) -> int:
     from optsched.placement.check import check_placement
+    from optsched.placement.cost import CostModel
     from optsched.placement.model import placement_from_dict, placement_instance_from_dict
 
     instance = _in_file(args.instance, placement_instance_from_dict, data)
     placement = _in_file(args.schedule, placement_from_dict, read_json(args.schedule))
     report = check_placement(instance, placement)
+    code = check_placement(instance, placement, CostModel("code")).cost
     cost = None if report.cost is None else report.cost.total
+    forms = {model.objective_name: None if c is None else {
+        "total": c.total, "network": c.network, "load": c.load}
+        for model, c in ((CostModel("paper"), report.cost), (CostModel("code"), code))}
     if args.json:
-        _print_json({"feasible": report.feasible, "cost": cost, "violations": [
+        _print_json({"feasible": report.feasible, "cost": cost, "costs": forms, "violations": [
             {"kind": v.kind, "job": v.job, "container": v.container, "host": v.host,
              "message": v.message} for v in report.violations]})
     else:
         _print_verdict(report.violations, f"(placement); cost {_fmt(cost)} (paper form, "
-                                          "λ = 0.5)")
+                                          f"λ = 0.5); {_fmt(None if code is None else code.total)}"
+                                          " (code form, reconstructed)")
     return EXIT_OK if report.feasible else EXIT_NEGATIVE
 
 

@@ -253,3 +253,23 @@ def test_placement_grids_and_methods_run_through_the_runner(tmp_path):
     assert records["bestfit"]["objective"] >= records["cpsat"]["bound"] - 1e-9
     with pytest.raises(InputError, match="unknown placement method 'ect'"):
         plan(manifest, ["ect"])
+
+
+def test_placement_costs_may_be_negative_and_keep_their_own_best_per_cost_form(tmp_path):
+    """The paper's placement cost has negative fitness terms: records and manifests accept
+    negative costs, and the best values of the two cost forms are kept apart."""
+    grid = Grid("p", {"jobs_per_host": 0.5, "gpus_per_host": 4}, {"hosts": [4]}, (0,),
+                family="placement")
+    manifest = generate_set(grid, tmp_path / "set")
+    for cost in ("paper", "code"):
+        runs = plan(manifest, ["gga", "cpsat"], params={"cost": cost}, time_limit=20)
+        run_benchmark(runs, tmp_path / "r.jsonl", workers=1, manifest=manifest, progress=None)
+    records = load_records(tmp_path / "r.jsonl")
+    assert min(r["objective"] for r in records) < 0  # paper form: a negative optimum
+    best = next(iter(Manifest.load(tmp_path / "set" / "manifest.json").instances.values()))
+    paper, code = (best["best"][f"placement[cost={c},lambda=0.5,contention=0]"]
+                   for c in ("paper", "code"))
+    by_cost = {c: [r for r in records if r["params"]["cost"] == c] for c in ("paper", "code")}
+    assert paper["objective"] == min(r["objective"] for r in by_cost["paper"])
+    assert code["objective"] == min(r["objective"] for r in by_cost["code"])
+    assert paper["bound"] <= paper["objective"] + 1e-9 and code["bound"] <= code["objective"]

@@ -29,7 +29,7 @@ from optsched.solve import solve
 
 @pytest.fixture(scope="module")
 def big_placement():
-    return generate_placement(PlacementSpec(jobs=150, hosts=100), 0)
+    return generate_placement(PlacementSpec(jobs=400, hosts=400), 0)  # ~0.85 s of best-fit
 
 
 @pytest.fixture(scope="module")

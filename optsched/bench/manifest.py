@@ -1,9 +1,10 @@
 """The manifest of an instance set: best known objective and best proven bound per instance.
 
 ``manifest.json`` (``optsched/manifest@1``) lists every instance of a set with its grid cell
-and seed and, per execution mode, the best objective and the best certified bound found so far,
-each with the run that found it. Runs update it (:meth:`Manifest.fold`); nobody edits it by
-hand, and :meth:`Manifest.rebuild` recomputes it from records alone.
+and seed and, per execution mode (for placements: per cost form, :func:`best_key`), the best
+objective and the best certified bound found so far, each with the run that found it. Runs
+update it (:meth:`Manifest.fold`); nobody edits it by hand, and :meth:`Manifest.rebuild`
+recomputes it from records alone.
 
 Guarantees:
 
@@ -12,7 +13,8 @@ Guarantees:
   names to entries with a ``file`` that is a plain relative path inside the set's folder
   (no absolute path, no ``..``), a ``cell`` object, an integer (or null) ``seed`` and
   ``best`` values per mode whose ``objective`` and ``bound`` are null or finite numbers in
-  [0, MAX_VALUE] with the bound not above the objective.
+  [0, MAX_VALUE] (placement costs: [−MAX_VALUE, MAX_VALUE], Liquid's fitness terms being
+  negative) with the bound not above the objective.
 - **Atomic and merged.** Saving replaces the file atomically (:mod:`optsched.output`);
   :meth:`Manifest.fold` holds an exclusive lock on the set's folder while it re-reads the
   file, folds records in and saves, so runners with different records files on one set
@@ -74,11 +76,12 @@ def _check_entry(path: Path, name: Any, entry: Any) -> dict[str, Any]:
     best = entry.get("best", {})
     if not isinstance(best, dict) or not all(isinstance(v, dict) for v in best.values()):
         raise InputError(f"{where}: 'best' must be an object of objects")
-    return {**entry, "best": {mode: _check_best(f"{where}: best[{mode!r}]", value)
+    return {**entry, "best": {mode: _check_best(f"{where}: best[{mode!r}]", value,
+                                                signed=mode.startswith("placement"))
                               for mode, value in best.items()}}
 
 
-def _check_best(where: str, best: dict[str, Any]) -> dict[str, Any]:
+def _check_best(where: str, best: dict[str, Any], *, signed: bool = False) -> dict[str, Any]:
     """One mode's best values: ``objective`` and ``bound`` null or finite numbers in
     [0, MAX_VALUE] with bound <= objective (within the optimality tolerance), each with its
     ``*_by`` run (an object, or null when the value is null)."""
@@ -89,9 +92,11 @@ def _check_best(where: str, best: dict[str, Any]) -> dict[str, Any]:
         if value is None:
             continue
         if (isinstance(value, bool) or not isinstance(value, int | float)
-                or not math.isfinite(value) or not 0 <= value <= MAX_VALUE):
+                or not math.isfinite(value) or not (-MAX_VALUE if signed else 0) <= value
+                <= MAX_VALUE):
+            low = -MAX_VALUE if signed else 0
             raise InputError(f"{where}: {name!r} must be null or a finite number in "
-                             f"[0, {MAX_VALUE:g}], got {value!r}")
+                             f"[{low:g}, {MAX_VALUE:g}], got {value!r}")
         by = best.get(f"{name}_by")
         if by is not None and not isinstance(by, dict):
             raise InputError(f"{where}: '{name}_by' must be an object or null, got {by!r}")
@@ -126,6 +131,22 @@ def _folder_lock(folder: Path) -> Iterator[None]:
     finally:
         if fd is not None:
             os.close(fd)
+
+
+#: The placement parameters that define what a placement's objective measures.
+_COST_KEYS = (("cost", "paper"), ("lambda", "0.5"), ("cross_domain", None),
+              ("contention", "0"))
+
+
+def best_key(record: Mapping[str, Any]) -> str:
+    """Which best values a record competes for: its mode, and for placements the cost it is
+    measured with (``placement[cost=code]``: costs of different forms are not comparable)."""
+    if record["mode"] != "placement":
+        return str(record["mode"])
+    params = record.get("params") or {}
+    parts = [f"{k}={params.get(k, default)}" for k, default in _COST_KEYS
+             if params.get(k, default) is not None]
+    return f"placement[{','.join(parts)}]"
 
 
 @dataclass
@@ -170,7 +191,7 @@ class Manifest:
         entry = self.instances.get(record["instance"])
         if entry is None:
             return False
-        best = entry["best"].setdefault(record["mode"], {
+        best = entry["best"].setdefault(best_key(record), {
             "objective": None, "objective_by": None, "bound": None, "bound_by": None})
         changed = False
         obj, bound = record.get("objective"), record.get("bound")

@@ -68,6 +68,10 @@ def _is_value(value: Any) -> bool:
     return is_bounded(value) and value >= 0
 
 
+#: Modes whose objective is signed (Liquid's placement cost has negative fitness terms).
+SIGNED_MODES = ("placement",)
+
+
 #: The statuses a record may hold (:class:`optsched.result.Status`).
 STATUSES = ("optimal", "feasible", "infeasible", "unknown", "error")
 
@@ -102,6 +106,8 @@ def check_record(record: Any, where: str) -> dict[str, Any]:
         if not ok(record[name]):
             raise InputError(f"{where}: field {name!r} must be {what}, got {record[name]!r}")
     for name, (what, ok) in _OPTIONAL.items():
+        if name in ("objective", "bound") and record["mode"] in SIGNED_MODES:
+            what, ok = f"a number of magnitude at most {MAX_VALUE:g} or null", is_bounded
         if record.get(name) is not None and not ok(record[name]):
             raise InputError(f"{where}: field {name!r} must be {what}, got {record[name]!r}")
     return record

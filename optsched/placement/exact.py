@@ -8,7 +8,11 @@ these nested sets make the threshold counts exact by Hall's theorem), one contai
 Network: for a PS–worker pair, ``both[G]`` = both on hosts of group G (a host, a rack, a
 domain). On a chain host ⊂ rack ⊂ domain ⊂ cluster with pair costs v_host = 0 ≤ v_rack ≤
 v_domain ≤ v_far, the pair costs v_far − Σ_G (v_parent(G) − v_G)·both[G]: exact because the
-groups containing both containers are exactly the common ancestors. Load: the fitness/load terms
+groups containing both containers are exactly the common ancestors. Groups follow each cost
+form's distances: paper form, only labelled racks and domains (unlabelled hosts meet at
+"far"); code form, the reference code's labels
+(:func:`~optsched.placement.cost.code_groups`: hosts without a rack label form one rack per
+domain, so a flat cluster is one rack, 1 per remote pair). Load: the fitness/load terms
 of :mod:`optsched.placement.cost` with u[j, h] = job j uses host h (exact OR), and, for the
 reference-code form, the product (GPUs in use on h) × (PSs − workers on h) by a multiplication
 constraint. The objective is scaled to integers exactly (rational λ, lcm of GPU counts), so
@@ -41,7 +45,7 @@ from optsched.exact.budget import (
     size_text,
 )
 from optsched.params import int_param
-from optsched.placement.cost import CODE_DISTANCE
+from optsched.placement.cost import CODE_DISTANCE, code_groups
 from optsched.placement.model import PlacementInstance, placement_from_hosts
 from optsched.placement.place import COST_PARAMS, PlaceContext, PlaceOutput, cost_model
 from optsched.result import Status
@@ -53,10 +57,17 @@ def _demand(c: Any) -> tuple[float, ...]:
     return (c.gpus, c.cpus, c.memory, c.gpu_memory)
 
 
-def _chain(instance: PlacementInstance, host: str) -> list[tuple[str, str]]:
-    """(level, group) from the host up: ("host", h), ("rack", r)?, ("domain", d)?."""
+def _chain(instance: PlacementInstance, host: str, variant: str = "paper"
+           ) -> list[tuple[str, Any]]:
+    """(level, group) from the host up. Paper form: ("host", h), ("rack", r)?, ("domain",
+    d)? — an unlabelled level is skipped, so unlabelled hosts meet only at "far". Code form:
+    always host, rack and domain, by the reference code's labels
+    (:func:`~optsched.placement.cost.code_groups`: unlabelled hosts share a rack)."""
     topo = instance.topology
-    out = [("host", host)]
+    out: list[tuple[str, Any]] = [("host", host)]
+    if variant == "code":
+        rack, domain = code_groups(topo, host)
+        return [*out, ("rack", rack), ("domain", domain)]
     if topo.rack(host) is not None:
         out.append(("rack", str(topo.rack(host))))
     if topo.domain(host) is not None:
@@ -155,8 +166,9 @@ def model_size(instance: PlacementInstance, ctx: PlaceContext, *, pulp: bool
     hosts = list(topo.hosts)
     n_hosts = len(hosts)
     n = sum(len(job.containers) for job in instance.jobs)
-    levels = max((len(_chain(instance, h)) for h in hosts), default=1)
-    n_groups = len({g for h in hosts for g in _chain(instance, h)})
+    variant = ctx.model.variant
+    levels = max((len(_chain(instance, h, variant)) for h in hosts), default=1)
+    n_groups = len({g for h in hosts for g in _chain(instance, h, variant)})
     pairs = sum(sum(c.role == "ps" for c in job.containers)
                 * sum(c.role == "worker" for c in job.containers) for job in instance.jobs)
     variables = n * n_hosts + pairs * n_groups + len(instance.jobs) * n_hosts * 2
@@ -237,14 +249,14 @@ def _build(instance: PlacementInstance, ctx: PlaceContext, b: Any, budget: Budge
     const = Fraction(0)
 
     # network: v_far − Σ_G (v_parent − v_G)·both[G] per PS–worker pair, weighted
-    groups: dict[tuple[str, str], list[str]] = defaultdict(list)
+    groups: dict[tuple[str, Any], list[str]] = defaultdict(list)
     for h in hosts:
-        for level_group in _chain(instance, h):
+        for level_group in _chain(instance, h, model_kind):
             groups[level_group].append(h)
     gains = {}
     for (level, group), members in groups.items():
         vals = _values(instance, ctx, members[0])
-        levels = [lv for lv, _ in _chain(instance, members[0])]
+        levels = [lv for lv, _ in _chain(instance, members[0], model_kind)]
         k = levels.index(level) + 1
         gains[level, group] = vals[levels[k] if k < len(levels) else "far"] - vals[level]
     far = _values(instance, ctx, hosts[0])["far"]
@@ -257,10 +269,10 @@ def _build(instance: PlacementInstance, ctx: PlaceContext, b: Any, budget: Budge
             for w in (i for i in idx if items[i][1].role == "worker"):
                 budget.check()
                 const += weight * far
-                for key, members in groups.items():
+                for k, (key, members) in enumerate(groups.items()):
                     if weight * gains[key] == 0:
                         continue
-                    both = b.binary(f"b{p}_{w}_{key[0]}_{key[1]}")
+                    both = b.binary(f"b{p}_{w}_{key[0]}{k}")
                     in_p = sum(x[p, h] for h in members if (p, h) in x)
                     in_w = sum(x[w, h] for h in members if (w, h) in x)
                     b.add(both <= in_p)

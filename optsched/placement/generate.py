@@ -5,8 +5,10 @@ Defaults follow the reference code's distributed jobs: 1 PS + 2 workers, every c
 ``gpus_per_host`` GPUs (``jobs_per_host`` × ``hosts`` jobs when given, so the load stays put as
 the cluster grows). ``workers`` draws the number of workers per job, ``bandwidth`` the
 job's predicted network weight; ``busy`` is the fraction of GPUs already held by other work.
-Liquid's two clusters: 5 hosts × 4 K80 (12 GB, 24 cores, 188 GB) and 20 hosts × 2 T4 (16 GB,
-48 vCPUs, 186 GB).
+Liquid's two clusters: 5 hosts × 4 K80 (12 GB, 24 cores, 188 GB, 10 Gbit/s) and 20 hosts ×
+2 T4 (16 GB, 48 vCPUs, 186 GB, 15 Gbit/s); ``host_gbps`` sets the host links' speed (default:
+:data:`~optsched.topology.DEFAULT_BANDWIDTH`'s). The placement cost does not depend on link
+speeds (:mod:`optsched.placement.cost`), only durations do.
 """
 
 from __future__ import annotations
@@ -19,7 +21,7 @@ from optsched.errors import InputError
 from optsched.generate import check_generation_size
 from optsched.limits import MAX_VALUE
 from optsched.placement.model import Container, PlacementInstance, PlacementJob
-from optsched.topology import Topology, tree_topology
+from optsched.topology import DEFAULT_BANDWIDTH, Topology, tree_topology
 
 
 @dataclass(frozen=True)
@@ -40,6 +42,7 @@ class PlacementSpec:
     ps_gpus: int = 1
     bandwidth: tuple[int, int] = (1, 1)
     busy: float = 0.0
+    host_gbps: float | None = None
 
     def __post_init__(self) -> None:
         if min(self.jobs, self.hosts, self.gpus_per_host) < 1:
@@ -54,6 +57,9 @@ class PlacementSpec:
             if not 0 < value <= MAX_VALUE:
                 raise InputError(f"placement generator: {name} must be in (0, {MAX_VALUE:g}], "
                                  f"got {value!r}")
+        if self.host_gbps is not None and not 0 < self.host_gbps <= MAX_VALUE:
+            raise InputError(f"placement generator: host_gbps must be in (0, {MAX_VALUE:g}], "
+                             f"got {self.host_gbps!r}")
         if self.jobs_per_host is not None and not 0 < self.jobs_per_host <= MAX_VALUE:
             raise InputError(f"placement generator: jobs_per_host must be > 0, "
                              f"got {self.jobs_per_host!r}")
@@ -74,9 +80,12 @@ def generate_placement(spec: PlacementSpec, seed: int, *, name: str | None = Non
     """A random placement instance drawn from ``spec`` with ``default_rng(seed)``."""
     rng = np.random.default_rng(seed)
     n_jobs = spec.n_jobs
+    links = dict(DEFAULT_BANDWIDTH)
+    if spec.host_gbps is not None:
+        links["host"] = spec.host_gbps
     graph = tree_topology([[spec.gpu_type] * spec.gpus_per_host] * spec.hosts,
                           hosts_per_rack=spec.hosts_per_rack,
-                          racks_per_domain=spec.racks_per_domain)
+                          racks_per_domain=spec.racks_per_domain, bandwidth=links)
     for _, attrs in graph.nodes(data=True):
         if attrs["kind"] == "host":
             attrs.update(cpus=spec.cpus, memory=spec.memory)

@@ -1,7 +1,9 @@
 """One entry point for placement methods (kind ``place``), as :func:`optsched.solve` is for
 scheduling: every placement a method returns goes through
 :func:`~optsched.placement.check.check_placement`, and the Result's objective is the checker's
-recomputed cost under the chosen :class:`~optsched.placement.cost.CostModel`.
+recomputed cost under the chosen :class:`~optsched.placement.cost.CostModel`, named
+``liquid_cost_paper`` or ``liquid_cost_code_reconstructed`` (``cost=code``: the order-free
+reconstruction of the reference code's evaluator, :mod:`optsched.placement.cost`).
 """
 
 from __future__ import annotations
@@ -29,8 +31,9 @@ from optsched.solve import (
 
 #: Parameters every placement method accepts (the cost it is measured with).
 COST_PARAMS = {
-    "cost": "paper (λ, rack/domain sizes, fitness; default) or code (1/4/40 × bandwidth, "
-            "order-free PS-spread/worker-pack load)",
+    "cost": "paper (eqs. 2-6: λ, rack/domain sizes, fitness; default) or code (a "
+            "reconstruction of the reference code's evaluator: 1/4/40 × bandwidth, order-free "
+            "PS-spread/worker-pack load; objective liquid_cost_code_reconstructed)",
     "lambda": "the paper's λ in [0, 1] (default 0.5)",
     "cross_domain": "the paper's cost of a cross-domain pair (default: the number of hosts)",
     "contention": "1: weight each remote pair by the flows sharing its worker's host link "
@@ -105,7 +108,7 @@ def place(instance: PlacementInstance, method: str, *, seed: int = 0,
         raise MethodError(f"{info.label} returned {type(out).__name__}, not a PlaceOutput")
     bound = finite_bound(info, out.bound)
     common: dict[str, Any] = dict(method=method, mode="placement", runtime_s=runtime, seed=seed,
-                                  params=params, objective_name=f"liquid_cost_{model.variant}")
+                                  params=params, objective_name=model.objective_name)
     if out.placement is None:
         return Result(out.status or Status.UNKNOWN, objective=None, bound=bound,
                       extra=dict(out.extra), **common), None
