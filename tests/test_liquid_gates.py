@@ -139,3 +139,20 @@ def test_gated_liquid_schedules_pass_the_checker(seed, hosts, jobs, distributed,
     assert report.feasible
     assert [report.completion[j.id] for j in inst.jobs] == pytest.approx(sim.completion)
     assert result.objective == pytest.approx(sim.objective)
+
+
+def test_placement_parameters_are_passed_through():
+    """One 1 PS + 2 worker job alone on 3 hosts × 4 GPUs: best-fit in the code form keeps it
+    on one host (pww); with Alg. 1 line 18 each container takes a host of its own (p:w:w)."""
+    inst = generate_liquid(LiquidSpec(jobs=1, hosts=3, gpus_per_host=4, gpu_type="K80",
+                                      gpu_memory=12288, mix=(("vgg16", 1),)), 0)
+
+    def hosts(params):
+        _, sim = run_policy(inst, "liquid", params=params)
+        checked(inst, sim)
+        return {t.gpu.split("/")[0] for t in sim.schedule.tasks}
+
+    assert len(hosts({"cost": "code"})) == 1
+    assert len(hosts({"cost": "code", "line18": "1"})) == 3
+    with pytest.raises(InputError, match="repair is not a parameter of placement=bestfit"):
+        run_policy(inst, "liquid", params={"repair": "mixed"})

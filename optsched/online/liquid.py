@@ -10,7 +10,9 @@ Jobs wait in arrival order. Each decision (see :mod:`optsched.online.cluster`):
    dropping the latest-arrived job until the batch fits (Liquid drops one at random; the
    batch starts as the longest arrival-order prefix that has enough vacant GPUs).
    ``placement`` = ``bestfit`` (Liquid's immediate mode), ``gga`` (its batch mode), or the
-   baselines ``random``, ``spread``, ``pack``.
+   baselines ``random``, ``spread``, ``pack``; the method's own parameters (the cost form,
+   best-fit's and GGA's ``line18``, GGA's ``repair``, ``fitness``, ``generations``,
+   ``patience``) are passed through, so a result's params say which variant ran.
 2. **GPU sharing** (``share``) and **pre-scheduling** (``preschedule``) serve single-task
    jobs, under one of two *gates* (``gates``):
 
@@ -58,7 +60,7 @@ from optsched.online.cluster import ClusterDecision, ClusterJob, ClusterView, Ho
 from optsched.params import MIN_PERIOD, choice_param, nonnegative_float_param, period_param
 from optsched.placement.model import Container, PlacementInstance, PlacementJob
 from optsched.placement.place import COST_PARAMS, place
-from optsched.solve import register
+from optsched.solve import get_method, register
 from optsched.topology import Topology
 
 PRESCHEDULE_EXTRA = 15.0  # s, Liquid's PreScheduleExtraTime
@@ -72,14 +74,16 @@ CODE_SHARE_RATIO, CODE_PRESCHEDULE_RATIO = 0.75, 0.5
 
 @dataclass
 class Liquid:
-    """Liquid's scheduler; every switch is separate so its effect can be measured."""
+    """Liquid's scheduler; every switch is separate so its effect can be measured.
+    ``place_params``: the placement method's parameters (cost form, ``line18``, GGA
+    settings), refused when the method does not take them."""
 
     placement: str = "bestfit"
     batch: float = 0.0
     share: bool = False
     preschedule: bool = False
     heartbeat: float = 0.0
-    cost: Mapping[str, str] = field(default_factory=dict)
+    place_params: Mapping[str, str] = field(default_factory=dict)
     gates: str = "paper"
     share_ratio: float = CODE_SHARE_RATIO
     preschedule_ratio: float = CODE_PRESCHEDULE_RATIO
@@ -99,6 +103,11 @@ class Liquid:
                 raise InputError(f"{key} must be in [0, 1], got {getattr(self, key)!r}")
         if not 0 <= self.end_error <= 10:
             raise InputError(f"end_error must be in [0, 10], got {self.end_error!r}")
+        accepted = get_method(self.placement, "place").params
+        for key in self.place_params:
+            if key not in accepted:
+                raise InputError(f"{key} is not a parameter of placement={self.placement} "
+                                 f"(its parameters: {', '.join(sorted(accepted))})")
 
     @property
     def tick(self) -> float | None:
@@ -238,7 +247,7 @@ class Liquid:
         inst = view.instance
         pinst = _placement_instance(inst, jobs, vacant)
         seed = int(view.rng.integers(2**31))
-        _, placement = place(pinst, self.placement, seed=seed, params=self.cost)
+        _, placement = place(pinst, self.placement, seed=seed, params=self.place_params)
         if placement is None:
             return None
         gpus: dict[str, dict[int, int]] = {}
@@ -296,7 +305,16 @@ LIQUID_PARAMS = {
     "end_error": "relative standard deviation of the training end pre-scheduling plans on "
                  "(default 0: the true end)",
     **COST_PARAMS,
+    **{key: f"passed to the placement method: {text}" for key, text in (
+        ("line18", "bestfit/gga, 1: Alg. 1 line 18 (a host takes one container per job)"),
+        ("repair", "gga, re-insertion of homeless containers"),
+        ("fitness", "gga, eq8 or cost"),
+        ("generations", "gga, maximum generations"),
+        ("patience", "gga, generations without improvement before it stops"))},
 }
+#: The parameters the liquid policy hands to its placement method.
+PLACE_PARAMS = frozenset(COST_PARAMS) | {"line18", "repair", "fitness", "generations",
+                                         "patience"}
 
 
 def _switch(params: Mapping[str, str], key: str) -> bool:
@@ -307,12 +325,12 @@ def _switch(params: Mapping[str, str], key: str) -> bool:
           description="Liquid's scheduler: best-fit / GGA placement, GPU sharing, "
                       "pre-scheduling, event-driven or heartbeat reporting")
 def _liquid(params: Mapping[str, str]) -> Liquid:
-    cost = {k: v for k, v in params.items() if k in COST_PARAMS}
+    place_params = {k: v for k, v in params.items() if k in PLACE_PARAMS}
     return Liquid(choice_param({"placement": params.get("placement", "bestfit")},
                                "placement", PLACEMENTS),
                   period_param(params, "batch"), _switch(params, "share"),
                   _switch(params, "preschedule"), period_param(params, "heartbeat"),
-                  cost, choice_param(params, "gates", GATES),
+                  place_params, choice_param(params, "gates", GATES),
                   _fraction(params, "share_ratio", CODE_SHARE_RATIO),
                   _fraction(params, "preschedule_ratio", CODE_PRESCHEDULE_RATIO),
                   _fraction(params, "end_error", 0.0, high=10.0))
