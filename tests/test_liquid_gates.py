@@ -156,3 +156,14 @@ def test_placement_parameters_are_passed_through():
     assert len(hosts({"cost": "code", "line18": "1"})) == 3
     with pytest.raises(InputError, match="repair is not a parameter of placement=bestfit"):
         run_policy(inst, "liquid", params={"repair": "mixed"})
+
+
+def test_results_say_which_variant_ran():
+    inst = generate_liquid(LiquidSpec(jobs=2, hosts=3), 0)
+    result, _ = run_policy(inst, "liquid", params={"share": "1"})
+    settings = result.extra["settings"]
+    assert settings["place_params"] == {"cost": "paper", "line18": "0"}
+    assert settings["gates"] == "paper" and settings["share"] is True
+    result, _ = run_policy(inst, "liquid", params={"placement": "spread", "gates": "code"})
+    assert result.extra["settings"]["place_params"] == {"cost": "paper"}
+    assert result.extra["settings"]["gates"] == "code"

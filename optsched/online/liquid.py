@@ -110,6 +110,19 @@ class Liquid:
                                  f"(its parameters: {', '.join(sorted(accepted))})")
 
     @property
+    def settings(self) -> dict[str, object]:
+        """Every setting the run used, defaults included (a result says which variant ran:
+        cost form, ``line18``, gates)."""
+        defaults = {"cost": "paper", "line18": "0"}
+        accepted = get_method(self.placement, "place").params
+        return {"placement": self.placement, "batch": self.batch, "share": self.share,
+                "preschedule": self.preschedule, "heartbeat": self.heartbeat,
+                "gates": self.gates, "share_ratio": self.share_ratio,
+                "preschedule_ratio": self.preschedule_ratio, "end_error": self.end_error,
+                "place_params": {**{k: v for k, v in defaults.items() if k in accepted},
+                                 **self.place_params}}
+
+    @property
     def tick(self) -> float | None:
         return self.heartbeat or None
 

@@ -50,6 +50,9 @@ def run_policy(instance: Instance, policy: str, *, params: Mapping[str, str] | N
         extra = {"gpu_idle_s": sim.metrics["gpu_idle_s"],
                  "mean_execution_s": sim.metrics["mean_execution_s"], "tick": chosen.tick,
                  "event_driven": chosen.event_driven}
+        settings = getattr(chosen, "settings", None)  # a policy's full settings, if it says
+        if isinstance(settings, dict):
+            extra["settings"] = settings
     else:
         with method_running(info, (PolicyError,)):
             sim = simulate(instance, chosen, seed=seed, noise=noise,
