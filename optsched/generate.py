@@ -386,7 +386,7 @@ def generate_hare(spec: HareSpec, seed: int, *, name: str | None = None) -> Inst
 
 @dataclass(frozen=True)
 class LiquidSpec:
-    """Liquid's evaluation setting (TPDS'22 §7, seeds.md §2.7) as a cluster instance@2.
+    """Liquid's evaluation setting (TPDS'22 §7) as a cluster instance@2.
 
     ``hosts`` hosts of ``gpus_per_host`` GPUs (default 2 × T4, 16 GB: the Alibaba Cloud
     cluster) in racks of ``hosts_per_rack`` (default: one rack, a single switch as in both of

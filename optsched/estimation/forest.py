@@ -126,7 +126,7 @@ class ResourceEstimator:
 
 
 def to_request(prediction: Mapping[str, float]) -> dict[str, float]:
-    """Liquid's request from predictions (seeds.md §2.2; defaults where a label is missing)."""
+    """Liquid's request from predictions (Liquid §4.1; defaults where a label is missing)."""
     def up(key: str, unit: float, default: float) -> float:
         return default if key not in prediction else math.ceil(max(0.0, prediction[key])
                                                                 / unit) * unit

@@ -1,4 +1,4 @@
-"""Liquid's scheduler (TPDS'22 §5-§6, seeds.md §2.4-§2.6) as a cluster policy.
+"""Liquid's scheduler (TPDS'22 §5–§6) as a cluster policy.
 
 Jobs wait in arrival order. Each decision (see :mod:`optsched.online.cluster`):
 

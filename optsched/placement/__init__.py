@@ -1,1 +1,1 @@
-"""Liquid's placement: contracts, checker, cost (TPDS'22; research/seeds.md §2)."""
+"""Liquid's placement: contracts, checker, cost (TPDS'22)."""

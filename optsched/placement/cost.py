@@ -1,4 +1,4 @@
-"""Liquid's placement cost in its two forms (TPDS'22 §5.2, eqs. 2–6; seeds.md §2.3).
+"""Liquid's placement cost in its two forms (TPDS'22 §5.2, eqs. 2–6).
 
 Both are *order-free*: a function of the final container → host map only, so exact methods
 can optimise them and :func:`~optsched.placement.check.check_placement` recomputes them.

@@ -1,12 +1,13 @@
-"""Liquid's placement → duration table (TPDS'22 §7, Fig. 1 and Fig. 6; seeds.md §2.7).
+"""Liquid's placement → duration table (TPDS'22 §7, Fig. 1 and Fig. 6).
 
 Job execution times in seconds of a 1-PS + 2-worker job (and of single-task jobs) by how its
 containers share hosts, as the reference implementation's mock executor uses them
-(PasaLab/Liquid @ 2e70203, ``Liquid-scheduler/src/mocker.go``, which adds ±5 % noise; figures
-quoted, not code). Modes: ``s1`` one GPU, ``s2`` two GPUs of one host (single-task jobs);
-``pww`` PS and both workers on one host; ``pw:w`` PS with one worker, the other worker
-elsewhere; ``p:ww`` PS alone, both workers together elsewhere; ``p:w:w`` all on different
-hosts. VGG-16 is the bandwidth-sensitive job (p:ww 2.33× the co-located time).
+(PasaLab/Liquid @ 2e70203, ``Liquid-scheduler/src/mocker.go``, which scales them by (95 +
+U{0..4}) %, i.e. −5 … −1 %; figures quoted, not code; optsched uses them noise-free). Modes:
+``s1`` one GPU, ``s2`` two GPUs of one host (single-task jobs); ``pww`` PS and both workers on
+one host; ``pw:w`` PS with one worker, the other worker elsewhere; ``p:ww`` PS alone, both
+workers together elsewhere; ``p:w:w`` all on different hosts. VGG-16 is the bandwidth-sensitive
+job (p:ww 2.33× the co-located time).
 """
 
 from __future__ import annotations

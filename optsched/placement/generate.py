@@ -1,7 +1,8 @@
 """Seeded placement instances in the settings of Liquid's evaluation (TPDS'22 §7).
 
 Defaults follow the reference code's distributed jobs: 1 PS + 2 workers, every container
-1 GPU, 4 CPUs, 4 GB of memory and 8 GB of GPU memory (seeds.md §2.7), on ``hosts`` hosts of
+1 GPU, 4 CPUs, 4 GB of memory and 8 GB of GPU memory (the released experiments'
+``jobModel.py``), on ``hosts`` hosts of
 ``gpus_per_host`` GPUs (``jobs_per_host`` × ``hosts`` jobs when given, so the load stays put as
 the cluster grows). ``workers`` draws the number of workers per job, ``bandwidth`` the
 job's predicted network weight; ``busy`` is the fraction of GPUs already held by other work.

@@ -1,5 +1,4 @@
-"""Liquid's batch mode: a grouping genetic algorithm (TPDS'22 §5.3, eq. 8, Figs. 7–9;
-seeds.md §2.5).
+"""Liquid's batch mode: a grouping genetic algorithm (TPDS'22 §5.3, eq. 8, Figs. 7–9).
 
 Falkenauer's grouping encoding (Fig. 7): an individual is a container → host map, a *group*
 is a host with the containers on it. Operators act on whole groups:
