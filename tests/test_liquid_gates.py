@@ -7,7 +7,7 @@ import zlib
 
 import numpy as np
 import pytest
-from hypothesis import given
+from hypothesis import assume, given
 from hypothesis import strategies as st
 
 from optsched import Instance, Job, check
@@ -123,17 +123,25 @@ def test_bad_gate_params_are_refused(params, message):
        gates=st.sampled_from(["paper", "code"]), share=st.booleans(), pre=st.booleans(),
        share_ratio=st.sampled_from(["0", "0.5", "0.75"]),
        preschedule_ratio=st.sampled_from(["0", "0.5", "1"]),
-       end_error=st.sampled_from(["0", "0.1", "0.4"]), heartbeat=st.sampled_from([0, 5]))
+       end_error=st.sampled_from(["0", "0.1", "0.4"]), heartbeat=st.sampled_from([0, 5]),
+       placement=st.sampled_from([{}, {"line18": "1"}, {"placement": "gga", "batch": "5"},
+                                  {"placement": "gga", "repair": "firstfit", "line18": "1"},
+                                  {"placement": "gga", "fitness": "cost", "cost": "code"}]),
+       error=st.sampled_from([0.0, 0.3]), contention=st.booleans())
 def test_gated_liquid_schedules_pass_the_checker(seed, hosts, jobs, distributed, interarrival,
                                                  gates, share, pre, share_ratio,
-                                                 preschedule_ratio, end_error, heartbeat):
-    """Every gate and prediction-error setting yields a checked schedule whose completion
-    times the checker recomputes independently."""
+                                                 preschedule_ratio, end_error, heartbeat,
+                                                 placement, error, contention):
+    """Every gate, placement variant and prediction-error setting yields a checked schedule
+    whose completion times the checker recomputes independently."""
+    # line 18 puts each container of a 1 PS + 2 worker job on a host of its own
+    assume(hosts >= 3 or "line18" not in placement or not distributed)
     inst = generate_liquid(LiquidSpec(hosts=hosts, jobs=jobs, distributed=distributed,
-                                      interarrival=interarrival), seed)
+                                      interarrival=interarrival, prediction_error=error,
+                                      link_contention=contention), seed)
     params = {"gates": gates, "share": str(int(share)), "preschedule": str(int(pre)),
               "share_ratio": share_ratio, "preschedule_ratio": preschedule_ratio,
-              "end_error": end_error, "heartbeat": str(heartbeat)}
+              "end_error": end_error, "heartbeat": str(heartbeat), **placement}
     result, sim = run_policy(inst, "liquid", params=params, seed=seed)
     report = check(inst, sim.schedule)
     assert report.feasible
