@@ -42,7 +42,7 @@ def error_effects(path: Path) -> list[str]:
     experiment and error level, over the cases and seeds of liquid_sequences.py)."""
     rows: dict[tuple[str, float], dict[str, list[float]]] = defaultdict(
         lambda: defaultdict(list))
-    for line in path.read_text().splitlines():
+    for line in filter(None, path.read_text().splitlines()):
         r = json.loads(line)
         key = "sequence_s" if r["experiment"] == "sharing" else "idle_s"
         rows[r["experiment"], r["error"]][r["config"]].append(r[key])
