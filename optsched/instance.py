@@ -439,10 +439,19 @@ class Instance:
         return compute
 
     def _check_actual_memory(self, compute: np.ndarray) -> None:
-        """A job with ``actual`` values must fit its actual GPU memory alone on every GPU it
-        can run on: a round that runs out of memory is re-run (models/cluster-execution.md),
-        and this keeps a re-run alone on a GPU from failing for ever."""
+        """A job's predicted GPU memory must fit enough of the GPUs it can run on for one
+        round (else no scheduler could start it), and with ``actual`` values its actual GPU
+        memory must fit alone on every GPU it can run on: a round that runs out of memory is
+        re-run (models/cluster-execution.md), and this keeps a re-run alone on a GPU from
+        failing for ever."""
         for j, job in enumerate(self.jobs):
+            room = [g for g in np.flatnonzero(np.isfinite(compute[j]))
+                    if self.gpus[g].memory is None or job.gpu_memory <= self.gpus[g].memory]
+            if job.gpu_memory and len(room) < job.tasks_per_round:
+                raise InputError(f"job {job.id!r}: predicted GPU memory {job.gpu_memory:g} MB "
+                                 f"fits {len(room)} of the GPUs it can run on, fewer than its "
+                                 f"{job.tasks_per_round} tasks per round (it could never be "
+                                 "started)")
             if job.actual is None:
                 continue
             for g in np.flatnonzero(np.isfinite(compute[j])):

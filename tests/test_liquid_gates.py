@@ -175,3 +175,17 @@ def test_results_say_which_variant_ran():
     result, _ = run_policy(inst, "liquid", params={"placement": "spread", "gates": "code"})
     assert result.extra["settings"]["place_params"] == {"cost": "paper"}
     assert result.extra["settings"]["gates"] == "code"
+
+
+def test_a_job_that_ran_out_of_memory_is_not_shared_again():
+    """b is shared next to a on predictions (6000 + 4000 MB of 10000) but really needs
+    6000 MB: it fails at its training start, and from then on waits for a vacant GPU instead
+    of failing again at every heartbeat."""
+    a = single("a", util=0.4, gpu_memory=6000.0)
+    b = single("b", util=0.4, gpu_memory=4000.0, arrival=1.0, actual={"gpu_memory": 6000.0})
+    inst = cluster((a, b), memory=(10000.0,), share_cap=1.3)
+    sim = checked(inst, simulate_cluster(inst, Liquid(share=True, heartbeat=5)))
+    assert sim.metrics["oom_failures"] == 1
+    failed = [t for t in sim.schedule.tasks if t.failed_at is not None]
+    assert [(t.job, t.start, t.failed_at) for t in failed] == [("b", 1.0, 1.0)]
+    assert starts(sim)["b"][1] == 105.0  # a's release (100), reported at the next heartbeat

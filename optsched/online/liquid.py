@@ -36,9 +36,12 @@ Jobs wait in arrival order. Each decision (see :mod:`optsched.online.cluster`):
 
    A pre-scheduled job launches at once and trains when the GPU is vacant for it. The
    training end it plans on is a *prediction* (Liquid §6.1 estimates phase times with a
-   model): the true end plus ε·T, T the holder's training time on that GPU and ε ~ N(0,
-   ``end_error``) drawn once per (instance, job), reproducibly; ``end_error`` = 0 is an
-   oracle.
+   model): the true end plus ε·T, T the holder's profiled compute time per task on that GPU
+   and ε ~ N(0, ``end_error``) drawn once per (instance name, job), reproducibly (the same
+   for every ``--seed``); ``end_error`` = 0 is an oracle. A job whose round ran out of GPU
+   memory (its actual memory exceeded the prediction, cluster.py) is neither shared nor
+   pre-scheduled again: it waits for a vacant GPU, as §6.2's remedy (limit the job's GPU
+   memory) presumes a job known to overrun.
 
 ``heartbeat`` > 0 turns event-driven reporting off: freed GPUs become known only at the next
 heartbeat (Liquid's agents report every 5 s).
@@ -113,7 +116,7 @@ class Liquid:
     def settings(self) -> dict[str, object]:
         """Every setting the run used, defaults included (a result says which variant ran:
         cost form, ``line18``, gates)."""
-        defaults = {"cost": "paper", "line18": "0"}
+        defaults = {"cost": "paper", "line18": "0", "repair": "mixed", "fitness": "eq8"}
         accepted = get_method(self.placement, "place").params
         return {"placement": self.placement, "batch": self.batch, "share": self.share,
                 "preschedule": self.preschedule, "heartbeat": self.heartbeat,
@@ -149,7 +152,8 @@ class Liquid:
         code = self.gates == "code"
         if self.share and code and _load_ratio(holders, vacant) >= self.share_ratio:
             for job in waiting:  # the code's first round: sharing before the vacant GPUs
-                g = self._share(view, job, holders) if job.tasks_per_round == 1 else None
+                g = self._share(view, job, holders) \
+                    if job.tasks_per_round == 1 and not job.failures else None
                 if g is not None:
                     out.append((job.index, (g,), True))
                     holders[g].append(Holding(job, 1, True))
@@ -166,7 +170,7 @@ class Liquid:
         vacant -= {g for _, gpus, _ in placed for g in gpus}
         done = {j for j, _, _ in out}
         for job in waiting:
-            if job.index in done or job.tasks_per_round != 1 or any(
+            if job.index in done or job.tasks_per_round != 1 or job.failures or any(
                     _fits(inst, job, g) for g in vacant):
                 continue
             where = self._share(view, job, holders) if self.share and not code else None
