@@ -445,8 +445,8 @@ class Instance:
         re-run (models/cluster-execution.md), and this keeps a re-run alone on a GPU from
         failing for ever."""
         for j, job in enumerate(self.jobs):
-            room = [g for g in np.flatnonzero(np.isfinite(compute[j]))
-                    if self.gpus[g].memory is None or job.gpu_memory <= self.gpus[g].memory]
+            limits = (self.gpus[g].memory for g in np.flatnonzero(np.isfinite(compute[j])))
+            room = [m for m in limits if m is None or job.gpu_memory <= m]
             if job.gpu_memory and len(room) < job.tasks_per_round:
                 raise InputError(f"job {job.id!r}: predicted GPU memory {job.gpu_memory:g} MB "
                                  f"fits {len(room)} of the GPUs it can run on, fewer than its "
