@@ -695,8 +695,21 @@ def build_parser() -> argparse.ArgumentParser:
     for name in ("total-tasks", "iters-per-task"):
         p.add_argument(f"--{name}", type=int, dest=name.replace("-", "_"),
                        help="hare family only")
+    p.add_argument("--task-seconds", type=float, dest="task_seconds", metavar="S",
+                   help="hare family: compute time of a task on the job's fastest GPU "
+                        "(default 0.75; a task is then whole mini-batches, at least enough "
+                        "that sync < compute); --iters-per-task N fixes N batches instead")
+    p.add_argument("--nlp-rounds", type=float, dest="nlp_rounds", metavar="F",
+                   help="hare family: NLP jobs have F times the rounds of the others "
+                        "(default 2)")
+    p.add_argument("--arrival-rate", type=float, dest="arrival_rate", metavar="JOBS_PER_S",
+                   help="hare family: Poisson arrival rate (default: --load times the "
+                        "capacity of the --load-gpus reference cluster)")
+    p.add_argument("--load-gpus", type=int, dest="load_gpus", metavar="N",
+                   help="hare family: GPUs of the reference cluster --load refers to "
+                        "(default 160, at the high level)")
     p.add_argument("--mix", metavar="CV,NLP,SPEECH,REC",
-                   help="hare family: job-mix ratios of the four classes, e.g. 2,1,1,1; "
+                   help="hare family: work shares of the four classes, e.g. 2,1,1,1; "
                         "liquid family: MODEL:COUNT,..., e.g. resnet50:4,inceptionv3:2,vgg16:2")
     p.add_argument("--heterogeneity-level", choices=("low", "middle", "high"),
                    help="hare family: V100 only / V100+K80 / V100+T4+K80+M60 (default high)")

@@ -260,6 +260,31 @@ HARE_LEVELS = {"low": {"V100": 8}, "middle": {"V100": 8, "K80": 1},
                "high": {"V100": 8, "T4": 4, "K80": 1, "M60": 2}}
 #: The high level at 160 GPUs: 85 V100, 43 T4, 11 K80, 21 M60.
 HARE_CLUSTER = {"V100": 85, "T4": 43, "K80": 11, "M60": 21}
+#: Default compute time of one task on the job's fastest GPU, in seconds (``task_seconds``).
+#: Assumption (the paper's task is one mini-batch, §2.2.3, but then ResNet-50 and Inception-V3
+#: synchronise 1.4–1.6× longer than they train at 25 Gbit/s, against §5.1's "we assume that
+#: the training time is longer than the synchronization time"): about two BERT-base batches on
+#: a V100 (0.72 s), the longest one-batch task of Table 2's workloads, so that every workload
+#: trains at least one whole batch per task and no task is shorter than another by more than
+#: rounding to whole batches. With it, sync / compute is at most 0.39 at 25 Gbit/s and 0.98 at
+#: 10 Gbit/s (BERT-base, two batches), so the assumption holds at all three bandwidths of
+#: Fig. 18 (10, 15, 25 Gbit/s).
+HARE_TASK_SECONDS = 0.75
+#: Default factor by which NLP jobs have more rounds than the other classes (``nlp_rounds``).
+#: §7: "NLP jobs involve heavier training workloads (i.e., more training rounds and more
+#: training time)"; the factor is not given, 2 is our assumption.
+HARE_NLP_ROUNDS = 2.0
+#: Default offered load (``load``): the reference cluster (``load_gpus`` GPUs at the high
+#: level, the paper's default 160) is offered exactly what it can process. The paper's arrivals
+#: are the Google cluster trace (2019), whose times it does not publish ("set according to the
+#: trace in Google cluster", §7); we calibrate one Poisson rate per figure instead, so that the
+#: reference cell (300 jobs and 160 GPUs at the ~167 tasks per job of the grids) sits at load 1
+#: and the backlog neither drains nor explodes there: more jobs (Fig. 15) then mean more
+#: waiting, more GPUs (Fig. 14, 100–180 GPUs: load 1.6–0.89) less. Capacity counts each GPU
+#: at its speed relative to the fastest type (a T4 is ~0.29 V100 on CNNs), averaged over the
+#: workloads at equal work shares.
+HARE_LOAD = 1.0
+HARE_LOAD_GPUS = 160
 
 
 def _apportion(total: int, weights: list[float]) -> list[int]:
@@ -284,21 +309,77 @@ def hare_cluster(gpus: int, level: str = "high") -> tuple[tuple[str, int], ...]:
     return tuple(zip(types, counts, strict=True))
 
 
+def hare_sync(workload: str, bandwidth_gbps: float) -> float:
+    """Seconds to push and pull a workload's fp32 parameters over ``bandwidth_gbps``
+    (the same on every GPU: one 25 Gbit/s Ethernet in the testbed, HPDC'22 §7)."""
+    return 2 * 8 * HARE_WORKLOADS[workload] * 4e6 / (1e9 * bandwidth_gbps)
+
+
+def hare_iterations(spec: HareSpec, workload: str, fastest: float) -> int:
+    """Mini-batches per task of ``workload`` whose batch takes ``fastest`` s on the fastest GPU.
+
+    ``spec.iters_per_task`` when given; otherwise round(task_seconds / fastest), raised where
+    needed to the least count whose compute exceeds the sync at ``spec.bandwidth_gbps``, so
+    that sync < compute on every GPU (the sync is the same on every GPU and no GPU is faster
+    than the fastest): HPDC'22 §5.1, "we assume that the training time is longer than the
+    synchronization time".
+    """
+    if spec.iters_per_task is not None:
+        return spec.iters_per_task
+    floor_sync = math.floor(hare_sync(workload, spec.bandwidth_gbps) / fastest) + 1
+    return max(round(spec.task_seconds / fastest), floor_sync)
+
+
 @dataclass(frozen=True)
 class HareSpec:
-    """The Hare paper's simulation setting (seeds.md §1.8) as a generator.
+    """The Hare paper's simulation setting (HPDC'22 §7; seeds.md §1.8) as a generator.
 
-    ``jobs`` jobs of the eight workloads of :data:`HARE_WORKLOADS` in equal shares, or with
-    ``mix`` = (CV, NLP, Speech, Rec) ratios over :data:`HARE_CLASSES` (equal shares inside a
-    class), shuffled; ``gpus`` GPUs at ``heterogeneity_level`` (:func:`hare_cluster`);
-    K ~ U(``tasks_per_round``); a task is ``iters_per_task`` mini-batches (1 in Hare, where a
-    task trains one batch); rounds R_j = max(1, round(u_j · total_tasks / Σ_i u_i K_i)) with
-    u ~ U[0.2, 1.8], so the instance has about ``total_tasks`` tasks (``tasks_per_job`` × ``jobs``
-    when given, to keep job sizes when the number of jobs varies); weights ~ U{weight};
-    sync = push + pull of the fp32 parameters over ``bandwidth_gbps`` (the same on every GPU:
-    the testbed's 25 Gbit/s Ethernet); Poisson arrivals at the rate that offers ``load`` times
-    the cluster's capacity, W/(M·load) with W = Σ_j R_j K_j min_g p_jg (the paper's Google
-    2019 arrival times are not public).
+    Every setting below quotes the paper where it speaks and names the assumption where it
+    is silent.
+
+    *Cluster.* ``gpus`` GPUs at ``heterogeneity_level`` (:func:`hare_cluster`; §7 Fig. 16:
+    "low", "middle", "high"; the split 8:4:1:2 V100:T4:K80:M60 is the testbed's, an
+    assumption for the simulated cluster).
+
+    *Mix* (§7: "each type of jobs accounts for 25% of the total workload"). ``mix`` = (CV,
+    NLP, Speech, Rec) shares of the total *work* (default 1:1:1:1, Fig. 17 varies it);
+    work = R_j K_j × the task's compute time on the job's fastest GPU type. NLP jobs have
+    ``nlp_rounds`` times the rounds of the others (§7: "NLP jobs involve heavier training
+    workloads (i.e., more training rounds and more training time)"), so that classes hold
+    equal work, job counts are apportioned in proportion to ``mix`` / (``nlp_rounds`` for NLP,
+    1 otherwise): 2:1:2:2 by default (86, 43, 86, 85 of 300 jobs). Inside a class the
+    workloads of :data:`HARE_CLASSES` take turns; jobs are shuffled.
+
+    *Size.* K ~ U(``tasks_per_round``) (assumption; §7 gives none). A task of workload w
+    trains n_w mini-batches (:func:`hare_iterations`): ``iters_per_task`` when given, else
+    about ``task_seconds`` on the fastest GPU and always enough that sync < compute on every
+    GPU. Rounds R_j = max(1, round(u_j · c_class)), u ~ U[0.2, 1.8], the class factor set so
+    that each class holds exactly its share of the work and the instance about
+    ``total_tasks`` tasks (``tasks_per_job`` × ``jobs`` when given, to keep job sizes when the
+    number of jobs varies). The work shares then equal ``mix`` up to rounding R_j.
+
+    *Job lengths* (assumption). The paper's JCTs are 10–80 min on its testbed (Fig. 13), with
+    one-batch tasks and thousands of rounds; ~50,000 tasks of ~0.75 s make jobs of about a
+    minute of fastest-GPU compute, so the absolute times here are shorter. Scaling every
+    compute, sync and arrival time by one factor scales every schedule with it and leaves
+    every ratio and ordering unchanged, so what these settings pin to the paper is the ratio
+    sync / compute (§5.1) and the load, not the time unit.
+
+    *Sync* = push + pull of the fp32 parameters over ``bandwidth_gbps`` (25 Gbit/s, the
+    testbed's Ethernet), the same on every GPU, and positive for every job, so the
+    heterogeneity degree α of Theorem 4 is always defined.
+
+    *Arrivals* (§7: "set according to the trace in Google cluster"; the trace's times are not
+    published). A Poisson process of rate ``arrival_rate`` jobs/s, the first job at 0. By
+    default (:meth:`rate`) λ = ``load`` / (E[W_j] · Σ_w s_w / cap_w): E[W_j] = (tasks per
+    job) × the mean over the eight workloads of their task time on the fastest GPU type,
+    s_w the workload's share of the work at equal class shares, and cap_w = Σ_m p_w,fastest /
+    p_w,m over the reference cluster (``load_gpus`` GPUs at the high level) its capacity in
+    fastest-GPU seconds per second. The rate depends on neither the number of jobs (given
+    ``tasks_per_job``), the number of GPUs, the level nor the mix, so one rate serves a whole
+    figure and more jobs mean more load, more GPUs less (:data:`HARE_LOAD`).
+
+    ``weight`` w_j ~ U{weight} (assumption; the paper states none).
     """
 
     jobs: int = 300
@@ -308,15 +389,20 @@ class HareSpec:
     tasks_per_round: tuple[int, ...] = (1, 2, 4, 8)
     total_tasks: int = 50_000
     tasks_per_job: float | None = None
-    iters_per_task: int = 1
+    iters_per_task: int | None = None
+    task_seconds: float = HARE_TASK_SECONDS
+    nlp_rounds: float = HARE_NLP_ROUNDS
     weight: tuple[int, int] = (1, 3)
     bandwidth_gbps: float = 25.0
-    load: float = 1.0
+    load: float = HARE_LOAD
+    load_gpus: int = HARE_LOAD_GPUS
+    arrival_rate: float | None = None
 
     def __post_init__(self) -> None:
-        for name in ("jobs", "gpus", "total_tasks"):
+        for name in ("jobs", "gpus", "total_tasks", "load_gpus"):
             _integer(self, name)
-        _integer(self, "iters_per_task", 1, int(MAX_FACTOR))
+        if self.iters_per_task is not None:
+            _integer(self, "iters_per_task", 1, int(MAX_FACTOR))
         if self.tasks_per_job is not None:
             _number(self, "tasks_per_job", 1, MAX_TASKS)
         if self.mix is not None and (
@@ -333,6 +419,10 @@ class HareSpec:
         _range(self, "weight", 1, MAX_VALUE, integer=True)
         _number(self, "load", 1 / MAX_FACTOR, MAX_FACTOR)
         _number(self, "bandwidth_gbps", 0, MAX_VALUE, open_low=True)
+        _number(self, "task_seconds", 1e-6, MAX_VALUE)
+        _number(self, "nlp_rounds", 1 / MAX_FACTOR, MAX_FACTOR)
+        if self.arrival_rate is not None:
+            _number(self, "arrival_rate", 1e-9, MAX_VALUE)
         total = self.total_tasks if self.tasks_per_job is None else \
             self.tasks_per_job * self.jobs
         mean_k = sum(self.tasks_per_round) / len(self.tasks_per_round)
@@ -342,46 +432,93 @@ class HareSpec:
         check_generation_size(f"--jobs {self.jobs} --gpus {self.gpus} {option} {value:g}",
                               jobs=self.jobs, gpus=self.gpus, tasks=total + self.jobs * mean_k)
         hare_cluster(self.gpus, self.heterogeneity_level)  # validates both
+        try:
+            hare_cluster(self.load_gpus, "high")
+        except InputError:
+            raise InputError(f"--load-gpus {self.load_gpus}: the reference cluster needs at "
+                             "least 4 GPUs (one of each type at the high level)") from None
+
+    @property
+    def tasks_per_job_mean(self) -> float:
+        """Tasks per job the spec aims at (``tasks_per_job``, else ``total_tasks`` / jobs)."""
+        return self.tasks_per_job if self.tasks_per_job is not None else \
+            self.total_tasks / self.jobs
+
+    def rate(self) -> float:
+        """The Poisson arrival rate in jobs/s (see the class docstring, *Arrivals*)."""
+        if self.arrival_rate is not None:
+            return self.arrival_rate
+        from optsched.workloads import default_catalog
+
+        catalog = default_catalog()
+        types = [t for t, _ in hare_cluster(self.gpus, self.heterogeneity_level)]
+        reference = hare_cluster(self.load_gpus, "high")
+        times, seconds_per_work = [], 0.0
+        for members in HARE_CLASSES.values():
+            for w in members:
+                fastest = min(catalog.seconds(w, t) or math.inf for t in types)
+                times.append(hare_iterations(self, w, fastest) * fastest)
+                best = min(catalog.seconds(w, t) or math.inf for t, _ in reference)
+                capacity = sum(n * best / (catalog.seconds(w, t) or math.inf)
+                               for t, n in reference)
+                seconds_per_work += 1 / (len(HARE_CLASSES) * len(members) * capacity)
+        mean_work = self.tasks_per_job_mean * sum(times) / len(times)
+        return self.load / (mean_work * seconds_per_work)
 
 
 def generate_hare(spec: HareSpec, seed: int, *, name: str | None = None) -> Instance:
-    """A random instance of the Hare setting (see :class:`HareSpec`), relaxed mode."""
+    """A random instance of the Hare setting (see :class:`HareSpec`), relaxed mode.
+
+    Guarantees (all tested): every job synchronises (sync > 0 on every GPU, so α is defined)
+    and, unless ``iters_per_task`` is given, trains longer than it synchronises on every GPU;
+    each class's share of the work (fastest-GPU compute) is ``mix``'s up to rounding the
+    rounds; the same spec and seed give the same instance.
+    """
     from optsched.workloads import default_catalog
 
     rng = np.random.default_rng(seed)
     catalog = default_catalog()
-    if spec.mix is None:
-        names = list(HARE_WORKLOADS)
-        pool = [names[i % len(names)] for i in range(spec.jobs)]
-    else:
-        pool = []
-        for members, count in zip(HARE_CLASSES.values(), _apportion(spec.jobs, list(spec.mix)),
-                                  strict=True):
-            pool += [members[i % len(members)] for i in range(count)]
-    workload = rng.permutation(pool)
+    mix = spec.mix if spec.mix is not None else (1.0,) * len(HARE_CLASSES)
+    heavier = [spec.nlp_rounds if c == "NLP" else 1.0 for c in HARE_CLASSES]
+    counts = _apportion(spec.jobs, [m / h for m, h in zip(mix, heavier, strict=True)])
+    pool: list[tuple[int, str]] = []
+    for c, (members, count) in enumerate(zip(HARE_CLASSES.values(), counts, strict=True)):
+        pool += [(c, members[i % len(members)]) for i in range(count)]
+    drawn = [pool[i] for i in rng.permutation(len(pool))]
+    job_class = np.array([c for c, _ in drawn])
+    workload = [w for _, w in drawn]
     cluster = hare_cluster(spec.gpus, spec.heterogeneity_level)
+    types = [t for t, _ in cluster]
     k = rng.choice(np.array(spec.tasks_per_round), size=spec.jobs)
     size = rng.uniform(0.2, 1.8, size=spec.jobs)
-    total = spec.total_tasks if spec.tasks_per_job is None else spec.tasks_per_job * spec.jobs
-    rounds = np.maximum(1, np.round(size * total / float(size @ k))).astype(int)
     weight = rng.integers(spec.weight[0], spec.weight[1] + 1, size=spec.jobs)
-    types = [t for t, _ in cluster]
-    fastest = np.array([min(catalog.seconds(str(w), t) or math.inf for t in types)
-                        for w in workload]) * spec.iters_per_task
-    n_gpus = spec.gpus
-    span = float(rounds * k @ fastest) / (n_gpus * spec.load)
-    arrival = np.sort(np.cumsum(rng.exponential(span / spec.jobs, size=spec.jobs)))
-    arrival -= arrival[0]
+    fastest = {w: min(catalog.seconds(w, t) or math.inf for t in types) for w in HARE_WORKLOADS}
+    iters = {w: hare_iterations(spec, w, fastest[w]) for w in HARE_WORKLOADS}
+    task_time = np.array([iters[w] * fastest[w] for w in workload])  # on the fastest GPU
+    # class c holds share s_c of the work W and about W s_c / τ̄_c tasks (τ̄_c its mean task
+    # time weighted by u K); W is set so that the tasks add up to the total
+    present = [c for c in range(len(HARE_CLASSES)) if counts[c] and mix[c] > 0]
+    share = {c: mix[c] / sum(mix[i] for i in present) for c in present}
+    uk = size * k
+    per_class = {c: (float(uk[job_class == c].sum()),
+                     float((uk * task_time)[job_class == c].sum())) for c in present}
+    total = spec.tasks_per_job_mean * spec.jobs
+    work = total / sum(share[c] * per_class[c][0] / per_class[c][1] for c in present)
+    factor = np.array([work * share[c] / per_class[c][1] if c in share else 0.0
+                       for c in job_class])
+    rounds = np.maximum(1, np.round(size * factor)).astype(int)
+    gaps = rng.exponential(1.0 / spec.rate(), size=spec.jobs)
+    arrival = np.cumsum(gaps) - gaps[0]
     jobs = []
     for j in range(spec.jobs):
-        sync = 2 * 8 * HARE_WORKLOADS[str(workload[j])] * 4e6 / (1e9 * spec.bandwidth_gbps)
+        sync = hare_sync(workload[j], spec.bandwidth_gbps)
         jobs.append(Job(
             id=f"j{j}", arrival=float(arrival[j]), weight=float(weight[j]),
-            rounds=int(rounds[j]), tasks_per_round=int(k[j]), workload=str(workload[j]),
-            iters_per_task=spec.iters_per_task, sync={t: sync for t in types},
+            rounds=int(rounds[j]), tasks_per_round=int(k[j]), workload=workload[j],
+            iters_per_task=iters[workload[j]], sync={t: sync for t in types},
         ))
     gpus = tuple(GPU(f"{t}-{i}", t) for t, n in cluster for i in range(n))
-    return Instance(name or f"hare-s{seed}-j{spec.jobs}-g{n_gpus}", tuple(jobs), gpus)
+    return Instance(name or f"hare-s{seed}-j{spec.jobs}-g{spec.gpus}", tuple(jobs), gpus)
 
 
 @dataclass(frozen=True)

@@ -12,15 +12,28 @@ max(previous round synced, φ_m) on a GPU m, φ_m being the moment GPU m becomes
 | ``hare-lp``     | interval-indexed LP (scalable)              | earliest free             |
 | ``hare-lp-ect`` | interval-indexed LP (scalable)              | earliest completion       |
 
-*Earliest free* is Algorithm 1 as published: argmin_m φ_m over eligible GPUs, ties to the
-lowest index, whatever the GPU's speed. *Earliest completion* takes the GPU where the task's
-result is ready first (ties to the group's earliest-free GPU, then the lowest index).
+*Earliest free* is Algorithm 1 as published: m* = argmin_m φ_m over eligible GPUs (§5.2,
+line 12: "Find m* = argmin_{m∈M} φ_m"; "We adopt a greedy strategy, which always assigns the
+task to the GPU m* with the earliest available time"). The paper does not say which GPU takes
+the task when several qualify, so the tie rule is a parameter, ``gpu_tie``:
+
+* ``lowest-index`` (default; the literal line 12): the GPU of least φ_m, ties to the lowest
+  index, whatever its speed.
+* ``fastest``: among the GPUs on which the task can start earliest, i.e. with
+  max(t_i, φ_m) = max(t_i, min_m φ_m), the one with the least T^c (then T^s, then φ_m, then
+  index). Theorem 4's proof uses only that "our algorithm always schedules tasks on
+  machines with the earliest start time" (§5.3, before (21)); both rules give every task the
+  same start x̃_i = max(t_i, min_m φ_m) given the GPUs' φ, so both are readings of line 12 and
+  the guarantee is claimed (and checked) for both.
+
+*Earliest completion* takes the GPU where the task's result is ready first (ties to the
+group's earliest-free GPU, then the lowest index); ``gpu_tie`` does not apply to it.
 
 Guarantee (Theorem 4, HPDC'22 §5.3): the published method is an α(2+α)-approximation, α the
 heterogeneity degree (:func:`~optsched.exact.hare_relaxation.heterogeneity_degree`); the proof
 bounds the heuristic by α(2+α) times the optimal relaxation value. Every Result reports α, the
 factor, the relaxation value and the achieved ratio; ``covered`` is true only for ``hare``
-with a proved relaxation, the one case the published bound speaks about.
+(either ``gpu_tie``) with a proved relaxation, the one case the published bound speaks about.
 
 Time limit: step 1 gets what is left of ``--time-limit`` after the ECT schedule; step 2 is a
 list schedule (no limit needed). When step 1 runs out of time it falls back on the ECT
@@ -48,18 +61,25 @@ from optsched.exact.hare_relaxation import (
 )
 from optsched.heuristics.list_scheduling import ect_schedule
 from optsched.instance import Instance
-from optsched.params import int_param, positive_float_param
+from optsched.params import choice_param, int_param, positive_float_param
 from optsched.schedule import Schedule, Task
 from optsched.solve import MethodOutput, SolveContext, register
 
 GPU_CHOICES = ("earliest-free", "earliest-completion")
+#: Tie rules of the earliest-free GPU choice (Algorithm 1, line 12); the first is the default.
+GPU_TIES = ("lowest-index", "fastest")
 #: relative slack when testing the published guarantee (floating-point noise only)
 GUARANTEE_TOL = 1e-9
 
 
 def hare_list_schedule(instance: Instance, estimate: Callable[[int, int, int], float],
-                       gpu_choice: str = "earliest-free") -> tuple[Schedule, float]:
+                       gpu_choice: str = "earliest-free", gpu_tie: str = "lowest-index"
+                       ) -> tuple[Schedule, float]:
     """Step 2 of Algorithm 1: the list schedule for start estimates ``estimate(j, r, k)``.
+
+    ``gpu_choice`` earliest-free (line 12) or earliest-completion; ``gpu_tie`` the
+    earliest-free tie rule (:data:`GPU_TIES`, see the module docstring). With either tie rule
+    every task starts at max(t_i, min_m φ_m) over its eligible GPUs.
 
     Returns the schedule and its Σ w_j C_j. Runs in O(T log T + T·Q·log M) for T tasks, Q
     groups of interchangeable GPUs and M GPUs (a heap of free times per group).
@@ -72,6 +92,8 @@ def hare_list_schedule(instance: Instance, estimate: Callable[[int, int, int], f
     """
     if gpu_choice not in GPU_CHOICES:
         raise ValueError(f"gpu_choice must be one of {GPU_CHOICES}, got {gpu_choice!r}")
+    if gpu_tie not in GPU_TIES:
+        raise ValueError(f"gpu_tie must be one of {GPU_TIES}, got {gpu_tie!r}")
     compute, sync = instance.compute, instance.sync
     groups = instance.gpu_groups()
     heaps = [[(0.0, g) for g in group] for group in groups]  # (φ_m, m), sorted = a heap
@@ -85,6 +107,7 @@ def hare_list_schedule(instance: Instance, estimate: Callable[[int, int, int], f
     placed = [[0] * job.rounds for job in instance.jobs]
     ready = [[float(job.arrival)] + [0.0] * job.rounds for job in instance.jobs]
     earliest_free = gpu_choice == "earliest-free"
+    fastest = earliest_free and gpu_tie == "fastest"
     tasks = []
     for _, j, r, k in order:
         job = instance.jobs[j]
@@ -92,14 +115,19 @@ def hare_list_schedule(instance: Instance, estimate: Callable[[int, int, int], f
             raise OptschedError(f"task {k} of round {r} of job {job.id!r} is listed before "
                                 f"its previous round is complete")
         t = ready[j][r]  # arrival for round 0, else all results of round r-1 ready
-        best: tuple[float, int, int] | None = None
+        best: tuple[Any, ...] | None = None
         for q in usable[j]:
-            phi, g = heaps[q][0]
-            key = phi if earliest_free else max(t, phi) + compute[j, g] + sync[j, g]
-            if best is None or (key, g) < best[:2]:
-                best = (key, g, q)
+            phi, g = heaps[q][0]  # the group's earliest-free GPU (ties: lowest index)
+            if fastest:  # earliest start, then least compute, sync, φ, index
+                key: tuple[Any, ...] = (max(t, phi), compute[j, g], sync[j, g], phi, g)
+            elif earliest_free:  # line 12 literally: least φ, then lowest index
+                key = (phi, g)
+            else:
+                key = (max(t, phi) + compute[j, g] + sync[j, g], g)
+            if best is None or key < best[0]:
+                best = (key, q)
         assert best is not None  # every job has an eligible GPU
-        q = best[2]
+        q = best[1]
         phi, g = heapq.heappop(heaps[q])
         start = max(t, phi)
         heapq.heappush(heaps[q], (start + float(compute[j, g]), g))
@@ -161,11 +189,19 @@ def _solve(instance: Instance, ctx: SolveContext, relaxation: str, gpu_choice: s
                 "order": "interval_lp" if lp.round_starts is not None else "ect"}
     info["runtime_s"] = time.perf_counter() - started
     step2 = time.perf_counter()
-    schedule, objective = hare_list_schedule(instance, estimate, gpu_choice)
+    tie = _tie_param(params) if gpu_choice == "earliest-free" else None
+    schedule, objective = hare_list_schedule(instance, estimate, gpu_choice,
+                                             tie or GPU_TIES[0])
+    step2_s = time.perf_counter() - step2
+    # the other tie rule from the same x̂ (step 2 only), so that the tie's effect is measured
+    # without a second relaxation: its Σ w_j C_j per rule
+    ties = None if tie is None else {
+        rule: objective if rule == tie else
+        hare_list_schedule(instance, estimate, gpu_choice, rule)[1] for rule in GPU_TIES}
     published = relaxation == "rl" and gpu_choice == "earliest-free"
     return MethodOutput(schedule=schedule, bound=bound, extra={
-        "relaxation": info, "gpu_choice": gpu_choice,
-        "list_scheduling_s": time.perf_counter() - step2,
+        "relaxation": info, "gpu_choice": gpu_choice, "gpu_tie": tie,
+        "tie_objectives": ties, "list_scheduling_s": step2_s,
         "guarantee": guarantee(instance, objective, value, proved, published),
     })
 
@@ -188,6 +224,16 @@ _RL_PARAMS: Mapping[str, str] = {
 _LP_PARAMS: Mapping[str, str] = {
     "interval_ratio": "growth factor of the LP's geometric intervals (default 1.2)",
 }
+_TIE_PARAMS: Mapping[str, str] = {
+    "gpu_tie": "earliest-free GPU tie rule (Algorithm 1 line 12 leaves it open): "
+               "lowest-index (default, literal) or fastest (least compute among the GPUs "
+               "where the task starts earliest)",
+}
+
+
+def _tie_param(params: Mapping[str, str]) -> str:
+    """The earliest-free tie rule ``gpu_tie`` (:data:`GPU_TIES`, default lowest-index)."""
+    return choice_param(params, "gpu_tie", GPU_TIES)
 
 
 def _rl_params(params: Mapping[str, str]) -> int:
@@ -212,7 +258,8 @@ def _lp_params(params: Mapping[str, str]) -> float:
 
 _VARIANTS = {
     "hare": ("rl", "earliest-free", "Hare's Algorithm 1 as published: exact relaxation "
-             "(CP-SAT) + earliest-free GPU; α(2+α) guarantee"),
+             "(CP-SAT) + earliest-free GPU (gpu_tie: lowest-index or fastest); α(2+α) "
+             "guarantee"),
     "hare-ect": ("rl", "earliest-completion", "Hare's ordering (exact relaxation) with "
                  "earliest-completion GPU choice"),
     "hare-lp": ("interval-lp", "earliest-free", "Hare's list scheduling ordered by the "
@@ -223,9 +270,17 @@ _VARIANTS = {
 
 
 def _register(name: str, relaxation: str, gpu_choice: str, description: str) -> None:
-    @register(name, description=description, modes=("relaxed",),
-              params=_RL_PARAMS if relaxation == "rl" else _LP_PARAMS,
-              parse=_rl_params if relaxation == "rl" else _lp_params)
+    params = dict(_RL_PARAMS if relaxation == "rl" else _LP_PARAMS)
+    own = _rl_params if relaxation == "rl" else _lp_params
+    parse: Callable[[Mapping[str, str]], Any] = own
+    if gpu_choice == "earliest-free":
+        params.update(_TIE_PARAMS)
+
+        def parse(params: Mapping[str, str]) -> Any:
+            _tie_param(params)
+            return own(params)
+
+    @register(name, description=description, modes=("relaxed",), params=params, parse=parse)
     def method(instance: Instance, context: SolveContext) -> MethodOutput:
         return _solve(instance, context, relaxation, gpu_choice)
 
