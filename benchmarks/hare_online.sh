@@ -4,8 +4,9 @@
 #   hare-gpus: 200 jobs on 100-180 GPUs; hare-jobs: 160 GPUs with 100-300 jobs;
 #   hare-heterogeneity: low / middle / high (160 GPUs, 200 jobs);
 #   hare-mix: CV:NLP:Speech:Rec = 2:1:1:1, 1:2:1:1, 1:1:2:1, 1:1:1:2 (160 GPUs, 200 jobs).
-# Methods: offline Hare (hare-lp, hare-lp-ect), online relaxed hlas, srtf, homo, allox, and online
-# gang fifo, tiresias. Then HLAS (mappings A/B/C) and the relaxed baselines on the small
+# Methods: offline Hare (hare-lp, hare-lp-ect), online relaxed hlas and allox; the baselines that
+# are not Hare-aware in their own model, gang: fifo-perf (the paper's Gavel_FIFO), fifo-random
+# (Gavel's fifo), tiresias, srtf, homo. Gavel's heavy trace: benchmarks/hare_online_gavel.py. Then HLAS (mappings A/B/C) and the relaxed baselines on the small
 # instances whose optimum benchmarks/results/exact knows; a JCT CDF; the simulator's speed
 # (benchmarks/online_speed.py, about 10 minutes, once). Resumable (about 30 minutes).
 set -euo pipefail
@@ -16,10 +17,9 @@ for grid in hare-gpus hare-jobs hare-heterogeneity hare-mix; do
   [[ -f instances/$grid/manifest.json ]] ||
     optsched bench gen benchmarks/grids/$grid.json --out instances/$grid
   optsched bench run instances/$grid --method hare-lp --method hare-lp-ect --method hlas \
-    --method srtf --method homo --method allox --mode relaxed --workers 2 \
-    --records $out/settings.jsonl
-  optsched bench run instances/$grid --method fifo --method tiresias --mode gang --workers 2 \
-    --records $out/settings.jsonl
+    --method allox --mode relaxed --workers 2 --records $out/settings.jsonl
+  optsched bench run instances/$grid --method fifo-perf --method fifo-random --method tiresias \
+    --method srtf --method homo --mode gang --workers 2 --records $out/settings.jsonl
 done
 for set in scaling exact; do
   only=$([[ $set == exact ]] && echo 'exact-jobs10-*' || echo '*')

@@ -12,7 +12,7 @@ from optsched.io import load_instance
 from optsched.online.run import run_policy
 from optsched.plot import plot_jct_cdf
 
-GANG = ("fifo", "tiresias")
+GANG = ("fifo-perf", "tiresias")
 
 
 def main(argv: list[str]) -> int:

@@ -332,7 +332,7 @@ def hare_iterations(spec: HareSpec, workload: str, fastest: float) -> int:
 
 @dataclass(frozen=True)
 class HareSpec:
-    """The Hare paper's simulation setting (HPDC'22 §7; seeds.md §1.8) as a generator.
+    """The Hare paper's simulation setting (HPDC'22 §7) as a generator.
 
     Every setting below quotes the paper where it speaks and names the assumption where it
     is silent.

@@ -269,7 +269,7 @@ def _widest(graph: nx.Graph, source: str) -> dict[str, float]:
 
 #: Default link parameters of :func:`tree_topology`, by the lower end of the link. Assumed
 #: values: PCIe 3.0 x16 (~128 Gbit/s) between a GPU and its host, 25 Gbit/s host NICs (the Hare
-#: testbed, seeds.md §1.8), 100 Gbit/s rack and 400 Gbit/s domain uplinks.
+#: testbed), 100 Gbit/s rack and 400 Gbit/s domain uplinks.
 DEFAULT_BANDWIDTH: Mapping[str, float] = {"gpu": 128.0, "host": 25.0, "rack": 100.0,
                                           "domain": 400.0}
 DEFAULT_LATENCY: Mapping[str, float] = {"gpu": 1e-6, "host": 5e-6, "rack": 1e-5,

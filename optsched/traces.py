@@ -1,4 +1,4 @@
-"""Job traces of peer systems, read into optsched instances (research/peers.md).
+"""Job traces of peer systems, read into optsched instances.
 
 Readers (each returns :class:`TraceJob` records, arrivals shifted so the first is 0):
 
@@ -15,9 +15,15 @@ Readers (each returns :class:`TraceJob` records, arrivals shifted so the first i
 (:class:`TraceMapping`): a task is one worker's share of ``quantum`` seconds of work on the
 reference GPU type, so
 
-- step traces (Gavel, whose job types are catalog workloads): ``iters_per_task`` =
-  max(1, round(quantum / seconds per step on the reference type)), rounds =
-  ceil(total_steps / iters_per_task) (the last round is rounded up to a full one);
+- step traces (Gavel, whose job types are catalog workloads): rounds R and steps per task
+  i from :func:`split_steps`: R close to total_steps × seconds per step on the reference
+  type / quantum, and R × i within 1 % of total_steps for every job, at any quantum (the
+  earlier rule, i = round(quantum / step), R = ceil(steps / i), added up to 51 % work to
+  short jobs at 3,600 s quanta). A job on K > 1 GPUs runs Gavel's catalog workload
+  ``"<job type> (scale factor K)"``: a step is one step of the whole K-GPU job at Gavel's
+  distributed throughput (synchronisation included), and each of the K tasks of a round
+  takes i such steps; K without a profile uses the largest profiled scale factor k < K,
+  scaled linearly by k / K (marked in the job's meta);
 - duration traces (Tiresias, Philly: durations measured on K GPUs of the reference type):
   rounds R = max(1, round(duration / quantum)), compute on the reference type = duration / R,
   on type t × (catalog seconds of the job's workload on t / on the reference type); the
@@ -42,7 +48,12 @@ import numpy as np
 from optsched.errors import InputError
 from optsched.instance import GPU, Instance, Job
 from optsched.limits import MAX_TASKS, MAX_VALUE
-from optsched.workloads import Catalog, canonical_gpu_type, default_catalog
+from optsched.workloads import (
+    Catalog,
+    canonical_gpu_type,
+    default_catalog,
+    gavel_workload_name,
+)
 
 #: Hare's eight workloads: the default pool for duration-only traces.
 DEFAULT_WORKLOADS = ("Hare/VGG-19", "Hare/ResNet-50", "Hare/Inception-V3", "Hare/BERT-base",
@@ -261,15 +272,8 @@ def trace_instance(trace: Trace, gpus: Sequence[GPU], mapping: TraceMapping | No
     tasks = 0
     for tj in trace.jobs:
         if tj.steps is not None:
-            w = catalog[tj.workload or ""]
-            if ref not in w.cells:
-                raise InputError(f"trace job {tj.id}: workload {w.name!r} has no {ref} profile")
-            iters = max(1, round(mapping.quantum / w.cells[ref].seconds))
-            rounds = math.ceil(tj.steps / iters)
-            tasks = _count(tasks, rounds * tj.gpus, mapping)
-            jobs.append(Job(id=tj.id, arrival=tj.arrival, weight=tj.weight,
-                            rounds=rounds, tasks_per_round=tj.gpus,
-                            workload=w.name, iters_per_task=iters))
+            jobs.append(_step_job(tj, catalog, ref, types, mapping))
+            tasks = _count(tasks, jobs[-1].rounds * tj.gpus, mapping)
             continue
         assert tj.duration is not None
         w = pool[int(rng.integers(len(pool)))]
@@ -284,6 +288,71 @@ def trace_instance(trace: Trace, gpus: Sequence[GPU], mapping: TraceMapping | No
                         tasks_per_round=tj.gpus, compute=compute,
                         meta={"workload": w.name, "duration": tj.duration}))
     return Instance(trace.name, tuple(jobs), tuple(gpus), mode=mode, catalog=catalog)
+
+
+#: Largest relative difference between a step job's R × i and its trace steps.
+STEP_TOLERANCE = 0.01
+
+
+def split_steps(steps: int, step_seconds: float, quantum: float) -> tuple[int, int]:
+    """Rounds R ≥ 1 and steps per task i ≥ 1 for a job of ``steps`` steps of
+    ``step_seconds`` each (reference type) and tasks of about ``quantum`` seconds.
+
+    Guarantee: |R × i − steps| ≤ :data:`STEP_TOLERANCE` × steps (tested for any input). R is
+    the target round(steps × step_seconds / quantum) (at least 1) when that keeps the
+    error within tolerance: always when a task holds ≥ 50 steps, since rounding i = steps /
+    R costs at most R / 2 steps; otherwise i is the target and R = round(steps / i), which
+    costs at most i / 2 steps (fine when R ≥ 50); jobs too small for either (under 2,500
+    steps) take the R nearest the target, in ratio, whose rounding error is within
+    tolerance (R = steps, i = 1 is exact, so one exists).
+    """
+    if steps < 1:
+        raise InputError(f"a step job needs at least one step, got {steps}")
+    target = max(1, min(steps, round(steps * step_seconds / quantum)))
+
+    def error(r: int) -> float:
+        return abs(r * max(1, round(steps / r)) - steps)
+
+    tol = STEP_TOLERANCE * steps
+    if error(target) <= tol:
+        return target, max(1, round(steps / target))
+    iters = max(1, round(steps / target))
+    rounds = max(1, round(steps / iters))
+    if abs(rounds * iters - steps) <= tol:
+        return rounds, iters
+    best = min((r for r in range(1, steps + 1) if error(r) <= tol),
+               key=lambda r: (abs(math.log(r / target)), r))
+    return best, max(1, round(steps / best))
+
+
+def _step_job(tj: TraceJob, catalog: Catalog, ref: str, types: Sequence[str],
+              mapping: TraceMapping) -> Job:
+    """A Gavel step job (module docstring): its K-GPU workload and :func:`split_steps`."""
+    assert tj.steps is not None
+    name = gavel_workload_name(tj.workload or "", tj.gpus)
+    scale = tj.gpus
+    if name not in catalog and tj.gpus > 1:
+        profiled = [k for k in range(tj.gpus - 1, 0, -1)
+                    if gavel_workload_name(tj.workload or "", k) in catalog]
+        if profiled:
+            scale = profiled[0]
+    w = catalog[gavel_workload_name(tj.workload or "", scale)]
+    if ref not in w.cells:
+        raise InputError(f"trace job {tj.id}: workload {w.name!r} has no {ref} profile "
+                         f"(reference type)")
+    factor = scale / tj.gpus  # step time: linear scaling from k to K GPUs
+    rounds, iters = split_steps(tj.steps, w.cells[ref].seconds * factor, mapping.quantum)
+    if scale == tj.gpus:
+        return Job(id=tj.id, arrival=tj.arrival, weight=tj.weight, rounds=rounds,
+                   tasks_per_round=tj.gpus, workload=w.name, iters_per_task=iters)
+    compute = {t: iters * w.cells[t].seconds * factor for t in types if t in w.cells}
+    if not compute:
+        raise InputError(f"trace job {tj.id}: its workload {w.name!r} has no profile for "
+                         f"the --cluster types {', '.join(types)}")
+    return Job(id=tj.id, arrival=tj.arrival, weight=tj.weight, rounds=rounds,
+               tasks_per_round=tj.gpus, compute=compute,
+               meta={"workload": w.name, "steps": tj.steps, "iters_per_task": iters,
+                     "throughput": f"scale factor {scale} scaled linearly to {tj.gpus}"})
 
 
 def _count(tasks: int, more: int, mapping: TraceMapping) -> int:

@@ -124,14 +124,24 @@ GAVEL_CITATION = ("Gavel simulation_throughputs.json (Narayanan et al., OSDI'20;
                   "stanford-futuredata/gavel@c4fa400, MIT)")
 
 
+def gavel_workload_name(job_type: str, scale_factor: int) -> str:
+    """The catalog name of Gavel's ``job_type`` on ``scale_factor`` GPUs: the job type itself
+    for one GPU, ``"<job_type> (scale factor k)"`` otherwise."""
+    return job_type if scale_factor == 1 else f"{job_type} (scale factor {scale_factor})"
+
+
 def read_gavel_throughputs(path: str | Path, *, citation: str = GAVEL_CITATION) -> Catalog:
-    """Read Gavel's throughput JSON into a catalog of single-GPU workloads.
+    """Read Gavel's throughput JSON into a catalog of workloads.
 
     Gavel's file maps ``gpu_type`` → ``"(job_type, scale_factor)"`` → ``{"null": steps/s,
-    ...co-located pairs}``. We keep the isolated (``"null"``) throughput of scale factor 1 on
-    consolidated GPU types, as seconds per mini-batch = 1 / steps-per-second, and tag each
-    cell ``published`` with ``citation``. ``*_unconsolidated`` types and multi-GPU scale
-    factors are skipped; GPU type names are canonicalised (``k80`` → ``K80``).
+    ...co-located pairs}``. We keep the isolated (``"null"``) throughput on consolidated GPU
+    types, as seconds per step = 1 / steps-per-second, and tag each cell ``published`` with
+    ``citation``. Scale factor 1 is the workload ``job_type``; scale factor k > 1 is the
+    workload :func:`gavel_workload_name` ``(job_type, k)``, whose seconds are per step of
+    the whole k-GPU data-parallel job (Gavel's distributed throughput, synchronisation
+    included; a 0 there means it cannot run on that type, and the cell is left out).
+    ``*_unconsolidated`` types are skipped (optsched's instances have no
+    servers); GPU type names are canonicalised (``k80`` → ``K80``).
 
     Raises
     ------
@@ -147,6 +157,7 @@ def read_gavel_throughputs(path: str | Path, *, citation: str = GAVEL_CITATION) 
     if not isinstance(raw, dict):
         raise InputError(f"{path}: Gavel throughputs must be a JSON object of GPU types")
     cells: dict[str, dict[str, Cell]] = {}
+    scales: dict[str, int] = {}
     for gtype, jobs in raw.items():
         if gtype.endswith("_unconsolidated"):
             continue
@@ -159,17 +170,25 @@ def read_gavel_throughputs(path: str | Path, *, citation: str = GAVEL_CITATION) 
                 raise InputError(f"{path}: job key {key!r} is not '(job_type, scale)'") from None
             if not isinstance(job_type, str) or not isinstance(scale, int):
                 raise InputError(f"{path}: job key {key!r} is not '(job_type, scale)'")
-            if scale != 1:
-                continue
+            if scale < 1:
+                raise InputError(f"{path}: job key {key!r} has scale factor {scale} < 1")
             tput = entry.get("null") if isinstance(entry, dict) else None
+            if scale > 1 and tput == 0:
+                continue  # Gavel's 0: the job does not run on k GPUs of this type
             if not isinstance(tput, int | float) or tput <= 0:
                 raise InputError(f"{path}: {gtype} {key}: isolated throughput ('null') must "
                                  f"be a positive number, got {tput!r}")
-            cells.setdefault(job_type, {})[canonical_gpu_type(gtype)] = Cell(
+            cells.setdefault(gavel_workload_name(job_type, scale), {})[
+                canonical_gpu_type(gtype)] = Cell(
                 1.0 / tput, "published",
-                f"{citation}; isolated {tput:.6g} steps/s on {gtype}; seconds = 1/steps",
+                f"{citation}; isolated {tput:.6g} steps/s on {gtype}"
+                + (f" (scale factor {scale}, consolidated)" if scale > 1 else "")
+                + "; seconds = 1/steps",
             )
-    if not cells:
+            scales[gavel_workload_name(job_type, scale)] = scale
+    if not any(k == 1 for k in scales.values()):
         raise InputError(f"{path}: no single-GPU job types found")
-    return Catalog({name: Workload(name, "Gavel job type, one GPU", c)
+    return Catalog({name: Workload(name, "Gavel job type, one GPU" if scales[name] == 1 else
+                                   f"Gavel job type, {scales[name]} GPUs (consolidated); "
+                                   "seconds per step of the whole job", c)
                     for name, c in cells.items()})

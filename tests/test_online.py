@@ -13,7 +13,7 @@ from optsched import GPU, Instance, Job, check
 from optsched.errors import InputError
 from optsched.exact.bounds import critical_path_bound
 from optsched.io import load_instance
-from optsched.online.baselines import FIFO, SRTF, AlloX, Homo, Replay, Tiresias
+from optsched.online.baselines import FIFO, SRTF, AlloX, FIFORandom, Homo, Replay, Tiresias
 from optsched.online.policies import HLAS
 from optsched.online.run import run_policy
 from optsched.online.simulator import PolicyError, realise, simulate
@@ -21,9 +21,14 @@ from tests.conftest import ROOT
 from tests.strategies import instances
 
 TOY = ROOT / "optsched" / "data" / "instances" / "hare-toy.instance.json"
-NON_CLAIRVOYANT = [HLAS(mapping="A"), HLAS(mapping="B"), HLAS(mapping="C"),
-                   HLAS(thresholds=(2.0, 6.0), starvation=1.0)]
-NON_CLAIRVOYANT_GANG = [FIFO(), Tiresias(thresholds=(3.0,), starvation=1.0)]
+# explicit thresholds: derived ones read the workload's size distribution, which changing a
+# job's rounds changes (tests/test_hlas.py covers the derived form)
+NON_CLAIRVOYANT = [HLAS(thresholds=(2.0, 6.0), mapping="A"), HLAS(thresholds=(2.0, 6.0)),
+                   HLAS(thresholds=(2.0, 6.0), mapping="C", starvation=0.0),
+                   HLAS(form="continuous", mapping="A"),
+                   HLAS(thresholds=(2.0, 6.0), starvation=1.0, form="continuous")]
+NON_CLAIRVOYANT_GANG = [FIFO(), FIFORandom(), FIFORandom(seed=3),
+                        Tiresias(thresholds=(3.0,), starvation=1.0)]
 
 
 @dataclasses.dataclass
@@ -87,7 +92,8 @@ def test_toy_every_policy_is_checked_and_above_the_bound():
 
 @given(instances(mode="relaxed"))
 def test_relaxed_policies_pass_the_checker(inst):
-    for policy in [*NON_CLAIRVOYANT, SRTF(), Homo(), AlloX()]:
+    for policy in [*NON_CLAIRVOYANT, HLAS(), HLAS(mapping="A"), HLAS(mapping="C"), SRTF(),
+                   Homo(), AlloX()]:
         sim = simulate(inst, policy)
         report = check(sim.instance, sim.schedule)
         assert report.feasible, report.violations[:1]
@@ -97,7 +103,8 @@ def test_relaxed_policies_pass_the_checker(inst):
 
 @given(instances(mode="gang"))
 def test_gang_policies_pass_the_checker(inst):
-    for policy in (FIFO(), Tiresias(), Tiresias(thresholds=(3.0,), starvation=1.0)):
+    for policy in (FIFO(), FIFORandom(), FIFORandom(seed=1), Tiresias(),
+                   Tiresias(thresholds=(3.0,), starvation=1.0), SRTF(), Homo()):
         sim = simulate(inst, policy)
         report = check(sim.instance, sim.schedule)
         assert report.feasible and report.objective == pytest.approx(sim.objective)

@@ -2,20 +2,22 @@
 
 from __future__ import annotations
 
-import math
-
 import pytest
+from hypothesis import given
+from hypothesis import strategies as st
 
 from optsched import check
 from optsched.errors import InputError
 from optsched.online.run import run_policy
 from optsched.traces import (
+    STEP_TOLERANCE,
     TraceMapping,
     parse_cluster,
     read_gavel_trace,
     read_philly_csv,
     read_tiresias_csv,
     read_trace,
+    split_steps,
     trace_instance,
 )
 from optsched.workloads import default_catalog
@@ -36,15 +38,52 @@ def test_gavel_10_and_7_field_traces():
 
 
 def test_step_trace_mapping_rule():
-    """iters_per_task = round(quantum / s per step on K80); rounds = ceil(steps / iters)."""
+    """A 2-GPU job runs Gavel's 2-GPU throughput; R ≈ steps × s per step on K80 / quantum
+    and R × i = the trace's 3,000 steps."""
     trace = read_gavel_trace(TRACES / "gavel10.trace")
     inst = trace_instance(trace, CLUSTER, TraceMapping(quantum=600))
-    k80 = default_catalog()["ResNet-50 (batch size 64)"].cells["K80"].seconds
-    iters = round(600 / k80)
+    k80 = default_catalog()["ResNet-50 (batch size 64) (scale factor 2)"].cells["K80"].seconds
     job = inst.jobs[0]
-    assert (job.iters_per_task, job.rounds, job.tasks_per_round) == (iters,
-                                                                     math.ceil(3000 / iters), 2)
-    assert inst.compute[0, inst.gpu_index["K80-0"]] == pytest.approx(iters * k80)
+    assert job.workload == "ResNet-50 (batch size 64) (scale factor 2)"
+    assert (job.rounds, job.tasks_per_round) == (round(3000 * k80 / 600), 2)
+    assert job.rounds * job.iters_per_task == 3000
+    assert inst.compute[0, inst.gpu_index["K80-0"]] == pytest.approx(job.iters_per_task * k80)
+
+
+@given(st.integers(1, 10**8), st.floats(1e-4, 1e3), st.floats(1.0, 1e6))
+def test_step_split_keeps_the_work_within_one_percent(steps, step_seconds, quantum):
+    """Any job, any quantum: R × i within 1 % of the steps; R near the target when a task
+    can hold whole steps."""
+    rounds, iters = split_steps(steps, step_seconds, quantum)
+    assert rounds >= 1 and iters >= 1
+    assert abs(rounds * iters - steps) <= STEP_TOLERANCE * steps
+    target = max(1, min(steps, round(steps * step_seconds / quantum)))
+    if steps >= 2500:
+        assert rounds == target or iters == max(1, round(steps / target))
+
+
+def test_unprofiled_scale_factor_scales_the_nearest_profile(tmp_path):
+    """Gavel profiles 1, 2, 4 and 8 GPUs; a 12-GPU job uses 8 GPUs' step time × 8 / 12."""
+    trace = tmp_path / "t.trace"
+    trace.write_text("ResNet-50 (batch size 64)\tc\tw\t-n\t1\t12000\t12\t1\t-1\t0\n")
+    inst = trace_instance(read_gavel_trace(trace), parse_cluster("V100:12"),
+                          TraceMapping(quantum=600))
+    eight = default_catalog()["ResNet-50 (batch size 64) (scale factor 8)"]
+    job = inst.jobs[0]
+    iters = job.meta["iters_per_task"]
+    assert job.tasks_per_round == 12 and job.rounds * iters == 12000
+    assert inst.compute[0, 0] == pytest.approx(iters * eight.cells["V100"].seconds * 8 / 12)
+    assert "scaled linearly" in job.meta["throughput"]
+
+
+def test_heavy_gavel_trace_keeps_its_work(peer_data):
+    """Gavel's heavy trace at 3,600 s quanta: every job within 1 % of its steps."""
+    path = peer_data / "gavel" / "generated" / "gen300_lam120_a2_b4_seed1.trace"
+    trace = read_gavel_trace(path)
+    inst = trace_instance(trace, parse_cluster("V100:12,P100:12,K80:12"),
+                          TraceMapping(quantum=3600))
+    for tj, job in zip(trace.jobs, inst.jobs, strict=True):
+        assert abs(job.rounds * job.iters_per_task - tj.steps) <= 0.01 * tj.steps
 
 
 def test_duration_traces_and_their_mapping():

@@ -12,6 +12,7 @@ from optsched.workloads import (
     Catalog,
     canonical_gpu_type,
     default_catalog,
+    gavel_workload_name,
     read_gavel_throughputs,
 )
 from tests.conftest import DATA
@@ -31,10 +32,15 @@ def test_every_cell_has_provenance_and_a_note():
 def test_catalog_covers_gavel_and_hare():
     cat = default_catalog()
     gavel = [w for w in cat.workloads.values() if w.description.startswith("Gavel")]
-    assert len(gavel) == 26
-    for w in gavel:
+    single = [w for w in gavel if w.description == "Gavel job type, one GPU"]
+    assert len(single) == 26 and len(gavel) == 83  # 26 types × scale factors 1, 2, 4, 8
+    for w in single:
         assert set(w.cells) == {"K80", "P100", "V100"}
+    for w in gavel:
         assert {c.provenance for c in w.cells.values()} == {"published"}
+    # Gavel's distributed throughput: 4 V100s run ResNet-50 bs64 at 9.45 steps/s
+    four = cat[gavel_workload_name("ResNet-50 (batch size 64)", 4)]
+    assert 1 / four.cells["V100"].seconds == pytest.approx(9.45195, 1e-5)
     for name in HARE:
         assert set(cat[name].cells) == {"K80", "T4", "V100", "M60"}
 
@@ -64,9 +70,10 @@ def test_catalog_dict_round_trip():
 
 def test_gavel_reader_on_our_fixture():
     cat = read_gavel_throughputs(DATA / "gavel_small.json")
-    assert sorted(cat.workloads) == ["Toy CNN", "Toy LM"]
+    assert sorted(cat.workloads) == ["Toy CNN", "Toy CNN (scale factor 2)", "Toy LM"]
     assert cat.seconds("Toy CNN", "K80") == 0.5  # 1 / 2 steps/s
-    assert cat.seconds("Toy CNN", "V100") == 0.1  # unconsolidated and scale 2 ignored
+    assert cat.seconds("Toy CNN", "V100") == 0.1  # unconsolidated ignored
+    assert cat["Toy CNN (scale factor 2)"].description.startswith("Gavel job type, 2 GPUs")
     assert cat["Toy LM"].cells["V100"].provenance == "published"
 
 
@@ -87,7 +94,7 @@ def test_gavel_reader_errors(tmp_path):
 
 def test_gavel_reader_on_gavel_file_matches_the_catalog(peer_data):
     cat = read_gavel_throughputs(peer_data / "gavel" / "simulation_throughputs.json")
-    assert len(cat.workloads) == 26
+    assert len(cat.workloads) == 83
     shipped = default_catalog()
     for name, w in cat.workloads.items():
         for gtype, cell in w.cells.items():

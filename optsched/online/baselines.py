@@ -1,15 +1,25 @@
-"""The baselines of the Hare paper's simulations (HPDC'22 §7, seeds.md §1.8) and Tiresias,
+"""The baselines of the Hare paper's simulations (HPDC'22 §7) and Tiresias,
 registered as ``simulate`` methods. Each is a reconstruction in the spirit of the cited
 system, within DESIGN.md's model; what each assumes is in its docstring.
 
-| policy     | mode    | clairvoyant | in the spirit of                                       |
-|------------|---------|-------------|--------------------------------------------------------|
-| ``fifo``     | gang    | no          | Gavel's FIFO: arrival order, fastest idle GPUs, strict |
-| ``srtf``     | relaxed | yes         | shortest remaining time first                          |
-| ``tiresias`` | gang    | no          | Tiresias' discretised 2D-LAS (NSDI'19)                 |
-| ``homo``     | relaxed | yes         | Sched_Homo (MobiHoc'20): heterogeneity-oblivious       |
-| ``allox``    | relaxed | yes         | AlloX (EuroSys'20): job-level min-cost matching        |
-| ``replay``   | both    | yes         | replay of an offline schedule's per-GPU task order     |
+*Execution model.* Hare's relaxed synchronisation (a round's tasks start independently, each
+on any GPU, DESIGN.md §1) is Hare's own contribution; the systems below are not Hare-aware,
+so each runs in its own model: synchronous data parallelism in **gang** mode (a round's K
+tasks start together on K GPUs and hold them for the slowest one plus sync). AlloX runs a
+job's tasks one at a time (no intra-job parallelism), which the relaxed mode expresses
+without giving it anything of Hare's. SRTF and Homo also accept relaxed instances, where
+they do get Hare's model (the variants the first Hare study ran).
+
+| policy          | own mode | clairv. | in the spirit of                                 |
+|-----------------|----------|---------|--------------------------------------------------|
+| ``fifo-perf``   | gang     | no      | Gavel's ``fifo_perf`` (alias ``fifo``); the Hare |
+|                 |          |         | paper's Gavel_FIFO: fastest idle GPUs, strict    |
+| ``fifo-random`` | gang     | no      | Gavel's ``fifo``: one random GPU type kept       |
+| ``srtf``        | gang     | yes     | shortest remaining time first, fastest GPUs      |
+| ``tiresias``    | gang     | no      | Tiresias' discretised 2D-LAS (NSDI'19)           |
+| ``homo``        | gang     | yes     | Sched_Homo (MobiHoc'20): heterogeneity-oblivious |
+| ``allox``       | relaxed  | yes     | AlloX (EuroSys'20): job-level min-cost matching  |
+| ``replay``      | both     | yes     | an offline schedule's per-GPU task order         |
 """
 
 from __future__ import annotations
@@ -22,9 +32,14 @@ import numpy as np
 
 from optsched.errors import InputError
 from optsched.instance import Instance
-from optsched.online.policies import fill_earliest_available, fill_fastest
-from optsched.online.simulator import Decision, JobState, PolicyError, View
-from optsched.params import float_list_param, nonnegative_float_param
+from optsched.online.policies import (
+    fill_earliest_available,
+    fill_fastest,
+    quantile_thresholds,
+    thresholds_param,
+)
+from optsched.online.simulator import Decision, JobState, PolicyError, SizeDistribution, View
+from optsched.params import nonnegative_float_param
 from optsched.schedule import Schedule
 from optsched.solve import register
 
@@ -50,10 +65,14 @@ def fill_gangs(order: list[JobState], idle: list[int], *, strict: bool,
 
 @dataclass
 class FIFO:
-    """Gavel-style FIFO in gang mode: by arrival, each round on the K idle GPUs with the
-    smallest compute + sync; strict order (no backfilling)."""
+    """Gavel's ``fifo_perf`` (Narayanan et al., OSDI'20; ``FIFOPolicyWithPerf``) in gang
+    mode: by arrival, each round on the K idle GPUs with the smallest compute + sync (Gavel
+    re-picks the fastest type every round); strict order (no backfilling). This is the
+    Hare paper's Gavel_FIFO, described there as each job on the fastest available GPUs
+    (HPDC'22 §7). Registered as ``fifo-perf`` and, for old scripts, ``fifo``.
+    """
 
-    name: str = "fifo"
+    name: str = "fifo-perf"
     clairvoyant: bool = False
     modes: frozenset[str] = field(default_factory=lambda: frozenset({"gang"}))
 
@@ -64,42 +83,128 @@ class FIFO:
 
 
 @dataclass
+class FIFORandom:
+    """Gavel's heterogeneity-agnostic ``fifo`` (``FIFOPolicy`` mode ``base``) in gang mode:
+    jobs by arrival; a job's first round goes on a GPU type drawn uniformly (seeded) among
+    the types with K eligible idle GPUs, and every later round waits for K idle GPUs of that
+    type (Gavel keeps a job on its type until it completes). Strict: the first job that
+    cannot start blocks the ones behind it; jobs already started take their GPUs first, as
+    in Gavel, where they keep their allocation between rounds. A job that no single type
+    can hold (fewer than K eligible GPUs of every type; Gavel would never start it) takes
+    any K eligible idle GPUs, lowest index first.
+    """
+
+    seed: int = 0
+    name: str = "fifo-random"
+    clairvoyant: bool = False
+    modes: frozenset[str] = field(default_factory=lambda: frozenset({"gang"}))
+    _type: dict[int, str] = field(default_factory=dict, init=False, repr=False)
+    _rng: np.random.Generator = field(default_factory=lambda: np.random.default_rng(0),
+                                      init=False, repr=False)
+
+    def calibrate(self, sizes: SizeDistribution) -> None:
+        """Start a run: forget the types drawn, reseed."""
+        self._type, self._rng = {}, np.random.default_rng(self.seed)
+
+    def decide(self, view: View) -> list[Decision]:
+        free = list(view.idle)
+        out: list[Decision] = []
+
+        def take(job: JobState, gtype: str) -> bool:
+            usable = [g for g in free if gtype in ("*", view.gpu_types[g])
+                      and np.isfinite(job.compute[g])][:job.tasks_per_round]
+            if len(usable) < job.tasks_per_round:
+                return False
+            out.append((job.index, tuple(usable)))
+            for g in usable:
+                free.remove(g)
+            return True
+
+        order = sorted(view.waiting, key=lambda j: (j.arrival, j.index))
+        for job in order:
+            if job.index in self._type:
+                take(job, self._type[job.index])
+        for job in order:
+            if job.index in self._type:
+                continue
+            types = sorted({view.gpu_types[g] for g in free if np.isfinite(job.compute[g])})
+            fits = [t for t in types if sum(view.gpu_types[g] == t and np.isfinite(
+                job.compute[g]) for g in free) >= job.tasks_per_round]
+            if not fits and not self._fits_one_type(job, view):
+                fits = ["*"]  # no type could ever hold K GPUs: any eligible GPUs
+            if not fits or not sum(np.isfinite(job.compute[g]) for g in free) \
+                    >= job.tasks_per_round:
+                break
+            self._type[job.index] = fits[int(self._rng.integers(len(fits)))]
+            take(job, self._type[job.index])
+        return out
+
+
+    @staticmethod
+    def _fits_one_type(job: JobState, view: View) -> bool:
+        types = [view.gpu_types[g] for g in range(len(view.gpu_types))
+                 if np.isfinite(job.compute[g])]
+        return any(types.count(t) >= job.tasks_per_round for t in set(types))
+
+
+@dataclass
 class SRTF:
-    """Shortest remaining time first (clairvoyant): remaining tasks × fastest compute time,
-    then mapping A (fastest idle GPU); preemption only at task boundaries."""
+    """Shortest remaining time first (clairvoyant): jobs by remaining tasks × fastest
+    compute / w_j. Gang mode (its own model, synchronous data parallelism): each round on
+    the K idle GPUs of smallest compute + sync, a job that does not fit is skipped.
+    Relaxed mode (Hare's model, the first study's variant): each waiting task on the fastest
+    idle GPU (HLAS's mapping A). Preemption only at round (gang) or task (relaxed) ends."""
 
     name: str = "srtf"
     clairvoyant: bool = True
-    modes: frozenset[str] = field(default_factory=lambda: frozenset({"relaxed"}))
+    modes: frozenset[str] = field(default_factory=lambda: frozenset({"gang", "relaxed"}))
 
     def decide(self, view: View) -> list[Decision]:
         oracle = view.oracle
         assert oracle is not None  # the simulator gives clairvoyant policies an oracle
         order = sorted(view.waiting, key=lambda j: (
             oracle.remaining_tasks(j) * float(np.min(j.compute)) / j.weight, j.arrival, j.index))
+        if view.mode == "gang":
+            return fill_gangs(order, view.idle, strict=False,
+                              rank=lambda job, g: (job.compute[g] + job.sync[g], g))
         return fill_fastest(order, view)
 
 
 @dataclass
 class Tiresias:
-    """Discretised two-dimensional LAS (Tiresias, NSDI'19), gang mode, non-clairvoyant.
+    """Discretised two-dimensional LAS (Gu et al., Tiresias, NSDI'19 §4), gang mode,
+    non-clairvoyant.
 
-    Attained service = GPU-seconds held (K × pace per round); level = number of
-    ``thresholds`` at or below it (Tiresias' simulator: 3250 and 7200 GPU·s, seeds.md §1.7);
-    FIFO by arrival within a level; a job waiting longer than ``starvation`` × its service
-    returns to level 0 (0: off). Heterogeneity-oblivious placement: the K eligible idle GPUs
-    free the longest (ties: lowest index); a job that does not fit is skipped, so a later one
-    may start.
+    Attained service = GPU-seconds held (K × pace per round); level = number of thresholds
+    at or below it; FIFO by arrival within a level; a job waiting longer than ``starvation``
+    × its service returns to level 0 (0: off). ``thresholds=None`` (default) derives them
+    as HLAS does, at the ``quantiles`` (0.5, 0.8) of the workload's job sizes, here in
+    GPU-seconds (tasks × mean compute + sync over the eligible GPUs,
+    :class:`~optsched.online.simulator.SizeDistribution`); ``thresholds=(3250, 7200)`` are
+    the GPU·s limits of Tiresias' own simulator, tuned to the Philly trace,
+    which the jobs of a Hare instance (≤ 1.4k GPU·s) never reach. Heterogeneity-oblivious
+    placement: the K eligible idle GPUs free the longest (ties: lowest index); a job that
+    does not fit is skipped, so a later one may start.
     """
 
-    thresholds: tuple[float, ...] = (3250.0, 7200.0)
+    thresholds: tuple[float, ...] | None = None
     starvation: float = 0.0
+    quantiles: tuple[float, ...] = (0.5, 0.8)
     name: str = "tiresias"
     clairvoyant: bool = False
     modes: frozenset[str] = field(default_factory=lambda: frozenset({"gang"}))
+    levels: tuple[float, ...] = field(default=(), init=False)
+
+    def __post_init__(self) -> None:
+        self.levels = self.thresholds or ()
+
+    def calibrate(self, sizes: SizeDistribution) -> None:
+        """Set the thresholds for a run: the given ones, or derived from ``sizes``."""
+        self.levels = (self.thresholds if self.thresholds is not None
+                       else quantile_thresholds(sizes.gpu_seconds, self.quantiles))
 
     def _key(self, job: JobState, now: float) -> tuple[int, float, int]:
-        level = sum(job.attained >= q for q in self.thresholds)
+        level = sum(job.attained >= q for q in self.levels)
         if self.starvation > 0 and now - job.last_start > self.starvation * job.attained > 0:
             level = 0
         return level, job.arrival, job.index
@@ -112,18 +217,21 @@ class Tiresias:
 
 @dataclass
 class Homo:
-    """In the spirit of Sched_Homo (Zhang et al., MobiHoc'20), relaxed mode: clairvoyant
-    about a job's size once it arrives, heterogeneity-oblivious, no job preemption.
+    """In the spirit of Sched_Homo (Zhang et al., MobiHoc'20): clairvoyant about a job's size
+    once it arrives, heterogeneity-oblivious, no job preemption.
 
     A task's time is estimated by the job's mean over its eligible GPU types; jobs that have
     started keep priority in the order they started, the others follow by weighted shortest
-    remaining work (w_j / (remaining tasks × estimate)); each task goes on the eligible idle
-    GPU free the longest (ties: lowest index; speeds ignored).
+    remaining work (w_j / (remaining tasks × estimate)). Gang mode (its own model: it
+    assumes identical GPUs, so a round's workers run together): each round on the K
+    eligible idle GPUs free the longest, a job that does not fit is skipped. Relaxed mode
+    (Hare's model, the first study's variant): each task on the eligible idle GPU free the
+    longest. Ties: lowest index; speeds ignored.
     """
 
     name: str = "homo"
     clairvoyant: bool = True
-    modes: frozenset[str] = field(default_factory=lambda: frozenset({"relaxed"}))
+    modes: frozenset[str] = field(default_factory=lambda: frozenset({"gang", "relaxed"}))
 
     def decide(self, view: View) -> list[Decision]:
         oracle = view.oracle
@@ -135,15 +243,21 @@ class Homo:
             estimate = float(np.mean(job.compute[np.isfinite(job.compute)]))
             return 1, oracle.remaining_tasks(job) * estimate / job.weight, job.arrival, job.index
 
-        return fill_earliest_available(sorted(view.waiting, key=key), view)
+        order = sorted(view.waiting, key=key)
+        if view.mode == "gang":
+            return fill_gangs(order, view.idle, strict=False,
+                              rank=lambda job, g: (view.free_since[g], g))
+        return fill_earliest_available(order, view)
 
 
 @dataclass
 class AlloX:
-    """In the spirit of AlloX (Le et al., EuroSys'20), relaxed mode, clairvoyant: jobs are
-    the unit (no intra-job parallelism: at most one task of a job runs at a time), matched to
-    idle GPUs by a min-cost bipartite matching (scipy's ``linear_sum_assignment``) with cost
-    remaining tasks × compute on that GPU / w_j — heterogeneity-aware at the job level."""
+    """In the spirit of AlloX (Le et al., EuroSys'20), clairvoyant: jobs are the unit (no
+    intra-job parallelism: at most one task of a job runs at a time, so a job's K tasks of
+    a round run one after another), matched to idle GPUs by a min-cost bipartite matching
+    (scipy's ``linear_sum_assignment``) with cost remaining tasks × compute on that GPU /
+    w_j — heterogeneity-aware at the job level. Relaxed mode only lets the tasks run in
+    sequence; with one task at a time, Hare's relaxed synchronisation gives it nothing."""
 
     name: str = "allox"
     clairvoyant: bool = True
@@ -252,31 +366,50 @@ class Replay:
         return out
 
 
-@register("fifo", kind="simulate", modes=("gang",),
-          description="Gavel-style FIFO on the fastest idle GPUs (gang, no backfilling)")
-def _fifo(params: Mapping[str, str]) -> FIFO:
+@register("fifo-perf", kind="simulate", modes=("gang",),
+          description="Gavel's fifo_perf (the Hare paper's Gavel_FIFO): arrival order, "
+                      "fastest idle GPUs (gang, no backfilling)")
+def _fifo_perf(params: Mapping[str, str]) -> FIFO:
     return FIFO()
 
 
-@register("srtf", kind="simulate", modes=("relaxed",),
-          description="shortest remaining time first (clairvoyant), fastest idle GPU")
+@register("fifo", kind="simulate", modes=("gang",),
+          description="alias of fifo-perf (Gavel's fifo_perf), kept for old scripts")
+def _fifo(params: Mapping[str, str]) -> FIFO:
+    return FIFO(name="fifo")
+
+
+@register("fifo-random", kind="simulate", modes=("gang",),
+          params={"seed": "seed of the GPU-type draws (default 0)"},
+          description="Gavel's fifo: arrival order, one random GPU type per job, kept "
+                      "(gang, no backfilling)")
+def _fifo_random(params: Mapping[str, str]) -> FIFORandom:
+    text = params.get("seed", "0")
+    if not text.isdigit() or int(text) > 2**63 - 1:
+        raise InputError(f"seed must be an integer in [0, 2^63), got {text!r}")
+    return FIFORandom(int(text))
+
+
+@register("srtf", kind="simulate", modes=("gang", "relaxed"),
+          description="shortest remaining time first (clairvoyant), fastest idle GPUs; "
+                      "gang is its own model, relaxed gets Hare's")
 def _srtf(params: Mapping[str, str]) -> SRTF:
     return SRTF()
 
 
 @register("tiresias", kind="simulate", modes=("gang",), params={
-    "thresholds": "attained-service thresholds in GPU-seconds, comma-separated "
-                  "(default 3250,7200)",
+    "thresholds": "attained-service thresholds in GPU-seconds, comma-separated, or auto "
+                  "(default: the 0.5 and 0.8 quantiles of the workload's job sizes; "
+                  "Tiresias' simulator used 3250,7200)",
     "starvation": "promote a job waiting longer than this × its service (default 0: off)"},
     description="Tiresias' discretised 2D-LAS (gang, heterogeneity-oblivious)")
 def _tiresias(params: Mapping[str, str]) -> Tiresias:
-    return Tiresias(float_list_param(params, "thresholds", (3250.0, 7200.0)),
-                    nonnegative_float_param(params, "starvation"))
+    return Tiresias(thresholds_param(params), nonnegative_float_param(params, "starvation"))
 
 
-@register("homo", kind="simulate", modes=("relaxed",),
+@register("homo", kind="simulate", modes=("gang", "relaxed"),
           description="Sched_Homo-like: heterogeneity-oblivious, no job preemption "
-                      "(clairvoyant)")
+                      "(clairvoyant); gang is its own model, relaxed gets Hare's")
 def _homo(params: Mapping[str, str]) -> Homo:
     return Homo()
 

@@ -2,7 +2,7 @@
 
 The simulator owns the state (which GPUs are busy, how far every job is), a *policy* decides
 which tasks start where, and *observers* receive every task start and job completion (metrics,
-the schedule, progress) without touching the state (research/style.md §3, §9).
+the schedule, progress) without touching the state.
 
 Events, processed in time order (all events of one instant before any decision): a job
 arrives; a GPU becomes free; a round's results are ready (the job's next round is released,
@@ -23,7 +23,10 @@ simulator emits is checked against that instance:
 **Non-clairvoyance is enforced by construction**: policies see :class:`JobState` objects,
 which hold what a job has revealed (arrival, weight, tasks per round, profiled per-GPU times,
 progress) and nothing about its remaining rounds; jobs appear only once they have arrived.
-Clairvoyant policies (``clairvoyant = True``) also receive an :class:`Oracle`.
+Clairvoyant policies (``clairvoyant = True``) also receive an :class:`Oracle`. A policy with a
+``calibrate`` method receives, once before the run, the workload's :class:`SizeDistribution`:
+each size list sorted on its own, so no size can be tied to a job (what an operator knows
+from the cluster's history; Tiresias, NSDI'19 §4.2, sets its queue thresholds this way).
 """
 
 from __future__ import annotations
@@ -77,6 +80,32 @@ class JobState:
     attained: float = 0.0
     first_start: float = float("nan")
     last_start: float = 0.0
+
+
+@dataclass(frozen=True)
+class SizeDistribution:
+    """How large the jobs of a workload are, each tuple sorted ascending on its own.
+
+    ``reference``: per job, tasks × its fastest profiled compute time (reference-GPU
+    seconds, the service HLAS measures); ``gpu_seconds``: per job, tasks × the mean over its
+    eligible GPUs of compute + sync (GPU-seconds as a heterogeneity-oblivious policy such as
+    Tiresias counts them).
+    """
+
+    reference: tuple[float, ...]
+    gpu_seconds: tuple[float, ...]
+
+
+def size_distribution(instance: Instance) -> SizeDistribution:
+    """The :class:`SizeDistribution` of ``instance`` (profiled times)."""
+    ref, held = [], []
+    for j, job in enumerate(instance.jobs):
+        eligible = instance.eligible(j)
+        tasks = job.rounds * job.tasks_per_round
+        ref.append(tasks * float(np.min(instance.compute[j, eligible])))
+        held.append(tasks * float(np.mean(instance.compute[j, eligible]
+                                          + instance.sync[j, eligible])))
+    return SizeDistribution(tuple(sorted(ref)), tuple(sorted(held)))
 
 
 class Oracle:
@@ -240,7 +269,7 @@ def realise(instance: Instance, *, noise: float = 0.0, switch_cost: float = 0.0,
 
     Each (job, GPU type) compute time is multiplied once by U[1 − noise, 1 + noise] (seeded)
     and by 1 + ``switch_cost`` (a task-switch cost as a fraction of the task, folded into
-    compute; Hare measures under 5 %, seeds.md §1.6). Syncs are unchanged. Without noise or
+    compute; Hare measures under 5 %). Syncs are unchanged. Without noise or
     switch cost, the instance itself.
     """
     if not 0 <= noise < 1:
@@ -301,6 +330,9 @@ def simulate(instance: Instance, policy: Policy, *, seed: int = 0, noise: float 
     if not event_driven and tick is None:
         raise InputError("scheduling only at ticks needs a tick period")
     real = realise(instance, noise=noise, switch_cost=switch_cost, seed=seed)
+    calibrate = getattr(policy, "calibrate", None)
+    if callable(calibrate):
+        calibrate(size_distribution(instance))
     engine = _Engine(instance, real, policy, tick, event_driven)
     metrics = MetricsObserver(real)
     recorder = ScheduleRecorder(real) if record else None
