@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
-# The Hare paper's simulation study (HPDC'22 Figs. 14-17, seeds.md §1.8) with optsched's methods.
-# Grids (family hare, 3 seeds, 166.67 one-batch tasks per job on average):
+# The Hare paper's simulation study (HPDC'22 Figs. 14-17) with optsched's methods.
+# Grids (family hare, 3 seeds; the generator's published settings: one arrival rate for every
+# figure, 25 % of the work per job class, tasks of whole mini-batches with sync < compute):
 #   hare-gpus: 200 jobs on 100-180 GPUs; hare-jobs: 160 GPUs with 100-300 jobs;
 #   hare-heterogeneity: low / middle / high (160 GPUs, 200 jobs);
 #   hare-mix: CV:NLP:Speech:Rec = 2:1:1:1, 1:2:1:1, 1:1:2:1, 1:1:1:2 (160 GPUs, 200 jobs).
