@@ -142,17 +142,17 @@ def test_hare_lp_out_of_time_orders_by_ect():
 
 # -- models too large for memory are refused before anything is built --------------------------
 
-@pytest.mark.parametrize("method,spec,needles", [
-    ("milp-highs", GeneratorSpec(jobs=200), ["--method milp-highs", "non-zeros", "GiB"]),
-    ("cpsat", GeneratorSpec(jobs=1000, rounds=(1000, 1000), tasks=(1, 1)),
+@pytest.mark.parametrize("method,spec,params,needles", [
+    ("milp-highs", GeneratorSpec(jobs=200), {}, ["--method milp-highs", "non-zeros", "GiB"]),
+    ("cpsat", GeneratorSpec(jobs=1000, rounds=(1000, 1000), tasks=(1, 1)), {},
      ["--method cpsat", "intervals"]),
-    ("hare", None, ["Hare_Sched_RL", "pairs", "hare-lp"]),
+    ("hare", None, {"step1": "exact"}, ["Hare_Sched_RL", "pairs", "step1=lp"]),
 ])
-def test_exact_models_too_large_are_refused_fast(method, spec, needles):
+def test_exact_models_too_large_are_refused_fast(method, spec, params, needles):
     inst = generate(spec, 0) if spec else generate_hare(HareSpec(jobs=300), 0)
     started = time.perf_counter()
     with pytest.raises(InputError) as info:
-        solve(inst, method, time_limit=60)
+        solve(inst, method, time_limit=60, params=params)
     assert time.perf_counter() - started < 5
     message = str(info.value)
     assert "\n" not in message and all(n in message for n in needles)

@@ -1,6 +1,6 @@
 """Hare's relaxation Hare_Sched_RL, solved exactly with CP-SAT (models/hare-relaxation.md).
 
-Hare (HPDC'22 §5.2, seeds.md §1.4) drops the no-overlap constraint (8) of Hare_Sched and keeps
+Hare (HPDC'22 §5.2) drops the no-overlap constraint (8) of Hare_Sched and keeps
 release dates (4), assignment (5), completion (6) and round barriers (7), adding Queyranne's
 per-GPU inequality (9):
 
@@ -67,14 +67,26 @@ def _rl_objective(inst: Instance, starts: dict[tuple[int, int, int], float],
     return total
 
 
+def relaxation_pairs(instance: Instance) -> int:
+    """(task, eligible GPU) pairs of Hare_Sched_RL: the size :func:`check_relaxation_size`
+    tests against :data:`~optsched.exact.budget.MAX_RL_PAIRS`."""
+    return sum(job.n_tasks * len(instance.eligible(j)) for j, job in enumerate(instance.jobs))
+
+
+def relaxation_fits(instance: Instance) -> bool:
+    """True when the exact Hare_Sched_RL (CP-SAT) may be built for ``instance``; beyond,
+    step 1 of ``hare`` is the LP relaxation of :mod:`optsched.exact.hare_lp`."""
+    return relaxation_pairs(instance) <= MAX_RL_PAIRS
+
+
 def check_relaxation_size(instance: Instance) -> None:
     """Refuse (InputError) an instance whose Hare_Sched_RL has more than
     :data:`~optsched.exact.budget.MAX_RL_PAIRS` (task, eligible GPU) pairs."""
-    pairs = sum(job.n_tasks * len(instance.eligible(j)) for j, job in enumerate(instance.jobs))
+    pairs = relaxation_pairs(instance)
     if pairs > MAX_RL_PAIRS:
-        raise InputError(f"Hare_Sched_RL (methods hare, hare-ect) of this instance would have "
-                         f"{fmt(pairs)} (task, GPU) pairs; at most {fmt(MAX_RL_PAIRS)} fit in "
-                         "memory (use hare-lp)")
+        raise InputError(f"Hare_Sched_RL (methods hare, hare-ect, step1=exact) of this "
+                         f"instance would have {fmt(pairs)} (task, GPU) pairs; at most "
+                         f"{fmt(MAX_RL_PAIRS)} fit in memory (use step1=lp or auto)")
 
 
 def solve_hare_relaxation(instance: Instance, feasible: Schedule, *, time_unit: float,

@@ -7,8 +7,9 @@ max(previous round synced, φ_m) on a GPU m, φ_m being the moment GPU m becomes
 
 | method        | relaxation (step 1)                          | GPU choice (step 2)       |
 |---------------|----------------------------------------------|---------------------------|
-| ``hare``        | Hare_Sched_RL, exact (CP-SAT)               | earliest free (published) |
-| ``hare-ect``    | Hare_Sched_RL, exact (CP-SAT)               | earliest completion       |
+| ``hare``        | Hare_Sched_RL: exact (CP-SAT) where it fits, | earliest free (published) |
+|                 | else its LP with lazy cuts (``step1``)       |                           |
+| ``hare-ect``    | as ``hare``                                  | earliest completion       |
 | ``hare-lp``     | interval-indexed LP (scalable)              | earliest free             |
 | ``hare-lp-ect`` | interval-indexed LP (scalable)              | earliest completion       |
 
@@ -33,7 +34,9 @@ Guarantee (Theorem 4, HPDC'22 §5.3): the published method is an α(2+α)-approx
 heterogeneity degree (:func:`~optsched.exact.hare_relaxation.heterogeneity_degree`); the proof
 bounds the heuristic by α(2+α) times the optimal relaxation value. Every Result reports α, the
 factor, the relaxation value and the achieved ratio; ``covered`` is true only for ``hare``
-(either ``gpu_tie``) with a proved relaxation, the one case the published bound speaks about.
+(either ``gpu_tie``) with a proved exact relaxation, the one case the published bound speaks
+about; with the LP step 1 (models/hare-rl-lp.md) the bound is certified but Theorem 4 is not
+proved for it, so ``covered`` is false and the ratio is reported as measured.
 
 Time limit: step 1 gets what is left of ``--time-limit`` after the ECT schedule; step 2 is a
 list schedule (no limit needed). When step 1 runs out of time it falls back on the ECT
@@ -54,9 +57,11 @@ from optsched.errors import InputError, OptschedError
 from optsched.exact.bounds import interval_lp
 from optsched.exact.budget import Budget
 from optsched.exact.grid import parse_time_unit
+from optsched.exact.hare_lp import solve_hare_lp
 from optsched.exact.hare_relaxation import (
     check_relaxation_size,
     heterogeneity_degree,
+    relaxation_fits,
     solve_hare_relaxation,
 )
 from optsched.heuristics.list_scheduling import ect_schedule
@@ -66,6 +71,8 @@ from optsched.schedule import Schedule, Task
 from optsched.solve import MethodOutput, SolveContext, register
 
 GPU_CHOICES = ("earliest-free", "earliest-completion")
+#: Step 1 of ``hare``/``hare-ect``: exact relaxation where it fits, else its LP (``auto``).
+STEP1_CHOICES = ("auto", "exact", "lp")
 #: Tie rules of the earliest-free GPU choice (Algorithm 1, line 12); the first is the default.
 GPU_TIES = ("lowest-index", "fastest")
 #: relative slack when testing the published guarantee (floating-point noise only)
@@ -160,7 +167,23 @@ def _solve(instance: Instance, ctx: SolveContext, relaxation: str, gpu_choice: s
     budget = Budget(ctx.time_limit)
     started = time.perf_counter()
     info: dict[str, Any]
-    if relaxation == "rl":
+    published = relaxation == "rl" and gpu_choice == "earliest-free"
+    step1 = choice_param(params, "step1", STEP1_CHOICES) if relaxation == "rl" else ""
+    if relaxation == "rl" and (step1 == "lp" or (step1 == "auto"
+                                                 and not relaxation_fits(instance))):
+        # Hare_Sched_RL's LP relaxation with lazy Queyranne cuts (models/hare-rl-lp.md): a
+        # certified bound, but Theorem 4 is not proved for it, so the guarantee is not covered
+        rllp = solve_hare_lp(instance, time_limit=budget.left())
+        rl_starts = rllp.round_starts if rllp.round_starts is not None \
+            else _ect_round_starts(instance)
+
+        def estimate(j: int, r: int, k: int) -> float:
+            return float(rl_starts[j][r])
+        value, proved, bound = (rllp.bound or 0.0), rllp.bound is not None, rllp.bound
+        info = {**rllp.extra(), "objective": rllp.bound, "proved": proved,
+                "order": "hare_sched_rl_lp" if rllp.round_starts is not None else "ect"}
+        published = False
+    elif relaxation == "rl":
         unit = parse_time_unit(instance, params)
         workers = _rl_params(params)
         check_relaxation_size(instance)  # before the ECT schedule: fail fast
@@ -198,7 +221,6 @@ def _solve(instance: Instance, ctx: SolveContext, relaxation: str, gpu_choice: s
     ties = None if tie is None else {
         rule: objective if rule == tie else
         hare_list_schedule(instance, estimate, gpu_choice, rule)[1] for rule in GPU_TIES}
-    published = relaxation == "rl" and gpu_choice == "earliest-free"
     return MethodOutput(schedule=schedule, bound=bound, extra={
         "relaxation": info, "gpu_choice": gpu_choice, "gpu_tie": tie,
         "tie_objectives": ties, "list_scheduling_s": step2_s,
@@ -217,6 +239,8 @@ def _ect_round_starts(instance: Instance) -> list[np.ndarray]:
 
 
 _RL_PARAMS: Mapping[str, str] = {
+    "step1": "auto (exact CP-SAT relaxation when it fits, else its LP with lazy Queyranne "
+             "cuts), exact, or lp",
     "time_unit": "grid step of the relaxation in seconds (default 1 for integer data, "
                  "else 0.001)",
     "workers": "CP-SAT worker threads for the relaxation (default 1)",
@@ -237,8 +261,9 @@ def _tie_param(params: Mapping[str, str]) -> str:
 
 
 def _rl_params(params: Mapping[str, str]) -> int:
-    """CP-SAT workers of the exact relaxation; ``time_unit``'s form checked."""
+    """CP-SAT workers of the exact relaxation; ``time_unit``'s and ``step1``'s form checked."""
     positive_float_param(params, "time_unit")
+    choice_param(params, "step1", STEP1_CHOICES)
     return int_param(params, "workers", 1)
 
 
