@@ -7,7 +7,6 @@ from __future__ import annotations
 
 import dataclasses
 import json
-from importlib import resources
 
 import jsonschema
 import numpy as np
@@ -23,19 +22,7 @@ from optsched.online.cluster import simulate_cluster
 from optsched.online.run import run_policy
 from optsched.schedule import Schedule, Task
 from optsched.topology import tree_topology
-
-
-def schema(name):
-    path = resources.files("optsched").joinpath("data", "schemas", f"{name}.schema.json")
-    return json.loads(path.read_text())
-
-
-def single(name, work=100.0, **kw):
-    return Job(id=name, compute={"T4": work}, **kw)
-
-
-def one_gpu(*jobs, share_cap=None, memory=None):
-    return Instance("c", jobs, (GPU("g", "T4", "h", memory),), mode="gang", share_cap=share_cap)
+from tests.test_cluster import one_gpu, schema, single
 
 
 def ps2(name, work=100.0, **kw):
