@@ -18,7 +18,7 @@
 #     load-ratio gates), then all three;
 #   sequences (§6 in the paper's setting): job sequences on one GPU with 0/10/20 % prediction
 #     error (benchmarks/liquid_sequences.py).
-# Resumable (about 15 minutes on 2 cores).
+# Resumable (about 5 minutes on 2 cores).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 out=benchmarks/results/liquid
