@@ -192,7 +192,9 @@ def test_kill_during_write_leaves_old_or_complete_file(tmp_path, delay):
     proc.wait()
     text = out.read_text()
     if text != "old content":
-        assert len(strict_json(text)["tasks"]) == 50025
+        jobs = strict_json(inst.read_text())["jobs"]
+        tasks = sum(j.get("rounds", 1) * j.get("tasks_per_round", 1) for j in jobs)
+        assert len(strict_json(text)["tasks"]) == tasks > 40000
 
 
 # -- 4. no partial effects: every target is checked before the work starts ----------------------
