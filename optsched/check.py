@@ -203,6 +203,15 @@ def check(instance: Instance, schedule: Schedule) -> CheckReport:
     count: dict[tuple[str, int, int], int] = defaultdict(int)
     rounds: dict[tuple[int, int], list[tuple[Task, int]]] = defaultdict(list)
     failed: dict[tuple[int, int, float], list[tuple[Task, int]]] = defaultdict(list)
+
+    def ineligible(t: Task, j: int, g: int, what: str) -> bool:
+        """Flag (and say) that job j's task ``t`` may not run on GPU g."""
+        if instance.compute[j, g] != float("inf"):
+            return False
+        flag("ineligible", f"{what}: job {t.job!r} cannot run on GPU {t.gpu!r} "
+                           f"(type {instance.gpus[g].type!r})", t)
+        return True
+
     for t in schedule.tasks:
         j = instance.job_index.get(t.job)
         g = instance.gpu_index.get(t.gpu)
@@ -218,26 +227,16 @@ def check(instance: Instance, schedule: Schedule) -> CheckReport:
                                   f"and tasks 0..{job.tasks_per_round - 1}", t)
             continue
         if t.failed_at is not None:
-            if g is None:
-                continue
-            if instance.compute[j, g] == float("inf"):
-                flag("ineligible", f"failed attempt {_name(t)}: job {t.job!r} cannot run on "
-                                   f"GPU {t.gpu!r} (type {instance.gpus[g].type!r})", t)
-                continue
-            failed[j, t.round, t.start].append((t, g))
+            if g is not None and not ineligible(t, j, g, f"failed attempt {_name(t)}"):
+                failed[j, t.round, t.start].append((t, g))
             continue
         count[t.key] += 1
         if count[t.key] > 1:  # only the first occurrence is timed
             if count[t.key] == 2:
                 flag("duplicate", f"{_name(t)} appears more than once", t)
             continue
-        if g is None:
-            continue
-        if instance.compute[j, g] == float("inf"):
-            flag("ineligible", f"{_name(t)}: job {t.job!r} cannot run on GPU {t.gpu!r} "
-                               f"(type {instance.gpus[g].type!r})", t)
-            continue
-        rounds[j, t.round].append((t, g))
+        if g is not None and not ineligible(t, j, g, _name(t)):
+            rounds[j, t.round].append((t, g))
 
     complete = not out or all(v.kind == "instance" for v in out)
     for job in instance.jobs:
