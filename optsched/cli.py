@@ -238,6 +238,9 @@ def cmd_simulate(args: argparse.Namespace) -> int:
         _print_json(result.to_dict())
     else:
         _print_result(result)
+        print("checked    " + ("yes: objective and metrics from the checker" if
+                               result.extra["checked"] else "no (--no-record): the "
+                               "simulator's own numbers, no schedule to check"))
         print(f"{sim.events} events in {sim.runtime_s:.2f} s ({sim.events_per_s:,.0f} events/s)")
     return EXIT_OK
 

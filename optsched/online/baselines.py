@@ -24,7 +24,8 @@ they do get Hare's model (the variants the first Hare study ran).
 
 from __future__ import annotations
 
-from collections.abc import Callable, Mapping
+import math
+from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -33,24 +34,35 @@ import numpy as np
 from optsched.errors import InputError
 from optsched.instance import Instance
 from optsched.online.policies import (
+    after,
     fill_earliest_available,
     fill_fastest,
     quantile_thresholds,
     thresholds_param,
 )
-from optsched.online.simulator import Decision, JobState, PolicyError, SizeDistribution, View
+from optsched.online.simulator import (
+    Decision,
+    JobState,
+    Oracle,
+    PolicyError,
+    SizeDistribution,
+    View,
+    ordered,
+)
 from optsched.params import nonnegative_float_param
 from optsched.schedule import Schedule
 from optsched.solve import register
 
 
-def fill_gangs(order: list[JobState], idle: list[int], *, strict: bool,
+def fill_gangs(order: Iterable[JobState], idle: Iterable[int], *, strict: bool,
                rank: Callable[[JobState, int], Any]) -> list[Decision]:
     """Each job, in ``order``, on its K eligible idle GPUs of smallest ``rank(job, g)``; a job
     that does not fit stops everything (``strict``) or is skipped."""
     free = list(idle)
     out: list[Decision] = []
     for job in order:
+        if not free:
+            break
         usable = sorted((g for g in free if np.isfinite(job.compute[g])),
                         key=lambda g: rank(job, g))
         if len(usable) < job.tasks_per_round:
@@ -76,9 +88,11 @@ class FIFO:
     clairvoyant: bool = False
     modes: frozenset[str] = field(default_factory=lambda: frozenset({"gang"}))
 
+    def priority(self, job: JobState, now: float, oracle: object = None) -> tuple[float]:
+        return (job.arrival,)
+
     def decide(self, view: View) -> list[Decision]:
-        order = sorted(view.waiting, key=lambda j: (j.arrival, j.index))
-        return fill_gangs(order, view.idle, strict=True,
+        return fill_gangs(ordered(view, self), view.idle, strict=True,
                           rank=lambda job, g: (job.compute[g] + job.sync[g], g))
 
 
@@ -102,6 +116,9 @@ class FIFORandom:
     _rng: np.random.Generator = field(default_factory=lambda: np.random.default_rng(0),
                                       init=False, repr=False)
 
+    def priority(self, job: JobState, now: float, oracle: object = None) -> tuple[float]:
+        return (job.arrival,)
+
     def calibrate(self, sizes: SizeDistribution) -> None:
         """Start a run: forget the types drawn, reseed."""
         self._type, self._rng = {}, np.random.default_rng(self.seed)
@@ -120,7 +137,7 @@ class FIFORandom:
                 free.remove(g)
             return True
 
-        order = sorted(view.waiting, key=lambda j: (j.arrival, j.index))
+        order = list(ordered(view, self))
         for job in order:
             if job.index in self._type:
                 take(job, self._type[job.index])
@@ -159,15 +176,16 @@ class SRTF:
     clairvoyant: bool = True
     modes: frozenset[str] = field(default_factory=lambda: frozenset({"gang", "relaxed"}))
 
-    def decide(self, view: View) -> list[Decision]:
-        oracle = view.oracle
+    def priority(self, job: JobState, now: float, oracle: Oracle | None) -> tuple[float, float]:
         assert oracle is not None  # the simulator gives clairvoyant policies an oracle
-        order = sorted(view.waiting, key=lambda j: (
-            oracle.remaining_tasks(j) * float(np.min(j.compute)) / j.weight, j.arrival, j.index))
+        return oracle.remaining_tasks(job) * job.fastest / job.weight, job.arrival
+
+    def decide(self, view: View) -> list[Decision]:
+        waiting = ordered(view, self)
         if view.mode == "gang":
-            return fill_gangs(order, view.idle, strict=False,
+            return fill_gangs(waiting, view.idle, strict=False,
                               rank=lambda job, g: (job.compute[g] + job.sync[g], g))
-        return fill_fastest(order, view)
+        return fill_fastest(waiting, view)
 
 
 @dataclass
@@ -203,15 +221,26 @@ class Tiresias:
         self.levels = (self.thresholds if self.thresholds is not None
                        else quantile_thresholds(sizes.gpu_seconds, self.quantiles))
 
-    def _key(self, job: JobState, now: float) -> tuple[int, float, int]:
-        level = sum(job.attained >= q for q in self.levels)
-        if self.starvation > 0 and now - job.last_start > self.starvation * job.attained > 0:
-            level = 0
-        return level, job.arrival, job.index
+    def priority(self, job: JobState, now: float, oracle: object = None
+                 ) -> tuple[int, float]:
+        """(level, arrival); a starving job is in level 0 until it starts again."""
+        level = 0 if self._starving(job, now) else self._level(job)
+        return level, job.arrival
+
+    def _level(self, job: JobState) -> int:
+        return sum(job.attained >= q for q in self.levels)
+
+    def _starving(self, job: JobState, now: float) -> bool:
+        return self.starvation > 0 and now - job.last_start > self.starvation * job.attained > 0
+
+    def revisit(self, job: JobState, now: float) -> float:
+        """When a job in a lower level may start to starve (math.inf: it cannot)."""
+        if self.starvation <= 0 or not self._level(job) or self._starving(job, now):
+            return math.inf
+        return after(now, job.last_start + self.starvation * job.attained)
 
     def decide(self, view: View) -> list[Decision]:
-        order = sorted(view.waiting, key=lambda j: self._key(j, view.time))
-        return fill_gangs(order, view.idle, strict=False,
+        return fill_gangs(ordered(view, self), view.idle, strict=False,
                           rank=lambda job, g: (view.free_since[g], g))
 
 
@@ -233,21 +262,19 @@ class Homo:
     clairvoyant: bool = True
     modes: frozenset[str] = field(default_factory=lambda: frozenset({"gang", "relaxed"}))
 
-    def decide(self, view: View) -> list[Decision]:
-        oracle = view.oracle
+    def priority(self, job: JobState, now: float, oracle: Oracle | None
+                 ) -> tuple[int, float, float]:
         assert oracle is not None
+        if job.tasks_started:
+            return 0, job.first_start, job.arrival
+        return 1, oracle.remaining_tasks(job) * job.mean_compute / job.weight, job.arrival
 
-        def key(job: JobState) -> tuple[int, float, float, int]:
-            if job.tasks_started:
-                return 0, job.first_start, job.arrival, job.index
-            estimate = float(np.mean(job.compute[np.isfinite(job.compute)]))
-            return 1, oracle.remaining_tasks(job) * estimate / job.weight, job.arrival, job.index
-
-        order = sorted(view.waiting, key=key)
+    def decide(self, view: View) -> list[Decision]:
+        waiting = ordered(view, self)
         if view.mode == "gang":
-            return fill_gangs(order, view.idle, strict=False,
+            return fill_gangs(waiting, view.idle, strict=False,
                               rank=lambda job, g: (view.free_since[g], g))
-        return fill_earliest_available(order, view)
+        return fill_earliest_available(waiting, view)
 
 
 @dataclass
@@ -263,20 +290,27 @@ class AlloX:
     clairvoyant: bool = True
     modes: frozenset[str] = field(default_factory=lambda: frozenset({"relaxed"}))
 
+    def priority(self, job: JobState, now: float, oracle: object = None) -> tuple[float]:
+        return (job.arrival,)
+
     def decide(self, view: View) -> list[Decision]:
         from scipy.optimize import linear_sum_assignment
 
         oracle = view.oracle
         assert oracle is not None
-        jobs = [job for job in view.waiting if job.running == 0]
+        jobs = [job for job in ordered(view, self) if job.running == 0]
         if not jobs:
             return []
         big = 1e300
-        cost = np.array([[oracle.remaining_tasks(job) * job.compute[g] / job.weight
-                          if np.isfinite(job.compute[g]) else big for g in view.idle]
-                         for job in jobs])
+        idle = list(view.idle)
+        classes = [view.idle.class_of[g] for g in idle]
+        times = np.array([job.by_class for job in jobs])[:, classes]  # = compute[j, idle]
+        remaining = np.array([[oracle.remaining_tasks(job)] for job in jobs], dtype=float)
+        weights = np.array([[job.weight] for job in jobs])
+        with np.errstate(invalid="ignore"):
+            cost = np.where(np.isfinite(times), remaining * times / weights, big)
         rows, cols = linear_sum_assignment(cost)
-        return [(jobs[r].index, view.idle[c]) for r, c in zip(rows, cols, strict=True)
+        return [(jobs[r].index, idle[c]) for r, c in zip(rows, cols, strict=True)
                 if cost[r, c] < big]
 
 

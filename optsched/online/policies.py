@@ -12,41 +12,63 @@ to the lower GPU index.
 
 from __future__ import annotations
 
+import bisect
+import heapq
+import math
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
+from itertools import repeat
+from typing import Any
 
 import numpy as np
 
-from optsched.online.simulator import Decision, JobState, SizeDistribution, View
+from optsched.online.simulator import (
+    Decision,
+    JobState,
+    SizeDistribution,
+    View,
+    WaitingQueue,
+    ordered,
+)
 from optsched.params import choice_param, float_list_param, nonnegative_float_param
 from optsched.solve import register
 
 
-def _fastest_idle(job: JobState, idle: list[int], taken: set[int]) -> int | None:
-    """The idle GPU where the job's task computes fastest (ties: lowest index)."""
-    best, best_time = None, np.inf
-    for g in idle:
-        if g not in taken and job.compute[g] < best_time:
-            best, best_time = g, job.compute[g]
-    return best
-
-
 def fill_fastest(order: Iterable[JobState], view: View, taken: set[int] | None = None,
-                  left: Mapping[int, int] | None = None) -> list[Decision]:
+                 left: Mapping[int, int] | None = None) -> list[Decision]:
     """In ``order``, each waiting task (``left[job]`` of them, default all) on the fastest
-    idle GPU not ``taken`` (HLAS's mapping A; also used by the baselines)."""
+    idle GPU not ``taken`` (ties: lowest index; HLAS's mapping A, also used by the
+    baselines). O(speed classes) per task: the idle GPUs are kept by class."""
     taken = set() if taken is None else taken
+    pools = view.idle.by_class
+    cursor = [0] * len(pools)
+    total = len(view.idle)
     out: list[Decision] = []
     for job in order:
-        for _ in range(job.waiting if left is None else left.get(job.index, job.waiting)):
-            g = _fastest_idle(job, view.idle, taken)
-            if g is None:
-                break
-            taken.add(g)
-            out.append((job.index, g))
-        if len(taken) == len(view.idle):
+        if len(taken) == total:
             break
+        times = job.by_class
+        for _ in range(job.waiting if left is None else left.get(job.index, job.waiting)):
+            best, best_key = -1, (math.inf, 0)
+            for c, pool in enumerate(pools):
+                i = cursor[c]
+                while i < len(pool) and pool[i] in taken:
+                    i += 1
+                cursor[c] = i
+                if i < len(pool) and (times[c], pool[i]) < best_key:
+                    best, best_key = pool[i], (times[c], pool[i])
+            if best < 0:
+                break
+            taken.add(best)
+            out.append((job.index, best))
     return out
+
+
+def after(now: float, at: float) -> float:
+    """A revisit time for a condition that first holds just after ``at``: slightly before
+    ``at`` (so rounding cannot skip the decision where it first holds; it is evaluated
+    exactly then), and later than ``now``."""
+    return max(at - 1e-9 * max(1.0, abs(at)), math.nextafter(now, math.inf))
 
 
 def quantile_thresholds(sizes: Sequence[float], quantiles: Sequence[float]
@@ -113,34 +135,106 @@ class HLAS:
         else:
             self.levels = quantile_thresholds(sizes.reference, self.quantiles)
 
-    def _key(self, job: JobState, now: float) -> tuple[float, float, float, int]:
-        service = job.tasks_started * float(np.min(job.compute))
-        own = (service - self._entered.get(job.index, 0.0)) / job.weight
-        level = sum(own >= q for q in self.levels)
+    def _level(self, job: JobState) -> int:
+        own = (job.tasks_started * job.fastest - self._entered.get(job.index, 0.0)) / job.weight
+        return sum(own >= q for q in self.levels)
+
+    def priority(self, job: JobState, now: float, oracle: object = None
+                 ) -> tuple[float, float, float]:
+        """(level, then service / w_j for form=continuous else arrival, arrival); a
+        starving job re-enters queue 0 here."""
+        service = job.tasks_started * job.fastest
+        level = self._level(job)
         if level and self.starvation > 0 and now - job.last_start > self.starvation * service:
             self._entered[job.index] = service  # back to queue 0 until Q1 more service
             level = 0
         if self.form == "continuous":
-            return level, service / job.weight, job.arrival, job.index
-        return level, job.arrival, job.arrival, job.index
+            return level, service / job.weight, job.arrival
+        return level, job.arrival, job.arrival
+
+    def revisit(self, job: JobState, now: float) -> float:
+        """When a job in a lower queue may start to starve (math.inf: it cannot)."""
+        if self.starvation <= 0 or not self._level(job):
+            return math.inf
+        return after(now, job.last_start + self.starvation * job.tasks_started * job.fastest)
+
+    def waiting_queue(self, states: dict[int, JobState]) -> WaitingQueue:
+        """Mapping B's queue also indexes each level's jobs per GPU speed class."""
+        return _LevelClassQueue(states) if self.mapping == "B" else WaitingQueue(states)
 
     def decide(self, view: View) -> list[Decision]:
-        keyed = sorted((self._key(job, view.time), job) for job in view.waiting)
-        order = [job for _, job in keyed]
+        waiting = ordered(view, self)
         if self.mapping == "A":
-            return fill_fastest(order, view)
+            return fill_fastest(waiting, view)
         if self.mapping == "C":
-            return fill_earliest_available(order, view)
-        best = keyed[0][0][0]
-        return _speedup_matching([job for key, job in keyed if key[0] == best], order, view)
+            return fill_earliest_available(waiting, view)
+        assert isinstance(waiting, _LevelClassQueue)
+        return _speedup_matching(waiting, view)
 
 
-def fill_earliest_available(order: list[JobState], view: View) -> list[Decision]:
+class _LevelClassQueue(WaitingQueue):
+    """HLAS's waiting queue with, per level and GPU speed class c, the level's jobs that can
+    use c by (−speed-up on c, queue order) (``gain``; speed-up = the job's slowest eligible
+    GPU's time / its time on c) and by their time on c (``fast``): what mapping B asks for,
+    kept incrementally, with each level's waiting tasks (``tasks``)."""
+
+    __slots__ = ("_counted", "fast", "gain", "tasks")
+
+    def __init__(self, states: dict[int, JobState]) -> None:
+        super().__init__(states)
+        self.gain: dict[Any, list[list[tuple[float, Any, int]]]] = {}
+        self.fast: dict[Any, list[list[tuple[float, Any, int]]]] = {}
+        self.tasks: dict[Any, int] = {}
+        self._counted: dict[int, int] = {}  # waiting tasks counted per job
+
+    def _index(self, j: int, key: Any, add: bool) -> None:
+        job, level = self._states[j], key[0]
+        if add:
+            self._counted[j] = job.waiting
+            self.tasks[level] = self.tasks.get(level, 0) + job.waiting
+        else:
+            self.tasks[level] -= self._counted.pop(j)
+        n = len(job.by_class)
+        gain = self.gain.setdefault(level, [[] for _ in range(n)])
+        fast = self.fast.setdefault(level, [[] for _ in range(n)])
+        for c, t in enumerate(job.by_class):
+            if t < math.inf:
+                _update(gain[c], (-(job.slowest / t), key, j), add)
+                _update(fast[c], (t, 0, j), add)
+
+    def put(self, j: int, key: Any) -> None:
+        old = self._keys.get(j)
+        if old is not None:
+            if old == key and self._counted[j] == self._states[j].waiting:
+                return
+            self._index(j, old, add=False)
+        super().put(j, key)
+        self._index(j, key, add=True)
+
+    def drop(self, j: int) -> None:
+        old = self._keys.get(j)
+        if old is not None:
+            self._index(j, old, add=False)
+        super().drop(j)
+
+
+def _update(entries: list[tuple[float, Any, int]], entry: tuple[float, Any, int], add: bool
+            ) -> None:
+    """Insert ``entry`` into the sorted ``entries``, or remove it."""
+    if add:
+        bisect.insort(entries, entry)
+    else:
+        del entries[bisect.bisect_left(entries, entry)]
+
+
+def fill_earliest_available(order: Iterable[JobState], view: View) -> list[Decision]:
     """Each waiting task, in ``order``, on the eligible idle GPU free the longest (ties: lowest
     index) — speed-oblivious (HLAS's mapping C, Algorithm 1's earliest-available rule)."""
-    gpus = sorted(view.idle, key=lambda g: (view.free_since[g], g))
+    gpus = [g for _, g in view.idle.by_age]
     out: list[Decision] = []
     for job in order:
+        if not gpus:
+            break
         left = job.waiting
         for g in list(gpus):
             if left == 0:
@@ -152,26 +246,36 @@ def fill_earliest_available(order: list[JobState], view: View) -> list[Decision]
     return out
 
 
-def _speedup_matching(top: list[JobState], order: list[JobState], view: View
-                      ) -> list[Decision]:
-    """Mapping B: idle GPUs (fastest first) to the ``top`` job that gains most there, then
-    mapping A for the other jobs and the tasks left."""
-    left = {job.index: job.waiting for job in top}
+def _speedup_matching(queue: _LevelClassQueue, view: View) -> list[Decision]:
+    """Mapping B: the idle GPUs — by the fastest time any job of the best level has on them,
+    then by index — each to the best-level job with a task left that gains most there (its
+    slowest eligible GPU's time / this one's; ties: queue order); then mapping A for the
+    waiting jobs and tasks left. O(idle GPUs + jobs run out of tasks) per decision, with the
+    level's per-class indexes."""
+    level = next(iter(queue.items()))[0][0]
+    gain, fast = queue.gain[level], queue.fast[level]
+    states = queue._states
+    streams = [zip(repeat(fast[c][0][0] if fast[c] else math.inf), pool, repeat(c))
+               for c, pool in enumerate(view.idle.by_class) if pool]
+    left: dict[int, int] = {}  # tasks left of the jobs given some here
+    pending = queue.tasks[level]
+    cursor = [0] * len(gain)
     taken: set[int] = set()
     out: list[Decision] = []
-    for g in sorted(view.idle, key=lambda g: (min(job.compute[g] for job in top), g)):
-        candidates = [job for job in top if left[job.index] and np.isfinite(job.compute[g])]
-        if candidates:
-            job = max(candidates, key=lambda job: _speedup(job, g))
-            left[job.index] -= 1
+    for _, g, c in heapq.merge(*streams):
+        if not pending:
+            break
+        jobs, i = gain[c], cursor[c]
+        while i < len(jobs) and not left.get(jobs[i][2], states[jobs[i][2]].waiting):
+            i += 1
+        cursor[c] = i
+        if i < len(jobs):
+            j = jobs[i][2]
+            left[j] = left.get(j, states[j].waiting) - 1
+            pending -= 1
             taken.add(g)
-            out.append((job.index, g))
-    return out + fill_fastest(order, view, taken, left)
-
-
-def _speedup(job: JobState, g: int) -> float:
-    """How much faster ``g`` runs the job's task than its slowest eligible GPU."""
-    return float(np.max(job.compute[np.isfinite(job.compute)]) / job.compute[g])
+            out.append((j, g))
+    return out + fill_fastest(queue, view, taken, left)
 
 
 def thresholds_param(params: Mapping[str, str]) -> tuple[float, ...] | None:

@@ -24,9 +24,10 @@ def run_policy(instance: Instance, policy: str, *, params: Mapping[str, str] | N
 
     The schedule (when ``record``) goes through the checker against the realised instance
     and the Result's objective and metrics are the checker's; without ``record`` they are the
-    simulator's streamed ones. The bound is the realised instance's critical path (none for
-    cluster policies, :mod:`optsched.online.cluster`, whose heartbeat and batch interval are
-    their own params). The policy raising while it is built or while it decides (anything but
+    simulator's streamed ones, unchecked, and ``extra["checked"]`` says which. The bound is
+    the realised instance's critical path (none for cluster policies,
+    :mod:`optsched.online.cluster`, whose heartbeat and batch interval are their own
+    params). The policy raising while it is built or while it decides (anything but
     an InputError or a PolicyError, exits included) is a
     :class:`~optsched.solve.MethodError` naming it and its plug-in.
     """
@@ -64,7 +65,9 @@ def run_policy(instance: Instance, policy: str, *, params: Mapping[str, str] | N
     objective, metrics = sim.objective, sim.metrics
     if sim.schedule is not None:
         objective, metrics = checked(sim.instance, sim.schedule, policy, "simulate")
-    extra.update(events=sim.events, decisions=sim.decisions, events_per_s=sim.events_per_s)
+    # honest output: without a recorded schedule nothing was checked
+    extra.update(checked=sim.schedule is not None, events=sim.events,
+                 decisions=sim.decisions, events_per_s=sim.events_per_s)
     result = Result(Status.FEASIBLE, method=policy, mode=instance.mode, objective=objective,
                     bound=bound, runtime_s=sim.runtime_s, seed=seed, params=params,
                     metrics=metrics, schedule=sim.schedule, extra=extra)

@@ -31,12 +31,13 @@ from the cluster's history; Tiresias, NSDI'19 §4.2, sets its queue thresholds t
 
 from __future__ import annotations
 
+import bisect
 import heapq
 import math
 import sys
 import time
-from collections.abc import Iterable, Sequence
-from dataclasses import dataclass
+from collections.abc import Iterable, Iterator, Sequence
+from dataclasses import dataclass, field
 from typing import Any, Protocol
 
 import numpy as np
@@ -64,6 +65,9 @@ class JobState:
     ``tasks_started`` the tasks started so far; ``attained`` the GPU-seconds they occupy
     (busy in relaxed mode, held in gang mode: K × the round's pace); ``first_start`` and
     ``last_start`` the moments its first and latest tasks started (NaN / its arrival before).
+    Fixed summaries of the profile, for policies: ``by_class`` the compute time per GPU speed
+    class (:attr:`IdleGPUs.by_class`), ``fastest`` / ``slowest`` / ``mean_compute`` the
+    smallest, largest and mean compute time over its eligible GPUs.
     """
 
     index: int
@@ -80,6 +84,16 @@ class JobState:
     attained: float = 0.0
     first_start: float = float("nan")
     last_start: float = 0.0
+    by_class: np.ndarray = field(default_factory=lambda: np.empty(0), repr=False)
+    fastest: float = field(init=False, repr=False)
+    slowest: float = field(init=False, repr=False)
+    mean_compute: float = field(init=False, repr=False)
+
+    def __post_init__(self) -> None:
+        eligible = self.compute[np.isfinite(self.compute)]
+        self.fastest = float(np.min(self.compute))
+        self.slowest = float(np.max(eligible))
+        self.mean_compute = float(np.mean(eligible))
 
 
 @dataclass(frozen=True)
@@ -123,29 +137,169 @@ class Oracle:
         return self._rounds[job.index]
 
 
-@dataclass
-class View:
-    """The state a policy decides on: the time, the idle GPUs (index order), when each
-    GPU last became free, the waiting jobs (some task startable now, arrival order), all
-    arrived unfinished jobs, the GPUs' ids and types; ``oracle`` only for clairvoyant
-    policies."""
+class WaitingQueue:
+    """The jobs with a task waiting, in the policy's priority order, kept incrementally.
 
-    time: float
-    idle: list[int]
-    free_since: np.ndarray
-    waiting: list[JobState]
-    active: list[JobState]
-    gpu_ids: tuple[str, ...]
-    gpu_types: tuple[str, ...]
-    mode: str = "relaxed"
-    oracle: Oracle | None = None
+    The engine keeps it: a job enters when a round is released (its key from the policy's
+    ``priority``, else its arrival), is re-keyed whenever its state changes or its
+    ``revisit`` time passes, and leaves when its last waiting task starts — O(log n)
+    comparisons each, so a decision need not sort the waiting jobs. Iterating yields the
+    :class:`JobState` objects, highest priority first; ``items()`` yields (key, job).
+    ``put`` and ``drop`` are the engine's; a policy that needs more indexes over its queue
+    (e.g. per GPU class) subclasses this and returns it from ``waiting_queue(states)``.
+    """
+
+    __slots__ = ("_entries", "_keys", "_states", "owner")
+
+    def __init__(self, states: dict[int, JobState]) -> None:
+        self._entries: list[tuple[Any, int]] = []  # (key, job index), sorted
+        self._keys: dict[int, Any] = {}
+        self._states = states
+        self.owner: object = None  # the policy whose priority orders it (None: arrival)
+
+    def __len__(self) -> int:
+        return len(self._entries)
+
+    def __iter__(self) -> Iterator[JobState]:
+        states = self._states
+        return (states[j] for _, j in self._entries)
+
+    def __getitem__(self, i: int) -> JobState:
+        return self._states[self._entries[i][1]]
+
+    def __contains__(self, job: object) -> bool:
+        return isinstance(job, JobState) and job.index in self._keys
+
+    def items(self) -> Iterator[tuple[Any, JobState]]:
+        """(key, job) pairs in priority order."""
+        states = self._states
+        return ((key, states[j]) for key, j in self._entries)
+
+    def key(self, job: JobState) -> Any:
+        """The key ``job`` is queued under."""
+        return self._keys[job.index]
+
+    def put(self, j: int, key: Any) -> None:
+        """Queue job ``j`` (an index into the states) under ``key``, or move it there."""
+        old = self._keys.get(j)
+        if old is not None:
+            if old == key:
+                return
+            del self._entries[bisect.bisect_left(self._entries, (old, j))]
+        self._keys[j] = key
+        bisect.insort(self._entries, (key, j))
+
+    def drop(self, j: int) -> None:
+        """Take job ``j`` out of the queue (its last waiting task started)."""
+        old = self._keys.pop(j, None)
+        if old is not None:
+            del self._entries[bisect.bisect_left(self._entries, (old, j))]
+
+
+def ordered(view: View, policy: Any) -> WaitingQueue:
+    """``view.waiting`` ordered by ``policy``'s priority: the engine's queue when the engine
+    keeps it for ``policy``, else (``policy`` called from another policy's ``decide``) one
+    built now from every waiting job's priority."""
+    if view.waiting.owner is policy:
+        return view.waiting
+    states = {job.index: job for job in view.waiting}
+    make = getattr(policy, "waiting_queue", None)
+    queue = make(states) if callable(make) else WaitingQueue(states)
+    for job in states.values():
+        queue.put(job.index, policy.priority(job, view.time, view.oracle))
+    queue.owner = policy
+    return queue
+
+
+class IdleGPUs:
+    """The idle GPUs, kept incrementally: iterating yields them in index order; ``by_class``
+    lists, per GPU speed class (the GPUs of one type: a job computes equally fast on all of
+    them), its idle GPUs in index order; ``by_age`` holds (free since, GPU) pairs, the GPU
+    free the longest first; ``class_of`` maps a GPU to its class."""
+
+    __slots__ = ("_idle", "_since", "by_age", "by_class", "class_of")
+
+    def __init__(self, class_of: Sequence[int], n_classes: int) -> None:
+        self.class_of = tuple(class_of)
+        self.by_class: list[list[int]] = [[] for _ in range(n_classes)]
+        self.by_age: list[tuple[float, int]] = []
+        self._since = [0.0] * len(self.class_of)
+        self._idle = [False] * len(self.class_of)
+
+    def __len__(self) -> int:
+        return len(self.by_age)
+
+    def __bool__(self) -> bool:
+        return bool(self.by_age)
+
+    def __contains__(self, g: object) -> bool:
+        return isinstance(g, (int, np.integer)) and 0 <= int(g) < len(self._idle) \
+            and self._idle[int(g)]
+
+    def __iter__(self) -> Iterator[int]:
+        return heapq.merge(*self.by_class)
+
+    def _add(self, g: int, since: float) -> None:
+        if not self._idle[g]:
+            self._idle[g] = True
+            self._since[g] = since
+            bisect.insort(self.by_class[self.class_of[g]], g)
+            bisect.insort(self.by_age, (since, g))
+
+    def _remove(self, g: int) -> None:
+        self._idle[g] = False
+        pool = self.by_class[self.class_of[g]]
+        del pool[bisect.bisect_left(pool, g)]
+        del self.by_age[bisect.bisect_left(self.by_age, (self._since[g], g))]
+
+
+class View:
+    """The state a policy decides on: ``time``; the idle GPUs (:class:`IdleGPUs`: iterate for
+    index order) and when each GPU last became free (``free_since``); the ``waiting`` jobs
+    (some task startable now; a :class:`WaitingQueue` in the policy's priority order, or by
+    arrival); ``active``, all arrived unfinished jobs (arrival order); the GPUs' ids and
+    types; ``mode``; ``oracle`` only for clairvoyant policies. Read-only for policies."""
+
+    __slots__ = (
+        "_active",
+        "free_since",
+        "gpu_ids",
+        "gpu_types",
+        "idle",
+        "mode",
+        "oracle",
+        "time",
+        "waiting",
+    )
+
+    def __init__(self, time: float, idle: IdleGPUs, free_since: np.ndarray,
+                 waiting: WaitingQueue, active: dict[int, JobState],
+                 gpu_ids: tuple[str, ...], gpu_types: tuple[str, ...], mode: str = "relaxed",
+                 oracle: Oracle | None = None) -> None:
+        self.time, self.idle, self.free_since, self.waiting = time, idle, free_since, waiting
+        self._active = active
+        self.gpu_ids, self.gpu_types, self.mode, self.oracle = gpu_ids, gpu_types, mode, oracle
+
+    @property
+    def active(self) -> list[JobState]:
+        return list(self._active.values())
 
 
 Decision = tuple[int, Any]  # (job index, GPU index) relaxed; (job index, GPU indices) gang
 
 
 class Policy(Protocol):
-    """An online policy: ``decide(view)`` returns the tasks to start now."""
+    """An online policy: ``decide(view)`` returns the tasks to start now.
+
+    Optional, for speed: ``priority(job, now, oracle)`` returns the key that orders
+    ``view.waiting`` (smaller first; comparable, ties broken by the job index). The engine
+    evaluates it when a job starts waiting, whenever its state changes (a task starts or
+    finishes computing) and, if the policy has ``revisit(job, now)``, at the first decision
+    at or after the time it returns, a time after ``now`` (for a priority that changes with
+    time alone, e.g. starvation promotion; ``math.inf``: never). A policy without
+    ``priority`` sees the waiting jobs by arrival. ``calibrate(sizes)`` receives the
+    workload's :class:`SizeDistribution` once before the run.
+    """
 
     name: str
     clairvoyant: bool
@@ -346,27 +500,45 @@ def simulate(instance: Instance, policy: Policy, *, seed: int = 0, noise: float 
                       runtime)
 
 
+def speed_classes(instance: Instance) -> tuple[list[int], int]:
+    """Each GPU's speed class (its type's index, in order of first appearance) and the number
+    of classes: a job's compute time is the same on every GPU of a type (DESIGN.md §1)."""
+    index: dict[str, int] = {}
+    class_of = [index.setdefault(g.type, len(index)) for g in instance.gpus]
+    return class_of, len(index)
+
+
 class _Engine:
     def __init__(self, profiled: Instance, real: Instance, policy: Policy,
                  tick: float | None, event_driven: bool) -> None:
-        self.real, self.policy = real, policy
+        self.profiled, self.real, self.policy = profiled, real, policy
         self.tick, self.event_driven = tick, event_driven
         self.gang = real.mode == "gang"
         self.compute, self.sync = real.compute, real.sync
         self.rounds = [job.rounds for job in real.jobs]
-        self.states = [JobState(j, job.id, job.arrival, job.weight, job.tasks_per_round,
-                                _own_row(profiled.compute[j]), _own_row(profiled.sync[j]),
-                                last_start=job.arrival)
-                       for j, job in enumerate(profiled.jobs)]
+        class_of, n_classes = speed_classes(real)
+        self.first_of_class = [class_of.index(c) for c in range(n_classes)]
+        self.states: dict[int, JobState] = {}  # made at arrival
         # when the current round's results are ready (realised times: hidden from policies)
         self.round_ready = [job.arrival for job in real.jobs]
         self.oracle = Oracle(real) if policy.clairvoyant else None
         self.gpu_ids = tuple(g.id for g in real.gpus)
         self.gpu_types = tuple(g.type for g in real.gpus)
         self.on_gpu = [-1] * real.n_gpus  # job computing on each GPU (relaxed mode)
-        self.idle = set(range(real.n_gpus))
+        self.idle = IdleGPUs(class_of, n_classes)
+        for g in range(real.n_gpus):
+            self.idle._add(g, 0.0)
         self.free_since = np.zeros(real.n_gpus)
         self.active: dict[int, JobState] = {}
+        make_queue = getattr(policy, "waiting_queue", None)
+        self.waiting = make_queue(self.states) if callable(make_queue) \
+            else WaitingQueue(self.states)
+        self.priority = getattr(policy, "priority", None)
+        if self.priority is not None:
+            self.waiting.owner = policy
+        self.revisit = getattr(policy, "revisit", None) if self.priority else None
+        self.revisits: list[tuple[float, int]] = []
+        self.touched: set[int] = set()
         self.heap: list[tuple[float, int, int, int]] = []
         self.seq = 0
         self.events = self.decisions = 0
@@ -381,6 +553,39 @@ class _Engine:
         self.seq += 1
         heapq.heappush(self.heap, (t, self.seq, kind, who))
 
+    def _arrive(self, j: int, now: float) -> None:
+        job, compute = self.profiled.jobs[j], self.profiled.compute[j]
+        state = JobState(j, job.id, job.arrival, job.weight, job.tasks_per_round,
+                         _own_row(compute), _own_row(self.profiled.sync[j]),
+                         last_start=job.arrival,
+                         by_class=_own_row(compute[self.first_of_class]))
+        self.states[j] = state
+        state.waiting = state.tasks_per_round
+        self.active[j] = state
+        self._queue(state, now)
+
+    def _queue(self, state: JobState, now: float) -> None:
+        """(Re)place a waiting job in the waiting queue under its current priority."""
+        j = state.index
+        if self.priority is None:
+            self.waiting.put(j, (state.arrival,))
+            return
+        self.waiting.put(j, self.priority(state, now, self.oracle))
+        if self.revisit is not None:
+            at = self.revisit(state, now)
+            if at < math.inf:
+                heapq.heappush(self.revisits, (at, j))
+
+    def _requeue_due(self, now: float) -> None:
+        """Re-key the waiting jobs whose revisit time has come (each once per decision)."""
+        due = set()
+        while self.revisits and self.revisits[0][0] <= now:
+            due.add(heapq.heappop(self.revisits)[1])
+        for j in sorted(due):
+            state = self.states.get(j)
+            if state is not None and state.waiting and j in self.active:
+                self._queue(state, now)
+
     def run(self) -> None:
         heap = self.heap
         while heap:
@@ -390,15 +595,17 @@ class _Engine:
                 _, _, kind, who = heapq.heappop(heap)
                 self.events += 1
                 if kind == _ARRIVE:
-                    state = self.states[who]
-                    state.waiting = state.tasks_per_round
-                    self.active[who] = state
+                    self._arrive(who, now)
                 elif kind == _FREE:
-                    self.idle.add(who)
+                    self.idle._add(who, now)
                     self.free_since[who] = now
-                    if self.on_gpu[who] >= 0:
-                        self.states[self.on_gpu[who]].running -= 1
+                    j = self.on_gpu[who]
+                    if j >= 0:
+                        state = self.states[j]
+                        state.running -= 1
                         self.on_gpu[who] = -1
+                        if state.waiting:
+                            self._queue(state, now)
                 elif kind == _READY:
                     self._round_ready(self.states[who], now)
                 else:
@@ -423,7 +630,7 @@ class _Engine:
         if not t > now:
             raise InputError(f"tick (--tick) {tick:g} s is below the time resolution at "
                              f"t={now:g} s; use a longer tick")
-        if self.heap and (not self.idle or not any(s.waiting for s in self.active.values())):
+        if self.heap and (not self.idle or not self.waiting):
             upto = self.heap[0][0]
             if (upto - t) / tick > 1e6:  # far ahead: jump close to it first
                 t += math.floor((upto - t) / tick) * tick
@@ -435,24 +642,28 @@ class _Engine:
         state.rounds_done += 1
         if state.rounds_done == self.rounds[state.index]:
             del self.active[state.index]
+            del self.states[state.index]
             self.unfinished -= 1
             for obs in self.observers:
                 obs.on_job_done(state.index, now)
         else:
             state.waiting = state.tasks_per_round
             self.round_ready[state.index] = now
+            self._queue(state, now)
 
     def _decide(self, now: float) -> None:
-        waiting = [s for s in self.active.values() if s.waiting]
-        if not waiting:
+        if not self.waiting:
             return
         if now > MAX_START and not self.event_driven:
             raise InputError(f"tick (--tick) {self.tick:g} s with --heartbeat delays task "
                              f"starts past {MAX_START:g} s (t={now:g})")
-        view = View(now, sorted(self.idle), self.free_since, waiting,
-                    list(self.active.values()), self.gpu_ids, self.gpu_types, self.real.mode,
-                    self.oracle)
-        for j, where in self.policy.decide(view):
+        if self.revisits:
+            self._requeue_due(now)
+        view = View(now, self.idle, self.free_since, self.waiting, self.active, self.gpu_ids,
+                    self.gpu_types, self.real.mode, self.oracle)
+        decisions = list(self.policy.decide(view))  # decided on this instant's state
+        touched = self.touched
+        for j, where in decisions:
             self.decisions += 1
             state = self.active.get(j)
             if state is None or not state.waiting:
@@ -462,6 +673,15 @@ class _Engine:
                 self._start_round(state, tuple(where), now)
             else:
                 self._start_task(state, int(where), now)
+            if state.waiting:
+                touched.add(j)
+            else:
+                self.waiting.drop(j)
+        for j in sorted(touched):
+            state = self.states[j]
+            if state.waiting:
+                self._queue(state, now)
+        touched.clear()
 
     def _claim(self, state: JobState, g: int, now: float) -> float:
         if g not in self.idle:
@@ -470,7 +690,7 @@ class _Engine:
         if not np.isfinite(c):
             raise PolicyError(f"policy {self.policy.name!r} put job {state.id!r} on GPU "
                               f"{self.real.gpus[g].id!r}, which it cannot use")
-        self.idle.discard(g)
+        self.idle._remove(g)
         return float(c)
 
     def _start_task(self, state: JobState, g: int, now: float) -> None:
