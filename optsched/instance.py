@@ -2,11 +2,15 @@
 
 An :class:`Instance` is validated once at construction and immutable afterwards. It exposes
 the dense matrices ``compute[j, g]`` and ``sync[j, g]`` over jobs × GPUs (seconds; ``inf``
-marks a GPU the job cannot use) that every method reads.
+marks a GPU the job cannot use) that every method reads. It stores them compactly, per GPU
+*class* (GPUs whose columns agree by construction: one type, and one GPU each when some job's
+sync depends on the GPU), so that a trace of 100,000 jobs on 2,000 GPUs fits in memory; the
+dense matrices are built on first use.
 """
 
 from __future__ import annotations
 
+import bisect
 import math
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field, replace
@@ -299,7 +303,10 @@ class Instance:
     compute, sync
         Read-only ``float`` arrays of shape (jobs, GPUs); ``inf`` where a job is ineligible.
         With ``sync_bytes`` + ``ps``: ``sync[j, g] = 2·8·sync_bytes / (1e9·bottleneck(g, ps))
-        + latency(g, ps)`` (push gradients, pull parameters).
+        + latency(g, ps)`` (push gradients, pull parameters). Built on first use from
+    gpu_class, class_compute, class_sync
+        The compact form: each GPU's class, and read-only (jobs, classes) arrays with
+        ``compute[j, g] == class_compute[j, gpu_class[g]]`` (the same for ``sync``).
 
     Raises
     ------
@@ -316,8 +323,10 @@ class Instance:
     catalog: Catalog | None = field(default=None, repr=False, compare=False)
     share_cap: float | None = None
     link_contention: bool = False
-    compute: np.ndarray = field(init=False, repr=False, compare=False)
-    sync: np.ndarray = field(init=False, repr=False, compare=False)
+    gpu_class: np.ndarray = field(init=False, repr=False, compare=False)
+    class_compute: np.ndarray = field(init=False, repr=False, compare=False)
+    class_sync: np.ndarray = field(init=False, repr=False, compare=False)
+    _dense: dict[str, np.ndarray] = field(init=False, repr=False, compare=False)
     job_index: Mapping[str, int] = field(init=False, repr=False, compare=False)
     gpu_index: Mapping[str, int] = field(init=False, repr=False, compare=False)
 
@@ -364,14 +373,18 @@ class Instance:
                                  "'host' in 'gpus')")
         set_(self, "job_index", MappingProxyType(_index(jobs, "job")))
         set_(self, "gpu_index", MappingProxyType(_index(self.gpus, "GPU")))
-        compute = self._compute_matrix(self.catalog or default_catalog())
-        self._check_actual_memory(compute)
-        sync = self._sync_matrix(compute)
+        set_(self, "_dense", {})
+        set_(self, "gpu_class", self._classes())
+        self.gpu_class.setflags(write=False)
+        members = self.class_members
+        compute = self._compute_matrix(self.catalog or default_catalog(), members)
+        self._check_actual_memory(compute, members)
+        sync = self._sync_matrix(compute, members)
         self._check_horizon(compute, sync)
         compute.setflags(write=False)
         sync.setflags(write=False)
-        set_(self, "compute", compute)
-        set_(self, "sync", sync)
+        set_(self, "class_compute", compute)
+        set_(self, "class_sync", sync)
 
     @staticmethod
     def _resolve_gpus(gpus: tuple[GPU, ...], topo: Topology | None) -> tuple[GPU, ...]:
@@ -411,84 +424,109 @@ class Instance:
         position = {t: i for i, t in enumerate(types)}
         return types, np.array([position[g.type] for g in self.gpus])
 
-    def _compute_matrix(self, catalog: Catalog) -> np.ndarray:
-        types, type_of = self._types()
-        compute = np.full((len(self.jobs), len(self.gpus)), math.inf)
+    def _classes(self) -> np.ndarray:
+        """Each GPU's class: its type's index, or its own index when some job's sync is per
+        GPU (``sync_by_gpu``, ``sync_bytes``)."""
+        if any(job.sync_by_gpu is not None or job.sync_bytes is not None
+               for job in self.jobs):
+            return np.arange(len(self.gpus))
+        return self._types()[1]
+
+    @property
+    def class_members(self) -> tuple[tuple[int, ...], ...]:
+        """The GPUs of each class, in index order."""
+        members: list[list[int]] = [[] for _ in range(int(self.gpu_class.max()) + 1)]
+        for g, c in enumerate(self.gpu_class.tolist()):
+            members[c].append(g)
+        return tuple(tuple(m) for m in members)
+
+    def _compute_matrix(self, catalog: Catalog, members: Sequence[Sequence[int]]
+                        ) -> np.ndarray:
+        types = self._types()[0]
+        class_type = [self.gpus[m[0]].type for m in members]
+        size = np.array([len(m) for m in members])
+        compute = np.full((len(self.jobs), len(members)), math.inf)
         for j, job in enumerate(self.jobs):
             if job.compute is not None:
-                per_type = [job.compute.get(t, math.inf) for t in types]
+                per_type = {t: job.compute.get(t, math.inf) for t in types}
             else:
                 assert job.workload is not None  # guaranteed by Job
                 catalog[job.workload]  # raises UnknownNameError
                 iters = job.iters_per_task or 1
-                per_type = [iters * (catalog.seconds(job.workload, t) or math.inf)
-                            for t in types]
-            compute[j] = np.asarray(per_type)[type_of]
-            if job.workload is not None and (compute[j][np.isfinite(compute[j])]
-                                             > MAX_VALUE).any():
+                per_type = {t: iters * (catalog.seconds(job.workload, t) or math.inf)
+                            for t in types}
+            compute[j] = [per_type[t] for t in class_type]
+            finite = np.isfinite(compute[j])
+            if job.workload is not None and (compute[j][finite] > MAX_VALUE).any():
                 raise InputError(f"job {job.id!r}: iters_per_task {job.iters_per_task} × "
                                  f"workload {job.workload!r} exceeds {MAX_VALUE:g} s a task")
-            eligible = int(np.isfinite(compute[j]).sum())
+            eligible = int(size[finite].sum())
             need = job.tasks_per_round if self.mode == "gang" else 1
             if eligible < need:
-                own = [t for t, v in zip(types, per_type, strict=True) if v < math.inf]
+                own = [t for t in types if per_type[t] < math.inf]
                 raise InputError(
                     f"job {job.id!r}: {eligible} eligible GPU(s), needs {need} in {self.mode} "
                     f"mode (its GPU types in the cluster: {own or 'none'}; cluster types: "
                     f"{types})")
         return compute
 
-    def _check_actual_memory(self, compute: np.ndarray) -> None:
+    def _check_actual_memory(self, compute: np.ndarray, members: Sequence[Sequence[int]]
+                             ) -> None:
         """A job's predicted GPU memory must fit enough of the GPUs it can run on for one
         round (else no scheduler could start it), and with ``actual`` values its actual GPU
         memory must fit alone on every GPU it can run on: a round that runs out of memory is
         re-run (models/cluster-execution.md), and this keeps a re-run alone on a GPU from
         failing for ever."""
+        # per class, its GPUs' memory limits ascending (inf: none)
+        limits = [sorted(_limit(self.gpus[g].memory) for g in m) for m in members]
         for j, job in enumerate(self.jobs):
-            limits = (self.gpus[g].memory for g in np.flatnonzero(np.isfinite(compute[j])))
-            room = [m for m in limits if m is None or job.gpu_memory <= m]
-            if job.gpu_memory and len(room) < job.tasks_per_round:
-                raise InputError(f"job {job.id!r}: predicted GPU memory {job.gpu_memory:g} MB "
-                                 f"fits {len(room)} of the GPUs it can run on, fewer than its "
-                                 f"{job.tasks_per_round} tasks per round (it could never be "
-                                 "started)")
+            usable = np.flatnonzero(np.isfinite(compute[j])).tolist()
+            if job.gpu_memory:
+                room = sum(len(limits[c]) - bisect.bisect_left(limits[c], job.gpu_memory)
+                           for c in usable)
+                if room < job.tasks_per_round:
+                    raise InputError(f"job {job.id!r}: predicted GPU memory "
+                                     f"{job.gpu_memory:g} MB fits {room} of the GPUs it can "
+                                     f"run on, fewer than its {job.tasks_per_round} tasks per "
+                                     "round (it could never be started)")
             if job.actual is None:
                 continue
-            for g in np.flatnonzero(np.isfinite(compute[j])):
+            need = job.actual_gpu_memory
+            if not any(limits[c][0] < need for c in usable):
+                continue
+            for g in sorted(g for c in usable for g in members[c]):
                 gpu = self.gpus[g]
-                if gpu.memory is not None and job.actual_gpu_memory > gpu.memory:
-                    raise InputError(f"job {job.id!r}: actual GPU memory "
-                                     f"{job.actual_gpu_memory:g} MB exceeds the "
-                                     f"{gpu.memory:g} MB of GPU {gpu.id!r}, which it can run "
-                                     "on (it could never train there)")
+                if need > _limit(gpu.memory):
+                    raise InputError(f"job {job.id!r}: actual GPU memory {need:g} MB exceeds "
+                                     f"the {gpu.memory:g} MB of GPU {gpu.id!r}, which it can "
+                                     "run on (it could never train there)")
 
-    def _sync_matrix(self, compute: np.ndarray) -> np.ndarray:
-        types, type_of = self._types()
+    def _sync_matrix(self, compute: np.ndarray, members: Sequence[Sequence[int]]
+                     ) -> np.ndarray:
         sync = np.zeros_like(compute)
         for j, job in enumerate(self.jobs):
             where = f"job {job.id!r}"
-            eligible = np.flatnonzero(np.isfinite(compute[j]))
+            usable = np.flatnonzero(np.isfinite(compute[j])).tolist()
             if job.sync is not None:
-                for g in eligible:
-                    if self.gpus[g].type not in job.sync:
+                for c in usable:
+                    gpu = self.gpus[members[c][0]]
+                    if gpu.type not in job.sync:
                         raise InputError(f"{where}: sync has no value for GPU type "
-                                         f"{self.gpus[g].type!r} (eligible GPU "
-                                         f"{self.gpus[g].id!r})")
-                per_type = np.array([job.sync.get(t, 0.0) for t in types])
-                sync[j] = per_type[type_of]
-            elif job.sync_by_gpu is not None:
+                                         f"{gpu.type!r} (eligible GPU {gpu.id!r})")
+                    sync[j, c] = job.sync[gpu.type]
+            elif job.sync_by_gpu is not None:  # one GPU per class
                 for gid in job.sync_by_gpu:
                     if gid not in self.gpu_index:
                         raise UnknownNameError(f"{where}: sync_by_gpu names unknown GPU {gid!r}")
-                for g in eligible:
-                    gpu = self.gpus[g]
+                for c in usable:
+                    gpu = self.gpus[members[c][0]]
                     if gpu.id not in job.sync_by_gpu:
                         raise InputError(f"{where}: sync_by_gpu has no value for eligible "
                                          f"GPU {gpu.id!r}")
-                    sync[j, g] = job.sync_by_gpu[gpu.id]
-            elif job.sync_bytes is not None:
-                for g in eligible:
-                    sync[j, g] = self._sync_from_bytes(job, self.gpus[g])
+                    sync[j, c] = job.sync_by_gpu[gpu.id]
+            elif job.sync_bytes is not None:  # one GPU per class
+                for c in usable:
+                    sync[j, c] = self._sync_from_bytes(job, self.gpus[members[c][0]])
         sync[~np.isfinite(compute)] = math.inf
         return sync
 
@@ -551,19 +589,42 @@ class Instance:
         except KeyError:
             raise UnknownNameError(f"unknown job {job_id!r}") from None
 
+    @property
+    def compute(self) -> np.ndarray:
+        """``compute[j, g]``: read-only (jobs, GPUs), built from the compact form once."""
+        return self._expand("compute", self.class_compute)
+
+    @property
+    def sync(self) -> np.ndarray:
+        """``sync[j, g]``: read-only (jobs, GPUs), built from the compact form once."""
+        return self._expand("sync", self.class_sync)
+
+    def _expand(self, name: str, compact: np.ndarray) -> np.ndarray:
+        dense = self._dense.get(name)
+        if dense is None:
+            dense = compact[:, self.gpu_class]
+            dense.setflags(write=False)
+            self._dense[name] = dense
+        return dense
+
+    def row(self, j: int) -> tuple[np.ndarray, np.ndarray]:
+        """Job ``j``'s compute and sync times per GPU (new arrays; no dense matrix built)."""
+        return self.class_compute[j, self.gpu_class], self.class_sync[j, self.gpu_class]
+
     def eligible(self, j: int) -> np.ndarray:
         """Indices of the GPUs job index ``j`` can run on."""
-        return np.flatnonzero(np.isfinite(self.compute[j]))
+        return np.flatnonzero(np.isfinite(self.class_compute[j])[self.gpu_class])
 
     def gpu_groups(self) -> tuple[tuple[int, ...], ...]:
         """Groups of interchangeable GPUs: identical ``compute`` and ``sync`` columns.
 
         Groups are in order of their first GPU; GPUs inside a group in index order.
         """
+        key_of = [self.class_compute[:, c].tobytes() + self.class_sync[:, c].tobytes()
+                  for c in range(self.class_compute.shape[1])]
         groups: dict[bytes, list[int]] = {}
-        for g in range(self.n_gpus):
-            key = self.compute[:, g].tobytes() + self.sync[:, g].tobytes()
-            groups.setdefault(key, []).append(g)
+        for g, c in enumerate(self.gpu_class.tolist()):
+            groups.setdefault(key_of[c], []).append(g)
         return tuple(tuple(members) for members in groups.values())
 
     @property
@@ -577,8 +638,9 @@ class Instance:
     def pace(self, j: int, gpus: Sequence[int]) -> float:
         """Training time of one gang round of job ``j`` on ``gpus`` (task k on ``gpus[k]``):
         the slowest compute + sync × the job's factor for the round's placement pattern."""
-        job = self.jobs[j]
-        base = max(float(self.compute[j, g] + self.sync[j, g]) for g in gpus)
+        job, cls = self.jobs[j], self.gpu_class
+        base = max(float(self.class_compute[j, cls[g]] + self.class_sync[j, cls[g]])
+                   for g in gpus)
         if not job.placement_factor:
             return base
         roles = job.roles or ("worker",) * job.tasks_per_round
@@ -606,6 +668,11 @@ class Instance:
     def with_mode(self, mode: str) -> Instance:
         """The same instance in another execution mode (re-validated)."""
         return replace(self, mode=mode)
+
+
+def _limit(memory: float | None) -> float:
+    """A GPU's memory limit (MB; inf: none)."""
+    return math.inf if memory is None else memory
 
 
 def _index(items: Sequence[Job | GPU], what: str) -> dict[str, int]:

@@ -31,9 +31,9 @@ def round_lower_bound(instance: Instance, j: int) -> float:
     """
     job = instance.jobs[j]
     k_tasks = job.tasks_per_round
-    eligible = instance.eligible(j)
-    c = instance.compute[j, eligible]
-    s = instance.sync[j, eligible]
+    compute, sync = instance.row(j)
+    eligible = np.isfinite(compute)
+    c, s = compute[eligible], sync[eligible]
     if instance.mode == "gang":
         candidates = c + s
     else:

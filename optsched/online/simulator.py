@@ -114,11 +114,11 @@ def size_distribution(instance: Instance) -> SizeDistribution:
     """The :class:`SizeDistribution` of ``instance`` (profiled times)."""
     ref, held = [], []
     for j, job in enumerate(instance.jobs):
-        eligible = instance.eligible(j)
+        compute, sync = instance.row(j)
+        eligible = np.isfinite(compute)
         tasks = job.rounds * job.tasks_per_round
-        ref.append(tasks * float(np.min(instance.compute[j, eligible])))
-        held.append(tasks * float(np.mean(instance.compute[j, eligible]
-                                          + instance.sync[j, eligible])))
+        ref.append(tasks * float(np.min(compute[eligible])))
+        held.append(tasks * float(np.mean(compute[eligible] + sync[eligible])))
     return SizeDistribution(tuple(sorted(ref)), tuple(sorted(held)))
 
 
@@ -439,7 +439,8 @@ def realise(instance: Instance, *, noise: float = 0.0, switch_cost: float = 0.0,
     for j, job in enumerate(instance.jobs):
         factor = rng.uniform(1 - noise, 1 + noise, size=len(types)) * (1 + switch_cost)
         eligible = instance.eligible(j)
-        per_type = {instance.gpus[g].type: float(instance.compute[j, g]) for g in eligible}
+        compute, sync = instance.row(j)
+        per_type = {instance.gpus[g].type: float(compute[g]) for g in eligible}
         if max(per_type.values()) * (1 + noise) * (1 + switch_cost) > MAX_VALUE:
             raise InputError(f"job {job.id!r}: --noise {noise:g} and --switch-cost "
                              f"{switch_cost:g} make its compute time exceed {MAX_VALUE:g} s")
@@ -448,7 +449,9 @@ def realise(instance: Instance, *, noise: float = 0.0, switch_cost: float = 0.0,
             tasks_per_round=job.tasks_per_round, meta=job.meta,
             compute={t: per_type[t] * float(f) for t, f in zip(types, factor, strict=True)
                      if t in per_type},
-            sync_by_gpu={instance.gpus[g].id: float(instance.sync[j, g]) for g in eligible},
+            sync=job.sync,
+            sync_by_gpu=None if job.sync_bytes is None and job.sync_by_gpu is None else
+            {instance.gpus[g].id: float(sync[g]) for g in eligible},
         ))
     return Instance(instance.name, tuple(jobs), instance.gpus, mode=instance.mode)
 
@@ -514,7 +517,9 @@ class _Engine:
         self.profiled, self.real, self.policy = profiled, real, policy
         self.tick, self.event_driven = tick, event_driven
         self.gang = real.mode == "gang"
-        self.compute, self.sync = real.compute, real.sync
+        # realised times per GPU class (DESIGN.md §1: the compact form; no dense matrix)
+        self.compute, self.sync = real.class_compute, real.class_sync
+        self.cls = real.gpu_class.tolist()
         self.rounds = [job.rounds for job in real.jobs]
         class_of, n_classes = speed_classes(real)
         self.first_of_class = [class_of.index(c) for c in range(n_classes)]
@@ -554,10 +559,10 @@ class _Engine:
         heapq.heappush(self.heap, (t, self.seq, kind, who))
 
     def _arrive(self, j: int, now: float) -> None:
-        job, compute = self.profiled.jobs[j], self.profiled.compute[j]
+        job = self.profiled.jobs[j]
+        compute, sync = self.profiled.row(j)
         state = JobState(j, job.id, job.arrival, job.weight, job.tasks_per_round,
-                         _own_row(compute), _own_row(self.profiled.sync[j]),
-                         last_start=job.arrival,
+                         _own_row(compute), _own_row(sync), last_start=job.arrival,
                          by_class=_own_row(compute[self.first_of_class]))
         self.states[j] = state
         state.waiting = state.tasks_per_round
@@ -686,7 +691,7 @@ class _Engine:
     def _claim(self, state: JobState, g: int, now: float) -> float:
         if g not in self.idle:
             raise PolicyError(f"policy {self.policy.name!r} used GPU {g}, busy at t={now}")
-        c = self.compute[state.index, g]
+        c = self.compute[state.index, self.cls[g]]
         if not np.isfinite(c):
             raise PolicyError(f"policy {self.policy.name!r} put job {state.id!r} on GPU "
                               f"{self.real.gpus[g].id!r}, which it cannot use")
@@ -705,7 +710,8 @@ class _Engine:
         if state.tasks_started == 1:
             state.first_start = now
         state.last_start = now
-        self.round_ready[j] = max(self.round_ready[j], now + c + float(self.sync[j, g]))
+        self.round_ready[j] = max(self.round_ready[j],
+                                  now + c + float(self.sync[j, self.cls[g]]))
         self._push(now + c, _FREE, g)
         for obs in self.observers:
             obs.on_task(j, state.rounds_done, task, g, now, now + c)
@@ -719,7 +725,8 @@ class _Engine:
                               f"{len(set(gpus))} distinct GPUs for {state.tasks_per_round} "
                               f"tasks")
         compute = [self._claim(state, g, now) for g in gpus]
-        pace = max(c + float(self.sync[j, g]) for c, g in zip(compute, gpus, strict=True))
+        pace = max(c + float(self.sync[j, self.cls[g]])
+                   for c, g in zip(compute, gpus, strict=True))
         state.waiting = 0
         state.tasks_started += len(gpus)
         state.attained += pace * len(gpus)
