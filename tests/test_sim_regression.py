@@ -18,7 +18,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from optsched.online.baselines import SRTF, AlloX, Homo, Tiresias, fill_gangs
+from optsched.online.baselines import SRTF, AlloX, FIFORandom, Homo, Tiresias, fill_gangs
 from optsched.online.policies import HLAS, quantile_thresholds
 from optsched.online.simulator import SizeDistribution, simulate
 from tests.strategies import instances
@@ -132,6 +132,51 @@ class PlainTiresias:
 
 
 @dataclass
+class PlainFIFORandom:
+    seed: int = 0
+    name: str = "plain-fifo-random"
+    clairvoyant: bool = False
+    modes: frozenset[str] = frozenset({"gang"})
+    types: dict[int, str] = field(default_factory=dict)
+
+    def calibrate(self, sizes):
+        self.types, self.rng = {}, np.random.default_rng(self.seed)
+
+    def decide(self, view):
+        free, out = sorted(view.idle), []
+        order = sorted(view.waiting, key=lambda j: (j.arrival, j.index))
+
+        def usable(job, gtype):
+            return [g for g in free if gtype in ("*", view.gpu_types[g])
+                    and np.isfinite(job.compute[g])][:job.tasks_per_round]
+
+        def take(job, gpus):
+            out.append((job.index, tuple(gpus)))
+            for g in gpus:
+                free.remove(g)
+
+        for job in order:
+            if job.index in self.types:
+                gpus = usable(job, self.types[job.index])
+                if len(gpus) == job.tasks_per_round:
+                    take(job, gpus)
+        for job in order:
+            if job.index in self.types:
+                continue
+            ok = [t for t in sorted({view.gpu_types[g] for g in free})
+                  if len(usable(job, t)) == job.tasks_per_round]
+            types = [view.gpu_types[g] for g in range(len(view.gpu_types))
+                     if np.isfinite(job.compute[g])]
+            if not ok and not any(types.count(t) >= job.tasks_per_round for t in types):
+                ok = ["*"]
+            if not ok or len(usable(job, "*")) < job.tasks_per_round:
+                break
+            self.types[job.index] = ok[int(self.rng.integers(len(ok)))]
+            take(job, usable(job, self.types[job.index]))
+        return out
+
+
+@dataclass
 class PlainSRTF:
     name: str = "plain-srtf"
     clairvoyant: bool = True
@@ -224,6 +269,12 @@ def test_tiresias_decides_as_its_definition(inst, options, starvation):
 
 
 @settings(max_examples=60, deadline=None)
+@given(instances(mode="gang", **BIG), OPTIONS, st.integers(0, 3))
+def test_fifo_random_decides_as_its_definition(inst, options, seed):
+    _same(inst, FIFORandom(seed), PlainFIFORandom(seed), **options)
+
+
+@settings(max_examples=60, deadline=None)
 @given(instances(**BIG), OPTIONS)
 def test_clairvoyant_baselines_decide_as_their_definitions(inst, options):
     _same(inst, SRTF(), PlainSRTF(), **options)
@@ -244,3 +295,19 @@ def test_a_starving_job_is_promoted_at_the_same_decision():
     fast, plain = HLAS((2.0,), 0.5), PlainHLAS((2.0,), 0.5)
     _same(inst, fast, plain)
     assert fast._entered and fast._entered == pytest.approx(plain.entered)
+
+
+@pytest.mark.parametrize("seed", [0, 1])
+def test_a_hare_workload_is_decided_as_the_definitions_do(seed):
+    """30 jobs of the Hare generator on 12 GPUs (jobs spanning GPU types, queues that build
+    up), event-driven and at heartbeats."""
+    from optsched.generate import HareSpec, generate_hare
+
+    inst = generate_hare(HareSpec(jobs=30, gpus=12, load_gpus=12, total_tasks=1500), seed)
+    gang = inst.with_mode("gang")
+    for options in ({}, {"tick": 7.0, "event_driven": False}):
+        _same(gang, FIFORandom(seed), PlainFIFORandom(seed), **options)
+        _same(gang, Tiresias((50.0, 400.0), 1.0), PlainTiresias((50.0, 400.0), 1.0),
+              **options)
+        _same(inst, HLAS((20.0, 100.0), 0.5), PlainHLAS((20.0, 100.0), 0.5), **options)
+        _same(inst, AlloX(), PlainAlloX(), **options)

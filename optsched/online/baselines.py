@@ -115,35 +115,54 @@ class FIFORandom:
     _type: dict[int, str] = field(default_factory=dict, init=False, repr=False)
     _rng: np.random.Generator = field(default_factory=lambda: np.random.default_rng(0),
                                       init=False, repr=False)
+    _fits: dict[int, bool] = field(default_factory=dict, init=False, repr=False)
 
-    def priority(self, job: JobState, now: float, oracle: object = None) -> tuple[float]:
-        return (job.arrival,)
+    def priority(self, job: JobState, now: float, oracle: object = None
+                 ) -> tuple[int, str, float]:
+        """Started jobs first, grouped by their type, then the others; by arrival."""
+        gtype = self._type.get(job.index)
+        return (1, "", job.arrival) if gtype is None else (0, gtype, job.arrival)
 
     def calibrate(self, sizes: SizeDistribution) -> None:
         """Start a run: forget the types drawn, reseed."""
-        self._type, self._rng = {}, np.random.default_rng(self.seed)
+        self._type, self._rng, self._fits = {}, np.random.default_rng(self.seed), {}
 
     def decide(self, view: View) -> list[Decision]:
-        free = list(view.idle)
+        queue = ordered(view, self)
         out: list[Decision] = []
-
-        def take(job: JobState, gtype: str) -> bool:
-            usable = [g for g in free if gtype in ("*", view.gpu_types[g])
-                      and np.isfinite(job.compute[g])][:job.tasks_per_round]
-            if len(usable) < job.tasks_per_round:
-                return False
-            out.append((job.index, tuple(usable)))
-            for g in usable:
-                free.remove(g)
-            return True
-
-        order = list(ordered(view, self))
-        for job in order:
-            if job.index in self._type:
-                take(job, self._type[job.index])
-        for job in order:
-            if job.index in self._type:
-                continue
+        pools: dict[str, list[int]] = {}  # idle GPUs per type, index order
+        for pool in view.idle.by_class:
+            for g in pool:
+                pools.setdefault(view.gpu_types[g], []).append(g)
+        for pool in pools.values():
+            pool.sort()
+        # started jobs take their GPUs first, in arrival order; their types are disjoint, so
+        # each type's jobs are served on their own, unless a "*" job (any type) waits
+        started: list[tuple[tuple[float, int], Decision]] = []
+        stars = next(iter(queue.after((0, "*"))), ((1,),))[0][:2] == (0, "*")
+        if stars:
+            free = sorted(g for pool in pools.values() for g in pool)
+            for job in sorted((job for key, job in queue.items() if key[0] == 0),
+                              key=lambda job: (job.arrival, job.index)):
+                gtype = self._type[job.index]
+                usable = [g for g in free if gtype in ("*", view.gpu_types[g])
+                          and np.isfinite(job.compute[g])][:job.tasks_per_round]
+                if len(usable) == job.tasks_per_round:
+                    started.append(((job.arrival, job.index), (job.index, tuple(usable))))
+                    for g in usable:
+                        free.remove(g)
+                        pools[view.gpu_types[g]].remove(g)
+        for gtype, pool in ([] if stars else pools.items()):
+            for key, job in queue.after((0, gtype)):
+                if key[:2] != (0, gtype) or not pool:
+                    break
+                if len(pool) >= job.tasks_per_round and np.isfinite(job.compute[pool[0]]):
+                    started.append(((job.arrival, job.index),
+                                    (job.index, tuple(pool[:job.tasks_per_round]))))
+                    del pool[:job.tasks_per_round]
+        out.extend(decision for _, decision in sorted(started))
+        free = sorted(g for pool in pools.values() for g in pool)
+        for _, job in queue.after((1,)):
             types = sorted({view.gpu_types[g] for g in free if np.isfinite(job.compute[g])})
             fits = [t for t in types if sum(view.gpu_types[g] == t and np.isfinite(
                 job.compute[g]) for g in free) >= job.tasks_per_round]
@@ -152,16 +171,23 @@ class FIFORandom:
             if not fits or not sum(np.isfinite(job.compute[g]) for g in free) \
                     >= job.tasks_per_round:
                 break
-            self._type[job.index] = fits[int(self._rng.integers(len(fits)))]
-            take(job, self._type[job.index])
+            gtype = self._type[job.index] = fits[int(self._rng.integers(len(fits)))]
+            usable = [g for g in free if gtype in ("*", view.gpu_types[g])
+                      and np.isfinite(job.compute[g])][:job.tasks_per_round]
+            out.append((job.index, tuple(usable)))
+            for g in usable:
+                free.remove(g)
         return out
 
-
-    @staticmethod
-    def _fits_one_type(job: JobState, view: View) -> bool:
-        types = [view.gpu_types[g] for g in range(len(view.gpu_types))
-                 if np.isfinite(job.compute[g])]
-        return any(types.count(t) >= job.tasks_per_round for t in set(types))
+    def _fits_one_type(self, job: JobState, view: View) -> bool:
+        """Whether some GPU type has K GPUs the job can use (cached per job)."""
+        fits = self._fits.get(job.index)
+        if fits is None:
+            types = [view.gpu_types[g] for g in range(len(view.gpu_types))
+                     if np.isfinite(job.compute[g])]
+            fits = self._fits[job.index] = any(
+                types.count(t) >= job.tasks_per_round for t in set(types))
+        return fits
 
 
 @dataclass

@@ -175,6 +175,14 @@ class WaitingQueue:
         states = self._states
         return ((key, states[j]) for key, j in self._entries)
 
+    def after(self, prefix: tuple[Any, ...]) -> Iterator[tuple[Any, JobState]]:
+        """(key, job) pairs in priority order from the first key ≥ ``prefix`` (a tuple key's
+        prefix: the jobs whose keys start with it come first)."""
+        states, entries = self._states, self._entries
+        for i in range(bisect.bisect_left(entries, (prefix,)), len(entries)):
+            key, j = entries[i]
+            yield key, states[j]
+
     def key(self, job: JobState) -> Any:
         """The key ``job`` is queued under."""
         return self._keys[job.index]

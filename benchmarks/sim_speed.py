@@ -1,0 +1,145 @@
+"""The online simulator's speed and memory: every policy on the shared Gavel traces and Philly.
+
+Usage: python benchmarks/sim_speed.py [--repeats 3] [--cases heavy,heavy-x10,light,philly]
+       [--policies fifo-perf,...] [--out benchmarks/results/online/sim-speed.jsonl]
+
+Cases (schedules not recorded: metrics streamed, as for any large trace):
+
+- ``heavy``: Gavel's gen300_lam120_a2_b4_seed1.trace (300 single-GPU jobs) on 12 V100 +
+  12 P100 + 12 K80, 360 s quanta (Gavel's round length);
+- ``heavy-x10``: the same trace ten times in a row (each copy shifted by the trace's arrival
+  span plus its mean inter-arrival time): ten times longer at the same arrival rate;
+- ``light``: Gavel's gen300_lam2400_seed0.trace, same cluster and quanta;
+- ``philly``: Pollux's philly.csv (82,247 jobs) on 2,000 GPUs (V100:1000, T4:500, K80:250,
+  M60:250), 3,600 s quanta.
+
+Each run is a fresh process (so its peak memory is its own): it loads the trace, builds the
+instance and simulates one policy in its own model (gang for the baselines, relaxed for HLAS
+and AlloX). One JSON line per run: wall and CPU time of the whole process's work (load +
+simulation), the simulation's wall time, events, events per second, peak RSS. Then
+``--table`` prints the medians as Markdown.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import resource
+import statistics
+import subprocess
+import sys
+import time
+from dataclasses import replace
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[1]
+PEER = ROOT.parent / "shared" / "peer-data"
+GAVEL = PEER / "gavel" / "generated"
+CASES = {
+    "heavy": (GAVEL / "gen300_lam120_a2_b4_seed1.trace", "V100:12,P100:12,K80:12", 360.0, 1),
+    "heavy-x10": (GAVEL / "gen300_lam120_a2_b4_seed1.trace", "V100:12,P100:12,K80:12",
+                  360.0, 10),
+    "light": (GAVEL / "gen300_lam2400_seed0.trace", "V100:12,P100:12,K80:12", 360.0, 1),
+    "philly": (PEER / "pollux" / "traces" / "philly.csv", "V100:1000,T4:500,K80:250,M60:250",
+               3600.0, 1),
+}
+#: policy -> its own execution model
+POLICIES = {"fifo-perf": "gang", "fifo-random": "gang", "tiresias": "gang", "srtf": "gang",
+            "homo": "gang", "hlas": "relaxed", "allox": "relaxed"}
+#: Gavel's own simulator on the heavy trace, CPU seconds (median of 3, same machine type;
+#: not re-run here: it needs Gavel's code and cvxpy): its counterpart of each policy
+GAVEL_HEAVY_CPU = {"fifo-perf": ("fifo_perf", 2.7), "tiresias": ("max_min_fairness", 3.8),
+                   "hlas": ("max_min_fairness_perf", 3.3)}
+
+
+def tiled(trace, copies: int):
+    """``copies`` copies of ``trace`` one after another, at the trace's arrival rate."""
+    from optsched.traces import Trace
+
+    if copies == 1:
+        return trace
+    arrivals = sorted(job.arrival for job in trace.jobs)
+    span = arrivals[-1] - arrivals[0]
+    step = span + span / max(1, len(arrivals) - 1)
+    jobs = tuple(replace(job, id=f"{job.id}~{k}", arrival=job.arrival + k * step)
+                 for k in range(copies) for job in trace.jobs)
+    return Trace(f"{trace.name}x{copies}", jobs, trace.skipped, trace.first_skip)
+
+
+def one(case: str, policy: str) -> dict:
+    """Run one (case, policy) in this process and measure it."""
+    from optsched.online.run import run_policy
+    from optsched.traces import TraceMapping, parse_cluster, read_trace, trace_instance
+
+    path, cluster, quantum, copies = CASES[case]
+    cpu, wall = time.process_time(), time.perf_counter()
+    trace = tiled(read_trace(path), copies)
+    inst = trace_instance(trace, parse_cluster(cluster), TraceMapping(quantum=quantum),
+                          mode=POLICIES[policy])
+    result, sim = run_policy(inst, policy, record=False)
+    return {"case": case, "policy": policy, "mode": inst.mode, "jobs": inst.n_jobs,
+            "gpus": inst.n_gpus, "tasks": inst.n_tasks, "events": sim.events,
+            "simulation_s": sim.runtime_s, "events_per_s": sim.events_per_s,
+            "wall_s": time.perf_counter() - wall, "cpu_s": time.process_time() - cpu,
+            "peak_rss_mb": resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024,
+            "mean_jct_h": result.metrics["mean_jct"] / 3600 if result.metrics else None,
+            "objective": result.objective}
+
+
+def table(path: Path) -> str:
+    """Markdown medians per (case, policy) from the records in ``path``."""
+    rows: dict[tuple[str, str], list[dict]] = {}
+    for line in path.read_text().splitlines():
+        record = json.loads(line)
+        rows.setdefault((record["case"], record["policy"]), []).append(record)
+    out = ["| case | policy | jobs | GPUs | events | simulation s | events/s | CPU s "
+           "(load + simulate) | peak MB | runs | Gavel counterpart, CPU s |",
+           "|---|---|---|---|---|---|---|---|---|---|---|"]
+    for (case, policy), runs in rows.items():
+        def med(key: str, runs: list[dict] = runs) -> float:
+            return statistics.median(r[key] for r in runs)
+        gavel = GAVEL_HEAVY_CPU.get(policy) if case == "heavy" else None
+        out.append(f"| {case} | {policy} | {runs[0]['jobs']:,} | {runs[0]['gpus']:,} | "
+                   f"{runs[0]['events']:,} | {med('simulation_s'):.2f} | "
+                   f"{med('events_per_s'):,.0f} | {med('cpu_s'):.2f} | "
+                   f"{med('peak_rss_mb'):.0f} | {len(runs)} | "
+                   f"{f'{gavel[0]}: {gavel[1]}' if gavel else '-'} |")
+    return "\n".join(out)
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--repeats", type=int, default=3)
+    parser.add_argument("--cases", default=",".join(CASES))
+    parser.add_argument("--policies", default=",".join(POLICIES))
+    parser.add_argument("--out", type=Path,
+                        default=ROOT / "benchmarks" / "results" / "online" / "sim-speed.jsonl")
+    parser.add_argument("--one", nargs=2, metavar=("CASE", "POLICY"), help=argparse.SUPPRESS)
+    parser.add_argument("--table", action="store_true", help="only print the table of --out")
+    args = parser.parse_args(argv)
+    if args.one:
+        print(json.dumps(one(*args.one)))
+        return 0
+    if args.table:
+        print(table(args.out))
+        return 0
+    for case in args.cases.split(","):
+        if not CASES[case][0].exists():
+            print(f"{case}: {CASES[case][0]} not found, skipped", file=sys.stderr)
+            continue
+        for policy in args.policies.split(","):
+            for repeat in range(args.repeats):
+                done = subprocess.run([sys.executable, __file__, "--one", case, policy],
+                                      capture_output=True, text=True, check=True)
+                record = json.loads(done.stdout)
+                with args.out.open("a") as fh:
+                    fh.write(json.dumps(record) + "\n")
+                print(f"{case} {policy} #{repeat}: simulation {record['simulation_s']:.2f} s,"
+                      f" CPU {record['cpu_s']:.2f} s, {record['peak_rss_mb']:.0f} MB",
+                      file=sys.stderr)
+    print(table(args.out))
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
