@@ -24,6 +24,7 @@ they do get Hare's model (the variants the first Hare study ran).
 
 from __future__ import annotations
 
+import bisect
 import math
 from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, field
@@ -47,6 +48,7 @@ from optsched.online.simulator import (
     PolicyError,
     SizeDistribution,
     View,
+    WaitingQueue,
     ordered,
 )
 from optsched.params import nonnegative_float_param
@@ -319,25 +321,78 @@ class AlloX:
     def priority(self, job: JobState, now: float, oracle: object = None) -> tuple[float]:
         return (job.arrival,)
 
+    def waiting_queue(self, states: dict[int, JobState]) -> WaitingQueue:
+        return _ArrayQueue(states)
+
     def decide(self, view: View) -> list[Decision]:
         from scipy.optimize import linear_sum_assignment
 
         oracle = view.oracle
         assert oracle is not None
-        jobs = [job for job in ordered(view, self) if job.running == 0]
-        if not jobs:
+        queue = ordered(view, self)
+        assert isinstance(queue, _ArrayQueue)
+        free = queue.column("running") == 0
+        if not free.any():
             return []
+        index = queue.column("index")[free].astype(np.int64)
         big = 1e300
         idle = list(view.idle)
         classes = [view.idle.class_of[g] for g in idle]
-        times = np.array([job.by_class for job in jobs])[:, classes]  # = compute[j, idle]
-        remaining = np.array([[oracle.remaining_tasks(job)] for job in jobs], dtype=float)
-        weights = np.array([[job.weight] for job in jobs])
+        times = queue.times()[free][:, classes]  # = compute[j, idle]
+        remaining = oracle.remaining_tasks_of(
+            index, *(queue.column(name)[free].astype(np.int64)
+                     for name in ("waiting", "rounds_done", "tasks_per_round")))
+        weights = queue.column("weight")[free]
         with np.errstate(invalid="ignore"):
-            cost = np.where(np.isfinite(times), remaining * times / weights, big)
+            cost = np.where(np.isfinite(times),
+                            remaining[:, None].astype(float) * times / weights[:, None], big)
         rows, cols = linear_sum_assignment(cost)
-        return [(jobs[r].index, idle[c]) for r, c in zip(rows, cols, strict=True)
+        return [(int(index[r]), idle[c]) for r, c in zip(rows, cols, strict=True)
                 if cost[r, c] < big]
+
+
+class _ArrayQueue(WaitingQueue):
+    """A waiting queue that also keeps, in queue order, one numpy row per job: its progress
+    (:data:`FIELDS`) and its compute time per GPU class — so a decision over every waiting
+    job runs in C, not Python. A row is refreshed at every ``put`` (the engine puts a
+    waiting job whenever its state changes)."""
+
+    __slots__ = ("_rows",)
+    FIELDS = ("index", "weight", "waiting", "running", "rounds_done", "tasks_per_round")
+
+    def __init__(self, states: dict[int, JobState]) -> None:
+        super().__init__(states)
+        self._rows = np.empty((0, 0))
+
+    def column(self, name: str) -> np.ndarray:
+        """A progress column (float; integral fields are exact)."""
+        return self._rows[:, self.FIELDS.index(name)]
+
+    def times(self) -> np.ndarray:
+        """The compute times per GPU class, one row per job."""
+        return self._rows[:, len(self.FIELDS):]
+
+    def _row(self, job: JobState) -> list[float]:
+        return [*(float(getattr(job, name)) for name in self.FIELDS), *job.by_class]
+
+    def _position(self, j: int) -> int:
+        return bisect.bisect_left(self._entries, (self._keys[j], j))
+
+    def put(self, j: int, key: Any) -> None:
+        job = self._states[j]
+        if self._keys.get(j) == key:
+            self._rows[self._position(j)] = self._row(job)
+            return
+        self.drop(j)
+        super().put(j, key)
+        if not self._rows.size:
+            self._rows = np.empty((0, len(self.FIELDS) + len(job.by_class)))
+        self._rows = np.insert(self._rows, self._position(j), self._row(job), axis=0)
+
+    def drop(self, j: int) -> None:
+        if j in self._keys:
+            self._rows = np.delete(self._rows, self._position(j), axis=0)
+        super().drop(j)
 
 
 @dataclass

@@ -127,6 +127,7 @@ class Oracle:
 
     def __init__(self, instance: Instance) -> None:
         self._rounds = [job.rounds for job in instance.jobs]
+        self._rounds_array = np.array(self._rounds)
 
     def remaining_tasks(self, job: JobState) -> int:
         """Tasks of ``job`` not started yet (current round included)."""
@@ -135,6 +136,13 @@ class Oracle:
 
     def rounds(self, job: JobState) -> int:
         return self._rounds[job.index]
+
+    def remaining_tasks_of(self, index: np.ndarray, waiting: np.ndarray,
+                           rounds_done: np.ndarray, tasks_per_round: np.ndarray
+                           ) -> np.ndarray:
+        """:meth:`remaining_tasks` of many jobs at once, from their state's columns."""
+        rest = self._rounds_array[index] - rounds_done - 1
+        return waiting + np.maximum(0, rest) * tasks_per_round
 
 
 class WaitingQueue:
