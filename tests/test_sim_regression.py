@@ -18,7 +18,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from optsched.online.baselines import SRTF, AlloX, FIFORandom, Homo, Tiresias, fill_gangs
+from optsched.online.baselines import FIFO, SRTF, AlloX, FIFORandom, Homo, Tiresias
 from optsched.online.policies import HLAS, quantile_thresholds
 from optsched.online.simulator import SizeDistribution, simulate
 from tests.strategies import instances
@@ -55,6 +55,20 @@ def _earliest(order, view):
                 out.append((job.index, g))
                 gpus.remove(g)
                 left -= 1
+    return out
+
+
+def fill_gangs(order, idle, *, strict, rank):
+    free, out = list(idle), []
+    for job in order:
+        usable = sorted((g for g in free if np.isfinite(job.compute[g])),
+                        key=lambda g: rank(job, g))
+        if len(usable) < job.tasks_per_round:
+            if strict:
+                break
+            continue
+        out.append((job.index, tuple(usable[:job.tasks_per_round])))
+        free = [g for g in free if g not in out[-1][1]]
     return out
 
 
@@ -127,8 +141,20 @@ class PlainTiresias:
                 level = 0
             return level, job.arrival, job.index
 
-        return fill_gangs(sorted(view.waiting, key=key), list(view.idle), strict=False,
+        return fill_gangs(sorted(view.waiting, key=key), sorted(view.idle), strict=False,
                           rank=lambda job, g: (view.free_since[g], g))
+
+
+@dataclass
+class PlainFIFO:
+    name: str = "plain-fifo-perf"
+    clairvoyant: bool = False
+    modes: frozenset[str] = frozenset({"gang"})
+
+    def decide(self, view):
+        return fill_gangs(sorted(view.waiting, key=lambda j: (j.arrival, j.index)),
+                          sorted(view.idle), strict=True,
+                          rank=lambda job, g: (job.compute[g] + job.sync[g], g))
 
 
 @dataclass
@@ -188,7 +214,7 @@ class PlainSRTF:
             oracle.remaining_tasks(j) * float(np.min(j.compute)) / j.weight, j.arrival,
             j.index))
         if view.mode == "gang":
-            return fill_gangs(order, list(view.idle), strict=False,
+            return fill_gangs(order, sorted(view.idle), strict=False,
                               rank=lambda job, g: (job.compute[g] + job.sync[g], g))
         return _fastest(order, view)
 
@@ -211,7 +237,7 @@ class PlainHomo:
 
         order = sorted(view.waiting, key=key)
         if view.mode == "gang":
-            return fill_gangs(order, list(view.idle), strict=False,
+            return fill_gangs(order, sorted(view.idle), strict=False,
                               rank=lambda job, g: (view.free_since[g], g))
         return _earliest(order, view)
 
@@ -270,8 +296,9 @@ def test_tiresias_decides_as_its_definition(inst, options, starvation):
 
 @settings(max_examples=60, deadline=None)
 @given(instances(mode="gang", **BIG), OPTIONS, st.integers(0, 3))
-def test_fifo_random_decides_as_its_definition(inst, options, seed):
+def test_fifo_decides_as_its_definition(inst, options, seed):
     _same(inst, FIFORandom(seed), PlainFIFORandom(seed), **options)
+    _same(inst, FIFO(), PlainFIFO(), **options)
 
 
 @settings(max_examples=60, deadline=None)
@@ -307,6 +334,9 @@ def test_a_hare_workload_is_decided_as_the_definitions_do(seed):
     gang = inst.with_mode("gang")
     for options in ({}, {"tick": 7.0, "event_driven": False}):
         _same(gang, FIFORandom(seed), PlainFIFORandom(seed), **options)
+        _same(gang, FIFO(), PlainFIFO(), **options)
+        _same(gang, SRTF(), PlainSRTF(), **options)
+        _same(gang, Homo(), PlainHomo(), **options)
         _same(gang, Tiresias((50.0, 400.0), 1.0), PlainTiresias((50.0, 400.0), 1.0),
               **options)
         _same(inst, HLAS((20.0, 100.0), 0.5), PlainHLAS((20.0, 100.0), 0.5), **options)

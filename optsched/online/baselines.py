@@ -25,9 +25,11 @@ they do get Hare's model (the variants the first Hare study ran).
 from __future__ import annotations
 
 import bisect
+import heapq
 import math
-from collections.abc import Callable, Iterable, Mapping
+from collections.abc import Iterable, Iterator, Mapping
 from dataclasses import dataclass, field
+from itertools import repeat
 from typing import Any
 
 import numpy as np
@@ -56,25 +58,49 @@ from optsched.schedule import Schedule
 from optsched.solve import register
 
 
-def fill_gangs(order: Iterable[JobState], idle: Iterable[int], *, strict: bool,
-               rank: Callable[[JobState, int], Any]) -> list[Decision]:
-    """Each job, in ``order``, on its K eligible idle GPUs of smallest ``rank(job, g)``; a job
-    that does not fit stops everything (``strict``) or is skipped."""
-    free = list(idle)
+def fill_gangs(order: Iterable[JobState], view: View, *, strict: bool, by: str
+               ) -> list[Decision]:
+    """Each job, in ``order``, on its K eligible idle GPUs first ``by`` ``"speed"`` (smallest
+    compute + sync, then index) or ``"age"`` (free the longest, then index); a job that does
+    not fit stops everything (``strict``) or is skipped. Reads the idle GPUs' indexes, so a
+    job costs O(K + GPUs skipped), not a sort of every idle GPU."""
+    idle = view.idle
+    taken: set[int] = set()
     out: list[Decision] = []
     for job in order:
-        if not free:
+        if len(taken) == len(idle):
             break
-        usable = sorted((g for g in free if np.isfinite(job.compute[g])),
-                        key=lambda g: rank(job, g))
-        if len(usable) < job.tasks_per_round:
+        chosen = _first_usable(job, view, taken, by)
+        if chosen is None:
             if strict:
                 break
             continue
-        chosen = usable[:job.tasks_per_round]
-        out.append((job.index, tuple(chosen)))
-        free = [g for g in free if g not in chosen]
+        taken.update(chosen)
+        out.append((job.index, chosen))
     return out
+
+
+def _first_usable(job: JobState, view: View, taken: set[int], by: str
+                  ) -> tuple[int, ...] | None:
+    """The job's K first eligible idle GPUs not ``taken`` in ``by`` order (None: fewer)."""
+    k, idle = job.tasks_per_round, view.idle
+    gpus: Iterator[int]
+    if by == "age":
+        gpus = (g for _, g in idle.by_age)
+    elif job.sync_by_class is not None:  # sync uniform per class: merge the classes' lists
+        pace = job.by_class + job.sync_by_class
+        gpus = (g for _, g in heapq.merge(*(zip(repeat(float(pace[c])), pool)
+                                            for c, pool in enumerate(idle.by_class)
+                                            if pool and pace[c] < math.inf)))
+    else:
+        gpus = iter(sorted(idle, key=lambda g: (job.compute[g] + job.sync[g], g)))
+    chosen = []
+    for g in gpus:
+        if g not in taken and np.isfinite(job.compute[g]):
+            chosen.append(g)
+            if len(chosen) == k:
+                return tuple(chosen)
+    return None
 
 
 @dataclass
@@ -94,8 +120,7 @@ class FIFO:
         return (job.arrival,)
 
     def decide(self, view: View) -> list[Decision]:
-        return fill_gangs(ordered(view, self), view.idle, strict=True,
-                          rank=lambda job, g: (job.compute[g] + job.sync[g], g))
+        return fill_gangs(ordered(view, self), view, strict=True, by="speed")
 
 
 @dataclass
@@ -211,8 +236,7 @@ class SRTF:
     def decide(self, view: View) -> list[Decision]:
         waiting = ordered(view, self)
         if view.mode == "gang":
-            return fill_gangs(waiting, view.idle, strict=False,
-                              rank=lambda job, g: (job.compute[g] + job.sync[g], g))
+            return fill_gangs(waiting, view, strict=False, by="speed")
         return fill_fastest(waiting, view)
 
 
@@ -268,8 +292,7 @@ class Tiresias:
         return after(now, job.last_start + self.starvation * job.attained)
 
     def decide(self, view: View) -> list[Decision]:
-        return fill_gangs(ordered(view, self), view.idle, strict=False,
-                          rank=lambda job, g: (view.free_since[g], g))
+        return fill_gangs(ordered(view, self), view, strict=False, by="age")
 
 
 @dataclass
@@ -300,8 +323,7 @@ class Homo:
     def decide(self, view: View) -> list[Decision]:
         waiting = ordered(view, self)
         if view.mode == "gang":
-            return fill_gangs(waiting, view.idle, strict=False,
-                              rank=lambda job, g: (view.free_since[g], g))
+            return fill_gangs(waiting, view, strict=False, by="age")
         return fill_earliest_available(waiting, view)
 
 

@@ -66,8 +66,9 @@ class JobState:
     (busy in relaxed mode, held in gang mode: K × the round's pace); ``first_start`` and
     ``last_start`` the moments its first and latest tasks started (NaN / its arrival before).
     Fixed summaries of the profile, for policies: ``by_class`` the compute time per GPU speed
-    class (:attr:`IdleGPUs.by_class`), ``fastest`` / ``slowest`` / ``mean_compute`` the
-    smallest, largest and mean compute time over its eligible GPUs.
+    class (:attr:`IdleGPUs.by_class`), ``sync_by_class`` the sync time per class when it is
+    the same on every GPU of a class (else None), ``fastest`` / ``slowest`` /
+    ``mean_compute`` the smallest, largest and mean compute time over its eligible GPUs.
     """
 
     index: int
@@ -85,6 +86,7 @@ class JobState:
     first_start: float = float("nan")
     last_start: float = 0.0
     by_class: np.ndarray = field(default_factory=lambda: np.empty(0), repr=False)
+    sync_by_class: np.ndarray | None = field(default=None, repr=False)
     fastest: float = field(init=False, repr=False)
     slowest: float = field(init=False, repr=False)
     mean_compute: float = field(init=False, repr=False)
@@ -539,6 +541,7 @@ class _Engine:
         self.rounds = [job.rounds for job in real.jobs]
         class_of, n_classes = speed_classes(real)
         self.first_of_class = [class_of.index(c) for c in range(n_classes)]
+        self.class_array = np.array(class_of)
         self.states: dict[int, JobState] = {}  # made at arrival
         # when the current round's results are ready (realised times: hidden from policies)
         self.round_ready = [job.arrival for job in real.jobs]
@@ -577,9 +580,12 @@ class _Engine:
     def _arrive(self, j: int, now: float) -> None:
         job = self.profiled.jobs[j]
         compute, sync = self.profiled.row(j)
+        per_class = sync[self.first_of_class]
+        uniform = np.array_equal(sync, per_class[self.class_array])
         state = JobState(j, job.id, job.arrival, job.weight, job.tasks_per_round,
                          _own_row(compute), _own_row(sync), last_start=job.arrival,
-                         by_class=_own_row(compute[self.first_of_class]))
+                         by_class=_own_row(compute[self.first_of_class]),
+                         sync_by_class=_own_row(per_class) if uniform else None)
         self.states[j] = state
         state.waiting = state.tasks_per_round
         self.active[j] = state
