@@ -143,6 +143,7 @@ class FIFORandom:
     _rng: np.random.Generator = field(default_factory=lambda: np.random.default_rng(0),
                                       init=False, repr=False)
     _fits: dict[int, bool] = field(default_factory=dict, init=False, repr=False)
+    _kind: tuple[object, dict[str, int]] = field(default=(None, {}), init=False, repr=False)
 
     def priority(self, job: JobState, now: float, oracle: object = None
                  ) -> tuple[int, str, float]:
@@ -157,53 +158,60 @@ class FIFORandom:
     def decide(self, view: View) -> list[Decision]:
         queue = ordered(view, self)
         out: list[Decision] = []
-        pools: dict[str, list[int]] = {}  # idle GPUs per type, index order
-        for pool in view.idle.by_class:
-            for g in pool:
-                pools.setdefault(view.gpu_types[g], []).append(g)
-        for pool in pools.values():
-            pool.sort()
+        # per GPU type (a speed class) its idle GPUs; every pick takes the lowest indices of a
+        # type, so what is left of a type is the suffix after used[type]
+        if self._kind[0] is not view.idle:
+            self._kind = (view.idle, {view.gpu_types[g]: c
+                                      for g, c in enumerate(view.idle.class_of)})
+        kind = self._kind[1]
+        pools = {t: view.idle.by_class[c] for t, c in kind.items()}
+        used = dict.fromkeys(pools, 0)
+
+        def left(t: str) -> int:
+            return len(pools[t]) - used[t]
+
+        def eligible(job: JobState, t: str) -> bool:
+            return bool(job.by_class[kind[t]] < math.inf)
+
+        def take(job: JobState, gtype: str) -> tuple[int, ...]:
+            """The job's K lowest-index idle GPUs of ``gtype`` ("*": of its types)."""
+            types = [gtype] if gtype != "*" else [t for t in pools if eligible(job, t)]
+            gpus = tuple(heapq.merge(*(pools[t][used[t]:used[t] + job.tasks_per_round]
+                                       for t in types)))[:job.tasks_per_round]
+            for g in gpus:
+                used[view.gpu_types[g]] += 1
+            return gpus
+
+        def room(job: JobState, gtype: str) -> int:
+            return sum(left(t) for t in pools if gtype in ("*", t) and eligible(job, t))
+
         # started jobs take their GPUs first, in arrival order; their types are disjoint, so
         # each type's jobs are served on their own, unless a "*" job (any type) waits
         started: list[tuple[tuple[float, int], Decision]] = []
-        stars = next(iter(queue.after((0, "*"))), ((1,),))[0][:2] == (0, "*")
-        if stars:
-            free = sorted(g for pool in pools.values() for g in pool)
+        if next(iter(queue.after((0, "*"))), ((1,),))[0][:2] == (0, "*"):
             for job in sorted((job for key, job in queue.items() if key[0] == 0),
                               key=lambda job: (job.arrival, job.index)):
                 gtype = self._type[job.index]
-                usable = [g for g in free if gtype in ("*", view.gpu_types[g])
-                          and np.isfinite(job.compute[g])][:job.tasks_per_round]
-                if len(usable) == job.tasks_per_round:
-                    started.append(((job.arrival, job.index), (job.index, tuple(usable))))
-                    for g in usable:
-                        free.remove(g)
-                        pools[view.gpu_types[g]].remove(g)
-        for gtype, pool in ([] if stars else pools.items()):
-            for key, job in queue.after((0, gtype)):
-                if key[:2] != (0, gtype) or not pool:
-                    break
-                if len(pool) >= job.tasks_per_round and np.isfinite(job.compute[pool[0]]):
-                    started.append(((job.arrival, job.index),
-                                    (job.index, tuple(pool[:job.tasks_per_round]))))
-                    del pool[:job.tasks_per_round]
+                if room(job, gtype) >= job.tasks_per_round:
+                    started.append(((job.arrival, job.index), (job.index, take(job, gtype))))
+        else:
+            for gtype in pools:
+                for key, job in queue.after((0, gtype)):
+                    if key[:2] != (0, gtype) or not left(gtype):
+                        break
+                    if room(job, gtype) >= job.tasks_per_round:
+                        started.append(((job.arrival, job.index),
+                                        (job.index, take(job, gtype))))
         out.extend(decision for _, decision in sorted(started))
-        free = sorted(g for pool in pools.values() for g in pool)
         for _, job in queue.after((1,)):
-            types = sorted({view.gpu_types[g] for g in free if np.isfinite(job.compute[g])})
-            fits = [t for t in types if sum(view.gpu_types[g] == t and np.isfinite(
-                job.compute[g]) for g in free) >= job.tasks_per_round]
+            types = sorted(t for t in pools if left(t) and eligible(job, t))
+            fits = [t for t in types if left(t) >= job.tasks_per_round]
             if not fits and not self._fits_one_type(job, view):
                 fits = ["*"]  # no type could ever hold K GPUs: any eligible GPUs
-            if not fits or not sum(np.isfinite(job.compute[g]) for g in free) \
-                    >= job.tasks_per_round:
+            if not fits or room(job, "*") < job.tasks_per_round:
                 break
             gtype = self._type[job.index] = fits[int(self._rng.integers(len(fits)))]
-            usable = [g for g in free if gtype in ("*", view.gpu_types[g])
-                      and np.isfinite(job.compute[g])][:job.tasks_per_round]
-            out.append((job.index, tuple(usable)))
-            for g in usable:
-                free.remove(g)
+            out.append((job.index, take(job, gtype)))
         return out
 
     def _fits_one_type(self, job: JobState, view: View) -> bool:
