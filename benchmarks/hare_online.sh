@@ -5,11 +5,12 @@
 #   hare-gpus: 200 jobs on 100-180 GPUs; hare-jobs: 160 GPUs with 100-300 jobs;
 #   hare-heterogeneity: low / middle / high (160 GPUs, 200 jobs);
 #   hare-mix: CV:NLP:Speech:Rec = 2:1:1:1, 1:2:1:1, 1:1:2:1, 1:1:1:2 (160 GPUs, 200 jobs).
-# Methods: offline Hare (hare-lp, hare-lp-ect), online relaxed hlas and allox; the baselines that
-# are not Hare-aware in their own model, gang: fifo-perf (the paper's Gavel_FIFO), fifo-random
-# (Gavel's fifo), tiresias, srtf, homo. Gavel's heavy trace: benchmarks/hare_online_gavel.py. Then HLAS (mappings A/B/C) and the relaxed baselines on the small
-# instances whose optimum benchmarks/results/exact knows; a JCT CDF; the simulator's speed
-# (benchmarks/online_speed.py, about 10 minutes, once). Resumable (about 30 minutes).
+# Methods: offline Hare (hare: Algorithm 1 as published; hare-lp, hare-lp-ect), online relaxed
+# hlas and allox; the baselines that are not Hare-aware in their own model, gang: fifo-perf (the
+# paper's Gavel_FIFO), fifo-random (Gavel's fifo), tiresias, srtf, homo. Gavel's heavy trace:
+# benchmarks/hare_online_gavel.py. Then HLAS (mappings A/B/C) and the relaxed baselines on the
+# small instances whose optimum benchmarks/results/exact knows; a JCT CDF. Resumable (about 60
+# minutes; the simulator's speed is benchmarks/sim_speed.py's).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 out=benchmarks/results/online
@@ -19,6 +20,10 @@ for grid in hare-gpus hare-jobs hare-heterogeneity hare-mix; do
     optsched bench gen benchmarks/grids/$grid.json --out instances/$grid
   optsched bench run instances/$grid --method hare-lp --method hare-lp-ect --method hlas \
     --method allox --mode relaxed --workers 2 --records $out/settings.jsonl
+  # Algorithm 1 as published, step 1 the LP of Hare_Sched_RL stopped after 5 minutes (models/
+  # hare-rl-lp.md; it converges in under 1 minute except at 100-120 GPUs, the heaviest load)
+  optsched bench run instances/$grid --method hare --time-limit 300 --mode relaxed --workers 2 \
+    --records $out/settings.jsonl
   optsched bench run instances/$grid --method fifo-perf --method fifo-random --method tiresias \
     --method srtf --method homo --mode gang --workers 2 --records $out/settings.jsonl
 done
@@ -32,5 +37,4 @@ for set in scaling exact; do
     --mode relaxed --workers 2 --records $out/small.jsonl
 done
 python benchmarks/hare_online_cdf.py instances/hare-jobs/hare-jobs-jobs200-s0.json $out/jct-cdf.png
-[[ -f $out/speed.jsonl ]] || python benchmarks/online_speed.py --out $out/speed.jsonl
 python benchmarks/hare_online_summary.py $out benchmarks/results/exact > $out/summary.md
