@@ -45,6 +45,7 @@ from optsched.online.policies import (
 )
 from optsched.online.simulator import (
     Decision,
+    IdleGPUs,
     JobState,
     Oracle,
     PolicyError,
@@ -366,9 +367,8 @@ class AlloX:
             return []
         index = queue.column("index")[free].astype(np.int64)
         big = 1e300
-        idle = list(view.idle)
-        classes = [view.idle.class_of[g] for g in idle]
-        times = queue.times()[free][:, classes]  # = compute[j, idle]
+        idle = view.idle.array()
+        times = queue.times()[free][:, queue.classes(view.idle)[idle]]  # = compute[j, idle]
         remaining = oracle.remaining_tasks_of(
             index, *(queue.column(name)[free].astype(np.int64)
                      for name in ("waiting", "rounds_done", "tasks_per_round")))
@@ -377,7 +377,7 @@ class AlloX:
             cost = np.where(np.isfinite(times),
                             remaining[:, None].astype(float) * times / weights[:, None], big)
         rows, cols = linear_sum_assignment(cost)
-        return [(int(index[r]), idle[c]) for r, c in zip(rows, cols, strict=True)
+        return [(int(index[r]), int(idle[c])) for r, c in zip(rows, cols, strict=True)
                 if cost[r, c] < big]
 
 
@@ -387,12 +387,19 @@ class _ArrayQueue(WaitingQueue):
     job runs in C, not Python. A row is refreshed at every ``put`` (the engine puts a
     waiting job whenever its state changes)."""
 
-    __slots__ = ("_rows",)
+    __slots__ = ("_classes", "_rows")
     FIELDS = ("index", "weight", "waiting", "running", "rounds_done", "tasks_per_round")
 
     def __init__(self, states: dict[int, JobState]) -> None:
         super().__init__(states)
         self._rows = np.empty((0, 0))
+        self._classes = np.empty(0, dtype=np.int64)
+
+    def classes(self, idle: IdleGPUs) -> np.ndarray:
+        """Each GPU's speed class, as an array."""
+        if len(self._classes) != len(idle.class_of):
+            self._classes = np.array(idle.class_of)
+        return self._classes
 
     def column(self, name: str) -> np.ndarray:
         """A progress column (float; integral fields are exact)."""

@@ -235,7 +235,7 @@ class IdleGPUs:
     them), its idle GPUs in index order; ``by_age`` holds (free since, GPU) pairs, the GPU
     free the longest first; ``class_of`` maps a GPU to its class."""
 
-    __slots__ = ("_idle", "_since", "by_age", "by_class", "class_of")
+    __slots__ = ("_idle", "_mask", "_since", "by_age", "by_class", "class_of")
 
     def __init__(self, class_of: Sequence[int], n_classes: int) -> None:
         self.class_of = tuple(class_of)
@@ -243,6 +243,11 @@ class IdleGPUs:
         self.by_age: list[tuple[float, int]] = []
         self._since = [0.0] * len(self.class_of)
         self._idle = [False] * len(self.class_of)
+        self._mask = np.zeros(len(self.class_of), dtype=bool)
+
+    def array(self) -> np.ndarray:
+        """The idle GPUs in index order, as a numpy array."""
+        return np.flatnonzero(self._mask)
 
     def __len__(self) -> int:
         return len(self.by_age)
@@ -259,13 +264,13 @@ class IdleGPUs:
 
     def _add(self, g: int, since: float) -> None:
         if not self._idle[g]:
-            self._idle[g] = True
+            self._idle[g] = self._mask[g] = True
             self._since[g] = since
             bisect.insort(self.by_class[self.class_of[g]], g)
             bisect.insort(self.by_age, (since, g))
 
     def _remove(self, g: int) -> None:
-        self._idle[g] = False
+        self._idle[g] = self._mask[g] = False
         pool = self.by_class[self.class_of[g]]
         del pool[bisect.bisect_left(pool, g)]
         del self.by_age[bisect.bisect_left(self.by_age, (self._since[g], g))]
