@@ -87,23 +87,43 @@ def one(case: str, policy: str) -> dict:
 
 
 def table(path: Path) -> str:
-    """Markdown medians per (case, policy) from the records in ``path``."""
+    """Markdown: medians per (case, policy) from the records in ``path``, then how the cost
+    grows from ``heavy`` to ``heavy-x10``."""
     rows: dict[tuple[str, str], list[dict]] = {}
     for line in path.read_text().splitlines():
         record = json.loads(line)
         rows.setdefault((record["case"], record["policy"]), []).append(record)
-    out = ["| case | policy | jobs | GPUs | events | simulation s | events/s | CPU s "
-           "(load + simulate) | peak MB | runs | Gavel counterpart, CPU s |",
+
+    def med(case: str, policy: str, key: str) -> float:
+        return statistics.median(r[key] for r in rows[case, policy])
+
+    out = ["# Simulator speed and memory", "",
+           "`python benchmarks/sim_speed.py` (medians of the runs; one fresh process per run; "
+           "schedules not recorded). CPU s: the process's CPU time to read the trace, build "
+           "the instance and simulate. Gavel: its own simulator on the same trace and "
+           "cluster, CPU s (median of 3 on this machine type; not re-run here, it needs "
+           "Gavel's code and cvxpy).", "",
+           "| case | policy | jobs | GPUs | events | simulation s | events/s | CPU s | "
+           "peak MB | runs | Gavel's counterpart, CPU s |",
            "|---|---|---|---|---|---|---|---|---|---|---|"]
-    for (case, policy), runs in rows.items():
-        def med(key: str, runs: list[dict] = runs) -> float:
-            return statistics.median(r[key] for r in runs)
+    for case, policy in rows:
+        first = rows[case, policy][0]
         gavel = GAVEL_HEAVY_CPU.get(policy) if case == "heavy" else None
-        out.append(f"| {case} | {policy} | {runs[0]['jobs']:,} | {runs[0]['gpus']:,} | "
-                   f"{runs[0]['events']:,} | {med('simulation_s'):.2f} | "
-                   f"{med('events_per_s'):,.0f} | {med('cpu_s'):.2f} | "
-                   f"{med('peak_rss_mb'):.0f} | {len(runs)} | "
+        out.append(f"| {case} | {policy} | {first['jobs']:,} | {first['gpus']:,} | "
+                   f"{first['events']:,} | {med(case, policy, 'simulation_s'):.2f} | "
+                   f"{med(case, policy, 'events_per_s'):,.0f} | "
+                   f"{med(case, policy, 'cpu_s'):.2f} | "
+                   f"{med(case, policy, 'peak_rss_mb'):.0f} | {len(rows[case, policy])} | "
                    f"{f'{gavel[0]}: {gavel[1]}' if gavel else '-'} |")
+    grown = [p for c, p in rows if c == "heavy-x10" and ("heavy", p) in rows]
+    if grown:
+        out += ["", "Ten times longer at the same arrival rate (`heavy-x10` / `heavy`; Gavel's "
+                "simulator: 27–32× the CPU):", "",
+                "| policy | events × | simulation time × |", "|---|---|---|"]
+        for p in grown:
+            events = med("heavy-x10", p, "events") / med("heavy", p, "events")
+            seconds = med("heavy-x10", p, "simulation_s") / med("heavy", p, "simulation_s")
+            out.append(f"| {p} | {events:.1f} | {seconds:.1f} |")
     return "\n".join(out)
 
 

@@ -281,3 +281,37 @@ def test_policies_see_no_size_and_no_other_job():
         fields = {f.name for f in dataclasses.fields(job)}
         assert not {"rounds", "remaining"} & fields
         assert job.compute.base is None and not job.compute.flags.writeable
+
+
+def test_a_run_without_its_schedule_does_not_claim_to_be_checked(capsys):
+    """--no-record: the simulator's own numbers, and the Result and the CLI say so."""
+    from optsched.cli import main
+
+    inst = load_instance(TOY)
+    recorded, _ = run_policy(inst, "hlas")
+    streamed, _ = run_policy(inst, "hlas", record=False)
+    assert recorded.extra["checked"] is True and recorded.schedule is not None
+    assert streamed.extra["checked"] is False and streamed.schedule is None
+    assert streamed.objective == pytest.approx(recorded.objective)
+    assert main(["simulate", str(TOY), "--policy", "hlas", "--no-record"]) == 0
+    assert "checked    no" in capsys.readouterr().out
+    assert main(["simulate", str(TOY), "--policy", "hlas", "--no-record", "--json"]) == 0
+    assert json.loads(capsys.readouterr().out)["checked"] is False
+
+
+def test_compact_instances_expand_to_the_dense_matrices():
+    """Per-class storage: compute[j, g] = class_compute[j, gpu_class[g]], the same for sync;
+    one class per type, or per GPU when a job's sync depends on the GPU."""
+    from optsched.generate import HareSpec, generate_hare
+
+    for inst in (load_instance(TOY), generate_hare(HareSpec(jobs=8, gpus=15, load_gpus=15,
+                                                            total_tasks=100), 0)):
+        cls = inst.gpu_class
+        for j in range(inst.n_jobs):
+            compute, sync = inst.row(j)
+            assert np.array_equal(inst.compute[j], inst.class_compute[j, cls])
+            assert np.array_equal(inst.sync[j], inst.class_sync[j, cls])
+            assert np.array_equal(compute, inst.compute[j]) and np.array_equal(sync, inst.sync[j])
+            assert np.array_equal(inst.eligible(j), np.flatnonzero(np.isfinite(inst.compute[j])))
+    per_type = load_instance(TOY)
+    assert per_type.class_compute.shape[1] == len({g.type for g in per_type.gpus})

@@ -20,6 +20,12 @@ simulator emits is checked against that instance:
 - gang: a decision (job, GPUs) starts the whole round on K distinct idle GPUs, held for the
   slowest compute + sync among them; the next round is released then.
 
+**Cost per event.** The engine keeps the waiting jobs in a :class:`WaitingQueue` ordered by
+the policy's ``priority`` (re-keyed only when a job's state changes) and the idle GPUs per
+speed class and by age (:class:`IdleGPUs`), so the built-in policies decide without sorting
+or scanning every waiting job or idle GPU: O(log n) per event where the policy allows it.
+Their decisions are those of their plain definitions (tests/test_sim_regression.py).
+
 **Non-clairvoyance is enforced by construction**: policies see :class:`JobState` objects,
 which hold what a job has revealed (arrival, weight, tasks per round, profiled per-GPU times,
 progress) and nothing about its remaining rounds; jobs appear only once they have arrived.
@@ -192,10 +198,6 @@ class WaitingQueue:
         for i in range(bisect.bisect_left(entries, (prefix,)), len(entries)):
             key, j = entries[i]
             yield key, states[j]
-
-    def key(self, job: JobState) -> Any:
-        """The key ``job`` is queued under."""
-        return self._keys[job.index]
 
     def put(self, j: int, key: Any) -> None:
         """Queue job ``j`` (an index into the states) under ``key``, or move it there."""
