@@ -188,8 +188,6 @@ def cmd_simulate(args: argparse.Namespace) -> int:
     from optsched.online.run import run_policy
 
     params = _parse_params(args.param)
-    if args.no_record and args.out is not None:
-        raise InputError("--no-record keeps no schedule, so --out would write nothing")
     if args.instance.endswith(".json") and args.cluster:
         raise InputError("--cluster goes with a trace; an instance (.json) has its own GPUs")
     targets = [("--out", args.out), ("--realised", args.realised), ("--cdf", args.cdf)]
@@ -219,7 +217,8 @@ def cmd_simulate(args: argparse.Namespace) -> int:
     result, sim = run_policy(
         instance, args.policy, params=params, seed=args.seed,
         noise=args.noise, switch_cost=args.switch_cost, tick=args.tick,
-        event_driven=not args.heartbeat, record=not args.no_record, progress=args.progress)
+        event_driven=not args.heartbeat, record=not args.no_record, progress=args.progress,
+        stream_to=args.out if args.no_record else None)
     outputs: list[tuple[str, str | bytes]] = []
     if args.out is not None and result.schedule is not None:
         outputs.append((args.out, json_text(result.schedule.to_dict())))
@@ -619,7 +618,8 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--heartbeat", action="store_true",
                    help="decide only at ticks (default: at every event)")
     p.add_argument("--no-record", action="store_true",
-                   help="do not keep the schedule (large traces; metrics are streamed)")
+                   help="do not keep the schedule (large traces; metrics are streamed, not "
+                        "checked; with --out the schedule is written as it is made)")
     p.add_argument("--progress", action="store_true", help="progress on stderr")
     p.add_argument("--out", metavar="SCHEDULE", help="write the schedule here")
     p.add_argument("--cdf", metavar="PNG", help="plot the JCT CDF (needs matplotlib)")

@@ -182,6 +182,51 @@ def write_outputs(items: Sequence[tuple[str | Path, Data]]) -> None:
             s.discard()
 
 
+class StreamedFile:
+    """One output written piece by piece (e.g. a schedule too large to hold in memory), with
+    the guarantees above: a regular file is written to a temporary file beside it and renamed
+    over it by :meth:`commit` (nothing is replaced if the work fails: :meth:`discard`); a
+    character device or FIFO is written through as the pieces come."""
+
+    def __init__(self, path: str | Path) -> None:
+        self.path = Path(path)
+        self.real = _resolve(self.path)
+        mode = _mode(self.real)
+        if stat.S_ISDIR(mode):
+            raise IsADirectoryError(21, "Is a directory", str(path))
+        self.tmp: str | None = None
+        if stat.S_ISCHR(mode) or stat.S_ISFIFO(mode):
+            self.keep = None
+            self.fh = open(self.real, "w", encoding="utf-8")  # noqa: SIM115
+            return
+        self.keep = stat.S_IMODE(mode) if stat.S_ISREG(mode) else _umask_mode()
+        fd, self.tmp = tempfile.mkstemp(prefix=f".{self.real.name}.", suffix=".tmp",
+                                        dir=self.real.parent)
+        self.fh = os.fdopen(fd, "w", encoding="utf-8")
+
+    def write(self, text: str) -> None:
+        self.fh.write(text)
+
+    def commit(self) -> None:
+        """Flush, and put the file in place."""
+        self.fh.flush()
+        if self.tmp is not None:
+            os.fsync(self.fh.fileno())
+        self.fh.close()
+        if self.tmp is not None:
+            assert self.keep is not None
+            os.chmod(self.tmp, self.keep)
+            os.replace(self.tmp, self.real)
+            self.tmp = None
+
+    def discard(self) -> None:
+        """Drop what was written (the target stays as it was)."""
+        self.fh.close()
+        if self.tmp is not None:
+            Path(self.tmp).unlink(missing_ok=True)
+            self.tmp = None
+
+
 def write_file(path: str | Path, data: Data) -> None:
     """Write one output atomically (see the module's guarantees)."""
     write_outputs([(path, data)])

@@ -315,3 +315,24 @@ def test_compact_instances_expand_to_the_dense_matrices():
             assert np.array_equal(inst.eligible(j), np.flatnonzero(np.isfinite(inst.compute[j])))
     per_type = load_instance(TOY)
     assert per_type.class_compute.shape[1] == len({g.type for g in per_type.gpus})
+
+
+def test_a_streamed_schedule_is_the_recorded_one(tmp_path):
+    """--no-record --out writes the schedule task by task; it is the schedule a recorded run
+    keeps, the checker passes it, and a failed run leaves the target as it was."""
+    from optsched.cli import main
+    from optsched.io import load_schedule
+
+    kept, streamed = tmp_path / "kept.json", tmp_path / "streamed.json"
+    for policy, mode in (("hlas", "relaxed"), ("tiresias", "gang")):
+        args = ["simulate", str(TOY), "--policy", policy, "--mode", mode, "--noise", "0.2"]
+        assert main([*args, "--out", str(kept)]) == 0
+        assert main([*args, "--no-record", "--out", str(streamed),
+                     "--realised", str(tmp_path / "real.json")]) == 0
+        assert load_schedule(streamed).tasks == load_schedule(kept).tasks
+        assert main(["check", str(tmp_path / "real.json"), str(streamed)]) == 0
+    streamed.write_text("old")
+    assert main(["simulate", str(TOY), "--policy", "hlas", "--no-record", "--out",
+                 str(streamed), "--tick", "0"]) == 2
+    assert streamed.read_text() == "old"
+    assert not [p for p in tmp_path.iterdir() if p.name.startswith(".")]

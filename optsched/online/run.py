@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from collections.abc import Mapping
+from pathlib import Path
 from typing import Any
 
 from optsched.errors import InputError
@@ -11,7 +12,13 @@ from optsched.instance import Instance
 from optsched.limits import check_seed
 from optsched.online.baselines import Replay
 from optsched.online.cluster import ClusterPolicy, simulate_cluster
-from optsched.online.simulator import PolicyError, Simulation, simulate
+from optsched.online.simulator import (
+    PolicyError,
+    ScheduleStreamer,
+    Simulation,
+    simulate,
+)
+from optsched.output import StreamedFile
 from optsched.result import Result, Status
 from optsched.solve import checked, get_method, method_running
 
@@ -19,7 +26,8 @@ from optsched.solve import checked, get_method, method_running
 def run_policy(instance: Instance, policy: str, *, params: Mapping[str, str] | None = None,
                seed: int = 0, noise: float = 0.0, switch_cost: float = 0.0,
                tick: float | None = None, event_driven: bool = True, record: bool = True,
-               progress: bool = False) -> tuple[Result, Simulation]:
+               progress: bool = False, stream_to: str | Path | None = None
+               ) -> tuple[Result, Simulation]:
     """Simulate the registered ``simulate`` method ``policy`` on ``instance``.
 
     The schedule (when ``record``) goes through the checker against the realised instance
@@ -27,7 +35,9 @@ def run_policy(instance: Instance, policy: str, *, params: Mapping[str, str] | N
     simulator's streamed ones, unchecked, and ``extra["checked"]`` says which. The bound is
     the realised instance's critical path (none for cluster policies,
     :mod:`optsched.online.cluster`, whose heartbeat and batch interval are their own
-    params). The policy raising while it is built or while it decides (anything but
+    params). ``stream_to`` (with ``record=False``) writes the schedule to that file as the
+    simulation runs, never holding it in memory (put in place atomically when the run
+    succeeds; not checked). The policy raising while it is built or while it decides (anything but
     an InputError or a PolicyError, exits included) is a
     :class:`~optsched.solve.MethodError` naming it and its plug-in.
     """
@@ -41,7 +51,12 @@ def run_policy(instance: Instance, policy: str, *, params: Mapping[str, str] | N
     if isinstance(chosen, Replay):
         chosen.check(instance)
     extra: dict[str, Any]
+    if stream_to is not None and record:
+        raise InputError("a streamed schedule (stream_to) is for runs that do not record it")
     if isinstance(chosen, ClusterPolicy):
+        if stream_to is not None:
+            raise InputError(f"cluster policy {policy!r} keeps its schedule in memory; "
+                             "record it instead of streaming it")
         if noise or switch_cost or tick is not None or not event_driven:
             raise InputError(f"cluster policy {policy!r} takes no noise, switch cost or tick; "
                              "its heartbeat and batch interval are params")
@@ -55,10 +70,20 @@ def run_policy(instance: Instance, policy: str, *, params: Mapping[str, str] | N
         if isinstance(settings, dict):
             extra["settings"] = settings
     else:
-        with method_running(info, (PolicyError,)):
-            sim = simulate(instance, chosen, seed=seed, noise=noise,
-                           switch_cost=switch_cost, tick=tick, event_driven=event_driven,
-                           record=record, progress=progress)
+        out = StreamedFile(stream_to) if stream_to is not None else None
+        try:
+            with method_running(info, (PolicyError,)):
+                # the realised instance has the same name, jobs and GPUs
+                streamer = [ScheduleStreamer(instance, out)] if out is not None else []
+                sim = simulate(instance, chosen, seed=seed, noise=noise,
+                               switch_cost=switch_cost, tick=tick, event_driven=event_driven,
+                               record=record, progress=progress, observers=streamer)
+            if out is not None:
+                streamer[0].close()
+                out.commit()
+        finally:
+            if out is not None:
+                out.discard()
         bound = critical_path_bound(sim.instance)
         extra = {"clairvoyant": chosen.clairvoyant, "noise": noise, "switch_cost": switch_cost,
                  "tick": tick, "event_driven": event_driven, "bound_critical_path": bound}

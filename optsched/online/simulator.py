@@ -39,6 +39,7 @@ from __future__ import annotations
 
 import bisect
 import heapq
+import json
 import math
 import sys
 import time
@@ -359,6 +360,29 @@ class ScheduleRecorder(Observer):
 
     def schedule(self) -> Schedule:
         return Schedule(self.instance.name, self.tasks, self.instance.mode)
+
+
+class ScheduleStreamer(Observer):
+    """Writes every task start to ``out`` as it happens, so that the run's
+    ``optsched/schedule@1`` JSON is never held in memory: ``out.write(text)`` is called with
+    the pieces, :meth:`close` writes the end."""
+
+    def __init__(self, instance: Instance, out: Any) -> None:
+        self.instance, self.out, self.tasks = instance, out, 0
+        head = json.dumps({"format": "optsched/schedule@1", "instance": instance.name,
+                           "mode": instance.mode})
+        out.write(head[:-1] + ', "tasks": [')
+
+    def on_task(self, job: int, round_: int, task: int, gpu: int, start: float,
+                busy_until: float) -> None:
+        item = {"job": self.instance.jobs[job].id, "round": round_, "task": task,
+                "gpu": self.instance.gpus[gpu].id, "start": start}
+        self.out.write(("\n " if not self.tasks else ",\n ") + json.dumps(item,
+                                                                         allow_nan=False))
+        self.tasks += 1
+
+    def close(self) -> None:
+        self.out.write("\n]}\n")
 
 
 class MetricsObserver(Observer):
