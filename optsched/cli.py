@@ -239,7 +239,9 @@ def cmd_simulate(args: argparse.Namespace) -> int:
         _print_result(result)
         print("checked    " + ("yes: objective and metrics from the checker" if
                                result.extra["checked"] else "no (--no-record): the "
-                               "simulator's own numbers, no schedule to check"))
+                               "simulator's own numbers" + (
+                                   f"; optsched check the schedule in {args.out}"
+                                   if args.out else "")))
         print(f"{sim.events} events in {sim.runtime_s:.2f} s ({sim.events_per_s:,.0f} events/s)")
     return EXIT_OK
 

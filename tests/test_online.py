@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import dataclasses
+import math
 import json
 
 import numpy as np
@@ -336,3 +337,37 @@ def test_a_streamed_schedule_is_the_recorded_one(tmp_path):
                  str(streamed), "--tick", "0"]) == 2
     assert streamed.read_text() == "old"
     assert not [p for p in tmp_path.iterdir() if p.name.startswith(".")]
+
+
+def test_plug_in_policies_see_lists_and_may_yield():
+    """A policy may yield its decisions one by one (each applies at once) and index or
+    slice the view's idle GPUs and waiting jobs as lists; a bad priority key is refused."""
+
+    class Yielding(Probe):
+        def decide(self, view):
+            assert list(view.idle) == sorted(view.idle) == list(np.asarray(view.idle))
+            assert view.idle[0] == min(view.idle) and view.idle[:1] == [min(view.idle)]
+            assert view.waiting[:1] == [next(iter(view.waiting))]
+            for g in list(view.idle):
+                for job in view.waiting:
+                    if job.waiting and np.isfinite(job.compute[g]):
+                        yield job.index, g
+                        break
+
+    inst = load_instance(TOY)
+    sim = simulate(inst, Yielding())
+    assert check(inst, sim.schedule).feasible
+
+    class NaNKey(Yielding):
+        def priority(self, job, now, oracle):
+            return (job.attained / job.tasks_started if job.tasks_started else math.nan,)
+
+    with pytest.raises(PolicyError, match="priority must return a tuple without NaN"):
+        simulate(inst, NaNKey())
+
+    class Wrapper(Probe):
+        def decide(self, view):  # a built-in called with the engine's view
+            return HLAS(mapping="A").decide(view)
+
+    wrapped = simulate(inst, Wrapper())
+    assert check(inst, wrapped.schedule).feasible

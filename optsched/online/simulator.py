@@ -181,7 +181,9 @@ class WaitingQueue:
         states = self._states
         return (states[j] for _, j in self._entries)
 
-    def __getitem__(self, i: int) -> JobState:
+    def __getitem__(self, i: int | slice) -> Any:
+        if isinstance(i, slice):
+            return [self._states[j] for _, j in self._entries[i]]
         return self._states[self._entries[i][1]]
 
     def __contains__(self, job: object) -> bool:
@@ -226,8 +228,10 @@ def ordered(view: View, policy: Any) -> WaitingQueue:
     states = {job.index: job for job in view.waiting}
     make = getattr(policy, "waiting_queue", None)
     queue = make(states) if callable(make) else WaitingQueue(states)
+    priority = getattr(policy, "priority", None)
     for job in states.values():
-        queue.put(job.index, policy.priority(job, view.time, view.oracle))
+        queue.put(job.index, priority(job, view.time, view.oracle) if priority is not None
+                  else (job.arrival,))
     queue.owner = policy
     return queue
 
@@ -265,6 +269,13 @@ class IdleGPUs:
     def __iter__(self) -> Iterator[int]:
         return heapq.merge(*self.by_class)
 
+    def __getitem__(self, i: int | slice) -> Any:
+        """The i-th idle GPU in index order (a list for a slice): O(idle GPUs)."""
+        return self.array().tolist()[i]
+
+    def __array__(self, dtype: Any = None, copy: Any = None) -> np.ndarray:
+        return self.array() if dtype is None else self.array().astype(dtype)
+
     def _add(self, g: int, since: float) -> None:
         if not self._idle[g]:
             self._idle[g] = self._mask[g] = True
@@ -280,11 +291,16 @@ class IdleGPUs:
 
 
 class View:
-    """The state a policy decides on: ``time``; the idle GPUs (:class:`IdleGPUs`: iterate for
-    index order) and when each GPU last became free (``free_since``); the ``waiting`` jobs
-    (some task startable now; a :class:`WaitingQueue` in the policy's priority order, or by
-    arrival); ``active``, all arrived unfinished jobs (arrival order); the GPUs' ids and
-    types; ``mode``; ``oracle`` only for clairvoyant policies. Read-only for policies."""
+    """The state a policy decides on: ``time``; the idle GPUs (:class:`IdleGPUs`) and when
+    each GPU last became free (``free_since``); the ``waiting`` jobs (some task startable
+    now; a :class:`WaitingQueue` in the policy's priority order, or by arrival); ``active``,
+    all arrived unfinished jobs (arrival order); the GPUs' ids and types; ``mode``;
+    ``oracle`` only for clairvoyant policies.
+
+    ``idle`` and ``waiting`` are the engine's own, kept between decisions: read-only, valid
+    during one ``decide`` (copy with ``list(...)`` to keep them). Both support ``len``,
+    ``in``, iteration (GPUs by index; jobs in queue order) and indexing, integers or slices
+    (``idle``'s in O(idle GPUs)); ``np.asarray(view.idle)`` gives the idle GPUs' indices."""
 
     __slots__ = (
         "_active",
@@ -315,16 +331,29 @@ Decision = tuple[int, Any]  # (job index, GPU index) relaxed; (job index, GPU in
 
 
 class Policy(Protocol):
-    """An online policy: ``decide(view)`` returns the tasks to start now.
+    """An online policy: ``decide(view)`` returns (or yields) the tasks to start now.
 
-    Optional, for speed: ``priority(job, now, oracle)`` returns the key that orders
-    ``view.waiting`` (smaller first; comparable, ties broken by the job index). The engine
-    evaluates it when a job starts waiting, whenever its state changes (a task starts or
-    finishes computing) and, if the policy has ``revisit(job, now)``, at the first decision
-    at or after the time it returns, a time after ``now`` (for a priority that changes with
-    time alone, e.g. starvation promotion; ``math.inf``: never). A policy without
-    ``priority`` sees the waiting jobs by arrival. ``calibrate(sizes)`` receives the
-    workload's :class:`SizeDistribution` once before the run.
+    A decision applies as it is yielded (the job's ``waiting`` count falls at once); the
+    view's ``waiting`` and ``idle`` keep this instant's state until ``decide`` returns.
+
+    Optional, for speed (the built-in policies use them):
+
+    - ``priority(job, now, oracle)`` returns the job's key in ``view.waiting``: a tuple,
+      smaller first, ties broken by the job index, never NaN. It may depend on the job's
+      state and on the policy's own state; the engine evaluates it when the job starts
+      waiting and whenever its state changes (a task starts or finishes computing), not at
+      every decision, so a key that changes with time alone needs
+    - ``revisit(job, now)``: the next time after ``now`` at which the key may change with
+      no change of the job's state (``math.inf``: never; ``math.nextafter(now, math.inf)``:
+      at every decision). The engine re-evaluates the key at the first decision at or after
+      it (starvation promotion uses this).
+    - ``waiting_queue(states)`` returns the :class:`WaitingQueue` (or a subclass keeping
+      more indexes, overriding ``put`` and ``drop``) the engine keeps the waiting jobs in.
+
+    A policy without ``priority`` sees the waiting jobs by arrival. ``calibrate(sizes)``
+    receives the workload's :class:`SizeDistribution` once before the run (a policy that
+    wraps another passes it on). A built-in policy's ``decide`` may be called from another
+    policy's with the engine's view; it then orders the waiting jobs itself (:func:`ordered`).
     """
 
     name: str
@@ -376,7 +405,7 @@ class ScheduleStreamer(Observer):
     def on_task(self, job: int, round_: int, task: int, gpu: int, start: float,
                 busy_until: float) -> None:
         item = {"job": self.instance.jobs[job].id, "round": round_, "task": task,
-                "gpu": self.instance.gpus[gpu].id, "start": start}
+                "gpu": self.instance.gpus[gpu].id, "start": float(start)}
         self.out.write(("\n " if not self.tasks else ",\n ") + json.dumps(item,
                                                                          allow_nan=False))
         self.tasks += 1
@@ -594,6 +623,7 @@ class _Engine:
         self.revisit = getattr(policy, "revisit", None) if self.priority else None
         self.revisits: list[tuple[float, int]] = []
         self.touched: set[int] = set()
+        self.claimed: set[int] = set()  # GPUs started on in the current decision
         self.heap: list[tuple[float, int, int, int]] = []
         self.seq = 0
         self.events = self.decisions = 0
@@ -628,7 +658,11 @@ class _Engine:
         if self.priority is None:
             self.waiting.put(j, (state.arrival,))
             return
-        self.waiting.put(j, self.priority(state, now, self.oracle))
+        key = self.priority(state, now, self.oracle)
+        if not isinstance(key, tuple) or any(isinstance(x, float) and x != x for x in key):
+            raise PolicyError(f"policy {self.policy.name!r}: priority must return a tuple "
+                              f"without NaN, got {key!r} for job {state.id!r}")
+        self.waiting.put(j, key)
         if self.revisit is not None:
             at = self.revisit(state, now)
             if at < math.inf:
@@ -719,9 +753,11 @@ class _Engine:
             self._requeue_due(now)
         view = View(now, self.idle, self.free_since, self.waiting, self.active, self.gpu_ids,
                     self.gpu_types, self.real.mode, self.oracle)
-        decisions = list(self.policy.decide(view))  # decided on this instant's state
-        touched = self.touched
-        for j, where in decisions:
+        # decisions apply as the policy yields them (a JobState's waiting count falls at
+        # once); the queue and the idle GPUs change only after the last one, so that a
+        # policy iterating them meanwhile sees this instant's state
+        touched, claimed = self.touched, self.claimed
+        for j, where in self.policy.decide(view):
             self.decisions += 1
             state = self.active.get(j)
             if state is None or not state.waiting:
@@ -731,24 +767,26 @@ class _Engine:
                 self._start_round(state, tuple(where), now)
             else:
                 self._start_task(state, int(where), now)
-            if state.waiting:
-                touched.add(j)
-            else:
-                self.waiting.drop(j)
+            touched.add(j)
+        for g in claimed:
+            self.idle._remove(g)
+        claimed.clear()
         for j in sorted(touched):
             state = self.states[j]
             if state.waiting:
                 self._queue(state, now)
+            else:
+                self.waiting.drop(j)
         touched.clear()
 
     def _claim(self, state: JobState, g: int, now: float) -> float:
-        if g not in self.idle:
+        if g not in self.idle or g in self.claimed:
             raise PolicyError(f"policy {self.policy.name!r} used GPU {g}, busy at t={now}")
         c = self.compute[state.index, self.cls[g]]
         if not np.isfinite(c):
             raise PolicyError(f"policy {self.policy.name!r} put job {state.id!r} on GPU "
                               f"{self.real.gpus[g].id!r}, which it cannot use")
-        self.idle._remove(g)
+        self.claimed.add(g)
         return float(c)
 
     def _start_task(self, state: JobState, g: int, now: float) -> None:
