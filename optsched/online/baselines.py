@@ -117,11 +117,8 @@ class FIFO:
     clairvoyant: bool = False
     modes: frozenset[str] = field(default_factory=lambda: frozenset({"gang"}))
 
-    def priority(self, job: JobState, now: float, oracle: object = None) -> tuple[float]:
-        return (job.arrival,)
-
     def decide(self, view: View) -> list[Decision]:
-        return fill_gangs(ordered(view, self), view, strict=True, by="speed")
+        return fill_gangs(ordered(view, self), view, strict=True, by="speed")  # by arrival
 
 
 @dataclass
@@ -349,11 +346,8 @@ class AlloX:
     clairvoyant: bool = True
     modes: frozenset[str] = field(default_factory=lambda: frozenset({"relaxed"}))
 
-    def priority(self, job: JobState, now: float, oracle: object = None) -> tuple[float]:
-        return (job.arrival,)
-
     def waiting_queue(self, states: dict[int, JobState]) -> WaitingQueue:
-        return _ArrayQueue(states)
+        return _ArrayQueue(states)  # by arrival
 
     def decide(self, view: View) -> list[Decision]:
         from scipy.optimize import linear_sum_assignment

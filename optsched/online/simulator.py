@@ -172,7 +172,7 @@ class WaitingQueue:
         self._entries: list[tuple[Any, int]] = []  # (key, job index), sorted
         self._keys: dict[int, Any] = {}
         self._states = states
-        self.owner: object = None  # the policy whose priority orders it (None: arrival)
+        self.owner: object = None  # the policy it is kept for (its priority, else arrival)
 
     def __len__(self) -> int:
         return len(self._entries)
@@ -618,8 +618,7 @@ class _Engine:
         self.waiting = make_queue(self.states) if callable(make_queue) \
             else WaitingQueue(self.states)
         self.priority = getattr(policy, "priority", None)
-        if self.priority is not None:
-            self.waiting.owner = policy
+        self.waiting.owner = policy  # ordered by its priority, or by arrival without one
         self.revisit = getattr(policy, "revisit", None) if self.priority else None
         self.revisits: list[tuple[float, int]] = []
         self.touched: set[int] = set()
