@@ -29,9 +29,14 @@ class Status(StrEnum):
 
 
 def gap(objective: float | None, bound: float | None) -> float | None:
-    """(objective − bound) / objective; ``None`` when either is missing or objective ≤ 0."""
+    """(objective − bound) / objective; ``None`` when either is missing or objective ≤ 0.
+    An objective below its bound by no more than the optimality tolerance of
+    :func:`is_optimal` (floating-point sums in another order) has gap 0, not a negative
+    one."""
     if objective is None or bound is None or objective <= 0:
         return None
+    if 0 < bound - objective <= OPTIMAL_TOL * max(1.0, abs(objective)):
+        return 0.0
     return (objective - bound) / objective
 
 
