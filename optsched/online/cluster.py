@@ -39,11 +39,9 @@ integrated piecewise).
 
 from __future__ import annotations
 
-import heapq
 import math
-import time
-from collections.abc import Iterable
-from dataclasses import dataclass, field, replace
+from collections.abc import Iterable, Sequence
+from dataclasses import dataclass, field
 from typing import Any, Protocol, runtime_checkable
 
 import numpy as np
@@ -51,11 +49,21 @@ import numpy as np
 from optsched.errors import InputError
 from optsched.instance import Instance
 from optsched.limits import MAX_VALUE
-from optsched.online.simulator import PolicyError, Simulation
+from optsched.online.engine import (
+    ARRIVE,
+    MODEL_EVENTS,
+    WAKE,
+    Decision,
+    Engine,
+    Observer,
+    PolicyError,
+    Recording,
+    Simulation,
+    unpack,
+)
 from optsched.params import MIN_PERIOD
-from optsched.schedule import Schedule, Task
 
-_ARRIVE, _LAUNCHED, _TRAINED, _DONE, _TICK, _WAKE = range(6)
+_LAUNCHED, _TRAINED, _DONE = range(MODEL_EVENTS, MODEL_EVENTS + 3)
 
 
 @dataclass(eq=False)
@@ -112,20 +120,20 @@ class ClusterView:
             self.wakeups.append(at)
 
 
-ClusterDecision = tuple[int, tuple[int, ...], bool]  # (job index, GPUs in task order, share)
-
-
 @runtime_checkable
 class ClusterPolicy(Protocol):
-    """A cluster policy: ``decide(view)`` returns the rounds to start now. ``tick`` is the
-    period at which the engine wakes it up with nothing else happening (heartbeats, batch
-    intervals; None: never), ``event_driven`` whether GPUs are known vacant at once."""
+    """A policy for this execution model (``execution = "cluster"``, which
+    :func:`~optsched.online.simulator.simulate` dispatches on): ``decide(view)`` returns the
+    rounds to start now, as :class:`~optsched.online.engine.Start` decisions
+    ``(job, gpus, share)`` (``share`` False may be left out). ``tick`` is the period at which
+    the engine wakes it up with nothing else happening (heartbeats, batch intervals; None:
+    never), ``event_driven`` whether GPUs are known vacant at once."""
 
     name: str
     tick: float | None
     event_driven: bool
 
-    def decide(self, view: ClusterView) -> Iterable[ClusterDecision]: ...
+    def decide(self, view: ClusterView) -> Iterable[Decision]: ...
 
 
 @dataclass(eq=False)
@@ -137,7 +145,6 @@ class _Round:
     share: bool
     pace: float
     holding: Holding
-    tasks: list[int] = field(default_factory=list)  # indices into the recorded tasks
     remaining: float = 0.0
     since: float = 0.0
     rate: float = 1.0
@@ -148,9 +155,12 @@ class _Round:
 
 
 def simulate_cluster(instance: Instance, policy: ClusterPolicy, *, seed: int = 0,
-                     record: bool = True) -> Simulation:
+                     record: bool = True, progress: bool = False,
+                     observers: Sequence[Observer] = ()) -> Simulation:
     """Run ``policy`` on ``instance`` (gang mode) with Liquid's execution model; randomised
-    policies draw from ``view.rng``, seeded with ``seed``.
+    policies draw from ``view.rng``, seeded with ``seed``. ``record``, ``progress`` and
+    ``observers`` as for :func:`~optsched.online.simulator.simulate`; the metrics are
+    :class:`~optsched.online.engine.MetricsObserver`'s with ``phases``.
 
     Raises
     ------
@@ -167,37 +177,18 @@ def simulate_cluster(instance: Instance, policy: ClusterPolicy, *, seed: int = 0
                          f"{MAX_VALUE:g}] s, got {policy.tick!r}")
     if not policy.event_driven and policy.tick is None:
         raise InputError("heartbeat reporting needs a heartbeat period")
-    engine = _Engine(instance, policy, seed)
-    started = time.perf_counter()
-    engine.run()
-    runtime = time.perf_counter() - started
-    completion = engine.completion
-    weights = np.array([j.weight for j in instance.jobs])
-    arrivals = np.array([j.arrival for j in instance.jobs])
-    makespan = float(completion.max())
-    span = makespan if makespan > 0 else 1.0
-    metrics = {
-        "total_weighted_jct": float((weights * (completion - arrivals)).sum()),
-        "mean_jct": float((completion - arrivals).mean()),
-        "makespan": makespan,
-        "utilisation": {g.id: float(b / span) for g, b in zip(instance.gpus, engine.held,
-                                                              strict=True)},
-        # GPU-seconds within the makespan in which a GPU trains nothing (Liquid's idle time)
-        "gpu_idle_s": float((makespan - engine.trained).sum()),
-        "mean_execution_s": float((completion - engine.first_start).mean()),
-        # rounds that ran out of actual GPU memory at their training start, and the
-        # GPU-seconds their attempts held (launch included) before failing
-        "oom_failures": engine.oom_failures,
-        "lost_gpu_s": engine.lost_gpu_s,
-    }
-    schedule = Schedule(instance.name, engine.tasks, "gang") if record else None
-    return Simulation(instance, schedule, float((weights * completion).sum()), metrics,
-                      completion, engine.events, engine.decisions, runtime)
+    recording = Recording.of(instance, phases=True, record=record, progress=progress,
+                             observers=observers)
+    return _ClusterEngine(instance, policy, seed, recording).run()
 
 
-class _Engine:
-    def __init__(self, instance: Instance, policy: ClusterPolicy, seed: int) -> None:
-        self.inst, self.policy = instance, policy
+class _ClusterEngine(Engine):
+    """Liquid's execution model on the event engine."""
+
+    def __init__(self, instance: Instance, policy: ClusterPolicy, seed: int,
+                 recording: Recording) -> None:
+        super().__init__(instance, policy, policy.tick, recording)
+        self.inst = instance
         self.rng = np.random.default_rng(seed)
         self.jobs = [ClusterJob(j, job.id, job.arrival, job.weight, job.tasks_per_round,
                                 job.roles or ("worker",) * job.tasks_per_round, job.util,
@@ -213,8 +204,6 @@ class _Engine:
         self.link_load: dict[str, int] = {}  # flows of the training rounds by host link
         self.flowing: list[_Round] = []  # training rounds with flows (link contention)
         self.blocked: dict[int, float] = {}  # job -> instant its round failed
-        self.oom_failures = 0
-        self.lost_gpu_s = 0.0
         n = instance.n_gpus
         self.holders: list[list[_Round]] = [[] for _ in range(n)]
         self.trainers: list[list[_Round]] = [[] for _ in range(n)]
@@ -222,92 +211,42 @@ class _Engine:
         self.vacant = set(range(n))  # known to the scheduler
         self.unreported: set[int] = set()
         self.active: dict[int, ClusterJob] = {}
-        self.completion = np.full(instance.n_jobs, np.nan)
-        self.first_start = np.full(instance.n_jobs, np.nan)
-        self.held = np.zeros(n)
-        self.trained = np.zeros(n)
+        self.held_since = np.zeros(n)
         self.train_since = np.zeros(n)
-        self.tasks: list[Task] = []
-        self.heap: list[tuple[float, int, int, Any]] = []
-        self.seq = self.events = self.decisions = 0
-        self.unfinished = instance.n_jobs
-        for j, job in enumerate(instance.jobs):
-            self._push(job.arrival, _ARRIVE, j)
-        if policy.tick is not None:
-            self._push(0.0, _TICK, None)
 
-    def _push(self, t: float, kind: int, what: Any) -> None:
-        self.seq += 1
-        heapq.heappush(self.heap, (t, self.seq, kind, what))
+    def handle(self, kind: int, what: Any, now: float) -> None:
+        if kind == ARRIVE:
+            self.jobs[what].waiting = True
+            self.active[what] = self.jobs[what]
+        elif kind == _LAUNCHED:
+            self.waiting_train.append(what)
+        elif kind == _TRAINED:
+            rnd, version = what
+            if version == rnd.version:
+                self._trained(rnd, now)
+        else:
+            self._done(what, now)
 
-    def run(self) -> None:
-        heap = self.heap
-        idle_ticks = 0
-        while heap and self.unfinished:
-            now = heap[0][0]
-            before = self.decisions
-            tick_seq: int | None = None
-            while heap and heap[0][0] == now:
-                _, _, kind, what = heapq.heappop(heap)
-                self.events += 1
-                if kind == _ARRIVE:
-                    self.jobs[what].waiting = True
-                    self.active[what] = self.jobs[what]
-                elif kind == _LAUNCHED:
-                    self.waiting_train.append(what)
-                elif kind == _TRAINED:
-                    rnd, version = what
-                    if version == rnd.version:
-                        self._trained(rnd, now)
-                elif kind == _DONE:
-                    self._done(what, now)
-                elif kind == _TICK:
-                    self.vacant |= self.unreported
-                    self.unreported.clear()
-                    if self.unfinished:  # pushed after the decisions, in this place
-                        self.seq += 1
-                        tick_seq = self.seq
+    def on_tick(self, now: float) -> None:
+        self.vacant |= self.unreported
+        self.unreported.clear()
+
+    def settle(self, now: float, ticked: bool) -> bool:
+        self._admit(now)
+        waiting = any(j.waiting for j in self.active.values())
+        if any(self._offered(j, now) for j in self.active.values()):
+            self._decide(now)
             self._admit(now)
-            waiting = any(j.waiting for j in self.active.values())
-            if any(self._offered(j, now) for j in self.active.values()):
-                self._decide(now)
-                self._admit(now)
-            if not heap and now in self.blocked.values():
-                # nothing left to happen after a failure: offer its job again now (no GPU
-                # holds memory any more, every holder having had an event pending)
-                self.blocked.clear()
-                self._push(now, _WAKE, None)
-            if tick_seq is not None:
-                heapq.heappush(heap, (self._next_tick(now, skip=not waiting), tick_seq,
-                                      _TICK, None))
-            # with ticks the heap never empties: a policy that starts nothing for 1,000
-            # ticks while no GPU is held is stalled
-            idle = (len(heap) == 1 and self.decisions == before and not self.unreported
-                    and not any(self.holders))
-            idle_ticks = idle_ticks + 1 if idle else 0
-            if idle_ticks > 1000:
-                break
-        if self.unfinished:
-            raise PolicyError(f"policy {self.policy.name!r} left {self.unfinished} jobs "
-                              "unfinished with nothing left to wait for")
+        if not self.heap and now in self.blocked.values():
+            # nothing left to happen after a failure: offer its job again now (no GPU
+            # holds memory any more, every holder having had an event pending)
+            self.blocked.clear()
+            self.push(now, WAKE, None)
+        # while no job waits and no freed GPU is unreported, ticks change nothing
+        return not waiting and not self.unreported
 
-    def _next_tick(self, now: float, skip: bool) -> float:
-        """The tick after ``now``. With ``skip`` (no job waited at ``now``), while no job waits
-        and no freed GPU is unreported, ticks change nothing: skipped up to the next other
-        event, on the same grid."""
-        tick = self.policy.tick or 0.0
-        t = now + tick
-        if not t > now:
-            raise InputError(f"cluster policy {self.policy.name!r}: its period (tick, "
-                             f"heartbeat) {tick:g} s is below the time resolution at "
-                             f"t={now:g} s; use a longer one")
-        if skip and self.heap and not self.unreported:
-            upto = self.heap[0][0]
-            if (upto - t) / tick > 1e6:  # far ahead: jump close to it first
-                t += math.floor((upto - t) / tick) * tick
-            while t < upto:
-                t += tick
-        return t
+    def at_rest(self) -> bool:
+        return not self.unreported and not any(self.holders)
 
     # -- decisions ---------------------------------------------------------------------------
 
@@ -321,11 +260,12 @@ class _Engine:
                            [j for j in self.active.values() if self._offered(j, now)],
                            sorted(self.vacant),
                            [[r.holding for r in rounds] for rounds in self.holders], self.rng)
-        for j, gpus, share in self.policy.decide(view):
+        for decision in self.policy.decide(view):
+            j, gpus, share = unpack(decision)
             self.decisions += 1
-            self._start(j, tuple(int(g) for g in gpus), bool(share), now)
+            self._start(j, tuple(int(g) for g in gpus), share, now)
         for at in set(view.wakeups):
-            self._push(at, _WAKE, None)
+            self.push(at, WAKE, None)
 
     def _refuse(self, message: str) -> None:
         raise PolicyError(f"policy {self.policy.name!r}: {message}")
@@ -353,18 +293,16 @@ class _Engine:
         if self.inst.link_contention:
             rnd.flows = self.inst.flows(j, gpus)
         job.waiting = False
-        if rnd.round == 0:
-            self.first_start[j] = now
         for k, g in enumerate(gpus):
             self.vacant.discard(g)
             self.unreported.discard(g)
             if not self.holders[g]:
-                self.held[g] -= now  # += end at release (held-time union per GPU)
+                self.held_since[g] = now
             self.holders[g].append(rnd)
-            rnd.tasks.append(len(self.tasks))
-            self.tasks.append(Task(job.id, rnd.round, k, self.inst.gpus[g].id, now))
+            for obs in self.observers:
+                obs.on_task(j, rnd.round, k, g, now, math.nan)  # phases: known later
         launch = job.launch if rnd.round == 0 else 0.0
-        self._push(now + launch, _LAUNCHED, rnd)
+        self.push(now + launch, _LAUNCHED, rnd)
 
     def _check_share(self, job: ClusterJob, g: int, now: float) -> None:
         cap, gpu = self.inst.share_cap, self.inst.gpus[g]
@@ -444,10 +382,8 @@ class _Engine:
     def _fail(self, rnd: _Round, now: float) -> None:
         """The round ran out of memory at its training start: its tasks are recorded as a
         failed attempt, its GPUs released, its job waits again for the same round."""
-        self.oom_failures += 1
-        self.lost_gpu_s += (now - rnd.start) * len(rnd.gpus)
-        for index in rnd.tasks:
-            self.tasks[index] = replace(self.tasks[index], failed_at=now)
+        for obs in self.observers:
+            obs.on_fail(rnd.job, rnd.gpus, rnd.start, now)
         self._release(rnd, now)
         job = self.jobs[rnd.job]
         job.failures += 1
@@ -458,9 +394,9 @@ class _Engine:
         rnd.train_start = now
         rnd.remaining, rnd.since = rnd.pace, now
         rnd.holding.training = True
-        for index, g in zip(rnd.tasks, rnd.gpus, strict=True):
-            t = self.tasks[index]
-            self.tasks[index] = Task(t.job, t.round, t.task, t.gpu, t.start, now)
+        for obs in self.observers:
+            obs.on_train(rnd.job, now)
+        for g in rnd.gpus:
             if not self.trainers[g]:
                 self.train_since[g] = now
             self.trainers[g].append(rnd)
@@ -480,7 +416,7 @@ class _Engine:
         r.version += 1
         end = now + max(0.0, r.remaining) / r.rate
         r.holding.train_end = end
-        self._push(end, _TRAINED, (r, r.version))
+        self.push(end, _TRAINED, (r, r.version))
 
     def _reflow(self, g: int, now: float) -> None:
         """Update the progress rates of the rounds training on ``g`` (processor sharing
@@ -518,7 +454,8 @@ class _Engine:
         for g in rnd.gpus:
             self.trainers[g].remove(rnd)
             if not self.trainers[g]:
-                self.trained[g] += now - self.train_since[g]
+                for obs in self.observers:
+                    obs.on_trained(g, self.train_since[g], now)
             if not rnd.flows:
                 self._reflow(g, now)
         if rnd.flows:
@@ -526,13 +463,14 @@ class _Engine:
             for h, n in rnd.flows.items():
                 self.link_load[h] -= n
             self._relink(now)
-        self._push(rnd.done_at, _DONE, rnd)
+        self.push(rnd.done_at, _DONE, rnd)
 
     def _release(self, rnd: _Round, now: float) -> None:
         for g in rnd.gpus:
             self.holders[g].remove(rnd)
             if not self.holders[g]:
-                self.held[g] += now
+                for obs in self.observers:
+                    obs.on_held(g, self.held_since[g], now)
                 (self.vacant if self.policy.event_driven else self.unreported).add(g)
 
     def _done(self, rnd: _Round, now: float) -> None:
@@ -541,8 +479,7 @@ class _Engine:
         job.rounds_done += 1
         if job.rounds_done == self.inst.jobs[rnd.job].rounds:
             del self.active[rnd.job]
-            self.completion[rnd.job] = now
-            self.unfinished -= 1
+            self.job_done(rnd.job, now)
         else:
             job.waiting = True
 

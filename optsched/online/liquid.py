@@ -59,7 +59,8 @@ import numpy as np
 from optsched.errors import InputError
 from optsched.instance import Instance
 from optsched.limits import MAX_START, MAX_VALUE
-from optsched.online.cluster import ClusterDecision, ClusterJob, ClusterView, Holding
+from optsched.online.cluster import ClusterJob, ClusterView, Holding
+from optsched.online.engine import Start
 from optsched.params import MIN_PERIOD, choice_param, nonnegative_float_param, period_param
 from optsched.placement.model import Container, PlacementInstance, PlacementJob
 from optsched.placement.place import COST_PARAMS, place
@@ -92,6 +93,7 @@ class Liquid:
     preschedule_ratio: float = CODE_PRESCHEDULE_RATIO
     end_error: float = 0.0
     name: str = "liquid"
+    execution = "cluster"  # its execution model (optsched.online.cluster)
 
     def __post_init__(self) -> None:
         for key in ("batch", "heartbeat"):
@@ -133,7 +135,7 @@ class Liquid:
     def event_driven(self) -> bool:
         return self.heartbeat == 0
 
-    def decide(self, view: ClusterView) -> list[ClusterDecision]:
+    def decide(self, view: ClusterView) -> list[Start]:
         if view.time > MAX_START and (self.batch or self.heartbeat):
             raise InputError(f"batch={self.batch:g} / heartbeat={self.heartbeat:g} "
                              f"(--param) delay round starts past {MAX_START:g} s "
@@ -148,14 +150,14 @@ class Liquid:
         vacant = set(view.vacant)
         holders = [list(h) for h in view.holders]
         waiting = list(view.waiting)
-        out: list[ClusterDecision] = []
+        out: list[Start] = []
         code = self.gates == "code"
         if self.share and code and _load_ratio(holders, vacant) >= self.share_ratio:
             for job in waiting:  # the code's first round: sharing before the vacant GPUs
                 g = self._share(view, job, holders) \
                     if job.tasks_per_round == 1 and not job.failures else None
                 if g is not None:
-                    out.append((job.index, (g,), True))
+                    out.append(Start(job.index, (g,), True))
                     holders[g].append(Holding(job, 1, True))
             shared = {j for j, _, _ in out}
             waiting = [job for job in waiting if job.index not in shared]
@@ -179,15 +181,15 @@ class Liquid:
                     not code or _load_ratio(holders, vacant) >= self.preschedule_ratio):
                 where = self._preschedule(view, job, holders)
             if where is not None:
-                out.append((job.index, (where,), share))
+                out.append(Start(job.index, (where,), share))
                 holders[where].append(Holding(job, 1, share))
         return out
 
     def _placements(self, view: ClusterView, waiting: list[ClusterJob], vacant: set[int]
-                    ) -> list[ClusterDecision]:
+                    ) -> list[Start]:
         """Immediate mode: each waiting job in turn; batch mode: the waiting jobs together."""
         if not self.batch:
-            out: list[ClusterDecision] = []
+            out: list[Start] = []
             free = set(vacant)
             for job in waiting:
                 placed = self._place(view, [job], free)
@@ -260,7 +262,7 @@ class Liquid:
         return holder.train_end + error * float(holder.job.compute[g])
 
     def _place(self, view: ClusterView, jobs: list[ClusterJob], vacant: set[int]
-               ) -> list[ClusterDecision] | None:
+               ) -> list[Start] | None:
         inst = view.instance
         pinst = _placement_instance(inst, jobs, vacant)
         seed = int(view.rng.integers(2**31))
@@ -270,7 +272,7 @@ class Liquid:
         gpus: dict[str, dict[int, int]] = {}
         for a in placement.assignments:
             gpus.setdefault(a.job, {})[int(a.container[1:])] = inst.gpu_index[a.gpus[0]]
-        return [(job.index, tuple(gpus[job.id][k] for k in range(job.tasks_per_round)), False)
+        return [Start(job.index, tuple(gpus[job.id][k] for k in range(job.tasks_per_round)))
                 for job in jobs]
 
 

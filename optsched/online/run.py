@@ -11,13 +11,8 @@ from optsched.exact.bounds import critical_path_bound
 from optsched.instance import Instance
 from optsched.limits import check_seed
 from optsched.online.baselines import Replay
-from optsched.online.cluster import ClusterPolicy, simulate_cluster
-from optsched.online.simulator import (
-    PolicyError,
-    ScheduleStreamer,
-    Simulation,
-    simulate,
-)
+from optsched.online.engine import PolicyError, ScheduleStreamer, Simulation
+from optsched.online.simulator import simulate
 from optsched.output import StreamedFile
 from optsched.result import Result, Status
 from optsched.solve import checked, get_method, method_running
@@ -37,8 +32,8 @@ def run_policy(instance: Instance, policy: str, *, params: Mapping[str, str] | N
     :mod:`optsched.online.cluster`, whose heartbeat and batch interval are their own
     params). ``stream_to`` (with ``record=False``) writes the schedule to that file as the
     simulation runs, never holding it in memory (put in place atomically when the run
-    succeeds; not checked). The policy raising while it is built or while it decides (anything but
-    an InputError or a PolicyError, exits included) is a
+    succeeds; not checked), for both execution models. The policy raising while it is built
+    or while it decides (anything but an InputError or a PolicyError, exits included) is a
     :class:`~optsched.solve.MethodError` naming it and its plug-in.
     """
     info = get_method(policy, "simulate")
@@ -50,18 +45,26 @@ def run_policy(instance: Instance, policy: str, *, params: Mapping[str, str] | N
         chosen = info.func(params)
     if isinstance(chosen, Replay):
         chosen.check(instance)
-    extra: dict[str, Any]
     if stream_to is not None and record:
         raise InputError("a streamed schedule (stream_to) is for runs that do not record it")
-    if isinstance(chosen, ClusterPolicy):
-        if stream_to is not None:
-            raise InputError(f"cluster policy {policy!r} keeps its schedule in memory; "
-                             "record it instead of streaming it")
-        if noise or switch_cost or tick is not None or not event_driven:
-            raise InputError(f"cluster policy {policy!r} takes no noise, switch cost or tick; "
-                             "its heartbeat and batch interval are params")
+    cluster = getattr(chosen, "execution", "basic") == "cluster"
+    out = StreamedFile(stream_to) if stream_to is not None else None
+    try:
         with method_running(info, (PolicyError,)):
-            sim = simulate_cluster(instance, chosen, seed=seed, record=record)
+            # the realised instance has the same name, jobs and GPUs
+            streamer = [ScheduleStreamer(instance, out, phases=cluster)] \
+                if out is not None else []
+            sim = simulate(instance, chosen, seed=seed, noise=noise, switch_cost=switch_cost,
+                           tick=tick, event_driven=event_driven, record=record,
+                           progress=progress, observers=streamer)
+        if out is not None:
+            streamer[0].close()
+            out.commit()
+    finally:
+        if out is not None:
+            out.discard()
+    extra: dict[str, Any]
+    if cluster:
         bound = None  # the critical path ignores phases and placement factors
         extra = {"gpu_idle_s": sim.metrics["gpu_idle_s"],
                  "mean_execution_s": sim.metrics["mean_execution_s"], "tick": chosen.tick,
@@ -70,20 +73,6 @@ def run_policy(instance: Instance, policy: str, *, params: Mapping[str, str] | N
         if isinstance(settings, dict):
             extra["settings"] = settings
     else:
-        out = StreamedFile(stream_to) if stream_to is not None else None
-        try:
-            with method_running(info, (PolicyError,)):
-                # the realised instance has the same name, jobs and GPUs
-                streamer = [ScheduleStreamer(instance, out)] if out is not None else []
-                sim = simulate(instance, chosen, seed=seed, noise=noise,
-                               switch_cost=switch_cost, tick=tick, event_driven=event_driven,
-                               record=record, progress=progress, observers=streamer)
-            if out is not None:
-                streamer[0].close()
-                out.commit()
-        finally:
-            if out is not None:
-                out.discard()
         bound = critical_path_bound(sim.instance)
         extra = {"clairvoyant": chosen.clairvoyant, "noise": noise, "switch_cost": switch_cost,
                  "tick": tick, "event_driven": event_driven, "bound_critical_path": bound}

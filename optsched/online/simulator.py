@@ -39,27 +39,30 @@ from __future__ import annotations
 
 import bisect
 import heapq
-import json
 import math
-import sys
-import time
 from collections.abc import Iterable, Iterator, Sequence
 from dataclasses import dataclass, field
-from typing import Any, Protocol
+from typing import Any, Protocol, cast
 
 import numpy as np
 
-from optsched.errors import InputError, OptschedError
+from optsched.errors import InputError
 from optsched.instance import Instance, Job
 from optsched.limits import MAX_START, MAX_VALUE
+from optsched.online.cluster import ClusterPolicy, simulate_cluster
+from optsched.online.engine import (
+    MODEL_EVENTS,
+    Decision,
+    Engine,
+    Observer,
+    PolicyError,
+    Recording,
+    Simulation,
+    unpack,
+)
 from optsched.params import MIN_PERIOD
-from optsched.schedule import Schedule, Task
 
-_ARRIVE, _FREE, _READY, _TICK = 0, 1, 2, 3
-
-
-class PolicyError(OptschedError):
-    """A policy made an impossible decision (a bug in the policy, never repaired)."""
+_FREE, _READY = MODEL_EVENTS, MODEL_EVENTS + 1
 
 
 @dataclass(eq=False)
@@ -327,11 +330,15 @@ class View:
         return list(self._active.values())
 
 
-Decision = tuple[int, Any]  # (job index, GPU index) relaxed; (job index, GPU indices) gang
-
-
 class Policy(Protocol):
-    """An online policy: ``decide(view)`` returns (or yields) the tasks to start now.
+    """An online policy: ``decide(view)`` returns (or yields) the tasks to start now, as
+    :class:`~optsched.online.engine.Start` decisions or plain ``(job, where)`` tuples.
+
+    ``execution`` (optional, default ``"basic"``) names the execution model the policy is
+    written for: ``"basic"`` (this module: ``view`` is a :class:`View`, ``clairvoyant`` and
+    ``modes`` are read) or ``"cluster"`` (:mod:`optsched.online.cluster`: ``view`` is a
+    :class:`~optsched.online.cluster.ClusterView`, the policy's ``tick`` and
+    ``event_driven`` set its heartbeat). The rest of this docstring is the basic model's.
 
     A decision applies as it is yielded (the job's ``waiting`` count falls at once); the
     view's ``waiting`` and ``idle`` keep this instant's state until ``decide`` returns.
@@ -361,138 +368,6 @@ class Policy(Protocol):
     modes: frozenset[str]
 
     def decide(self, view: View) -> Iterable[Decision]: ...
-
-
-class Observer:
-    """Receives the simulation's task starts and job completions (no-op by default)."""
-
-    def on_task(self, job: int, round_: int, task: int, gpu: int, start: float,
-                busy_until: float) -> None:
-        """A task started on ``gpu``, which stays busy (relaxed) or held (gang) until
-        ``busy_until``."""
-
-    def on_job_done(self, job: int, completion: float) -> None:
-        """All results of ``job``'s last round are ready at ``completion``."""
-
-
-class ScheduleRecorder(Observer):
-    """Collects every task start, to emit a :class:`Schedule`."""
-
-    def __init__(self, instance: Instance) -> None:
-        self.instance = instance
-        self.tasks: list[Task] = []
-
-    def on_task(self, job: int, round_: int, task: int, gpu: int, start: float,
-                busy_until: float) -> None:
-        self.tasks.append(Task(self.instance.jobs[job].id, round_, task,
-                               self.instance.gpus[gpu].id, start))
-
-    def schedule(self) -> Schedule:
-        return Schedule(self.instance.name, self.tasks, self.instance.mode)
-
-
-class ScheduleStreamer(Observer):
-    """Writes every task start to ``out`` as it happens, so that the run's
-    ``optsched/schedule@1`` JSON is never held in memory: ``out.write(text)`` is called with
-    the pieces, :meth:`close` writes the end."""
-
-    def __init__(self, instance: Instance, out: Any) -> None:
-        self.instance, self.out, self.tasks = instance, out, 0
-        head = json.dumps({"format": "optsched/schedule@1", "instance": instance.name,
-                           "mode": instance.mode})
-        out.write(head[:-1] + ', "tasks": [')
-
-    def on_task(self, job: int, round_: int, task: int, gpu: int, start: float,
-                busy_until: float) -> None:
-        item = {"job": self.instance.jobs[job].id, "round": round_, "task": task,
-                "gpu": self.instance.gpus[gpu].id, "start": float(start)}
-        self.out.write(("\n " if not self.tasks else ",\n ") + json.dumps(item,
-                                                                         allow_nan=False))
-        self.tasks += 1
-
-    def close(self) -> None:
-        self.out.write("\n]}\n")
-
-
-class MetricsObserver(Observer):
-    """DESIGN.md §1 metrics, streamed (no task list kept)."""
-
-    def __init__(self, instance: Instance) -> None:
-        self.instance = instance
-        self.objective = 0.0
-        self.weighted_jct = 0.0
-        self.jct_sum = 0.0
-        self.makespan = 0.0
-        self.done = 0
-        self.busy = np.zeros(instance.n_gpus)
-        self.completion = np.full(instance.n_jobs, np.nan)
-
-    def on_task(self, job: int, round_: int, task: int, gpu: int, start: float,
-                busy_until: float) -> None:
-        self.busy[gpu] += busy_until - start
-
-    def on_job_done(self, job: int, completion: float) -> None:
-        spec = self.instance.jobs[job]
-        self.completion[job] = completion
-        self.objective += spec.weight * completion
-        self.weighted_jct += spec.weight * (completion - spec.arrival)
-        self.jct_sum += completion - spec.arrival
-        self.makespan = max(self.makespan, completion)
-        self.done += 1
-
-    def metrics(self) -> dict[str, Any]:
-        span = self.makespan if self.makespan > 0 else 1.0
-        return {
-            "total_weighted_jct": self.weighted_jct,
-            "mean_jct": self.jct_sum / max(1, self.done),
-            "makespan": self.makespan,
-            "utilisation": {g.id: float(b / span)
-                            for g, b in zip(self.instance.gpus, self.busy, strict=True)},
-        }
-
-
-class ProgressObserver(Observer):
-    """Prints tasks started, jobs done and simulated time to stderr about once a second."""
-
-    def __init__(self, instance: Instance, stream: Any = None) -> None:
-        self.total_tasks, self.total_jobs = instance.n_tasks, instance.n_jobs
-        self.stream = stream or sys.stderr
-        self.tasks = self.jobs = 0
-        self.started = self.last = time.perf_counter()
-
-    def on_task(self, job: int, round_: int, task: int, gpu: int, start: float,
-                busy_until: float) -> None:
-        self.tasks += 1
-        now = time.perf_counter()
-        if now - self.last >= 1.0:
-            self.last = now
-            print(f"\rsimulated t={start:.0f} s: {self.tasks}/{self.total_tasks} tasks, "
-                  f"{self.jobs}/{self.total_jobs} jobs done, {now - self.started:.0f} s",
-                  end="", file=self.stream, flush=True)
-
-    def on_job_done(self, job: int, completion: float) -> None:
-        self.jobs += 1
-        if self.jobs == self.total_jobs and self.last > self.started:
-            print(file=self.stream)
-
-
-@dataclass(frozen=True)
-class Simulation:
-    """What a simulation produced: the realised instance it ran on, the schedule (when
-    recorded), the objective Σ w_j C_j and metrics, and counters."""
-
-    instance: Instance
-    schedule: Schedule | None
-    objective: float
-    metrics: dict[str, Any]
-    completion: np.ndarray
-    events: int
-    decisions: int
-    runtime_s: float
-
-    @property
-    def events_per_s(self) -> float:
-        return self.events / self.runtime_s if self.runtime_s > 0 else float("inf")
 
 
 def realise(instance: Instance, *, noise: float = 0.0, switch_cost: float = 0.0,
@@ -534,26 +409,37 @@ def realise(instance: Instance, *, noise: float = 0.0, switch_cost: float = 0.0,
     return Instance(instance.name, tuple(jobs), instance.gpus, mode=instance.mode)
 
 
-def simulate(instance: Instance, policy: Policy, *, seed: int = 0, noise: float = 0.0,
-             switch_cost: float = 0.0, tick: float | None = None, event_driven: bool = True,
-             record: bool = True, progress: bool = False,
+def simulate(instance: Instance, policy: Policy | ClusterPolicy, *, seed: int = 0,
+             noise: float = 0.0, switch_cost: float = 0.0, tick: float | None = None,
+             event_driven: bool = True, record: bool = True, progress: bool = False,
              observers: Sequence[Observer] = ()) -> Simulation:
-    """Run ``policy`` online on ``instance`` (in the instance's mode).
+    """Run ``policy`` online on ``instance`` (in the instance's mode), with its execution
+    model: the basic one here, the cluster one (:mod:`optsched.online.cluster`) for a policy
+    whose ``execution`` is ``"cluster"``.
 
     Policies decide on profiled times (``instance``); execution uses :func:`realise` with
-    ``noise``/``switch_cost``/``seed``. ``record`` keeps the schedule (needed to check it;
-    skip it for very large traces), ``progress`` prints progress to stderr.
+    ``noise``/``switch_cost``/``seed`` (basic model; a cluster policy draws its random
+    choices from ``seed`` and has its own heartbeat). ``record`` keeps the schedule (needed
+    to check it; skip it for very large traces), ``progress`` prints progress to stderr,
+    ``observers`` receive every event (:class:`~optsched.online.engine.Observer`).
 
     Raises
     ------
     InputError
         A policy that does not support the instance's mode; a bad noise, switch cost or tick
         (in [:data:`~optsched.params.MIN_PERIOD`, MAX_VALUE] s); heartbeat ticks that delay a
-        task start past MAX_START.
+        task start past MAX_START; noise, switch cost or tick for a cluster policy.
     PolicyError
-        An impossible decision, or a policy that leaves idle GPUs and waiting work with no
-        future event to wake it.
+        An impossible decision, or a policy that leaves waiting work with nothing left to
+        happen.
     """
+    if getattr(policy, "execution", "basic") == "cluster":
+        if noise or switch_cost or tick is not None or not event_driven:
+            raise InputError(f"cluster policy {policy.name!r} takes no noise, switch cost or "
+                             "tick; its heartbeat and batch interval are its own")
+        return simulate_cluster(instance, cast(ClusterPolicy, policy), seed=seed,
+                                record=record, progress=progress, observers=observers)
+    policy = cast(Policy, policy)
     if instance.cluster:
         raise InputError(f"policy {policy.name!r} does not model phases, GPU sharing or "
                          "placement factors (instance@2); use a cluster policy such as liquid")
@@ -568,17 +454,9 @@ def simulate(instance: Instance, policy: Policy, *, seed: int = 0, noise: float 
     calibrate = getattr(policy, "calibrate", None)
     if callable(calibrate):
         calibrate(size_distribution(instance))
-    engine = _Engine(instance, real, policy, tick, event_driven)
-    metrics = MetricsObserver(real)
-    recorder = ScheduleRecorder(real) if record else None
-    engine.observers = [metrics, *([recorder] if recorder else []),
-                        *([ProgressObserver(real)] if progress else []), *observers]
-    started = time.perf_counter()
-    engine.run()
-    runtime = time.perf_counter() - started
-    return Simulation(real, recorder.schedule() if recorder else None, metrics.objective,
-                      metrics.metrics(), metrics.completion, engine.events, engine.decisions,
-                      runtime)
+    recording = Recording.of(real, phases=False, record=record, progress=progress,
+                             observers=observers)
+    return _BasicEngine(instance, real, policy, tick, event_driven, recording).run()
 
 
 def speed_classes(instance: Instance) -> tuple[list[int], int]:
@@ -589,11 +467,16 @@ def speed_classes(instance: Instance) -> tuple[list[int], int]:
     return class_of, len(index)
 
 
-class _Engine:
+class _BasicEngine(Engine):
+    """The basic execution model (DESIGN.md §1) on the event engine."""
+
+    period_name = "tick (--tick)"
+
     def __init__(self, profiled: Instance, real: Instance, policy: Policy,
-                 tick: float | None, event_driven: bool) -> None:
-        self.profiled, self.real, self.policy = profiled, real, policy
-        self.tick, self.event_driven = tick, event_driven
+                 tick: float | None, event_driven: bool, recording: Recording) -> None:
+        super().__init__(real, policy, tick, recording)
+        self.profiled, self.real = profiled, real
+        self.event_driven = event_driven
         self.gang = real.mode == "gang"
         # realised times per GPU class (DESIGN.md §1: the compact form; no dense matrix)
         self.compute, self.sync = real.class_compute, real.class_sync
@@ -623,19 +506,30 @@ class _Engine:
         self.revisits: list[tuple[float, int]] = []
         self.touched: set[int] = set()
         self.claimed: set[int] = set()  # GPUs started on in the current decision
-        self.heap: list[tuple[float, int, int, int]] = []
-        self.seq = 0
-        self.events = self.decisions = 0
-        self.unfinished = real.n_jobs
-        self.observers: list[Observer] = []
-        for j, job in enumerate(real.jobs):
-            self._push(job.arrival, _ARRIVE, j)
-        if tick is not None:
-            self._push(0.0, _TICK, 0)
 
-    def _push(self, t: float, kind: int, who: int) -> None:
-        self.seq += 1
-        heapq.heappush(self.heap, (t, self.seq, kind, who))
+    def handle(self, kind: int, who: Any, now: float) -> None:
+        if kind == _FREE:
+            self.idle._add(who, now)
+            self.free_since[who] = now
+            j = self.on_gpu[who]
+            if j >= 0:
+                state = self.states[j]
+                state.running -= 1
+                self.on_gpu[who] = -1
+                if state.waiting:
+                    self._queue(state, now)
+        elif kind == _READY:
+            self._round_ready(self.states[who], now)
+        else:
+            self._arrive(who, now)
+
+    def settle(self, now: float, ticked: bool) -> bool:
+        if (self.event_driven or ticked) and self.idle:
+            self._decide(now)
+        return not self.idle or not self.waiting
+
+    def at_rest(self) -> bool:
+        return len(self.idle) == self.real.n_gpus
 
     def _arrive(self, j: int, now: float) -> None:
         job = self.profiled.jobs[j]
@@ -677,66 +571,12 @@ class _Engine:
             if state is not None and state.waiting and j in self.active:
                 self._queue(state, now)
 
-    def run(self) -> None:
-        heap = self.heap
-        while heap:
-            now = heap[0][0]
-            ticked = False
-            while heap and heap[0][0] == now:
-                _, _, kind, who = heapq.heappop(heap)
-                self.events += 1
-                if kind == _ARRIVE:
-                    self._arrive(who, now)
-                elif kind == _FREE:
-                    self.idle._add(who, now)
-                    self.free_since[who] = now
-                    j = self.on_gpu[who]
-                    if j >= 0:
-                        state = self.states[j]
-                        state.running -= 1
-                        self.on_gpu[who] = -1
-                        if state.waiting:
-                            self._queue(state, now)
-                elif kind == _READY:
-                    self._round_ready(self.states[who], now)
-                else:
-                    ticked = True
-            before = self.decisions
-            if (self.event_driven or ticked) and self.idle:
-                self._decide(now)
-            if ticked and self.unfinished:
-                self._next_tick(now)
-            if ticked and len(heap) == 1 and self.decisions == before and self.unfinished \
-                    and len(self.idle) == self.real.n_gpus:
-                break  # only the tick is left and the policy starts nothing: a stall
-        if self.unfinished:
-            raise PolicyError(f"policy {self.policy.name!r} left {self.unfinished} jobs "
-                              f"unfinished with idle GPUs and nothing left to wait for")
-
-    def _next_tick(self, now: float) -> None:
-        """Push the tick after ``now``; ticks at which no GPU is idle or no task waits (so
-        nothing is decided) are skipped up to the next other event, on the same grid."""
-        tick = self.tick or 0.0
-        t = now + tick
-        if not t > now:
-            raise InputError(f"tick (--tick) {tick:g} s is below the time resolution at "
-                             f"t={now:g} s; use a longer tick")
-        if self.heap and (not self.idle or not self.waiting):
-            upto = self.heap[0][0]
-            if (upto - t) / tick > 1e6:  # far ahead: jump close to it first
-                t += math.floor((upto - t) / tick) * tick
-            while t < upto:
-                t += tick
-        self._push(t, _TICK, 0)
-
     def _round_ready(self, state: JobState, now: float) -> None:
         state.rounds_done += 1
         if state.rounds_done == self.rounds[state.index]:
             del self.active[state.index]
             del self.states[state.index]
-            self.unfinished -= 1
-            for obs in self.observers:
-                obs.on_job_done(state.index, now)
+            self.job_done(state.index, now)
         else:
             state.waiting = state.tasks_per_round
             self.round_ready[state.index] = now
@@ -756,12 +596,16 @@ class _Engine:
         # once); the queue and the idle GPUs change only after the last one, so that a
         # policy iterating them meanwhile sees this instant's state
         touched, claimed = self.touched, self.claimed
-        for j, where in self.policy.decide(view):
+        for decision in self.policy.decide(view):
+            j, where, share = unpack(decision)
             self.decisions += 1
             state = self.active.get(j)
             if state is None or not state.waiting:
                 raise PolicyError(f"policy {self.policy.name!r} started a task of job {j}, "
                                   f"which has no waiting task at t={now}")
+            if share:
+                raise PolicyError(f"policy {self.policy.name!r}: the basic execution model "
+                                  "does not share GPUs")
             if self.gang:
                 self._start_round(state, tuple(where), now)
             else:
@@ -802,11 +646,12 @@ class _Engine:
         state.last_start = now
         self.round_ready[j] = max(self.round_ready[j],
                                   now + c + float(self.sync[j, self.cls[g]]))
-        self._push(now + c, _FREE, g)
+        self.push(now + c, _FREE, g)
         for obs in self.observers:
             obs.on_task(j, state.rounds_done, task, g, now, now + c)
+            obs.on_held(g, now, now + c)
         if state.waiting == 0:
-            self._push(self.round_ready[j], _READY, j)
+            self.push(self.round_ready[j], _READY, j)
 
     def _start_round(self, state: JobState, gpus: tuple[int, ...], now: float) -> None:
         j = state.index
@@ -824,10 +669,11 @@ class _Engine:
             state.first_start = now
         state.last_start = now
         for k, g in enumerate(gpus):
-            self._push(now + pace, _FREE, g)
+            self.push(now + pace, _FREE, g)
             for obs in self.observers:
                 obs.on_task(j, state.rounds_done, k, g, now, now + pace)
-        self._push(now + pace, _READY, j)
+                obs.on_held(g, now, now + pace)
+        self.push(now + pace, _READY, j)
 
 
 def _own_row(row: np.ndarray) -> np.ndarray:
