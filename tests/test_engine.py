@@ -19,6 +19,7 @@ from optsched.online.engine import (
     STALL_INSTANTS,
     MetricsObserver,
     Observer,
+    PhaseMetricsObserver,
     PolicyError,
     ScheduleStreamer,
     Start,
@@ -197,6 +198,6 @@ def test_metrics_observer_is_the_one_place_for_metrics():
     inst = load_instance(TOY)
     plain = MetricsObserver(inst).metrics().keys()
     assert basic.metrics.keys() == plain
-    assert cluster.metrics.keys() == MetricsObserver(inst, phases=True).metrics().keys()
+    assert cluster.metrics.keys() == PhaseMetricsObserver(inst).metrics().keys()
     assert set(cluster.metrics) - set(plain) == {"gpu_idle_s", "mean_execution_s",
                                                  "oom_failures", "lost_gpu_s"}

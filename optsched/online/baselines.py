@@ -36,6 +36,7 @@ import numpy as np
 
 from optsched.errors import InputError
 from optsched.instance import Instance
+from optsched.online.engine import Decision, PolicyError
 from optsched.online.policies import (
     after,
     fill_earliest_available,
@@ -44,11 +45,9 @@ from optsched.online.policies import (
     thresholds_param,
 )
 from optsched.online.simulator import (
-    Decision,
     IdleGPUs,
     JobState,
     Oracle,
-    PolicyError,
     SizeDistribution,
     View,
     WaitingQueue,

@@ -299,8 +299,8 @@ class _ClusterEngine(Engine):
             if not self.holders[g]:
                 self.held_since[g] = now
             self.holders[g].append(rnd)
-            for obs in self.observers:
-                obs.on_task(j, rnd.round, k, g, now, math.nan)  # phases: known later
+            for started in self.on_task:
+                started(j, rnd.round, k, g, now, math.nan)  # phases: known later
         launch = job.launch if rnd.round == 0 else 0.0
         self.push(now + launch, _LAUNCHED, rnd)
 
@@ -382,8 +382,8 @@ class _ClusterEngine(Engine):
     def _fail(self, rnd: _Round, now: float) -> None:
         """The round ran out of memory at its training start: its tasks are recorded as a
         failed attempt, its GPUs released, its job waits again for the same round."""
-        for obs in self.observers:
-            obs.on_fail(rnd.job, rnd.gpus, rnd.start, now)
+        for failed in self.on_fail:
+            failed(rnd.job, rnd.gpus, rnd.start, now)
         self._release(rnd, now)
         job = self.jobs[rnd.job]
         job.failures += 1
@@ -394,8 +394,8 @@ class _ClusterEngine(Engine):
         rnd.train_start = now
         rnd.remaining, rnd.since = rnd.pace, now
         rnd.holding.training = True
-        for obs in self.observers:
-            obs.on_train(rnd.job, now)
+        for trains in self.on_train:
+            trains(rnd.job, now)
         for g in rnd.gpus:
             if not self.trainers[g]:
                 self.train_since[g] = now
@@ -454,8 +454,8 @@ class _ClusterEngine(Engine):
         for g in rnd.gpus:
             self.trainers[g].remove(rnd)
             if not self.trainers[g]:
-                for obs in self.observers:
-                    obs.on_trained(g, self.train_since[g], now)
+                for trained in self.on_trained:
+                    trained(g, self.train_since[g], now)
             if not rnd.flows:
                 self._reflow(g, now)
         if rnd.flows:
@@ -469,8 +469,8 @@ class _ClusterEngine(Engine):
         for g in rnd.gpus:
             self.holders[g].remove(rnd)
             if not self.holders[g]:
-                for obs in self.observers:
-                    obs.on_held(g, self.held_since[g], now)
+                for held in self.on_held:
+                    held(g, self.held_since[g], now)
                 (self.vacant if self.policy.event_driven else self.unreported).add(g)
 
     def _done(self, rnd: _Round, now: float) -> None:

@@ -168,40 +168,20 @@ class ScheduleStreamer(Observer):
 
 class MetricsObserver(Observer):
     """DESIGN.md §1 metrics, streamed (no task list kept): total weighted and mean JCT,
-    makespan, per-GPU utilisation (time held / makespan); with ``phases`` (cluster model)
-    also ``gpu_idle_s`` (GPU-seconds within the makespan in which a GPU trains nothing,
-    Liquid's idle time), ``mean_execution_s`` (completion − start of the first round),
-    ``oom_failures`` (rounds that ran out of actual GPU memory at their training start) and
-    ``lost_gpu_s`` (the GPU-seconds those attempts held, launch included)."""
+    makespan, per-GPU utilisation (time held / makespan)."""
 
-    def __init__(self, instance: Instance, phases: bool = False) -> None:
-        self.instance, self.phases = instance, phases
+    def __init__(self, instance: Instance) -> None:
+        self.instance = instance
         self.objective = 0.0
         self.weighted_jct = 0.0
         self.jct_sum = 0.0
         self.makespan = 0.0
         self.done = 0
         self.busy = np.zeros(instance.n_gpus)
-        self.trained = np.zeros(instance.n_gpus)
         self.completion = np.full(instance.n_jobs, np.nan)
-        self.first_start = np.full(instance.n_jobs, np.nan)
-        self.oom_failures = 0
-        self.lost_gpu_s = 0.0
-
-    def on_task(self, job: int, round_: int, task: int, gpu: int, start: float,
-                busy_until: float) -> None:
-        if round_ == 0 and task == 0:
-            self.first_start[job] = start  # a failed first round's retry counts from anew
 
     def on_held(self, gpu: int, start: float, end: float) -> None:
         self.busy[gpu] += end - start
-
-    def on_trained(self, gpu: int, start: float, end: float) -> None:
-        self.trained[gpu] += end - start
-
-    def on_fail(self, job: int, gpus: tuple[int, ...], start: float, at: float) -> None:
-        self.oom_failures += 1
-        self.lost_gpu_s += (at - start) * len(gpus)
 
     def on_job_done(self, job: int, completion: float) -> None:
         spec = self.instance.jobs[job]
@@ -214,17 +194,46 @@ class MetricsObserver(Observer):
 
     def metrics(self) -> dict[str, Any]:
         span = self.makespan if self.makespan > 0 else 1.0
-        out: dict[str, Any] = {
+        return {
             "total_weighted_jct": self.weighted_jct,
             "mean_jct": self.jct_sum / max(1, self.done),
             "makespan": self.makespan,
             "utilisation": {g.id: float(b / span)
                             for g, b in zip(self.instance.gpus, self.busy, strict=True)},
         }
-        if self.phases:
-            out.update(gpu_idle_s=float((self.makespan - self.trained).sum()),
-                       mean_execution_s=float((self.completion - self.first_start).mean()),
-                       oom_failures=self.oom_failures, lost_gpu_s=self.lost_gpu_s)
+
+
+class PhaseMetricsObserver(MetricsObserver):
+    """The cluster model's metrics: :class:`MetricsObserver`'s and ``gpu_idle_s``
+    (GPU-seconds within the makespan in which a GPU trains nothing, Liquid's idle time),
+    ``mean_execution_s`` (completion − start of the first round), ``oom_failures`` (rounds
+    that ran out of actual GPU memory at their training start) and ``lost_gpu_s`` (the
+    GPU-seconds those attempts held, launch included)."""
+
+    def __init__(self, instance: Instance) -> None:
+        super().__init__(instance)
+        self.trained = np.zeros(instance.n_gpus)
+        self.first_start = np.full(instance.n_jobs, np.nan)
+        self.oom_failures = 0
+        self.lost_gpu_s = 0.0
+
+    def on_task(self, job: int, round_: int, task: int, gpu: int, start: float,
+                busy_until: float) -> None:
+        if round_ == 0 and task == 0:
+            self.first_start[job] = start  # a failed first round's retry counts from anew
+
+    def on_trained(self, gpu: int, start: float, end: float) -> None:
+        self.trained[gpu] += end - start
+
+    def on_fail(self, job: int, gpus: tuple[int, ...], start: float, at: float) -> None:
+        self.oom_failures += 1
+        self.lost_gpu_s += (at - start) * len(gpus)
+
+    def metrics(self) -> dict[str, Any]:
+        out = super().metrics()
+        out.update(gpu_idle_s=float((self.makespan - self.trained).sum()),
+                   mean_execution_s=float((self.completion - self.first_start).mean()),
+                   oom_failures=self.oom_failures, lost_gpu_s=self.lost_gpu_s)
         return out
 
 
@@ -280,7 +289,8 @@ class Engine:
     engine pushes every job's arrival and, with a ``tick`` period, the ticks), and
     implements :meth:`handle` (one event), :meth:`settle` (after an instant's events: let the
     policy decide) and :meth:`at_rest` (nothing in flight); it calls :meth:`job_done` and
-    the observers' hooks as things happen. ``recording`` holds the observers and makes the
+    the observers' hooks as things happen (``self.on_task`` etc.: the hooks of the observers
+    that implement them). ``recording`` holds the observers and makes the
     :class:`Simulation`.
     """
 
@@ -288,7 +298,13 @@ class Engine:
                  recording: Recording) -> None:
         self.instance, self.policy, self.tick = instance, policy, tick
         self.recording = recording
-        self.observers = recording.observers
+        # per hook, the observers that implement it (a no-op hook is never called)
+        self.on_task, self.on_held, self.on_trained, self.on_train, self.on_fail, \
+            self.on_job_done = (
+                [getattr(obs, hook) for obs in recording.observers
+                 if getattr(type(obs), hook) is not getattr(Observer, hook)]
+                for hook in ("on_task", "on_held", "on_trained", "on_train", "on_fail",
+                             "on_job_done"))
         self.heap: list[tuple[float, int, int, Any]] = []
         self.seq = self.events = self.decisions = 0
         self.pending = 0  # events in the heap other than ticks and wake-ups
@@ -369,8 +385,8 @@ class Engine:
     def job_done(self, j: int, now: float) -> None:
         """Job ``j``'s last round is over at ``now``."""
         self.unfinished -= 1
-        for obs in self.observers:
-            obs.on_job_done(j, now)
+        for done in self.on_job_done:
+            done(j, now)
 
     # -- the execution model's part ---------------------------------------------------------
 
@@ -403,7 +419,7 @@ class Recording:
     @classmethod
     def of(cls, instance: Instance, *, phases: bool, record: bool, progress: bool,
            observers: Any = ()) -> Recording:
-        return cls(MetricsObserver(instance, phases),
+        return cls(PhaseMetricsObserver(instance) if phases else MetricsObserver(instance),
                    ScheduleRecorder(instance) if record else None,
                    [*([ProgressObserver(instance)] if progress else []), *observers])
 

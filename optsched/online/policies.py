@@ -22,8 +22,8 @@ from typing import Any
 
 import numpy as np
 
+from optsched.online.engine import Decision
 from optsched.online.simulator import (
-    Decision,
     JobState,
     SizeDistribution,
     View,

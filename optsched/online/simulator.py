@@ -1,8 +1,10 @@
-"""Discrete-event simulation of online scheduling policies, in both modes.
+"""The basic execution model of online scheduling policies, in both modes, and
+:func:`simulate`, the entry point of every online simulation.
 
-The simulator owns the state (which GPUs are busy, how far every job is), a *policy* decides
-which tasks start where, and *observers* receive every task start and job completion (metrics,
-the schedule, progress) without touching the state.
+This model owns the state (which GPUs are busy, how far every job is) on the shared event
+engine (:mod:`optsched.online.engine`, which also feeds the observers: metrics, the schedule,
+progress); a *policy* decides which tasks start where. A policy whose ``execution`` is
+``"cluster"`` runs under :mod:`optsched.online.cluster` instead.
 
 Events, processed in time order (all events of one instant before any decision): a job
 arrives; a GPU becomes free; a round's results are ready (the job's next round is released,
@@ -597,15 +599,18 @@ class _BasicEngine(Engine):
         # policy iterating them meanwhile sees this instant's state
         touched, claimed = self.touched, self.claimed
         for decision in self.policy.decide(view):
-            j, where, share = unpack(decision)
+            if len(decision) == 2:
+                j, where = decision
+            else:
+                j, where, share = unpack(decision)
+                if share:
+                    raise PolicyError(f"policy {self.policy.name!r}: the basic execution "
+                                      "model does not share GPUs")
             self.decisions += 1
             state = self.active.get(j)
             if state is None or not state.waiting:
                 raise PolicyError(f"policy {self.policy.name!r} started a task of job {j}, "
                                   f"which has no waiting task at t={now}")
-            if share:
-                raise PolicyError(f"policy {self.policy.name!r}: the basic execution model "
-                                  "does not share GPUs")
             if self.gang:
                 self._start_round(state, tuple(where), now)
             else:
@@ -647,9 +652,10 @@ class _BasicEngine(Engine):
         self.round_ready[j] = max(self.round_ready[j],
                                   now + c + float(self.sync[j, self.cls[g]]))
         self.push(now + c, _FREE, g)
-        for obs in self.observers:
-            obs.on_task(j, state.rounds_done, task, g, now, now + c)
-            obs.on_held(g, now, now + c)
+        for started in self.on_task:
+            started(j, state.rounds_done, task, g, now, now + c)
+        for held in self.on_held:
+            held(g, now, now + c)
         if state.waiting == 0:
             self.push(self.round_ready[j], _READY, j)
 
@@ -670,9 +676,10 @@ class _BasicEngine(Engine):
         state.last_start = now
         for k, g in enumerate(gpus):
             self.push(now + pace, _FREE, g)
-            for obs in self.observers:
-                obs.on_task(j, state.rounds_done, k, g, now, now + pace)
-                obs.on_held(g, now, now + pace)
+            for started in self.on_task:
+                started(j, state.rounds_done, k, g, now, now + pace)
+            for held in self.on_held:
+                held(g, now, now + pace)
         self.push(now + pace, _READY, j)
 
 
