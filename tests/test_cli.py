@@ -191,3 +191,12 @@ def test_solve_exact_methods_and_export(capsys, tmp_path):
     assert code == 0 and json.loads(out)["objective"] == 83 and model.stat().st_size > 0
     code, _, err = run(capsys, "solve", inst, "--method", "cpsat", "--export", str(model))
     assert code == 2 and "no parameter 'export'" in err
+
+
+def test_python_dash_m_runs_the_cli():
+    proc = subprocess.run([sys.executable, "-m", "optsched", "methods"], capture_output=True,
+                          text=True, timeout=60)
+    assert proc.returncode == 0 and "hlas" in proc.stdout
+    proc = subprocess.run([sys.executable, "-m", "optsched", "nonsense"], capture_output=True,
+                          text=True, timeout=60)
+    assert proc.returncode == 2 and proc.stderr.startswith("optsched: error")

@@ -42,7 +42,7 @@ from __future__ import annotations
 import math
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
-from typing import Any, Protocol, runtime_checkable
+from typing import Any, NoReturn, Protocol, runtime_checkable
 
 import numpy as np
 
@@ -56,9 +56,10 @@ from optsched.online.engine import (
     Decision,
     Engine,
     Observer,
+    PhaseMetricsObserver,
     PolicyError,
-    Recording,
     Simulation,
+    read_only,
     unpack,
 )
 from optsched.params import MIN_PERIOD
@@ -160,7 +161,7 @@ def simulate_cluster(instance: Instance, policy: ClusterPolicy, *, seed: int = 0
     """Run ``policy`` on ``instance`` (gang mode) with Liquid's execution model; randomised
     policies draw from ``view.rng``, seeded with ``seed``. ``record``, ``progress`` and
     ``observers`` as for :func:`~optsched.online.simulator.simulate`; the metrics are
-    :class:`~optsched.online.engine.MetricsObserver`'s with ``phases``.
+    :class:`~optsched.online.engine.PhaseMetricsObserver`'s.
 
     Raises
     ------
@@ -177,23 +178,26 @@ def simulate_cluster(instance: Instance, policy: ClusterPolicy, *, seed: int = 0
                          f"{MAX_VALUE:g}] s, got {policy.tick!r}")
     if not policy.event_driven and policy.tick is None:
         raise InputError("heartbeat reporting needs a heartbeat period")
-    recording = Recording.of(instance, phases=True, record=record, progress=progress,
-                             observers=observers)
-    return _ClusterEngine(instance, policy, seed, recording).run()
+    return _ClusterEngine(instance, policy, seed, record=record, progress=progress,
+                          observers=observers).run()
 
 
 class _ClusterEngine(Engine):
     """Liquid's execution model on the event engine."""
 
-    def __init__(self, instance: Instance, policy: ClusterPolicy, seed: int,
-                 recording: Recording) -> None:
-        super().__init__(instance, policy, policy.tick, recording)
+    metrics_type = PhaseMetricsObserver
+    period_name = "period (heartbeat, batch interval)"
+
+    def __init__(self, instance: Instance, policy: ClusterPolicy, seed: int, *,
+                 record: bool, progress: bool, observers: Sequence[Observer]) -> None:
+        super().__init__(instance, policy, policy.tick, record=record, progress=progress,
+                         observers=observers)
         self.inst = instance
         self.rng = np.random.default_rng(seed)
         self.jobs = [ClusterJob(j, job.id, job.arrival, job.weight, job.tasks_per_round,
                                 job.roles or ("worker",) * job.tasks_per_round, job.util,
                                 job.gpu_memory, job.launch, job.save,
-                                _own_row(instance.compute[j]))
+                                read_only(instance.compute[j]))
                      for j, job in enumerate(instance.jobs)]
         # execution uses the actual values; decisions and admission the predictions
         self.util = [job.actual_util for job in instance.jobs]
@@ -261,20 +265,23 @@ class _ClusterEngine(Engine):
                            sorted(self.vacant),
                            [[r.holding for r in rounds] for rounds in self.holders], self.rng)
         for decision in self.policy.decide(view):
-            j, gpus, share = unpack(decision)
+            j, where, share = unpack(decision, self.policy)
+            try:
+                gpus = tuple(int(g) for g in where)
+            except (TypeError, ValueError):
+                self._refuse(f"a round starts on a sequence of GPU indices, got {where!r}")
             self.decisions += 1
-            self._start(j, tuple(int(g) for g in gpus), share, now)
+            self._start(j, gpus, share, now)
         for at in set(view.wakeups):
             self.push(at, WAKE, None)
 
-    def _refuse(self, message: str) -> None:
+    def _refuse(self, message: str) -> NoReturn:
         raise PolicyError(f"policy {self.policy.name!r}: {message}")
 
     def _start(self, j: int, gpus: tuple[int, ...], share: bool, now: float) -> None:
         job = self.active.get(j)
         if job is None or not self._offered(job, now):
             self._refuse(f"job {j} has no round waiting at t={now}")
-            return
         if len(set(gpus)) != len(gpus) or len(gpus) != job.tasks_per_round:
             self._refuse(f"job {job.id!r} needs {job.tasks_per_round} distinct GPUs, got "
                          f"{gpus}")
@@ -482,10 +489,3 @@ class _ClusterEngine(Engine):
             self.job_done(rnd.job, now)
         else:
             job.waiting = True
-
-
-def _own_row(row: np.ndarray) -> np.ndarray:
-    out = row.copy()
-    out.setflags(write=False)
-    return out
-

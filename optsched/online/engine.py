@@ -26,7 +26,8 @@ import json
 import math
 import sys
 import time
-from dataclasses import dataclass, field
+from collections.abc import Sequence
+from dataclasses import dataclass
 from typing import Any, NamedTuple
 
 import numpy as np
@@ -38,7 +39,8 @@ from optsched.schedule import Schedule, Task
 #: Event kinds the engine itself knows; an execution model numbers its own from MODEL_EVENTS.
 ARRIVE, TICK, WAKE, MODEL_EVENTS = 0, 1, 2, 3
 #: Instants in a row at which no event but ticks and wake-ups is pending, nothing is in
-#: flight and the policy starts nothing, before the engine calls the policy stalled.
+#: flight and the policy starts nothing, at which the engine calls the policy stalled (a
+#: policy may wait for its own period this long, not longer).
 STALL_INSTANTS = 1000
 
 
@@ -59,13 +61,29 @@ class Start(NamedTuple):
 Decision = Start | tuple[int, Any] | tuple[int, Any, bool]
 
 
-def unpack(decision: Any) -> tuple[int, Any, bool]:
-    """(job, where, share) of a decision given as a :class:`Start` or a 2- or 3-tuple."""
-    if len(decision) == 2:
+def unpack(decision: Any, policy: Any) -> tuple[int, Any, bool]:
+    """(job, where, share) of ``policy``'s decision, given as a :class:`Start` or any other
+    sequence of 2 or 3 items; anything else is a :class:`PolicyError`."""
+    try:
+        n = len(decision)
+    except TypeError:
+        n = 0
+    if n == 2:
         job, where = decision
         return job, where, False
-    job, where, share = decision
-    return job, where, bool(share)
+    if n == 3:
+        job, where, share = decision
+        return job, where, bool(share)
+    raise PolicyError(f"policy {policy.name!r}: a decision is (job, where) or (job, where, "
+                      f"share), got {decision!r}")
+
+
+def read_only(row: np.ndarray) -> np.ndarray:
+    """A read-only copy of a matrix row, so a policy cannot reach other jobs through
+    ``.base``."""
+    out = row.copy()
+    out.setflags(write=False)
+    return out
 
 
 class Observer:
@@ -80,10 +98,13 @@ class Observer:
         and end follow, :meth:`on_train` or :meth:`on_fail`)."""
 
     def on_held(self, gpu: int, start: float, end: float) -> None:
-        """``gpu`` was busy (held by one round or more) from ``start`` to ``end``."""
+        """``gpu`` is busy (held by one round or more) from ``start`` to ``end``: told once
+        per busy period, as soon as its end is known (basic model: when the task starts;
+        cluster model: when the GPU is released)."""
 
     def on_trained(self, gpu: int, start: float, end: float) -> None:
-        """(Cluster model) some round trained on ``gpu`` from ``start`` to ``end``."""
+        """(Cluster model) some round trained on ``gpu`` from ``start`` to ``end``: told when
+        the training period ends."""
 
     def on_train(self, job: int, start: float) -> None:
         """(Cluster model) the tasks ``job`` started last begin training at ``start``."""
@@ -129,22 +150,29 @@ class ScheduleRecorder(Observer):
 class ScheduleStreamer(Observer):
     """Writes every task to ``out`` as soon as it is final, so that the run's schedule JSON
     is never held in memory: ``out.write(text)`` is called with the pieces, :meth:`close`
-    writes the end. ``phases``: the cluster model's schedule (``optsched/schedule@2``, each
-    task written at its training start or failure)."""
+    writes the end. Under the cluster model (tasks whose ``busy_until`` is not known at
+    their start) the file is ``optsched/schedule@2`` and each task is written at its
+    training start or failure; otherwise ``optsched/schedule@1``, each task at its start."""
 
-    def __init__(self, instance: Instance, out: Any, phases: bool = False) -> None:
+    def __init__(self, instance: Instance, out: Any) -> None:
         self.instance, self.out, self.tasks = instance, out, 0
         self._open: dict[int, list[dict[str, Any]]] = {}
-        version = 2 if phases else 1
+        self._version = 0  # the format, fixed by the first task (0: nothing written yet)
+
+    def _head(self, version: int) -> None:
+        self._version = version
         head = json.dumps({"format": f"optsched/schedule@{version}",
-                           "instance": instance.name, "mode": instance.mode})
-        out.write(head[:-1] + ', "tasks": [')
+                           "instance": self.instance.name, "mode": self.instance.mode})
+        self.out.write(head[:-1] + ', "tasks": [')
 
     def on_task(self, job: int, round_: int, task: int, gpu: int, start: float,
                 busy_until: float) -> None:
         item = {"job": self.instance.jobs[job].id, "round": round_, "task": task,
                 "gpu": self.instance.gpus[gpu].id, "start": float(start)}
-        if busy_until != busy_until:
+        phases = busy_until != busy_until  # NaN: its training start follows
+        if not self._version:
+            self._head(2 if phases else 1)
+        if phases:
             self._open.setdefault(job, []).append(item)
         else:
             self._write(item)
@@ -163,6 +191,8 @@ class ScheduleStreamer(Observer):
         self.tasks += 1
 
     def close(self) -> None:
+        if not self._version:
+            self._head(1)
         self.out.write("\n]}\n")
 
 
@@ -238,7 +268,8 @@ class PhaseMetricsObserver(MetricsObserver):
 
 
 class ProgressObserver(Observer):
-    """Prints tasks started, jobs done and simulated time to stderr about once a second."""
+    """Prints tasks started (failed attempts included), jobs done and simulated time to
+    stderr about once a second (as tasks start)."""
 
     def __init__(self, instance: Instance, stream: Any = None) -> None:
         self.total_tasks, self.total_jobs = instance.n_tasks, instance.n_jobs
@@ -288,20 +319,31 @@ class Engine:
     A model pushes its events with :meth:`push` (kinds from :data:`MODEL_EVENTS` on; the
     engine pushes every job's arrival and, with a ``tick`` period, the ticks), and
     implements :meth:`handle` (one event), :meth:`settle` (after an instant's events: let the
-    policy decide) and :meth:`at_rest` (nothing in flight); it calls :meth:`job_done` and
-    the observers' hooks as things happen (``self.on_task`` etc.: the hooks of the observers
-    that implement them). ``recording`` holds the observers and makes the
-    :class:`Simulation`.
+    policy decide, adding one to ``self.decisions`` per decision applied; the stall
+    detection reads it) and :meth:`at_rest` (nothing in flight); it calls :meth:`job_done`
+    and the observers' hooks as things happen (``self.on_task`` etc.: the hooks of the
+    observers that implement them). Every run gets ``metrics_type``'s metrics, the recorded
+    schedule with ``record``, a progress line on stderr with ``progress``, and
+    ``observers``.
     """
 
-    def __init__(self, instance: Instance, policy: Any, tick: float | None,
-                 recording: Recording) -> None:
+    #: The metrics every run of the model reports.
+    metrics_type: type[MetricsObserver] = MetricsObserver
+    #: How errors name the tick period (the option that sets it).
+    period_name = "period (tick, heartbeat)"
+
+    def __init__(self, instance: Instance, policy: Any, tick: float | None, *,
+                 record: bool = True, progress: bool = False,
+                 observers: Sequence[Observer] = ()) -> None:
         self.instance, self.policy, self.tick = instance, policy, tick
-        self.recording = recording
+        self.metrics = self.metrics_type(instance)
+        self.recorder = ScheduleRecorder(instance) if record else None
+        everyone = [self.metrics, *([self.recorder] if self.recorder else []),
+                    *([ProgressObserver(instance)] if progress else []), *observers]
         # per hook, the observers that implement it (a no-op hook is never called)
         self.on_task, self.on_held, self.on_trained, self.on_train, self.on_fail, \
             self.on_job_done = (
-                [getattr(obs, hook) for obs in recording.observers
+                [getattr(obs, hook) for obs in everyone
                  if getattr(type(obs), hook) is not getattr(Observer, hook)]
                 for hook in ("on_task", "on_held", "on_trained", "on_train", "on_fail",
                              "on_job_done"))
@@ -313,9 +355,6 @@ class Engine:
             self.push(job.arrival, ARRIVE, j)
         if tick is not None:
             self.push(0.0, TICK, None)
-
-    #: How errors name the tick period (the option that sets it).
-    period_name = "period (tick, heartbeat)"
 
     def push(self, t: float, kind: int, what: Any) -> None:
         if kind != TICK and kind != WAKE:
@@ -329,8 +368,10 @@ class Engine:
         Raises
         ------
         PolicyError
-            Jobs left unfinished with nothing left to happen, or a stalled policy
-            (:data:`STALL_INSTANTS`).
+            Jobs left unfinished with nothing left to happen, a stalled policy
+            (:data:`STALL_INSTANTS`), or an impossible decision (the model's).
+        InputError
+            A tick period below the time resolution at the current time.
         """
         heap = self.heap
         stalled = 0
@@ -356,13 +397,20 @@ class Engine:
             # starts nothing while nothing is in flight or to arrive is stalled
             idle = not self.pending and self.decisions == before and self.at_rest()
             stalled = stalled + 1 if idle else 0
-            if stalled > STALL_INSTANTS:
+            if stalled >= STALL_INSTANTS:
                 break
         runtime = time.perf_counter() - started
+        if stalled >= STALL_INSTANTS:
+            raise PolicyError(f"policy {self.policy.name!r} stalled: it started nothing for "
+                              f"{stalled} instants in a row while no GPU was busy and no job "
+                              f"was yet to arrive; {self.unfinished} jobs left unfinished")
         if self.unfinished:
             raise PolicyError(f"policy {self.policy.name!r} left {self.unfinished} jobs "
                               "unfinished with nothing left to wait for")
-        return self.recording.simulation(self, runtime)
+        m = self.metrics
+        return Simulation(self.instance, self.recorder.schedule() if self.recorder else None,
+                          m.objective, m.metrics(), m.completion, self.events, self.decisions,
+                          runtime)
 
     def _next_tick(self, now: float, skip: bool) -> float:
         """The tick after ``now``. With ``skip`` (the model says nothing can be decided
@@ -405,31 +453,3 @@ class Engine:
     def at_rest(self) -> bool:
         """Whether nothing is in flight (no GPU busy or held)."""
         raise NotImplementedError
-
-
-@dataclass
-class Recording:
-    """The observers every simulation gets: its metrics, optionally its recorded schedule,
-    progress on stderr, and the caller's own."""
-
-    metrics: MetricsObserver
-    recorder: ScheduleRecorder | None = None
-    extra: list[Observer] = field(default_factory=list)
-
-    @classmethod
-    def of(cls, instance: Instance, *, phases: bool, record: bool, progress: bool,
-           observers: Any = ()) -> Recording:
-        return cls(PhaseMetricsObserver(instance) if phases else MetricsObserver(instance),
-                   ScheduleRecorder(instance) if record else None,
-                   [*([ProgressObserver(instance)] if progress else []), *observers])
-
-    @property
-    def observers(self) -> list[Observer]:
-        return [self.metrics, *([self.recorder] if self.recorder else []), *self.extra]
-
-    def simulation(self, engine: Engine, runtime: float) -> Simulation:
-        m = self.metrics
-        return Simulation(engine.instance,
-                          self.recorder.schedule() if self.recorder else None, m.objective,
-                          m.metrics(), m.completion, engine.events, engine.decisions,
-                          runtime)

@@ -12,7 +12,7 @@ from optsched.instance import Instance
 from optsched.limits import check_seed
 from optsched.online.baselines import Replay
 from optsched.online.engine import PolicyError, ScheduleStreamer, Simulation
-from optsched.online.simulator import simulate
+from optsched.online.simulator import execution_model, simulate
 from optsched.output import StreamedFile
 from optsched.result import Result, Status
 from optsched.solve import checked, get_method, method_running
@@ -47,13 +47,12 @@ def run_policy(instance: Instance, policy: str, *, params: Mapping[str, str] | N
         chosen.check(instance)
     if stream_to is not None and record:
         raise InputError("a streamed schedule (stream_to) is for runs that do not record it")
-    cluster = getattr(chosen, "execution", "basic") == "cluster"
+    cluster = execution_model(chosen) == "cluster"
     out = StreamedFile(stream_to) if stream_to is not None else None
     try:
         with method_running(info, (PolicyError,)):
             # the realised instance has the same name, jobs and GPUs
-            streamer = [ScheduleStreamer(instance, out, phases=cluster)] \
-                if out is not None else []
+            streamer = [ScheduleStreamer(instance, out)] if out is not None else []
             sim = simulate(instance, chosen, seed=seed, noise=noise, switch_cost=switch_cost,
                            tick=tick, event_driven=event_driven, record=record,
                            progress=progress, observers=streamer)

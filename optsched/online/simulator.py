@@ -58,8 +58,8 @@ from optsched.online.engine import (
     Engine,
     Observer,
     PolicyError,
-    Recording,
     Simulation,
+    read_only,
     unpack,
 )
 from optsched.params import MIN_PERIOD
@@ -435,10 +435,11 @@ def simulate(instance: Instance, policy: Policy | ClusterPolicy, *, seed: int = 
         An impossible decision, or a policy that leaves waiting work with nothing left to
         happen.
     """
-    if getattr(policy, "execution", "basic") == "cluster":
+    if execution_model(policy) == "cluster":
         if noise or switch_cost or tick is not None or not event_driven:
-            raise InputError(f"cluster policy {policy.name!r} takes no noise, switch cost or "
-                             "tick; its heartbeat and batch interval are its own")
+            raise InputError(f"cluster policy {policy.name!r} takes no noise, switch cost, "
+                             "tick or heartbeat option; its heartbeat and batch interval are "
+                             "its params (--param)")
         return simulate_cluster(instance, cast(ClusterPolicy, policy), seed=seed,
                                 record=record, progress=progress, observers=observers)
     policy = cast(Policy, policy)
@@ -456,9 +457,19 @@ def simulate(instance: Instance, policy: Policy | ClusterPolicy, *, seed: int = 
     calibrate = getattr(policy, "calibrate", None)
     if callable(calibrate):
         calibrate(size_distribution(instance))
-    recording = Recording.of(real, phases=False, record=record, progress=progress,
-                             observers=observers)
-    return _BasicEngine(instance, real, policy, tick, event_driven, recording).run()
+    return _BasicEngine(instance, real, policy, tick, event_driven, record=record,
+                        progress=progress, observers=observers).run()
+
+
+def execution_model(policy: object) -> str:
+    """The execution model ``policy`` is written for: its ``execution`` attribute, else
+    ``"cluster"`` for a :class:`~optsched.online.cluster.ClusterPolicy` (``tick`` and
+    ``event_driven`` attributes, no ``modes``), else ``"basic"``."""
+    declared = getattr(policy, "execution", None)
+    if declared is not None:
+        return str(declared)
+    cluster = isinstance(policy, ClusterPolicy) and not hasattr(policy, "modes")
+    return "cluster" if cluster else "basic"
 
 
 def speed_classes(instance: Instance) -> tuple[list[int], int]:
@@ -475,8 +486,10 @@ class _BasicEngine(Engine):
     period_name = "tick (--tick)"
 
     def __init__(self, profiled: Instance, real: Instance, policy: Policy,
-                 tick: float | None, event_driven: bool, recording: Recording) -> None:
-        super().__init__(real, policy, tick, recording)
+                 tick: float | None, event_driven: bool, *, record: bool, progress: bool,
+                 observers: Sequence[Observer]) -> None:
+        super().__init__(real, policy, tick, record=record, progress=progress,
+                         observers=observers)
         self.profiled, self.real = profiled, real
         self.event_driven = event_driven
         self.gang = real.mode == "gang"
@@ -539,9 +552,9 @@ class _BasicEngine(Engine):
         per_class = sync[self.first_of_class]
         uniform = np.array_equal(sync, per_class[self.class_array])
         state = JobState(j, job.id, job.arrival, job.weight, job.tasks_per_round,
-                         _own_row(compute), _own_row(sync), last_start=job.arrival,
-                         by_class=_own_row(compute[self.first_of_class]),
-                         sync_by_class=_own_row(per_class) if uniform else None)
+                         read_only(compute), read_only(sync), last_start=job.arrival,
+                         by_class=read_only(compute[self.first_of_class]),
+                         sync_by_class=read_only(per_class) if uniform else None)
         self.states[j] = state
         state.waiting = state.tasks_per_round
         self.active[j] = state
@@ -599,10 +612,10 @@ class _BasicEngine(Engine):
         # policy iterating them meanwhile sees this instant's state
         touched, claimed = self.touched, self.claimed
         for decision in self.policy.decide(view):
-            if len(decision) == 2:
+            if type(decision) is tuple and len(decision) == 2:  # the common case, inline
                 j, where = decision
             else:
-                j, where, share = unpack(decision)
+                j, where, share = unpack(decision, self.policy)
                 if share:
                     raise PolicyError(f"policy {self.policy.name!r}: the basic execution "
                                       "model does not share GPUs")
@@ -611,10 +624,16 @@ class _BasicEngine(Engine):
             if state is None or not state.waiting:
                 raise PolicyError(f"policy {self.policy.name!r} started a task of job {j}, "
                                   f"which has no waiting task at t={now}")
+            try:
+                gpus = tuple(int(g) for g in where) if self.gang else (int(where),)
+            except (TypeError, ValueError):
+                raise PolicyError(f"policy {self.policy.name!r}: a decision's GPU is an index "
+                                  f"(relaxed) or a sequence of them (gang), got {where!r}"
+                                  ) from None
             if self.gang:
-                self._start_round(state, tuple(where), now)
+                self._start_round(state, gpus, now)
             else:
-                self._start_task(state, int(where), now)
+                self._start_task(state, gpus[0], now)
             touched.add(j)
         for g in claimed:
             self.idle._remove(g)
@@ -681,12 +700,3 @@ class _BasicEngine(Engine):
             for held in self.on_held:
                 held(g, now, now + pace)
         self.push(now + pace, _READY, j)
-
-
-def _own_row(row: np.ndarray) -> np.ndarray:
-    """A read-only copy of a matrix row, so a policy cannot reach other jobs through
-    ``.base``."""
-    out = row.copy()
-    out.setflags(write=False)
-    return out
-
