@@ -29,15 +29,28 @@ from collections.abc import Iterable, Sequence
 from pathlib import Path
 from typing import Any
 
+import numpy as np
+
 from optsched.errors import InputError
 
 Data = str | bytes
 
 
+def plain(value: Any) -> Any:
+    """``json.dumps``' ``default``: a NumPy scalar as the Python number or bool it holds, a
+    NumPy array as a list, so that no NumPy type reaches (or breaks) JSON output."""
+    if isinstance(value, np.generic):
+        return value.item()
+    if isinstance(value, np.ndarray):
+        return value.tolist()
+    raise TypeError(f"{type(value).__name__} is not JSON serialisable")
+
+
 def json_text(data: Any, *, indent: int | None = 1) -> str:
-    """``data`` as JSON text (one trailing newline); non-finite numbers raise ValueError."""
+    """``data`` as JSON text (one trailing newline; NumPy values as Python ones,
+    :func:`plain`); non-finite numbers raise ValueError."""
     try:
-        return json.dumps(data, indent=indent, allow_nan=False) + "\n"
+        return json.dumps(data, indent=indent, allow_nan=False, default=plain) + "\n"
     except ValueError:
         raise ValueError("refusing to write a non-finite number (NaN or Infinity) as JSON"
                          ) from None

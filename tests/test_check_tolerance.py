@@ -18,7 +18,7 @@ from optsched import GPU, Instance, Job, Schedule, Task, check, solve
 from optsched.check import Tolerance, _progress
 from optsched.errors import InputError, OptschedError
 from optsched.solve import MethodOutput, register
-from tests.strategies import instances
+from optsched.testing import instances
 
 EPOCH = 1_700_000_000.0
 

@@ -16,8 +16,8 @@ from optsched.exact.cpsat import assign_gpus
 from optsched.exact.grid import default_time_unit, scale
 from optsched.exact.milp import cbc_bound, map_status
 from optsched.io import load_instance
+from optsched.testing import instances
 from tests.conftest import EXAMPLES
-from tests.strategies import instances
 
 OPTIMA = {"example-1": (206, 209), "example-2": (343, 372), "example-3": (83, 85)}
 EXACT = ["cpsat", "cpsat-pergpu", "milp-highs", "milp-cbc"]

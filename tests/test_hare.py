@@ -13,8 +13,8 @@ from optsched.exact.hare_relaxation import heterogeneity_degree, solve_hare_rela
 from optsched.heuristics.hare import hare_list_schedule
 from optsched.heuristics.list_scheduling import ect_schedule
 from optsched.io import load_instance
+from optsched.testing import instances
 from tests.conftest import EXAMPLES, ROOT
-from tests.strategies import instances
 
 VARIANTS = ["hare", "hare-ect", "hare-lp", "hare-lp-ect"]
 TOY = ROOT / "optsched" / "data" / "instances" / "hare-toy.instance.json"

@@ -14,7 +14,7 @@ from optsched.errors import InputError
 from optsched.exact.hare_relaxation import heterogeneity_degree
 from optsched.generate import HARE_CLASSES, HareSpec, generate_hare
 from optsched.heuristics.hare import GPU_TIES, hare_list_schedule
-from tests.strategies import instances
+from optsched.testing import instances
 
 CLASS_OF = {w: c for c, members in HARE_CLASSES.items() for w in members}
 TOL = 1e-6

@@ -14,8 +14,8 @@ from optsched.generate import HareSpec, generate_hare
 from optsched.heuristics.hare import hare_list_schedule
 from optsched.heuristics.list_scheduling import ect_schedule
 from optsched.io import load_instance
+from optsched.testing import instances
 from tests.conftest import ROOT
-from tests.strategies import instances
 
 TOL = 1e-6
 SMALL = sorted((ROOT / "instances" / "hare-small").glob("hare-small-jobs[34]-s*.json"))

@@ -13,7 +13,7 @@ from optsched.online.baselines import SRTF, FIFORandom, Homo, Tiresias
 from optsched.online.policies import HLAS, quantile_thresholds
 from optsched.online.run import run_policy
 from optsched.online.simulator import simulate, size_distribution
-from tests.strategies import instances
+from optsched.testing import instances
 
 OPTIONS = st.builds(HLAS, thresholds=st.sampled_from([None, (1.0,), (2.0, 6.0)]),
                     starvation=st.sampled_from([0.0, 0.5, 2.0]),

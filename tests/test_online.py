@@ -18,8 +18,8 @@ from optsched.online.baselines import FIFO, SRTF, AlloX, FIFORandom, Homo, Repla
 from optsched.online.policies import HLAS
 from optsched.online.run import run_policy
 from optsched.online.simulator import PolicyError, realise, simulate
+from optsched.testing import instances
 from tests.conftest import ROOT
-from tests.strategies import instances
 
 TOY = ROOT / "optsched" / "data" / "instances" / "hare-toy.instance.json"
 # explicit thresholds: derived ones read the workload's size distribution, which changing a

@@ -23,6 +23,7 @@ from optsched.placement.model import (
     placement_instance_to_dict,
     placement_to_dict,
 )
+from optsched.testing import placement_instances
 from optsched.topology import Topology, tree_topology
 
 
@@ -207,31 +208,6 @@ def test_place_and_check_cli(tmp_path, capsys):
     assert main(["place", str(inst_file), "--method", "nope"]) == 2
 
 
-@st.composite
-def tiny_instances(draw):
-    """2-4 hosts (racks/domains drawn), 1-3 GPUs each with mixed memory and busy flags; 1-2
-    jobs of 1 PS and 1-2 workers with drawn demands."""
-    n_hosts = draw(st.integers(2, 4))
-    g = tree_topology([["K80"] * draw(st.integers(1, 3)) for _ in range(n_hosts)],
-                      hosts_per_rack=draw(st.sampled_from([None, 1, 2])),
-                      racks_per_domain=draw(st.sampled_from([None, 2])))
-    for _, attrs in g.nodes(data=True):
-        if attrs["kind"] == "host":
-            attrs.update(cpus=draw(st.sampled_from([4, 8, 12])), memory=16)
-        if attrs["kind"] == "gpu":
-            attrs.update(gpu_memory=draw(st.sampled_from([8, 16])), busy=draw(st.booleans()))
-    jobs = []
-    for j in range(draw(st.integers(1, 2))):
-        containers = [Container("ps", "ps", cpus=draw(st.sampled_from([0, 2, 4])), memory=4)]
-        for w in range(draw(st.integers(1, 2))):
-            containers.append(Container(f"w{w}", "worker", gpus=draw(st.integers(0, 2)),
-                                        cpus=draw(st.sampled_from([2, 4])), memory=4,
-                                        gpu_memory=draw(st.sampled_from([0, 8, 12]))))
-        jobs.append(PlacementJob(f"j{j}", tuple(containers), draw(st.integers(1, 3)),
-                                 draw(st.booleans())))
-    return PlacementInstance("tiny", Topology(g), tuple(jobs))
-
-
 def brute_force(inst, model):
     """The least checked cost over every container → host map."""
     from optsched.placement.model import placement_from_hosts
@@ -246,7 +222,7 @@ def brute_force(inst, model):
     return best
 
 
-@given(tiny_instances(), st.sampled_from(["paper", "code"]),
+@given(placement_instances(), st.sampled_from(["paper", "code"]),
        st.sampled_from(["0", "0.3", "0.5", "1"]))
 def test_exact_placement_matches_brute_force(inst, cost, lam):
     """CP-SAT's proven optimum is the least checked cost over all maps; heuristics ≥ it."""

@@ -22,6 +22,7 @@ import threading
 import time
 from pathlib import Path
 
+import numpy as np
 import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
@@ -266,9 +267,36 @@ def test_huge_start_in_a_schedule_is_bad_input(tmp_path):
 def test_json_never_holds_non_finite_numbers():
     from optsched.output import json_text
 
-    for value in (float("nan"), float("inf"), -float("inf")):
+    for value in (float("nan"), float("inf"), -float("inf"), np.float32("nan"),
+                  np.float64("inf"), np.array([1.0, np.nan])):
         with pytest.raises(ValueError, match="non-finite"):
             json_text({"x": [value]})
+
+
+def test_json_never_holds_numpy_types(tmp_path):
+    """NumPy scalars and arrays (e.g. in a plug-in's extra fields or metrics) are written as
+    the Python values they hold, in results and in benchmark records."""
+    import json
+
+    from optsched.bench.records import RecordWriter
+    from optsched.output import json_text
+    from optsched.result import Result, Status
+
+    extra = {"n": np.int64(3), "x": np.float32(0.5), "ok": np.bool_(True),
+             "v": np.array([1, 2])}
+    result = Result(Status.FEASIBLE, method="m", mode="relaxed", objective=np.float64(2.5),
+                    bound=None, runtime_s=0.1,
+                    extra=extra)
+    data = json.loads(json_text(result.to_dict()))
+    assert (data["n"], data["x"], data["ok"], data["v"], data["objective"]) == \
+        (3, 0.5, True, [1, 2], 2.5)
+    assert type(data["n"]) is int and type(data["ok"]) is bool
+    with pytest.raises(TypeError, match="not JSON serialisable"):
+        json_text({"x": object()})
+    writer = RecordWriter(tmp_path / "r.jsonl")
+    writer.write({"objective": np.float32(1.5), "seed": np.int64(2)})
+    writer.close()
+    assert json.loads((tmp_path / "r.jsonl").read_text()) == {"objective": 1.5, "seed": 2}
 
 
 # -- 6. and 7. the culprit is named; nothing is silently accepted -------------------------------

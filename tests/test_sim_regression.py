@@ -21,7 +21,7 @@ from hypothesis import strategies as st
 from optsched.online.baselines import FIFO, SRTF, AlloX, FIFORandom, Homo, Tiresias
 from optsched.online.policies import HLAS, quantile_thresholds
 from optsched.online.simulator import SizeDistribution, simulate
-from tests.strategies import instances
+from optsched.testing import instances
 
 
 def _fastest(order, view, taken=None, left=None):

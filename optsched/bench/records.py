@@ -33,7 +33,7 @@ from typing import Any
 
 from optsched.errors import InputError
 from optsched.limits import MAX_VALUE, is_bounded
-from optsched.output import output_target
+from optsched.output import output_target, plain
 
 try:
     import fcntl
@@ -202,7 +202,8 @@ class RecordWriter:
         return self._fh.fileno(), st.st_dev, st.st_ino
 
     def write(self, record: Mapping[str, Any]) -> None:
-        self._fh.write(json.dumps(record, allow_nan=False, separators=(",", ":")) + "\n")
+        self._fh.write(json.dumps(record, allow_nan=False, separators=(",", ":"),
+                                  default=plain) + "\n")
         self._fh.flush()
         os.fsync(self._fh.fileno())
 
