@@ -35,9 +35,10 @@ from optsched.placement.model import (
     placement_instance_from_dict,
 )
 from optsched.placement.place import place
+from optsched.testing import placement_instances
 from optsched.topology import Distance, Topology, tree_topology
 from tests.conftest import ROOT
-from tests.test_placement import cluster, ps_workers, tiny_instances
+from tests.test_placement import cluster, ps_workers
 
 #: Every committed placement instance (instances/placement*/: the rack grid, K80, T4 sets).
 COMMITTED = sorted((ROOT / "instances").glob("placement*/placement-*.json"))
@@ -318,7 +319,7 @@ def test_bestfit_scores_a_job_alone_not_the_whole_batch():
     assert plan == reference_bestfit(inst)
 
 
-@given(tiny_instances(), st.sampled_from(["paper", "code"]), st.sampled_from(["0", "1"]),
+@given(placement_instances(), st.sampled_from(["paper", "code"]), st.sampled_from(["0", "1"]),
        st.sampled_from(["0.5", "1"]), st.sampled_from(["0", "1"]))
 def test_bestfit_replays_as_per_job_argmins(inst, cost, line18, lam, contention):
     """Random small instances: the checker accepts best-fit's placement; line 18 is respected;
@@ -351,7 +352,7 @@ def test_bestfit_replays_as_per_job_argmins(inst, cost, line18, lam, contention)
             assert len(set(mine.values())) == len(mine)
 
 
-@given(tiny_instances(), st.sampled_from(["paper", "code"]), st.sampled_from([0.3, 0.5, 1.0]))
+@given(placement_instances(), st.sampled_from(["paper", "code"]), st.sampled_from([0.3, 0.5, 1.0]))
 def test_bestfit_incremental_scores_equal_job_cost(inst, cost, lam):
     """BestFit's per-host score (from per-host counts) equals job_cost of the job alone."""
     from optsched.placement.heuristics import BestFit, greedy
@@ -461,7 +462,7 @@ def test_gga_with_line18_seeds_literal_algorithm_1():
     assert ga.extra["best_fitness"] <= fit.objective + hosts + 1e-9
 
 
-@given(tiny_instances(), st.sampled_from(["mixed", "jobfit", "randomfit", "bestfit",
+@given(placement_instances(), st.sampled_from(["mixed", "jobfit", "randomfit", "bestfit",
                                           "firstfit"]),
        st.sampled_from(["paper", "code"]), st.sampled_from(["eq8", "cost"]))
 def test_gga_repairs_give_checked_placements(inst, repair, cost, fitness):
