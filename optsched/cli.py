@@ -159,6 +159,11 @@ def _print_result(result: Result) -> None:
     gap = result.gap
     print(f"gap        {'-' if gap is None else f'{100 * gap:.2f} %'}")
     print(f"runtime    {result.runtime_s:.3f} s")
+    limit = result.extra.get("time_limit")
+    if limit is not None:
+        print(f"limit      {limit:g} s")
+    if result.extra.get("interrupted"):
+        print("interrupted  yes (Ctrl-C): the best schedule found before it")
 
 
 def cmd_solve(args: argparse.Namespace) -> int:
@@ -174,7 +179,8 @@ def cmd_solve(args: argparse.Namespace) -> int:
     if args.export:
         params["export"] = args.export
     result = solve(instance, args.method, mode=args.mode, time_limit=args.time_limit,
-                   seed=args.seed, params=params, hint=hint)
+                   seed=args.seed, params=params, hint=hint,
+                   progress=None if args.quiet else sys.stderr)
     if args.out is not None and result.schedule is not None:
         save_schedule(args.out, result.schedule)
     if args.json:
@@ -327,7 +333,8 @@ def cmd_methods(args: argparse.Namespace) -> int:
     infos = methods()
     if args.json:
         _print_json([{"kind": i.kind, "name": i.name, "modes": sorted(i.modes),
-                      "description": i.description, "params": dict(i.params)} for i in infos])
+                      "description": i.description, "params": dict(i.params),
+                      "default_time_limit": i.default_time_limit} for i in infos])
         return EXIT_OK
     for kind in KINDS:
         group = [i for i in infos if i.kind == kind]
@@ -336,7 +343,9 @@ def cmd_methods(args: argparse.Namespace) -> int:
             print("  (none yet)")
         for i in group:
             modes = "/".join(sorted(i.modes)) if kind != "place" else "placement"
-            print(f"  {i.name:<16} {i.description} [{modes}]")
+            limit = "" if i.default_time_limit is None else \
+                f" (default time limit {i.default_time_limit:g} s)"
+            print(f"  {i.name:<16} {i.description} [{modes}]{limit}")
             for key, text in i.params.items():
                 print(f"  {'':<16}   --param {key}=…  {text}")
     return EXIT_OK
@@ -587,10 +596,15 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("instance")
     p.add_argument("--method", required=True)
     p.add_argument("--mode", choices=("relaxed", "gang"))
-    p.add_argument("--time-limit", type=float, metavar="S")
+    p.add_argument("--time-limit", type=float, metavar="S",
+                   help="seconds (default: the method's, see `optsched methods`; none for "
+                        "heuristics)")
     p.add_argument("--seed", type=_seed, default=0)
     p.add_argument("--param", action="append", default=[], metavar="KEY=VALUE")
     p.add_argument("--hint", metavar="SCHEDULE")
+    p.add_argument("--quiet", action="store_true",
+                   help="no progress lines on stderr (a run longer than 5 s prints one "
+                        "every 5 s: elapsed, incumbent, bound, gap)")
     p.add_argument("--out", metavar="SCHEDULE", help="write the schedule here")
     p.add_argument("--export", metavar="MODEL.lp|.mps",
                    help="write the MILP model (milp-* methods; same as --param export=...)")

@@ -61,6 +61,10 @@ class MethodError(OptschedError):
     and, when it came from one, its plug-in module."""
 
 
+#: Default time limits (s) of the exact methods and of Hare's relaxation (its step 1 takes
+#: up to about 3 minutes at the paper's scale on a 2-core machine).
+EXACT_TIME_LIMIT, RELAXATION_TIME_LIMIT = 60.0, 300.0
+
 #: Modules whose import registers the built-in methods.
 BUILTIN_MODULES = (
     "optsched.heuristics.list_scheduling",
@@ -86,6 +90,14 @@ class SolveContext:
     seed: int = 0
     params: Mapping[str, str] = field(default_factory=dict)
     hint: Schedule | None = None
+    #: Receives the method's progress (:meth:`report`); None: nobody listens.
+    progress: Callable[[float | None, float | None], None] | None = None
+
+    def report(self, incumbent: float | None = None, bound: float | None = None) -> None:
+        """Tell the caller the objective of the best schedule found so far and the best
+        certified lower bound (either may be None when unknown); cheap, call it freely."""
+        if self.progress is not None:
+            self.progress(incumbent, bound)
 
 
 @dataclass(frozen=True)
@@ -121,6 +133,8 @@ class MethodInfo:
     #: Parses (validates) ``--param`` values without running the method; raises InputError
     #: naming the key. A ``simulate`` method's own function (it builds a policy from params).
     parse: Callable[[Mapping[str, str]], Any] | None = None
+    #: The time limit (s) a run gets when none is given (None: unlimited).
+    default_time_limit: float | None = None
 
     @property
     def label(self) -> str:
@@ -178,13 +192,16 @@ def register(
     params: Mapping[str, str] | None = None,
     parse: Callable[[Mapping[str, str]], Any] | None = None,
     replace: bool = False,
+    default_time_limit: float | None = None,
 ) -> Callable[[Callable[..., Any]], Callable[..., Any]]:
     """Decorator registering ``func`` as method ``name`` of ``kind``.
 
     ``params`` maps each accepted ``--param`` key to a one-line description; other keys are
     refused. ``parse(params)`` checks their values before the method runs (InputError naming
     the key; for ``simulate`` methods ``func`` itself, which builds the policy). A ``solve``
-    method is called as ``func(instance, context) -> MethodOutput``.
+    method is called as ``func(instance, context) -> MethodOutput``; ``default_time_limit``
+    (seconds) is the limit it runs under when the caller gives none (exact methods and
+    relaxations, which may otherwise run for hours).
 
     Examples
     --------
@@ -198,13 +215,15 @@ def register(
     modes = frozenset(modes)
     if not modes or not modes <= set(MODES):
         raise InputError(f"method {name!r}: modes must be a non-empty subset of {MODES}")
+    check_time_limit(default_time_limit)
 
     def decorate(func: Callable[..., Any]) -> Callable[..., Any]:
         if (kind, name) in _REGISTRY and not replace:
             raise InputError(f"a {kind} method named {name!r} is already registered")
         _REGISTRY[kind, name] = MethodInfo(
             kind, name, func, description, modes, MappingProxyType(dict(params or {})),
-            _origin(func), parse or (func if kind == "simulate" else None))
+            _origin(func), parse or (func if kind == "simulate" else None),
+            default_time_limit)
         return func
 
     return decorate
@@ -390,6 +409,36 @@ def check_hint(instance: Instance, hint: Schedule) -> None:
             raise InputError(f"--hint: unknown GPU {t.gpu!r} (task of job {t.job!r})")
 
 
+class ProgressLine:
+    """Prints a method's progress to ``stream``: at most one line every ``every`` seconds,
+    the first once the run has lasted that long, so short runs print nothing. A line
+    gives the elapsed time, the incumbent, the best bound (the method's, else the critical
+    path ``floor``) and their gap."""
+
+    def __init__(self, stream: Any, floor: float, every: float = 5.0) -> None:
+        self.stream, self.floor, self.every = stream, floor, every
+        self.started = self.last = time.perf_counter()
+        self.incumbent: float | None = None
+        self.bound = floor
+
+    def __call__(self, incumbent: float | None, bound: float | None) -> None:
+        if incumbent is not None and math.isfinite(incumbent):
+            self.incumbent = incumbent if self.incumbent is None else min(self.incumbent,
+                                                                          incumbent)
+        if bound is not None and math.isfinite(bound):
+            self.bound = max(self.bound, bound)
+        now = time.perf_counter()
+        if now - self.last < self.every:
+            return
+        self.last = now
+        line = f"{now - self.started:7.1f} s  bound {self.bound:.6g}"
+        if self.incumbent is not None:
+            gap = (self.incumbent - self.bound) / max(abs(self.incumbent), 1e-12)
+            line = (f"{now - self.started:7.1f} s  incumbent {self.incumbent:.6g}  bound "
+                    f"{self.bound:.6g}  gap {100 * max(gap, 0.0):.2f} %")
+        print(line, file=self.stream, flush=True)
+
+
 def solve(
     instance: Instance,
     method: str,
@@ -399,8 +448,15 @@ def solve(
     seed: int = 0,
     params: Mapping[str, str] | None = None,
     hint: Schedule | None = None,
+    progress: Any = None,
 ) -> Result:
     """Solve ``instance`` with a registered ``solve`` method and check the schedule.
+
+    ``time_limit`` (seconds; default: the method's ``default_time_limit``, see
+    ``optsched methods``) bounds the run; the limit used is in ``extra["time_limit"]``.
+    ``progress``: a text stream (e.g. ``sys.stderr``) on which a long run prints a line
+    every few seconds (elapsed time, incumbent, bound, gap), or a callable
+    ``progress(incumbent, bound)`` receiving every report; None: silent.
 
     Raises
     ------
@@ -424,10 +480,14 @@ def solve(
     params = dict(params or {})
     info.check_params(params)
     check_time_limit(time_limit)
+    if time_limit is None:
+        time_limit = info.default_time_limit
     if hint is not None:
         check_hint(instance, hint)
     inst = instance if mode == instance.mode else instance.with_mode(mode)
-    ctx = SolveContext(mode, time_limit, seed, MappingProxyType(params), hint)
+    listener = progress if callable(progress) or progress is None else \
+        ProgressLine(progress, critical_path_bound(inst))
+    ctx = SolveContext(mode, time_limit, seed, MappingProxyType(params), hint, listener)
     started = time.perf_counter()
     with method_running(info):
         out = info.func(inst, ctx)
@@ -437,7 +497,7 @@ def solve(
 
     bound = critical_path_bound(inst)
     extra: dict[str, Any] = {**out.extra, "bound_critical_path": bound,
-                             "bound_method": method_bound}
+                             "bound_method": method_bound, "time_limit": time_limit}
     if method_bound is not None:
         bound = max(bound, method_bound)
     common: dict[str, Any] = {"method": method, "mode": mode, "runtime_s": runtime, "seed": seed,

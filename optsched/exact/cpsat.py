@@ -50,7 +50,7 @@ from optsched.instance import Instance
 from optsched.params import choice_param, int_param, positive_float_param
 from optsched.result import Status
 from optsched.schedule import Schedule, Task
-from optsched.solve import MethodOutput, SolveContext, register
+from optsched.solve import EXACT_TIME_LIMIT, MethodOutput, SolveContext, register
 
 PARAMS = {
     "time_unit": "grid step in seconds (default 1 for integer data, else 0.001)",
@@ -333,7 +333,9 @@ def solve_cpsat(instance: Instance, ctx: SolveContext, *, per_gpu: bool) -> Meth
     """Solve ``instance`` (already in ``ctx.mode``) with the grouped or per-GPU model.
 
     Within ``ctx.time_limit`` (see the module docstring): an incumbent is always returned
-    with ``hint=ect``; the bound is CP-SAT's (on an exact grid), the LP's or none.
+    with ``hint=ect``; the bound is CP-SAT's (on an exact grid), the LP's or none. Every
+    solution is reported with the bound at that moment (``ctx.report``). A Ctrl-C stops the search:
+    the best schedule found is returned with ``extra["interrupted"]`` and no LP is solved.
     """
     from ortools.sat.python import cp_model
 
@@ -412,10 +414,16 @@ def solve_cpsat(instance: Instance, ctx: SolveContext, *, per_gpu: bool) -> Meth
         def on_solution_callback(self) -> None:
             anytime.append([round(time.perf_counter() - started, 4),
                             real(self.objective_value), real(self.best_objective_bound)])
+            ctx.report(None if makespan else anytime[-1][1],
+                       anytime[-1][2] if exact_bound else None)
 
+    # CP-SAT stops at Ctrl-C (catch_sigint_signal) and returns its best solution (a
+    # best_bound_callback would abort the process then: ortools 9.15)
     status = solver.solve(model.m, Log())
     name = solver.status_name(status)
-    extra.update(solver_status=name, anytime=anytime)
+    interrupted = name in ("FEASIBLE", "UNKNOWN") and \
+        solver.wall_time < 0.95 * solver.parameters.max_time_in_seconds - 0.1
+    extra.update(solver_status=name, anytime=anytime, interrupted=interrupted)
     if STATUS[name] == "bug":
         raise OptschedError(f"CP-SAT returned {name} although the incumbent is feasible")
     bound = real(solver.best_objective_bound) if exact_bound else None
@@ -429,7 +437,7 @@ def solve_cpsat(instance: Instance, ctx: SolveContext, *, per_gpu: bool) -> Meth
     else:
         return MethodOutput(bound=bound, status=Status.UNKNOWN, extra=extra)
     schedule = Schedule(instance.name, schedule.tasks, instance.mode)
-    if use_lp and name != "OPTIMAL":
+    if use_lp and name != "OPTIMAL" and not interrupted:
         report = check(instance, schedule)
         assert report.objective is not None and report.metrics is not None
         lp = solve_time_indexed_lp(
@@ -442,13 +450,14 @@ def solve_cpsat(instance: Instance, ctx: SolveContext, *, per_gpu: bool) -> Meth
     return MethodOutput(schedule=schedule, bound=bound, extra=extra)
 
 
-@register("cpsat", params=PARAMS, parse=parse_params,
+@register("cpsat", params=PARAMS, parse=parse_params, default_time_limit=EXACT_TIME_LIMIT,
           description="CP-SAT over groups of interchangeable GPUs (exact, both modes)")
 def _cpsat(instance: Instance, context: SolveContext) -> MethodOutput:
     return solve_cpsat(instance, context, per_gpu=False)
 
 
 @register("cpsat-pergpu", params=PARAMS, parse=parse_params,
+          default_time_limit=EXACT_TIME_LIMIT,
           description="CP-SAT with one interval per GPU (exact reference model, both modes)")
 def _cpsat_pergpu(instance: Instance, context: SolveContext) -> MethodOutput:
     return solve_cpsat(instance, context, per_gpu=True)

@@ -40,6 +40,7 @@ runs out during the cut loop keeps the last LP solved (its bound is still valid)
 from __future__ import annotations
 
 import time
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -407,11 +408,14 @@ def hare_lp_size(instance: Instance) -> tuple[int, int]:
 
 def solve_hare_lp(instance: Instance, *, time_limit: float | None = None,
                   tol: float = DEFAULT_TOL, max_iterations: int = DEFAULT_MAX_ITERATIONS,
-                  stride: int = DEFAULT_STRIDE) -> HareLP:
+                  stride: int = DEFAULT_STRIDE,
+                  report: Callable[[float | None, float | None], None] | None = None
+                  ) -> HareLP:
     """Solve the LP relaxation of Hare_Sched_RL with lazily separated Queyranne cuts.
 
     Relaxed mode (the model of HPDC'22 §5.1). See the module docstring for what the result
-    guarantees; the formulation and the proofs are in models/hare-rl-lp.md.
+    guarantees; the formulation and the proofs are in models/hare-rl-lp.md. ``report(None,
+    bound)`` receives each round's LP value (a lower bound: fewer cuts, a weaker LP).
 
     Raises
     ------
@@ -458,6 +462,8 @@ def solve_hare_lp(instance: Instance, *, time_limit: float | None = None,
         best_x = x
         bound = float(h.getInfo().objective_function_value)
         history.append((iteration, bound, added, time.perf_counter() - started))
+        if report is not None:
+            report(None, bound)
         # separation: per group, the prefixes of the mean-busy-time order (exact)
         added = 0
         worst = 0.0

@@ -23,10 +23,11 @@ from optsched.heuristics.list_scheduling import ect_schedule
 from optsched.instance import Instance
 from optsched.params import positive_float_param
 from optsched.schedule import Schedule
-from optsched.solve import MethodOutput, SolveContext, register
+from optsched.solve import EXACT_TIME_LIMIT, MethodOutput, SolveContext, register
 
 
 @register("lp-bound", params={"time_unit": "grid step of the LP (default: adaptive)"},
+          default_time_limit=EXACT_TIME_LIMIT,
           parse=lambda params: positive_float_param(params, "time_unit"),
           description="ECT schedule + time-indexed LP lower bound (HiGHS), both modes")
 def _lp_bound(instance: Instance, context: SolveContext) -> MethodOutput:

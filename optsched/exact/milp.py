@@ -49,7 +49,7 @@ from optsched.output import output_target, write_file
 from optsched.params import choice_param, int_param
 from optsched.result import Status
 from optsched.schedule import Schedule, Task
-from optsched.solve import MethodOutput, SolveContext, register
+from optsched.solve import EXACT_TIME_LIMIT, MethodOutput, SolveContext, register
 
 PARAMS = {
     "export": "write the model to this .lp or .mps file before solving",
@@ -336,13 +336,13 @@ def _export(prob: Any, path: str) -> None:
         write_file(path, tmp.read_bytes())
 
 
-@register("milp-highs", params=PARAMS, parse=parse_params,
+@register("milp-highs", params=PARAMS, parse=parse_params, default_time_limit=EXACT_TIME_LIMIT,
           description="disjunctive MILP through PuLP + HiGHS (exact, both modes; small sizes)")
 def _milp_highs(instance: Instance, context: SolveContext) -> MethodOutput:
     return solve_milp(instance, context, "highs")
 
 
-@register("milp-cbc", params=PARAMS, parse=parse_params,
+@register("milp-cbc", params=PARAMS, parse=parse_params, default_time_limit=EXACT_TIME_LIMIT,
           description="disjunctive MILP through PuLP + CBC (exact, both modes; small sizes)")
 def _milp_cbc(instance: Instance, context: SolveContext) -> MethodOutput:
     return solve_milp(instance, context, "cbc")

@@ -68,7 +68,7 @@ from optsched.heuristics.list_scheduling import ect_schedule
 from optsched.instance import Instance
 from optsched.params import choice_param, int_param, positive_float_param
 from optsched.schedule import Schedule, Task
-from optsched.solve import MethodOutput, SolveContext, register
+from optsched.solve import RELAXATION_TIME_LIMIT, MethodOutput, SolveContext, register
 
 GPU_CHOICES = ("earliest-free", "earliest-completion")
 #: Step 1 of ``hare``/``hare-ect``: exact relaxation where it fits, else its LP (``auto``).
@@ -173,7 +173,7 @@ def _solve(instance: Instance, ctx: SolveContext, relaxation: str, gpu_choice: s
                                                  and not relaxation_fits(instance))):
         # Hare_Sched_RL's LP relaxation with lazy Queyranne cuts (models/hare-rl-lp.md): a
         # certified bound, but Theorem 4 is not proved for it, so the guarantee is not covered
-        rllp = solve_hare_lp(instance, time_limit=budget.left())
+        rllp = solve_hare_lp(instance, time_limit=budget.left(), report=ctx.report)
         rl_starts = rllp.round_starts if rllp.round_starts is not None \
             else _ect_round_starts(instance)
 
@@ -305,7 +305,8 @@ def _register(name: str, relaxation: str, gpu_choice: str, description: str) -> 
             _tie_param(params)
             return own(params)
 
-    @register(name, description=description, modes=("relaxed",), params=params, parse=parse)
+    @register(name, description=description, modes=("relaxed",), params=params, parse=parse,
+              default_time_limit=RELAXATION_TIME_LIMIT)
     def method(instance: Instance, context: SolveContext) -> MethodOutput:
         return _solve(instance, context, relaxation, gpu_choice)
 

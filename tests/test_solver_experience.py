@@ -1,0 +1,96 @@
+"""Long exact runs: default time limits (stated in `methods` and in results), progress lines
+on stderr, and Ctrl-C returning the best schedule found."""
+
+from __future__ import annotations
+
+import io
+import json
+import os
+import signal
+import subprocess
+import sys
+import time
+
+import pytest
+
+from optsched.cli import main
+from optsched.io import load_instance
+from optsched.solve import EXACT_TIME_LIMIT, RELAXATION_TIME_LIMIT, ProgressLine, methods, solve
+from tests.conftest import ROOT
+from tests.test_online import TOY
+
+HARD = ROOT / "instances" / "exact" / "exact-jobs20-s0.json"
+
+
+def test_exact_methods_have_a_default_time_limit_stated_everywhere(capsys):
+    limits = {i.name: i.default_time_limit for i in methods("solve")}
+    assert limits["cpsat"] == limits["milp-highs"] == limits["lp-bound"] == EXACT_TIME_LIMIT
+    assert limits["hare-lp"] == limits["hare"] == RELAXATION_TIME_LIMIT
+    assert limits["ect"] is None
+    inst = load_instance(TOY)
+    assert solve(inst, "cpsat").extra["time_limit"] == EXACT_TIME_LIMIT
+    assert solve(inst, "cpsat", time_limit=7).extra["time_limit"] == 7
+    assert solve(inst, "ect").extra["time_limit"] is None
+    assert main(["methods"]) == 0
+    assert f"(default time limit {EXACT_TIME_LIMIT:g} s)" in capsys.readouterr().out
+    assert main(["methods", "--json"]) == 0
+    listed = {m["name"]: m["default_time_limit"] for m in json.loads(capsys.readouterr().out)}
+    assert listed["cpsat"] == EXACT_TIME_LIMIT and listed["ect"] is None
+
+
+def test_a_method_reports_its_progress():
+    """CP-SAT reports each solution with its bound; the incumbents never rise and never
+    fall below the bounds."""
+    reports = []
+    result = solve(load_instance(TOY), "cpsat", progress=lambda i, b: reports.append((i, b)))
+    assert reports
+    assert all(i is not None and (b is None or b <= i + 1e-6) for i, b in reports)
+    incumbents = [i for i, _ in reports]
+    assert incumbents == sorted(incumbents, reverse=True)
+    assert result.objective <= incumbents[-1] + 1e-6
+
+
+def test_progress_lines_are_throttled():
+    out = io.StringIO()
+    line = ProgressLine(out, floor=10.0, every=3600.0)
+    line(20.0, 12.0)
+    assert out.getvalue() == ""  # a short run prints nothing
+    line = ProgressLine(out, floor=10.0, every=0.0)
+    line(20.0, None)
+    line(18.0, 12.0)
+    line(None, 11.0)  # a weaker bound and no incumbent change nothing
+    lines = out.getvalue().splitlines()
+    assert len(lines) == 3
+    assert "incumbent 20  bound 10  gap 50.00 %" in lines[0]
+    assert "incumbent 18  bound 12  gap 33.33 %" in lines[2]
+
+
+@pytest.mark.skipif(sys.platform == "win32", reason="SIGINT")
+def test_ctrl_c_returns_the_best_schedule_found(tmp_path):
+    """A Ctrl-C during a CP-SAT search ends it: the best schedule so far is printed and
+    written, marked interrupted, exit 0."""
+    out = tmp_path / "s.json"
+    proc = subprocess.Popen([sys.executable, "-m", "optsched", "solve", str(HARD), "--method",
+                             "cpsat", "--time-limit", "120", "--json", "--out", str(out)],
+                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    assert proc.stderr is not None
+    deadline = time.monotonic() + 60
+    while time.monotonic() < deadline:  # the first progress line: the search is running
+        if "incumbent" in proc.stderr.readline():
+            break
+    os.kill(proc.pid, signal.SIGINT)
+    stdout, _ = proc.communicate(timeout=60)
+    assert proc.returncode == 0, stdout
+    data = json.loads(stdout)
+    assert data["interrupted"] is True and data["status"] == "feasible"
+    assert data["runtime_s"] < 60 and out.exists()
+
+
+def test_hare_reports_its_relaxation_bounds():
+    """Hare's step 1 as the LP with lazy cuts reports each round's LP value: lower bounds
+    that never exceed the final certified bound."""
+    reports = []
+    result = solve(load_instance(TOY), "hare", params={"step1": "lp"},
+                   progress=lambda i, b: reports.append(b))
+    assert reports and all(b is not None for b in reports)
+    assert max(reports) <= result.bound + 1e-6
