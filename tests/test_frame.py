@@ -1,0 +1,41 @@
+"""Results and benchmark records load into a pandas DataFrame in one call."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+from optsched import solve
+from optsched.bench.frame import flatten, to_frame
+from optsched.errors import InputError
+from optsched.io import load_instance
+from tests.conftest import ROOT
+from tests.test_online import TOY
+
+pd = pytest.importorskip("pandas")
+
+
+def test_results_become_rows():
+    inst = load_instance(TOY)
+    results = [solve(inst, method, mode=mode) for method in ("ect", "cpsat")
+               for mode in ("relaxed", "gang")]
+    df = to_frame(results)
+    assert len(df) == 4 and list(df["method"]) == ["ect", "ect", "cpsat", "cpsat"]
+    assert list(df["objective"]) == [r.objective for r in results]
+    assert "metrics.makespan" in df and "extra.bound_critical_path" in df
+    assert df["extra.solver_status"].iloc[2] in ("OPTIMAL", "FEASIBLE")
+    assert df.groupby("method")["objective"].min()["cpsat"] <= \
+        df.groupby("method")["objective"].min()["ect"]
+
+
+def test_records_file_becomes_rows(tmp_path):
+    path = ROOT / "benchmarks" / "results" / "hare" / "records.jsonl"
+    df = to_frame(path)
+    assert len(df) > 10 and {"method", "mode", "cell.jobs", "objective", "gap"} <= set(df)
+    with pytest.raises(InputError, match="no such records file"):
+        to_frame(tmp_path / "none.jsonl")
+
+
+def test_flatten_makes_numpy_values_plain():
+    row = flatten({"a": {"b": np.int64(2), "c": {"d": np.float32(0.5)}}, "l": [1, 2]})
+    assert row == {"a.b": 2, "a.c.d": 0.5, "l": [1, 2]} and type(row["a.b"]) is int
