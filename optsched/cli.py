@@ -150,14 +150,28 @@ def _parse_params(pairs: Sequence[str]) -> dict[str, str]:
     return params
 
 
-def _print_result(result: Result) -> None:
+def _print_result(result: Result, online: bool = False) -> None:
+    """The result as aligned lines. Online (``simulate``): the JCT metrics instead of a gap,
+    which to a critical path says little about an online policy."""
     print(f"method     {result.method} ({result.mode} mode)")
     print(f"status     {result.status}")
     name = "Σ w_j C_j" if result.objective_name == OBJECTIVE_NAME else result.objective_name
     print(f"objective  {_fmt(result.objective)}  ({name})")
-    print(f"bound      {_fmt(result.bound)}")
-    gap = result.gap
-    print(f"gap        {'-' if gap is None else f'{100 * gap:.2f} %'}")
+    metrics = result.metrics or {}
+    if online:
+        for key, label in (("total_weighted_jct", "wJCT"), ("mean_jct", "mean JCT"),
+                           ("makespan", "makespan")):
+            if key in metrics:
+                print(f"{label:<10} {_fmt(metrics[key])}")
+        if result.bound is not None:
+            print(f"floor      {_fmt(result.bound)}  (critical path: every job alone on "
+                  "the fastest GPUs)")
+    else:
+        source = {"method": "the method's certified bound",
+                  "critical_path": "critical path"}.get(result.extra.get("bound_source", ""))
+        print(f"bound      {_fmt(result.bound)}" + (f"  ({source})" if source else ""))
+        gap = result.gap
+        print(f"gap        {'-' if gap is None else f'{100 * gap:.2f} %'}")
     print(f"runtime    {result.runtime_s:.3f} s")
     limit = result.extra.get("time_limit")
     if limit is not None:
@@ -242,7 +256,7 @@ def cmd_simulate(args: argparse.Namespace) -> int:
     if args.json:
         _print_json(result.to_dict())
     else:
-        _print_result(result)
+        _print_result(result, online=True)
         print("checked    " + ("yes: objective and metrics from the checker" if
                                result.extra["checked"] else "no (--no-record): the "
                                "simulator's own numbers" + (

@@ -498,8 +498,10 @@ def solve(
     bound = critical_path_bound(inst)
     extra: dict[str, Any] = {**out.extra, "bound_critical_path": bound,
                              "bound_method": method_bound, "time_limit": time_limit}
-    if method_bound is not None:
-        bound = max(bound, method_bound)
+    # the gap is to the better of the two bounds; say which
+    extra["bound_source"] = "critical_path"
+    if method_bound is not None and method_bound > bound:
+        bound, extra["bound_source"] = method_bound, "method"
     common: dict[str, Any] = {"method": method, "mode": mode, "runtime_s": runtime, "seed": seed,
               "params": params, "extra": extra}
     if out.schedule is None:

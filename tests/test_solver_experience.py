@@ -94,3 +94,19 @@ def test_hare_reports_its_relaxation_bounds():
                    progress=lambda i, b: reports.append(b))
     assert reports and all(b is not None for b in reports)
     assert max(reports) <= result.bound + 1e-6
+
+
+def test_a_result_says_which_bound_its_gap_uses(capsys):
+    inst = load_instance(TOY)
+    assert solve(inst, "ect").extra["bound_source"] == "critical_path"
+    exact = solve(inst, "cpsat")
+    assert exact.extra["bound_source"] == "method" and exact.bound == exact.extra["bound_method"]
+    assert main(["solve", str(TOY), "--method", "cpsat"]) == 0
+    assert "(the method's certified bound)" in capsys.readouterr().out
+
+
+def test_online_results_print_jct_metrics_not_a_gap(capsys):
+    assert main(["simulate", str(TOY), "--policy", "hlas"]) == 0
+    out = capsys.readouterr().out
+    assert "wJCT" in out and "mean JCT" in out and "floor" in out
+    assert "gap" not in out
