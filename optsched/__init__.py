@@ -33,3 +33,32 @@ from optsched.topology import Topology as Topology
 from optsched.topology import tree_topology as tree_topology
 
 __version__ = "0.1.0"
+
+__all__ = [
+    "GPU",
+    "CheckReport",
+    "GeneratorSpec",
+    "InputError",
+    "Instance",
+    "Job",
+    "MethodOutput",
+    "OptschedError",
+    "Result",
+    "Schedule",
+    "SolveContext",
+    "Status",
+    "Task",
+    "Topology",
+    "UnknownNameError",
+    "Violation",
+    "check",
+    "generate",
+    "load_instance",
+    "load_schedule",
+    "methods",
+    "register",
+    "save_instance",
+    "save_schedule",
+    "solve",
+    "tree_topology",
+]

@@ -596,8 +596,10 @@ def build_parser() -> argparse.ArgumentParser:
                      "heterogeneous GPU clusters: exact methods, heuristics, checker.")
     parser.add_argument("--version", action="version", version=f"optsched {__version__}")
     parser.add_argument("--debug", action="store_true", help="show tracebacks")
-    parser.add_argument("--plugin", action="append", default=[], metavar="MODULE",
-                        help="import MODULE first so its methods are registered")
+    parser.add_argument("--plugin", action="append", default=[], metavar="MODULE|FILE.py",
+                        help="import a module (from the current directory too) or a Python "
+                             "file first, so the methods it registers can be used; "
+                             "repeatable")
     sub = parser.add_subparsers(dest="command", required=True, parser_class=_Parser)
 
     p = sub.add_parser("check", help="check a schedule (or a placement) against an instance")

@@ -32,15 +32,19 @@ Plug-in guarantees (README, "What optsched promises"):
 from __future__ import annotations
 
 import importlib
+import importlib.util
 import math
 import numbers
+import os
 import signal
+import sys
 import threading
 import time
 from collections.abc import Callable, Iterable, Iterator, Mapping
-from contextlib import contextmanager
+from contextlib import contextmanager, nullcontext
 from dataclasses import dataclass, field
 from importlib.metadata import entry_points
+from pathlib import Path
 from types import MappingProxyType
 from typing import Any
 
@@ -268,16 +272,59 @@ def _load() -> None:
 def load_plugin(module: str) -> None:
     """Import ``module`` so that the methods it registers become available.
 
+    ``module`` is a module name (importable from the current directory too, as with
+    ``python -m``) or the path of a Python file (``path/to/my_methods.py``), which is
+    imported as a module named after the file.
+
     Raises
     ------
     InputError
-        The module does not exist, or importing it raised anything at all (including
+        The module or file does not exist, or importing it raised anything at all (including
         ``SyntaxError``, ``SystemExit`` and ``KeyboardInterrupt``): one line naming the module
         and what it raised. Methods it registered before failing are unregistered.
     """
     _load()
-    _import_plugin(module, lambda: importlib.import_module(module),
+    if module.endswith(".py") or os.sep in module or "/" in module:
+        path = Path(module)
+        if not path.is_file():
+            raise InputError(f"cannot import plug-in file {module!r}: no such file")
+        name = path.stem
+        if not name.isidentifier():
+            raise InputError(f"cannot import plug-in file {module!r}: {name!r} is not a "
+                             "valid module name")
+        _import_plugin(name, lambda: _import_file(name, path),
+                       f"cannot import plug-in file {module!r}")
+        return
+    _import_plugin(module, lambda: _import_here(module),
                    f"cannot import plug-in module {module!r}")
+
+
+def _import_file(name: str, path: Path) -> None:
+    """Import the file ``path`` as module ``name`` (kept in ``sys.modules``, so pickling
+    its objects for worker processes works)."""
+    spec = importlib.util.spec_from_file_location(name, path)
+    if spec is None or spec.loader is None:
+        raise ImportError(f"not a Python module: {path}")
+    module = importlib.util.module_from_spec(spec)
+    sys.modules[name] = module
+    try:
+        spec.loader.exec_module(module)
+    except BaseException:
+        del sys.modules[name]
+        raise
+
+
+def _import_here(module: str) -> None:
+    """Import ``module`` with the current directory searched first, as ``python -m`` does."""
+    here = os.getcwd()
+    added = here not in sys.path and "" not in sys.path
+    if added:
+        sys.path.insert(0, here)
+    try:
+        importlib.import_module(module)
+    finally:
+        if added:
+            sys.path.remove(here)
 
 
 @contextmanager
@@ -413,30 +460,57 @@ class ProgressLine:
     """Prints a method's progress to ``stream``: at most one line every ``every`` seconds,
     the first once the run has lasted that long, so short runs print nothing. A line
     gives the elapsed time, the incumbent, the best bound (the method's, else the critical
-    path ``floor``) and their gap."""
+    path ``floor``) and their gap.
+
+    Used as a context manager it is also a heartbeat: a background thread prints the latest
+    state every ``every`` seconds even while the method reports nothing (a MILP solver, an
+    LP, a long CP-SAT stretch without a new solution)."""
 
     def __init__(self, stream: Any, floor: float, every: float = 5.0) -> None:
         self.stream, self.floor, self.every = stream, floor, every
         self.started = self.last = time.perf_counter()
         self.incumbent: float | None = None
         self.bound = floor
+        self._lock = threading.Lock()
+        self._stopped = threading.Event()
+        self._beat: threading.Thread | None = None
 
     def __call__(self, incumbent: float | None, bound: float | None) -> None:
-        if incumbent is not None and math.isfinite(incumbent):
-            self.incumbent = incumbent if self.incumbent is None else min(self.incumbent,
-                                                                          incumbent)
-        if bound is not None and math.isfinite(bound):
-            self.bound = max(self.bound, bound)
-        now = time.perf_counter()
-        if now - self.last < self.every:
-            return
-        self.last = now
-        line = f"{now - self.started:7.1f} s  bound {self.bound:.6g}"
-        if self.incumbent is not None:
-            gap = (self.incumbent - self.bound) / max(abs(self.incumbent), 1e-12)
-            line = (f"{now - self.started:7.1f} s  incumbent {self.incumbent:.6g}  bound "
-                    f"{self.bound:.6g}  gap {100 * max(gap, 0.0):.2f} %")
-        print(line, file=self.stream, flush=True)
+        with self._lock:
+            if incumbent is not None and math.isfinite(incumbent):
+                self.incumbent = incumbent if self.incumbent is None else \
+                    min(self.incumbent, incumbent)
+            if bound is not None and math.isfinite(bound):
+                self.bound = max(self.bound, bound)
+        self._print()
+
+    def _print(self) -> None:
+        with self._lock:
+            now = time.perf_counter()
+            if now - self.last < self.every:
+                return
+            self.last = now
+            line = f"{now - self.started:7.1f} s  bound {self.bound:.6g}"
+            if self.incumbent is not None:
+                gap = (self.incumbent - self.bound) / max(abs(self.incumbent), 1e-12)
+                line = (f"{now - self.started:7.1f} s  incumbent {self.incumbent:.6g}  bound "
+                        f"{self.bound:.6g}  gap {100 * max(gap, 0.0):.2f} %")
+            print(line, file=self.stream, flush=True)
+
+    def __enter__(self) -> ProgressLine:
+        def beat() -> None:
+            while not self._stopped.wait(max(self.every - (time.perf_counter() - self.last),
+                                             0.05)):
+                self._print()
+
+        self._beat = threading.Thread(target=beat, name="optsched-progress", daemon=True)
+        self._beat.start()
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self._stopped.set()
+        if self._beat is not None:
+            self._beat.join()
 
 
 def solve(
@@ -489,7 +563,8 @@ def solve(
         ProgressLine(progress, critical_path_bound(inst))
     ctx = SolveContext(mode, time_limit, seed, MappingProxyType(params), hint, listener)
     started = time.perf_counter()
-    with method_running(info):
+    with method_running(info), listener if isinstance(listener, ProgressLine) else \
+            nullcontext():
         out = info.func(inst, ctx)
     runtime = time.perf_counter() - started
     _check_output(info, out)

@@ -240,3 +240,28 @@ def test_malformed_decisions_are_policy_errors(bad):
             simulate(inst, Bad())
     with pytest.raises(PolicyError, match="'bad'"):
         simulate(liquid_instance(1), Bad(execution="cluster"))
+
+
+def test_a_policy_states_only_what_it_needs():
+    """A policy with just ``name`` and ``decide`` runs in both models: the attributes it
+    leaves out take their defaults (every mode, not clairvoyant, no tick, event-driven)."""
+
+    class Minimal:
+        name = "minimal"
+
+        def decide(self, view):
+            return StartFirst().decide(view)
+
+    for mode in ("relaxed", "gang"):
+        inst = dataclasses.replace(load_instance(TOY), mode=mode)
+        assert check(inst, simulate(inst, Minimal()).schedule).feasible
+
+    class MinimalCluster:
+        name = "minimal-cluster"
+        execution = "cluster"
+
+        def decide(self, view):
+            return RandomCluster().decide(view)
+
+    inst = liquid_instance(3, error=0.0)
+    assert check(inst, simulate(inst, MinimalCluster(), seed=3).schedule).feasible

@@ -39,3 +39,9 @@ def test_records_file_becomes_rows(tmp_path):
 def test_flatten_makes_numpy_values_plain():
     row = flatten({"a": {"b": np.int64(2), "c": {"d": np.float32(0.5)}}, "l": [1, 2]})
     assert row == {"a.b": 2, "a.c.d": 0.5, "l": [1, 2]} and type(row["a.b"]) is int
+
+
+def test_a_field_that_is_sometimes_a_mapping_gives_only_its_dotted_columns():
+    df = to_frame([{"extra": {"guarantee": None}}, {"extra": {"guarantee": {"alpha": 2.0}}}])
+    assert list(df.columns) == ["extra.guarantee.alpha"]
+    assert df["extra.guarantee.alpha"].iloc[1] == 2.0

@@ -159,6 +159,32 @@ def test_a_missing_plugin_module_is_bad_input(plugins):
                     "ModuleNotFoundError: No module named 'pl_nowhere'")
 
 
+def test_a_plugin_file_and_a_module_in_the_current_directory_both_load(plugins, tmp_path):
+    """``--plugin path/to/file.py`` imports the file; ``--plugin NAME`` finds NAME.py in the
+    current directory even from the console script, whose sys.path lacks it."""
+    sub = tmp_path / "elsewhere"
+    sub.mkdir()
+    (sub / "my_ect.py").write_text(textwrap.dedent('''
+        from optsched.heuristics.list_scheduling import ect_schedule
+        from optsched.solve import MethodOutput, register
+        @register("my-ect", description="ECT, as a plug-in file")
+        def my_ect(instance, context):
+            return MethodOutput(schedule=ect_schedule(instance))
+    '''))
+    by_file = subprocess.run([sys.executable, "-m", "optsched", "--plugin", "elsewhere/my_ect.py",
+                              "solve", "x.json", "--method", "my-ect"], cwd=plugins,
+                             capture_output=True, text=True, timeout=60)
+    assert by_file.returncode == 0, by_file.stderr
+    script = Path(sys.executable).with_name("optsched")
+    if script.exists():  # the console script: the current directory is not on sys.path
+        here = subprocess.run([str(script), "--plugin", "my_ect", "solve", "../x.json",
+                               "--method", "my-ect"], cwd=sub, capture_output=True, text=True,
+                              timeout=60)
+        assert here.returncode == 0, here.stderr
+    line = one_line_error(cli(plugins, "--plugin", "nowhere/none.py", "methods"), 2)
+    assert line == "optsched: error: cannot import plug-in file 'nowhere/none.py': no such file"
+
+
 def test_a_failed_import_leaves_no_method_registered(tmp_path, monkeypatch):
     (tmp_path / "pl_half.py").write_text(textwrap.dedent('''
         from optsched.solve import MethodOutput, register

@@ -65,18 +65,37 @@ def test_progress_lines_are_throttled():
     assert "incumbent 18  bound 12  gap 33.33 %" in lines[2]
 
 
+def test_progress_has_a_heartbeat():
+    """While a method reports nothing (a MILP, an LP), a line still comes every period."""
+    out = io.StringIO()
+    with ProgressLine(out, floor=10.0, every=0.05) as line:
+        time.sleep(0.3)
+        line(20.0, None)
+        time.sleep(0.2)
+    lines = out.getvalue().splitlines()
+    assert len(lines) >= 4 and "bound 10" in lines[0] and "incumbent 20" in lines[-1]
+    time.sleep(0.1)
+    assert len(out.getvalue().splitlines()) == len(lines)  # stopped with the run
+
+
 @pytest.mark.skipif(sys.platform == "win32", reason="SIGINT")
-def test_ctrl_c_returns_the_best_schedule_found(tmp_path):
-    """A Ctrl-C during a CP-SAT search ends it: the best schedule so far is printed and
-    written, marked interrupted, exit 0."""
+@pytest.mark.parametrize(("method", "path", "params"), [
+    ("cpsat", HARD, []),
+    ("milp-highs", ROOT / "instances" / "exact" / "exact-jobs10-s0.json", []),
+    ("hare", HARD, ["--param", "step1=exact"]),  # step 1 as CP-SAT
+])
+def test_ctrl_c_returns_the_best_schedule_found(tmp_path, method, path, params):
+    """A Ctrl-C during a CP-SAT or HiGHS search ends it: the best schedule so far is printed
+    and written, marked interrupted, exit 0."""
     out = tmp_path / "s.json"
-    proc = subprocess.Popen([sys.executable, "-m", "optsched", "solve", str(HARD), "--method",
-                             "cpsat", "--time-limit", "120", "--json", "--out", str(out)],
-                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    proc = subprocess.Popen([sys.executable, "-m", "optsched", "solve", str(path), "--method",
+                             method, *params, "--time-limit", "120", "--json", "--out",
+                             str(out)], stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                            text=True)
     assert proc.stderr is not None
     deadline = time.monotonic() + 60
     while time.monotonic() < deadline:  # the first progress line: the search is running
-        if "incumbent" in proc.stderr.readline():
+        if " s  " in proc.stderr.readline():
             break
     os.kill(proc.pid, signal.SIGINT)
     stdout, _ = proc.communicate(timeout=60)

@@ -38,7 +38,9 @@ def to_frame(rows: str | Path | Iterable[Mapping[str, Any] | Result]) -> Any:
 
     ``rows``: a records file written by ``optsched bench run`` (path), or records (dicts),
     or :class:`~optsched.result.Result` objects (their JSON fields; method-specific
-    ``extra`` fields under ``extra.``). Nested fields are flattened (:func:`flatten`).
+    ``extra`` fields under ``extra.``). Nested fields are flattened (:func:`flatten`); a field
+that is a mapping in some rows and missing or None in the others gives only its dotted
+columns.
 
     Raises
     ------
@@ -60,4 +62,8 @@ def to_frame(rows: str | Path | Iterable[Mapping[str, Any] | Result]) -> Any:
             fields = {k: v for k, v in data.items() if k not in row.extra}
             row = {**fields, "extra": dict(row.extra)}
         flat.append(flatten(row))
-    return pd.DataFrame(flat)
+    frame = pd.DataFrame(flat)
+    # a field that is a mapping in some rows and None in others: keep its dotted columns only
+    empty = [c for c in frame.columns if frame[c].isna().all()
+             and any(other.startswith(f"{c}.") for other in frame.columns)]
+    return frame.drop(columns=empty)

@@ -16,6 +16,7 @@ comfortably admit every benchmark of ``benchmarks/``.
 from __future__ import annotations
 
 import time
+from typing import Any
 
 #: Estimated peak memory above which a model is not built: a quarter of a 24 GiB machine, so
 #: that two benchmark workers and everything else still fit.
@@ -104,3 +105,11 @@ class Budget:
 def fmt(count: float) -> str:
     """A count in messages: ``1.2e+07`` style above 10⁵, plain below."""
     return f"{count:.2g}" if count >= 1e5 else f"{int(count)}"
+
+
+def stopped_by_ctrl_c(solver: Any, status: str) -> bool:
+    """Whether a CP-SAT search that ended with ``status`` (its name) was stopped by a Ctrl-C
+    (CP-SAT catches SIGINT and returns its best solution): it ended without proof well
+    before its own time limit."""
+    return status in ("FEASIBLE", "UNKNOWN") and \
+        solver.wall_time < 0.95 * solver.parameters.max_time_in_seconds - 0.1

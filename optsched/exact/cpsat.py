@@ -43,6 +43,7 @@ from optsched.exact.budget import (
     fmt,
     handover_seconds,
     lp_too_large,
+    stopped_by_ctrl_c,
 )
 from optsched.exact.grid import ScaledInstance, parse_time_unit, scale
 from optsched.heuristics.list_scheduling import ect_schedule
@@ -421,8 +422,7 @@ def solve_cpsat(instance: Instance, ctx: SolveContext, *, per_gpu: bool) -> Meth
     # best_bound_callback would abort the process then: ortools 9.15)
     status = solver.solve(model.m, Log())
     name = solver.status_name(status)
-    interrupted = name in ("FEASIBLE", "UNKNOWN") and \
-        solver.wall_time < 0.95 * solver.parameters.max_time_in_seconds - 0.1
+    interrupted = stopped_by_ctrl_c(solver, name)
     extra.update(solver_status=name, anytime=anytime, interrupted=interrupted)
     if STATUS[name] == "bug":
         raise OptschedError(f"CP-SAT returned {name} although the incumbent is feasible")

@@ -33,7 +33,7 @@ from typing import Any
 import numpy as np
 
 from optsched.errors import InputError, OptschedError
-from optsched.exact.budget import MAX_RL_PAIRS, Budget, OutOfTime, fmt
+from optsched.exact.budget import MAX_RL_PAIRS, Budget, OutOfTime, fmt, stopped_by_ctrl_c
 from optsched.exact.grid import scale
 from optsched.instance import Instance
 from optsched.schedule import Schedule
@@ -53,6 +53,7 @@ class RelaxedSolution:
     proved: bool
     bound: float | None
     solver_status: str
+    interrupted: bool = False  # a Ctrl-C stopped the search (the best solution is kept)
 
 
 def _rl_objective(inst: Instance, starts: dict[tuple[int, int, int], float],
@@ -166,7 +167,8 @@ def solve_hare_relaxation(instance: Instance, feasible: Schedule, *, time_unit: 
         found, value = hint_start, sc.objective_to_original(upper)
     proved = status == "OPTIMAL" and sc.exact
     starts = {key: float(v) * unit for key, v in found.items()}
-    return RelaxedSolution(starts, value, proved, value if proved else bound, status)
+    return RelaxedSolution(starts, value, proved, value if proved else bound, status,
+                           stopped_by_ctrl_c(solver, status))
 
 
 def _build(inst: Instance, deadline: list[int], fastest_round: list[int], weights: list[int],

@@ -26,7 +26,7 @@ import math
 import re
 import tempfile
 import warnings
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from pathlib import Path
 from typing import Any
 
@@ -225,33 +225,73 @@ class _Disjunctive:
 
 
 def solve_pulp(prob: Any, backend: str, *, time_limit: float | None, threads: int,
-               seed: int) -> tuple[float | None, str]:
+               seed: int, report: Callable[[float | None, float | None], None] | None = None
+               ) -> tuple[float | None, str, bool]:
     """Solve ``prob`` with ``highs`` or ``cbc``; (the solver's own best bound plus the
-    objective constant PuLP keeps outside, or None; the solver's status text)."""
+    objective constant PuLP keeps outside, or None; the solver's status text; whether a
+    Ctrl-C stopped it).
+
+    With HiGHS, ``report(incumbent, bound)`` receives every improving solution, and a Ctrl-C
+    stops the search (HiGHS runs in its own thread and is cancelled); what it found so far is
+    kept. CBC runs as a child process, which a Ctrl-C ends with the run."""
     import pulp
 
     constant = float(prob.objective.constant)
     if backend == "highs":
-        solver = pulp.HiGHS(msg=False, timeLimit=time_limit, threads=threads, gapRel=0.0,
-                            gapAbs=1e-9, random_seed=seed)
+        solver = _highs_solver(report, constant, msg=False, timeLimit=time_limit,
+                                     threads=threads, gapRel=0.0, gapAbs=1e-9,
+                                     random_seed=seed)
         with native_stdout_silenced():
             prob.solve(solver)
         highs = prob.solverModel
         info = highs.getInfo()
+        if solver.interrupted and info.primal_solution_status != 2:
+            # PuLP reads HiGHS's "interrupted" as "integer feasible" even with no solution
+            prob.sol_status = pulp.LpSolutionNoSolutionFound
         bound = info.mip_dual_bound + constant if math.isfinite(info.mip_dual_bound) else None
-        return bound, highs.modelStatusToString(highs.getModelStatus())
+        return bound, highs.modelStatusToString(highs.getModelStatus()), solver.interrupted
     with tempfile.TemporaryDirectory() as tmp:
         log = Path(tmp) / "cbc.log"
         with warnings.catch_warnings():  # the bundled CBC is tested; pulp is pinned
             warnings.simplefilter("ignore", DeprecationWarning)
-            solver = pulp.PULP_CBC_CMD(msg=False, timeLimit=time_limit, threads=threads,
-                                       gapRel=0.0, gapAbs=0.0, logPath=str(log),
-                                       options=[f"randomSeed {seed + 1}"])
+            cbc = pulp.PULP_CBC_CMD(msg=False, timeLimit=time_limit, threads=threads,
+                                    gapRel=0.0, gapAbs=0.0, logPath=str(log),
+                                    options=[f"randomSeed {seed + 1}"])
         with native_stdout_silenced():
-            prob.solve(solver)
+            prob.solve(cbc)
         text = log.read_text(errors="replace") if log.exists() else ""
     raw = cbc_bound(text)
-    return (None if raw is None else raw + constant), pulp.LpSolution[prob.sol_status]
+    return (None if raw is None else raw + constant), pulp.LpSolution[prob.sol_status], False
+
+
+def _highs_solver(report: Callable[[float | None, float | None], None] | None,
+                        constant: float, **options: Any) -> Any:
+    """PuLP's HiGHS interface, run so that a Ctrl-C cancels the search instead of waiting for
+    the time limit (HiGHS's own thread, ``cancelSolve``), and reporting improving solutions.
+    ``.interrupted`` says whether a Ctrl-C stopped it."""
+    import pulp
+
+    class Interruptible(pulp.HiGHS):
+        interrupted = False
+
+        def callSolver(self, lp: Any) -> None:
+            highs = lp.solverModel
+            highs.HandleUserInterrupt = True
+            if report is not None:
+                highs.cbMipImprovingSolution.subscribe(lambda event: report(
+                    event.data_out.objective_function_value + constant,
+                    event.data_out.mip_dual_bound + constant))
+            highs.startSolve()
+            try:
+                while not highs.wait(0.1)[0]:
+                    pass
+            except KeyboardInterrupt:
+                self.interrupted = True
+                highs.cancelSolve()
+                while not highs.wait(0.1)[0]:
+                    pass
+
+    return Interruptible(**options)
 
 
 def solve_milp(instance: Instance, ctx: SolveContext, backend: str) -> MethodOutput:
@@ -286,9 +326,11 @@ def solve_milp(instance: Instance, ctx: SolveContext, backend: str) -> MethodOut
             return MethodOutput(schedule=incumbent, extra={**extra, **late})
     if choice_param(ctx.params, "relaxation", ("none", "lp")) == "lp":
         return _lp_relaxation(model, incumbent, backend, left, extra)
-    bound, extra["solver_status"] = solve_pulp(model.prob, backend, time_limit=left,
-                                               threads=threads, seed=ctx.seed)
+    bound, extra["solver_status"], extra["interrupted"] = solve_pulp(
+        model.prob, backend, time_limit=left, threads=threads, seed=ctx.seed, report=ctx.report)
     status, has_solution = map_status(model.prob.sol_status)
+    if extra["interrupted"] and not has_solution:  # stopped before a solution: the incumbent
+        return MethodOutput(schedule=incumbent, bound=bound, extra=extra)
     if not has_solution:
         return MethodOutput(bound=bound if status is Status.UNKNOWN else None, status=status,
                             extra=extra)

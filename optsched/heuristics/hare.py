@@ -167,6 +167,7 @@ def _solve(instance: Instance, ctx: SolveContext, relaxation: str, gpu_choice: s
     budget = Budget(ctx.time_limit)
     started = time.perf_counter()
     info: dict[str, Any]
+    interrupted = False
     published = relaxation == "rl" and gpu_choice == "earliest-free"
     step1 = choice_param(params, "step1", STEP1_CHOICES) if relaxation == "rl" else ""
     if relaxation == "rl" and (step1 == "lp" or (step1 == "auto"
@@ -196,6 +197,7 @@ def _solve(instance: Instance, ctx: SolveContext, relaxation: str, gpu_choice: s
         value, proved, bound = rl.objective, rl.proved, rl.bound
         info = {"kind": "hare_sched_rl", "objective": value, "proved": proved,
                 "bound": bound, "solver_status": rl.solver_status, "time_unit": unit}
+        interrupted = rl.interrupted
     else:
         ratio = _lp_params(params)
         lp = interval_lp(instance, ratio, time_limit=budget.left())
@@ -225,6 +227,7 @@ def _solve(instance: Instance, ctx: SolveContext, relaxation: str, gpu_choice: s
         "relaxation": info, "gpu_choice": gpu_choice, "gpu_tie": tie,
         "tie_objectives": ties, "list_scheduling_s": step2_s,
         "guarantee": guarantee(instance, objective, value, proved, published),
+        "interrupted": interrupted,
     })
 
 

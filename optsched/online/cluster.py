@@ -59,6 +59,7 @@ from optsched.online.engine import (
     PhaseMetricsObserver,
     PolicyError,
     Simulation,
+    declared,
     read_only,
     unpack,
 )
@@ -128,7 +129,8 @@ class ClusterPolicy(Protocol):
     rounds to start now, as :class:`~optsched.online.engine.Start` decisions
     ``(job, gpus, share)`` (``share`` False may be left out). ``tick`` is the period at which
     the engine wakes it up with nothing else happening (heartbeats, batch intervals; None:
-    never), ``event_driven`` whether GPUs are known vacant at once."""
+    never; the default), ``event_driven`` whether GPUs are known vacant at once (default
+    True)."""
 
     name: str
     tick: float | None
@@ -173,10 +175,11 @@ def simulate_cluster(instance: Instance, policy: ClusterPolicy, *, seed: int = 0
     """
     if instance.mode != "gang":
         raise InputError(f"cluster policy {policy.name!r} runs in gang mode only")
-    if policy.tick is not None and not MIN_PERIOD <= policy.tick <= MAX_VALUE:
+    tick, event_driven = declared(policy, "tick"), declared(policy, "event_driven")
+    if tick is not None and not MIN_PERIOD <= tick <= MAX_VALUE:
         raise InputError(f"cluster policy {policy.name!r}: tick must be in [{MIN_PERIOD:g}, "
-                         f"{MAX_VALUE:g}] s, got {policy.tick!r}")
-    if not policy.event_driven and policy.tick is None:
+                         f"{MAX_VALUE:g}] s, got {tick!r}")
+    if not event_driven and tick is None:
         raise InputError("heartbeat reporting needs a heartbeat period")
     return _ClusterEngine(instance, policy, seed, record=record, progress=progress,
                           observers=observers).run()
@@ -190,8 +193,9 @@ class _ClusterEngine(Engine):
 
     def __init__(self, instance: Instance, policy: ClusterPolicy, seed: int, *,
                  record: bool, progress: bool, observers: Sequence[Observer]) -> None:
-        super().__init__(instance, policy, policy.tick, record=record, progress=progress,
-                         observers=observers)
+        super().__init__(instance, policy, declared(policy, "tick"), record=record,
+                         progress=progress, observers=observers)
+        self.event_driven: bool = declared(policy, "event_driven")
         self.inst = instance
         self.rng = np.random.default_rng(seed)
         self.jobs = [ClusterJob(j, job.id, job.arrival, job.weight, job.tasks_per_round,
@@ -478,7 +482,7 @@ class _ClusterEngine(Engine):
             if not self.holders[g]:
                 for held in self.on_held:
                     held(g, self.held_since[g], now)
-                (self.vacant if self.policy.event_driven else self.unreported).add(g)
+                (self.vacant if self.event_driven else self.unreported).add(g)
 
     def _done(self, rnd: _Round, now: float) -> None:
         self._release(rnd, now)

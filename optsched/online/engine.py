@@ -33,7 +33,7 @@ from typing import Any, NamedTuple
 import numpy as np
 
 from optsched.errors import InputError, OptschedError
-from optsched.instance import Instance
+from optsched.instance import MODES, Instance
 from optsched.schedule import Schedule, Task
 
 #: Event kinds the engine itself knows; an execution model numbers its own from MODEL_EVENTS.
@@ -76,6 +76,18 @@ def unpack(decision: Any, policy: Any) -> tuple[int, Any, bool]:
         return job, where, bool(share)
     raise PolicyError(f"policy {policy.name!r}: a decision is (job, where) or (job, where, "
                       f"share), got {decision!r}")
+
+
+#: What a policy that leaves one of these attributes out is taken to declare: every mode,
+#: not clairvoyant, no tick, decisions as soon as GPUs free up.
+POLICY_DEFAULTS: dict[str, Any] = {"modes": frozenset(MODES), "clairvoyant": False,
+                                   "tick": None, "event_driven": True}
+
+
+def declared(policy: Any, name: str) -> Any:
+    """``policy``'s attribute ``name`` (one of :data:`POLICY_DEFAULTS`), or its default: a
+    policy need not subclass anything, nor state what it does not need."""
+    return getattr(policy, name, POLICY_DEFAULTS[name])
 
 
 def read_only(row: np.ndarray) -> np.ndarray:

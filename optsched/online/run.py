@@ -11,7 +11,7 @@ from optsched.exact.bounds import critical_path_bound
 from optsched.instance import Instance
 from optsched.limits import check_seed
 from optsched.online.baselines import Replay
-from optsched.online.engine import PolicyError, ScheduleStreamer, Simulation
+from optsched.online.engine import PolicyError, ScheduleStreamer, Simulation, declared
 from optsched.online.simulator import execution_model, simulate
 from optsched.output import StreamedFile
 from optsched.result import Result, Status
@@ -66,15 +66,17 @@ def run_policy(instance: Instance, policy: str, *, params: Mapping[str, str] | N
     if cluster:
         bound = None  # the critical path ignores phases and placement factors
         extra = {"gpu_idle_s": sim.metrics["gpu_idle_s"],
-                 "mean_execution_s": sim.metrics["mean_execution_s"], "tick": chosen.tick,
-                 "event_driven": chosen.event_driven}
+                 "mean_execution_s": sim.metrics["mean_execution_s"],
+                 "tick": declared(chosen, "tick"),
+                 "event_driven": declared(chosen, "event_driven")}
         settings = getattr(chosen, "settings", None)  # a policy's full settings, if it says
         if isinstance(settings, dict):
             extra["settings"] = settings
     else:
         bound = critical_path_bound(sim.instance)
-        extra = {"clairvoyant": chosen.clairvoyant, "noise": noise, "switch_cost": switch_cost,
-                 "tick": tick, "event_driven": event_driven, "bound_critical_path": bound}
+        extra = {"clairvoyant": declared(chosen, "clairvoyant"), "noise": noise,
+                 "switch_cost": switch_cost, "tick": tick, "event_driven": event_driven,
+                 "bound_critical_path": bound}
     objective, metrics = sim.objective, sim.metrics
     if sim.schedule is not None:
         objective, metrics = checked(sim.instance, sim.schedule, policy, "simulate")

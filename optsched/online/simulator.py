@@ -59,6 +59,7 @@ from optsched.online.engine import (
     Observer,
     PolicyError,
     Simulation,
+    declared,
     read_only,
     unpack,
 )
@@ -337,8 +338,9 @@ class Policy(Protocol):
     :class:`~optsched.online.engine.Start` decisions or plain ``(job, where)`` tuples.
 
     ``execution`` (optional, default ``"basic"``) names the execution model the policy is
-    written for: ``"basic"`` (this module: ``view`` is a :class:`View`, ``clairvoyant`` and
-    ``modes`` are read) or ``"cluster"`` (:mod:`optsched.online.cluster`: ``view`` is a
+    written for: ``"basic"`` (this module: ``view`` is a :class:`View`; ``clairvoyant``,
+    default False, and ``modes``, default both, are read) or ``"cluster"``
+    (:mod:`optsched.online.cluster`: ``view`` is a
     :class:`~optsched.online.cluster.ClusterView`, the policy's ``tick`` and
     ``event_driven`` set its heartbeat). The rest of this docstring is the basic model's.
 
@@ -446,7 +448,7 @@ def simulate(instance: Instance, policy: Policy | ClusterPolicy, *, seed: int = 
     if instance.cluster:
         raise InputError(f"policy {policy.name!r} does not model phases, GPU sharing or "
                          "placement factors (instance@2); use a cluster policy such as liquid")
-    if instance.mode not in policy.modes:
+    if instance.mode not in declared(policy, "modes"):
         raise InputError(f"policy {policy.name!r} does not support mode {instance.mode!r}")
     if tick is not None and not MIN_PERIOD <= tick <= MAX_VALUE:
         raise InputError(f"tick (--tick) must be in [{MIN_PERIOD:g}, {MAX_VALUE:g}] s, "
@@ -503,7 +505,7 @@ class _BasicEngine(Engine):
         self.states: dict[int, JobState] = {}  # made at arrival
         # when the current round's results are ready (realised times: hidden from policies)
         self.round_ready = [job.arrival for job in real.jobs]
-        self.oracle = Oracle(real) if policy.clairvoyant else None
+        self.oracle = Oracle(real) if declared(policy, "clairvoyant") else None
         self.gpu_ids = tuple(g.id for g in real.gpus)
         self.gpu_types = tuple(g.type for g in real.gpus)
         self.on_gpu = [-1] * real.n_gpus  # job computing on each GPU (relaxed mode)

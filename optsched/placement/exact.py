@@ -49,7 +49,7 @@ from optsched.placement.cost import CODE_DISTANCE, code_groups
 from optsched.placement.model import PlacementInstance, placement_from_hosts
 from optsched.placement.place import COST_PARAMS, PlaceContext, PlaceOutput, cost_model
 from optsched.result import Status
-from optsched.solve import register
+from optsched.solve import EXACT_TIME_LIMIT, register
 from optsched.topology import Distance
 
 
@@ -421,11 +421,11 @@ def solve_placement_milp(instance: PlacementInstance, ctx: PlaceContext, backend
         left -= PULP_HANDOVER_SECONDS_PER_NONZERO * nonzeros
         if left < MIN_SOLVER_SECONDS:
             return _fallback(instance, ctx, {"backend": backend}, budget)
-    bound, solver_status = solve_pulp(b.prob, backend, time_limit=left,
-                                      threads=int_param(ctx.params, "threads", 1),
-                                      seed=ctx.seed)
+    bound, solver_status, interrupted = solve_pulp(
+        b.prob, backend, time_limit=left, threads=int_param(ctx.params, "threads", 1),
+        seed=ctx.seed)
     extra: dict[str, Any] = {"solver_status": solver_status, "backend": backend,
-                             "variables": b.prob.numVariables()}
+                             "variables": b.prob.numVariables(), "interrupted": interrupted}
     status, has_solution = map_status(b.prob.sol_status)
     if not has_solution:
         return PlaceOutput(bound=bound if status is Status.UNKNOWN else None, status=status,
@@ -444,21 +444,24 @@ def _threads_params(params: Mapping[str, str]) -> None:
     int_param(params, "threads", 1)
 
 
-@register("cpsat", kind="place", parse=_workers_params,
+@register("cpsat", kind="place", default_time_limit=EXACT_TIME_LIMIT,
+          parse=_workers_params,
           params={**COST_PARAMS, "workers": "CP-SAT worker threads (default 1)"},
           description="exact placement with CP-SAT for the order-free cost (certified bound)")
 def _place_cpsat(instance: PlacementInstance, ctx: PlaceContext) -> PlaceOutput:
     return solve_placement(instance, ctx)
 
 
-@register("milp-highs", kind="place", parse=_threads_params,
+@register("milp-highs", kind="place", default_time_limit=EXACT_TIME_LIMIT,
+          parse=_threads_params,
           params={**COST_PARAMS, "threads": "HiGHS threads (default 1)"},
           description="exact placement as a MILP through PuLP + HiGHS (certified bound)")
 def _place_milp_highs(instance: PlacementInstance, ctx: PlaceContext) -> PlaceOutput:
     return solve_placement_milp(instance, ctx, "highs")
 
 
-@register("milp-cbc", kind="place", parse=_threads_params,
+@register("milp-cbc", kind="place", default_time_limit=EXACT_TIME_LIMIT,
+          parse=_threads_params,
           params={**COST_PARAMS, "threads": "CBC threads (default 1)"},
           description="exact placement as a MILP through PuLP + CBC (certified bound)")
 def _place_milp_cbc(instance: PlacementInstance, ctx: PlaceContext) -> PlaceOutput:

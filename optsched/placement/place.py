@@ -85,6 +85,9 @@ def place(instance: PlacementInstance, method: str, *, seed: int = 0,
           ) -> tuple[Result, Placement | None]:
     """Run the registered ``place`` method ``method`` and check its placement.
 
+    ``time_limit`` (seconds; default: the method's ``default_time_limit``, see
+    ``optsched methods``) bounds the run; the limit used is in ``extra["time_limit"]``.
+
     Raises
     ------
     InputError
@@ -97,6 +100,8 @@ def place(instance: PlacementInstance, method: str, *, seed: int = 0,
     info = get_method(method, "place")
     check_seed(seed)
     check_time_limit(time_limit)
+    if time_limit is None:
+        time_limit = info.default_time_limit
     params = dict(params or {})
     info.check_params(params)
     model = cost_model(params)
@@ -111,7 +116,7 @@ def place(instance: PlacementInstance, method: str, *, seed: int = 0,
                                   params=params, objective_name=model.objective_name)
     if out.placement is None:
         return Result(out.status or Status.UNKNOWN, objective=None, bound=bound,
-                      extra=dict(out.extra), **common), None
+                      extra={**out.extra, "time_limit": time_limit}, **common), None
     report = check_placement(instance, out.placement, model)
     if not report.feasible or report.cost is None:
         first = report.violations[0].message if report.violations else "incomplete"
@@ -122,4 +127,4 @@ def place(instance: PlacementInstance, method: str, *, seed: int = 0,
     status = Status.OPTIMAL if is_optimal(cost, bound) else Status.FEASIBLE
     metrics = {"network": report.cost.network, "load": report.cost.load}
     return Result(status, objective=cost, bound=bound, metrics=metrics,
-                  extra=dict(out.extra), **common), out.placement
+                  extra={**out.extra, "time_limit": time_limit}, **common), out.placement
