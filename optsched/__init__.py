@@ -2,7 +2,14 @@
 
 The core objects: :class:`Instance` (GPUs or a topology, jobs, mode), :class:`Schedule`, the
 independent :func:`check`, and :func:`solve` over a registry of methods (:func:`register`)
-returning a :class:`Result`.
+returning a :class:`Result`; generators for random instances (:func:`generate`) and for the
+Hare and Liquid papers' settings (:func:`generate_hare`, :func:`generate_liquid`).
+
+The other public modules: :mod:`optsched.online` (simulation of online policies),
+:mod:`optsched.placement` (Liquid's placement), :mod:`optsched.traces` (peer systems' job
+traces), :mod:`optsched.bench` (instance sets, benchmark runs, gap tables, data frames),
+:mod:`optsched.plot` (Gantt charts, JCT distributions) and :mod:`optsched.testing`
+(hypothesis strategies and assertions for property tests).
 """
 
 from optsched.check import CheckReport as CheckReport
@@ -12,7 +19,11 @@ from optsched.errors import InputError as InputError
 from optsched.errors import OptschedError as OptschedError
 from optsched.errors import UnknownNameError as UnknownNameError
 from optsched.generate import GeneratorSpec as GeneratorSpec
+from optsched.generate import HareSpec as HareSpec
+from optsched.generate import LiquidSpec as LiquidSpec
 from optsched.generate import generate as generate
+from optsched.generate import generate_hare as generate_hare
+from optsched.generate import generate_liquid as generate_liquid
 from optsched.instance import GPU as GPU
 from optsched.instance import Instance as Instance
 from optsched.instance import Job as Job
@@ -38,9 +49,11 @@ __all__ = [
     "GPU",
     "CheckReport",
     "GeneratorSpec",
+    "HareSpec",
     "InputError",
     "Instance",
     "Job",
+    "LiquidSpec",
     "MethodOutput",
     "OptschedError",
     "Result",
@@ -53,6 +66,8 @@ __all__ = [
     "Violation",
     "check",
     "generate",
+    "generate_hare",
+    "generate_liquid",
     "load_instance",
     "load_schedule",
     "methods",

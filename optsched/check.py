@@ -1,6 +1,6 @@
 """The independent schedule checker: the source of truth for feasibility and objective.
 
-:func:`check` reports **every** violation of DESIGN.md §1 in either execution mode and
+:func:`check` reports **every** violation of the model (docs/model.md) in either execution mode and
 recomputes the objective and metrics from scratch. It shares no code with any solver or
 heuristic; every method's output goes through it (``optsched.solve`` does so on every call).
 
@@ -39,8 +39,9 @@ attempts) follow :func:`_cluster_rounds`'s model (models/cluster-execution.md) a
                    training start, or is followed by an attempt of the same round that
                    starts before it failed
 
-Times are compared within :class:`Tolerance` (DESIGN.md §1): max(1e-9 · max(1, longest task
-time), 4 units in the last place of |t|), which does not depend on where time zero is.
+Times are compared within :class:`Tolerance` (docs/model.md, *Time tolerance*):
+max(1e-9 · max(1, longest task time), 4 units in the last place of |t|), which does not depend
+on where time zero is.
 """
 
 from __future__ import annotations
@@ -60,7 +61,7 @@ ULPS = 4
 
 @dataclass(frozen=True)
 class Tolerance:
-    """How far apart two times may be and still count as equal (DESIGN.md §1).
+    """How far apart two times may be and still count as equal (docs/model.md).
 
     ``max(1e-9 · max(1, longest task time of the instance), 4 units in the last place of
     |t|)``: the first term absorbs the rounding of sums of task times, the second the
@@ -308,8 +309,8 @@ def _cluster_rounds(instance: Instance, tol: Tolerance,
                     timeline: dict[tuple[str, int, int], tuple[float, float, float, float]],
                     out: list[Violation]) -> tuple[dict[tuple[int, int], float],
                                                    tuple[int, float]]:
-    """Timing of a cluster instance (DESIGN.md §1 gang mode with instance@2's fields, or any
-    schedule@2); returns each round's ready time and (failed attempts, GPU-seconds they
+    """Timing of a cluster instance (the gang mode of docs/model.md with instance@2's fields,
+    or any schedule@2); returns each round's ready time and (failed attempts, GPU-seconds they
     held), and fills ``occupancy`` with each task's held interval and ``timeline`` with its
     phases (models/cluster-execution.md).
 

@@ -1,4 +1,4 @@
-"""The ``optsched`` command line (DESIGN.md §2).
+"""The ``optsched`` command line (docs/cli.md).
 
 Exit codes, as ``diff`` and ``cmp`` use them: 0 success (feasible; a schedule was produced),
 1 a negative answer (violations; no solution), 2 bad input, 70 internal error (one line;
@@ -170,8 +170,11 @@ def _print_result(result: Result, online: bool = False) -> None:
         source = {"method": "the method's certified bound",
                   "critical_path": "critical path"}.get(result.extra.get("bound_source", ""))
         print(f"bound      {_fmt(result.bound)}" + (f"  ({source})" if source else ""))
-        gap = result.gap
-        print(f"gap        {'-' if gap is None else f'{100 * gap:.2f} %'}")
+        if result.mode == "placement":  # a cost can be negative: no ratio
+            print(f"gap        {_fmt(result.absolute_gap)}  (cost − bound)")
+        else:
+            gap = result.gap
+            print(f"gap        {'-' if gap is None else f'{100 * gap:.2f} %'}")
     print(f"runtime    {result.runtime_s:.3f} s")
     limit = result.extra.get("time_limit")
     if limit is not None:

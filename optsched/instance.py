@@ -1,4 +1,4 @@
-"""The scheduling instance: GPUs, jobs, execution mode (DESIGN.md §1).
+"""The scheduling instance: GPUs, jobs, execution mode (docs/model.md).
 
 An :class:`Instance` is validated once at construction and immutable afterwards. It exposes
 the dense matrices ``compute[j, g]`` and ``sync[j, g]`` over jobs × GPUs (seconds; ``inf``
@@ -271,7 +271,7 @@ def placement_pattern(roles: Sequence[str], hosts: Sequence[str]) -> str:
 
 @dataclass(frozen=True)
 class Instance:
-    """A validated scheduling instance (DESIGN.md §1).
+    """A validated scheduling instance (docs/model.md).
 
     Parameters
     ----------
@@ -303,7 +303,9 @@ class Instance:
     compute, sync
         Read-only ``float`` arrays of shape (jobs, GPUs); ``inf`` where a job is ineligible.
         With ``sync_bytes`` + ``ps``: ``sync[j, g] = 2·8·sync_bytes / (1e9·bottleneck(g, ps))
-        + latency(g, ps)`` (push gradients, pull parameters). Built on first use from
+        + latency(g, ps)`` (push gradients, pull parameters). Built on first use from the
+        compact form below, so an instance of many jobs and GPUs that only the simulator
+        reads never holds the dense matrices.
     gpu_class, class_compute, class_sync
         The compact form: each GPU's class, and read-only (jobs, classes) arrays with
         ``compute[j, g] == class_compute[j, gpu_class[g]]`` (the same for ``sync``).

@@ -1,4 +1,4 @@
-"""Reading and writing the JSON contracts (DESIGN.md §2): instance@1/@2 and schedule@1/@2.
+"""Reading and writing the JSON contracts (docs/formats.md): instance@1/@2 and schedule@1/@2.
 
 The ``@2`` formats accept every ``@1`` file (with its format name changed) and add the
 cluster fields of Liquid's model: GPU memory, GPU sharing, launch/save phases, task roles,

@@ -1,4 +1,4 @@
-"""Schedule metrics of DESIGN.md §1, computed from completion times and GPU intervals.
+"""Schedule metrics of the model (docs/model.md), computed from completion times and GPU intervals.
 
 Used by the checker only, so that every reported figure comes from the independent check.
 """

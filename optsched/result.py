@@ -1,4 +1,4 @@
-"""The one result type of every method (DESIGN.md §2 "Result")."""
+"""The one result type of every method (docs/formats.md, *Result*)."""
 
 from __future__ import annotations
 
@@ -14,8 +14,8 @@ from optsched.schedule import Schedule
 #: A schedule is optimal when objective − bound ≤ OPTIMAL_TOL · max(1, |objective|).
 OPTIMAL_TOL = 1e-6
 OBJECTIVE_NAME = "total_weighted_completion_time"
-_RESULT_KEYS = {"status", "objective", "objective_name", "bound", "gap", "runtime_s", "method",
-                "mode", "seed", "params", "metrics"}
+_RESULT_KEYS = {"status", "objective", "objective_name", "bound", "gap", "absolute_gap",
+                "runtime_s", "method", "mode", "seed", "params", "metrics"}
 
 
 class Status(StrEnum):
@@ -40,8 +40,19 @@ def gap(objective: float | None, bound: float | None) -> float | None:
     return (objective - bound) / objective
 
 
+def absolute_gap(objective: float | None, bound: float | None) -> float | None:
+    """objective − bound (0 within the optimality tolerance of :func:`is_optimal`); ``None``
+    when either is missing. The gap of objectives that may be ≤ 0, such as Liquid's
+    placement cost, where a ratio means nothing."""
+    if objective is None or bound is None:
+        return None
+    if objective - bound <= OPTIMAL_TOL * max(1.0, abs(objective)):
+        return 0.0 if objective >= bound else objective - bound
+    return objective - bound
+
+
 def is_optimal(objective: float | None, bound: float | None) -> bool:
-    """DESIGN.md §1: objective − bound ≤ 1e-6 · max(1, |objective|)."""
+    """Optimal (docs/model.md): objective − bound ≤ 1e-6 · max(1, |objective|)."""
     if objective is None or bound is None:
         return False
     return objective - bound <= OPTIMAL_TOL * max(1.0, abs(objective))
@@ -87,7 +98,15 @@ class Result:
 
     @property
     def gap(self) -> float | None:
-        return gap(self.objective, self.bound)
+        """The relative gap (:func:`gap`); ``None`` for a placement, whose cost can be zero or
+        negative (see :attr:`absolute_gap`)."""
+        return None if self.mode == "placement" else gap(self.objective, self.bound)
+
+    @property
+    def absolute_gap(self) -> float | None:
+        """objective − bound (:func:`absolute_gap`): the gap of every kind of result,
+        placements included."""
+        return absolute_gap(self.objective, self.bound)
 
     def to_dict(self) -> dict[str, Any]:
         """The Result JSON object (the schedule itself is written separately)."""
@@ -97,6 +116,7 @@ class Result:
             "objective_name": self.objective_name,
             "bound": self.bound,
             "gap": self.gap,
+            "absolute_gap": self.absolute_gap,
             "runtime_s": self.runtime_s,
             "method": self.method,
             "mode": self.mode,

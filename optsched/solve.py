@@ -274,7 +274,7 @@ def load_plugin(module: str) -> None:
 
     ``module`` is a module name (importable from the current directory too, as with
     ``python -m``) or the path of a Python file (``path/to/my_methods.py``), which is
-    imported as a module named after the file.
+    imported as a module named after the file. Loading a module or file again does nothing.
 
     Raises
     ------
@@ -292,6 +292,12 @@ def load_plugin(module: str) -> None:
         if not name.isidentifier():
             raise InputError(f"cannot import plug-in file {module!r}: {name!r} is not a "
                              "valid module name")
+        loaded = sys.modules.get(name)
+        if loaded is not None:  # imported once already (like a module name), or a clash
+            if Path(getattr(loaded, "__file__", None) or "").resolve() == path.resolve():
+                return
+            raise InputError(f"cannot import plug-in file {module!r}: a module named {name!r} "
+                             "is already imported; rename the file")
         _import_plugin(name, lambda: _import_file(name, path),
                        f"cannot import plug-in file {module!r}")
         return

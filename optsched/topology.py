@@ -1,6 +1,6 @@
 """Cluster topology: a validated, read-only view of a networkx graph of GPUs, hosts, switches.
 
-DESIGN.md §1: every node has ``kind`` = ``gpu`` | ``host`` | ``switch`` and a string id; a GPU
+docs/model.md: every node has ``kind`` = ``gpu`` | ``host`` | ``switch`` and a string id; a GPU
 has ``gpu_type`` and exactly one edge, to its host; switches may carry ``level`` (``rack``,
 ``domain``, ``core``, …); every edge has ``bandwidth`` in Gbit/s and optional ``latency`` in s.
 Between two nodes the toolkit uses the *widest* path (largest bottleneck bandwidth) and, among
@@ -48,7 +48,7 @@ class Topology:
     Parameters
     ----------
     graph
-        An undirected ``networkx.Graph`` as described in DESIGN.md §1. It is copied; later
+        An undirected ``networkx.Graph`` as described in docs/model.md. It is copied; later
         changes to it do not affect the topology.
 
     Raises

@@ -1,6 +1,6 @@
 """Workload catalog: seconds per mini-batch for each (workload, GPU type), with provenance.
 
-Every cell says where its number comes from (DESIGN.md §1): ``published`` (with the
+Every cell says where its number comes from (docs/model.md): ``published`` (with the
 citation), ``derived`` (how), or ``assumed`` (why). The catalog shipped with the package is
 ``optsched/data/workloads.json``; ``scripts/build_catalog.py`` regenerates it.
 """

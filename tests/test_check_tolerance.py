@@ -1,4 +1,4 @@
-"""The checker's time tolerance does not depend on where time zero is (DESIGN.md §1).
+"""The checker's time tolerance does not depend on where time zero is (docs/model.md).
 
 max(1e-9 · max(1, longest task time), 4 units in the last place of |t|): shifting every
 arrival and start by a constant changes neither the verdict nor the violations, and schedules

@@ -331,3 +331,27 @@ def test_library_solve_raises_method_error_for_exits_and_bad_bounds():
         check_bound(get_method("ect"), None, math.inf)
     with pytest.raises(MethodError, match=r"bound 9\.0 exceeds the checked cost 1\.0"):
         check_bound(get_method("ect"), 9.0, 1.0, "cost")
+
+
+def test_loading_a_plugin_file_twice_is_a_no_op(tmp_path):
+    """A plug-in file loaded again (as a benchmark's forked workers do) is not re-run, so its
+    methods are not registered twice."""
+    path = tmp_path / "pl_twice.py"
+    path.write_text(textwrap.dedent('''
+        from optsched.solve import MethodOutput, register
+        @register("pl-twice", description="registered once")
+        def once(instance, context):
+            return MethodOutput()
+    '''))
+    try:
+        load_plugin(str(path))
+        load_plugin(str(path))
+        assert get_method("pl-twice").plugin == "pl_twice"
+        other = tmp_path / "sub"
+        other.mkdir()
+        (other / "pl_twice.py").write_text("")
+        with pytest.raises(InputError, match="a module named 'pl_twice' is already imported"):
+            load_plugin(str(other / "pl_twice.py"))
+    finally:
+        sys.modules.pop("pl_twice", None)
+        solve_module._REGISTRY.pop(("solve", "pl-twice"), None)

@@ -129,3 +129,26 @@ def test_online_results_print_jct_metrics_not_a_gap(capsys):
     out = capsys.readouterr().out
     assert "wJCT" in out and "mean JCT" in out and "floor" in out
     assert "gap" not in out
+
+
+def test_a_placement_gap_is_absolute(tmp_path, capsys):
+    """Liquid's paper cost can be negative: a placement's gap is cost − bound, never a ratio;
+    schedules keep the relative gap and get the absolute one too."""
+    from optsched.placement import generate_placement, place
+    from optsched.placement.generate import PlacementSpec
+
+    inst = generate_placement(PlacementSpec(hosts=5, jobs=3), 0)
+    exact, _ = place(inst, "cpsat")
+    assert exact.objective is not None and exact.objective < 0
+    assert exact.gap is None and exact.absolute_gap == 0.0
+    assert exact.extra["time_limit"] == EXACT_TIME_LIMIT
+    data = exact.to_dict()
+    assert data["gap"] is None and data["absolute_gap"] == 0.0
+    ect = solve(load_instance(TOY), "ect")
+    assert ect.absolute_gap == ect.objective - ect.bound and ect.gap is not None
+    path = tmp_path / "p.json"
+    from optsched.placement import save_placement_instance
+
+    save_placement_instance(path, inst)
+    assert main(["place", str(path), "--method", "bestfit"]) == 0
+    assert "(cost − bound)" in capsys.readouterr().out

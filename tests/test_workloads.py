@@ -99,6 +99,6 @@ def test_gavel_reader_on_gavel_file_matches_the_catalog(peer_data):
     for name, w in cat.workloads.items():
         for gtype, cell in w.cells.items():
             assert shipped.seconds(name, gtype) == pytest.approx(cell.seconds, rel=1e-12)
-    # peers.md: ResNet-50 bs64 runs 4.39 steps/s on V100 and 0.62 on K80
+    # Gavel's published throughputs: ResNet-50 bs64 runs 4.39 steps/s on V100 and 0.62 on K80
     assert 1 / cat.seconds("ResNet-50 (batch size 64)", "V100") == pytest.approx(4.3948, 1e-4)
     assert 1 / cat.seconds("ResNet-50 (batch size 64)", "K80") == pytest.approx(0.6190, 1e-3)

@@ -1,4 +1,39 @@
-"""Benchmark machinery: instance grids and manifests, the resumable runner, reports.
+"""Benchmarks: instance sets from grids with manifests of best-known values, a resumable
+runner, gap reports and data frames.
 
-See benchmarks/PROTOCOL.md for the protocol these implement.
+A typical run: :func:`load_grid` then :func:`generate_set` writes an instance set and its
+:class:`Manifest`; :func:`plan` lists the runs (instances × methods × modes × seeds) and
+:func:`run_benchmark` executes them, appending one record per run to a records file and
+updating the manifest's best objective and bound; :func:`write_report` writes gap tables
+(Markdown, CSV, LaTeX) and plots; :func:`to_frame` loads records or results into pandas.
 """
+
+from optsched.bench.frame import to_frame as to_frame
+from optsched.bench.grid import Grid as Grid
+from optsched.bench.grid import generate_set as generate_set
+from optsched.bench.grid import load_grid as load_grid
+from optsched.bench.manifest import Manifest as Manifest
+from optsched.bench.records import load_records as load_records
+from optsched.bench.report import gap_rows as gap_rows
+from optsched.bench.report import write_report as write_report
+from optsched.bench.runner import Run as Run
+from optsched.bench.runner import RunInterrupted as RunInterrupted
+from optsched.bench.runner import Summary as Summary
+from optsched.bench.runner import plan as plan
+from optsched.bench.runner import run_benchmark as run_benchmark
+
+__all__ = [
+    "Grid",
+    "Manifest",
+    "Run",
+    "RunInterrupted",
+    "Summary",
+    "gap_rows",
+    "generate_set",
+    "load_grid",
+    "load_records",
+    "plan",
+    "run_benchmark",
+    "to_frame",
+    "write_report",
+]

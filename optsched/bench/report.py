@@ -2,7 +2,7 @@
 
 The reference of each (instance, mode) is computed from the records themselves: the best
 objective any run found and the best certified bound any run proved. A record's gap is
-``(objective − best bound) / objective`` (DESIGN.md §1's gap, against the best bound known);
+``(objective − best bound) / objective`` (the gap of docs/model.md, against the best bound known);
 when the best objective meets the best bound within 1e-6 the optimum is known and the gap is a
 gap to the optimum. Rows aggregate one (mode, grid cell, method): mean gap with a 95 %
 Student-t confidence interval over the runs (instance seeds × method seeds), max gap, how many

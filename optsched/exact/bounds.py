@@ -45,9 +45,9 @@ def round_lower_bound(instance: Instance, j: int) -> float:
 def critical_path(instance: Instance) -> np.ndarray:
     """Per-job lower bounds on C_j: ``arrival + rounds × round_lower_bound`` (in job order).
 
-    formulations.md §1.5(1), sharpened: rounds are sequential (round r+1 starts after all
-    results of round r are ready) and every round takes at least :func:`round_lower_bound`,
-    whatever else runs on the cluster.
+    The classical per-job critical path, sharpened: rounds are sequential (round r+1 starts
+    after all results of round r are ready) and every round takes at least
+    :func:`round_lower_bound`, whatever else runs on the cluster.
     """
     return np.array([job.arrival + job.rounds * round_lower_bound(instance, j)
                      for j, job in enumerate(instance.jobs)])
@@ -60,7 +60,7 @@ def critical_path_bound(instance: Instance) -> float:
 
 
 def deadlines(instance: Instance, upper: float) -> np.ndarray:
-    """Per-job deadlines from an incumbent objective (formulations.md §2.0).
+    """Per-job deadlines from an incumbent objective.
 
     Every schedule with Σ w C ≤ ``upper`` has C_j ≤ d_j = (upper − Σ_{i≠j} w_i LB_i) / w_j,
     LB the critical path; so restricting a relaxation to them keeps it a bound on the optimum
@@ -482,7 +482,7 @@ def interval_lp(instance: Instance, ratio: float = 1.2, *, time_limit: float | N
     - The **order** LP minimises Σ w_j (mean processing point), each piece at its interval's
       midpoint (the mean-busy-time relaxation behind LP-based list scheduling); solved first.
     - The **bound** LP adds C_j ≥ (mean processing point) + min sync and C_j ≥ the critical
-      path and minimises Σ w_j C_j (Hall, Schulz, Shmoys & Wein 1997; formulations.md §2.2,
+      path and minimises Σ w_j C_j (Hall, Schulz, Shmoys & Wein 1997,
       aggregated per job). Valid in both modes: gang rounds hold their GPUs at least as long.
       The bound LP is degenerate wherever the critical path dominates, so it cannot order
       those jobs.

@@ -3,12 +3,13 @@
 The **grouped** model (``cpsat``) aggregates interchangeable GPUs (identical compute and sync
 columns) into groups with a cumulative capacity; concrete GPUs are assigned afterwards by
 interval colouring, which never fails because intervals on identical machines with at most m
-overlapping can be coloured with m colours (formulations.md §2.0). The **per-GPU** model
+overlapping can be coloured with m colours. The **per-GPU** model
 (``cpsat-pergpu``) is the reference: one optional interval per (task or round, GPU) and a
-no-overlap per GPU. Both are exact for DESIGN.md §1 on the integer grid of ``time_unit``.
+no-overlap per GPU. Both are exact for the model (docs/model.md) on the integer grid of
+``time_unit``.
 
 Domains are cut by per-job deadlines d_j = (UB − Σ_{i≠j} w_i LB_i) / w_j from the ECT
-incumbent UB and the critical-path bounds LB (formulations.md §2.0): every schedule at least
+incumbent UB and the critical-path bounds LB: every schedule at least
 as good as the incumbent satisfies them, so no optimal schedule is lost.
 
 Limits (:mod:`optsched.exact.budget`): the whole method, model build and LP bound included,

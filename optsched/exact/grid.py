@@ -1,10 +1,10 @@
-"""The integer time grid of the exact models (DESIGN.md §4: rounding is never silent).
+"""The integer time grid of the exact models (docs/model.md: rounding is never silent).
 
 Exact engines work in integer multiples of ``time_unit``. Scaling an instance **up** (every
 compute, sync and arrival rounded up to the grid) gives an instance whose feasible schedules,
 read back in seconds, are feasible for the original one (all times only shrink). Scaling **down**
 gives an instance whose optimum is a valid lower bound for the original (OPT is nondecreasing in
-every time, formulations.md §1.5(8)). When the data are already on the grid both coincide and
+every time). When the data are already on the grid both coincide and
 the scaled problem *is* the original one, so a bound proved on it is a bound on the original.
 
 Weights are scaled to integers by the smallest power of ten that makes them integral (up to
@@ -34,7 +34,7 @@ def _on_grid(values: np.ndarray) -> bool:
 
 
 def default_time_unit(instance: Instance) -> float:
-    """1 when all times are integers, else 0.001 (DESIGN.md §2, ``time_unit``)."""
+    """1 when all times are integers, else 0.001 (docs/cli.md, ``time_unit``)."""
     arrivals = np.array([job.arrival for job in instance.jobs])
     data = np.concatenate([instance.compute.ravel(), instance.sync.ravel(), arrivals])
     return 1.0 if _on_grid(data) else 0.001

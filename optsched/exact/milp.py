@@ -1,11 +1,11 @@
 """Exact disjunctive MILP through PuLP, solved with HiGHS or CBC (models/milp-disjunctive.md).
 
 Continuous start times (no time grid), one binary per (task or gang round, GPU) assignment and
-one ordering binary per pair of units that may share a GPU, linked by big-M rows
-(formulations.md §2.3 adapted to DESIGN.md's per-task, per-GPU sync). Exact in both modes. Its
-LP relaxation is weak; the time-indexed LP (``lp-bound``) is the strong relaxation. Big-M and
-domains come from per-job deadlines of the ECT incumbent, which every schedule at least as good
-as the incumbent meets.
+one ordering binary per pair of units that may share a GPU, linked by big-M rows (the classical
+assignment-and-sequencing MILP, adapted to the model's per-task, per-GPU sync). Exact in both
+modes. Its LP relaxation is weak; the time-indexed LP (``lp-bound``) is the strong relaxation.
+Big-M and domains come from per-job deadlines of the ECT incumbent, which every schedule at
+least as good as the incumbent meets.
 
 PuLP's ``status`` says ``Optimal`` even after a time limit, so the outcome is read from
 ``sol_status`` (:func:`map_status`) and the bound from the solver itself: HiGHS's

@@ -1,1 +1,51 @@
-"""Online scheduling: the event-driven simulator and its policies."""
+"""Online scheduling: one event engine, two execution models, and the policies.
+
+:func:`simulate` runs any policy object; :func:`run_policy` runs a registered ``simulate``
+method by name and returns a checked :class:`~optsched.result.Result`. A policy for the
+basic model (relaxed and gang rounds) follows :class:`Policy` and sees a :class:`View`; one for
+the cluster model (launch and save phases, GPU sharing, placement factors) sets
+``execution = "cluster"``, follows :class:`ClusterPolicy` and sees a :class:`ClusterView`.
+Decisions are :class:`Start` tuples. :class:`Observer` subclasses receive every event.
+"""
+
+from optsched.online.cluster import ClusterJob as ClusterJob
+from optsched.online.cluster import ClusterPolicy as ClusterPolicy
+from optsched.online.cluster import ClusterView as ClusterView
+from optsched.online.engine import STALL_INSTANTS as STALL_INSTANTS
+from optsched.online.engine import MetricsObserver as MetricsObserver
+from optsched.online.engine import Observer as Observer
+from optsched.online.engine import PhaseMetricsObserver as PhaseMetricsObserver
+from optsched.online.engine import PolicyError as PolicyError
+from optsched.online.engine import ScheduleStreamer as ScheduleStreamer
+from optsched.online.engine import Simulation as Simulation
+from optsched.online.engine import Start as Start
+from optsched.online.run import run_policy as run_policy
+from optsched.online.simulator import JobState as JobState
+from optsched.online.simulator import Policy as Policy
+from optsched.online.simulator import SizeDistribution as SizeDistribution
+from optsched.online.simulator import View as View
+from optsched.online.simulator import WaitingQueue as WaitingQueue
+from optsched.online.simulator import realise as realise
+from optsched.online.simulator import simulate as simulate
+
+__all__ = [
+    "STALL_INSTANTS",
+    "ClusterJob",
+    "ClusterPolicy",
+    "ClusterView",
+    "JobState",
+    "MetricsObserver",
+    "Observer",
+    "PhaseMetricsObserver",
+    "Policy",
+    "PolicyError",
+    "ScheduleStreamer",
+    "Simulation",
+    "SizeDistribution",
+    "Start",
+    "View",
+    "WaitingQueue",
+    "realise",
+    "run_policy",
+    "simulate",
+]

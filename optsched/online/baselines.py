@@ -1,9 +1,9 @@
 """The baselines of the Hare paper's simulations (HPDC'22 §7) and Tiresias,
 registered as ``simulate`` methods. Each is a reconstruction in the spirit of the cited
-system, within DESIGN.md's model; what each assumes is in its docstring.
+system, within optsched's model (docs/model.md); what each assumes is in its docstring.
 
 *Execution model.* Hare's relaxed synchronisation (a round's tasks start independently, each
-on any GPU, DESIGN.md §1) is Hare's own contribution; the systems below are not Hare-aware,
+on any GPU, docs/model.md) is Hare's own contribution; the systems below are not Hare-aware,
 so each runs in its own model: synchronous data parallelism in **gang** mode (a round's K
 tasks start together on K GPUs and hold them for the slowest one plus sync). AlloX runs a
 job's tasks one at a time (no intra-job parallelism), which the relaxed mode expresses

@@ -1,6 +1,6 @@
 """Discrete-event simulation of a GPU cluster with Liquid's execution model (TPDS'22 §3, §6).
 
-Gang mode, with instance@2's cluster fields (DESIGN.md §1; the checker's model, see
+Gang mode, with instance@2's cluster fields (docs/model.md; the checker's model, see
 :func:`optsched.check._cluster_rounds`): a round of job j started on GPUs G at ``start``
 launches (round 0: ``launch`` s), trains for the round's *pace* (slowest compute + sync × the
 job's placement factor of G's host pattern, Liquid §2.7) and saves (last round: ``save`` s).

@@ -209,8 +209,8 @@ class ScheduleStreamer(Observer):
 
 
 class MetricsObserver(Observer):
-    """DESIGN.md §1 metrics, streamed (no task list kept): total weighted and mean JCT,
-    makespan, per-GPU utilisation (time held / makespan)."""
+    """The model's metrics (docs/model.md), streamed (no task list kept): total weighted and
+    mean JCT, makespan, per-GPU utilisation (time held / makespan)."""
 
     def __init__(self, instance: Instance) -> None:
         self.instance = instance

@@ -12,9 +12,9 @@ or the job completes); optionally a periodic tick. After the events of an instan
 is asked for decisions when some GPU is idle and some job has a task waiting — at every
 instant (``event_driven=True``) or only at ticks (heartbeat scheduling, ``tick`` seconds).
 
-Execution follows DESIGN.md §1 exactly, on the *realised* instance (:func:`realise`: profiled
-times with optional noise and a task-switch cost folded into compute), so the schedule the
-simulator emits is checked against that instance:
+Execution follows the model (docs/model.md) exactly, on the *realised* instance
+(:func:`realise`: profiled times with optional noise and a task-switch cost folded into
+compute), so the schedule the simulator emits is checked against that instance:
 
 - relaxed: a decision (job, GPU) starts one waiting task of the job's current round on that
   idle GPU; the GPU is busy for compute; the task's result is ready after compute + sync;
@@ -376,7 +376,7 @@ class Policy(Protocol):
 
 def realise(instance: Instance, *, noise: float = 0.0, switch_cost: float = 0.0,
             seed: int = 0) -> Instance:
-    """The instance the simulator executes (DESIGN.md §4).
+    """The instance the simulator executes (docs/model.md, *The realised instance*).
 
     Each (job, GPU type) compute time is multiplied once by U[1 − noise, 1 + noise] (seeded)
     and by 1 + ``switch_cost`` (a task-switch cost as a fraction of the task, folded into
@@ -476,14 +476,14 @@ def execution_model(policy: object) -> str:
 
 def speed_classes(instance: Instance) -> tuple[list[int], int]:
     """Each GPU's speed class (its type's index, in order of first appearance) and the number
-    of classes: a job's compute time is the same on every GPU of a type (DESIGN.md §1)."""
+    of classes: a job's compute time is the same on every GPU of a type (docs/model.md)."""
     index: dict[str, int] = {}
     class_of = [index.setdefault(g.type, len(index)) for g in instance.gpus]
     return class_of, len(index)
 
 
 class _BasicEngine(Engine):
-    """The basic execution model (DESIGN.md §1) on the event engine."""
+    """The basic execution model (docs/model.md) on the event engine."""
 
     period_name = "tick (--tick)"
 
@@ -495,7 +495,7 @@ class _BasicEngine(Engine):
         self.profiled, self.real = profiled, real
         self.event_driven = event_driven
         self.gang = real.mode == "gang"
-        # realised times per GPU class (DESIGN.md §1: the compact form; no dense matrix)
+        # realised times per GPU class (the compact form; no dense matrix)
         self.compute, self.sync = real.class_compute, real.class_sync
         self.cls = real.gpu_class.tolist()
         self.rounds = [job.rounds for job in real.jobs]

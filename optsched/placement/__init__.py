@@ -1,1 +1,52 @@
-"""Liquid's placement: contracts, checker, cost (TPDS'22)."""
+"""Liquid's placement (TPDS'22): the parameter servers and workers of jobs onto the hosts of a
+topology.
+
+:func:`place` runs a registered ``place`` method by name and checks its placement with
+:func:`check_placement`, which recomputes Liquid's cost (:class:`CostModel`: the paper's form
+or an order-free reconstruction of the reference code's evaluator). Instances and placements
+are read and written with :func:`load_placement_instance`, :func:`load_placement`,
+:func:`save_placement_instance` and :func:`save_placement`; :func:`generate_placement` draws
+seeded random instances.
+"""
+
+from optsched.placement.check import PlacementReport as PlacementReport
+from optsched.placement.check import PlacementViolation as PlacementViolation
+from optsched.placement.check import check_placement as check_placement
+from optsched.placement.cost import CostModel as CostModel
+from optsched.placement.cost import placement_cost as placement_cost
+from optsched.placement.generate import PlacementSpec as PlacementSpec
+from optsched.placement.generate import generate_placement as generate_placement
+from optsched.placement.model import Assignment as Assignment
+from optsched.placement.model import Container as Container
+from optsched.placement.model import Placement as Placement
+from optsched.placement.model import PlacementInstance as PlacementInstance
+from optsched.placement.model import PlacementJob as PlacementJob
+from optsched.placement.model import load_placement as load_placement
+from optsched.placement.model import load_placement_instance as load_placement_instance
+from optsched.placement.model import save_placement as save_placement
+from optsched.placement.model import save_placement_instance as save_placement_instance
+from optsched.placement.place import PlaceContext as PlaceContext
+from optsched.placement.place import PlaceOutput as PlaceOutput
+from optsched.placement.place import place as place
+
+__all__ = [
+    "Assignment",
+    "Container",
+    "CostModel",
+    "PlaceContext",
+    "PlaceOutput",
+    "Placement",
+    "PlacementInstance",
+    "PlacementJob",
+    "PlacementReport",
+    "PlacementSpec",
+    "PlacementViolation",
+    "check_placement",
+    "generate_placement",
+    "load_placement",
+    "load_placement_instance",
+    "place",
+    "placement_cost",
+    "save_placement",
+    "save_placement_instance",
+]
