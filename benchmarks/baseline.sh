@@ -8,4 +8,5 @@ cd "$(dirname "$0")/.."
   optsched bench gen benchmarks/grids/baseline.json --out instances/baseline
 optsched bench run instances/baseline --method ect --mode relaxed --mode gang \
   --records benchmarks/results/baseline/records.jsonl
-optsched bench report benchmarks/results/baseline/records.jsonl --out benchmarks/results/baseline
+optsched bench report benchmarks/results/baseline/records.jsonl --out benchmarks/results/baseline \
+  --manifest instances/baseline

@@ -23,6 +23,6 @@ done
 optsched bench run instances/scaling --method cpsat --method cpsat-pergpu \
   --method milp-highs --method milp-cbc --method lp-bound --mode relaxed --mode gang \
   --time-limit 60 --workers 2 --records $out/scaling.jsonl
-optsched bench report $out/records.jsonl --out $out
-optsched bench report $out/scaling.jsonl --out $out/scaling
+optsched bench report $out/records.jsonl --out $out --manifest instances/exact
+optsched bench report $out/scaling.jsonl --out $out/scaling --manifest instances/scaling
 python benchmarks/exact_summary.py $out > $out/summary.md

@@ -25,6 +25,7 @@ for set in scaling exact; do
     --method hare-lp-ect --method ect --mode relaxed --time-limit 60 --workers 2 \
     --records $out/records.jsonl
 done
-optsched bench report $out/records.jsonl --out $out
+optsched bench report $out/records.jsonl --out $out --manifest instances/scaling \
+  --manifest instances/exact --manifest instances/hare-small
 python benchmarks/hare_scale.py --out $out/scale.jsonl
 python benchmarks/hare_summary.py $out benchmarks/results/exact > $out/summary.md

@@ -582,12 +582,15 @@ def cmd_bench_run(args: argparse.Namespace) -> int:
 
 
 def cmd_bench_report(args: argparse.Namespace) -> int:
+    from optsched.bench.manifest import Manifest
     from optsched.bench.records import load_records
     from optsched.bench.report import FORMATS, write_report
 
     records = [r for path in args.records for r in load_records(path, must_exist=True)]
+    manifests = [Manifest.load(Path(m) / "manifest.json" if Path(m).is_dir() else m)
+                 for m in args.manifest or ()]
     written = write_report(records, args.out, formats=args.format or FORMATS,
-                           plots=not args.no_plots, inputs=args.records)
+                           plots=not args.no_plots, inputs=args.records, manifests=manifests)
     print("wrote " + ", ".join(str(p) for p in written))
     return EXIT_OK
 
@@ -805,11 +808,15 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--workers", type=int, default=min(2, os.cpu_count() or 1))
     p.add_argument("--scheduler", metavar="ADDRESS", help="Dask scheduler, e.g. tcp://h:8786")
     p.set_defaults(func=cmd_bench_run)
-    p = bsub.add_parser("report", help="gap tables and plots from records alone")
-    p.add_argument("records", nargs="+", metavar="FILE.jsonl")
-    p.add_argument("--out", required=True, metavar="DIR")
-    p.add_argument("--format", action="append", choices=("md", "csv", "tex"))
-    p.add_argument("--no-plots", action="store_true")
+    p = bsub.add_parser("report", help="gap tables and plots from records")
+    p.add_argument("records", nargs="+", metavar="FILE.jsonl", help="records files")
+    p.add_argument("--out", required=True, metavar="DIR", help="the report's folder")
+    p.add_argument("--manifest", action="append", metavar="SET",
+                   help="an instance set (folder or manifest.json) whose best known values "
+                        "join the records' as the gaps' reference; repeatable")
+    p.add_argument("--format", action="append", choices=("md", "csv", "tex"),
+                   help="table formats (default: all three); repeatable")
+    p.add_argument("--no-plots", action="store_true", help="write no figures")
     p.set_defaults(func=cmd_bench_report)
     return parser
 

@@ -29,7 +29,11 @@ def tiny_set(tmp_path):
 
 
 def strip(record):
-    return {k: v for k, v in record.items() if k not in TIMING_FIELDS}
+    """The record without its timings (the run's and its solver start-up's)."""
+    out = {k: v for k, v in record.items() if k not in TIMING_FIELDS}
+    if isinstance(out.get("extra"), dict):
+        out["extra"] = {k: v for k, v in out["extra"].items() if k != "startup_s"}
+    return out
 
 
 def test_generate_set_writes_instances_and_manifest(tiny_set):
@@ -192,13 +196,45 @@ def test_gap_rows_by_hand():
     assert (a["method"], a["runs"], a["optimal"], a["reference"]) == ("a", 2, 0, "best bound")
     assert a["gap_mean"] == pytest.approx((0.1 + 0.2) / 2)
     assert a["gap_max"] == pytest.approx(0.2)
-    # 95 % t-interval of {0.1, 0.2}: t(0.975, 1) = 12.706, sd = 0.0707, n = 2 -> 0.635
-    assert a["gap_ci95"] == pytest.approx(12.7062 * 0.070711 / 2 ** 0.5, rel=1e-3)
+    # 95 % t-interval of {0.1, 0.2}: t(0.975, 1) = 12.706, sd = 0.0707, n = 2 -> ± 0.635,
+    # which crosses 0: shown clipped at 0 and marked
+    half = 12.7062 * 0.070711 / 2 ** 0.5
+    assert a["gap_ci_high"] == pytest.approx(0.15 + half, rel=1e-3)
+    assert a["gap_ci_low"] == 0.0 and a["gap_ci_clipped"]
     assert a["obj_over_best"] == pytest.approx((100 / 95 + 125 / 100) / 2)
     assert b["optimal"] == 1 and b["gap_mean"] == pytest.approx((5 / 95 + 0) / 2)
     md = to_markdown(cols, rows)
-    assert "| relaxed | 4 | a | 2 | 0/2 | 15.00 ± 63.53 | 20.00 | 1.1513 |" in md
-    assert r"15.00 $\pm$ 63.53" in to_latex(cols, rows)
+    assert "| relaxed | 4 | a | 2 | 0/2 | 15.00 % [0.00 %*, 78.53 %] | 20.00 % | 1.1513 |" in md
+    assert "clipped at 0" in md and "over these records;" in md
+    assert r"15.00 \% [0.00 \%$^*$, 78.53 \%]" in to_latex(cols, rows)
+
+
+def test_a_manifest_s_best_bound_is_the_reference():
+    """A bound proved in an earlier run, kept in the instance set's manifest, makes the gap
+    a gap to the optimum; the table names the manifest."""
+    from types import SimpleNamespace
+
+    recs = [record("i1", "ect", 110, 80)]
+    manifest = SimpleNamespace(path="set/manifest.json", instances={"i1": {"best": {
+        "relaxed": {"objective": 100.0, "bound": 100.0}}}})
+    (_, (alone,)) = gap_rows(recs)
+    cols, (row,) = gap_rows(recs, [manifest])
+    assert alone["gap_mean"] == pytest.approx(30 / 110) and alone["reference"] == "best bound"
+    assert row["gap_mean"] == pytest.approx(10 / 110) and row["reference"] == "optimum"
+    assert row["obj_over_best"] == pytest.approx(1.1)
+    assert "these records and set/manifest.json" in to_markdown(cols, [row], ["set/manifest.json"])
+
+
+def test_placement_gaps_are_absolute():
+    """Liquid's cost can be negative: a placement row's gap is cost − best bound."""
+    recs = [record("p1", "bestfit", 2.0, None, mode="placement"),
+            record("p1", "cpsat", -1.5, -1.5, status="optimal", mode="placement")]
+    cols, rows = gap_rows(recs)
+    best, exact = rows
+    assert best["gap_kind"] == "absolute" and best["gap_mean"] == pytest.approx(3.5)
+    assert exact["gap_mean"] == 0.0 and best["obj_over_best"] is None
+    md = to_markdown(cols, rows)
+    assert "| 3.5 |" in md and "Placement gaps are absolute" in md
 
 
 def test_report_regenerates_from_records_alone(tiny_set, tmp_path):

@@ -41,7 +41,8 @@ except ImportError:  # pragma: no cover - not POSIX
     fcntl = None  # type: ignore[assignment]
 
 RECORD_FORMAT = "optsched/bench-record@1"
-#: Fields that differ between two executions of the same deterministic run.
+#: Fields that differ between two executions of the same deterministic run (and, in
+#: ``extra``, ``startup_s``: the one-off solver start-up).
 TIMING_FIELDS = ("runtime_s", "finished_at", "machine")
 
 

@@ -1,12 +1,17 @@
-"""Reports from run records alone: gap tables (Markdown, CSV, LaTeX) and plots.
+"""Reports from run records: gap tables (Markdown, CSV, LaTeX) and plots.
 
-The reference of each (instance, mode) is computed from the records themselves: the best
-objective any run found and the best certified bound any run proved. A record's gap is
-``(objective − best bound) / objective`` (the gap of docs/model.md, against the best bound known);
-when the best objective meets the best bound within 1e-6 the optimum is known and the gap is a
-gap to the optimum. Rows aggregate one (mode, grid cell, method): mean gap with a 95 %
-Student-t confidence interval over the runs (instance seeds × method seeds), max gap, how many
-runs proved optimality, mean objective / best objective, mean runtime.
+The reference of each (instance, mode) is the best objective any run found and the best
+certified bound any run proved, over the records and, when given, the instance sets'
+manifests (which keep the best values of every run ever recorded into them). A record's gap
+is ``(objective − best bound) / objective`` (the gap of docs/model.md, against the best bound
+known); a placement's is ``objective − best bound`` (its cost can be zero or negative, where a
+ratio means nothing). When the best objective meets the best bound within 1e-6 the optimum
+is known and the gap is a gap to the optimum; the column "gap vs" says which. Rows aggregate
+one (mode, grid cell, method): the mean gap with a 95 % Student-t confidence interval over
+the runs (instance seeds × method seeds) — an interval that crosses 0, below which no gap can
+lie, is shown clipped at 0 and marked — the max gap, how many runs proved optimality, mean
+objective / best objective, and mean runtime (one-off solver start-up excluded: it is
+``extra.startup_s``).
 
 Outputs go through :mod:`optsched.output`: the targets are checked before anything is
 rendered, every table and figure is rendered in memory (figures as PNG bytes), and all of
@@ -44,17 +49,27 @@ def dedupe(records: Iterable[Mapping[str, Any]]) -> list[Mapping[str, Any]]:
     return out
 
 
-def references(records: Iterable[Mapping[str, Any]]) -> dict[tuple[str, str], dict[str, Any]]:
-    """Per (instance, mode): best objective, best bound, and whether the optimum is known."""
+def references(records: Iterable[Mapping[str, Any]], manifests: Iterable[Any] = ()
+               ) -> dict[tuple[str, str], dict[str, Any]]:
+    """Per (instance, mode): best objective, best bound, and whether the optimum is known,
+    over ``records`` and the ``best`` entries of ``manifests``
+    (:class:`~optsched.bench.manifest.Manifest`)."""
     ref: dict[tuple[str, str], dict[str, Any]] = {}
+
+    def offer(key: tuple[str, str], objective: float | None, bound: float | None) -> None:
+        entry = ref.setdefault(key, {"objective": None, "bound": None})
+        if objective is not None and (entry["objective"] is None
+                                      or objective < entry["objective"]):
+            entry["objective"] = objective
+        if bound is not None and (entry["bound"] is None or bound > entry["bound"]):
+            entry["bound"] = bound
+
     for r in records:
-        entry = ref.setdefault((r["instance"], r["mode"]), {"objective": None, "bound": None})
-        if r.get("objective") is not None and (entry["objective"] is None
-                                               or r["objective"] < entry["objective"]):
-            entry["objective"] = r["objective"]
-        if r.get("bound") is not None and (entry["bound"] is None
-                                           or r["bound"] > entry["bound"]):
-            entry["bound"] = r["bound"]
+        offer((r["instance"], r["mode"]), r.get("objective"), r.get("bound"))
+    for manifest in manifests:
+        for name, entry in manifest.instances.items():
+            for mode, best in entry.get("best", {}).items():
+                offer((name, mode), best.get("objective"), best.get("bound"))
     for entry in ref.values():
         entry["optimum_known"] = is_optimal(entry["objective"], entry["bound"])
     return ref
@@ -64,24 +79,32 @@ def _cell_text(value: Any) -> str:
     return "–".join(map(str, value)) if isinstance(value, list) else str(value)
 
 
-def _mean_ci(values: Sequence[float]) -> tuple[float | None, float | None]:
-    """Mean and the half-width of its 95 % Student-t confidence interval (n ≥ 2)."""
-    if not values:
-        return None, None
+def _mean(values: Sequence[float]) -> float | None:
+    return sum(values) / len(values) if values else None
+
+
+def _mean_ci(values: Sequence[float]) -> tuple[float | None, float | None, float | None,
+                                               bool]:
+    """Mean and its 95 % Student-t confidence interval (low, high; None for n < 2) of values
+    that cannot be negative (gaps): a low end below 0 is clipped to 0 and said so (the last
+    item)."""
+    mean = _mean(values)
     n = len(values)
-    mean = sum(values) / n
-    if n < 2:
-        return mean, None
+    if mean is None or n < 2:
+        return mean, None, None, False
     sd = math.sqrt(sum((v - mean) ** 2 for v in values) / (n - 1))
-    return mean, float(stats.t.ppf(0.975, n - 1)) * sd / math.sqrt(n)
+    half = float(stats.t.ppf(0.975, n - 1)) * sd / math.sqrt(n)
+    return mean, max(mean - half, 0.0), mean + half, mean - half < 0
 
 
-def gap_rows(records: Iterable[Mapping[str, Any]]) -> tuple[list[str], list[dict[str, Any]]]:
-    """The cell columns and one aggregated row per (mode, cell, method)."""
+def gap_rows(records: Iterable[Mapping[str, Any]], manifests: Iterable[Any] = ()
+             ) -> tuple[list[str], list[dict[str, Any]]]:
+    """The cell columns and one aggregated row per (mode, cell, method), against the best
+    values of the records and ``manifests`` (:func:`references`)."""
     records = dedupe(records)
     if not records:
         raise InputError("no records to report")
-    ref = references(records)
+    ref = references(records, manifests)
     cell_cols = sorted({k for r in records for k in r.get("cell", {})})
     groups: dict[tuple[Any, ...], list[Mapping[str, Any]]] = defaultdict(list)
     for r in records:
@@ -104,13 +127,13 @@ def gap_rows(records: Iterable[Mapping[str, Any]]) -> tuple[list[str], list[dict
             obj = r.get("objective")
             if obj is None:
                 continue
-            if best["bound"] is not None and obj > 0:
-                gaps.append((obj - best["bound"]) / obj)
-            if best["objective"]:
+            if best["bound"] is not None and mode == "placement":
+                gaps.append(max(obj - best["bound"], 0.0))
+            elif best["bound"] is not None and obj > 0:
+                gaps.append(max((obj - best["bound"]) / obj, 0.0))
+            if best["objective"] and mode != "placement":
                 ratios.append(obj / best["objective"])
-        gap_mean, gap_ci = _mean_ci(gaps)
-        ratio_mean, _ = _mean_ci(ratios)
-        runtime_mean, _ = _mean_ci([r["runtime_s"] for r in group])
+        gap_mean, gap_low, gap_high, clipped = _mean_ci(gaps)
         rows.append({
             "mode": mode, **dict(zip(cell_cols, cell, strict=True)), "method": method,
             "runs": len(group),
@@ -119,15 +142,19 @@ def gap_rows(records: Iterable[Mapping[str, Any]]) -> tuple[list[str], list[dict
             "errors": sum(r["status"] == "error" for r in group),
             "reference": ("optimum" if all(ref[r["instance"], mode]["optimum_known"]
                                            for r in group) else "best bound"),
-            "gap_mean": gap_mean, "gap_ci95": gap_ci,
-            "gap_max": max(gaps) if gaps else None,
-            "obj_over_best": ratio_mean, "runtime_mean_s": runtime_mean,
+            "gap_kind": "absolute" if mode == "placement" else "relative",
+            "gap_mean": gap_mean, "gap_ci_low": gap_low, "gap_ci_high": gap_high,
+            "gap_ci_clipped": clipped, "gap_max": max(gaps) if gaps else None,
+            "obj_over_best": _mean(ratios), "runtime_mean_s": _mean([r["runtime_s"]
+                                                                    for r in group]),
         })
     return cell_cols, rows
 
 
-def _pct(value: float | None) -> str:
-    return "–" if value is None else f"{100 * value:.2f}"
+def _gap(value: float | None, kind: str) -> str:
+    if value is None:
+        return "–"
+    return f"{100 * value:.2f} %" if kind == "relative" else f"{value:.4g}"
 
 
 def _num(value: float | None, fmt: str = ".3f") -> str:
@@ -135,27 +162,47 @@ def _num(value: float | None, fmt: str = ".3f") -> str:
 
 
 def _display(cell_cols: Sequence[str], row: Mapping[str, Any]) -> list[str]:
-    ci = "" if row["gap_ci95"] is None else f" ± {_pct(row['gap_ci95'])}"
+    kind = row["gap_kind"]
+    ci = ""
+    if row["gap_ci_low"] is not None:
+        low = _gap(row["gap_ci_low"], kind) + ("*" if row["gap_ci_clipped"] else "")
+        ci = f" [{low}, {_gap(row['gap_ci_high'], kind)}]"
     return [row["mode"], *(str(row[c]) for c in cell_cols), row["method"], str(row["runs"]),
-            f"{row['optimal']}/{row['runs']}", _pct(row["gap_mean"]) + ci,
-            _pct(row["gap_max"]), _num(row["obj_over_best"], ".4f"),
+            f"{row['optimal']}/{row['runs']}", _gap(row["gap_mean"], kind) + ci,
+            _gap(row["gap_max"], kind), _num(row["obj_over_best"], ".4f"),
             _num(row["runtime_mean_s"], ".3g"), row["reference"]]
 
 
-HEADERS = ["runs", "proved optimal", "gap % mean ± 95% CI", "gap % max", "obj / best",
+HEADERS = ["runs", "proved optimal", "gap mean [95% CI]", "gap max", "obj / best",
            "runtime s (mean)", "gap vs"]
 
 
-def to_markdown(cell_cols: Sequence[str], rows: Sequence[Mapping[str, Any]]) -> str:
+def notes(rows: Sequence[Mapping[str, Any]], sources: Sequence[str] = ()) -> list[str]:
+    """The lines that explain a table: where its reference values come from, and what a
+    clipped interval or an absolute gap means when the table has one."""
+    where = "these records" + (f" and {', '.join(sources)}" if sources else "")
+    out = [f"Gaps are to the best bound known for each instance and mode, over {where}; "
+           "\"gap vs\" says whether that bound is the proved optimum."]
+    if any(r["gap_ci_clipped"] for r in rows):
+        out.append("\\* The 95 % Student-t interval reached below 0, which no gap can; its "
+                   "low end is shown clipped at 0.")
+    if any(r["gap_kind"] == "absolute" for r in rows):
+        out.append("Placement gaps are absolute (cost − best bound): Liquid's cost can be "
+                   "zero or negative, where a ratio means nothing.")
+    return out
+
+
+def to_markdown(cell_cols: Sequence[str], rows: Sequence[Mapping[str, Any]],
+                sources: Sequence[str] = ()) -> str:
     header = ["mode", *cell_cols, "method", *HEADERS]
     lines = ["| " + " | ".join(header) + " |", "|" + "---|" * len(header)]
     lines += ["| " + " | ".join(_display(cell_cols, r)) + " |" for r in rows]
-    return "\n".join(lines) + "\n"
+    return "\n".join([*lines, "", *notes(rows, sources)]) + "\n"
 
 
 def _tex_escape(text: str) -> str:
     for a, b in (("\\", r"\textbackslash{}"), ("&", r"\&"), ("%", r"\%"), ("_", r"\_"),
-                 ("#", r"\#"), ("±", r"$\pm$"), ("–", "--")):
+                 ("#", r"\#"), ("±", r"$\pm$"), ("–", "--"), ("*", r"$^*$")):
         text = text.replace(a, b)
     return text
 
@@ -174,8 +221,8 @@ def to_latex(cell_cols: Sequence[str], rows: Sequence[Mapping[str, Any]]) -> str
 def csv_text(cell_cols: Sequence[str], rows: Sequence[Mapping[str, Any]]) -> str:
     """The rows as CSV text (``\\r\\n`` line ends, as the csv module writes them)."""
     fields = ["mode", *cell_cols, "method", "runs", "solved", "optimal", "errors",
-              "reference", "gap_mean", "gap_ci95", "gap_max", "obj_over_best",
-              "runtime_mean_s"]
+              "reference", "gap_kind", "gap_mean", "gap_ci_low", "gap_ci_high",
+              "gap_ci_clipped", "gap_max", "obj_over_best", "runtime_mean_s"]
     buf = io.StringIO(newline="")
     writer = csv.DictWriter(buf, fieldnames=fields)
     writer.writeheader()
@@ -267,11 +314,18 @@ def plot_gaps(cell_cols: Sequence[str], rows: Sequence[Mapping[str, Any]],
     for name, by_cell in sorted(series.items()):
         xs = [i for i, c in enumerate(cells) if c in by_cell
               and by_cell[c]["gap_mean"] is not None]
-        ys = [100 * by_cell[cells[i]]["gap_mean"] for i in xs]
-        err = [100 * (by_cell[cells[i]]["gap_ci95"] or 0.0) for i in xs]
-        ax.errorbar(xs, ys, yerr=err, marker="o", capsize=3, label=name)
+        scale = [100.0 if by_cell[cells[i]]["gap_kind"] == "relative" else 1.0 for i in xs]
+        ys = [k * by_cell[cells[i]]["gap_mean"] for k, i in zip(scale, xs, strict=True)]
+        low = [k * by_cell[cells[i]]["gap_ci_low"] if by_cell[cells[i]]["gap_ci_low"]
+               is not None else y for k, i, y in zip(scale, xs, ys, strict=True)]
+        high = [k * by_cell[cells[i]]["gap_ci_high"] if by_cell[cells[i]]["gap_ci_high"]
+                is not None else y for k, i, y in zip(scale, xs, ys, strict=True)]
+        ax.errorbar(xs, ys, yerr=[[y - lo for y, lo in zip(ys, low, strict=True)],
+                                  [hi - y for y, hi in zip(ys, high, strict=True)]],
+                    marker="o", capsize=3, label=name)
     ax.set_xticks(range(len(cells)), cells, rotation=30, ha="right", fontsize=8)
-    ax.set_ylabel("gap to best bound (%)")
+    absolute = all(r["gap_kind"] == "absolute" for r in rows)
+    ax.set_ylabel("cost − best bound" if absolute else "gap to best bound (%)")
     ax.legend(fontsize=8)
     fig.tight_layout()
     png = _png(fig)
@@ -282,8 +336,13 @@ def plot_gaps(cell_cols: Sequence[str], rows: Sequence[Mapping[str, Any]],
 
 def write_report(records: Iterable[Mapping[str, Any]], out: str | Path, *,
                  formats: Sequence[str] = FORMATS, plots: bool = True,
-                 inputs: Sequence[str | Path] = ()) -> list[Path]:
+                 inputs: Sequence[str | Path] = (), manifests: Sequence[Any] = ()
+                 ) -> list[Path]:
     """Write ``gaps.{md,csv,tex}`` and (with matplotlib) ``gaps.png``, ``profile.png``.
+
+    Gaps are to the best bound of the records and of ``manifests``
+    (:class:`~optsched.bench.manifest.Manifest`, e.g. the instance sets' own), which the
+    Markdown table names below it.
 
     ``out`` is a folder (created if missing, in a folder that must exist; an empty path is
     refused); ``inputs`` are the records
@@ -302,12 +361,13 @@ def write_report(records: Iterable[Mapping[str, Any]], out: str | Path, *,
         raise InputError(f"--out {str(out)!r} exists and is not a folder")
     if not out.exists() and not out.absolute().parent.is_dir():
         raise InputError(f"--out {str(out)!r}: folder {str(out.parent)!r} does not exist")
-    cell_cols, rows = gap_rows(records)
+    cell_cols, rows = gap_rows(records, manifests)
+    sources = [str(m.path) for m in manifests]
     outputs: list[tuple[Path, str | bytes]] = []
     for fmt in dict.fromkeys(formats):
         path = out / f"gaps.{fmt}"
         if fmt == "md":
-            outputs.append((path, to_markdown(cell_cols, rows)))
+            outputs.append((path, to_markdown(cell_cols, rows, sources)))
         elif fmt == "tex":
             outputs.append((path, to_latex(cell_cols, rows)))
         else:

@@ -275,6 +275,9 @@ class _Model:
         return Schedule(inst.name, tasks, inst.mode)
 
 
+#: Solver packages CP-SAT methods load (the LP bound uses scipy's HiGHS).
+CPSAT_IMPORTS = ("ortools.sat.python.cp_model", "scipy.optimize")
+
 STATUS = {"OPTIMAL": "solution", "FEASIBLE": "solution", "UNKNOWN": "none",
           "INFEASIBLE": "bug", "MODEL_INVALID": "bug"}
 
@@ -452,12 +455,13 @@ def solve_cpsat(instance: Instance, ctx: SolveContext, *, per_gpu: bool) -> Meth
 
 
 @register("cpsat", params=PARAMS, parse=parse_params, default_time_limit=EXACT_TIME_LIMIT,
+          imports=CPSAT_IMPORTS,
           description="CP-SAT over groups of interchangeable GPUs (exact, both modes)")
 def _cpsat(instance: Instance, context: SolveContext) -> MethodOutput:
     return solve_cpsat(instance, context, per_gpu=False)
 
 
-@register("cpsat-pergpu", params=PARAMS, parse=parse_params,
+@register("cpsat-pergpu", params=PARAMS, parse=parse_params, imports=CPSAT_IMPORTS,
           default_time_limit=EXACT_TIME_LIMIT,
           description="CP-SAT with one interval per GPU (exact reference model, both modes)")
 def _cpsat_pergpu(instance: Instance, context: SolveContext) -> MethodOutput:

@@ -27,7 +27,7 @@ from optsched.solve import EXACT_TIME_LIMIT, MethodOutput, SolveContext, registe
 
 
 @register("lp-bound", params={"time_unit": "grid step of the LP (default: adaptive)"},
-          default_time_limit=EXACT_TIME_LIMIT,
+          default_time_limit=EXACT_TIME_LIMIT, imports=("scipy.optimize",),
           parse=lambda params: positive_float_param(params, "time_unit"),
           description="ECT schedule + time-indexed LP lower bound (HiGHS), both modes")
 def _lp_bound(instance: Instance, context: SolveContext) -> MethodOutput:

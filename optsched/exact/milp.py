@@ -379,12 +379,14 @@ def _export(prob: Any, path: str) -> None:
 
 
 @register("milp-highs", params=PARAMS, parse=parse_params, default_time_limit=EXACT_TIME_LIMIT,
+          imports=("pulp", "highspy"),
           description="disjunctive MILP through PuLP + HiGHS (exact, both modes; small sizes)")
 def _milp_highs(instance: Instance, context: SolveContext) -> MethodOutput:
     return solve_milp(instance, context, "highs")
 
 
 @register("milp-cbc", params=PARAMS, parse=parse_params, default_time_limit=EXACT_TIME_LIMIT,
+          imports=("pulp",),
           description="disjunctive MILP through PuLP + CBC (exact, both modes; small sizes)")
 def _milp_cbc(instance: Instance, context: SolveContext) -> MethodOutput:
     return solve_milp(instance, context, "cbc")

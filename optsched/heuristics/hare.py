@@ -309,7 +309,8 @@ def _register(name: str, relaxation: str, gpu_choice: str, description: str) -> 
             return own(params)
 
     @register(name, description=description, modes=("relaxed",), params=params, parse=parse,
-              default_time_limit=RELAXATION_TIME_LIMIT)
+              default_time_limit=RELAXATION_TIME_LIMIT,
+              imports=("ortools.sat.python.cp_model", "highspy", "scipy.optimize"))
     def method(instance: Instance, context: SolveContext) -> MethodOutput:
         return _solve(instance, context, relaxation, gpu_choice)
 

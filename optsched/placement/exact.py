@@ -445,6 +445,7 @@ def _threads_params(params: Mapping[str, str]) -> None:
 
 
 @register("cpsat", kind="place", default_time_limit=EXACT_TIME_LIMIT,
+          imports=("ortools.sat.python.cp_model",),
           parse=_workers_params,
           params={**COST_PARAMS, "workers": "CP-SAT worker threads (default 1)"},
           description="exact placement with CP-SAT for the order-free cost (certified bound)")
@@ -453,6 +454,7 @@ def _place_cpsat(instance: PlacementInstance, ctx: PlaceContext) -> PlaceOutput:
 
 
 @register("milp-highs", kind="place", default_time_limit=EXACT_TIME_LIMIT,
+          imports=("pulp", "highspy"),
           parse=_threads_params,
           params={**COST_PARAMS, "threads": "HiGHS threads (default 1)"},
           description="exact placement as a MILP through PuLP + HiGHS (certified bound)")
@@ -460,7 +462,7 @@ def _place_milp_highs(instance: PlacementInstance, ctx: PlaceContext) -> PlaceOu
     return solve_placement_milp(instance, ctx, "highs")
 
 
-@register("milp-cbc", kind="place", default_time_limit=EXACT_TIME_LIMIT,
+@register("milp-cbc", kind="place", default_time_limit=EXACT_TIME_LIMIT, imports=("pulp",),
           parse=_threads_params,
           params={**COST_PARAMS, "threads": "CBC threads (default 1)"},
           description="exact placement as a MILP through PuLP + CBC (certified bound)")

@@ -105,6 +105,7 @@ def place(instance: PlacementInstance, method: str, *, seed: int = 0,
     params = dict(params or {})
     info.check_params(params)
     model = cost_model(params)
+    startup = info.start_up()
     started = time.perf_counter()
     with method_running(info):
         out: PlaceOutput = info.func(instance, PlaceContext(model, seed, time_limit, params))
@@ -116,7 +117,8 @@ def place(instance: PlacementInstance, method: str, *, seed: int = 0,
                                   params=params, objective_name=model.objective_name)
     if out.placement is None:
         return Result(out.status or Status.UNKNOWN, objective=None, bound=bound,
-                      extra={**out.extra, "time_limit": time_limit}, **common), None
+                      extra={**out.extra, "time_limit": time_limit, "startup_s": startup},
+                      **common), None
     report = check_placement(instance, out.placement, model)
     if not report.feasible or report.cost is None:
         first = report.violations[0].message if report.violations else "incomplete"
@@ -127,4 +129,5 @@ def place(instance: PlacementInstance, method: str, *, seed: int = 0,
     status = Status.OPTIMAL if is_optimal(cost, bound) else Status.FEASIBLE
     metrics = {"network": report.cost.network, "load": report.cost.load}
     return Result(status, objective=cost, bound=bound, metrics=metrics,
-                  extra={**out.extra, "time_limit": time_limit}, **common), out.placement
+                  extra={**out.extra, "time_limit": time_limit, "startup_s": startup},
+                  **common), out.placement
