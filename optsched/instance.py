@@ -453,7 +453,10 @@ class Instance:
                 per_type = {t: job.compute.get(t, math.inf) for t in types}
             else:
                 assert job.workload is not None  # guaranteed by Job
-                catalog[job.workload]  # raises UnknownNameError
+                if job.workload not in catalog.workloads:
+                    raise UnknownNameError(f"job {job.id!r}: unknown workload "
+                                           f"{job.workload!r} (not in the catalog; "
+                                           "optsched workloads lists it)")
                 iters = job.iters_per_task or 1
                 per_type = {t: iters * (catalog.seconds(job.workload, t) or math.inf)
                             for t in types}

@@ -203,6 +203,39 @@ def load_schedule(path: str | Path) -> Schedule:
         raise _with_path(path, exc) from None
 
 
+def load_any(path: str | Path) -> Any:
+    """Read any optsched file, dispatching on its ``format``: an :class:`Instance`, a
+    :class:`Schedule`, a :class:`~optsched.placement.model.PlacementInstance` or a
+    :class:`~optsched.placement.model.Placement`.
+
+    Raises
+    ------
+    InputError
+        An unreadable file, an unknown format, or content its format refuses (naming the
+        file).
+    """
+    from optsched.placement.model import (
+        INSTANCE_FORMAT,
+        PLACEMENT_FORMAT,
+        placement_from_dict,
+        placement_instance_from_dict,
+    )
+
+    data = read_json(path)
+    kind = data.get("format") if isinstance(data, dict) else None
+    readers: dict[Any, Any] = {**dict.fromkeys(INSTANCE_FORMATS, instance_from_dict),
+                               **dict.fromkeys(SCHEDULE_FORMATS, schedule_from_dict),
+                               INSTANCE_FORMAT: placement_instance_from_dict,
+                               PLACEMENT_FORMAT: placement_from_dict}
+    if kind not in readers:
+        known = ", ".join(readers)
+        raise InputError(f"{path}: unknown format {kind!r} (known: {known})")
+    try:
+        return readers[kind](data)
+    except InputError as exc:
+        raise _with_path(path, exc) from None
+
+
 def write_json(path: str | Path, data: Any) -> None:
     """Write ``data`` as indented JSON through :func:`optsched.output.write_file` (atomic;
     NaN and infinities refused)."""

@@ -176,7 +176,8 @@ class MethodInfo:
         """Refuse a mode the method does not support (InputError naming it)."""
         if mode not in self.modes:
             raise InputError(f"method {self.name!r} does not support mode {mode!r} "
-                             f"(supports: {', '.join(sorted(self.modes))})")
+                             f"(supports: {', '.join(sorted(self.modes))}; choose the mode "
+                             "with --mode, or mode= in Python)")
 
 
 _REGISTRY: dict[tuple[str, str], MethodInfo] = {}
@@ -215,13 +216,18 @@ def register(
     """Decorator registering ``func`` as method ``name`` of ``kind``.
 
     ``params`` maps each accepted ``--param`` key to a one-line description; other keys are
-    refused. ``parse(params)`` checks their values before the method runs (InputError naming
-    the key; for ``simulate`` methods ``func`` itself, which builds the policy). A ``solve``
-    method is called as ``func(instance, context) -> MethodOutput``; ``default_time_limit``
-    (seconds) is the limit it runs under when the caller gives none (exact methods and
-    relaxations, which may otherwise run for hours). ``imports`` names solver packages the
-    method loads on its first run; they are imported before its clock starts, so a result's
-    ``runtime_s`` excludes that one-off start-up, reported as ``extra["startup_s"]``.
+    refused. A ``place`` method accepts the cost model's keys (``cost``, ``lambda``,
+    ``cross_domain``, ``contention``) too, and receives the parsed model as ``context.model``;
+    it is called as ``func(instance, context) -> PlaceOutput`` (:mod:`optsched.placement`). A
+    ``simulate`` method is a factory ``func(params) -> policy``, called with the run's
+    ``--param`` values (also once to check them). ``parse(params)`` checks their values before
+    the method runs (InputError naming the key; for ``simulate`` methods ``func`` itself, which
+    builds the policy). A ``solve`` method is called as ``func(instance, context) ->
+    MethodOutput``; ``default_time_limit`` (seconds) is the limit it runs under when the caller
+    gives none (exact methods and relaxations, which may otherwise run for hours). ``imports``
+    names solver packages the method loads on its first run; they are imported before its clock
+    starts, so a result's ``runtime_s`` excludes that one-off start-up, reported as
+    ``extra["startup_s"]``.
 
     Examples
     --------
@@ -232,16 +238,22 @@ def register(
     """
     if kind not in KINDS:
         raise InputError(f"method kind must be one of {KINDS}, got {kind!r}")
-    modes = frozenset(modes)
+    modes = frozenset(MODES) if kind == "place" else frozenset(modes)  # place: no modes
     if not modes or not modes <= set(MODES):
         raise InputError(f"method {name!r}: modes must be a non-empty subset of {MODES}")
     check_time_limit(default_time_limit)
+
+    params = dict(params or {})
+    if kind == "place":  # every place method takes the cost model's parameters
+        from optsched.placement.place import COST_PARAMS
+
+        params = {**COST_PARAMS, **params}
 
     def decorate(func: Callable[..., Any]) -> Callable[..., Any]:
         if (kind, name) in _REGISTRY and not replace:
             raise InputError(f"a {kind} method named {name!r} is already registered")
         _REGISTRY[kind, name] = MethodInfo(
-            kind, name, func, description, modes, MappingProxyType(dict(params or {})),
+            kind, name, func, description, modes, MappingProxyType(params),
             _origin(func), parse or (func if kind == "simulate" else None),
             default_time_limit, tuple(imports))
         return func

@@ -14,6 +14,7 @@ optima quickly, so a property test can compare a method with the optimum
 ``instances(max_jobs=3)``: CP-SAT proves the optimum in a few milliseconds (median); on real
 times (a 1 ms grid) the slowest of 25 examples took 1.6 s, so give such tests
 ``@settings(deadline=None)``; ``integer=True`` keeps every example well under a second.
+A strategy is called without its ``draw`` argument (``instances(mode="relaxed")``).
 optsched's own tests use these strategies. Needs hypothesis (``pip install
 'optsched[test]'``).
 """

@@ -51,6 +51,17 @@ class Topology:
         An undirected ``networkx.Graph`` as described in docs/model.md. It is copied; later
         changes to it do not affect the topology.
 
+    Attributes
+    ----------
+    gpus, gpu_types
+        The GPU nodes (in node order) and their types.
+    hosts
+        The host nodes, in node order.
+    host_of
+        Each GPU's host.
+    graph
+        The frozen ``networkx.Graph`` (node and edge attributes as given).
+
     Raises
     ------
     InputError
@@ -284,7 +295,8 @@ def tree_topology(
     bandwidth: Mapping[str, float] = DEFAULT_BANDWIDTH,
     latency: Mapping[str, float] = DEFAULT_LATENCY,
 ) -> nx.Graph:
-    """Build a tree cluster: GPUs → hosts → racks → domains → one core switch.
+    """Build a tree cluster: GPUs → hosts → racks → domains → one core switch. Node ids are
+    ``h{i}`` for hosts, ``h{i}/g{k}`` for GPUs, ``r{i}``, ``d{i}`` and ``core``.
 
     Parameters
     ----------
@@ -296,8 +308,6 @@ def tree_topology(
     bandwidth, latency
         Per link level, keyed by the lower end: ``gpu`` (GPU–host), ``host`` (host uplink),
         ``rack`` (rack uplink), ``domain`` (domain uplink).
-
-    Node ids are ``h{i}`` for hosts, ``h{i}/g{k}`` for GPUs, ``r{i}``, ``d{i}`` and ``core``.
     """
     for key in ("gpu", "host", "rack", "domain"):
         if key not in bandwidth:

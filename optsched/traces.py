@@ -362,3 +362,33 @@ def _count(tasks: int, more: int, mapping: TraceMapping) -> int:
         raise InputError(f"--quantum {mapping.quantum:g}: the trace maps to more than "
                          f"{MAX_TASKS:,} tasks; use a larger quantum")
     return tasks + more
+
+
+def load_workload(path: str | Path, *, cluster: str | Sequence[GPU] | None = None,
+                  trace_format: str = "auto", mapping: TraceMapping | None = None,
+                  mode: str | None = None) -> tuple[Instance, Trace | None]:
+    """What ``optsched simulate`` runs: an instance file (``.json``), or a trace (any other
+    file, read by :func:`read_trace` in ``trace_format``) mapped onto ``cluster`` (GPUs, or
+    ``TYPE:COUNT,...`` as :func:`parse_cluster` reads it) by ``mapping``. ``mode`` (default:
+    the instance's, ``relaxed`` for a trace) sets the execution mode. Returns the instance
+    and the trace it came from (None for an instance file).
+
+    Raises
+    ------
+    InputError
+        A cluster given with an instance file, or missing for a trace; anything the readers
+        refuse.
+    """
+    from optsched.io import load_instance
+
+    if str(path).endswith(".json"):
+        if cluster:
+            raise InputError("--cluster goes with a trace; an instance (.json) has its own "
+                             "GPUs")
+        instance = load_instance(path)
+        return (instance if mode is None else instance.with_mode(mode)), None
+    if not cluster:
+        raise InputError("a trace needs --cluster TYPE:COUNT,... (e.g. V100:85,T4:43)")
+    gpus = parse_cluster(cluster) if isinstance(cluster, str) else tuple(cluster)
+    trace = read_trace(path, trace_format)
+    return trace_instance(trace, gpus, mapping, mode=mode or "relaxed"), trace

@@ -195,8 +195,12 @@ def _solve(instance: Instance, ctx: SolveContext, relaxation: str, gpu_choice: s
         def estimate(j: int, r: int, k: int) -> float:
             return starts[j, r, k]
         value, proved, bound = rl.objective, rl.proved, rl.bound
+        # CP-SAT found nothing in time (or the model was not built): x̂ is the ECT schedule's
+        # starts and "objective" that schedule's relaxation value, not an optimised one
         info = {"kind": "hare_sched_rl", "objective": value, "proved": proved,
-                "bound": bound, "solver_status": rl.solver_status, "time_unit": unit}
+                "bound": bound, "solver_status": rl.solver_status, "time_unit": unit,
+                "order": "hare_sched_rl" if rl.solver_status in ("OPTIMAL", "FEASIBLE")
+                else "ect"}
         interrupted = rl.interrupted
     else:
         ratio = _lp_params(params)

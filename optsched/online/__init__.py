@@ -20,7 +20,9 @@ from optsched.online.engine import ScheduleStreamer as ScheduleStreamer
 from optsched.online.engine import Simulation as Simulation
 from optsched.online.engine import Start as Start
 from optsched.online.run import run_policy as run_policy
+from optsched.online.simulator import IdleGPUs as IdleGPUs
 from optsched.online.simulator import JobState as JobState
+from optsched.online.simulator import Oracle as Oracle
 from optsched.online.simulator import Policy as Policy
 from optsched.online.simulator import SizeDistribution as SizeDistribution
 from optsched.online.simulator import View as View
@@ -33,9 +35,11 @@ __all__ = [
     "ClusterJob",
     "ClusterPolicy",
     "ClusterView",
+    "IdleGPUs",
     "JobState",
     "MetricsObserver",
     "Observer",
+    "Oracle",
     "PhaseMetricsObserver",
     "Policy",
     "PolicyError",

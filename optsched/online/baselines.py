@@ -10,16 +10,15 @@ job's tasks one at a time (no intra-job parallelism), which the relaxed mode exp
 without giving it anything of Hare's. SRTF and Homo also accept relaxed instances, where
 they do get Hare's model (the variants the first Hare study ran).
 
-| policy          | own mode | clairv. | in the spirit of                                 |
-|-----------------|----------|---------|--------------------------------------------------|
-| ``fifo-perf``   | gang     | no      | Gavel's ``fifo_perf`` (alias ``fifo``); the Hare |
-|                 |          |         | paper's Gavel_FIFO: fastest idle GPUs, strict    |
-| ``fifo-random`` | gang     | no      | Gavel's ``fifo``: one random GPU type kept       |
-| ``srtf``        | gang     | yes     | shortest remaining time first, fastest GPUs      |
-| ``tiresias``    | gang     | no      | Tiresias' discretised 2D-LAS (NSDI'19)           |
-| ``homo``        | gang     | yes     | Sched_Homo (MobiHoc'20): heterogeneity-oblivious |
-| ``allox``       | relaxed  | yes     | AlloX (EuroSys'20): job-level min-cost matching  |
-| ``replay``      | both     | yes     | an offline schedule's per-GPU task order         |
+- ``fifo-perf`` (gang, non-clairvoyant): Gavel's ``fifo_perf`` (alias ``fifo``), the Hare
+  paper's Gavel_FIFO: arrival order on the fastest idle GPUs, strict (no backfilling).
+- ``fifo-random`` (gang, non-clairvoyant): Gavel's ``fifo``: one random GPU type per job,
+  kept until it ends.
+- ``srtf`` (gang, clairvoyant): shortest remaining time first, on the fastest GPUs.
+- ``tiresias`` (gang, non-clairvoyant): Tiresias' discretised 2D-LAS (NSDI'19).
+- ``homo`` (gang, clairvoyant): Sched_Homo (MobiHoc'20), heterogeneity-oblivious.
+- ``allox`` (relaxed, clairvoyant): AlloX (EuroSys'20), job-level min-cost matching.
+- ``replay`` (both modes, clairvoyant): an offline schedule's per-GPU task order.
 """
 
 from __future__ import annotations

@@ -27,10 +27,11 @@ def run_policy(instance: Instance, policy: str, *, params: Mapping[str, str] | N
 
     The schedule (when ``record``) goes through the checker against the realised instance
     and the Result's objective and metrics are the checker's; without ``record`` they are the
-    simulator's streamed ones, unchecked, and ``extra["checked"]`` says which. The bound is
-    the realised instance's critical path (none for cluster policies,
-    :mod:`optsched.online.cluster`, whose heartbeat and batch interval are their own
-    params). ``stream_to`` (with ``record=False``) writes the schedule to that file as the
+    simulator's streamed ones, unchecked, and ``extra["checked"]`` says which. The Result has
+    no bound and no gap: an online policy is judged by its JCT metrics; the realised
+    instance's critical path is reported as a floor, ``extra["bound_critical_path"]`` (not
+    for cluster policies, :mod:`optsched.online.cluster`, whose phases and placement factors
+    it ignores). ``stream_to`` (with ``record=False``) writes the schedule to that file as the
     simulation runs, never holding it in memory (put in place atomically when the run
     succeeds; not checked), for both execution models. The policy raising while it is built
     or while it decides (anything but an InputError or a PolicyError, exits included) is a
@@ -63,8 +64,7 @@ def run_policy(instance: Instance, policy: str, *, params: Mapping[str, str] | N
         if out is not None:
             out.discard()
     extra: dict[str, Any]
-    if cluster:
-        bound = None  # the critical path ignores phases and placement factors
+    if cluster:  # the critical path ignores phases and placement factors: no floor
         extra = {"gpu_idle_s": sim.metrics["gpu_idle_s"],
                  "mean_execution_s": sim.metrics["mean_execution_s"],
                  "tick": declared(chosen, "tick"),
@@ -73,10 +73,9 @@ def run_policy(instance: Instance, policy: str, *, params: Mapping[str, str] | N
         if isinstance(settings, dict):
             extra["settings"] = settings
     else:
-        bound = critical_path_bound(sim.instance)
         extra = {"clairvoyant": declared(chosen, "clairvoyant"), "noise": noise,
                  "switch_cost": switch_cost, "tick": tick, "event_driven": event_driven,
-                 "bound_critical_path": bound}
+                 "bound_critical_path": critical_path_bound(sim.instance)}
     objective, metrics = sim.objective, sim.metrics
     if sim.schedule is not None:
         objective, metrics = checked(sim.instance, sim.schedule, policy, "simulate")
@@ -84,6 +83,6 @@ def run_policy(instance: Instance, policy: str, *, params: Mapping[str, str] | N
     extra.update(checked=sim.schedule is not None, events=sim.events,
                  decisions=sim.decisions, events_per_s=sim.events_per_s)
     result = Result(Status.FEASIBLE, method=policy, mode=instance.mode, objective=objective,
-                    bound=bound, runtime_s=sim.runtime_s, seed=seed, params=params,
+                    bound=None, runtime_s=sim.runtime_s, seed=seed, params=params,
                     metrics=metrics, schedule=sim.schedule, extra=extra)
     return result, sim

@@ -21,8 +21,10 @@ from optsched.placement.model import Container as Container
 from optsched.placement.model import Placement as Placement
 from optsched.placement.model import PlacementInstance as PlacementInstance
 from optsched.placement.model import PlacementJob as PlacementJob
+from optsched.placement.model import containers as containers
 from optsched.placement.model import load_placement as load_placement
 from optsched.placement.model import load_placement_instance as load_placement_instance
+from optsched.placement.model import placement_from_hosts as placement_from_hosts
 from optsched.placement.model import save_placement as save_placement
 from optsched.placement.model import save_placement_instance as save_placement_instance
 from optsched.placement.place import PlaceContext as PlaceContext
@@ -42,11 +44,13 @@ __all__ = [
     "PlacementSpec",
     "PlacementViolation",
     "check_placement",
+    "containers",
     "generate_placement",
     "load_placement",
     "load_placement_instance",
     "place",
     "placement_cost",
+    "placement_from_hosts",
     "save_placement",
     "save_placement_instance",
 ]

@@ -95,7 +95,11 @@ class PlacementJob:
 
 @dataclass(frozen=True)
 class PlacementInstance:
-    """Jobs to place on the hosts of a topology; capacities come from node attributes."""
+    """Jobs to place on the hosts of a topology; capacities come from node attributes.
+
+    Derived at construction: ``host_gpus`` (each host's GPUs), ``busy`` (GPUs held by work
+    outside the instance) and the hosts' ``capacity(host, "cpus" | "memory")`` and each GPU's
+    ``gpu_memory(gpu)``; the hosts are ``topology.hosts``."""
 
     name: str
     topology: Topology

@@ -1,0 +1,138 @@
+"""The ``optsched`` command line (docs/cli.md): one module per command, each parsing its
+options and calling the library (:mod:`optsched.cli.common` holds what they share).
+
+Exit codes, as ``diff`` and ``cmp`` use them: 0 success (feasible; a schedule was produced),
+1 a negative answer (violations; no solution), 2 bad input, 70 internal error (one line;
+``--debug`` shows the traceback), 130 interrupted (Ctrl-C).
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import sys
+from collections.abc import Sequence
+
+from optsched import __version__
+from optsched.cli import (
+    bench,
+    check,
+    demo,
+    estimate,
+    gen,
+    methods,
+    place,
+    plot,
+    simulate,
+    solve,
+    workloads,
+)
+from optsched.cli.common import (
+    EXIT_BAD_INPUT,
+    EXIT_INTERNAL,
+    EXIT_INTERRUPTED,
+    EXIT_OK,
+    Parser,
+    one_line,
+)
+from optsched.errors import InputError
+from optsched.solve import load_plugin
+
+COMMANDS = (check, solve, simulate, place, estimate, methods, gen, plot, workloads, demo,
+            bench)
+
+
+def build_parser() -> argparse.ArgumentParser:
+    parser = Parser(prog="optsched", description="Scheduling DL training jobs on "
+                    "heterogeneous GPU clusters: exact methods, heuristics, checker.")
+    parser.add_argument("--version", action="version", version=f"optsched {__version__}")
+    parser.add_argument("--debug", action="store_true",
+                        help="show tracebacks of internal errors (default: one line)")
+    parser.add_argument("--plugin", action="append", default=[], metavar="MODULE|FILE.py",
+                        help="import a module (from the current directory too) or a Python "
+                             "file first, so the methods it registers can be used; "
+                             "repeatable, anywhere on the command line")
+    sub = parser.add_subparsers(dest="command", required=True, parser_class=Parser)
+    for command in COMMANDS:
+        command.add_parser(sub)
+    return parser
+
+
+def reference(width: int = 100) -> str:
+    """Every command's ``--help``, as the Markdown of the CLI reference page
+    (``docs/cli-reference.md``, written by ``scripts/cli_reference.py``)."""
+    saved = os.environ.get("COLUMNS")
+    os.environ["COLUMNS"] = str(width)  # argparse wraps help to the terminal's width
+    try:
+        parser = build_parser()
+        out = ["# Command-line reference", "",
+               "Every command's `--help`, generated from the parser "
+               "(`python scripts/cli_reference.py`).", "",
+               "```text", parser.format_help().rstrip(), "```"]
+        pending = [(f"optsched {name}", p) for name, p in _subparsers(parser)]
+        while pending:
+            title, p = pending.pop(0)
+            out += ["", f"## {title}", "", "```text", p.format_help().rstrip(), "```"]
+            pending[0:0] = [(f"{title} {name}", q) for name, q in _subparsers(p)]
+        return "\n".join(out) + "\n"
+    finally:
+        if saved is None:
+            del os.environ["COLUMNS"]
+        else:
+            os.environ["COLUMNS"] = saved
+
+
+def _subparsers(parser: argparse.ArgumentParser) -> list[tuple[str, argparse.ArgumentParser]]:
+    return [(name, p) for action in parser._actions
+            if isinstance(action, argparse._SubParsersAction)
+            for name, p in action.choices.items()]
+
+
+def _plugins_first(argv: Sequence[str]) -> list[str]:
+    """``argv`` with every ``--plugin X`` (or ``--plugin=X``) moved to the front, so it
+    works after the command too."""
+    front: list[str] = []
+    rest: list[str] = []
+    args = list(argv)
+    i = 0
+    while i < len(args):
+        if args[i] == "--plugin" and i + 1 < len(args):
+            front += args[i:i + 2]
+            i += 2
+            continue
+        (front if args[i].startswith("--plugin=") else rest).append(args[i])
+        i += 1
+    return front + rest
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    argv = _plugins_first(sys.argv[1:] if argv is None else argv)
+    try:
+        args = build_parser().parse_args(argv)
+    except SystemExit as exc:  # usage error (one line, exit 2), --help or --version
+        return exc.code if isinstance(exc.code, int) else EXIT_BAD_INPUT
+    try:
+        for module in args.plugin:
+            load_plugin(module)
+        code: int = args.func(args)
+        return code
+    except InputError as exc:
+        print(f"optsched: error: {one_line(str(exc))}", file=sys.stderr)
+        return EXIT_BAD_INPUT
+    except KeyboardInterrupt:  # Ctrl-C: one line, the shell's code for SIGINT
+        print("optsched: interrupted", file=sys.stderr)
+        return EXIT_INTERRUPTED
+    except BrokenPipeError:  # output piped into e.g. `head`: stop quietly
+        os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
+        return EXIT_OK
+    except OSError as exc:  # e.g. an output path that cannot be written
+        where = f"{exc.filename}: " if exc.filename else ""
+        print(f"optsched: error: {where}{exc.strerror or exc}", file=sys.stderr)
+        return EXIT_BAD_INPUT
+    except Exception as exc:
+        if args.debug:
+            raise
+        text = one_line(str(exc).splitlines()[0]) if str(exc) else ""
+        print(f"optsched: internal error: {type(exc).__name__}: {text} (rerun with --debug)",
+              file=sys.stderr)
+        return EXIT_INTERNAL

@@ -1,0 +1,146 @@
+"""``optsched bench gen|run|report``: instance sets from grids, resumable runs, gap tables."""
+
+from __future__ import annotations
+
+import argparse
+import fnmatch
+import os
+import sys
+from pathlib import Path
+from typing import Any
+
+from optsched.cli.common import (
+    EXIT_INTERRUPTED,
+    EXIT_NEGATIVE,
+    EXIT_OK,
+    Parser,
+    add_params,
+    parse_params,
+)
+from optsched.errors import InputError
+from optsched.solve import check_time_limit
+
+
+def add_parser(sub: Any) -> None:
+    bench = sub.add_parser("bench", help="benchmarks: instance sets, runs, reports")
+    bsub = bench.add_subparsers(dest="bench_command", required=True, parser_class=Parser)
+    p = bsub.add_parser("gen", help="generate an instance set from a grid file")
+    p.add_argument("grid", help="a grid file (optsched/grid@1)")
+    p.add_argument("--out", required=True, metavar="DIR",
+                   help="the instance set's folder (instances and manifest.json)")
+    p.set_defaults(func=run_gen)
+    p = bsub.add_parser("run", help="run methods × instances × modes × seeds (resumable)",
+                        epilog="exit status: 0 all runs recorded, 1 some recorded as errors, "
+                        "2 bad input (nothing run; also when another runner holds the records "
+                        "file), 130/143 stopped by SIGINT/SIGTERM (finished runs recorded; "
+                        "rerun to resume)")
+    p.add_argument("instances", metavar="DIR", help="an instance set (with manifest.json)")
+    p.add_argument("--method", action="append", required=True,
+                   help="a solve or place method; repeatable")
+    p.add_argument("--mode", action="append", choices=("relaxed", "gang"),
+                   help="repeatable (default: each instance's own mode)")
+    p.add_argument("--seeds", type=int, nargs="+", metavar="N",
+                   help="method seeds (default: 0)")
+    p.add_argument("--time-limit", type=float, metavar="S",
+                   help="seconds per run (default: each method's, see optsched methods)")
+    add_params(p)
+    p.add_argument("--records", required=True, metavar="FILE.jsonl",
+                   help="the records file: appended to, runs already in it are skipped")
+    p.add_argument("--only", metavar="GLOB", help="only instances whose name matches, "
+                   "e.g. 'exact-jobs10-*'")
+    p.add_argument("--workers", type=int, default=min(2, os.cpu_count() or 1),
+                   help="local worker processes (default: 2, or 1 on a 1-CPU machine)")
+    p.add_argument("--scheduler", metavar="ADDRESS",
+                   help="a Dask scheduler, e.g. tcp://h:8786 (default: local workers)")
+    p.set_defaults(func=run_run)
+    p = bsub.add_parser("report", help="gap tables and plots from records")
+    p.add_argument("records", nargs="+", metavar="FILE.jsonl", help="records files")
+    p.add_argument("--out", required=True, metavar="DIR", help="the report's folder")
+    p.add_argument("--manifest", action="append", metavar="SET",
+                   help="an instance set (folder or manifest.json) whose best known values "
+                        "join the records' as the gaps' reference; repeatable")
+    p.add_argument("--format", action="append", choices=("md", "csv", "tex"),
+                   help="table formats (default: all three); repeatable")
+    p.add_argument("--no-plots", action="store_true", help="write no figures")
+    p.set_defaults(func=run_report)
+
+
+def run_gen(args: argparse.Namespace) -> int:
+    from optsched.bench.grid import generate_set, load_grid
+
+    try:
+        manifest = generate_set(load_grid(args.grid), args.out)
+    except KeyboardInterrupt:  # generate_set has removed its partial output
+        print("optsched: interrupted: nothing written", file=sys.stderr)
+        return EXIT_INTERRUPTED
+    print(f"wrote {len(manifest.instances)} instances and manifest.json to {args.out}")
+    return EXIT_OK
+
+
+def run_run(args: argparse.Namespace) -> int:
+    """Exit 0: every run recorded without error; 1: some runs recorded as errors; 2: bad
+    input (nothing run); 128 + signal (130 SIGINT, 143 SIGTERM): stopped, finished runs
+    recorded, rerun the same command to resume."""
+    from optsched.bench.manifest import Manifest
+    from optsched.bench.records import check_records_path
+    from optsched.bench.runner import (
+        RunInterrupted,
+        check_scheduler,
+        check_workers,
+        plan,
+        run_benchmark,
+    )
+
+    check_workers(args.workers)
+    check_time_limit(args.time_limit)
+    check_scheduler(args.scheduler)
+    check_records_path(args.records)
+    folder = Path(args.instances)
+    if not folder.is_dir():
+        raise InputError(f"{args.instances}: not a folder (an instance set written by "
+                         "optsched bench gen)")
+    if not (folder / "manifest.json").is_file():
+        raise InputError(f"{args.instances}: no manifest.json (not an instance set written "
+                         "by optsched bench gen)")
+    try:
+        manifest = Manifest.load(folder / "manifest.json")
+        check_records_path(args.records, inputs=[manifest.path, *(
+            folder / e["file"] for e in manifest.instances.values())])
+        runs = plan(manifest, args.method, modes=args.mode, seeds=args.seeds or [0],
+                    params=parse_params(args.param), time_limit=args.time_limit,
+                    plugins=args.plugin)
+        if args.only:
+            runs = [run for run in runs if fnmatch.fnmatchcase(run.instance, args.only)]
+            if not runs:
+                raise InputError(f"--only {args.only!r} matches no instance of "
+                                 f"{args.instances}")
+        summary = run_benchmark(runs, args.records, workers=args.workers,
+                                scheduler=args.scheduler, manifest=manifest)
+    except RunInterrupted as stop:
+        done = stop.summary
+        print(f"{done.finished} runs finished ({done.errors} errors), {done.skipped} already "
+              f"recorded, {done.remaining} not run; records in {args.records}")
+        print(f"optsched: interrupted by {stop.signal_name}: {done.finished} runs finished "
+              f"and recorded, {done.remaining} not run; rerun the same command to resume",
+              file=sys.stderr)
+        return stop.exit_code
+    except KeyboardInterrupt:
+        print("optsched: interrupted before any run started", file=sys.stderr)
+        return EXIT_INTERRUPTED
+    print(f"{summary.finished} runs finished ({summary.errors} errors), {summary.skipped} "
+          f"already recorded, in {summary.elapsed_s:.1f} s; records in {args.records}")
+    return EXIT_NEGATIVE if summary.errors else EXIT_OK
+
+
+def run_report(args: argparse.Namespace) -> int:
+    from optsched.bench.manifest import Manifest
+    from optsched.bench.records import load_records
+    from optsched.bench.report import FORMATS, write_report
+
+    records = [r for path in args.records for r in load_records(path, must_exist=True)]
+    manifests = [Manifest.load(Path(m) / "manifest.json" if Path(m).is_dir() else m)
+                 for m in args.manifest or ()]
+    written = write_report(records, args.out, formats=args.format or FORMATS,
+                           plots=not args.no_plots, inputs=args.records, manifests=manifests)
+    print("wrote " + ", ".join(str(p) for p in written))
+    return EXIT_OK

@@ -1,0 +1,114 @@
+"""What every command shares: the parser class, option types, exit codes and printing."""
+
+from __future__ import annotations
+
+import argparse
+import sys
+from collections.abc import Sequence
+from typing import Any
+
+from optsched.errors import InputError
+from optsched.limits import MAX_SEED, check_seed
+from optsched.output import json_text
+from optsched.result import OBJECTIVE_NAME, Result
+
+#: Exit codes, as ``diff`` and ``cmp`` use them.
+EXIT_OK, EXIT_NEGATIVE, EXIT_BAD_INPUT, EXIT_INTERNAL, EXIT_INTERRUPTED = 0, 1, 2, 70, 130
+
+
+class Parser(argparse.ArgumentParser):
+    """Usage errors are one line and exit 2."""
+
+    def error(self, message: str) -> Any:
+        self.exit(EXIT_BAD_INPUT, f"{self.prog}: error: {message}\n")
+
+
+def seed(text: str) -> int:
+    """argparse type of every ``--seed``: an integer in [0, MAX_SEED]."""
+    try:
+        return check_seed(int(text), "--seed")
+    except (ValueError, InputError):
+        raise argparse.ArgumentTypeError(f"must be an integer in [0, {MAX_SEED}], "
+                                         f"got {text!r}") from None
+
+
+def add_json(p: argparse.ArgumentParser, what: str = "the result") -> None:
+    p.add_argument("--json", action="store_true",
+                   help=f"print {what} as one JSON object (default: aligned text)")
+
+
+def add_params(p: argparse.ArgumentParser) -> None:
+    p.add_argument("--param", action="append", default=[], metavar="KEY=VALUE",
+                   help="a method parameter (optsched methods lists each method's, with its "
+                        "default); repeatable")
+
+
+def add_seed(p: argparse.ArgumentParser, what: str = "randomised methods") -> None:
+    p.add_argument("--seed", type=seed, default=0, help=f"seed of {what} (default 0)")
+
+
+def parse_params(pairs: Sequence[str]) -> dict[str, str]:
+    """``KEY=VALUE`` strings as a dict (InputError on a malformed or repeated key)."""
+    params: dict[str, str] = {}
+    for pair in pairs:
+        key, sep, value = pair.partition("=")
+        if not sep or not key:
+            raise InputError(f"--param expects KEY=VALUE, got {pair!r}")
+        if key in params:
+            raise InputError(f"--param {key} given twice ({params[key]!r} and {value!r})")
+        params[key] = value
+    return params
+
+
+def print_json(obj: Any) -> None:
+    sys.stdout.write(json_text(obj))
+
+
+def fmt(value: float | None, digits: int = 6) -> str:
+    return "-" if value is None else f"{value:.{digits}g}"
+
+
+def print_verdict(violations: Sequence[Any], tail: str) -> None:
+    for v in violations:
+        print(f"{v.kind}: {v.message}")
+    print(f"{'feasible' if not violations else f'{len(violations)} violation(s)'} {tail}")
+
+
+def print_result(result: Result, online: bool = False) -> None:
+    """The result as aligned lines. Online (``simulate``): the JCT metrics instead of a gap,
+    which to a critical path says little about an online policy."""
+    print(f"method     {result.method} ({result.mode} mode)")
+    print(f"status     {result.status}")
+    name = "Σ w_j C_j" if result.objective_name == OBJECTIVE_NAME else result.objective_name
+    print(f"objective  {fmt(result.objective)}  ({name})")
+    metrics = result.metrics or {}
+    if online:
+        for key, label in (("total_weighted_jct", "wJCT"), ("mean_jct", "mean JCT"),
+                           ("makespan", "makespan")):
+            if key in metrics:
+                print(f"{label:<10} {fmt(metrics[key])}")
+        floor = result.extra.get("bound_critical_path")
+        if floor is not None:
+            print(f"floor      {fmt(floor)}  (critical path: every job alone on the "
+                  "fastest GPUs)")
+    else:
+        source = {"method": "the method's certified bound",
+                  "critical_path": "critical path"}.get(result.extra.get("bound_source", ""))
+        print(f"bound      {fmt(result.bound)}" + (f"  ({source})" if source else ""))
+        if result.mode == "placement":  # a cost can be negative: no ratio
+            print(f"gap        {fmt(result.absolute_gap)}  (cost − bound)")
+        else:
+            gap = result.gap
+            print(f"gap        {'-' if gap is None else f'{100 * gap:.2f} %'}")
+    print(f"runtime    {result.runtime_s:.3f} s")
+    limit = result.extra.get("time_limit")
+    if limit is not None:
+        print(f"limit      {limit:g} s")
+    if result.extra.get("interrupted"):
+        print("interrupted  yes (Ctrl-C): the best schedule found before it")
+
+
+def one_line(text: str, limit: int = 500) -> str:
+    """An error message as one line of at most ``limit`` characters."""
+    text = " ".join(text.split())
+    return text if len(text) <= limit else text[:limit - 1] + "…"

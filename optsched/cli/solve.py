@@ -1,0 +1,70 @@
+"""``optsched solve INSTANCE --method M``: one registered ``solve`` method, checked."""
+
+from __future__ import annotations
+
+import argparse
+import sys
+from typing import Any
+
+from optsched.cli.common import (
+    EXIT_NEGATIVE,
+    EXIT_OK,
+    add_json,
+    add_params,
+    add_seed,
+    parse_params,
+    print_json,
+    print_result,
+)
+from optsched.errors import InputError
+from optsched.io import load_instance, load_schedule, save_schedule
+from optsched.output import distinct_targets, output_target
+from optsched.solve import solve
+
+
+def add_parser(sub: Any) -> None:
+    p = sub.add_parser("solve", help="solve an instance with a registered method")
+    p.add_argument("instance", help="an instance file")
+    p.add_argument("--method", required=True, help="a solve method (optsched methods)")
+    p.add_argument("--mode", choices=("relaxed", "gang"),
+                   help="execution mode (default: the instance's)")
+    p.add_argument("--time-limit", type=float, metavar="S",
+                   help="seconds (default: the method's, see optsched methods: 60 for exact "
+                        "methods, 300 for Hare's relaxation, none for heuristics)")
+    add_seed(p)
+    add_params(p)
+    p.add_argument("--hint", metavar="SCHEDULE",
+                   help="a schedule to warm-start exact methods with (default: none)")
+    p.add_argument("--quiet", action="store_true",
+                   help="no progress lines on stderr (default: a run longer than 5 s prints "
+                        "one every 5 s: elapsed, incumbent, bound, gap)")
+    p.add_argument("--out", metavar="SCHEDULE",
+                   help="write the schedule here (default: not written)")
+    p.add_argument("--export", metavar="MODEL.lp|.mps",
+                   help="write the MILP model (milp-* methods; same as --param export=...)")
+    add_json(p)
+    p.set_defaults(func=run)
+
+
+def run(args: argparse.Namespace) -> int:
+    if args.export is not None and any(p.startswith("export=") for p in args.param):
+        raise InputError("give the model file once: --export or --param export=...")
+    for option, path in (("--out", args.out), ("--export", args.export)):
+        if path is not None:
+            output_target(path, option, inputs=[args.instance, args.hint])
+    distinct_targets([("--out", args.out), ("--export", args.export)])
+    instance = load_instance(args.instance)
+    hint = load_schedule(args.hint) if args.hint else None
+    params = parse_params(args.param)
+    if args.export:
+        params["export"] = args.export
+    result = solve(instance, args.method, mode=args.mode, time_limit=args.time_limit,
+                   seed=args.seed, params=params, hint=hint,
+                   progress=None if args.quiet else sys.stderr)
+    if args.out is not None and result.schedule is not None:
+        save_schedule(args.out, result.schedule)
+    if args.json:
+        print_json(result.to_dict())
+    else:
+        print_result(result)
+    return EXIT_OK if result.schedule is not None else EXIT_NEGATIVE

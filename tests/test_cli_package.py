@@ -1,0 +1,65 @@
+"""The command line as a thin layer: every option documented with its default, the reference
+page generated from the parser, plug-ins anywhere on the command line, shared parameters
+listed once."""
+
+from __future__ import annotations
+
+import argparse
+import importlib
+import sys
+import textwrap
+
+from optsched.cli import _subparsers, build_parser, main, reference
+from tests.conftest import ROOT
+
+solve_module = importlib.import_module("optsched.solve")
+
+
+def all_parsers():
+    pending = [("optsched", build_parser())]
+    while pending:
+        title, parser = pending.pop(0)
+        yield title, parser
+        pending += [(f"{title} {name}", p) for name, p in _subparsers(parser)]
+
+
+def test_every_option_has_help_that_states_its_default():
+    for title, parser in all_parsers():
+        for action in parser._actions:
+            if isinstance(action, (argparse._HelpAction, argparse._VersionAction,
+                                   argparse._SubParsersAction)):
+                continue
+            where = f"{title} {'/'.join(action.option_strings) or action.dest}"
+            assert action.help, f"{where} has no help text"
+            if action.option_strings and action.default not in (None, False, [],
+                                                                argparse.SUPPRESS):
+                assert "default" in action.help, f"{where} does not state its default"
+
+
+def test_the_reference_page_is_generated_from_the_parser():
+    page = (ROOT / "docs" / "cli-reference.md").read_text()
+    assert page == reference(), "rerun python scripts/cli_reference.py"
+
+
+def test_a_plugin_may_come_after_the_command(tmp_path, monkeypatch, capsys):
+    (tmp_path / "pl_after.py").write_text(textwrap.dedent('''
+        from optsched.solve import MethodOutput, register
+        @register("pl-after", description="registered from after the command", replace=True)
+        def nothing(instance, context):
+            return MethodOutput()
+    '''))
+    monkeypatch.chdir(tmp_path)
+    try:
+        assert main(["methods", "--plugin", "pl_after.py"]) == 0
+        assert "pl-after" in capsys.readouterr().out
+    finally:
+        sys.modules.pop("pl_after", None)
+        solve_module._REGISTRY.pop(("solve", "pl-after"), None)
+
+
+def test_methods_lists_shared_parameters_once(capsys):
+    assert main(["methods"]) == 0
+    out = capsys.readouterr().out
+    place = out[out.index("place:"):]
+    assert "shared by every place method" in place
+    assert place.count("--param lambda=") == 1
