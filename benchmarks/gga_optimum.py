@@ -86,7 +86,7 @@ def main(argv: list[str]) -> int:
     for cost in ("paper", "code"):
         optimum: dict[str, float] = {}
         for inst in insts:
-            r, _ = place(inst, "cpsat", params={"cost": cost}, time_limit=60)
+            r = place(inst, "cpsat", params={"cost": cost}, time_limit=60)
             if r.status.value == "optimal" and r.objective is not None:
                 optimum[inst.name] = r.objective
         lines += [f"## cost = {cost}", "",
@@ -96,7 +96,7 @@ def main(argv: list[str]) -> int:
         fit_gaps = []
         for inst in insts:
             if inst.name in optimum:
-                r, _ = place(inst, "bestfit", params={"cost": cost})
+                r = place(inst, "bestfit", params={"cost": cost})
                 fit_gaps.append(r.objective - optimum[inst.name])
         for variant in variants:
             repair, fitness = variant.split(":")
@@ -108,8 +108,8 @@ def main(argv: list[str]) -> int:
                     continue
                 for seed in range(args.seeds):
                     t = time.perf_counter()
-                    r, _ = place(inst, "gga", seed=seed, params={
-                        "cost": cost, "repair": repair, "fitness": fitness})
+                    r = place(inst, "gga", seed=seed, params={
+                     "cost": cost, "repair": repair, "fitness": fitness})
                     times.append(time.perf_counter() - t)
                     gap = r.objective - optimum[inst.name]
                     hit = gap <= 1e-6

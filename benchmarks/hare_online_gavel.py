@@ -91,7 +91,8 @@ def main() -> None:
             continue
         inst = trace_instance(trace, parse_cluster(CLUSTER), mapping, mode=mode)
         started = time.perf_counter()
-        result, sim = run_policy(inst, policy, params=params)
+        result = run_policy(inst, policy, params=params)
+        sim = result.simulation
         arrival = np.array([job.arrival for job in inst.jobs])
         jct = (sim.completion - arrival) / 3600
         row = {"name": name, "policy": policy, "mode": mode, "params": params, "what": what,

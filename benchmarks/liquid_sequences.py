@@ -148,7 +148,7 @@ def run(seeds: int) -> list[dict[str, Any]]:
                 inst = with_error(sequence(models, jobs, gap, seed), error, seed)
                 for config, params in configs:
                     full = {"heartbeat": "5", "end_error": str(error), **params}
-                    _, sim = run_policy(inst, "liquid", params=full, seed=seed)
+                    sim = run_policy(inst, "liquid", params=full, seed=seed).simulation
                     assert sim.schedule is not None
                     report = check(inst, sim.schedule)
                     if not report.feasible:

@@ -76,7 +76,8 @@ def one(case: str, policy: str) -> dict:
     trace = tiled(read_trace(path), copies)
     inst = trace_instance(trace, parse_cluster(cluster), TraceMapping(quantum=quantum),
                           mode=POLICIES[policy])
-    result, sim = run_policy(inst, policy, record=False)
+    result = run_policy(inst, policy, record=False)
+    sim = result.simulation
     return {"case": case, "policy": policy, "mode": inst.mode, "jobs": inst.n_jobs,
             "gpus": inst.n_gpus, "tasks": inst.n_tasks, "events": sim.events,
             "simulation_s": sim.runtime_s, "events_per_s": sim.events_per_s,

@@ -23,7 +23,8 @@ def placement() -> None:
     instance = generate_placement(PlacementSpec(jobs=5, hosts=5, gpus_per_host=4), seed=0)
     print(f"{'method':<8} {'cost':>7} {'bound':>7} {'hosts used':>10} {'runtime s':>10}")
     for method in ("bestfit", "gga", "random", "spread", "pack", "cpsat"):
-        result, placed = place(instance, method, seed=0, time_limit=20)
+        result = place(instance, method, seed=0, time_limit=20)
+        placed = result.placement
         assert placed is not None and check_placement(instance, placed).feasible
         hosts = len({a.host for a in placed.assignments})
         bound = "-" if result.bound is None else f"{result.bound:.3f}"
@@ -39,7 +40,7 @@ def scheduler() -> None:
     for label, params in (("nothing", {}), ("sharing", {"share": "1"}),
                           ("pre-scheduling", {"preschedule": "1"}),
                           ("sharing + pre-scheduling", {"share": "1", "preschedule": "1"})):
-        result, _ = run_policy(instance, "liquid", params=params, seed=0)
+        result = run_policy(instance, "liquid", params=params, seed=0)
         assert result.extra["checked"]
         print(f"{label:<26} {result.metrics['mean_jct']:>10.1f} "
               f"{result.extra['gpu_idle_s']:>10.1f} {result.metrics['oom_failures']:>12}")

@@ -87,7 +87,8 @@ def main() -> None:
     jcts = {}
     print(f"{'policy':<22} {'mode':<8} {'wJCT (h)':>9} {'mean JCT (h)':>13} {'makespan (h)':>13}")
     for policy, instance in (("hlas", relaxed), ("fifo-perf", gang), ("tiresias", gang)):
-        result, sim = run_policy(instance, policy)
+        result = run_policy(instance, policy)
+        sim = result.simulation
         assert result.extra["checked"]
         jcts[policy] = sim.completion - np.array([job.arrival for job in instance.jobs])
         m = result.metrics

@@ -96,7 +96,9 @@ def _demo_liquid(seed: int, say: Any) -> None:
     say(header)
     say("-" * len(header))
     for name, params in configs:
-        result, sim = run_policy(instance, "liquid", params=params, seed=seed)
+        result = run_policy(instance, "liquid", params=params, seed=seed)
+        sim = result.simulation
+        assert sim is not None
         metrics = result.metrics or {}
         say(f"{name:<38} {metrics['mean_jct']:>9.0f} {metrics['makespan']:>9.0f} "
             f"{sim.metrics['gpu_idle_s']:>9.0f}")

@@ -1,4 +1,4 @@
-"""The one result type of every method (docs/formats.md, *Result*)."""
+"""The one result type of every method, whatever the verb (docs/formats.md, *Result*)."""
 
 from __future__ import annotations
 
@@ -7,9 +7,17 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from enum import StrEnum
 from types import MappingProxyType
-from typing import Any
+from typing import TYPE_CHECKING, Any, Generic, TypeVar
 
 from optsched.schedule import Schedule
+
+if TYPE_CHECKING:
+    from optsched.online.engine import Simulation
+    from optsched.placement.model import Placement
+
+#: What a method produced: a :class:`~optsched.schedule.Schedule` (``solve``, ``simulate``)
+#: or a :class:`~optsched.placement.model.Placement` (``place``).
+SolutionT = TypeVar("SolutionT")
 
 #: A schedule is optimal when objective − bound ≤ OPTIMAL_TOL · max(1, |objective|).
 OPTIMAL_TOL = 1e-6
@@ -59,13 +67,17 @@ def is_optimal(objective: float | None, bound: float | None) -> bool:
 
 
 @dataclass(frozen=True)
-class Result:
-    """What a method produced, as ``--json`` prints it.
+class Result(Generic[SolutionT]):
+    """What a method produced, as ``--json`` prints it: ``solve``, ``simulate`` and
+    ``place`` all return one.
 
-    ``objective`` and ``metrics`` are the checker's, recomputed from ``schedule`` (a simulation
-    run without recording its schedule reports its own streamed ones); ``bound``
-    is a certified lower bound on the objective (or ``None``); ``extra`` holds method-specific
-    fields such as a guarantee.
+    ``solution`` is the checked schedule (``solve``, ``simulate``) or placement (``place``),
+    or ``None`` when there is none (or a simulation did not record it); :attr:`schedule` and
+    :attr:`placement` name it by kind. ``objective`` and ``metrics`` are the checker's,
+    recomputed from the solution (a simulation run without recording its schedule reports
+    its own streamed ones); ``bound`` is a certified lower bound on the objective (or
+    ``None``); ``simulation`` holds a simulation's own details (events, completion times,
+    the realised instance); ``extra`` holds method-specific fields such as a guarantee.
     """
 
     status: Status
@@ -77,9 +89,10 @@ class Result:
     seed: int | None = None
     params: Mapping[str, str] = field(default_factory=dict)
     metrics: Mapping[str, Any] | None = None
-    schedule: Schedule | None = field(default=None, repr=False)
+    solution: SolutionT | None = field(default=None, repr=False)
     extra: Mapping[str, Any] = field(default_factory=dict)
     objective_name: str = OBJECTIVE_NAME
+    simulation: Simulation | None = field(default=None, repr=False)
 
     def __post_init__(self) -> None:
         object.__setattr__(self, "status", Status(self.status))
@@ -95,6 +108,18 @@ class Result:
             raise ValueError(f"method-specific field {clash[0]!r} clashes with a Result field")
         object.__setattr__(self, "params", MappingProxyType(dict(self.params)))
         object.__setattr__(self, "extra", MappingProxyType(dict(self.extra)))
+
+    @property
+    def schedule(self) -> Schedule | None:
+        """The solution when it is a schedule (``solve``, ``simulate``)."""
+        return self.solution if isinstance(self.solution, Schedule) else None
+
+    @property
+    def placement(self) -> Placement | None:
+        """The solution when it is a placement (``place``)."""
+        from optsched.placement.model import Placement
+
+        return self.solution if isinstance(self.solution, Placement) else None
 
     @property
     def gap(self) -> float | None:

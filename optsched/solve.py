@@ -547,6 +547,32 @@ class ProgressLine:
             self._beat.join()
 
 
+def prepare(method: str, kind: str, *, seed: int, time_limit: float | None,
+            params: Mapping[str, str] | None) -> tuple[MethodInfo, float | None, dict[str, str]]:
+    """What every verb does before it runs a method: look it up, check the seed, the time
+    limit (None: the method's default) and the parameters (InputError naming what is
+    wrong); return the method, the time limit that applies and the parameters."""
+    info = get_method(method, kind)
+    check_seed(seed)
+    check_time_limit(time_limit)
+    params = dict(params or {})
+    info.check_params(params)
+    return info, (info.default_time_limit if time_limit is None else time_limit), params
+
+
+def run_timed(info: MethodInfo, call: Callable[[], Any], *, listener: Any = None
+              ) -> tuple[Any, float, float]:
+    """Run ``call`` (the method) as every verb does: its solver packages imported first,
+    then timed under :func:`method_running` (and a :class:`ProgressLine` heartbeat when
+    ``listener`` is one). Returns (its output, runtime_s, startup_s)."""
+    startup = info.start_up()
+    started = time.perf_counter()
+    with method_running(info), listener if isinstance(listener, ProgressLine) else \
+            nullcontext():
+        out = call()
+    return out, time.perf_counter() - started, startup
+
+
 def solve(
     instance: Instance,
     method: str,
@@ -557,7 +583,7 @@ def solve(
     params: Mapping[str, str] | None = None,
     hint: Schedule | None = None,
     progress: Any = None,
-) -> Result:
+) -> Result[Schedule]:
     """Solve ``instance`` with a registered ``solve`` method and check the schedule.
 
     ``time_limit`` (seconds; default: the method's ``default_time_limit``, see
@@ -578,30 +604,20 @@ def solve(
         objective: all bugs in the method, never silently repaired. The message names the
         method and its plug-in module.
     """
-    info = get_method(method, "solve")
-    check_seed(seed)
+    info, time_limit, params = prepare(method, "solve", seed=seed, time_limit=time_limit,
+                                       params=params)
     mode = mode or instance.mode
     info.check_mode(mode)
     if instance.cluster:
         raise InputError(f"method {method!r} does not model phases, GPU sharing or placement "
                          "factors (instance@2); simulate a cluster policy such as liquid")
-    params = dict(params or {})
-    info.check_params(params)
-    check_time_limit(time_limit)
-    if time_limit is None:
-        time_limit = info.default_time_limit
     if hint is not None:
         check_hint(instance, hint)
     inst = instance if mode == instance.mode else instance.with_mode(mode)
     listener = progress if callable(progress) or progress is None else \
         ProgressLine(progress, critical_path_bound(inst))
     ctx = SolveContext(mode, time_limit, seed, MappingProxyType(params), hint, listener)
-    startup = info.start_up()
-    started = time.perf_counter()
-    with method_running(info), listener if isinstance(listener, ProgressLine) else \
-            nullcontext():
-        out = info.func(inst, ctx)
-    runtime = time.perf_counter() - started
+    out, runtime, startup = run_timed(info, lambda: info.func(inst, ctx), listener=listener)
     _check_output(info, out)
     method_bound = finite_bound(info, out.bound)
 
@@ -627,7 +643,7 @@ def solve(
     check_bound(info, bound, objective)
     status = Status.OPTIMAL if is_optimal(objective, bound) else Status.FEASIBLE
     return Result(status, objective=objective, bound=bound, metrics=metrics,
-                  schedule=schedule, **common)
+                  solution=schedule, **common)
 
 
 def _check_output(info: MethodInfo, out: Any) -> None:

@@ -179,7 +179,7 @@ def schedules(draw: st.DrawFn, instance: Instance) -> Schedule:
     if instance.cluster:
         from optsched.online.run import run_policy
 
-        result, _ = run_policy(instance, "liquid", params={"placement": "random"}, seed=seed)
+        result = run_policy(instance, "liquid", params={"placement": "random"}, seed=seed)
         assert result.schedule is not None
         return result.schedule
     from optsched.online.simulator import simulate

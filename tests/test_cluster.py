@@ -254,7 +254,8 @@ def test_liquid_schedules_pass_the_checker(seed, hosts, jobs, distributed, inter
                                                 for j in inst.jobs))
     params = {"placement": placement, "batch": str(batch), "share": str(int(share)),
               "preschedule": str(int(pre)), "heartbeat": str(heartbeat), "cost": cost}
-    result, sim = run_policy(inst, "liquid", params=params, seed=seed)
+    result = run_policy(inst, "liquid", params=params, seed=seed)
+    sim = result.simulation
     report = check(inst, sim.schedule)
     assert report.feasible
     assert [report.completion[j.id] for j in inst.jobs] == pytest.approx(sim.completion)
@@ -293,7 +294,7 @@ def test_predictions_feed_utilisation_memory_and_bandwidth():
         assert job.gpu_memory > 0 and job.gpu_memory % 1024 == 0
         assert job.meta["bandwidth"] >= 1
     assert [j.util for j in inst.jobs] != [j.util for j in plain.jobs]
-    result, _ = run_policy(inst, "liquid", params={"share": "1", "cost": "code"})
+    result = run_policy(inst, "liquid", params={"share": "1", "cost": "code"})
     assert result.objective is not None
 
 

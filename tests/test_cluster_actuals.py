@@ -224,7 +224,8 @@ def test_actual_utilisation_above_the_prediction_slows_a_shared_gpu():
     # and the liquid policy, which shares on the same predictions, sees the same slowdown
     topo = Instance("c", (a, b), topology=tree_topology([["T4"]]), mode="gang",
                     share_cap=1.3)
-    result, shared = run_policy(topo, "liquid", params={"share": "1"})
+    result = run_policy(topo, "liquid", params={"share": "1"})
+    shared = result.simulation
     assert shared.completion.tolist() == pytest.approx([160.0, 160.0])
     assert result.objective == pytest.approx(320.0)
 
@@ -424,7 +425,8 @@ def test_liquid_with_actuals_and_contention_passes_the_checker(
                                                 for j in inst.jobs))
     params = {"placement": placement, "share": str(int(share)),
               "preschedule": str(int(pre)), "heartbeat": str(heartbeat)}
-    result, sim = run_policy(inst, "liquid", params=params, seed=seed)
+    result = run_policy(inst, "liquid", params=params, seed=seed)
+    sim = result.simulation
     agrees(inst, sim)
     assert result.objective == pytest.approx(sim.objective)
     assert result.metrics["oom_failures"] == sim.metrics["oom_failures"]
@@ -515,8 +517,8 @@ def test_explicit_actuals_equal_to_predictions_change_nothing(seed, share, pre):
         dataclasses.replace(j, actual={"util": j.util, "gpu_memory": j.gpu_memory})
         for j in inst.jobs))
     params = {"share": str(int(share)), "preschedule": str(int(pre))}
-    _, a = run_policy(inst, "liquid", params=params, seed=seed)
-    _, b = run_policy(same, "liquid", params=params, seed=seed)
+    a = run_policy(inst, "liquid", params=params, seed=seed).simulation
+    b = run_policy(same, "liquid", params=params, seed=seed).simulation
     assert a.completion.tolist() == b.completion.tolist()
     assert [dataclasses.astuple(t) for t in a.schedule.tasks] == \
         [dataclasses.astuple(t) for t in b.schedule.tasks]

@@ -100,9 +100,10 @@ def test_liquid_streams_its_schedule_through_run_policy(tmp_path):
     schedule's tasks, checker-clean."""
     inst = liquid_instance(3, error=0.0)
     params = {"share": "1", "preschedule": "1"}
-    kept, _ = run_policy(inst, "liquid", params=params)
+    kept = run_policy(inst, "liquid", params=params)
     target = tmp_path / "s.json"
-    streamed, sim = run_policy(inst, "liquid", params=params, record=False, stream_to=target)
+    streamed = run_policy(inst, "liquid", params=params, record=False, stream_to=target)
+    sim = streamed.simulation
     assert streamed.extra["checked"] is False and sim.schedule is None
     schedule = load_schedule(target)
     assert sorted_tasks(schedule) == sorted_tasks(kept.schedule)
@@ -213,7 +214,8 @@ def test_a_cluster_plug_in_needs_no_execution_attribute():
         return RandomCluster()
 
     inst = liquid_instance(4)
-    result, sim = run_policy(inst, "test-random-cluster", seed=4)
+    result = run_policy(inst, "test-random-cluster", seed=4)
+    sim = result.simulation
     assert result.extra["checked"] and check(inst, sim.schedule).feasible
     assert "oom_failures" in sim.metrics
 

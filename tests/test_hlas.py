@@ -110,8 +110,8 @@ def test_fifo_random_keeps_its_gpu_type_and_fifo_is_fifo_perf():
     draws = {tuple(sorted((t.job, t.gpu) for t in simulate(inst, FIFORandom(seed=s))
                           .schedule.tasks)) for s in range(8)}
     assert len(draws) > 1  # the type really is drawn
-    perf, _ = run_policy(inst, "fifo-perf")
-    alias, _ = run_policy(inst, "fifo")
+    perf = run_policy(inst, "fifo-perf")
+    alias = run_policy(inst, "fifo")
     assert perf.objective == alias.objective
     assert {t.gpu[0] for t in perf.schedule.tasks if t.job == "j0"} == {"v"}
 
@@ -121,10 +121,10 @@ def test_params_reach_the_policies():
     inst = Instance("x", (job("a", {"V100": 1.0}, rounds=3),), gpus)
     for params in ({}, {"form": "continuous"}, {"thresholds": "1,2", "starvation": "0"},
                    {"thresholds": "auto", "mapping": "A"}):
-        result, _ = run_policy(inst, "hlas", params=params)
+        result = run_policy(inst, "hlas", params=params)
         assert result.objective == 3.0
-    result, _ = run_policy(inst.with_mode("gang"), "tiresias", params={"thresholds": "auto"})
+    result = run_policy(inst.with_mode("gang"), "tiresias", params={"thresholds": "auto"})
     assert result.objective == 3.0
-    result, _ = run_policy(inst.with_mode("gang"), "fifo-random", params={"seed": "5"})
+    result = run_policy(inst.with_mode("gang"), "fifo-random", params={"seed": "5"})
     assert result.objective == 3.0
     assert np.isfinite(result.objective)

@@ -142,7 +142,8 @@ def test_gated_liquid_schedules_pass_the_checker(seed, hosts, jobs, distributed,
     params = {"gates": gates, "share": str(int(share)), "preschedule": str(int(pre)),
               "share_ratio": share_ratio, "preschedule_ratio": preschedule_ratio,
               "end_error": end_error, "heartbeat": str(heartbeat), **placement}
-    result, sim = run_policy(inst, "liquid", params=params, seed=seed)
+    result = run_policy(inst, "liquid", params=params, seed=seed)
+    sim = result.simulation
     report = check(inst, sim.schedule)
     assert report.feasible
     assert [report.completion[j.id] for j in inst.jobs] == pytest.approx(sim.completion)
@@ -156,7 +157,7 @@ def test_placement_parameters_are_passed_through():
                                       gpu_memory=12288, mix=(("vgg16", 1),)), 0)
 
     def hosts(params):
-        _, sim = run_policy(inst, "liquid", params=params)
+        sim = run_policy(inst, "liquid", params=params).simulation
         checked(inst, sim)
         return {t.gpu.split("/")[0] for t in sim.schedule.tasks}
 
@@ -168,11 +169,11 @@ def test_placement_parameters_are_passed_through():
 
 def test_results_say_which_variant_ran():
     inst = generate_liquid(LiquidSpec(jobs=2, hosts=3), 0)
-    result, _ = run_policy(inst, "liquid", params={"share": "1"})
+    result = run_policy(inst, "liquid", params={"share": "1"})
     settings = result.extra["settings"]
     assert settings["place_params"] == {"cost": "paper", "line18": "0"}
     assert settings["gates"] == "paper" and settings["share"] is True
-    result, _ = run_policy(inst, "liquid", params={"placement": "spread", "gates": "code"})
+    result = run_policy(inst, "liquid", params={"placement": "spread", "gates": "code"})
     assert result.extra["settings"]["place_params"] == {"cost": "paper"}
     assert result.extra["settings"]["gates"] == "code"
 

@@ -84,11 +84,12 @@ def test_toy_every_policy_is_checked_and_above_the_bound():
     inst = load_instance(TOY)
     for policy, params in [("hlas", {}), ("hlas", {"mapping": "B"}), ("hlas", {"mapping": "C"}),
                            ("srtf", {})]:
-        result, sim = run_policy(inst, policy, params=params)
+        result = run_policy(inst, policy, params=params)
+        sim = result.simulation
         assert result.bound is None and result.gap is None  # judged by JCT, not a gap
         assert result.objective >= result.extra["bound_critical_path"]
         assert check(sim.instance, result.schedule).feasible
-    result, _ = run_policy(inst.with_mode("gang"), "fifo")
+    result = run_policy(inst.with_mode("gang"), "fifo")
     assert result.objective >= result.extra["bound_critical_path"]
 
 
@@ -238,7 +239,7 @@ def test_run_policy_validates_parameters():
         run_policy(inst, "hlas", params={"mapping": "D"})
     with pytest.raises(InputError, match="thresholds"):
         run_policy(inst, "hlas", params={"thresholds": "5,2"})
-    result, _ = run_policy(inst, "hlas", record=False)
+    result = run_policy(inst, "hlas", record=False)
     assert result.schedule is None and result.objective == 9.0
 
 
@@ -290,8 +291,8 @@ def test_a_run_without_its_schedule_does_not_claim_to_be_checked(capsys):
     from optsched.cli import main
 
     inst = load_instance(TOY)
-    recorded, _ = run_policy(inst, "hlas")
-    streamed, _ = run_policy(inst, "hlas", record=False)
+    recorded = run_policy(inst, "hlas")
+    streamed = run_policy(inst, "hlas", record=False)
     assert recorded.extra["checked"] is True and recorded.schedule is not None
     assert streamed.extra["checked"] is False and streamed.schedule is None
     assert streamed.objective == pytest.approx(recorded.objective)

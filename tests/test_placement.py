@@ -156,7 +156,8 @@ def test_heuristics_place_everything_and_are_checked(method, cost):
     from optsched.placement.place import place
 
     inst = batch_instance(busy={"h0/g0", "h0/g1"})
-    result, placement = place(inst, method, params={"cost": cost}, seed=1)
+    result = place(inst, method, params={"cost": cost}, seed=1)
+    placement = result.placement
     report = check_placement(inst, placement, CostModel(cost))
     assert report.feasible and result.objective == pytest.approx(report.cost.total)
     assert result.objective_name == CostModel(cost).objective_name
@@ -167,11 +168,13 @@ def test_bestfit_packs_a_job_onto_one_host_and_spread_does_not():
     from optsched.placement.place import place
 
     inst = batch_instance(n_jobs=1)
-    best, placement = place(inst, "bestfit", params={"lambda": "1"})
+    best = place(inst, "bestfit", params={"lambda": "1"})
+    placement = best.placement
     assert best.objective == 0 and len({a.host for a in placement.assignments}) == 1
-    spread, placement = place(inst, "spread", params={"lambda": "1"})
+    spread = place(inst, "spread", params={"lambda": "1"})
+    placement = spread.placement
     assert spread.objective > 0 and len({a.host for a in placement.assignments}) == 3
-    pack, _ = place(inst, "pack", params={"lambda": "1"})
+    pack = place(inst, "pack", params={"lambda": "1"})
     assert pack.objective == 0
 
 
@@ -180,11 +183,13 @@ def test_one_per_host_and_unplaceable_jobs():
 
     job = PlacementJob("j", ps_workers(2), one_per_host=True)
     inst = PlacementInstance("p", cluster(), (job,))
-    result, placement = place(inst, "bestfit")
+    result = place(inst, "bestfit")
+    placement = result.placement
     assert len({a.host for a in placement.assignments}) == 3
     huge = PlacementInstance("p", cluster(), (PlacementJob("j", (
         Container("w", "worker", gpus=5),)),))
-    result, placement = place(huge, "bestfit")
+    result = place(huge, "bestfit")
+    placement = result.placement
     assert placement is None and result.status.value == "unknown"
     with pytest.raises(InputError, match="no parameter"):
         place(inst, "pack", params={"speed": "1"})
@@ -231,24 +236,27 @@ def test_exact_placement_matches_brute_force(inst, cost, lam):
     params = {"cost": cost, "lambda": lam}
     model = CostModel(cost, float(lam))
     best = brute_force(inst, model)
-    result, placement = place(inst, "cpsat", params=params, time_limit=20)
+    result = place(inst, "cpsat", params=params, time_limit=20)
+    placement = result.placement
     if best is None:
         assert placement is None and result.status.value in ("infeasible", "unknown")
         return
     assert result.status.value == "optimal"
     assert result.objective == pytest.approx(best, abs=1e-9)
     for milp in ("milp-highs", "milp-cbc"):  # the second exact engine agrees
-        other, _ = place(inst, milp, params=params, time_limit=20)
+        other = place(inst, milp, params=params, time_limit=20)
         assert other.status.value == "optimal"
         assert other.objective == pytest.approx(best, abs=1e-6)
     for method, extra in (("bestfit", {}), ("pack", {}), ("spread", {}), ("random", {}),
                           ("gga", {"generations": "10"})):
-        other, placed = place(inst, method, params={**params, **extra})
+        other = place(inst, method, params={**params, **extra})
+        placed = other.placement
         assert placed is None or other.objective >= best - 1e-9
     if placement is not None:
-        fit, fit_placed = place(inst, "bestfit", params=params)
-        ga, _ = place(inst, "gga", params={**params, "generations": "10"})
-        pure, _ = place(inst, "gga", params={**params, "generations": "10", "fitness": "cost"})
+        fit = place(inst, "bestfit", params=params)
+        fit_placed = fit.placement
+        ga = place(inst, "gga", params={**params, "generations": "10"})
+        pure = place(inst, "gga", params={**params, "generations": "10", "fitness": "cost"})
         if fit.objective is not None:  # the best-fit seed bounds the GA's fitness
             hosts = len({a.host for a in fit_placed.assignments})
             assert ga.extra["best_fitness"] <= fit.objective + hosts + 1e-9
@@ -260,13 +268,15 @@ def test_gga_is_reproducible_and_improves_on_its_seeds():
     from optsched.placement.place import place
 
     inst = batch_instance(n_jobs=6, busy={"h0/g0", "h0/g1"})
-    a, pa = place(inst, "gga", seed=3)
-    b, pb = place(inst, "gga", seed=3)
+    a = place(inst, "gga", seed=3)
+    pa = a.placement
+    b = place(inst, "gga", seed=3)
+    pb = b.placement
     assert pa == pb and a.objective == b.objective
     assert a.extra["generations"] >= 1 and a.extra["evaluations"] > a.extra["population"]
-    fit, _ = place(inst, "bestfit")
+    fit = place(inst, "bestfit")
     assert a.objective < fit.objective
-    short, _ = place(inst, "gga", params={"generations": "1", "patience": "1"})
+    short = place(inst, "gga", params={"generations": "1", "patience": "1"})
     assert short.extra["generations"] == 1
 
 
@@ -347,7 +357,7 @@ def test_link_contention_weights_pairs_by_the_flows_on_the_worker_link():
 
     with pytest.raises(InputError, match="contention"):
         place(inst, "cpsat", params={"cost": "code", "contention": "1"})
-    result, _ = place(inst, "gga", params={"cost": "code", "contention": "1"})
+    result = place(inst, "gga", params={"cost": "code", "contention": "1"})
     assert result.objective is not None
 
 

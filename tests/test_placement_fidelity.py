@@ -207,7 +207,8 @@ def cost_of(inst, plan, model):
 
 
 def optsched_plan(inst, **params):
-    result, placement = place(inst, "bestfit", params=params)
+    result = place(inst, "bestfit", params=params)
+    placement = result.placement
     assert placement is not None
     return result, {(a.job, a.container): a.host for a in placement.assignments}
 
@@ -250,7 +251,7 @@ def test_exact_methods_use_the_code_forms_flat_distances():
 
     best = brute_force(inst, CostModel("code"))
     for method in ("cpsat", "milp-highs"):
-        result, _ = place(inst, method, params={"cost": "code"}, time_limit=20)
+        result = place(inst, method, params={"cost": "code"}, time_limit=20)
         assert result.status.value == "optimal"
         assert result.objective == pytest.approx(best, abs=1e-6)
 
@@ -281,7 +282,8 @@ def test_bestfit_line18_matches_literal_algorithm_1():
     placements as the paper oracle with line 18."""
     for path in COMMITTED[::5]:
         inst = load(path)
-        result, placement = place(inst, "bestfit", params={"line18": "1"})
+        result = place(inst, "bestfit", params={"line18": "1"})
+        placement = result.placement
         assert result.extra["line18"] is True
         if placement is None:  # a container fits on no host left for its job
             assert paper_bestfit(inst, line18=True) is None
@@ -296,10 +298,10 @@ def test_bestfit_line18_matches_literal_algorithm_1():
 
 def test_bestfit_result_says_which_variant_ran():
     inst = load(COMMITTED[0])
-    plain, _ = place(inst, "bestfit")
+    plain = place(inst, "bestfit")
     assert plain.extra["line18"] is False and "per job" in plain.extra["scoring"]
     assert plain.objective_name == "liquid_cost_paper"
-    code, _ = place(inst, "bestfit", params={"cost": "code"})
+    code = place(inst, "bestfit", params={"cost": "code"})
     assert code.objective_name == "liquid_cost_code_reconstructed"
     from optsched.errors import InputError
 
@@ -327,7 +329,7 @@ def test_bestfit_replays_as_per_job_argmins(inst, cost, line18, lam, contention)
     only, earlier jobs as GPUs in use)."""
     params = {"cost": cost, "line18": line18, "lambda": lam, "contention": contention}
     model = CostModel(cost, float(lam), contention=contention == "1")
-    _, placement = place(inst, "bestfit", params=params)
+    placement = place(inst, "bestfit", params=params).placement
     if placement is None:
         return
     assert check_placement(inst, placement, model).feasible
@@ -388,9 +390,9 @@ def p6() -> PlacementInstance:
 def test_p6_costs_match_the_hand_check():
     """Review §1 hand check: best-fit 6.0 under the final-occupancy reading; optimum −1.5."""
     inst = p6()
-    best, _ = place(inst, "bestfit")
+    best = place(inst, "bestfit")
     assert best.objective == pytest.approx(6.0)
-    exact, _ = place(inst, "cpsat", time_limit=20)
+    exact = place(inst, "cpsat", time_limit=20)
     assert exact.status.value == "optimal" and exact.objective == pytest.approx(-1.5)
 
 
@@ -415,10 +417,10 @@ def test_gga_reaches_the_optimum_on_small_instances(cost):
     insts = measured_instances(4)
     assert insts[0].name == "review-6hosts"
     for inst in insts:
-        exact, _ = place(inst, "cpsat", params={"cost": cost}, time_limit=30)
+        exact = place(inst, "cpsat", params={"cost": cost}, time_limit=30)
         assert exact.status.value == "optimal"
         for seed in (0, 1):
-            ga, _ = place(inst, "gga", seed=seed, params={"cost": cost})
+            ga = place(inst, "gga", seed=seed, params={"cost": cost})
             assert ga.objective == pytest.approx(exact.objective, abs=1e-9), (inst.name, seed)
 
 
@@ -427,7 +429,7 @@ def test_gga_paper_first_fit_repair_stagnates_on_the_6_host_instance():
     (review §2.2), against −1.5 for the default repair."""
     inst = p6()
     for seed in range(3):
-        ga, _ = place(inst, "gga", seed=seed, params={"repair": "firstfit"})
+        ga = place(inst, "gga", seed=seed, params={"repair": "firstfit"})
         assert ga.objective == pytest.approx(3.0)
         assert ga.extra["repair"] == "firstfit"
 
@@ -436,7 +438,8 @@ def test_gga_fitness_is_eq_8_and_the_objective_the_checked_cost():
     """extra: best_fitness = cost + NumNU (hosts the plan uses); the objective is the checked
     cost of that plan; fitness=cost drops NumNU."""
     inst = p6()
-    ga, placement = place(inst, "gga")
+    ga = place(inst, "gga")
+    placement = ga.placement
     hosts = len({a.host for a in placement.assignments})
     assert ga.extra["fitness"] == "eq8" and ga.extra["numnu"] == hosts == 4
     assert ga.extra["best_fitness"] == pytest.approx(ga.objective + hosts)
@@ -444,7 +447,7 @@ def test_gga_fitness_is_eq_8_and_the_objective_the_checked_cost():
     assert ga.extra["best_cost_seen"] <= ga.objective + 1e-9
     assert ga.extra["line18"] is False and ga.extra["population"] == 30 + 12 // 2
     assert ga.extra["patience"] == 30 + 12
-    pure, _ = place(inst, "gga", params={"fitness": "cost"})
+    pure = place(inst, "gga", params={"fitness": "cost"})
     assert pure.extra["best_fitness"] == pytest.approx(pure.objective)
     from optsched.errors import InputError
 
@@ -455,8 +458,9 @@ def test_gga_fitness_is_eq_8_and_the_objective_the_checked_cost():
 
 def test_gga_with_line18_seeds_literal_algorithm_1():
     inst = p6()
-    ga, _ = place(inst, "gga", params={"line18": "1", "generations": "1"})
-    fit, placed = place(inst, "bestfit", params={"line18": "1"})
+    ga = place(inst, "gga", params={"line18": "1", "generations": "1"})
+    fit = place(inst, "bestfit", params={"line18": "1"})
+    placed = fit.placement
     assert ga.extra["line18"] is True
     hosts = len({a.host for a in placed.assignments})
     assert ga.extra["best_fitness"] <= fit.objective + hosts + 1e-9
@@ -469,11 +473,13 @@ def test_gga_repairs_give_checked_placements(inst, repair, cost, fitness):
     """Every repair rule keeps the plans feasible (capacities, GPU memory, one per host): the
     checker accepts the result; the GA's fitness is never above its best-fit seed's."""
     params = {"cost": cost, "repair": repair, "fitness": fitness, "generations": "5"}
-    ga, placement = place(inst, "gga", params=params)
+    ga = place(inst, "gga", params=params)
+    placement = ga.placement
     if placement is None:
         return
     assert check_placement(inst, placement, CostModel(cost)).feasible
-    fit, fit_placed = place(inst, "bestfit", params={"cost": cost})
+    fit = place(inst, "bestfit", params={"cost": cost})
+    fit_placed = fit.placement
     if fit_placed is not None:
         extra = len({a.host for a in fit_placed.assignments}) if fitness == "eq8" else 0
         assert ga.extra["best_fitness"] <= fit.objective + extra + 1e-9
@@ -486,7 +492,7 @@ def test_check_cli_reports_both_cost_forms(tmp_path, capsys):
     from optsched.placement.model import placement_instance_to_dict, placement_to_dict
 
     inst = p6()
-    _, placement = place(inst, "bestfit")
+    placement = place(inst, "bestfit").placement
     inst_file, out = tmp_path / "inst.json", tmp_path / "placement.json"
     inst_file.write_text(json.dumps(placement_instance_to_dict(inst)))
     out.write_text(json.dumps(placement_to_dict(placement)))
@@ -510,6 +516,8 @@ def test_link_speed_does_not_change_the_placement_cost():
     assert slow.topology.graph.edges["h0", "core"]["bandwidth"] == 10.0
     assert fast.topology.graph.edges["h0", "core"]["bandwidth"] == 15.0
     for cost in ("paper", "code"):
-        a, pa = place(slow, "gga", params={"cost": cost})
-        b, pb = place(fast, "gga", params={"cost": cost})
+        a = place(slow, "gga", params={"cost": cost})
+        pa = a.placement
+        b = place(fast, "gga", params={"cost": cost})
+        pb = b.placement
         assert pa.assignments == pb.assignments and a.objective == b.objective

@@ -47,7 +47,8 @@ def instance():
 @pytest.mark.parametrize("method", ["bestfit", "gga"])
 def test_placement_heuristics_stop_at_the_time_limit(big_placement, method):
     started = time.perf_counter()
-    result, placement = place(big_placement, method, time_limit=0.3)
+    result = place(big_placement, method, time_limit=0.3)
+    placement = result.placement
     assert time.perf_counter() - started < 1.0
     assert result.status is Status.UNKNOWN and placement is None
     assert result.extra["stopped"] == "time limit"
@@ -64,9 +65,11 @@ def test_gga_budget_covers_its_bestfit_seed(big_placement):
 
 
 def test_placement_heuristics_unchanged_without_a_limit(small_placement):
-    result, placement = place(small_placement, "bestfit")
+    result = place(small_placement, "bestfit")
+    placement = result.placement
     assert result.status in (Status.FEASIBLE, Status.OPTIMAL) and placement is not None
-    limited, again = place(small_placement, "bestfit", time_limit=60)
+    limited = place(small_placement, "bestfit", time_limit=60)
+    again = limited.placement
     assert limited.objective == result.objective and again == placement
 
 

@@ -118,4 +118,4 @@ def test_result_validation():
     with pytest.raises(ValueError, match="needs an objective"):
         Result(Status.FEASIBLE, "m", "relaxed", None, None, 0.0)
     with pytest.raises(ValueError, match="optimal needs"):
-        Result(Status.OPTIMAL, "m", "relaxed", 3.0, 2.0, 0.0, schedule=Schedule("x", []))
+        Result(Status.OPTIMAL, "m", "relaxed", 3.0, 2.0, 0.0, solution=Schedule("x", []))

@@ -138,7 +138,7 @@ def test_a_placement_gap_is_absolute(tmp_path, capsys):
     from optsched.placement.generate import PlacementSpec
 
     inst = generate_placement(PlacementSpec(hosts=5, jobs=3), 0)
-    exact, _ = place(inst, "cpsat")
+    exact = place(inst, "cpsat")
     assert exact.objective is not None and exact.objective < 0
     assert exact.gap is None and exact.absolute_gap == 0.0
     assert exact.extra["time_limit"] == EXACT_TIME_LIMIT

@@ -106,9 +106,10 @@ def test_traces_simulate_and_check():
     for name in ("gavel10.trace", "msr7.trace", "tiresias.csv", "philly.csv"):
         inst = trace_instance(read_trace(TRACES / name), parse_cluster("V100:4,K80:4"),
                               TraceMapping(quantum=600))
-        result, sim = run_policy(inst, "hlas")
+        result = run_policy(inst, "hlas")
+        sim = result.simulation
         assert check(sim.instance, result.schedule).feasible
-        gang, _ = run_policy(inst.with_mode("gang"), "tiresias")
+        gang = run_policy(inst.with_mode("gang"), "tiresias")
         assert gang.objective >= gang.extra["bound_critical_path"]
 
 

@@ -78,6 +78,7 @@ from optsched.output import json_text
 from optsched.placement.model import INSTANCE_FORMAT as PLACEMENT_INSTANCE_FORMAT
 from optsched.placement.model import placement_instance_from_dict
 from optsched.placement.place import place
+from optsched.result import Result
 from optsched.solve import MethodInfo, check_time_limit, get_method, load_plugin, solve
 
 #: Signals that stop the runner cleanly.
@@ -294,12 +295,13 @@ def execute(run: Run) -> dict[str, Any]:
         for module in run.plugins:
             load_plugin(module)
         kind = "place" if run.mode == "placement" else _method(run.method).kind
+        result: Result[Any]
         if kind == "place":
-            result, _ = place(placement_instance_from_dict(run.instance_data), run.method,
-                              seed=run.seed, time_limit=run.time_limit, params=run.params)
+            result = place(placement_instance_from_dict(run.instance_data), run.method,
+                           seed=run.seed, time_limit=run.time_limit, params=run.params)
         elif kind == "simulate":  # online policy: one simulation
-            result, _ = run_policy(instance_from_dict(run.instance_data).with_mode(run.mode),
-                                   run.method, params=run.params, seed=run.seed)
+            result = run_policy(instance_from_dict(run.instance_data).with_mode(run.mode),
+                                run.method, params=run.params, seed=run.seed)
         else:
             result = solve(instance_from_dict(run.instance_data), run.method, mode=run.mode,
                            time_limit=run.time_limit, seed=run.seed, params=run.params)

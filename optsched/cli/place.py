@@ -39,8 +39,9 @@ def run(args: argparse.Namespace) -> int:
     if args.out is not None:
         output_target(args.out, inputs=[args.instance])
     instance = load_placement_instance(args.instance)
-    result, placement = place(instance, args.method, seed=args.seed,
-                              time_limit=args.time_limit, params=parse_params(args.param))
+    result = place(instance, args.method, seed=args.seed,
+                   time_limit=args.time_limit, params=parse_params(args.param))
+    placement = result.placement
     if args.out is not None and placement is not None:
         save_placement(args.out, placement)
     if args.json:

@@ -76,11 +76,13 @@ def run(args: argparse.Namespace) -> int:
                            seed=args.seed)
     instance, trace = load_workload(args.instance, cluster=args.cluster, mapping=mapping,
                                     trace_format=args.trace_format, mode=args.mode)
-    result, sim = run_policy(
-        instance, args.policy, params=params, seed=args.seed,
-        noise=args.noise, switch_cost=args.switch_cost, tick=args.tick,
-        event_driven=not args.heartbeat, record=not args.no_record, progress=args.progress,
-        stream_to=args.out if args.no_record else None)
+    result = run_policy(
+   instance, args.policy, params=params, seed=args.seed,
+   noise=args.noise, switch_cost=args.switch_cost, tick=args.tick,
+   event_driven=not args.heartbeat, record=not args.no_record, progress=args.progress,
+   stream_to=args.out if args.no_record else None)
+    sim = result.simulation
+    assert sim is not None  # run_policy always returns its simulation
     outputs: list[tuple[str, str | bytes]] = []
     if args.out is not None and result.schedule is not None:
         outputs.append((args.out, json_text(result.schedule.to_dict())))

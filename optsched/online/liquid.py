@@ -266,7 +266,7 @@ class Liquid:
         inst = view.instance
         pinst = _placement_instance(inst, jobs, vacant)
         seed = int(view.rng.integers(2**31))
-        _, placement = place(pinst, self.placement, seed=seed, params=self.place_params)
+        placement = place(pinst, self.placement, seed=seed, params=self.place_params).placement
         if placement is None:
             return None
         gpus: dict[str, dict[int, int]] = {}

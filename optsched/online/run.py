@@ -9,21 +9,24 @@ from typing import Any
 from optsched.errors import InputError
 from optsched.exact.bounds import critical_path_bound
 from optsched.instance import Instance
-from optsched.limits import check_seed
 from optsched.online.baselines import Replay
-from optsched.online.engine import PolicyError, ScheduleStreamer, Simulation, declared
+from optsched.online.engine import PolicyError, ScheduleStreamer, declared
 from optsched.online.simulator import execution_model, simulate
 from optsched.output import StreamedFile
 from optsched.result import Result, Status
-from optsched.solve import checked, get_method, method_running
+from optsched.schedule import Schedule
+from optsched.solve import checked, method_running, prepare
 
 
 def run_policy(instance: Instance, policy: str, *, params: Mapping[str, str] | None = None,
                seed: int = 0, noise: float = 0.0, switch_cost: float = 0.0,
                tick: float | None = None, event_driven: bool = True, record: bool = True,
                progress: bool = False, stream_to: str | Path | None = None
-               ) -> tuple[Result, Simulation]:
-    """Simulate the registered ``simulate`` method ``policy`` on ``instance``.
+               ) -> Result[Schedule]:
+    """Simulate the registered ``simulate`` method ``policy`` on ``instance``; the Result
+    holds the schedule (``solution``, when recorded) and the
+    :class:`~optsched.online.engine.Simulation`
+    (``simulation``: events, completion times, the realised instance).
 
     The schedule (when ``record``) goes through the checker against the realised instance
     and the Result's objective and metrics are the checker's; without ``record`` they are the
@@ -37,10 +40,7 @@ def run_policy(instance: Instance, policy: str, *, params: Mapping[str, str] | N
     or while it decides (anything but an InputError or a PolicyError, exits included) is a
     :class:`~optsched.solve.MethodError` naming it and its plug-in.
     """
-    info = get_method(policy, "simulate")
-    check_seed(seed)
-    params = dict(params or {})
-    info.check_params(params)
+    info, _, params = prepare(policy, "simulate", seed=seed, time_limit=None, params=params)
     info.check_mode(instance.mode)
     with method_running(info, (PolicyError,)):
         chosen = info.func(params)
@@ -82,7 +82,6 @@ def run_policy(instance: Instance, policy: str, *, params: Mapping[str, str] | N
     # honest output: without a recorded schedule nothing was checked
     extra.update(checked=sim.schedule is not None, events=sim.events,
                  decisions=sim.decisions, events_per_s=sim.events_per_s)
-    result = Result(Status.FEASIBLE, method=policy, mode=instance.mode, objective=objective,
-                    bound=None, runtime_s=sim.runtime_s, seed=seed, params=params,
-                    metrics=metrics, schedule=sim.schedule, extra=extra)
-    return result, sim
+    return Result(Status.FEASIBLE, method=policy, mode=instance.mode, objective=objective,
+                  bound=None, runtime_s=sim.runtime_s, seed=seed, params=params,
+                  metrics=metrics, solution=sim.schedule, extra=extra, simulation=sim)

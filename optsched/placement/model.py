@@ -292,25 +292,21 @@ def placement_from_hosts(instance: PlacementInstance,
 
 def load_placement_instance(path: str | Path) -> PlacementInstance:
     """Read a ``placement-instance@1`` file (InputError naming the file on any problem)."""
-    from optsched.io import read_json
-
-    try:
-        return placement_instance_from_dict(read_json(path))
-    except InputError as exc:
-        if str(exc).startswith(str(path)):
-            raise
-        raise type(exc)(f"{path}: {exc}") from None
+    return _load(path, placement_instance_from_dict)
 
 
 def load_placement(path: str | Path) -> Placement:
     """Read a ``placement@1`` file (InputError naming the file on any problem)."""
+    return _load(path, placement_from_dict)
+
+
+def _load(path: str | Path, read: Any) -> Any:
     from optsched.io import read_json
 
+    data = read_json(path)  # its errors name the file
     try:
-        return placement_from_dict(read_json(path))
+        return read(data)
     except InputError as exc:
-        if str(exc).startswith(str(path)):
-            raise
         raise type(exc)(f"{path}: {exc}") from None
 
 

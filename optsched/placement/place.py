@@ -8,13 +8,11 @@ reconstruction of the reference code's evaluator, :mod:`optsched.placement.cost`
 
 from __future__ import annotations
 
-import time
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
 from optsched.errors import InputError, OptschedError
-from optsched.limits import check_seed
 from optsched.params import choice_param
 from optsched.placement.check import check_placement
 from optsched.placement.cost import VARIANTS, CostModel
@@ -23,10 +21,9 @@ from optsched.result import Result, Status, is_optimal
 from optsched.solve import (
     MethodError,
     check_bound,
-    check_time_limit,
     finite_bound,
-    get_method,
-    method_running,
+    prepare,
+    run_timed,
 )
 
 #: Parameters every placement method accepts (the cost it is measured with).
@@ -82,8 +79,9 @@ def cost_model(params: Mapping[str, str]) -> CostModel:
 
 def place(instance: PlacementInstance, method: str, *, seed: int = 0,
           time_limit: float | None = None, params: Mapping[str, str] | None = None
-          ) -> tuple[Result, Placement | None]:
-    """Run the registered ``place`` method ``method`` and check its placement.
+          ) -> Result[Placement]:
+    """Run the registered ``place`` method ``method`` and check its placement (the Result's
+    ``solution``, also :attr:`~optsched.result.Result.placement`; None when none was found).
 
     ``time_limit`` (seconds; default: the method's ``default_time_limit``, see
     ``optsched methods``) bounds the run; the limit used is in ``extra["time_limit"]``.
@@ -97,19 +95,11 @@ def place(instance: PlacementInstance, method: str, *, seed: int = 0,
         checked cost, or the method raising (:class:`~optsched.solve.MethodError` naming the
         method and its plug-in: bugs in the method).
     """
-    info = get_method(method, "place")
-    check_seed(seed)
-    check_time_limit(time_limit)
-    if time_limit is None:
-        time_limit = info.default_time_limit
-    params = dict(params or {})
-    info.check_params(params)
+    info, time_limit, params = prepare(method, "place", seed=seed, time_limit=time_limit,
+                                       params=params)
     model = cost_model(params)
-    startup = info.start_up()
-    started = time.perf_counter()
-    with method_running(info):
-        out: PlaceOutput = info.func(instance, PlaceContext(model, seed, time_limit, params))
-    runtime = time.perf_counter() - started
+    context = PlaceContext(model, seed, time_limit, params)
+    out, runtime, startup = run_timed(info, lambda: info.func(instance, context))
     if not isinstance(out, PlaceOutput):
         raise MethodError(f"{info.label} returned {type(out).__name__}, not a PlaceOutput")
     bound = finite_bound(info, out.bound)
@@ -118,7 +108,7 @@ def place(instance: PlacementInstance, method: str, *, seed: int = 0,
     if out.placement is None:
         return Result(out.status or Status.UNKNOWN, objective=None, bound=bound,
                       extra={**out.extra, "time_limit": time_limit, "startup_s": startup},
-                      **common), None
+                      **common)
     report = check_placement(instance, out.placement, model)
     if not report.feasible or report.cost is None:
         first = report.violations[0].message if report.violations else "incomplete"
@@ -129,5 +119,6 @@ def place(instance: PlacementInstance, method: str, *, seed: int = 0,
     status = Status.OPTIMAL if is_optimal(cost, bound) else Status.FEASIBLE
     metrics = {"network": report.cost.network, "load": report.cost.load}
     return Result(status, objective=cost, bound=bound, metrics=metrics,
+                  solution=out.placement,
                   extra={**out.extra, "time_limit": time_limit, "startup_s": startup},
-                  **common), out.placement
+                  **common)
