@@ -100,7 +100,9 @@ def _exceeds(value: float, limit: float) -> bool:
 
 @dataclass(frozen=True)
 class Violation:
-    """One violated rule, naming the task (and GPU) concerned where there is one."""
+    """One violated rule of a schedule or a placement, naming what it concerns where there
+    is something: the task (job, round, task) and GPU of a schedule, the job, container and
+    host of a placement."""
 
     kind: str
     message: str
@@ -108,14 +110,35 @@ class Violation:
     round: int | None = None
     task: int | None = None
     gpu: str | None = None
+    container: str | None = None
+    host: str | None = None
 
     def to_dict(self) -> dict[str, Any]:
-        return {"kind": self.kind, "job": self.job, "round": self.round, "task": self.task,
-                "gpu": self.gpu, "message": self.message}
+        """The ``check --json`` object: kind, job, round, task, gpu, message, and container
+        and host for a placement's violations."""
+        out = {"kind": self.kind, "job": self.job, "round": self.round, "task": self.task,
+               "gpu": self.gpu, "message": self.message}
+        if self.container is not None or self.host is not None:
+            out.update(container=self.container, host=self.host)
+        return out
+
+
+class Verdict:
+    """What a check report says, for schedules (:class:`CheckReport`) and placements
+    (:class:`~optsched.placement.check.PlacementReport`) alike."""
+
+    violations: tuple[Violation, ...]
+
+    @property
+    def feasible(self) -> bool:
+        return not self.violations
+
+    def kinds(self) -> set[str]:
+        return {v.kind for v in self.violations}
 
 
 @dataclass(frozen=True)
-class CheckReport:
+class CheckReport(Verdict):
     """What :func:`check` found.
 
     ``objective`` (Σ w_j C_j), ``completion`` and ``metrics`` are ``None`` unless every task
@@ -131,13 +154,6 @@ class CheckReport:
     metrics: dict[str, Any] | None = field(default=None, repr=False)
     timeline: dict[tuple[str, int, int], tuple[float, float, float, float]] = field(
         default_factory=dict, repr=False)
-
-    @property
-    def feasible(self) -> bool:
-        return not self.violations
-
-    def kinds(self) -> set[str]:
-        return {v.kind for v in self.violations}
 
     def to_dict(self) -> dict[str, Any]:
         """The ``optsched check --json`` object."""

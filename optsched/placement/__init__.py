@@ -10,7 +10,6 @@ seeded random instances.
 """
 
 from optsched.placement.check import PlacementReport as PlacementReport
-from optsched.placement.check import PlacementViolation as PlacementViolation
 from optsched.placement.check import check_placement as check_placement
 from optsched.placement.cost import CostModel as CostModel
 from optsched.placement.cost import placement_cost as placement_cost
@@ -42,7 +41,6 @@ __all__ = [
     "PlacementJob",
     "PlacementReport",
     "PlacementSpec",
-    "PlacementViolation",
     "check_placement",
     "containers",
     "generate_placement",
