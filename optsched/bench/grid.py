@@ -74,6 +74,45 @@ FAMILIES: dict[str, tuple[Any, Any]] = {"exact": (GeneratorSpec, generate),
                                         "placement": (PlacementSpec, generate_placement),
                                         "liquid": (LiquidSpec, generate_liquid)}
 
+def family_instance(family: str, options: Mapping[str, Any], seed: int, *,
+                    name: str | None = None) -> Any:
+    """The instance ``optsched gen`` makes: family ``family``'s generator on its spec with
+    ``options`` (spec field → value, None meaning the spec's default; ``weight`` ranges of
+    the other families as integers; ``mix`` as ``MODEL:COUNT,...`` for liquid, comma-separated
+    ratios for hare).
+
+    Raises
+    ------
+    InputError
+        An option the family does not have, a malformed ``mix``, or anything the spec or the
+        generator refuses.
+    """
+    if family not in FAMILIES:
+        raise InputError(f"unknown family {family!r} (known: {', '.join(FAMILIES)})")
+    spec_type, make = FAMILIES[family]
+    given = {k: v for k, v in options.items() if v is not None}
+    own = {f.name for f in fields(spec_type)}
+    foreign = sorted(set(given) - own)
+    if foreign:
+        raise InputError(f"--{foreign[0].replace('_', '-')} is not an option of the {family} "
+                         "family")
+    if family != "exact" and "weight" in given:
+        given["weight"] = tuple(int(w) for w in given["weight"])
+    if "mix" in given and family == "liquid":
+        try:
+            given["mix"] = tuple((m, int(c)) for m, c in (
+                part.split(":") for part in given["mix"].split(",")))
+        except ValueError:
+            raise InputError(f"--mix expects MODEL:COUNT,..., got {options['mix']!r}") from None
+    elif "mix" in given:
+        try:
+            given["mix"] = tuple(float(x) for x in given["mix"].split(","))
+        except ValueError:
+            raise InputError(f"--mix expects 4 comma-separated ratios, got "
+                             f"{options['mix']!r}") from None
+    return make(spec_type(**given), seed, name=name)
+
+
 #: Most instances in one set.
 MAX_INSTANCES = 100_000
 #: Most size units (see :meth:`Grid.size`) in one instance.

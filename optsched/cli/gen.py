@@ -6,7 +6,7 @@ import argparse
 from dataclasses import MISSING, fields
 from typing import Any
 
-from optsched.bench.grid import FAMILIES
+from optsched.bench.grid import FAMILIES, family_instance
 from optsched.cli.common import EXIT_OK, print_json, seed
 from optsched.errors import InputError
 from optsched.io import instance_to_dict, write_json
@@ -114,28 +114,9 @@ def run(args: argparse.Namespace) -> int:
         output_target(args.out)
     if args.name is not None and (not args.name or not args.name.isprintable()):
         raise InputError(f"--name must be a non-empty printable name, got {args.name!r}")
-    spec_type, make = FAMILIES[args.family]
-    given = {f.name for spec, _ in FAMILIES.values() for f in fields(spec)
-             if getattr(args, f.name, None) is not None}
-    own = {f.name for f in fields(spec_type)}
-    if given - own:
-        option = "--" + sorted(given - own)[0].replace("_", "-")
-        raise InputError(f"{option} is not an option of the {args.family} family")
-    values = {name: getattr(args, name) for name in given}
-    if args.family != "exact" and "weight" in values:
-        values["weight"] = tuple(int(w) for w in values["weight"])
-    if "mix" in values and args.family == "liquid":
-        try:
-            values["mix"] = tuple((m, int(c)) for m, c in (
-                part.split(":") for part in values["mix"].split(",")))
-        except ValueError:
-            raise InputError(f"--mix expects MODEL:COUNT,..., got {args.mix!r}") from None
-    elif "mix" in values:
-        try:
-            values["mix"] = tuple(float(x) for x in values["mix"].split(","))
-        except ValueError:
-            raise InputError(f"--mix expects 4 comma-separated ratios, got {args.mix!r}") from None
-    instance = make(spec_type(**values), args.seed, name=args.name)
+    options = {f.name: getattr(args, f.name, None) for spec, _ in FAMILIES.values()
+               for f in fields(spec)}
+    instance = family_instance(args.family, options, args.seed, name=args.name)
     if args.family == "placement":
         data = placement_instance_to_dict(instance)
         summary = (f"{len(instance.jobs)} jobs, "
