@@ -4,10 +4,12 @@ from __future__ import annotations
 
 import math
 from collections.abc import Mapping
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, fields
 from enum import StrEnum
 from types import MappingProxyType
 from typing import TYPE_CHECKING, Any, Generic, TypeVar
+
+import numpy as np
 
 from optsched.schedule import Schedule
 
@@ -38,13 +40,13 @@ class Status(StrEnum):
 
 def gap(objective: float | None, bound: float | None) -> float | None:
     """(objective − bound) / objective; ``None`` when either is missing or objective ≤ 0.
-    An objective below its bound by no more than the optimality tolerance of
-    :func:`is_optimal` (floating-point sums in another order) has gap 0, not a negative
-    one."""
+    An objective within the optimality tolerance of its bound (:func:`is_optimal`: optimal,
+    up to floating-point sums in another order) has gap 0, never a residue like 1e-16 or a
+    negative one."""
     if objective is None or bound is None or objective <= 0:
         return None
-    if 0 < bound - objective <= OPTIMAL_TOL * max(1.0, abs(objective)):
-        return 0.0
+    if abs(objective - bound) <= OPTIMAL_TOL * max(1.0, abs(objective)):
+        return 0.0  # optimal (is_optimal): floating-point residue either way is no gap
     return (objective - bound) / objective
 
 
@@ -106,8 +108,18 @@ class Result(Generic[SolutionT]):
         clash = sorted(set(self.extra) & _RESULT_KEYS)
         if clash:
             raise ValueError(f"method-specific field {clash[0]!r} clashes with a Result field")
+        for name in ("objective", "bound"):  # plain floats, never NumPy scalars
+            value = getattr(self, name)
+            if value is not None:
+                object.__setattr__(self, name, float(value))
         object.__setattr__(self, "params", MappingProxyType(dict(self.params)))
         object.__setattr__(self, "extra", MappingProxyType(dict(self.extra)))
+
+    def __reduce__(self) -> tuple[Any, ...]:
+        """Pickle (and deep-copy) through plain dicts: the read-only views do not pickle."""
+        values = {f.name: getattr(self, f.name) for f in fields(self)}
+        values.update(params=dict(self.params), extra=dict(self.extra))
+        return (_rebuild, (type(self), values))
 
     @property
     def schedule(self) -> Schedule | None:
@@ -147,7 +159,20 @@ class Result(Generic[SolutionT]):
             "mode": self.mode,
             "seed": self.seed,
             "params": dict(self.params),
-            "metrics": None if self.metrics is None else dict(self.metrics),
+            "metrics": None if self.metrics is None else _plain(dict(self.metrics)),
         }
-        out.update(self.extra)
+        out.update(_plain(dict(self.extra)))
         return out
+
+
+def _rebuild(cls: type[Result[Any]], values: dict[str, Any]) -> Result[Any]:
+    return cls(**values)
+
+
+def _plain(value: Any) -> Any:
+    """``value`` with NumPy scalars inside dicts, lists and tuples as Python numbers."""
+    if isinstance(value, dict):
+        return {k: _plain(v) for k, v in value.items()}
+    if isinstance(value, (list, tuple)):
+        return type(value)(_plain(v) for v in value)
+    return value.item() if isinstance(value, np.generic) else value

@@ -448,7 +448,10 @@ def get_method(name: str, kind: str = "solve") -> MethodInfo:
         return _REGISTRY[kind, name]
     except KeyError:
         known = ", ".join(i.name for i in methods(kind)) or "none"
-        raise UnknownNameError(f"unknown {kind} method {name!r} (known: {known})") from None
+        other = [k for k in KINDS if (k, name) in _REGISTRY]
+        hint = f"; {name!r} is a {other[0]} method" if other else ""
+        raise UnknownNameError(f"unknown {kind} method {name!r}{hint} (known: {known})") \
+            from None
 
 
 def checked(instance: Instance, schedule: Schedule, method: str, kind: str = "solve"
@@ -551,11 +554,17 @@ def prepare(method: str, kind: str, *, seed: int, time_limit: float | None,
             params: Mapping[str, str] | None) -> tuple[MethodInfo, float | None, dict[str, str]]:
     """What every verb does before it runs a method: look it up, check the seed, the time
     limit (None: the method's default) and the parameters (InputError naming what is
-    wrong); return the method, the time limit that applies and the parameters."""
+    wrong; numbers are taken as their text, ``0.3`` as ``"0.3"``); return the method, the
+    time limit that applies and the parameters as strings."""
     info = get_method(method, kind)
     check_seed(seed)
     check_time_limit(time_limit)
     params = dict(params or {})
+    for key, value in params.items():  # the command line's strings; numbers read as such
+        if isinstance(value, bool) or not isinstance(value, (str, int, float)):
+            raise InputError(f"parameter {key!r} must be a string or a number, got "
+                             f"{type(value).__name__} {value!r}")
+        params[key] = str(value)
     info.check_params(params)
     return info, (info.default_time_limit if time_limit is None else time_limit), params
 

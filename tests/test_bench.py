@@ -237,6 +237,25 @@ def test_placement_gaps_are_absolute():
     assert "| 3.5 |" in md and "Placement gaps are absolute" in md
 
 
+def test_placement_manifests_and_parameters_are_kept_apart():
+    """A placement set's manifest keeps its best values per cost form; a report finds them,
+    and runs with other parameters (another cost form) are rows of their own."""
+    from types import SimpleNamespace
+
+    from optsched.bench.manifest import best_key
+
+    paper = record("p1", "bestfit", 2.0, None, mode="placement")
+    code = {**record("p1", "bestfit", 0.0, None, mode="placement"),
+            "key": "p1/bestfit/code", "params": {"cost": "code"}}
+    manifest = SimpleNamespace(path="ps/manifest.json", instances={"p1": {"best": {
+        best_key(paper): {"objective": -1.5, "bound": -1.5}}}})
+    _, rows = gap_rows([paper, code], [manifest])
+    by_method = {r["method"]: r for r in rows}
+    assert by_method["bestfit"]["gap_mean"] == pytest.approx(3.5)
+    assert by_method["bestfit"]["reference"] == "optimum"
+    assert by_method["bestfit [cost=code]"]["gap_mean"] is None  # no bound for that form
+
+
 def test_report_regenerates_from_records_alone(tiny_set, tmp_path):
     records = tmp_path / "r.jsonl"
     run_benchmark(plan(tiny_set, ["ect"], modes=["relaxed", "gang"]), records, workers=1,

@@ -166,3 +166,23 @@ def test_solver_start_up_is_reported_apart_from_the_runtime():
     assert run.returncode == 0, run.stderr
     first, second = map(float, run.stdout.split())
     assert first > 0.01 and second < 0.001
+
+
+def test_results_pickle_with_plain_numbers_and_string_params():
+    """A Result survives pickling (worker processes), its JSON carries no NumPy scalars,
+    numbers given as parameters are taken as their text, and an optimal result's gap is 0."""
+    import pickle
+
+    from optsched.online import run_policy
+
+    inst = load_instance(TOY)
+    result = solve(inst, "cpsat", params={"workers": 1})
+    assert result.params == {"workers": "1"} and result.status == "optimal"
+    assert result.gap == 0.0
+    again = pickle.loads(pickle.dumps(result))
+    assert again.to_dict() == result.to_dict() and again.schedule == result.schedule
+    data = result.to_dict()
+    assert type(data["objective"]) is float
+    assert all(type(v) in (float, int, dict) for v in data["metrics"].values())
+    gang = run_policy(inst, "fifo", mode="gang")
+    assert gang.mode == "gang" and gang.simulation is not None

@@ -31,6 +31,7 @@ from typing import Any
 
 from scipy import stats
 
+from optsched.bench.manifest import best_key
 from optsched.errors import InputError
 from optsched.output import output_target, write_outputs
 from optsched.result import is_optimal
@@ -51,7 +52,8 @@ def dedupe(records: Iterable[Mapping[str, Any]]) -> list[Mapping[str, Any]]:
 
 def references(records: Iterable[Mapping[str, Any]], manifests: Iterable[Any] = ()
                ) -> dict[tuple[str, str], dict[str, Any]]:
-    """Per (instance, mode): best objective, best bound, and whether the optimum is known,
+    """Per (instance, :func:`~optsched.bench.manifest.best_key`: the mode, and for a
+    placement its cost form): best objective, best bound, and whether the optimum is known,
     over ``records`` and the ``best`` entries of ``manifests``
     (:class:`~optsched.bench.manifest.Manifest`)."""
     ref: dict[tuple[str, str], dict[str, Any]] = {}
@@ -65,7 +67,7 @@ def references(records: Iterable[Mapping[str, Any]], manifests: Iterable[Any] = 
             entry["bound"] = bound
 
     for r in records:
-        offer((r["instance"], r["mode"]), r.get("objective"), r.get("bound"))
+        offer((r["instance"], best_key(r)), r.get("objective"), r.get("bound"))
     for manifest in manifests:
         for name, entry in manifest.instances.items():
             for mode, best in entry.get("best", {}).items():
@@ -77,6 +79,15 @@ def references(records: Iterable[Mapping[str, Any]], manifests: Iterable[Any] = 
 
 def _cell_text(value: Any) -> str:
     return "–".join(map(str, value)) if isinstance(value, list) else str(value)
+
+
+def _label(record: Mapping[str, Any]) -> str:
+    """A row's method: its name, with its parameters when it has any (runs with other
+    parameters, or another cost form, are other rows)."""
+    params = record.get("params") or {}
+    if not params:
+        return str(record["method"])
+    return f"{record['method']} [{', '.join(f'{k}={v}' for k, v in sorted(params.items()))}]"
 
 
 def _mean(values: Sequence[float]) -> float | None:
@@ -109,7 +120,7 @@ def gap_rows(records: Iterable[Mapping[str, Any]], manifests: Iterable[Any] = ()
     groups: dict[tuple[Any, ...], list[Mapping[str, Any]]] = defaultdict(list)
     for r in records:
         cell = tuple(_cell_text(r.get("cell", {}).get(k, "")) for k in cell_cols)
-        groups[(r["mode"], cell, r["method"])].append(r)
+        groups[(r["mode"], cell, _label(r))].append(r)
 
     def order(key: tuple[Any, ...]) -> tuple[Any, ...]:
         mode, cell, method = key
@@ -123,7 +134,7 @@ def gap_rows(records: Iterable[Mapping[str, Any]], manifests: Iterable[Any] = ()
         group = groups[key]
         gaps, ratios = [], []
         for r in group:
-            best = ref[r["instance"], mode]
+            best = ref[r["instance"], best_key(r)]
             obj = r.get("objective")
             if obj is None:
                 continue
@@ -140,7 +151,7 @@ def gap_rows(records: Iterable[Mapping[str, Any]], manifests: Iterable[Any] = ()
             "solved": sum(r.get("objective") is not None for r in group),
             "optimal": sum(r["status"] == "optimal" for r in group),
             "errors": sum(r["status"] == "error" for r in group),
-            "reference": ("optimum" if all(ref[r["instance"], mode]["optimum_known"]
+            "reference": ("optimum" if all(ref[r["instance"], best_key(r)]["optimum_known"]
                                            for r in group) else "best bound"),
             "gap_kind": "absolute" if mode == "placement" else "relative",
             "gap_mean": gap_mean, "gap_ci_low": gap_low, "gap_ci_high": gap_high,
@@ -254,7 +265,7 @@ def profiles(records: Iterable[Mapping[str, Any]]) -> dict[str, dict[str, list[f
     ref = references(records)
     out: dict[str, dict[str, list[float]]] = defaultdict(lambda: defaultdict(list))
     for r in records:
-        best = ref[r["instance"], r["mode"]]
+        best = ref[r["instance"], best_key(r)]
         base = best["bound"] if best["bound"] and best["bound"] > 0 else best["objective"]
         obj = r.get("objective")
         out[r["mode"]][r["method"]].append(obj / base if obj is not None and base

@@ -88,25 +88,33 @@ def _subparsers(parser: argparse.ArgumentParser) -> list[tuple[str, argparse.Arg
             for name, p in action.choices.items()]
 
 
+#: Global options that may come anywhere on the command line.
+GLOBAL_FLAGS = ("--debug", "--version")
+
+
 def _plugins_first(argv: Sequence[str]) -> list[str]:
-    """``argv`` with every ``--plugin X`` (or ``--plugin=X``) moved to the front, so it
-    works after the command too."""
+    """``argv`` with the global options (``--plugin X``, ``--plugin=X``, ``--debug``,
+    ``--version``) moved to the front, so they work after the command too."""
     front: list[str] = []
     rest: list[str] = []
     args = list(argv)
     i = 0
     while i < len(args):
-        if args[i] == "--plugin" and i + 1 < len(args):
+        if args[i] == "--plugin" and i + 1 < len(args):  # with its value
             front += args[i:i + 2]
             i += 2
             continue
-        (front if args[i].startswith("--plugin=") else rest).append(args[i])
+        glob = args[i] in GLOBAL_FLAGS or args[i].startswith("--plugin=")
+        (front if glob else rest).append(args[i])
         i += 1
     return front + rest
 
 
 def main(argv: Sequence[str] | None = None) -> int:
     argv = _plugins_first(sys.argv[1:] if argv is None else argv)
+    if argv and argv[-1] == "--plugin":
+        print("optsched: error: argument --plugin: expected one argument", file=sys.stderr)
+        return EXIT_BAD_INPUT
     try:
         args = build_parser().parse_args(argv)
     except SystemExit as exc:  # usage error (one line, exit 2), --help or --version

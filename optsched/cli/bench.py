@@ -36,7 +36,8 @@ def add_parser(sub: Any) -> None:
                         "rerun to resume)")
     p.add_argument("instances", metavar="DIR", help="an instance set (with manifest.json)")
     p.add_argument("--method", action="append", required=True,
-                   help="a solve or place method; repeatable")
+                   help="a solve, simulate or place method (placement sets take place methods); "
+                        "repeatable")
     p.add_argument("--mode", action="append", choices=("relaxed", "gang"),
                    help="repeatable (default: each instance's own mode)")
     p.add_argument("--seeds", type=int, nargs="+", metavar="N",

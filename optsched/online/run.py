@@ -18,12 +18,14 @@ from optsched.schedule import Schedule
 from optsched.solve import checked, method_running, prepare
 
 
-def run_policy(instance: Instance, policy: str, *, params: Mapping[str, str] | None = None,
+def run_policy(instance: Instance, policy: str, *, mode: str | None = None,
+               params: Mapping[str, str] | None = None,
                seed: int = 0, noise: float = 0.0, switch_cost: float = 0.0,
                tick: float | None = None, event_driven: bool = True, record: bool = True,
                progress: bool = False, stream_to: str | Path | None = None
                ) -> Result[Schedule]:
-    """Simulate the registered ``simulate`` method ``policy`` on ``instance``; the Result
+    """Simulate the registered ``simulate`` method ``policy`` on ``instance`` (in ``mode``,
+    default the instance's); the Result
     holds the schedule (``solution``, when recorded) and the
     :class:`~optsched.online.engine.Simulation`
     (``simulation``: events, completion times, the realised instance).
@@ -41,6 +43,8 @@ def run_policy(instance: Instance, policy: str, *, params: Mapping[str, str] | N
     :class:`~optsched.solve.MethodError` naming it and its plug-in.
     """
     info, _, params = prepare(policy, "simulate", seed=seed, time_limit=None, params=params)
+    if mode is not None and mode != instance.mode:
+        instance = instance.with_mode(mode)
     info.check_mode(instance.mode)
     with method_running(info, (PolicyError,)):
         chosen = info.func(params)

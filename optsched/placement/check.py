@@ -21,8 +21,8 @@ TOL = 1e-9
 
 
 def _violation(kind: str, message: str, job: str | None = None, container: str | None = None,
-               host: str | None = None) -> Violation:
-    return Violation(kind, message, job, container=container, host=host)
+               host: str | None = None, gpu: str | None = None) -> Violation:
+    return Violation(kind, message, job, gpu=gpu, container=container, host=host)
 
 
 @dataclass(frozen=True)
@@ -80,17 +80,17 @@ def check_placement(instance: PlacementInstance, placement: Placement,
         for g in a.gpus:
             if g not in topo.host_of or topo.host_of[g] != a.host:
                 out.append(_violation("gpu-host", f"{a.job}/{a.container}: GPU {g!r} "
-                                              f"is not a GPU of host {a.host!r}", *key, a.host))
+                                              f"is not a GPU of host {a.host!r}", *key, a.host, g))
                 continue
             if g in instance.busy or g in holder:
                 other = "busy" if g in instance.busy else f"given to {'/'.join(holder[g])}"
                 out.append(_violation("gpu-taken", f"{a.job}/{a.container}: GPU {g!r} "
-                                              f"is {other}", *key, a.host))
+                                              f"is {other}", *key, a.host, g))
             holder.setdefault(g, key)
             if instance.gpu_memory(g) + TOL < c.gpu_memory:
                 out.append(_violation("gpu-memory", f"{a.job}/{a.container} needs "
                                               f"{c.gpu_memory:g} MB of GPU memory; {g!r} has "
-                                              f"{instance.gpu_memory(g):g}", *key, a.host))
+                                              f"{instance.gpu_memory(g):g}", *key, a.host, g))
     for key in wanted:
         if key not in host_of and key not in misplaced:
             out.append(_violation("missing", f"{key[0]}/{key[1]} is not placed", *key))
