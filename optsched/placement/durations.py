@@ -15,6 +15,7 @@ from __future__ import annotations
 from collections import Counter
 
 from optsched.errors import InputError, UnknownNameError
+from optsched.instance import placement_pattern
 from optsched.placement.model import Placement, PlacementInstance
 
 MODES = ("s1", "s2", "pww", "pw:w", "p:ww", "p:w:w")
@@ -26,15 +27,10 @@ DURATIONS = {
 
 
 def placement_mode(ps_host: str, worker_hosts: tuple[str, str]) -> str:
-    """The mode of a 1-PS + 2-worker job from the hosts of its PS and workers."""
-    w1, w2 = worker_hosts
-    if ps_host == w1 == w2:
-        return "pww"
-    if w1 == w2:
-        return "p:ww"
-    if ps_host in (w1, w2):
-        return "pw:w"
-    return "p:w:w"
+    """The mode of a 1-PS + 2-worker job from the hosts of its PS and workers: the
+    instance's :func:`~optsched.instance.placement_pattern`, the one place patterns are
+    named."""
+    return placement_pattern(("ps", "worker", "worker"), (ps_host, *worker_hosts))
 
 
 def job_duration(instance: PlacementInstance, placement: Placement, job_id: str,
