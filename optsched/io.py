@@ -14,9 +14,9 @@ write atomically: a failed write leaves no half-written file.
 from __future__ import annotations
 
 import json
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from pathlib import Path
-from typing import Any
+from typing import Any, TypeVar
 
 from optsched.errors import InputError
 from optsched.instance import GPU, Instance, Job
@@ -24,6 +24,8 @@ from optsched.output import json_text, write_file
 from optsched.schedule import Schedule, Task
 from optsched.topology import Topology
 from optsched.workloads import Catalog
+
+T = TypeVar("T")
 
 INSTANCE_FORMATS = ("optsched/instance@1", "optsched/instance@2")
 SCHEDULE_FORMATS = ("optsched/schedule@1", "optsched/schedule@2")
@@ -181,26 +183,23 @@ def _unique_keys(pairs: list[tuple[str, Any]]) -> dict[str, Any]:
     return out
 
 
-def _with_path(path: str | Path, exc: InputError) -> InputError:
-    return type(exc)(f"{path}: {exc}")
+def read_file(path: str | Path, read: Callable[[Any], T]) -> T:
+    """``read`` applied to the JSON of ``path``; its InputError names the file."""
+    data = read_json(path)  # its own errors name the file
+    try:
+        return read(data)
+    except InputError as exc:
+        raise type(exc)(f"{path}: {exc}") from None
 
 
 def load_instance(path: str | Path, *, catalog: Catalog | None = None) -> Instance:
     """Read an instance file."""
-    data = read_json(path)
-    try:
-        return instance_from_dict(data, catalog=catalog)
-    except InputError as exc:
-        raise _with_path(path, exc) from None
+    return read_file(path, lambda data: instance_from_dict(data, catalog=catalog))
 
 
 def load_schedule(path: str | Path) -> Schedule:
     """Read a schedule file."""
-    data = read_json(path)
-    try:
-        return schedule_from_dict(data)
-    except InputError as exc:
-        raise _with_path(path, exc) from None
+    return read_file(path, schedule_from_dict)
 
 
 def load_any(path: str | Path) -> Any:
@@ -221,19 +220,18 @@ def load_any(path: str | Path) -> Any:
         placement_instance_from_dict,
     )
 
-    data = read_json(path)
-    kind = data.get("format") if isinstance(data, dict) else None
     readers: dict[Any, Any] = {**dict.fromkeys(INSTANCE_FORMATS, instance_from_dict),
                                **dict.fromkeys(SCHEDULE_FORMATS, schedule_from_dict),
                                INSTANCE_FORMAT: placement_instance_from_dict,
                                PLACEMENT_FORMAT: placement_from_dict}
-    if kind not in readers:
-        known = ", ".join(readers)
-        raise InputError(f"{path}: unknown format {kind!r} (known: {known})")
-    try:
+
+    def read(data: Any) -> Any:
+        kind = data.get("format") if isinstance(data, dict) else None
+        if kind not in readers:
+            raise InputError(f"unknown format {kind!r} (known: {', '.join(readers)})")
         return readers[kind](data)
-    except InputError as exc:
-        raise _with_path(path, exc) from None
+
+    return read_file(path, read)
 
 
 def write_json(path: str | Path, data: Any) -> None:

@@ -292,22 +292,16 @@ def placement_from_hosts(instance: PlacementInstance,
 
 def load_placement_instance(path: str | Path) -> PlacementInstance:
     """Read a ``placement-instance@1`` file (InputError naming the file on any problem)."""
-    return _load(path, placement_instance_from_dict)
+    from optsched.io import read_file
+
+    return read_file(path, placement_instance_from_dict)
 
 
 def load_placement(path: str | Path) -> Placement:
     """Read a ``placement@1`` file (InputError naming the file on any problem)."""
-    return _load(path, placement_from_dict)
+    from optsched.io import read_file
 
-
-def _load(path: str | Path, read: Any) -> Any:
-    from optsched.io import read_json
-
-    data = read_json(path)  # its errors name the file
-    try:
-        return read(data)
-    except InputError as exc:
-        raise type(exc)(f"{path}: {exc}") from None
+    return read_file(path, placement_from_dict)
 
 
 def save_placement_instance(path: str | Path, instance: PlacementInstance) -> None:
