@@ -1,22 +1,41 @@
 """A heuristic of your own, registered as an optsched method (relaxed mode).
 
 Weighted shortest processing time (WSPT) list scheduling: jobs in order of weight per unit of
-work (Smith's rule, work measured on each job's fastest GPU type), each job's rounds one after
-another, each task on the eligible GPU where its result is ready earliest. Load it with
-``--plugin examples/my_heuristic.py`` on the command line, ``load_plugin`` in Python, or import
-it. ``solve(instance, "wspt")`` then checks every schedule it returns.
+work (Smith's rule, work measured on each job's fastest GPU type, or with the option
+``work=mean`` its mean GPU), each job's rounds one after another, each task on the eligible
+GPU where its result is ready earliest. Load it with ``--plugin examples/my_heuristic.py`` on
+the command line, ``load_plugin`` in Python, or import it. ``solve(instance, "wspt")`` then
+checks every schedule it returns.
 """
 
 from __future__ import annotations
 
+from dataclasses import dataclass
+
+import numpy as np
+
 from optsched import Instance, MethodOutput, Schedule, SolveContext, Task, register
+from optsched.options import Options, choice
 
 
-@register("wspt", modes=["relaxed"], description="WSPT list scheduling (example plug-in)")
+@dataclass(frozen=True)
+class WsptOptions(Options):
+    """The heuristic's options: ``--param work=mean`` on the command line."""
+
+    work: str = choice("a job's work per task: fastest (its fastest GPU; default) or mean "
+                       "(its mean over the GPUs it can use)", ("fastest", "mean"))
+
+
+@register("wspt", modes=["relaxed"], options=WsptOptions,
+          description="WSPT list scheduling (example plug-in)")
 def wspt(instance: Instance, context: SolveContext) -> MethodOutput:
+    options = context.options_as(WsptOptions)
+
     def smith(j: int) -> float:
-        job = instance.jobs[j]
-        return job.weight / (job.rounds * job.tasks_per_round * instance.compute[j].min())
+        job, times = instance.jobs[j], instance.compute[j]
+        per_task = times.min() if options.work == "fastest" else \
+            times[np.isfinite(times)].mean()
+        return job.weight / (job.rounds * job.tasks_per_round * per_task)
 
     free = [0.0] * instance.n_gpus       # when each GPU finishes its current task
     tasks = []

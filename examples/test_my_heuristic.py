@@ -23,6 +23,7 @@ import my_heuristic  # noqa: F401  (registers "wspt")
 @given(instances(mode="relaxed"))
 def test_wspt_is_checker_clean_and_above_the_critical_path(instance):
     assert_result(instance, solve(instance, "wspt"))
+    assert_result(instance, solve(instance, "wspt", params={"work": "mean"}))
 
 
 @settings(deadline=None, max_examples=30)  # exact solves take milliseconds to seconds

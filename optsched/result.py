@@ -79,7 +79,9 @@ class Result(Generic[SolutionT]):
     recomputed from the solution (a simulation run without recording its schedule reports
     its own streamed ones); ``bound`` is a certified lower bound on the objective (or
     ``None``); ``simulation`` holds a simulation's own details (events, completion times,
-    the realised instance); ``extra`` holds method-specific fields such as a guarantee.
+    the realised instance); ``extra`` holds method-specific fields such as a guarantee,
+    and the ones every method may set are typed properties (:attr:`bound_source`,
+    :attr:`time_limit`, :attr:`startup_s`, :attr:`interrupted`).
     """
 
     status: Status
@@ -144,6 +146,29 @@ class Result(Generic[SolutionT]):
         """objective − bound (:func:`absolute_gap`): the gap of every kind of result,
         placements included."""
         return absolute_gap(self.objective, self.bound)
+
+    @property
+    def bound_source(self) -> str | None:
+        """Which bound the gap uses: ``method`` (the method's certified bound) or
+        ``critical_path`` (``solve``); None where a result has no such choice."""
+        return self.extra.get("bound_source")
+
+    @property
+    def time_limit(self) -> float | None:
+        """The time limit (s) the run had, the method's default when none was given (None:
+        unlimited)."""
+        return self.extra.get("time_limit")
+
+    @property
+    def startup_s(self) -> float:
+        """The one-off import of the method's solver packages (s), which ``runtime_s``
+        excludes; 0 when they were already imported."""
+        return float(self.extra.get("startup_s", 0.0))
+
+    @property
+    def interrupted(self) -> bool:
+        """Whether a Ctrl-C stopped the method (its best solution is returned)."""
+        return bool(self.extra.get("interrupted", False))
 
     def to_dict(self) -> dict[str, Any]:
         """The Result JSON object (the schedule itself is written separately)."""

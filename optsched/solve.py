@@ -46,13 +46,14 @@ from dataclasses import dataclass, field
 from importlib.metadata import entry_points
 from pathlib import Path
 from types import MappingProxyType
-from typing import Any
+from typing import Any, TypeVar
 
 from optsched.check import check
 from optsched.errors import InputError, OptschedError, UnknownNameError
 from optsched.exact.bounds import critical_path_bound
 from optsched.instance import MODES, Instance
 from optsched.limits import MAX_VALUE, check_seed
+from optsched.options import Options
 from optsched.result import _RESULT_KEYS, OPTIMAL_TOL, Result, Status, is_optimal
 from optsched.schedule import Schedule
 
@@ -87,7 +88,9 @@ BUILTIN_MODULES = (
 
 @dataclass(frozen=True)
 class SolveContext:
-    """What a method is given besides the instance (already in ``mode``)."""
+    """What a method is given besides the instance (already in ``mode``): ``options`` are
+    its typed options (:meth:`options_as`), ``params`` the same as ``KEY=VALUE`` text (what
+    the Result records)."""
 
     mode: str
     time_limit: float | None = None
@@ -96,6 +99,12 @@ class SolveContext:
     hint: Schedule | None = None
     #: Receives the method's progress (:meth:`report`); None: nobody listens.
     progress: Callable[[float | None, float | None], None] | None = None
+    options: Options = field(default_factory=Options)
+
+    def options_as(self, cls: type[OptionsT]) -> OptionsT:
+        """:attr:`options`, typed as the method's own class ``cls`` (the registry built them
+        from that class; a TypeError otherwise)."""
+        return options_as(self.options, cls)
 
     def report(self, incumbent: float | None = None, bound: float | None = None) -> None:
         """Tell the caller the objective of the best schedule found so far and the best
@@ -119,6 +128,14 @@ class MethodOutput:
 
 
 Method = Callable[[Instance, SolveContext], MethodOutput]
+OptionsT = TypeVar("OptionsT", bound=Options)
+
+
+def options_as(options: Options, cls: type[OptionsT]) -> OptionsT:
+    """``options`` typed as ``cls`` (a TypeError when they are of another class)."""
+    if not isinstance(options, cls):
+        raise TypeError(f"expected {cls.__name__} options, got {type(options).__name__}")
+    return options
 
 
 @dataclass(frozen=True)
@@ -130,13 +147,11 @@ class MethodInfo:
     func: Callable[..., Any]
     description: str
     modes: frozenset[str] = frozenset(MODES)
-    params: Mapping[str, str] = field(default_factory=dict)
+    #: The method's typed options (:mod:`optsched.options`).
+    options: type[Options] = Options
     #: The module that registered the method when it is not part of optsched: the plug-in
     #: being imported (``--plugin``, an entry point), else the function's own module.
     plugin: str | None = None
-    #: Parses (validates) ``--param`` values without running the method; raises InputError
-    #: naming the key. A ``simulate`` method's own function (it builds a policy from params).
-    parse: Callable[[Mapping[str, str]], Any] | None = None
     #: The time limit (s) a run gets when none is given (None: unlimited).
     default_time_limit: float | None = None
     #: Solver packages the method imports on its first run (e.g. ``ortools.sat.python
@@ -160,17 +175,16 @@ class MethodInfo:
         origin = f" (plug-in {self.plugin})" if self.plugin else ""
         return f"{kind}method {self.name!r}{origin}"
 
-    def check_params(self, params: Mapping[str, str]) -> None:
-        """Refuse a ``--param`` key the method does not accept, or a value its parser
-        refuses, before the method runs (InputError naming the key)."""
-        for key in params:
-            if key not in self.params:
-                known = ", ".join(sorted(self.params)) or "none"
-                raise InputError(f"method {self.name!r} has no parameter {key!r} "
-                                 f"(known: {known})")
-        if self.parse is not None:
-            with method_running(self):
-                self.parse(params)
+    @property
+    def params(self) -> Mapping[str, str]:
+        """Each ``--param`` key the method accepts → its help text."""
+        return self.options.describe()
+
+    def parse_options(self, params: Mapping[str, Any]) -> Options:
+        """The method's options of ``params`` (text or typed values), before it runs:
+        InputError naming an unknown key or a value its option refuses."""
+        with method_running(self):
+            return self.options.parse(params, owner=f"method {self.name!r}")
 
     def check_mode(self, mode: str) -> None:
         """Refuse a mode the method does not support (InputError naming it)."""
@@ -207,27 +221,26 @@ def register(
     description: str,
     kind: str = "solve",
     modes: Iterable[str] = MODES,
-    params: Mapping[str, str] | None = None,
-    parse: Callable[[Mapping[str, str]], Any] | None = None,
+    options: type[Options] | None = None,
     replace: bool = False,
     default_time_limit: float | None = None,
     imports: Iterable[str] = (),
 ) -> Callable[[Callable[..., Any]], Callable[..., Any]]:
     """Decorator registering ``func`` as method ``name`` of ``kind``.
 
-    ``params`` maps each accepted ``--param`` key to a one-line description; other keys are
-    refused. A ``place`` method accepts the cost model's keys (``cost``, ``lambda``,
-    ``cross_domain``, ``contention``) too, and receives the parsed model as ``context.model``;
-    it is called as ``func(instance, context) -> PlaceOutput`` (:mod:`optsched.placement`). A
-    ``simulate`` method is a factory ``func(params) -> policy``, called with the run's
-    ``--param`` values (also once to check them). ``parse(params)`` checks their values before
-    the method runs (InputError naming the key; for ``simulate`` methods ``func`` itself, which
-    builds the policy). A ``solve`` method is called as ``func(instance, context) ->
-    MethodOutput``; ``default_time_limit`` (seconds) is the limit it runs under when the caller
-    gives none (exact methods and relaxations, which may otherwise run for hours). ``imports``
-    names solver packages the method loads on its first run; they are imported before its clock
-    starts, so a result's ``runtime_s`` excludes that one-off start-up, reported as
-    ``extra["startup_s"]``.
+    ``options`` is the method's frozen dataclass of typed options (:mod:`optsched.options`;
+    default: none); ``--param`` keys it does not declare are refused, and values are converted
+    and checked before the method runs. A ``solve`` method is called as ``func(instance,
+    context) -> MethodOutput`` and reads its options as ``context.options_as(TheirClass)``. A
+    ``place`` method's options subclass :class:`~optsched.placement.CostOptions` (the cost
+    model's ``cost``, ``lambda``, ``cross_domain``, ``contention``; the default), it receives
+    the cost model as ``context.model`` and is called as ``func(instance, context) ->
+    PlaceOutput`` (:mod:`optsched.placement`). A ``simulate`` method is a factory
+    ``func(options) -> policy``. ``default_time_limit`` (seconds) is the limit a method runs
+    under when the caller gives none (exact methods and relaxations, which may otherwise run
+    for hours). ``imports`` names solver packages the method loads on its first run; they are
+    imported before its clock starts, so a result's ``runtime_s`` excludes that one-off
+    start-up, reported as ``extra["startup_s"]``.
 
     Examples
     --------
@@ -243,18 +256,22 @@ def register(
         raise InputError(f"method {name!r}: modes must be a non-empty subset of {MODES}")
     check_time_limit(default_time_limit)
 
-    params = dict(params or {})
     if kind == "place":  # every place method takes the cost model's parameters
-        from optsched.placement.place import COST_PARAMS
+        from optsched.placement.cost import CostOptions
 
-        params = {**COST_PARAMS, **params}
+        options = options or CostOptions
+        if not issubclass(options, CostOptions):
+            raise InputError(f"place method {name!r}: options must subclass CostOptions")
+    options = options or Options
+    if not (isinstance(options, type) and issubclass(options, Options)):
+        raise InputError(f"method {name!r}: options must be a subclass of Options")
+    options.describe()  # every field declared with an option helper (TypeError otherwise)
 
     def decorate(func: Callable[..., Any]) -> Callable[..., Any]:
         if (kind, name) in _REGISTRY and not replace:
             raise InputError(f"a {kind} method named {name!r} is already registered")
         _REGISTRY[kind, name] = MethodInfo(
-            kind, name, func, description, modes, MappingProxyType(params),
-            _origin(func), parse or (func if kind == "simulate" else None),
+            kind, name, func, description, modes, options, _origin(func),
             default_time_limit, tuple(imports))
         return func
 
@@ -550,23 +567,42 @@ class ProgressLine:
             self._beat.join()
 
 
+@dataclass(frozen=True)
+class Prepared:
+    """A method ready to run: its registration, the time limit that applies, its typed
+    options and the same as ``KEY=VALUE`` text (recorded in the Result)."""
+
+    info: MethodInfo
+    time_limit: float | None
+    options: Options
+    params: dict[str, str]
+
+
 def prepare(method: str, kind: str, *, seed: int, time_limit: float | None,
-            params: Mapping[str, str] | None) -> tuple[MethodInfo, float | None, dict[str, str]]:
+            params: Mapping[str, Any] | Options | None) -> Prepared:
     """What every verb does before it runs a method: look it up, check the seed, the time
-    limit (None: the method's default) and the parameters (InputError naming what is
-    wrong; numbers are taken as their text, ``0.3`` as ``"0.3"``); return the method, the
-    time limit that applies and the parameters as strings."""
+    limit (None: the method's default) and the options (InputError naming what is wrong).
+
+    ``params`` are the method's options object, or a mapping of ``KEY=VALUE`` text or numbers
+    (``{"workers": "2"}``, ``{"workers": 2}``). The Result records a mapping as given (numbers
+    as their text, ``0.3`` as ``"0.3"``) and an options object as the options that differ from
+    their defaults (:meth:`~optsched.options.Options.to_params`)."""
     info = get_method(method, kind)
     check_seed(seed)
     check_time_limit(time_limit)
-    params = dict(params or {})
-    for key, value in params.items():  # the command line's strings; numbers read as such
+    limit = info.default_time_limit if time_limit is None else time_limit
+    if isinstance(params, Options):
+        if type(params) is not info.options:
+            raise InputError(f"{info.label} takes {info.options.__name__}, not "
+                             f"{type(params).__name__}")
+        return Prepared(info, limit, params, params.to_params())
+    text = dict(params or {})
+    for key, value in text.items():
         if isinstance(value, bool) or not isinstance(value, (str, int, float)):
             raise InputError(f"parameter {key!r} must be a string or a number, got "
                              f"{type(value).__name__} {value!r}")
-        params[key] = str(value)
-    info.check_params(params)
-    return info, (info.default_time_limit if time_limit is None else time_limit), params
+        text[key] = str(value)
+    return Prepared(info, limit, info.parse_options(text), text)
 
 
 def run_timed(info: MethodInfo, call: Callable[[], Any], *, listener: Any = None
@@ -589,7 +625,7 @@ def solve(
     mode: str | None = None,
     time_limit: float | None = None,
     seed: int = 0,
-    params: Mapping[str, str] | None = None,
+    params: Mapping[str, Any] | Options | None = None,
     hint: Schedule | None = None,
     progress: Any = None,
 ) -> Result[Schedule]:
@@ -613,8 +649,8 @@ def solve(
         objective: all bugs in the method, never silently repaired. The message names the
         method and its plug-in module.
     """
-    info, time_limit, params = prepare(method, "solve", seed=seed, time_limit=time_limit,
-                                       params=params)
+    ready = prepare(method, "solve", seed=seed, time_limit=time_limit, params=params)
+    info, time_limit, params = ready.info, ready.time_limit, ready.params
     mode = mode or instance.mode
     info.check_mode(mode)
     if instance.cluster:
@@ -625,7 +661,8 @@ def solve(
     inst = instance if mode == instance.mode else instance.with_mode(mode)
     listener = progress if callable(progress) or progress is None else \
         ProgressLine(progress, critical_path_bound(inst))
-    ctx = SolveContext(mode, time_limit, seed, MappingProxyType(params), hint, listener)
+    ctx = SolveContext(mode, time_limit, seed, MappingProxyType(params), hint, listener,
+                       ready.options)
     out, runtime, startup = run_timed(info, lambda: info.func(inst, ctx), listener=listener)
     _check_output(info, out)
     method_bound = finite_bound(info, out.bound)

@@ -48,7 +48,7 @@ def test_forest_learns_and_the_protocol_grows_the_training_set():
     assert sorted(forest) == [45, 90]
     assert forest[90].r2 > 0.8 and forest[90].rmse <= forest[45].rmse * 1.1
     assert {s.model for s in scores} == {"forest", "linear"}
-    with pytest.raises(InputError, match="more than 50 jobs"):
+    with pytest.raises(InputError, match="test_jobs 50: the runs have 20 jobs"):
         evaluate(synthetic_runs(20, 0))
 
 

@@ -16,7 +16,7 @@ from tests.conftest import ROOT
 EXAMPLES = ROOT / "examples"
 #: the modules a tutorial may import from optsched: the documented public surface
 PUBLIC = {"optsched", "optsched.online", "optsched.placement", "optsched.traces",
-          "optsched.bench", "optsched.plot", "optsched.testing"}
+          "optsched.bench", "optsched.plot", "optsched.testing", "optsched.options"}
 
 
 def run(*args: str, cwd: Path = ROOT, env: dict[str, str] | None = None

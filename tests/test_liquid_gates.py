@@ -164,7 +164,7 @@ def test_placement_parameters_are_passed_through():
     assert len(hosts({"cost": "code"})) == 1
     assert len(hosts({"cost": "code", "line18": "1"})) == 3
     with pytest.raises(InputError, match="repair is not a parameter of placement=bestfit"):
-        run_policy(inst, "liquid", params={"repair": "mixed"})
+        run_policy(inst, "liquid", params={"repair": "jobfit"})
 
 
 def test_results_say_which_variant_ran():

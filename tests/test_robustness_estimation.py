@@ -169,7 +169,7 @@ def test_a_byte_order_mark_is_accepted(capsys, tmp_path, runs_csv):
     (["--test-jobs", "0"], "--test-jobs must be >= 1, got 0"),
     (["--test-jobs", "-3"], "--test-jobs must be >= 1, got -3"),
     (["--test-jobs", "60"], "--test-jobs 60: "),
-    (["--test-jobs", "500"], "has 60 jobs, so none would be left to train on"),
+    (["--test-jobs", "500"], "have 60 jobs, so none would be left to train on"),
     (["--step", "0"], "--step must be >= 1, got 0"),
     (["--step", "-50"], "--step must be >= 1, got -50"),
     (["--test-jobs", "20", "--step", "41"], "--step 41 exceeds the 40 training jobs"),

@@ -15,7 +15,7 @@ from optsched.errors import InputError
 from optsched.exact.bounds import MAX_INTERVALS, _intervals
 from optsched.exact.budget import Budget, OutOfTime
 from optsched.generate import GeneratorSpec, generate
-from optsched.heuristics.hare import _lp_params
+from optsched.heuristics.hare import HareLpOptions
 from optsched.placement.generate import PlacementSpec, generate_placement
 from optsched.placement.model import (
     placement_instance_from_dict,
@@ -96,12 +96,12 @@ def test_container_gpus_integer_accepted(small_placement):
 @pytest.mark.parametrize("ratio", ["1", "100.5", "1000"])
 def test_interval_ratio_out_of_range(ratio):
     with pytest.raises(InputError, match="interval_ratio"):
-        _lp_params({"interval_ratio": ratio})
+        HareLpOptions.parse({"interval_ratio": ratio})
 
 
 def test_interval_ratio_in_range():
-    assert _lp_params({"interval_ratio": "100"}) == 100.0
-    assert _lp_params({}) == 1.2
+    assert HareLpOptions.parse({"interval_ratio": "100"}).interval_ratio == 100.0
+    assert HareLpOptions.parse({}).interval_ratio == 1.2
 
 
 # -- 4. time limits ------------------------------------------------------------------------

@@ -7,13 +7,14 @@ import contextlib
 import io
 import json
 import time
+from dataclasses import dataclass
 from pathlib import Path
 
 import pytest
 
 from optsched.cli import main
 from optsched.errors import InputError
-from optsched.params import float_list_param, nonnegative_float_param, positive_float_param
+from optsched.options import Options, number, numbers
 
 
 def cli(*argv: object) -> tuple[int, str, str]:
@@ -99,14 +100,21 @@ def test_tiresias_thresholds_are_bounded(files):
     bad_input(code, err, "thresholds", "1e308")
 
 
+@dataclass(frozen=True)
+class _Numbers(Options):
+    positive: float | None = number("in (0, MAX]", open_low=True)
+    nonnegative: float = number("in [0, MAX]", 0.0)
+    listed: tuple[float, ...] | None = numbers("increasing")
+
+
 def test_param_parsers_refuse_values_above_max():
-    for parse in (positive_float_param, nonnegative_float_param):
-        with pytest.raises(InputError, match=r"x.*1e16"):
-            parse({"x": "1e16"}, "x")
-        assert parse({"x": "1e15"}, "x") == 1e15
-    with pytest.raises(InputError, match="x"):
-        float_list_param({"x": " , "}, "x", ())
-    assert float_list_param({"x": "1, 2"}, "x", ()) == (1.0, 2.0)
+    for key in ("positive", "nonnegative"):
+        with pytest.raises(InputError, match=rf"{key}.*1e16"):
+            _Numbers.parse({key: "1e16"})
+        assert getattr(_Numbers.parse({key: "1e15"}), key) == 1e15
+    with pytest.raises(InputError, match="listed"):
+        _Numbers.parse({"listed": " , "})
+    assert _Numbers.parse({"listed": "1, 2"}).listed == (1.0, 2.0)
 
 
 def _schedule(path: Path) -> dict:

@@ -39,7 +39,9 @@ solve_module = importlib.import_module("optsched.solve")  # the module, not the 
 #: A solve plug-in whose methods misbehave in every way the CLI must survive.
 METHODS = '''
 import math, sys, time
+from dataclasses import dataclass
 from pathlib import Path
+from optsched.options import Options, text
 from optsched.errors import InputError
 from optsched.heuristics.list_scheduling import ect_schedule
 from optsched.solve import MethodOutput, register
@@ -92,9 +94,13 @@ def badstatus(instance, context):
 def ok(instance, context):
     return MethodOutput(schedule=ect_schedule(instance), bound=1.0)
 
-@register("pl-sleep", description="writes a marker, then sleeps", params={"marker": "a file"})
+@dataclass(frozen=True)
+class MarkerOptions(Options):
+    marker: str | None = text("a file")
+
+@register("pl-sleep", description="writes a marker, then sleeps", options=MarkerOptions)
 def sleep(instance, context):
-    Path(context.params["marker"]).write_text("started")
+    Path(context.options_as(MarkerOptions).marker).write_text("started")
     time.sleep(30)
     return MethodOutput()
 '''

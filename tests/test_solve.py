@@ -2,12 +2,15 @@
 
 from __future__ import annotations
 
+from dataclasses import dataclass
+
 import pytest
 
 from optsched import MethodOutput, Schedule, Status, Task, register, solve
 from optsched.errors import InputError, OptschedError, UnknownNameError
 from optsched.exact.bounds import critical_path, critical_path_bound, round_lower_bound
 from optsched.io import load_instance
+from optsched.options import Options, count
 from optsched.solve import get_method, methods
 from tests.conftest import EXAMPLES
 from tests.test_check import TINY
@@ -58,16 +61,29 @@ def test_registry_lists_and_refuses():
         solve(TINY, "ect", time_limit=0)
 
 
+@dataclass(frozen=True)
+class KnobOptions(Options):
+    k: int = count("a knob (default 1)")
+
+
 def test_user_plugins_register_and_are_checked():
     @register("test-relaxed-only", description="test", modes=["relaxed"],
-              params={"k": "a knob"}, replace=True)
+              options=KnobOptions, replace=True)
     def relaxed_only(instance, context):
-        return MethodOutput(status=Status.UNKNOWN, extra={"echo": context.params["k"]})
+        return MethodOutput(status=Status.UNKNOWN,
+                            extra={"echo": context.options_as(KnobOptions).k})
 
     result = solve(TINY, "test-relaxed-only", params={"k": "3"})
     assert result.status is Status.UNKNOWN and result.schedule is None
     assert result.bound == 15 and result.params == {"k": "3"}
-    assert result.to_dict()["echo"] == "3"
+    assert result.to_dict()["echo"] == 3
+    # typed options give the same run; the Result records them as text
+    typed = solve(TINY, "test-relaxed-only", params=KnobOptions(k=3))
+    assert typed.params == {"k": "3"} and typed.to_dict()["echo"] == 3
+    with pytest.raises(InputError, match="k must be an integer"):
+        solve(TINY, "test-relaxed-only", params={"k": "three"})
+    with pytest.raises(InputError, match="takes KnobOptions, not Options"):
+        solve(TINY, "test-relaxed-only", params=Options())
     with pytest.raises(InputError, match="does not support mode 'gang'"):
         solve(TINY, "test-relaxed-only", mode="gang", params={"k": "1"})
     with pytest.raises(InputError, match="already registered"):

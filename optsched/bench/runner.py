@@ -230,7 +230,7 @@ def plan(
                     for data in instances.values())
     for method in methods:
         info = _method(method, placement)
-        info.check_params(params)
+        info.parse_options(params)
         for mode in () if placement else modes or ():
             info.check_mode(mode)
     runs: list[Run] = []

@@ -101,10 +101,10 @@ def print_result(result: Result, online: bool = False) -> None:
             gap = result.gap
             print(f"gap        {'-' if gap is None else f'{100 * gap:.2f} %'}")
     print(f"runtime    {result.runtime_s:.3f} s")
-    limit = result.extra.get("time_limit")
+    limit = result.time_limit
     if limit is not None:
         print(f"limit      {limit:g} s")
-    if result.extra.get("interrupted"):
+    if result.interrupted:
         print("interrupted  yes (Ctrl-C): the best schedule found before it")
 
 

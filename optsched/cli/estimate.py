@@ -76,21 +76,9 @@ def run(args: argparse.Namespace) -> int:
     if args.action == "eval":
         if args.query is not None:
             raise InputError("--query is an option of estimate predict, not eval")
-        if args.test_jobs < 1:
-            raise InputError(f"--test-jobs must be >= 1, got {args.test_jobs}")
-        if args.step < 1:
-            raise InputError(f"--step must be >= 1, got {args.step}")
-        runs = read_runs(args.runs)
-        jobs = len({r.job for r in runs})
-        if args.test_jobs >= jobs:
-            raise InputError(f"--test-jobs {args.test_jobs}: {args.runs} has {jobs} jobs, so "
-                             "none would be left to train on")
-        if args.step > jobs - args.test_jobs:
-            raise InputError(f"--step {args.step} exceeds the {jobs - args.test_jobs} training "
-                             f"jobs ({args.runs} has {jobs} jobs, --test-jobs {args.test_jobs})"
-                             ": nothing would be evaluated")
-        scores = evaluate(runs, test_jobs=args.test_jobs, step=args.step,
-                          models=args.model or MODELS, seed=args.seed)
+        scores = evaluate(read_runs(args.runs), test_jobs=args.test_jobs, step=args.step,
+                          models=args.model or MODELS, seed=args.seed,
+                          names={"test_jobs": "--test-jobs", "step": "--step"})
         rows_out = [vars(s) for s in scores]
         if args.json:
             print_json(rows_out)

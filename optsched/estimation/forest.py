@@ -190,27 +190,32 @@ class Score:
 
 
 def evaluate(runs: Sequence[Run], *, test_jobs: int = 50, step: int = 50,
-             models: Sequence[str] = MODELS, seed: int = 0) -> list[Score]:
+             models: Sequence[str] = MODELS, seed: int = 0,
+             names: Mapping[str, str] | None = None) -> list[Score]:
     """The paper's protocol: jobs shuffled (seeded); the last ``test_jobs`` jobs test, the
     first ``step``, 2·``step``, … train; RMSE and R² per label on the test rows.
 
-    Raises InputError, naming the parameter, when nothing would be scored: ``test_jobs`` or
-    ``step`` below 1, no job left to train on, or ``step`` above the training jobs; and naming
-    the label when a score is not finite (labels too large to square)."""
+    Raises InputError, naming the parameter (as ``names`` calls it, e.g. the command line's
+    ``--test-jobs``), when nothing would be scored: ``test_jobs`` or ``step`` below 1, no job
+    left to train on, or ``step`` above the training jobs; and naming the label when a score
+    is not finite (labels too large to square)."""
+    name = {"test_jobs": "test_jobs", "step": "step", **(names or {})}
     if test_jobs < 1:
-        raise InputError(f"test_jobs must be >= 1, got {test_jobs}")
+        raise InputError(f"{name['test_jobs']} must be >= 1, got {test_jobs}")
     if step < 1:
-        raise InputError(f"step must be >= 1, got {step}")
+        raise InputError(f"{name['step']} must be >= 1, got {step}")
     for kind in models:
         if kind not in MODELS:
             raise InputError(f"model must be one of {MODELS}, got {kind!r}")
     check_seed(seed)
     jobs = list(dict.fromkeys(r.job for r in runs))
     if len(jobs) <= test_jobs:
-        raise InputError(f"need more than {test_jobs} jobs, got {len(jobs)}")
+        raise InputError(f"{name['test_jobs']} {test_jobs}: the runs have {len(jobs)} jobs, "
+                         "so none would be left to train on")
     if step > len(jobs) - test_jobs:
-        raise InputError(f"step {step} exceeds the {len(jobs) - test_jobs} training jobs "
-                         f"({len(jobs)} jobs, {test_jobs} to test): nothing would be scored")
+        raise InputError(f"{name['step']} {step} exceeds the {len(jobs) - test_jobs} training "
+                         f"jobs ({len(jobs)} jobs, {name['test_jobs']} {test_jobs}): nothing "
+                         "would be scored")
     order = [jobs[i] for i in np.random.default_rng(seed).permutation(len(jobs))]
     test_ids = set(order[-test_jobs:])
     test = [r for r in runs if r.job in test_ids]

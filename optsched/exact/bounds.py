@@ -7,7 +7,6 @@ The critical path is closed-form; an LP bound counts only when HiGHS proves the 
 from __future__ import annotations
 
 import math
-from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
@@ -15,7 +14,6 @@ import numpy as np
 
 from optsched.errors import InputError
 from optsched.instance import Instance
-from optsched.params import positive_float_param
 
 
 def round_lower_bound(instance: Instance, j: int) -> float:
@@ -137,17 +135,16 @@ def time_indexed_lp_size(instance: Instance, upper: float, time_unit: float
     return variables, nonzeros
 
 
-def lp_time_unit(instance: Instance, horizon: float, params: Mapping[str, str] | None = None,
+def lp_time_unit(instance: Instance, horizon: float, given: float | None = None,
                  *, upper: float | None = None) -> float:
-    """The LP's grid: the ``time_unit`` parameter, else the data's natural unit coarsened ×10
-    at a time while the horizon spans more than MAX_LP_STEPS steps (or, given the incumbent
-    objective ``upper``, while the LP would be too large for
+    """The LP's grid: ``given`` (the ``time_unit`` option), else the data's natural unit
+    coarsened ×10 at a time while the horizon spans more than MAX_LP_STEPS steps (or, given
+    the incumbent objective ``upper``, while the LP would be too large for
     :func:`~optsched.exact.budget.lp_too_large`) and the unit stays at most the shortest
     compute time (a coarser grid only weakens the bound: times are rounded down)."""
     from optsched.exact.budget import lp_too_large
     from optsched.exact.grid import default_time_unit
 
-    given = positive_float_param(params or {}, "time_unit")
     if given is not None:
         return given
     unit = default_time_unit(instance)

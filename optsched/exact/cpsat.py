@@ -25,7 +25,8 @@ from __future__ import annotations
 
 import math
 import time
-from collections.abc import Mapping, Sequence
+from collections.abc import Sequence
+from dataclasses import dataclass
 from typing import Any
 
 from optsched.check import check
@@ -46,24 +47,33 @@ from optsched.exact.budget import (
     lp_too_large,
     stopped_by_ctrl_c,
 )
-from optsched.exact.grid import ScaledInstance, parse_time_unit, scale
+from optsched.exact.grid import ScaledInstance, scale, time_unit_or_default
 from optsched.heuristics.list_scheduling import ect_schedule
 from optsched.instance import Instance
-from optsched.params import choice_param, int_param, positive_float_param
+from optsched.options import Options, count, number
+from optsched.options import choice as one_of
 from optsched.result import Status
 from optsched.schedule import Schedule, Task
 from optsched.solve import EXACT_TIME_LIMIT, MethodOutput, SolveContext, register
 
-PARAMS = {
-    "time_unit": "grid step in seconds (default 1 for integer data, else 0.001)",
-    "workers": "CP-SAT worker threads (default 1; at most 2 on this machine)",
-    "objective": "weighted (Σ w_j C_j, default) or makespan",
-    "hint": "ect (default: warm start from the ECT schedule) or none",
-    "lp_bound": "on (default: unless proved optimal, also compute the time-indexed LP bound "
-                "from the final incumbent, in the last fifth of the time limit) or off",
-    "search": "auto (default: core in relaxed mode, default in gang mode), default, or core "
-              "(CP-SAT's core-based lower bounding: stronger bounds in relaxed mode)",
-}
+
+@dataclass(frozen=True)
+class CpsatOptions(Options):
+    """Options of ``cpsat`` and ``cpsat-pergpu``."""
+
+    time_unit: float | None = number("grid step in seconds (default 1 for integer data, "
+                                     "else 0.001)", open_low=True)
+    workers: int = count("CP-SAT worker threads (default 1; at most 2 on this machine)")
+    objective: str = one_of("weighted (Σ w_j C_j, default) or makespan",
+                            ("weighted", "makespan"))
+    hint: str = one_of("ect (default: warm start from the ECT schedule) or none",
+                       ("ect", "none"))
+    lp_bound: str = one_of("on (default: unless proved optimal, also compute the "
+                           "time-indexed LP bound from the final incumbent, in the last fifth "
+                           "of the time limit) or off", ("on", "off"))
+    search: str = one_of("auto (default: core in relaxed mode, default in gang mode), "
+                         "default, or core (CP-SAT's core-based lower bounding: stronger "
+                         "bounds in relaxed mode)", ("auto", "default", "core"))
 
 
 def assign_gpus(items: Sequence[tuple[Any, int, int, int, int]],
@@ -322,18 +332,6 @@ def _lp_seconds(instance: Instance, incumbent: Schedule) -> float:
     return handover_seconds(variables, nonzeros) + 5e-6 * nonzeros
 
 
-def parse_params(params: Mapping[str, str]) -> tuple[str, str, int, str, str]:
-    """The ``--param`` values (objective, hint, workers, search, lp_bound), checked
-    (InputError naming the key); ``time_unit`` is checked for form here and against the
-    instance by :func:`~optsched.exact.grid.parse_time_unit`."""
-    positive_float_param(params, "time_unit")
-    return (choice_param(params, "objective", ("weighted", "makespan")),
-            choice_param(params, "hint", ("ect", "none")),
-            int_param(params, "workers", 1),
-            choice_param(params, "search", ("auto", "default", "core")),
-            choice_param(params, "lp_bound", ("on", "off")))
-
-
 def solve_cpsat(instance: Instance, ctx: SolveContext, *, per_gpu: bool) -> MethodOutput:
     """Solve ``instance`` (already in ``ctx.mode``) with the grouped or per-GPU model.
 
@@ -345,8 +343,11 @@ def solve_cpsat(instance: Instance, ctx: SolveContext, *, per_gpu: bool) -> Meth
     from ortools.sat.python import cp_model
 
     budget = Budget(ctx.time_limit)
-    unit = parse_time_unit(instance, ctx.params)
-    objective, hint, workers, search, lp_bound = parse_params(ctx.params)
+    options = ctx.options_as(CpsatOptions)
+    unit = time_unit_or_default(instance, options.time_unit)
+    objective, hint, workers, search, lp_bound = (options.objective, options.hint,
+                                                  options.workers, options.search,
+                                                  options.lp_bound)
     if search == "auto":
         search = "core" if instance.mode == "relaxed" else "default"
     makespan = objective == "makespan"
@@ -454,14 +455,14 @@ def solve_cpsat(instance: Instance, ctx: SolveContext, *, per_gpu: bool) -> Meth
     return MethodOutput(schedule=schedule, bound=bound, extra=extra)
 
 
-@register("cpsat", params=PARAMS, parse=parse_params, default_time_limit=EXACT_TIME_LIMIT,
+@register("cpsat", options=CpsatOptions, default_time_limit=EXACT_TIME_LIMIT,
           imports=CPSAT_IMPORTS,
           description="CP-SAT over groups of interchangeable GPUs (exact, both modes)")
 def _cpsat(instance: Instance, context: SolveContext) -> MethodOutput:
     return solve_cpsat(instance, context, per_gpu=False)
 
 
-@register("cpsat-pergpu", params=PARAMS, parse=parse_params, imports=CPSAT_IMPORTS,
+@register("cpsat-pergpu", options=CpsatOptions, imports=CPSAT_IMPORTS,
           default_time_limit=EXACT_TIME_LIMIT,
           description="CP-SAT with one interval per GPU (exact reference model, both modes)")
 def _cpsat_pergpu(instance: Instance, context: SolveContext) -> MethodOutput:

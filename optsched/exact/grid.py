@@ -15,7 +15,6 @@ bound stays valid), and then :attr:`ScaledInstance.exact` is false.
 from __future__ import annotations
 
 import math
-from collections.abc import Mapping
 from dataclasses import dataclass
 
 import numpy as np
@@ -23,7 +22,6 @@ import numpy as np
 from optsched.errors import InputError
 from optsched.instance import Instance, Job
 from optsched.limits import MAX_VALUE
-from optsched.params import positive_float_param
 
 _EPS = 1e-9
 
@@ -40,9 +38,8 @@ def default_time_unit(instance: Instance) -> float:
     return 1.0 if _on_grid(data) else 0.001
 
 
-def parse_time_unit(instance: Instance, params: Mapping[str, str]) -> float:
-    """The ``time_unit`` parameter (default :func:`default_time_unit`), validated."""
-    unit = positive_float_param(params, "time_unit")
+def time_unit_or_default(instance: Instance, unit: float | None) -> float:
+    """The ``time_unit`` option ``unit``, else :func:`default_time_unit`."""
     return default_time_unit(instance) if unit is None else unit
 
 

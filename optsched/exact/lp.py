@@ -15,20 +15,29 @@ is coarsened first when ``time_unit`` is not given).
 
 from __future__ import annotations
 
+from dataclasses import dataclass
+
 from optsched.check import check
 from optsched.errors import InputError
 from optsched.exact.bounds import lp_time_unit, solve_time_indexed_lp
 from optsched.exact.budget import Budget, size_text
 from optsched.heuristics.list_scheduling import ect_schedule
 from optsched.instance import Instance
-from optsched.params import positive_float_param
+from optsched.options import Options, number
 from optsched.schedule import Schedule
 from optsched.solve import EXACT_TIME_LIMIT, MethodOutput, SolveContext, register
 
 
-@register("lp-bound", params={"time_unit": "grid step of the LP (default: adaptive)"},
+@dataclass(frozen=True)
+class LpBoundOptions(Options):
+    """Options of ``lp-bound``."""
+
+    time_unit: float | None = number("grid step of the LP (default: adaptive)",
+                                     open_low=True)
+
+
+@register("lp-bound", options=LpBoundOptions,
           default_time_limit=EXACT_TIME_LIMIT, imports=("scipy.optimize",),
-          parse=lambda params: positive_float_param(params, "time_unit"),
           description="ECT schedule + time-indexed LP lower bound (HiGHS), both modes")
 def _lp_bound(instance: Instance, context: SolveContext) -> MethodOutput:
     budget = Budget(context.time_limit)
@@ -40,11 +49,11 @@ def _lp_bound(instance: Instance, context: SolveContext) -> MethodOutput:
                 and own.objective < report.objective:
             schedule, report = Schedule(instance.name, context.hint.tasks, instance.mode), own
     assert report.objective is not None and report.metrics is not None
-    unit = lp_time_unit(instance, report.metrics["makespan"], context.params,
-                        upper=report.objective)
+    given = context.options_as(LpBoundOptions).time_unit
+    unit = lp_time_unit(instance, report.metrics["makespan"], given, upper=report.objective)
     lp = solve_time_indexed_lp(instance, report.objective, unit, time_limit=budget.left())
     if lp.status == "too large":
-        if "time_unit" in context.params:
+        if given is not None:
             raise InputError(f"time_unit {unit:g}: the time-indexed LP would have "
                              f"{size_text(lp.variables, lp.nonzeros)}; choose a coarser "
                              "time_unit")

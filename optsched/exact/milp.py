@@ -26,7 +26,8 @@ import math
 import re
 import tempfile
 import warnings
-from collections.abc import Callable, Mapping
+from collections.abc import Callable
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -45,18 +46,30 @@ from optsched.exact.budget import (
 from optsched.exact.quiet import native_stdout_silenced
 from optsched.heuristics.list_scheduling import ect_schedule
 from optsched.instance import Instance
+from optsched.options import Options, choice, count, text
 from optsched.output import output_target, write_file
-from optsched.params import choice_param, int_param
 from optsched.result import Status
 from optsched.schedule import Schedule, Task
 from optsched.solve import EXACT_TIME_LIMIT, MethodOutput, SolveContext, register
 
-PARAMS = {
-    "export": "write the model to this .lp or .mps file before solving",
-    "threads": "solver threads (default 1)",
-    "relaxation": "lp: solve only the LP relaxation and report it as the bound, with the "
-                  "ECT schedule (default: none, solve the MILP)",
-}
+
+def _export_target(key: str, path: str) -> None:
+    """Refuse an ``export`` path that is not a writable .lp or .mps file."""
+    if not path.endswith((".lp", ".mps")):
+        raise InputError(f"export file must end in .lp or .mps, got {path!r}")
+    output_target(path, key)
+
+
+@dataclass(frozen=True)
+class MilpOptions(Options):
+    """Options of ``milp-highs`` and ``milp-cbc``."""
+
+    export: str | None = text("write the model to this .lp or .mps file before solving "
+                              "(default: none)", _export_target)
+    threads: int = count("solver threads (default 1)")
+    relaxation: str = choice("lp: solve only the LP relaxation and report it as the bound, "
+                             "with the ECT schedule (default: none, solve the MILP)",
+                             ("none", "lp"))
 
 
 def map_status(sol_status: int) -> tuple[Status | None, bool]:
@@ -298,7 +311,8 @@ def solve_milp(instance: Instance, ctx: SolveContext, backend: str) -> MethodOut
     """Solve the disjunctive MILP with ``backend`` = ``highs`` or ``cbc``, within
     ``ctx.time_limit`` (see the module docstring)."""
     budget = Budget(ctx.time_limit)
-    threads = int_param(ctx.params, "threads", 1)
+    options = ctx.options_as(MilpOptions)
+    threads = options.threads
     variables, nonzeros = milp_size(instance)
     if lp_too_large(variables, nonzeros, pulp=True):
         raise InputError(f"--method milp-{backend}: the disjunctive MILP of this instance would "
@@ -312,7 +326,7 @@ def solve_milp(instance: Instance, ctx: SolveContext, backend: str) -> MethodOut
         model = _Disjunctive(instance, upper, budget)
     except OutOfTime:  # what is certified so far: the ECT schedule, the critical path
         return MethodOutput(schedule=incumbent, extra=late)
-    export = ctx.params.get("export")
+    export = options.export
     if export:
         _export(model.prob, export)
     extra: dict[str, Any] = {"backend": backend, "threads": threads,
@@ -324,7 +338,7 @@ def solve_milp(instance: Instance, ctx: SolveContext, backend: str) -> MethodOut
         left -= PULP_HANDOVER_SECONDS_PER_NONZERO * nonzeros
         if left < MIN_SOLVER_SECONDS:
             return MethodOutput(schedule=incumbent, extra={**extra, **late})
-    if choice_param(ctx.params, "relaxation", ("none", "lp")) == "lp":
+    if options.relaxation == "lp":
         return _lp_relaxation(model, incumbent, backend, left, extra)
     bound, extra["solver_status"], extra["interrupted"] = solve_pulp(
         model.prob, backend, time_limit=left, threads=threads, seed=ctx.seed, report=ctx.report)
@@ -355,17 +369,6 @@ def _lp_relaxation(model: _Disjunctive, incumbent: Schedule, backend: str,
     return MethodOutput(schedule=incumbent, bound=extra["lp_relaxation"], extra=extra)
 
 
-def parse_params(params: Mapping[str, str]) -> None:
-    """Check the MILP's ``--param`` values before it runs (InputError naming the key)."""
-    int_param(params, "threads", 1)
-    choice_param(params, "relaxation", ("none", "lp"))
-    if "export" in params:
-        export = params["export"]
-        if not export.endswith((".lp", ".mps")):
-            raise InputError(f"export file must end in .lp or .mps, got {export!r}")
-        output_target(export, "export")
-
-
 def _export(prob: Any, path: str) -> None:
     """Write the model as LP or MPS through optsched.output (PuLP writes a temporary file in
     a private folder; its text is then written atomically to ``path``)."""
@@ -378,14 +381,14 @@ def _export(prob: Any, path: str) -> None:
         write_file(path, tmp.read_bytes())
 
 
-@register("milp-highs", params=PARAMS, parse=parse_params, default_time_limit=EXACT_TIME_LIMIT,
+@register("milp-highs", options=MilpOptions, default_time_limit=EXACT_TIME_LIMIT,
           imports=("pulp", "highspy"),
           description="disjunctive MILP through PuLP + HiGHS (exact, both modes; small sizes)")
 def _milp_highs(instance: Instance, context: SolveContext) -> MethodOutput:
     return solve_milp(instance, context, "highs")
 
 
-@register("milp-cbc", params=PARAMS, parse=parse_params, default_time_limit=EXACT_TIME_LIMIT,
+@register("milp-cbc", options=MilpOptions, default_time_limit=EXACT_TIME_LIMIT,
           imports=("pulp",),
           description="disjunctive MILP through PuLP + CBC (exact, both modes; small sizes)")
 def _milp_cbc(instance: Instance, context: SolveContext) -> MethodOutput:

@@ -48,15 +48,16 @@ from __future__ import annotations
 
 import heapq
 import time
-from collections.abc import Callable, Mapping
+from collections.abc import Callable
+from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
 
-from optsched.errors import InputError, OptschedError
+from optsched.errors import OptschedError
 from optsched.exact.bounds import interval_lp
 from optsched.exact.budget import Budget
-from optsched.exact.grid import parse_time_unit
+from optsched.exact.grid import time_unit_or_default
 from optsched.exact.hare_lp import solve_hare_lp
 from optsched.exact.hare_relaxation import (
     check_relaxation_size,
@@ -66,9 +67,15 @@ from optsched.exact.hare_relaxation import (
 )
 from optsched.heuristics.list_scheduling import ect_schedule
 from optsched.instance import Instance
-from optsched.params import choice_param, int_param, positive_float_param
+from optsched.options import Options, choice, count, number
 from optsched.schedule import Schedule, Task
-from optsched.solve import RELAXATION_TIME_LIMIT, MethodOutput, SolveContext, register
+from optsched.solve import (
+    RELAXATION_TIME_LIMIT,
+    MethodOutput,
+    SolveContext,
+    options_as,
+    register,
+)
 
 GPU_CHOICES = ("earliest-free", "earliest-completion")
 #: Step 1 of ``hare``/``hare-ect``: exact relaxation where it fits, else its LP (``auto``).
@@ -163,13 +170,13 @@ def guarantee(instance: Instance, objective: float, relaxation: float, proved: b
 
 def _solve(instance: Instance, ctx: SolveContext, relaxation: str, gpu_choice: str
            ) -> MethodOutput:
-    params = ctx.params
+    options = ctx.options
     budget = Budget(ctx.time_limit)
     started = time.perf_counter()
     info: dict[str, Any]
     interrupted = False
     published = relaxation == "rl" and gpu_choice == "earliest-free"
-    step1 = choice_param(params, "step1", STEP1_CHOICES) if relaxation == "rl" else ""
+    step1 = options.step1 if isinstance(options, HareRlOptions) else ""
     if relaxation == "rl" and (step1 == "lp" or (step1 == "auto"
                                                  and not relaxation_fits(instance))):
         # Hare_Sched_RL's LP relaxation with lazy Queyranne cuts (models/hare-rl-lp.md): a
@@ -185,8 +192,9 @@ def _solve(instance: Instance, ctx: SolveContext, relaxation: str, gpu_choice: s
                 "order": "hare_sched_rl_lp" if rllp.round_starts is not None else "ect"}
         published = False
     elif relaxation == "rl":
-        unit = parse_time_unit(instance, params)
-        workers = _rl_params(params)
+        assert isinstance(options, HareRlOptions)
+        unit = time_unit_or_default(instance, options.time_unit)
+        workers = options.workers
         check_relaxation_size(instance)  # before the ECT schedule: fail fast
         rl = solve_hare_relaxation(instance, ect_schedule(instance), time_unit=unit,
                                    time_limit=budget.left(), seed=ctx.seed, workers=workers)
@@ -203,7 +211,7 @@ def _solve(instance: Instance, ctx: SolveContext, relaxation: str, gpu_choice: s
                 else "ect"}
         interrupted = rl.interrupted
     else:
-        ratio = _lp_params(params)
+        ratio = options_as(options, HareLpEctOptions).interval_ratio
         lp = interval_lp(instance, ratio, time_limit=budget.left())
         round_starts = lp.round_starts if lp.round_starts is not None \
             else _ect_round_starts(instance)
@@ -218,7 +226,7 @@ def _solve(instance: Instance, ctx: SolveContext, relaxation: str, gpu_choice: s
                 "order": "interval_lp" if lp.round_starts is not None else "ect"}
     info["runtime_s"] = time.perf_counter() - started
     step2 = time.perf_counter()
-    tie = _tie_param(params) if gpu_choice == "earliest-free" else None
+    tie = options.gpu_tie if isinstance(options, HareOptions | HareLpOptions) else None
     schedule, objective = hare_list_schedule(instance, estimate, gpu_choice,
                                              tie or GPU_TIES[0])
     step2_s = time.perf_counter() - step2
@@ -245,47 +253,46 @@ def _ect_round_starts(instance: Instance) -> list[np.ndarray]:
     return starts
 
 
-_RL_PARAMS: Mapping[str, str] = {
-    "step1": "auto (exact CP-SAT relaxation when it fits, else its LP with lazy Queyranne "
-             "cuts), exact, or lp",
-    "time_unit": "grid step of the relaxation in seconds (default 1 for integer data, "
-                 "else 0.001)",
-    "workers": "CP-SAT worker threads for the relaxation (default 1)",
-}
-_LP_PARAMS: Mapping[str, str] = {
-    "interval_ratio": "growth factor of the LP's geometric intervals (default 1.2)",
-}
-_TIE_PARAMS: Mapping[str, str] = {
-    "gpu_tie": "earliest-free GPU tie rule (Algorithm 1 line 12 leaves it open): "
-               "lowest-index (default, literal) or fastest (least compute among the GPUs "
-               "where the task starts earliest)",
-}
-
-
-def _tie_param(params: Mapping[str, str]) -> str:
-    """The earliest-free tie rule ``gpu_tie`` (:data:`GPU_TIES`, default lowest-index)."""
-    return choice_param(params, "gpu_tie", GPU_TIES)
-
-
-def _rl_params(params: Mapping[str, str]) -> int:
-    """CP-SAT workers of the exact relaxation; ``time_unit``'s and ``step1``'s form checked."""
-    positive_float_param(params, "time_unit")
-    choice_param(params, "step1", STEP1_CHOICES)
-    return int_param(params, "workers", 1)
-
-
 #: Largest accepted ``interval_ratio``: coarser intervals make the LP bound useless, and huge
 #: ratios overflow the interval ends to infinity.
 MAX_INTERVAL_RATIO = 100.0
+_TIE_HELP = ("earliest-free GPU tie rule (Algorithm 1 line 12 leaves it open): lowest-index "
+             "(default, literal) or fastest (least compute among the GPUs where the task "
+             "starts earliest)")
 
 
-def _lp_params(params: Mapping[str, str]) -> float:
-    """The interval LP's ``interval_ratio`` (in (1, 100], default 1.2)."""
-    ratio = positive_float_param(params, "interval_ratio") or 1.2
-    if not 1 < ratio <= MAX_INTERVAL_RATIO:
-        raise InputError(f"interval_ratio must be in (1, {MAX_INTERVAL_RATIO:g}], "
-                         f"got {ratio!r}")
-    return ratio
+@dataclass(frozen=True)
+class HareRlOptions(Options):
+    """Options of ``hare-ect`` (step 1 on Hare_Sched_RL)."""
+
+    step1: str = choice("auto (exact CP-SAT relaxation when it fits, else its LP with lazy "
+                        "Queyranne cuts; default), exact, or lp", STEP1_CHOICES)
+    time_unit: float | None = number("grid step of the relaxation in seconds (default 1 for "
+                                     "integer data, else 0.001)", open_low=True)
+    workers: int = count("CP-SAT worker threads for the relaxation (default 1)")
+
+
+@dataclass(frozen=True)
+class HareOptions(HareRlOptions):
+    """Options of ``hare`` (Algorithm 1 as published)."""
+
+    gpu_tie: str = choice(_TIE_HELP, GPU_TIES)
+
+
+@dataclass(frozen=True)
+class HareLpEctOptions(Options):
+    """Options of ``hare-lp-ect`` (step 1 on the interval-indexed LP)."""
+
+    interval_ratio: float = number("growth factor of the LP's geometric intervals (default "
+                                   "1.2)", 1.2, low=1.0, high=MAX_INTERVAL_RATIO,
+                                   open_low=True)
+
+
+@dataclass(frozen=True)
+class HareLpOptions(HareLpEctOptions):
+    """Options of ``hare-lp``."""
+
+    gpu_tie: str = choice(_TIE_HELP, GPU_TIES)
 
 
 _VARIANTS = {
@@ -302,17 +309,11 @@ _VARIANTS = {
 
 
 def _register(name: str, relaxation: str, gpu_choice: str, description: str) -> None:
-    params = dict(_RL_PARAMS if relaxation == "rl" else _LP_PARAMS)
-    own = _rl_params if relaxation == "rl" else _lp_params
-    parse: Callable[[Mapping[str, str]], Any] = own
-    if gpu_choice == "earliest-free":
-        params.update(_TIE_PARAMS)
+    options = {("rl", "earliest-free"): HareOptions, ("rl", "earliest-completion"): HareRlOptions,
+               ("interval-lp", "earliest-free"): HareLpOptions,
+               ("interval-lp", "earliest-completion"): HareLpEctOptions}[relaxation, gpu_choice]
 
-        def parse(params: Mapping[str, str]) -> Any:
-            _tie_param(params)
-            return own(params)
-
-    @register(name, description=description, modes=("relaxed",), params=params, parse=parse,
+    @register(name, description=description, modes=("relaxed",), options=options,
               default_time_limit=RELAXATION_TIME_LIMIT,
               imports=("ortools.sat.python.cp_model", "highspy", "scipy.optimize"))
     def method(instance: Instance, context: SolveContext) -> MethodOutput:

@@ -26,7 +26,7 @@ from __future__ import annotations
 import bisect
 import heapq
 import math
-from collections.abc import Iterable, Iterator, Mapping
+from collections.abc import Iterable, Iterator
 from dataclasses import dataclass, field
 from itertools import repeat
 from typing import Any
@@ -41,7 +41,6 @@ from optsched.online.policies import (
     fill_earliest_available,
     fill_fastest,
     quantile_thresholds,
-    thresholds_param,
 )
 from optsched.online.simulator import (
     IdleGPUs,
@@ -52,7 +51,8 @@ from optsched.online.simulator import (
     WaitingQueue,
     ordered,
 )
-from optsched.params import nonnegative_float_param
+from optsched.options import Options, number, numbers, text
+from optsched.options import seed as seed_option
 from optsched.schedule import Schedule
 from optsched.solve import register
 
@@ -513,63 +513,82 @@ class Replay:
 @register("fifo-perf", kind="simulate", modes=("gang",),
           description="Gavel's fifo_perf (the Hare paper's Gavel_FIFO): arrival order, "
                       "fastest idle GPUs (gang, no backfilling)")
-def _fifo_perf(params: Mapping[str, str]) -> FIFO:
+def _fifo_perf(options: Options) -> FIFO:
     return FIFO()
 
 
 @register("fifo", kind="simulate", modes=("gang",),
           description="alias of fifo-perf (Gavel's fifo_perf), kept for old scripts")
-def _fifo(params: Mapping[str, str]) -> FIFO:
+def _fifo(options: Options) -> FIFO:
     return FIFO(name="fifo")
 
 
+@dataclass(frozen=True)
+class FifoRandomOptions(Options):
+    """Options of ``fifo-random``."""
+
+    seed: int = seed_option("seed of the GPU-type draws (default 0)")
+
+
 @register("fifo-random", kind="simulate", modes=("gang",),
-          params={"seed": "seed of the GPU-type draws (default 0)"},
+          options=FifoRandomOptions,
           description="Gavel's fifo: arrival order, one random GPU type per job, kept "
                       "(gang, no backfilling)")
-def _fifo_random(params: Mapping[str, str]) -> FIFORandom:
-    text = params.get("seed", "0")
-    if not text.isdigit() or int(text) > 2**63 - 1:
-        raise InputError(f"seed must be an integer in [0, 2^63), got {text!r}")
-    return FIFORandom(int(text))
+def _fifo_random(options: FifoRandomOptions) -> FIFORandom:
+    return FIFORandom(options.seed)
 
 
 @register("srtf", kind="simulate", modes=("gang", "relaxed"),
           description="shortest remaining time first (clairvoyant), fastest idle GPUs; "
                       "gang is its own model, relaxed gets Hare's")
-def _srtf(params: Mapping[str, str]) -> SRTF:
+def _srtf(options: Options) -> SRTF:
     return SRTF()
 
 
-@register("tiresias", kind="simulate", modes=("gang",), params={
-    "thresholds": "attained-service thresholds in GPU-seconds, comma-separated, or auto "
-                  "(default: the 0.5 and 0.8 quantiles of the workload's job sizes; "
-                  "Tiresias' simulator used 3250,7200)",
-    "starvation": "promote a job waiting longer than this × its service (default 0: off)"},
-    description="Tiresias' discretised 2D-LAS (gang, heterogeneity-oblivious)")
-def _tiresias(params: Mapping[str, str]) -> Tiresias:
-    return Tiresias(thresholds_param(params), nonnegative_float_param(params, "starvation"))
+@dataclass(frozen=True)
+class TiresiasOptions(Options):
+    """Options of ``tiresias``."""
+
+    thresholds: tuple[float, ...] | None = numbers(
+        "attained-service thresholds in GPU-seconds, comma-separated, or auto (default: the "
+        "0.5 and 0.8 quantiles of the workload's job sizes; Tiresias' simulator used "
+        "3250,7200)")
+    starvation: float = number("promote a job waiting longer than this × its service "
+                               "(default 0: off)", 0.0)
+
+
+@register("tiresias", kind="simulate", modes=("gang",), options=TiresiasOptions,
+          description="Tiresias' discretised 2D-LAS (gang, heterogeneity-oblivious)")
+def _tiresias(options: TiresiasOptions) -> Tiresias:
+    return Tiresias(options.thresholds, options.starvation)
 
 
 @register("homo", kind="simulate", modes=("gang", "relaxed"),
           description="Sched_Homo-like: heterogeneity-oblivious, no job preemption "
                       "(clairvoyant); gang is its own model, relaxed gets Hare's")
-def _homo(params: Mapping[str, str]) -> Homo:
+def _homo(options: Options) -> Homo:
     return Homo()
 
 
 @register("allox", kind="simulate", modes=("relaxed",),
           description="AlloX-like job-level min-cost matching, no intra-job parallelism "
                       "(clairvoyant)")
-def _allox(params: Mapping[str, str]) -> AlloX:
+def _allox(options: Options) -> AlloX:
     return AlloX()
 
 
-@register("replay", kind="simulate", params={"schedule": "path of the schedule to replay"},
+@dataclass(frozen=True)
+class ReplayOptions(Options):
+    """Options of ``replay``."""
+
+    schedule: str | None = text("path of the schedule to replay (required)")
+
+
+@register("replay", kind="simulate", options=ReplayOptions,
           description="replay an offline schedule's per-GPU task order (both modes)")
-def _replay(params: Mapping[str, str]) -> Replay:
+def _replay(options: ReplayOptions) -> Replay:
     from optsched.io import load_schedule
 
-    if "schedule" not in params:
+    if options.schedule is None:
         raise InputError("replay needs --param schedule=PATH")
-    return Replay(load_schedule(params["schedule"]), source=params["schedule"])
+    return Replay(load_schedule(options.schedule), source=options.schedule)

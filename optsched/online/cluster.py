@@ -63,7 +63,7 @@ from optsched.online.engine import (
     read_only,
     unpack,
 )
-from optsched.params import MIN_PERIOD
+from optsched.options import MIN_PERIOD
 
 _LAUNCHED, _TRAINED, _DONE = range(MODEL_EVENTS, MODEL_EVENTS + 3)
 
@@ -169,7 +169,7 @@ def simulate_cluster(instance: Instance, policy: ClusterPolicy, *, seed: int = 0
     ------
     InputError
         An instance not in gang mode, or a bad tick (outside
-        [:data:`~optsched.params.MIN_PERIOD`, MAX_VALUE] s).
+        [:data:`~optsched.options.MIN_PERIOD`, MAX_VALUE] s).
     PolicyError
         An impossible decision, or waiting work with nothing left to happen.
     """

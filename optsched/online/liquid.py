@@ -61,9 +61,10 @@ from optsched.instance import Instance
 from optsched.limits import MAX_START, MAX_VALUE
 from optsched.online.cluster import ClusterJob, ClusterView, Holding
 from optsched.online.engine import Start
-from optsched.params import MIN_PERIOD, choice_param, nonnegative_float_param, period_param
+from optsched.options import MIN_PERIOD, choice, number, period, switch
+from optsched.placement.gga import GgaOptions
 from optsched.placement.model import Container, PlacementInstance, PlacementJob
-from optsched.placement.place import COST_PARAMS, place
+from optsched.placement.place import place
 from optsched.solve import get_method, register
 from optsched.topology import Topology
 
@@ -307,60 +308,41 @@ def _placement_instance(inst: Instance, jobs: list[ClusterJob], vacant: set[int]
     return PlacementInstance(inst.name, Topology(graph), tuple(pjobs))
 
 
-LIQUID_PARAMS = {
-    "placement": f"placement method: {', '.join(PLACEMENTS)} (default bestfit)",
-    "batch": "batch interval in seconds, 0 or at least 0.001 (default 0: immediate mode)",
-    "share": "1: share GPUs among single-task jobs under the instance's share_cap (default 0)",
-    "preschedule": "1: pre-schedule single-task jobs onto GPUs about to be released "
-                   "(default 0)",
-    "heartbeat": "report freed GPUs only at heartbeats of this period, s, 0 or at least "
-                 "0.001 (default 0: event-driven)",
-    "gates": "when sharing and pre-scheduling apply: paper (only for jobs no vacant GPU can "
-             "take; default) or code (the reference code's load-ratio thresholds: share "
-             "first at share_ratio, pre-schedule at preschedule_ratio)",
-    "share_ratio": "code gates: load ratio from which sharing is tried first (default 0.75)",
-    "preschedule_ratio": "code gates: load ratio from which pre-scheduling applies "
-                         "(default 0.5)",
-    "end_error": "relative standard deviation of the training end pre-scheduling plans on "
-                 "(default 0: the true end)",
-    **COST_PARAMS,
-    **{key: f"passed to the placement method: {text}" for key, text in (
-        ("line18", "bestfit/gga, 1: Alg. 1 line 18 (a host takes one container per job)"),
-        ("repair", "gga, re-insertion of homeless containers"),
-        ("fitness", "gga, eq8 or cost"),
-        ("generations", "gga, maximum generations"),
-        ("patience", "gga, generations without improvement before it stops"))},
-}
-#: The parameters the liquid policy hands to its placement method.
-PLACE_PARAMS = frozenset(COST_PARAMS) | {"line18", "repair", "fitness", "generations",
-                                         "patience"}
+@dataclass(frozen=True)
+class LiquidOptions(GgaOptions):
+    """Options of ``liquid``: its own settings, and the placement's (the cost's, best-fit's
+    ``line18`` and the GGA's), which it hands to its placement method."""
+
+    placement: str = choice(f"placement method: {', '.join(PLACEMENTS)} (default bestfit)",
+                            PLACEMENTS)
+    batch: float = period("batch interval in seconds, 0 or at least 0.001 (default 0: "
+                          "immediate mode)")
+    share: bool = switch("1: share GPUs among single-task jobs under the instance's "
+                         "share_cap (default 0)")
+    preschedule: bool = switch("1: pre-schedule single-task jobs onto GPUs about to be "
+                               "released (default 0)")
+    heartbeat: float = period("report freed GPUs only at heartbeats of this period, s, 0 or "
+                              "at least 0.001 (default 0: event-driven)")
+    gates: str = choice("when sharing and pre-scheduling apply: paper (only for jobs no "
+                        "vacant GPU can take; default) or code (the reference code's "
+                        "load-ratio thresholds: share first at share_ratio, pre-schedule at "
+                        "preschedule_ratio)", GATES)
+    share_ratio: float = number("code gates: load ratio from which sharing is tried first "
+                                "(default 0.75)", CODE_SHARE_RATIO, high=1.0)
+    preschedule_ratio: float = number("code gates: load ratio from which pre-scheduling "
+                                      "applies (default 0.5)", CODE_PRESCHEDULE_RATIO,
+                                      high=1.0)
+    end_error: float = number("relative standard deviation of the training end "
+                              "pre-scheduling plans on (default 0: the true end)", 0.0,
+                              high=10.0)
 
 
-def _switch(params: Mapping[str, str], key: str) -> bool:
-    return choice_param({key: params.get(key, "0")}, key, ("0", "1")) == "1"
-
-
-@register("liquid", kind="simulate", modes=("gang",), params=LIQUID_PARAMS,
+@register("liquid", kind="simulate", modes=("gang",), options=LiquidOptions,
           description="Liquid's scheduler: best-fit / GGA placement, GPU sharing, "
                       "pre-scheduling, event-driven or heartbeat reporting")
-def _liquid(params: Mapping[str, str]) -> Liquid:
-    place_params = {k: v for k, v in params.items() if k in PLACE_PARAMS}
-    return Liquid(choice_param({"placement": params.get("placement", "bestfit")},
-                               "placement", PLACEMENTS),
-                  period_param(params, "batch"), _switch(params, "share"),
-                  _switch(params, "preschedule"), period_param(params, "heartbeat"),
-                  place_params, choice_param(params, "gates", GATES),
-                  _fraction(params, "share_ratio", CODE_SHARE_RATIO),
-                  _fraction(params, "preschedule_ratio", CODE_PRESCHEDULE_RATIO),
-                  _fraction(params, "end_error", 0.0, high=10.0))
-
-
-def _fraction(params: Mapping[str, str], key: str, default: float, high: float = 1.0
-              ) -> float:
-    """``params[key]`` as a number in [0, ``high``] (``default`` when absent)."""
-    if key not in params:
-        return default
-    value = nonnegative_float_param(params, key)
-    if value > high:
-        raise InputError(f"{key} must be in [0, {high:g}], got {params[key]!r}")
-    return value
+def _liquid(options: LiquidOptions) -> Liquid:
+    placing = GgaOptions.keys()
+    place_params = {k: v for k, v in options.to_params().items() if k in placing}
+    return Liquid(options.placement, options.batch, options.share, options.preschedule,
+                  options.heartbeat, place_params, options.gates, options.share_ratio,
+                  options.preschedule_ratio, options.end_error)

@@ -30,7 +30,7 @@ from optsched.online.simulator import (
     WaitingQueue,
     ordered,
 )
-from optsched.params import choice_param, float_list_param, nonnegative_float_param
+from optsched.options import Options, choice, number, numbers
 from optsched.solve import register
 
 
@@ -278,33 +278,25 @@ def _speedup_matching(queue: _LevelClassQueue, view: View) -> list[Decision]:
     return out + fill_fastest(queue, view, taken, left)
 
 
-def thresholds_param(params: Mapping[str, str]) -> tuple[float, ...] | None:
-    """``thresholds``: ``auto`` or absent (None: derive from the workload), else increasing
-    positive numbers."""
-    if params.get("thresholds", "auto") == "auto":
-        return None
-    return float_list_param(params, "thresholds", ())
+@dataclass(frozen=True)
+class HlasOptions(Options):
+    """Options of ``hlas``."""
+
+    form: str = choice("queues (discretised LAS, FIFO inside a queue; default) or continuous "
+                       "(one queue ordered by service / weight, unless thresholds are given)",
+                       ("queues", "continuous"))
+    thresholds: tuple[float, ...] | None = numbers(
+        "service thresholds between queues, in reference-GPU seconds, comma-separated, or "
+        "auto (default: the 0.5 and 0.8 quantiles of the workload's job sizes; none for "
+        "form=continuous)")
+    starvation: float = number("a job in a lower queue waiting longer than this × its "
+                               "service re-enters queue 0 (default 0.5; 0: off)", 0.5)
+    mapping: str = choice("B (speed-up matching, default), A (fastest idle GPU) or C "
+                          "(earliest available)", ("B", "A", "C"))
 
 
-HLAS_PARAMS = {
-    "form": "queues (discretised LAS, FIFO inside a queue; default) or continuous (one "
-            "queue ordered by service / weight, unless thresholds are given)",
-    "thresholds": "service thresholds between queues, in reference-GPU seconds, "
-                  "comma-separated, or auto (default: the 0.5 and 0.8 quantiles of the "
-                  "workload's job sizes; none for form=continuous)",
-    "starvation": "a job in a lower queue waiting longer than this × its service re-enters "
-                  "queue 0 (default 0.5; 0: off)",
-    "mapping": "B (speed-up matching, default), A (fastest idle GPU) or C (earliest "
-               "available)",
-}
-
-
-@register("hlas", kind="simulate", modes=("relaxed",), params=HLAS_PARAMS,
+@register("hlas", kind="simulate", modes=("relaxed",), options=HlasOptions,
           description="Hare's heterogeneity-aware least attained service (reconstruction: "
                       "discretised LAS, speed-up matching)")
-def _hlas(params: Mapping[str, str]) -> HLAS:
-    starvation = (nonnegative_float_param(params, "starvation") if "starvation" in params
-                  else HLAS.starvation)
-    return HLAS(thresholds_param(params), starvation,
-                choice_param(params, "mapping", ("B", "A", "C")),
-                choice_param(params, "form", ("queues", "continuous")))
+def _hlas(options: HlasOptions) -> HLAS:
+    return HLAS(options.thresholds, options.starvation, options.mapping, options.form)

@@ -42,12 +42,13 @@ def run_policy(instance: Instance, policy: str, *, mode: str | None = None,
     or while it decides (anything but an InputError or a PolicyError, exits included) is a
     :class:`~optsched.solve.MethodError` naming it and its plug-in.
     """
-    info, _, params = prepare(policy, "simulate", seed=seed, time_limit=None, params=params)
+    ready = prepare(policy, "simulate", seed=seed, time_limit=None, params=params)
+    info, params = ready.info, ready.params
     if mode is not None and mode != instance.mode:
         instance = instance.with_mode(mode)
     info.check_mode(instance.mode)
     with method_running(info, (PolicyError,)):
-        chosen = info.func(params)
+        chosen = info.func(ready.options)
     if isinstance(chosen, Replay):
         chosen.check(instance)
     if stream_to is not None and record:

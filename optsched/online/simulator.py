@@ -63,7 +63,7 @@ from optsched.online.engine import (
     read_only,
     unpack,
 )
-from optsched.params import MIN_PERIOD
+from optsched.options import MIN_PERIOD
 
 _FREE, _READY = MODEL_EVENTS, MODEL_EVENTS + 1
 
@@ -431,7 +431,7 @@ def simulate(instance: Instance, policy: Policy | ClusterPolicy, *, seed: int = 
     ------
     InputError
         A policy that does not support the instance's mode; a bad noise, switch cost or tick
-        (in [:data:`~optsched.params.MIN_PERIOD`, MAX_VALUE] s); heartbeat ticks that delay a
+        (in [:data:`~optsched.options.MIN_PERIOD`, MAX_VALUE] s); heartbeat ticks that delay a
         task start past MAX_START; noise, switch cost or tick for a cluster policy.
     PolicyError
         An impossible decision, or a policy that leaves waiting work with nothing left to

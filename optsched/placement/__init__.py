@@ -12,6 +12,7 @@ seeded random instances.
 from optsched.placement.check import PlacementReport as PlacementReport
 from optsched.placement.check import check_placement as check_placement
 from optsched.placement.cost import CostModel as CostModel
+from optsched.placement.cost import CostOptions as CostOptions
 from optsched.placement.cost import placement_cost as placement_cost
 from optsched.placement.generate import PlacementSpec as PlacementSpec
 from optsched.placement.generate import generate_placement as generate_placement
@@ -34,6 +35,7 @@ __all__ = [
     "Assignment",
     "Container",
     "CostModel",
+    "CostOptions",
     "PlaceContext",
     "PlaceOutput",
     "Placement",

@@ -62,6 +62,7 @@ from dataclasses import dataclass
 
 from optsched.errors import InputError
 from optsched.limits import MAX_VALUE
+from optsched.options import Options, choice, number, switch
 from optsched.placement.model import Container, PlacementInstance, PlacementJob
 from optsched.topology import Distance, Topology
 
@@ -96,6 +97,26 @@ class CostModel:
     def objective_name(self) -> str:
         """``liquid_cost_paper`` or ``liquid_cost_code_reconstructed``."""
         return OBJECTIVE_NAMES[self.variant]
+
+
+@dataclass(frozen=True)
+class CostOptions(Options):
+    """The options every placement method takes: the cost it is measured (and, for the
+    heuristics, guided) by. A method with options of its own subclasses this class."""
+
+    cost: str = choice("paper (eqs. 2-6: λ, rack/domain sizes, fitness; default) or code (a "
+                       "reconstruction of the reference code's evaluator: 1/4/40 × bandwidth, "
+                       "order-free PS-spread/worker-pack load; objective "
+                       "liquid_cost_code_reconstructed)", VARIANTS)
+    lam: float = number("the paper's λ in [0, 1] (default 0.5)", 0.5, high=1.0, key="lambda")
+    cross_domain: float | None = number("the paper's cost of a cross-domain pair (default: the "
+                                        "number of hosts)")
+    contention: bool = switch("1: weight each remote pair by the flows sharing its worker's "
+                              "host link (default 0; heuristics only)")
+
+    def cost_model(self) -> CostModel:
+        """The cost model these options describe."""
+        return CostModel(self.cost, self.lam, self.cross_domain, self.contention)
 
 
 @dataclass(frozen=True)

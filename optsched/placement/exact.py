@@ -32,7 +32,7 @@ from __future__ import annotations
 
 import math
 from collections import defaultdict
-from collections.abc import Mapping
+from dataclasses import dataclass
 from fractions import Fraction
 from typing import Any
 
@@ -44,10 +44,10 @@ from optsched.exact.budget import (
     lp_too_large,
     size_text,
 )
-from optsched.params import int_param
-from optsched.placement.cost import CODE_DISTANCE, code_groups
+from optsched.options import count
+from optsched.placement.cost import CODE_DISTANCE, CostOptions, code_groups
 from optsched.placement.model import PlacementInstance, placement_from_hosts
-from optsched.placement.place import COST_PARAMS, PlaceContext, PlaceOutput, cost_model
+from optsched.placement.place import PlaceContext, PlaceOutput
 from optsched.result import Status
 from optsched.solve import EXACT_TIME_LIMIT, register
 from optsched.topology import Distance
@@ -380,7 +380,7 @@ def solve_placement(instance: PlacementInstance, ctx: PlaceContext) -> PlaceOutp
     if budget.expired():
         return _fallback(instance, ctx, {}, budget)
     solver = cp_model.CpSolver()
-    solver.parameters.num_workers = int_param(ctx.params, "workers", 1)
+    solver.parameters.num_workers = ctx.options_as(CpsatPlaceOptions).workers
     solver.parameters.random_seed = ctx.seed
     left = budget.left()
     if left is not None:
@@ -422,7 +422,7 @@ def solve_placement_milp(instance: PlacementInstance, ctx: PlaceContext, backend
         if left < MIN_SOLVER_SECONDS:
             return _fallback(instance, ctx, {"backend": backend}, budget)
     bound, solver_status, interrupted = solve_pulp(
-        b.prob, backend, time_limit=left, threads=int_param(ctx.params, "threads", 1),
+        b.prob, backend, time_limit=left, threads=ctx.options_as(MilpPlaceOptions).threads,
         seed=ctx.seed)
     extra: dict[str, Any] = {"solver_status": solver_status, "backend": backend,
                              "variables": b.prob.numVariables(), "interrupted": interrupted}
@@ -434,20 +434,23 @@ def solve_placement_milp(instance: PlacementInstance, ctx: PlaceContext, backend
     return PlaceOutput(placement, bound=bound, extra=extra)
 
 
-def _workers_params(params: Mapping[str, str]) -> None:
-    cost_model(params)
-    int_param(params, "workers", 1)
+@dataclass(frozen=True)
+class CpsatPlaceOptions(CostOptions):
+    """Options of the CP-SAT placement beyond the cost."""
+
+    workers: int = count("CP-SAT worker threads (default 1)")
 
 
-def _threads_params(params: Mapping[str, str]) -> None:
-    cost_model(params)
-    int_param(params, "threads", 1)
+@dataclass(frozen=True)
+class MilpPlaceOptions(CostOptions):
+    """Options of the MILP placements beyond the cost."""
+
+    threads: int = count("HiGHS or CBC threads (default 1)")
 
 
 @register("cpsat", kind="place", default_time_limit=EXACT_TIME_LIMIT,
           imports=("ortools.sat.python.cp_model",),
-          parse=_workers_params,
-          params={**COST_PARAMS, "workers": "CP-SAT worker threads (default 1)"},
+          options=CpsatPlaceOptions,
           description="exact placement with CP-SAT for the order-free cost (certified bound)")
 def _place_cpsat(instance: PlacementInstance, ctx: PlaceContext) -> PlaceOutput:
     return solve_placement(instance, ctx)
@@ -455,16 +458,14 @@ def _place_cpsat(instance: PlacementInstance, ctx: PlaceContext) -> PlaceOutput:
 
 @register("milp-highs", kind="place", default_time_limit=EXACT_TIME_LIMIT,
           imports=("pulp", "highspy"),
-          parse=_threads_params,
-          params={**COST_PARAMS, "threads": "HiGHS threads (default 1)"},
+          options=MilpPlaceOptions,
           description="exact placement as a MILP through PuLP + HiGHS (certified bound)")
 def _place_milp_highs(instance: PlacementInstance, ctx: PlaceContext) -> PlaceOutput:
     return solve_placement_milp(instance, ctx, "highs")
 
 
 @register("milp-cbc", kind="place", default_time_limit=EXACT_TIME_LIMIT, imports=("pulp",),
-          parse=_threads_params,
-          params={**COST_PARAMS, "threads": "CBC threads (default 1)"},
+          options=MilpPlaceOptions,
           description="exact placement as a MILP through PuLP + CBC (certified bound)")
 def _place_milp_cbc(instance: PlacementInstance, ctx: PlaceContext) -> PlaceOutput:
     return solve_placement_milp(instance, ctx, "cbc")

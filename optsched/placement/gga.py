@@ -72,23 +72,22 @@ individual found by then, or, when none was complete, no placement (status ``unk
 from __future__ import annotations
 
 from collections import defaultdict
-from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
 
 from optsched.exact.budget import Budget, OutOfTime
-from optsched.params import choice_param, int_param
+from optsched.options import choice, count
 from optsched.placement.cost import CostModel, job_cost, placement_cost
-from optsched.placement.heuristics import LINE18, TIE, greedy_plan, line18_param
+from optsched.placement.heuristics import TIE, BestfitOptions, greedy_plan
 from optsched.placement.model import (
     Container,
     PlacementInstance,
     PlacementJob,
     placement_from_hosts,
 )
-from optsched.placement.place import COST_PARAMS, PlaceContext, PlaceOutput, cost_model
+from optsched.placement.place import PlaceContext, PlaceOutput
 from optsched.result import Status
 from optsched.solve import register
 
@@ -103,14 +102,19 @@ CROSS_RATE, MUT_RATE, CONTESTANTS = 0.7, 0.5, 3
 
 
 @dataclass(frozen=True)
-class GgaConfig:
-    """The GA's settings (defaults: see the module docstring)."""
+class GgaOptions(BestfitOptions):
+    """The GA's options beyond the cost (defaults: see the module docstring); ``line18``
+    applies to its best-fit seed."""
 
-    line18: bool = False
-    repair: str = REPAIRS[0]
-    fitness: str = FITNESSES[0]
-    generations: int | None = None
-    patience: int | None = None
+    repair: str = choice("re-insertion of homeless containers: mixed (whole jobs, each by "
+                         "jobfit or random-fit; default), jobfit (whole jobs on the host of "
+                         "least job cost), randomfit (reference code), bestfit (per "
+                         "container), firstfit (paper Fig. 8)", REPAIRS)
+    fitness: str = choice("eq8 (cost + hosts used, paper eq. 8; default) or cost", FITNESSES)
+    generations: int | None = count("maximum generations (default 10 × (30 + containers))",
+                                    None)
+    patience: int | None = count("stop after this many generations without improvement "
+                                 "(default 30 + containers, the reference code's)", None)
 
 
 @dataclass(frozen=True)
@@ -122,7 +126,7 @@ class _Scored:
 
 
 class _Problem:
-    def __init__(self, instance: PlacementInstance, model: CostModel, config: GgaConfig,
+    def __init__(self, instance: PlacementInstance, model: CostModel, config: GgaOptions,
                  budget: Budget | None = None) -> None:
         self.instance, self.model, self.config = instance, model, config
         self.budget = budget or Budget(None)
@@ -308,11 +312,11 @@ def _vary(prob: _Problem, population: list[_Scored], child: Genome,
 
 
 def run_gga(instance: PlacementInstance, model: CostModel, *, seed: int = 0,
-            config: GgaConfig | None = None, time_limit: float | None = None
+            config: GgaOptions | None = None, time_limit: float | None = None
             ) -> tuple[Genome | None, dict[str, Any]]:
     """The best genome found by fitness (None when no feasible plan was built) and run
     statistics."""
-    config = config or GgaConfig()
+    config = config or GgaOptions()
     budget = Budget(time_limit)
     rng = np.random.default_rng(seed)
     prob = _Problem(instance, model, config, budget)
@@ -390,29 +394,11 @@ def run_gga(instance: PlacementInstance, model: CostModel, *, seed: int = 0,
                          "stopped": stopped}
 
 
-def gga_config(params: Mapping[str, str]) -> GgaConfig:
-    """The GA's parameters (the cost's too), checked."""
-    cost_model(params)
-    generations = int_param(params, "generations", 1) if "generations" in params else None
-    patience = int_param(params, "patience", 1) if "patience" in params else None
-    return GgaConfig(line18_param(params), choice_param(params, "repair", REPAIRS),
-                     choice_param(params, "fitness", FITNESSES), generations, patience)
-
-
-@register("gga", kind="place", params={
-    **COST_PARAMS, **LINE18,
-    "repair": "re-insertion of homeless containers: mixed (whole jobs, each by jobfit or "
-              "random-fit; default), jobfit (whole jobs on the host of least job cost), "
-              "randomfit (reference code), bestfit (per container), firstfit (paper Fig. 8)",
-    "fitness": "eq8 (cost + hosts used, paper eq. 8; default) or cost",
-    "generations": "maximum generations (default 10 × (30 + containers))",
-    "patience": "stop after this many generations without improvement (default 30 + "
-                "containers, the reference code's)"},
-    parse=gga_config,
-    description="Liquid's batch mode: grouping genetic algorithm, eq. 8 fitness (seeded, "
-                "generation counts)")
+@register("gga", kind="place", options=GgaOptions,
+          description="Liquid's batch mode: grouping genetic algorithm, eq. 8 fitness "
+                      "(seeded, generation counts)")
 def _place_gga(instance: PlacementInstance, ctx: PlaceContext) -> PlaceOutput:
-    genome, stats = run_gga(instance, ctx.model, seed=ctx.seed, config=gga_config(ctx.params),
+    genome, stats = run_gga(instance, ctx.model, seed=ctx.seed, config=ctx.options_as(GgaOptions),
                             time_limit=ctx.time_limit)
     if genome is None:
         return PlaceOutput(status=Status.UNKNOWN, extra=stats)

@@ -38,15 +38,15 @@ limit``.
 from __future__ import annotations
 
 from collections import defaultdict
-from collections.abc import Callable, Mapping
+from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
 
 from optsched.exact.budget import Budget, OutOfTime
-from optsched.params import choice_param
-from optsched.placement.cost import CostModel, job_cost, pair_cost
+from optsched.options import switch
+from optsched.placement.cost import CostModel, CostOptions, job_cost, pair_cost
 from optsched.placement.model import (
     Assignment,
     Container,
@@ -54,7 +54,7 @@ from optsched.placement.model import (
     PlacementInstance,
     PlacementJob,
 )
-from optsched.placement.place import COST_PARAMS, PlaceContext, PlaceOutput, cost_model
+from optsched.placement.place import PlaceContext, PlaceOutput
 from optsched.result import Status
 from optsched.solve import register
 
@@ -228,14 +228,13 @@ class BestFit:
         return score
 
 
-#: Parameters of best-fit (and of the GGA's best-fit seed) beyond the cost.
-LINE18 = {"line18": "1: Alg. 1 line 18, a host that took a container of a job leaves that "
-                    "job's candidates; 0: the reference code, which keeps it (default 0)"}
+@dataclass(frozen=True)
+class BestfitOptions(CostOptions):
+    """Best-fit's options (the GGA's too, for its best-fit seed) beyond the cost."""
 
-
-def line18_param(params: Mapping[str, str]) -> bool:
-    """The ``line18`` parameter (default 0, the reference code's behaviour)."""
-    return choice_param({"line18": params.get("line18", "0")}, "line18", ("0", "1")) == "1"
+    line18: bool = switch("1: Alg. 1 line 18, a host that took a container of a job leaves "
+                          "that job's candidates; 0: the reference code, which keeps it "
+                          "(default 0)")
 
 
 def bestfit_extra(line18: bool) -> dict[str, Any]:
@@ -260,37 +259,32 @@ def _run(instance: PlacementInstance, ctx: PlaceContext, choose: Chooser,
     return PlaceOutput(placement, status=None if placement else Status.UNKNOWN)
 
 
-def _bestfit_params(params: Mapping[str, str]) -> bool:
-    cost_model(params)
-    return line18_param(params)
-
-
-@register("bestfit", kind="place", params={**COST_PARAMS, **LINE18}, parse=_bestfit_params,
+@register("bestfit", kind="place", options=BestfitOptions,
           description="Liquid's immediate-mode best-fit: each container on the host of least "
                       "cost of its own job (eq. 3); line18=1 for Alg. 1's node removal")
 def _place_bestfit(instance: PlacementInstance, ctx: PlaceContext) -> PlaceOutput:
     budget = Budget(ctx.time_limit)
-    line18 = line18_param(ctx.params)
+    line18 = ctx.options_as(BestfitOptions).line18
     out = _run(instance, ctx, BestFit(instance, ctx.model, budget), budget, line18=line18)
     return PlaceOutput(out.placement, out.bound, out.status, {**out.extra,
                                                               **bestfit_extra(line18)})
 
 
-@register("random", kind="place", params=COST_PARAMS, parse=cost_model,
+@register("random", kind="place",
           description="each container on a random host that fits (seeded)")
 def _place_random(instance: PlacementInstance, ctx: PlaceContext) -> PlaceOutput:
     rng = np.random.default_rng(ctx.seed)
     return _run(instance, ctx, lambda cand, *_: cand[int(rng.integers(len(cand)))])
 
 
-@register("spread", kind="place", params=COST_PARAMS, parse=cost_model,
+@register("spread", kind="place",
           description="even distribution: the host with the most free GPUs")
 def _place_spread(instance: PlacementInstance, ctx: PlaceContext) -> PlaceOutput:
     return _run(instance, ctx, lambda cand, job, c, so_far, free: min(
         cand, key=lambda h: (-len(free.gpus[h]), -free.cpus[h])))
 
 
-@register("pack", kind="place", params=COST_PARAMS, parse=cost_model,
+@register("pack", kind="place",
           description="consolidation: the host with the fewest free GPUs that fits")
 def _place_pack(instance: PlacementInstance, ctx: PlaceContext) -> PlaceOutput:
     return _run(instance, ctx, lambda cand, job, c, so_far, free: min(

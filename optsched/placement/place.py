@@ -10,42 +10,39 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, TypeVar
 
-from optsched.errors import InputError, OptschedError
-from optsched.params import choice_param
+from optsched.errors import OptschedError
 from optsched.placement.check import check_placement
-from optsched.placement.cost import VARIANTS, CostModel
+from optsched.placement.cost import CostModel, CostOptions
 from optsched.placement.model import Placement, PlacementInstance
 from optsched.result import Result, Status, is_optimal
 from optsched.solve import (
     MethodError,
     check_bound,
     finite_bound,
+    options_as,
     prepare,
     run_timed,
 )
 
-#: Parameters every placement method accepts (the cost it is measured with).
-COST_PARAMS = {
-    "cost": "paper (eqs. 2-6: λ, rack/domain sizes, fitness; default) or code (a "
-            "reconstruction of the reference code's evaluator: 1/4/40 × bandwidth, order-free "
-            "PS-spread/worker-pack load; objective liquid_cost_code_reconstructed)",
-    "lambda": "the paper's λ in [0, 1] (default 0.5)",
-    "cross_domain": "the paper's cost of a cross-domain pair (default: the number of hosts)",
-    "contention": "1: weight each remote pair by the flows sharing its worker's host link "
-                  "(default 0; heuristics only)",
-}
+CostOptionsT = TypeVar("CostOptionsT", bound=CostOptions)
 
 
 @dataclass(frozen=True)
 class PlaceContext:
-    """What a placement method is given besides the instance."""
+    """What a placement method is given besides the instance: the cost model of its options,
+    its typed options (:meth:`options_as`) and the same as ``KEY=VALUE`` text."""
 
     model: CostModel
     seed: int = 0
     time_limit: float | None = None
     params: Mapping[str, str] = field(default_factory=dict)
+    options: CostOptions = field(default_factory=CostOptions)
+
+    def options_as(self, cls: type[CostOptionsT]) -> CostOptionsT:
+        """:attr:`options`, typed as the method's own class ``cls``."""
+        return options_as(self.options, cls)
 
 
 @dataclass(frozen=True)
@@ -59,27 +56,9 @@ class PlaceOutput:
     extra: Mapping[str, Any] = field(default_factory=dict)
 
 
-def cost_model(params: Mapping[str, str]) -> CostModel:
-    """The cost model of the ``cost``, ``lambda``, ``cross_domain`` and ``contention``
-    parameters."""
-    def number(key: str) -> float | None:
-        if key not in params:
-            return None
-        try:
-            return float(params[key])
-        except ValueError:
-            raise InputError(f"{key} must be a number, got {params[key]!r}") from None
-
-    lam = number("lambda")
-    contention = choice_param({"contention": params.get("contention", "0")}, "contention",
-                              ("0", "1")) == "1"
-    return CostModel(choice_param(params, "cost", VARIANTS), 0.5 if lam is None else lam,
-                     number("cross_domain"), contention)
-
-
 def place(instance: PlacementInstance, method: str, *, seed: int = 0,
-          time_limit: float | None = None, params: Mapping[str, str] | None = None
-          ) -> Result[Placement]:
+          time_limit: float | None = None,
+          params: Mapping[str, Any] | CostOptions | None = None) -> Result[Placement]:
     """Run the registered ``place`` method ``method`` and check its placement (the Result's
     ``solution``, also :attr:`~optsched.result.Result.placement`; None when none was found).
 
@@ -95,10 +74,11 @@ def place(instance: PlacementInstance, method: str, *, seed: int = 0,
         checked cost, or the method raising (:class:`~optsched.solve.MethodError` naming the
         method and its plug-in: bugs in the method).
     """
-    info, time_limit, params = prepare(method, "place", seed=seed, time_limit=time_limit,
-                                       params=params)
-    model = cost_model(params)
-    context = PlaceContext(model, seed, time_limit, params)
+    ready = prepare(method, "place", seed=seed, time_limit=time_limit, params=params)
+    info, time_limit, params = ready.info, ready.time_limit, ready.params
+    options = options_as(ready.options, CostOptions)
+    model = options.cost_model()
+    context = PlaceContext(model, seed, time_limit, params, options)
     out, runtime, startup = run_timed(info, lambda: info.func(instance, context))
     if not isinstance(out, PlaceOutput):
         raise MethodError(f"{info.label} returned {type(out).__name__}, not a PlaceOutput")

@@ -1,0 +1,263 @@
+"""Typed method options, parsed from ``KEY=VALUE`` text in one place.
+
+Every registered method takes its options as a frozen dataclass, a subclass of
+:class:`Options` whose fields are declared with :func:`choice`, :func:`switch`, :func:`count`,
+:func:`seed`, :func:`number`, :func:`numbers`, :func:`period` or :func:`text`. Each field
+carries its help text (which states the default) and its conversion, so that the command line
+(``--param KEY=VALUE``), benchmark grids and Python callers go through the same code:
+:meth:`Options.parse` takes text or typed values, and constructing the dataclass directly
+(``CpsatOptions(workers=2)``) converts and validates the same way.
+
+Every conversion raises :class:`~optsched.errors.InputError` naming the key and the value, so
+a bad value is bad input (exit 2), never a traceback. Numbers must be finite and at most
+:data:`~optsched.limits.MAX_VALUE` in magnitude; lists may not have empty items.
+
+Examples
+--------
+>>> from dataclasses import dataclass
+>>> @dataclass(frozen=True)
+... class MyOptions(Options):
+...     depth: int = count("search depth (default 3)", 3)
+...     greedy: bool = switch("1: greedy tie-breaking (default 0)")
+>>> MyOptions.parse({"depth": "5"})
+MyOptions(depth=5, greedy=False)
+>>> MyOptions(depth=5).to_params()
+{'depth': '5'}
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import MISSING, dataclass, field, fields
+from typing import Any, Self
+
+from optsched.errors import InputError
+from optsched.limits import MAX_VALUE
+
+#: Shortest accepted period (tick, heartbeat, batch interval) in seconds: shorter ones make
+#: a simulation run through billions of periodic events.
+MIN_PERIOD = 1e-3
+#: Largest seed (NumPy and CP-SAT take 63-bit seeds).
+MAX_SEED = 2**63 - 1
+_SPEC = "optsched.option"
+
+
+@dataclass(frozen=True)
+class OptionSpec:
+    """How one option reads and shows its value: ``help`` (one line, with the default),
+    ``convert(key, value)`` (text or a typed value → the typed value, or InputError naming
+    ``key``), ``render`` (the typed value as ``KEY=VALUE`` text) and ``key`` (the name on the
+    command line when it is not the field's, e.g. ``lambda``, a Python keyword)."""
+
+    help: str
+    convert: Callable[[str, Any], Any]
+    render: Callable[[Any], str] = str
+    key: str | None = None
+
+
+def _option(default: Any, spec: OptionSpec) -> Any:
+    return field(default=default, metadata={_SPEC: spec})
+
+
+def _spec(f: Any) -> OptionSpec:
+    spec = f.metadata.get(_SPEC)
+    if not isinstance(spec, OptionSpec):
+        raise TypeError(f"option field {f.name!r} must be declared with one of "
+                        "optsched.options' helpers (choice, switch, count, number, ...)")
+    return spec
+
+
+@dataclass(frozen=True)
+class Options:
+    """Base class of a method's options (a frozen dataclass; a method without options takes
+    this class itself). Fields whose default is None are optional: None means "not given"
+    and the method derives a value (the help text says how)."""
+
+    def __post_init__(self) -> None:
+        for f in fields(self):
+            value = getattr(self, f.name)
+            if value is None and f.default is None:
+                continue
+            object.__setattr__(self, f.name, _spec(f).convert(_key(f), value))
+
+    @classmethod
+    def keys(cls) -> dict[str, str]:
+        """Command-line key → field name of every option."""
+        return {_key(f): f.name for f in fields(cls)}
+
+    @classmethod
+    def describe(cls) -> dict[str, str]:
+        """Command-line key → help text of every option."""
+        return {_key(f): _spec(f).help for f in fields(cls)}
+
+    @classmethod
+    def parse(cls, params: Mapping[str, Any] | None = None, *, owner: str | None = None
+              ) -> Self:
+        """The options of ``params`` (command-line key → text or typed value); absent keys
+        take their defaults.
+
+        Raises
+        ------
+        InputError
+            An unknown key (the message names ``owner``, e.g. ``method 'cpsat'``, and lists
+            the known keys) or a value its option refuses (naming the key).
+        """
+        keys = cls.keys()
+        for key in params or {}:
+            if key not in keys:
+                known = ", ".join(sorted(keys)) or "none"
+                raise InputError(f"{owner or cls.__name__} has no parameter {key!r} "
+                                 f"(known: {known})")
+        return cls(**{keys[k]: v for k, v in (params or {}).items()})
+
+    def to_params(self) -> dict[str, str]:
+        """The options that differ from their defaults, as ``KEY=VALUE`` text (what
+        :meth:`parse` reads back to equal options)."""
+        out = {}
+        for f in fields(self):
+            value = getattr(self, f.name)
+            if value != _default(f):
+                out[_key(f)] = _spec(f).render(value)
+        return out
+
+
+def _key(f: Any) -> str:
+    return _spec(f).key or f.name
+
+
+def _default(f: Any) -> Any:
+    return f.default_factory() if f.default is MISSING else f.default
+
+
+# -- field helpers --------------------------------------------------------------------------
+
+def choice(help: str, options: Sequence[str], default: str | None = None, *,
+           key: str | None = None) -> Any:
+    """One of ``options`` (text); the default is ``default``, else the first option."""
+    def convert(name: str, value: Any) -> str:
+        if value not in options:
+            listed = " or ".join(repr(o) for o in options)
+            raise InputError(f"{name} must be {listed}, got {value!r}")
+        return str(value)
+    return _option(options[0] if default is None else default,
+                   OptionSpec(help, convert, key=key))
+
+
+def switch(help: str, default: bool = False) -> Any:
+    """On or off: ``1``/``0`` on the command line, a bool in Python."""
+    def convert(name: str, value: Any) -> bool:
+        if isinstance(value, bool):
+            return value
+        if value in ("0", "1"):
+            return value == "1"
+        raise InputError(f"{name} must be '0' or '1', got {value!r}")
+    return _option(default, OptionSpec(help, convert, lambda v: "1" if v else "0"))
+
+
+def _integer(name: str, value: Any, low: int, high: int | float) -> int:
+    if isinstance(value, bool) or not isinstance(value, int | str):
+        raise InputError(f"{name} must be an integer, got {value!r}")
+    try:
+        number = int(value)
+    except ValueError:
+        raise InputError(f"{name} must be an integer, got {value!r}") from None
+    if number < low:
+        raise InputError(f"{name} must be >= {low}, got {value!r}")
+    if number > high:
+        raise InputError(f"{name} must be at most {high:g}, got {value!r}")
+    return number
+
+
+def count(help: str, default: int | None = 1) -> Any:
+    """An integer in [1, MAX_VALUE] (None default: optional)."""
+    return _option(default, OptionSpec(
+        help, lambda name, value: _integer(name, value, 1, MAX_VALUE)))
+
+
+def seed(help: str) -> Any:
+    """A seed: an integer in [0, 2^63), default 0."""
+    def convert(name: str, value: Any) -> int:
+        if isinstance(value, str) and not value.isdigit():
+            raise InputError(f"{name} must be an integer in [0, 2^63), got {value!r}")
+        return _integer(name, value, 0, MAX_SEED)
+    return _option(0, OptionSpec(help, convert))
+
+
+def _float(name: str, value: Any) -> float:
+    """``value`` (text or a real number) as a finite float of magnitude at most MAX_VALUE."""
+    if isinstance(value, bool) or not isinstance(value, int | float | str):
+        raise InputError(f"{name} must be a number, got {value!r}")
+    try:
+        number = float(value)
+    except ValueError:
+        raise InputError(f"{name} must be a number, got {value!r}") from None
+    if not math.isfinite(number) or abs(number) > MAX_VALUE:
+        raise InputError(f"{name} must be a finite number of magnitude at most {MAX_VALUE:g}, "
+                         f"got {value!r}")
+    return number
+
+
+def number(help: str, default: float | None = None, *, low: float = 0.0,
+           high: float = MAX_VALUE, open_low: bool = False, key: str | None = None) -> Any:
+    """A number in [``low``, ``high``] (``open_low``: in (``low``, ``high``]); a None
+    default makes it optional."""
+    def convert(name: str, value: Any) -> float:
+        out = _float(name, value)
+        if not (out > low if open_low else out >= low) or out > high:
+            if high == MAX_VALUE:  # _float already refused values above MAX_VALUE
+                raise InputError(f"{name} must be {'>' if open_low else '>='} {low:g}, "
+                                 f"got {value!r}")
+            bounds = f"{'(' if open_low else '['}{low:g}, {high:g}]"
+            raise InputError(f"{name} must be in {bounds}, got {value!r}")
+        return out
+    return _option(default, OptionSpec(help, convert, key=key))
+
+
+def period(help: str) -> Any:
+    """A period in seconds: 0 (off, the default) or in [:data:`MIN_PERIOD`, MAX_VALUE]."""
+    def convert(name: str, value: Any) -> float:
+        out = _float(name, value)
+        if not (out == 0 or MIN_PERIOD <= out <= MAX_VALUE):
+            raise InputError(f"{name} must be 0 (off) or in [{MIN_PERIOD:g}, {MAX_VALUE:g}] s, "
+                             f"got {value!r}")
+        return out
+    return _option(0.0, OptionSpec(help, convert))
+
+
+def numbers(help: str) -> Any:
+    """Increasing numbers in (0, MAX_VALUE]: comma-separated text or a sequence; ``auto``
+    (the default, None) lets the method derive them."""
+    def convert(name: str, value: Any) -> tuple[float, ...] | None:
+        if value == "auto":
+            return None
+        if isinstance(value, str):
+            items: Sequence[Any] = value.split(",")
+            if any(not item.strip() for item in items):
+                raise InputError(f"{name} must be comma-separated numbers with no empty "
+                                 f"item, got {value!r}")
+            items = [item.strip() for item in items]
+        elif isinstance(value, Sequence) and value:
+            items = value
+        else:
+            raise InputError(f"{name} must be comma-separated numbers, got {value!r}")
+        try:
+            out = tuple(_float(name, item) for item in items)
+        except InputError as e:
+            raise InputError(f"{e} (in {name}={value})") from None
+        if any(not v > 0 for v in out) or list(out) != sorted(out):
+            raise InputError(f"{name} must be increasing positive numbers, got {value!r}")
+        return out
+    return _option(None, OptionSpec(help, convert, lambda v: ",".join(repr(x) for x in v)))
+
+
+def text(help: str, check: Callable[[str, str], None] | None = None) -> Any:
+    """Free text, e.g. a path (optional: default None); ``check(key, value)`` may refuse it
+    with an InputError."""
+    def convert(name: str, value: Any) -> str:
+        if not isinstance(value, str) or not value:
+            raise InputError(f"{name} must be a non-empty string, got {value!r}")
+        if check is not None:
+            check(name, value)
+        return value
+    return _option(None, OptionSpec(help, convert))
