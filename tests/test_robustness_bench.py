@@ -792,3 +792,21 @@ def test_a_method_ignoring_its_time_limit_is_killed(tiny, tmp_path, plugins, mon
     keys = [r["key"] for r in load_records(records)]
     assert sorted(keys) == sorted(run.key for run in runs)
     assert wait_gone([c for c in children(os.getpid()) if c not in before], 5) == []
+
+
+def test_run_refuses_a_method_without_the_instances_own_mode(tiny, tmp_path, capsys):
+    """No --mode: each instance runs in its own mode, and a method that lacks it is refused
+    before anything runs, not recorded as one error per run."""
+    code, _, err = run_main(capsys, "bench", "run", str(tiny), "--method", "ect", "--method",
+                            "fifo-perf", "--records", str(tmp_path / "r.jsonl"))
+    refused(code, err, "fifo-perf", "does not support mode 'relaxed'")
+    assert not (tmp_path / "r.jsonl").exists()
+
+
+def test_report_refuses_the_manifest_of_another_set(tiny, tmp_path, capsys):
+    records = tmp_path / "r.jsonl"
+    records.write_text(json.dumps(RECORD) + "\n")
+    code, _, err = run_main(capsys, "bench", "report", str(records), "--out",
+                            str(tmp_path / "rep"), "--manifest", str(tiny))
+    refused(code, err, "--manifest", "none of its instances is in the records")
+    assert not (tmp_path / "rep").exists()

@@ -135,3 +135,13 @@ def test_result_validation():
         Result(Status.FEASIBLE, "m", "relaxed", None, None, 0.0)
     with pytest.raises(ValueError, match="optimal needs"):
         Result(Status.OPTIMAL, "m", "relaxed", 3.0, 2.0, 0.0, solution=Schedule("x", []))
+
+
+def test_results_type_the_fields_every_method_may_set():
+    result = solve(TINY, "cpsat", params={"workers": 1})
+    assert result.time_limit == 60.0 and result.startup_s >= 0
+    assert result.bound_source in ("method", "critical_path")
+    assert result.interrupted is False
+    assert result.to_dict()["time_limit"] == 60.0   # the JSON keeps them where they were
+    plain = solve(TINY, "ect")
+    assert plain.time_limit is None and plain.bound_source == "critical_path"

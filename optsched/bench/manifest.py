@@ -181,6 +181,23 @@ class Manifest:
         manifest._stamp = manifest._file_stamp()
         return manifest
 
+    @classmethod
+    def of_set(cls, folder: str | Path) -> Manifest:
+        """The manifest of the instance set in ``folder`` (written by ``optsched bench gen``);
+        InputError when ``folder`` is not a folder or holds no ``manifest.json``."""
+        path = Path(folder)
+        if not path.is_dir():
+            raise InputError(f"{folder}: not a folder (an instance set written by optsched "
+                             "bench gen)")
+        if not (path / "manifest.json").is_file():
+            raise InputError(f"{folder}: no manifest.json (not an instance set written by "
+                             "optsched bench gen)")
+        return cls.load(path / "manifest.json")
+
+    def files(self) -> list[Path]:
+        """The manifest's file and its instances' files (what a run reads)."""
+        return [self.path, *(self.path.parent / e["file"] for e in self.instances.values())]
+
     def save(self) -> None:
         write_json(self.path, {"format": MANIFEST_FORMAT, "grid": self.grid,
                                "instances": self.instances})

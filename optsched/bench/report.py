@@ -353,7 +353,8 @@ def write_report(records: Iterable[Mapping[str, Any]], out: str | Path, *,
 
     Gaps are to the best bound of the records and of ``manifests``
     (:class:`~optsched.bench.manifest.Manifest`, e.g. the instance sets' own), which the
-    Markdown table names below it.
+    Markdown table names below it; a manifest none of whose instances is in the records is
+    refused (InputError: the manifest of another set).
 
     ``out`` is a folder (created if missing, in a folder that must exist; an empty path is
     refused); ``inputs`` are the records
@@ -372,6 +373,11 @@ def write_report(records: Iterable[Mapping[str, Any]], out: str | Path, *,
         raise InputError(f"--out {str(out)!r} exists and is not a folder")
     if not out.exists() and not out.absolute().parent.is_dir():
         raise InputError(f"--out {str(out)!r}: folder {str(out.parent)!r} does not exist")
+    names = {r["instance"] for r in records}
+    for manifest in manifests:
+        if not names & set(manifest.instances):
+            raise InputError(f"--manifest {str(manifest.path)!r}: none of its instances is in "
+                             "the records (the manifest of another instance set?)")
     cell_cols, rows = gap_rows(records, manifests)
     sources = [str(m.path) for m in manifests]
     outputs: list[tuple[Path, str | bytes]] = []

@@ -44,6 +44,7 @@ from __future__ import annotations
 
 import contextlib
 import ctypes
+import fnmatch
 import multiprocessing
 import os
 import signal
@@ -65,6 +66,7 @@ from optsched.bench.records import (
     RECORD_FORMAT,
     RecordWriter,
     check_record,
+    check_records_path,
     load_records,
     machine,
     run_key,
@@ -184,16 +186,19 @@ def plan(
     params: Mapping[str, str] | None = None,
     time_limit: float | None = None,
     plugins: Sequence[str] = (),
+    only: str | None = None,
 ) -> list[Run]:
     """Every run of ``methods`` × the manifest's instances × ``modes`` × ``seeds``.
 
-    ``modes`` None runs each instance in its own mode. Refused here, before anything runs
+    ``modes`` None runs each instance in its own mode; ``only`` (a shell pattern such as
+    ``hare-*``) keeps the instances whose names match. Refused here, before anything runs
     (:class:`InputError` naming the option and the value): unknown methods, modes a method
-    does not support, unknown parameters, a time limit that is not a finite number > 0,
-    seeds outside [0, MAX_SEED], a method, mode or seed given twice, an instance file that is
-    missing or does not parse, a parameter value the method's parser refuses
-    (:attr:`~optsched.solve.MethodInfo.parse`; checks against an instance, such as a
-    ``time_unit`` coarser than its tasks, happen when the run starts and are recorded).
+    does not support (given, or an instance's own), unknown parameters, a time limit that is
+    not a finite number > 0, seeds outside [0, MAX_SEED], a method, mode or seed given twice,
+    an instance file that is missing or does not parse, a parameter value the method's options
+    refuse (:meth:`~optsched.solve.MethodInfo.parse_options`; checks against an instance,
+    such as a ``time_unit`` coarser than its tasks, happen when the run starts and are
+    recorded), an ``only`` that matches no instance.
     """
     if not methods:
         raise InputError("bench run needs at least one method")
@@ -208,8 +213,12 @@ def plan(
     for module in plugins:
         load_plugin(module)
     params = dict(params or {})
+    chosen = {name: entry for name, entry in manifest.instances.items()
+              if only is None or fnmatch.fnmatchcase(name, only)}
+    if not chosen:
+        raise InputError(f"--only {only!r} matches no instance of {manifest.path.parent}")
     instances = {}
-    for name, entry in manifest.instances.items():
+    for name, entry in chosen.items():
         path = manifest.path.parent / entry["file"]
         data = read_json(path)
         if not isinstance(data, dict):
@@ -228,13 +237,14 @@ def plan(
     # a set holds placement instances (place methods) or scheduling instances (the others)
     placement = any(data.get("format") == PLACEMENT_INSTANCE_FORMAT
                     for data in instances.values())
+    own_modes = {data.get("mode", "relaxed") for data in instances.values()}
     for method in methods:
         info = _method(method, placement)
         info.parse_options(params)
-        for mode in () if placement else modes or ():
+        for mode in () if placement else modes or sorted(own_modes):
             info.check_mode(mode)
     runs: list[Run] = []
-    for name, entry in manifest.instances.items():
+    for name, entry in chosen.items():
         data = instances[name]
         for mode in ["placement"] if placement else modes or [data.get("mode", "relaxed")]:
             for method in methods:
@@ -650,13 +660,16 @@ def run_benchmark(
     ``workers`` local worker processes unless ``scheduler`` names a Dask scheduler or
     ``inline`` asks for the runs to execute one by one in this process (for debugging: a
     method that kills its process then kills the runner, and a stop waits for the run in
-    progress). The records file is locked for the whole call (a second runner on it gets an
+    progress). ``records`` is refused (InputError) when it is not a file path that can be
+    appended to, or is one of the manifest's files. The records file is locked for the whole
+    call (a second runner on it gets an
     :class:`InputError` at once). The manifest, when given, is updated and saved after every
     record. SIGINT or SIGTERM (received in the main thread) stops the call cleanly and
     raises :class:`RunInterrupted` (see the module's guarantees).
     """
     check_workers(workers)
     check_scheduler(scheduler)
+    check_records_path(records, inputs=manifest.files() if manifest is not None else ())
     keys = [run.key for run in runs]
     if len(set(keys)) != len(keys):
         raise InputError("the plan lists the same run twice")

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import argparse
-import fnmatch
 import os
 import sys
 from pathlib import Path
@@ -17,8 +16,6 @@ from optsched.cli.common import (
     add_params,
     parse_params,
 )
-from optsched.errors import InputError
-from optsched.solve import check_time_limit
 
 
 def add_parser(sub: Any) -> None:
@@ -83,38 +80,13 @@ def run_run(args: argparse.Namespace) -> int:
     input (nothing run); 128 + signal (130 SIGINT, 143 SIGTERM): stopped, finished runs
     recorded, rerun the same command to resume."""
     from optsched.bench.manifest import Manifest
-    from optsched.bench.records import check_records_path
-    from optsched.bench.runner import (
-        RunInterrupted,
-        check_scheduler,
-        check_workers,
-        plan,
-        run_benchmark,
-    )
+    from optsched.bench.runner import RunInterrupted, plan, run_benchmark
 
-    check_workers(args.workers)
-    check_time_limit(args.time_limit)
-    check_scheduler(args.scheduler)
-    check_records_path(args.records)
-    folder = Path(args.instances)
-    if not folder.is_dir():
-        raise InputError(f"{args.instances}: not a folder (an instance set written by "
-                         "optsched bench gen)")
-    if not (folder / "manifest.json").is_file():
-        raise InputError(f"{args.instances}: no manifest.json (not an instance set written "
-                         "by optsched bench gen)")
     try:
-        manifest = Manifest.load(folder / "manifest.json")
-        check_records_path(args.records, inputs=[manifest.path, *(
-            folder / e["file"] for e in manifest.instances.values())])
+        manifest = Manifest.of_set(args.instances)
         runs = plan(manifest, args.method, modes=args.mode, seeds=args.seeds or [0],
                     params=parse_params(args.param), time_limit=args.time_limit,
-                    plugins=args.plugin)
-        if args.only:
-            runs = [run for run in runs if fnmatch.fnmatchcase(run.instance, args.only)]
-            if not runs:
-                raise InputError(f"--only {args.only!r} matches no instance of "
-                                 f"{args.instances}")
+                    plugins=args.plugin, only=args.only)
         summary = run_benchmark(runs, args.records, workers=args.workers,
                                 scheduler=args.scheduler, manifest=manifest)
     except RunInterrupted as stop:
