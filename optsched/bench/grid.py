@@ -84,11 +84,13 @@ def family_instance(family: str, options: Mapping[str, Any], seed: int, *,
     Raises
     ------
     InputError
-        An option the family does not have, a malformed ``mix``, or anything the spec or the
-        generator refuses.
+        An option the family does not have, a malformed ``mix``, a name that is empty or not
+        printable, or anything the spec or the generator refuses.
     """
     if family not in FAMILIES:
         raise InputError(f"unknown family {family!r} (known: {', '.join(FAMILIES)})")
+    if name is not None and (not name or not name.isprintable()):
+        raise InputError(f"--name must be a non-empty printable name, got {name!r}")
     spec_type, make = FAMILIES[family]
     given = {k: v for k, v in options.items() if v is not None}
     own = {f.name for f in fields(spec_type)}

@@ -8,7 +8,6 @@ from typing import Any
 
 from optsched.bench.grid import FAMILIES, family_instance
 from optsched.cli.common import EXIT_OK, print_json, seed
-from optsched.errors import InputError
 from optsched.io import instance_to_dict, write_json
 from optsched.output import output_target
 
@@ -112,8 +111,6 @@ def run(args: argparse.Namespace) -> int:
 
     if args.out is not None:
         output_target(args.out)
-    if args.name is not None and (not args.name or not args.name.isprintable()):
-        raise InputError(f"--name must be a non-empty printable name, got {args.name!r}")
     options = {f.name: getattr(args, f.name, None) for spec, _ in FAMILIES.values()
                for f in fields(spec)}
     instance = family_instance(args.family, options, args.seed, name=args.name)

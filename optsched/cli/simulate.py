@@ -89,9 +89,7 @@ def run(args: argparse.Namespace) -> int:
     if args.realised is not None:
         outputs.append((args.realised, json_text(instance_to_dict(sim.instance))))
     if args.cdf is not None:
-        arrival = [job.arrival for job in sim.instance.jobs]
-        jct = [c - a for c, a in zip(sim.completion, arrival, strict=True)]
-        outputs.append((args.cdf, jct_cdf_image({args.policy: jct}, cdf_format,
+        outputs.append((args.cdf, jct_cdf_image({args.policy: sim.jct}, cdf_format,
                                                 title=f"{sim.instance.name}: JCT CDF")))
     write_outputs(outputs)  # all or nothing, after the work succeeded
     if trace is not None and trace.skipped:

@@ -324,6 +324,12 @@ class Simulation:
     def events_per_s(self) -> float:
         return self.events / self.runtime_s if self.runtime_s > 0 else float("inf")
 
+    @property
+    def jct(self) -> list[float]:
+        """Each job's completion time minus its arrival (s), in instance order."""
+        return [float(c) - job.arrival for c, job in zip(self.completion, self.instance.jobs,
+                                                         strict=True)]
+
 
 class Engine:
     """The event loop shared by the execution models.
