@@ -5,7 +5,8 @@ A typical run: :func:`load_grid` then :func:`generate_set` writes an instance se
 :class:`Manifest`; :func:`plan` lists the runs (instances × methods × modes × seeds) and
 :func:`run_benchmark` executes them, appending one record per run to a records file and
 updating the manifest's best objective and bound; :func:`write_report` writes gap tables
-(Markdown, CSV, LaTeX) and plots; :func:`to_frame` loads records or results into pandas.
+(Markdown, CSV, LaTeX) and plots; :func:`to_frame` loads records or results into pandas;
+:func:`verify` checks a submitted solution against a set's best known values.
 """
 
 from optsched.bench.frame import to_frame as to_frame
@@ -21,6 +22,8 @@ from optsched.bench.runner import RunInterrupted as RunInterrupted
 from optsched.bench.runner import Summary as Summary
 from optsched.bench.runner import plan as plan
 from optsched.bench.runner import run_benchmark as run_benchmark
+from optsched.bench.verify import Verification as Verification
+from optsched.bench.verify import verify as verify
 
 __all__ = [
     "Grid",
@@ -28,6 +31,7 @@ __all__ = [
     "Run",
     "RunInterrupted",
     "Summary",
+    "Verification",
     "gap_rows",
     "generate_set",
     "load_grid",
@@ -35,5 +39,6 @@ __all__ = [
     "plan",
     "run_benchmark",
     "to_frame",
+    "verify",
     "write_report",
 ]

@@ -45,8 +45,14 @@ MANIFEST_FORMAT = "optsched/manifest@1"
 
 
 def _by(record: Mapping[str, Any]) -> dict[str, Any]:
-    return {"method": record["method"], "seed": record["seed"], "params": record["params"],
-            "status": record["status"], "key": record["key"]}
+    """The provenance of a best value: the run (method, seed, parameters, status, record key),
+    its runtime and when it finished (for records that say)."""
+    by = {"method": record["method"], "seed": record["seed"], "params": record["params"],
+          "status": record["status"], "key": record["key"]}
+    for name in ("runtime_s", "finished_at"):
+        if record.get(name) is not None:
+            by[name] = record[name]
+    return by
 
 
 def _above(bound: float, objective: float) -> bool:
@@ -104,7 +110,8 @@ def _check_best(where: str, best: dict[str, Any], *, signed: bool = False) -> di
     if obj is not None and bound is not None and _above(bound, obj):
         raise InputError(f"{where}: 'bound' {bound!r} exceeds 'objective' {obj!r} (a lower "
                          "bound cannot exceed a known objective)")
-    return {"objective_by": None, "bound_by": None, **best}
+    return {**best, "objective_by": best.get("objective_by"),  # the file's key order kept
+            "bound_by": best.get("bound_by")}
 
 
 def _parse(path: Path, data: Any) -> tuple[str, dict[str, dict[str, Any]]]:

@@ -13,8 +13,10 @@ from optsched.cli.common import (
     EXIT_NEGATIVE,
     EXIT_OK,
     Parser,
+    add_json,
     add_params,
     parse_params,
+    print_json,
 )
 
 
@@ -61,6 +63,47 @@ def add_parser(sub: Any) -> None:
                    help="table formats (default: all three); repeatable")
     p.add_argument("--no-plots", action="store_true", help="write no figures")
     p.set_defaults(func=run_report)
+    p = bsub.add_parser("verify", help="check a schedule or placement against an instance "
+                        "set's best known values",
+                        epilog="exit status: 0 feasible, 1 refused by the checker, 2 bad input")
+    p.add_argument("solution", metavar="SOLUTION",
+                   help="a schedule (optsched/schedule@1|2) or placement (optsched/placement@1) "
+                        "of an instance of the set")
+    p.add_argument("--set", required=True, metavar="DIR", dest="instance_set",
+                   help="the instance set (with manifest.json)")
+    add_params(p, "a placement's cost options (cost, lambda, cross_domain, contention)")
+    add_json(p, "the verdict as JSON")
+    p.set_defaults(func=run_verify)
+
+
+def run_verify(args: argparse.Namespace) -> int:
+    from optsched.bench.verify import verify
+
+    found = verify(args.solution, args.instance_set, parse_params(args.param))
+    if args.json:
+        print_json(found.to_dict())
+        return EXIT_OK if found.feasible else EXIT_NEGATIVE
+
+    def value(x: float | None, by: Any) -> str:
+        if x is None:
+            return "unknown"
+        who = f" ({by['method']}, {by.get('finished_at', 'date unknown')})" if by else ""
+        return f"{x:.6g}{who}"
+
+    print(f"instance   {found.instance} [{found.key}]")
+    if not found.feasible:
+        print(f"feasible   no: {found.violations} violations; first: {found.first}")
+    else:
+        print(f"objective  {found.objective:.6g} (checked)")
+    print(f"best known {value(found.best_objective, found.best_objective_by)}")
+    print(f"best bound {value(found.best_bound, found.best_bound_by)}")
+    if found.feasible:
+        improves = "yes: record it with optsched bench run to keep its provenance" \
+            if found.improves else "no"
+        print(f"improves   {improves}")
+        if found.gap is not None:
+            print(f"gap        {100 * found.gap:.2f} % to the best bound")
+    return EXIT_OK if found.feasible else EXIT_NEGATIVE
 
 
 def run_gen(args: argparse.Namespace) -> int:

@@ -37,10 +37,10 @@ def add_json(p: argparse.ArgumentParser, what: str = "the result") -> None:
                    help=f"print {what} as one JSON object (default: aligned text)")
 
 
-def add_params(p: argparse.ArgumentParser) -> None:
+def add_params(p: argparse.ArgumentParser, what: str = "a method parameter (optsched "
+               "methods lists each method's, with its default)") -> None:
     p.add_argument("--param", action="append", default=[], metavar="KEY=VALUE",
-                   help="a method parameter (optsched methods lists each method's, with its "
-                        "default); repeatable")
+                   help=f"{what}; repeatable")
 
 
 def add_seed(p: argparse.ArgumentParser, what: str = "randomised methods") -> None:
