@@ -39,7 +39,7 @@ from typing import Any
 
 import numpy as np
 
-from optsched import Instance, Job, check
+from optsched import ClusterProfile, Instance, Job, check
 from optsched.check import CheckReport
 from optsched.online.run import run_policy
 from optsched.output import json_text, output_target, write_outputs
@@ -108,12 +108,13 @@ def sequence(models: tuple[str, ...], jobs: int, gap: float, seed: int) -> Insta
         name = models[int(rng.integers(len(models)))]
         m = MODELS[name]
         scale = rng.uniform(0.8, 1.2, size=3)
-        out.append(Job(id=f"j{k}", arrival=k * gap, launch=round(m.launch * scale[0], 3),
-                       save=round(m.save * scale[2], 3),
-                       compute={"T4": round(m.train * scale[1], 3)},
-                       util=round(float(rng.uniform(*m.util)), 3),
-                       gpu_memory=1024.0 * round(float(rng.uniform(*m.memory_gb)), 2),
-                       meta={"model": name}))
+        profile = ClusterProfile(launch=round(m.launch * scale[0], 3),
+                                 save=round(m.save * scale[2], 3),
+                                 util=round(float(rng.uniform(*m.util)), 3),
+                                 gpu_memory=1024.0 * round(float(rng.uniform(*m.memory_gb)), 2),
+                                 model=name)
+        out.append(Job(id=f"j{k}", arrival=k * gap, compute={"T4": round(m.train * scale[1], 3)},
+                       cluster=profile))
     graph = tree_topology([["T4"]])
     graph.nodes["h0/g0"]["gpu_memory"] = GPU_MEMORY
     return Instance(f"seq-{'-'.join(models)}-n{jobs}-s{seed}", tuple(out), topology=graph,

@@ -25,6 +25,7 @@ from optsched.generate import generate as generate
 from optsched.generate import generate_hare as generate_hare
 from optsched.generate import generate_liquid as generate_liquid
 from optsched.instance import GPU as GPU
+from optsched.instance import ClusterProfile as ClusterProfile
 from optsched.instance import Instance as Instance
 from optsched.instance import Job as Job
 from optsched.io import load_instance as load_instance
@@ -48,6 +49,7 @@ __version__ = "0.1.0"
 __all__ = [
     "GPU",
     "CheckReport",
+    "ClusterProfile",
     "GeneratorSpec",
     "HareSpec",
     "InputError",

@@ -78,10 +78,11 @@ class Tolerance:
         for j, job in enumerate(instance.jobs):
             row = instance.compute[j] + instance.sync[j]
             finite = row[row < math.inf]
-            factor = max((job.placement_factor or {}).values(), default=1.0)
+            profile = job.profile
+            factor = max((profile.placement_factor or {}).values(), default=1.0)
             if finite.size:
                 longest = max(longest, float(finite.max()) * max(1.0, factor)
-                              + job.launch + job.save)
+                              + profile.launch + profile.save)
         return cls(REL_TOL * max(1.0, longest))
 
     def at(self, *times: float) -> float:
@@ -364,20 +365,20 @@ def _cluster_rounds(instance: Instance, tol: Tolerance,
         complete = len(order) == job.tasks_per_round
         pace = instance.pace(j, gpus) if complete \
             else max(float(instance.compute[j, g] + instance.sync[j, g]) for g in gpus)
-        earliest = job.launch if r == 0 else 0.0
+        earliest = job.profile.launch if r == 0 else 0.0
         trains = []
         for t, g in order:
             train = t.start + earliest if t.train_start is None else t.train_start
             if tol.before(train, t.start + earliest):
                 flag("launch", f"{_name(t)} trains at {train:g}, before its start "
                                f"{t.start:g} + launch {earliest:g}", t)
-            on_gpu[g].append((train, pace, job.actual_util, not shared or len(entries) > 1,
-                              t, j))
+            on_gpu[g].append((train, pace, job.profile.actual_util,
+                              not shared or len(entries) > 1, t, j))
             trains.append(train)
         _gang_rules(out, tol, job, r, entries, trains)
         flows = instance.flows(j, gpus) if instance.link_contention and complete else {}
         if flows:
-            flowing.append((max(trains), pace, job.actual_flow_time, flows))
+            flowing.append((max(trains), pace, job.profile.actual_flow_time, flows))
             flowing_keys.append((j, r))
     contended = dict(zip(flowing_keys, _contended(flowing), strict=True))
 
@@ -392,12 +393,13 @@ def _cluster_rounds(instance: Instance, tol: Tolerance,
         train_end = _progress([(a, p, u, x) for a, p, u, x, _, _ in items], fixed)
         held = holds[g] = []
         for (a, _, _, x, t, j), b in zip(items, train_end, strict=True):
-            end = b + (jobs[j].save if t.round == jobs[j].rounds - 1 else 0.0)
+            profile = jobs[j].profile
+            end = b + (profile.save if t.round == jobs[j].rounds - 1 else 0.0)
             ends[t.key] = end
             occupancy[g].append((t.start, end, t))
             timeline[t.key] = (t.start, a, b, end)
-            held.append((a, b, end, jobs[j].util, x, t, jobs[j].gpu_memory,
-                         jobs[j].actual_gpu_memory))
+            held.append((a, b, end, profile.util, x, t, profile.gpu_memory,
+                         profile.actual_gpu_memory))
         for a, *_, t, _, _ in held:
             training = [h for h in held if not tol.before(a, h[0]) and tol.before(a, h[1])]
             if len(training) < 2:
@@ -464,7 +466,7 @@ def _failed_attempts(instance: Instance, tol: Tolerance,
                                    f"{job.tasks_per_round}", first)
         fails = [t.failed_at for t, _ in order if t.failed_at is not None]
         _gang_rules(out, tol, job, r, entries, fails)
-        earliest = job.launch if r == 0 else 0.0
+        earliest = job.profile.launch if r == 0 else 0.0
         overflow = []
         for t, g in order:
             assert t.failed_at is not None  # grouped so
@@ -483,7 +485,7 @@ def _failed_attempts(instance: Instance, tol: Tolerance,
             if memory is not None:
                 # a hold ending at f itself counts: simultaneous events may be processed
                 # in either order
-                need = job.actual_gpu_memory + sum(
+                need = job.profile.actual_gpu_memory + sum(
                     h[7] for h in holds.get(g, ())
                     if not tol.before(f, h[0]) and not tol.before(h[2], f))
                 overflow.append(_exceeds(need, memory))

@@ -24,7 +24,7 @@ from typing import Any
 import numpy as np
 
 from optsched.errors import InputError
-from optsched.instance import GPU, MODES, Instance, Job
+from optsched.instance import GPU, MODES, ClusterProfile, Instance, Job
 from optsched.limits import MAX_FACTOR, MAX_TASKS, MAX_VALUE, check_seed
 from optsched.topology import tree_topology
 
@@ -539,8 +539,9 @@ class LiquidSpec:
     is training, with placement factors = table time / co-located time for the other modes.
     ``durations`` = ``contention`` takes the distributed jobs' mode times from the link-contention
     model fitted to the table instead (:func:`~optsched.placement.durations.contention_durations`).
-    The bandwidth weight (``meta["bandwidth"]``) is the model's worst slowdown in the table
-    (VGG-16 2.33), standing in for Liquid's predicted bandwidth. Arrivals: all at 0
+    Each job's :class:`~optsched.instance.ClusterProfile` names its ``model``; its
+    ``bandwidth`` weight is the model's worst slowdown in the table (VGG-16 2.33), standing
+    in for Liquid's predicted bandwidth. Arrivals: all at 0
     (``interarrival`` 0, batch experiments) or Poisson with mean ``interarrival`` s.
     ``share_cap`` the sharing cap (Liquid's 1.3; 0: no sharing). Every job records the flags
     of its run in ``meta`` (``batch_size`` = 4·U{1..8}, ``num_batches`` = 50·U{4..20}, as in
@@ -650,26 +651,26 @@ def generate_liquid(spec: LiquidSpec, seed: int, *, name: str | None = None) -> 
         table = DURATIONS[model]
         flags = {"batch_size": 4 * int(rng.integers(1, 9)),
                  "num_batches": 50 * int(rng.integers(4, 21))}
-        common: dict[str, Any] = dict(id=f"j{j}", arrival=float(arrival[j]), launch=spec.launch,
-                                      save=spec.save, meta={"model": model, **flags,
-                                      "bandwidth": round(max(table.values()) / table["pww"], 2)})
+        profile = ClusterProfile(launch=spec.launch, save=spec.save, model=model,
+                                 bandwidth=round(max(table.values()) / table["pww"], 2))
+        common: dict[str, Any] = dict(id=f"j{j}", arrival=float(arrival[j]), meta=flags)
         if distributed[j]:
             if spec.durations == "contention":
                 table = {**table, **contention_durations(model)[1]}
             train = table["pww"] - phases
             # the per-flow time: the differences between modes are all training time
             flow = contention_durations(model)[0] if spec.link_contention else 0.0
+            factors = {m: (table[m] - phases) / train for m in ("pww", "pw:w", "p:ww", "p:w:w")}
             jobs.append(Job(**common, tasks_per_round=3, compute={spec.gpu_type: train},
-                            roles=("ps", "worker", "worker"), gpu_memory=8192.0,
-                            placement_factor={m: (table[m] - phases) / train
-                                              for m in ("pww", "pw:w", "p:ww", "p:w:w")},
-                            flow_time=flow))
+                            cluster=replace(profile, roles=("ps", "worker", "worker"),
+                                            gpu_memory=8192.0, placement_factor=factors,
+                                            flow_time=flow)))
         else:
             util = int(rng.integers(spec.util[0], spec.util[1] + 1)) / 10
             memory = 1024.0 * int(rng.integers(spec.gpu_memory_gb[0],
                                                spec.gpu_memory_gb[1] + 1))
             jobs.append(Job(**common, compute={spec.gpu_type: table["s1"] - phases},
-                            util=util, gpu_memory=memory))
+                            cluster=replace(profile, util=util, gpu_memory=memory)))
     graph = tree_topology([[spec.gpu_type] * spec.gpus_per_host] * spec.hosts,
                           hosts_per_rack=spec.hosts_per_rack or spec.hosts)
     for _, attrs in graph.nodes(data=True):
@@ -691,8 +692,8 @@ def generate_liquid(spec: LiquidSpec, seed: int, *, name: str | None = None) -> 
 
 def with_actuals(instance: Instance, error: float, seed: int) -> Instance:
     """The instance with each job's actual GPU utilisation, GPU memory and bandwidth weight
-    (instance@2 ``actual``) drawn around its predictions (``util``, ``gpu_memory``,
-    ``meta["bandwidth"]`` else 1): actual = predicted × (1 + ε), ε ~ N(0, ``error``) drawn
+    (its profile's ``actual``) drawn around its predictions (the profile's ``util``,
+    ``gpu_memory``, ``bandwidth``): actual = predicted × (1 + ε), ε ~ N(0, ``error``) drawn
     independently per job and quantity, in job order, then clipped to valid values —
     utilisation to [:data:`ACTUAL_FLOOR`, 1], memory to [0, the least memory of the GPUs the
     job can run on] (so it fits alone, as :class:`~optsched.instance.Instance` requires),
@@ -709,7 +710,8 @@ def with_actuals(instance: Instance, error: float, seed: int) -> Instance:
                          f"{MAX_PREDICTION_ERROR:g}], got {error!r}")
     check_seed(seed)
     if not error:
-        return replace(instance, jobs=tuple(replace(job, actual=None)
+        return replace(instance, jobs=tuple(replace(job, cluster=replace(job.profile,
+                                                                         actual=None))
                                             for job in instance.jobs))
     rng = np.random.default_rng([seed, 0xAC7])  # a stream of its own for the seed
     jobs = []
@@ -717,9 +719,10 @@ def with_actuals(instance: Instance, error: float, seed: int) -> Instance:
         eps = rng.normal(0.0, error, size=3)
         limits = [m for g in instance.eligible(j)
                   if (m := instance.gpus[g].memory) is not None]
-        memory = min([max(0.0, job.gpu_memory * (1 + eps[1])), *limits])
-        actual = {"util": float(min(1.0, max(ACTUAL_FLOOR, job.util * (1 + eps[0])))),
+        p = job.profile
+        memory = min([max(0.0, p.gpu_memory * (1 + eps[1])), *limits])
+        actual = {"util": float(min(1.0, max(ACTUAL_FLOOR, p.util * (1 + eps[0])))),
                   "gpu_memory": float(memory),
-                  "bandwidth": float(job.bandwidth * max(ACTUAL_FLOOR, 1 + eps[2]))}
-        jobs.append(replace(job, actual=actual))
+                  "bandwidth": float(p.bandwidth * max(ACTUAL_FLOOR, 1 + eps[2]))}
+        jobs.append(replace(job, cluster=replace(p, actual=actual)))
     return replace(instance, jobs=tuple(jobs))

@@ -27,8 +27,8 @@ from optsched.workloads import Catalog, default_catalog
 
 MODES = ("relaxed", "gang")
 ROLES = frozenset({"ps", "worker"})
-#: The quantities a job's ``actual`` may give (instance@2): the true mean GPU utilisation,
-#: GPU memory (MB) and bandwidth weight, where the job's own fields are predictions.
+#: The quantities a profile's ``actual`` may give (instance@2): the true mean GPU
+#: utilisation, GPU memory (MB) and bandwidth weight, where the profile's own are predictions.
 ACTUALS = ("util", "gpu_memory", "bandwidth")
 _is_number = is_bounded  # a finite int or float (not a bool) of magnitude <= MAX_VALUE
 
@@ -79,6 +79,144 @@ class GPU:
 
 
 @dataclass(frozen=True)
+class ClusterProfile:
+    """What a job adds in Liquid's cluster model (instance@2, models/cluster-execution.md).
+
+    Every default means "no effect": a job whose profile equals ``ClusterProfile()`` runs as
+    a plain gang job, and :class:`Job` stores ``cluster=None`` for it.
+
+    Attributes
+    ----------
+    launch, save
+        Seconds the job holds its GPUs without computing: before its first round trains
+        (starting its containers) and after its last round ends (saving the model).
+    util
+        Predicted mean GPU utilisation of one task, in (0, 1]. GPU sharing lets tasks train
+        together while their predicted utilisations sum to at most the instance's
+        ``share_cap``.
+    gpu_memory
+        Predicted GPU memory one task holds while it trains and saves, MB (0: none).
+    roles
+        ``"ps"`` (parameter server) or ``"worker"`` for each task of a round, in task order;
+        None: every task is a worker. :class:`Job` checks that there is one per task.
+    placement_factor
+        {placement pattern: factor > 0}: how much a round's training stretches when its PS
+        and workers share hosts that way (patterns as :func:`placement_pattern` names them,
+        e.g. ``pw:w``; a pattern not listed has factor 1). None: no factor.
+    actual
+        What the job really uses, where ``util``, ``gpu_memory`` and ``bandwidth`` are the
+        predictions the scheduler decides on: a mapping with any of the keys ``util``,
+        ``gpu_memory`` (MB) and ``bandwidth``. A missing key, or None, means the prediction
+        is exact. Execution (interference, running out of memory, link contention) uses the
+        actual values.
+    flow_time
+        Seconds that each extra flow on a round's busiest worker link adds to its training
+        when the instance has ``link_contention`` (scaled by actual / predicted bandwidth);
+        0: no slowdown.
+    bandwidth
+        Predicted bandwidth weight: the network traffic of the job's PS–worker pairs
+        relative to a default job's 1; it weights the job's pairs in Liquid's placement cost.
+    model
+        The job's model name (e.g. ``"vgg16"``), its type for the resource estimator;
+        None: unknown.
+
+    Numbers are stored as floats, ``roles`` as a tuple, mappings frozen. An invalid value
+    raises :class:`InputError` naming the field.
+    """
+
+    launch: float = 0.0
+    save: float = 0.0
+    util: float = 1.0
+    gpu_memory: float = 0.0
+    roles: tuple[str, ...] | None = None
+    placement_factor: Mapping[str, float] | None = None
+    actual: Mapping[str, float] | None = None
+    flow_time: float = 0.0
+    bandwidth: float = 1.0
+    model: str | None = None
+
+    def __post_init__(self) -> None:
+        set_ = object.__setattr__
+        for name in ("launch", "save", "gpu_memory", "flow_time"):
+            value = getattr(self, name)
+            if not _is_number(value) or value < 0:
+                raise InputError(f"{name} must be a number in [0, {MAX_VALUE:g}], "
+                                 f"got {value!r}")
+            set_(self, name, float(value))
+        if not _is_number(self.util) or not 0 < self.util <= 1:
+            raise InputError(f"util must be a number in (0, 1], got {self.util!r}")
+        set_(self, "util", float(self.util))
+        if not _is_number(self.bandwidth) or self.bandwidth < MIN_POSITIVE:
+            raise InputError(f"bandwidth must be a number in [{MIN_POSITIVE:g}, "
+                             f"{MAX_VALUE:g}], got {self.bandwidth!r}")
+        set_(self, "bandwidth", float(self.bandwidth))
+        if self.roles is not None:
+            roles = tuple(self.roles) if isinstance(self.roles, list | tuple) else ()
+            if not roles or not all(isinstance(r, str) and r in ROLES for r in roles):
+                raise InputError(f"roles must list 'ps' or 'worker' for each task of a round, "
+                                 f"got {self.roles!r}")
+            set_(self, "roles", roles)
+        if self.placement_factor is not None:
+            factors = _times(self.placement_factor, "placement_factor", positive=True)
+            for pattern, value in factors.items():
+                if value > MAX_FACTOR:
+                    raise InputError(f"placement_factor[{pattern!r}] must be <= "
+                                     f"{MAX_FACTOR:g}, got {value!r}")
+            set_(self, "placement_factor", factors)
+        if self.actual is not None:
+            set_(self, "actual", _actuals(self.actual))
+        if self.model is not None and (not isinstance(self.model, str) or not self.model):
+            raise InputError(f"model must be a non-empty string, got {self.model!r}")
+
+    @property
+    def actual_util(self) -> float:
+        """The GPU utilisation a task really has (``actual["util"]``, else ``util``)."""
+        return (self.actual or {}).get("util", self.util)
+
+    @property
+    def actual_gpu_memory(self) -> float:
+        """The GPU memory (MB) a task really needs (``actual["gpu_memory"]``, else
+        ``gpu_memory``)."""
+        return (self.actual or {}).get("gpu_memory", self.gpu_memory)
+
+    @property
+    def actual_bandwidth(self) -> float:
+        """The bandwidth weight the job really has (``actual["bandwidth"]``, else
+        ``bandwidth``)."""
+        return (self.actual or {}).get("bandwidth", self.bandwidth)
+
+    @property
+    def actual_flow_time(self) -> float:
+        """The seconds one more flow on a link adds to a round: ``flow_time`` × actual /
+        predicted bandwidth (a job moving more data than predicted suffers more)."""
+        if not self.flow_time:
+            return 0.0
+        return self.flow_time * (self.actual_bandwidth / self.bandwidth)
+
+
+#: The profile of a job without one (``Job.cluster`` None): every field at its default.
+_NO_PROFILE = ClusterProfile()
+
+
+def _actuals(values: Any) -> Mapping[str, float]:
+    """A profile's ``actual`` mapping, validated: keys among :data:`ACTUALS`, ``util`` in
+    (0, 1], ``gpu_memory`` in [0, MAX_VALUE], ``bandwidth`` in [MIN_POSITIVE, MAX_VALUE]."""
+    if not isinstance(values, Mapping):
+        raise InputError(f"actual must be a mapping of {', '.join(ACTUALS)}, got {values!r}")
+    out = {}
+    for key, value in values.items():
+        if key not in ACTUALS:
+            raise InputError(f"actual has unknown key {key!r} (known: {', '.join(ACTUALS)})")
+        low = {"util": 0.0, "gpu_memory": 0.0, "bandwidth": MIN_POSITIVE}[key]
+        ok = _is_number(value) and (0 < value <= 1 if key == "util" else value >= low)
+        if not ok:
+            bounds = "(0, 1]" if key == "util" else f"[{low:g}, {MAX_VALUE:g}]"
+            raise InputError(f"actual[{key!r}] must be a number in {bounds}, got {value!r}")
+        out[key] = float(value)
+    return MappingProxyType(out)
+
+
+@dataclass(frozen=True)
 class Job:
     """A data-parallel training job: ``rounds`` rounds of ``tasks_per_round`` tasks.
 
@@ -86,6 +224,11 @@ class Job:
     ``workload`` × ``iters_per_task`` (exactly one of the two). Sync time comes from at most
     one of ``sync`` ({GPU type: s}), ``sync_by_gpu`` ({GPU id: s}) or ``sync_bytes`` + ``ps``
     (see :class:`Instance`); with none, sync is 0. Types absent from the cluster are ignored.
+
+    ``cluster`` holds the job's fields of Liquid's cluster model (instance@2); None when
+    it has none. A profile equal to ``ClusterProfile()`` is stored as None, so
+    ``cluster is not None`` says whether the job uses the cluster model, and
+    :attr:`profile` reads the fields either way. ``meta`` is free-form data, preserved.
     """
 
     id: str
@@ -100,14 +243,7 @@ class Job:
     sync_by_gpu: Mapping[str, float] | None = None
     sync_bytes: float | None = None
     ps: str | None = None
-    launch: float = 0.0
-    save: float = 0.0
-    util: float = 1.0
-    gpu_memory: float = 0.0
-    roles: tuple[str, ...] | None = None
-    placement_factor: Mapping[str, float] | None = None
-    actual: Mapping[str, float] | None = None
-    flow_time: float = 0.0
+    cluster: ClusterProfile | None = None
     meta: Any = None
 
     def __post_init__(self) -> None:
@@ -160,34 +296,16 @@ class Job:
                              f"got {self.sync_bytes!r}")
         if self.ps is not None and (not isinstance(self.ps, str) or not self.ps):
             raise InputError(f"{where}: ps must be a host id")
-        for name in ("launch", "save", "gpu_memory"):
-            value = getattr(self, name)
-            if not _is_number(value) or value < 0:
-                raise InputError(f"{where}: {name} must be a number in [0, {MAX_VALUE:g}], "
-                                 f"got {value!r}")
-            object.__setattr__(self, name, float(value))
-        if not _is_number(self.util) or not 0 < self.util <= 1:
-            raise InputError(f"{where}: util must be a number in (0, 1], got {self.util!r}")
-        object.__setattr__(self, "util", float(self.util))
-        if self.roles is not None:
-            roles = tuple(self.roles) if isinstance(self.roles, list | tuple) else None
-            if roles is None or len(roles) != self.tasks_per_round or not set(roles) <= ROLES:
+        if self.cluster is not None:
+            if not isinstance(self.cluster, ClusterProfile):
+                raise InputError(f"{where}: cluster must be a ClusterProfile or None, got "
+                                 f"{type(self.cluster).__name__}")
+            roles = self.cluster.roles
+            if roles is not None and len(roles) != self.tasks_per_round:
                 raise InputError(f"{where}: roles must list 'ps' or 'worker' for each of the "
-                                 f"{self.tasks_per_round} tasks of a round, got {self.roles!r}")
-            object.__setattr__(self, "roles", roles)
-        if self.placement_factor is not None:
-            factors = _times(self.placement_factor, f"{where}: placement_factor", positive=True)
-            for pattern, value in factors.items():
-                if value > MAX_FACTOR:
-                    raise InputError(f"{where}: placement_factor[{pattern!r}] must be <= "
-                                     f"{MAX_FACTOR:g}, got {value!r}")
-            object.__setattr__(self, "placement_factor", factors)
-        if not _is_number(self.flow_time) or self.flow_time < 0:
-            raise InputError(f"{where}: flow_time must be a number in [0, {MAX_VALUE:g}], "
-                             f"got {self.flow_time!r}")
-        object.__setattr__(self, "flow_time", float(self.flow_time))
-        if self.actual is not None:
-            object.__setattr__(self, "actual", _actuals(self.actual, where))
+                                 f"{self.tasks_per_round} tasks of a round, got {roles!r}")
+            if self.cluster == _NO_PROFILE:
+                object.__setattr__(self, "cluster", None)
         if isinstance(self.meta, Mapping):  # free-form; a mapping is frozen at the top
             object.__setattr__(self, "meta", MappingProxyType(dict(self.meta)))
 
@@ -197,65 +315,9 @@ class Job:
         return self.rounds * self.tasks_per_round
 
     @property
-    def cluster(self) -> bool:
-        """Whether the job uses a cluster field of instance@2."""
-        return bool(self.launch or self.save or self.util != 1 or self.gpu_memory
-                    or self.roles is not None or self.placement_factor is not None
-                    or self.actual is not None or self.flow_time)
-
-    @property
-    def bandwidth(self) -> float:
-        """The predicted bandwidth weight: ``meta["bandwidth"]`` when it is a number > 0
-        (Liquid's request, :func:`~optsched.estimation.forest.with_predictions`), else 1
-        (Liquid's default)."""
-        value: Any = self.meta.get("bandwidth") if isinstance(self.meta, Mapping) else None
-        return float(value) if _is_number(value) and value >= MIN_POSITIVE else 1.0
-
-    @property
-    def actual_util(self) -> float:
-        """The GPU utilisation the job really has (``actual["util"]``, else ``util``)."""
-        return (self.actual or {}).get("util", self.util)
-
-    @property
-    def actual_gpu_memory(self) -> float:
-        """The GPU memory (MB) a task really needs (``actual["gpu_memory"]``, else
-        ``gpu_memory``)."""
-        return (self.actual or {}).get("gpu_memory", self.gpu_memory)
-
-    @property
-    def actual_bandwidth(self) -> float:
-        """The bandwidth weight the job really has (``actual["bandwidth"]``, else
-        :attr:`bandwidth`)."""
-        return (self.actual or {}).get("bandwidth", self.bandwidth)
-
-    @property
-    def actual_flow_time(self) -> float:
-        """The seconds one more flow on a link adds to a round: ``flow_time`` × actual /
-        predicted bandwidth (a job moving more data than predicted suffers more)."""
-        if not self.flow_time:
-            return 0.0
-        return self.flow_time * (self.actual_bandwidth / self.bandwidth)
-
-
-def _actuals(values: Any, where: str) -> Mapping[str, float]:
-    """A job's ``actual`` mapping, validated: keys among :data:`ACTUALS`, ``util`` in (0, 1],
-    ``gpu_memory`` in [0, MAX_VALUE], ``bandwidth`` in [MIN_POSITIVE, MAX_VALUE]."""
-    if not isinstance(values, Mapping):
-        raise InputError(f"{where}: actual must be a mapping of {', '.join(ACTUALS)}, "
-                         f"got {values!r}")
-    out = {}
-    for key, value in values.items():
-        if key not in ACTUALS:
-            raise InputError(f"{where}: actual has unknown key {key!r} (known: "
-                             f"{', '.join(ACTUALS)})")
-        low = {"util": 0.0, "gpu_memory": 0.0, "bandwidth": MIN_POSITIVE}[key]
-        ok = _is_number(value) and (0 < value <= 1 if key == "util" else value >= low)
-        if not ok:
-            bounds = "(0, 1]" if key == "util" else f"[{low:g}, {MAX_VALUE:g}]"
-            raise InputError(f"{where}: actual[{key!r}] must be a number in {bounds}, "
-                             f"got {value!r}")
-        out[key] = float(value)
-    return MappingProxyType(out)
+    def profile(self) -> ClusterProfile:
+        """The job's cluster profile: ``cluster``, or the defaults when it is None."""
+        return _NO_PROFILE if self.cluster is None else self.cluster
 
 
 def placement_pattern(roles: Sequence[str], hosts: Sequence[str]) -> str:
@@ -368,9 +430,10 @@ class Instance:
                              "in 'gpus')")
         if self.cluster:
             if self.mode != "gang":
-                raise InputError("phases, GPU sharing and placement factors (instance@2) "
-                                 "need gang mode")
-            if any(j.placement_factor for j in jobs) and any(g.host is None for g in self.gpus):
+                raise InputError("the cluster fields of instance@2 (GPU sharing and memory, "
+                                 "link contention, a job's cluster profile) need gang mode")
+            if any(j.profile.placement_factor for j in jobs) \
+                    and any(g.host is None for g in self.gpus):
                 raise InputError("placement_factor needs every GPU's host (a topology or "
                                  "'host' in 'gpus')")
         set_(self, "job_index", MappingProxyType(_index(jobs, "job")))
@@ -486,17 +549,18 @@ class Instance:
         limits = [sorted(_limit(self.gpus[g].memory) for g in m) for m in members]
         for j, job in enumerate(self.jobs):
             usable = np.flatnonzero(np.isfinite(compute[j])).tolist()
-            if job.gpu_memory:
-                room = sum(len(limits[c]) - bisect.bisect_left(limits[c], job.gpu_memory)
+            profile = job.profile
+            if profile.gpu_memory:
+                room = sum(len(limits[c]) - bisect.bisect_left(limits[c], profile.gpu_memory)
                            for c in usable)
                 if room < job.tasks_per_round:
                     raise InputError(f"job {job.id!r}: predicted GPU memory "
-                                     f"{job.gpu_memory:g} MB fits {room} of the GPUs it can "
+                                     f"{profile.gpu_memory:g} MB fits {room} of the GPUs it can "
                                      f"run on, fewer than its {job.tasks_per_round} tasks per "
                                      "round (it could never be started)")
-            if job.actual is None:
+            if profile.actual is None:
                 continue
-            need = job.actual_gpu_memory
+            need = profile.actual_gpu_memory
             if not any(limits[c][0] < need for c in usable):
                 continue
             for g in sorted(g for c in usable for g in members[c]):
@@ -558,14 +622,16 @@ class Instance:
         stays representable."""
         work = []
         # link contention: at most every remote PS-worker pair of the instance at once
-        flows = sum((job.roles or ()).count("ps") * (job.roles or ()).count("worker")
+        flows = sum((job.profile.roles or ()).count("ps")
+                    * (job.profile.roles or ()).count("worker")
                     for job in self.jobs) if self.link_contention else 0
         for j, job in enumerate(self.jobs):
             row = compute[j] + sync[j]
             slowest = float(row[np.isfinite(row)].max())
-            factor = max((job.placement_factor or {}).values(), default=1.0)
-            work.append(job.n_tasks * slowest * max(1.0, factor) + job.launch + job.save
-                        + job.rounds * job.actual_flow_time * flows)
+            profile = job.profile
+            factor = max((profile.placement_factor or {}).values(), default=1.0)
+            work.append(job.n_tasks * slowest * max(1.0, factor) + profile.launch + profile.save
+                        + job.rounds * profile.actual_flow_time * flows)
         total = max(job.arrival for job in self.jobs) + sum(work)
         if not total <= MAX_VALUE:
             largest = self.jobs[int(np.argmax(work))].id
@@ -634,11 +700,11 @@ class Instance:
 
     @property
     def cluster(self) -> bool:
-        """Whether the instance uses instance@2's cluster fields (phases, sharing, GPU
-        memory, placement factors, actuals, link contention); only cluster simulations
-        handle those."""
+        """Whether the instance uses instance@2's cluster fields (sharing, GPU memory, link
+        contention, or a job with a cluster profile: phases, placement factors, actuals, …);
+        only cluster simulations handle those."""
         return (self.share_cap is not None or any(g.memory is not None for g in self.gpus)
-                or self.link_contention or any(job.cluster for job in self.jobs))
+                or self.link_contention or any(job.cluster is not None for job in self.jobs))
 
     def pace(self, j: int, gpus: Sequence[int]) -> float:
         """Training time of one gang round of job ``j`` on ``gpus`` (task k on ``gpus[k]``):
@@ -646,11 +712,12 @@ class Instance:
         job, cls = self.jobs[j], self.gpu_class
         base = max(float(self.class_compute[j, cls[g]] + self.class_sync[j, cls[g]])
                    for g in gpus)
-        if not job.placement_factor:
+        factors = job.profile.placement_factor
+        if not factors:
             return base
-        roles = job.roles or ("worker",) * job.tasks_per_round
+        roles = job.profile.roles or ("worker",) * job.tasks_per_round
         hosts = [self.gpus[g].host or "" for g in gpus]
-        return base * job.placement_factor.get(placement_pattern(roles, hosts), 1.0)
+        return base * factors.get(placement_pattern(roles, hosts), 1.0)
 
     def flows(self, j: int, gpus: Sequence[int]) -> dict[str, int]:
         """The flows of a round of job ``j`` on ``gpus`` (task k on ``gpus[k]``) by worker
@@ -658,7 +725,7 @@ class Instance:
         the link of the worker's host (the worker side is the bottleneck, Liquid §2.7 and
         :func:`~optsched.placement.durations.contention_durations`). Empty when the job has
         no roles or every pair is co-located."""
-        roles = self.jobs[j].roles or ()
+        roles = self.jobs[j].profile.roles or ()
         hosts = [self.gpus[g].host for g in gpus]
         out: dict[str, int] = {}
         pairs = list(zip(roles, hosts, strict=False))

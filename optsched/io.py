@@ -1,10 +1,10 @@
 """Reading and writing the JSON contracts (docs/formats.md): instance@1/@2 and schedule@1/@2.
 
 The ``@2`` formats accept every ``@1`` file (with its format name changed) and add the
-cluster fields of Liquid's model: GPU memory, GPU sharing, launch/save phases, task roles,
-placement factors, actual (vs predicted) utilisation/memory/bandwidth, link contention and
-flow times (instance@2), each task's training start and failed attempts (schedule@2).
-Writers write ``@1`` whenever the object needs nothing of ``@2``.
+cluster fields of Liquid's model: GPU memory, GPU sharing and link contention, and per job
+the fields of its :class:`~optsched.instance.ClusterProfile` as flat keys (instance@2),
+each task's training start and failed attempts (schedule@2). Writers write ``@1`` whenever
+the object needs nothing of ``@2``.
 
 Readers dispatch on ``format``, reject unknown keys by name, and build objects through their
 validating constructors, so a file is exactly as valid as the object it describes. Writers
@@ -15,11 +15,13 @@ from __future__ import annotations
 
 import json
 from collections.abc import Callable, Mapping
+from dataclasses import fields
 from pathlib import Path
 from typing import Any, TypeVar
 
 from optsched.errors import InputError
-from optsched.instance import GPU, Instance, Job
+from optsched.instance import GPU, ClusterProfile, Instance, Job
+from optsched.limits import MIN_POSITIVE, is_bounded
 from optsched.output import json_text, write_file
 from optsched.schedule import Schedule, Task
 from optsched.topology import Topology
@@ -37,8 +39,9 @@ _GPU_KEYS_2 = {*_GPU_KEYS, "host", "memory"}
 _JOB_REQUIRED = ("id", "arrival", "weight", "rounds", "tasks_per_round")
 _JOB_KEYS = {*_JOB_REQUIRED, "compute", "workload", "iters_per_task", "sync", "sync_by_gpu",
              "sync_bytes", "ps", "meta"}
-_JOB_CLUSTER = {"launch": 0.0, "save": 0.0, "util": 1.0, "gpu_memory": 0.0, "roles": None,
-                "placement_factor": None, "actual": None, "flow_time": 0.0}
+#: instance@2's per-job cluster keys, flat in the job object: the ClusterProfile fields
+#: and their defaults.
+_JOB_CLUSTER = {f.name: f.default for f in fields(ClusterProfile)}
 _JOB_KEYS_2 = _JOB_KEYS | set(_JOB_CLUSTER)
 _SCHEDULE_KEYS = {"format", "instance", "mode", "tasks"}
 _TASK_KEYS = {"job", "round", "task", "gpu", "start"}
@@ -94,7 +97,12 @@ def instance_from_dict(data: Any, *, catalog: Catalog | None = None) -> Instance
         j = _object(j, f"jobs[{i}]")
         where = f"job {j['id']!r}" if isinstance(j.get("id"), str) else f"jobs[{i}]"
         _keys(j, _JOB_KEYS_2 if v2 else _JOB_KEYS, _JOB_REQUIRED, where)
-        jobs.append(Job(**j))
+        job = {k: v for k, v in j.items() if k not in _JOB_CLUSTER}
+        if v2:
+            given = {**_meta_fallback(j.get("meta")),
+                     **{k: v for k, v in j.items() if k in _JOB_CLUSTER}}
+            job["cluster"] = _profile(given, where) if given else None
+        jobs.append(Job(**job))
     return Instance(obj["name"], tuple(jobs), tuple(gpus), topology,
                     obj.get("mode", "relaxed"), catalog, obj.get("share_cap"),
                     obj.get("link_contention", False))
@@ -121,15 +129,52 @@ def instance_to_dict(instance: Instance) -> dict[str, Any]:
         out["topology"] = instance.topology.to_node_link()
     jobs = []
     for job in instance.jobs:
+        optional = {k: v for k in _JOB_KEYS - set(_JOB_REQUIRED)
+                    if (v := getattr(job, k)) is not None}
+        if v2:
+            optional |= _profile_keys(job)
         d: dict[str, Any] = {k: getattr(job, k) for k in _JOB_REQUIRED}
-        for key in sorted(_JOB_KEYS_2 - set(_JOB_REQUIRED)):
-            value = getattr(job, key)
-            if value is not None and value != _JOB_CLUSTER.get(key):
-                d[key] = (dict(value) if isinstance(value, Mapping)
-                          else list(value) if isinstance(value, tuple) else value)
+        for key, value in sorted(optional.items()):
+            d[key] = (dict(value) if isinstance(value, Mapping)
+                      else list(value) if isinstance(value, tuple) else value)
         jobs.append(d)
     out["jobs"] = jobs
     return out
+
+
+def _profile(given: Mapping[str, Any], where: str) -> ClusterProfile:
+    """The ClusterProfile of a job's instance@2 keys; its InputError names the job."""
+    try:
+        return ClusterProfile(**given)
+    except InputError as exc:
+        raise type(exc)(f"{where}: {exc}") from None
+
+
+def _meta_fallback(meta: Any) -> dict[str, Any]:
+    """What files written before instance@2 jobs had ``bandwidth`` and ``model`` keys say in
+    the free-form ``meta``: ``meta["bandwidth"]`` when it is a valid bandwidth weight,
+    ``meta["model"]`` when it is a non-empty string (otherwise meta is just data). The
+    reader takes them where the job has no such key; meta itself is kept as it is."""
+    if not isinstance(meta, Mapping):
+        return {}
+    out: dict[str, Any] = {}
+    bandwidth: Any = meta.get("bandwidth")
+    model = meta.get("model")
+    if is_bounded(bandwidth) and bandwidth >= MIN_POSITIVE:
+        out["bandwidth"] = float(bandwidth)
+    if isinstance(model, str) and model:
+        out["model"] = model
+    return out
+
+
+def _profile_keys(job: Job) -> dict[str, Any]:
+    """A job's instance@2 cluster keys: the profile fields that differ from their default,
+    and any that the reader's meta fallback would otherwise change (so that a job with
+    ``meta["bandwidth"]`` but the default bandwidth reads back equal)."""
+    profile, fallback = job.profile, _meta_fallback(job.meta)
+    return {key: value for key, default in _JOB_CLUSTER.items()
+            if (value := getattr(profile, key)) != default
+            or fallback.get(key, default) != value}
 
 
 # -- schedule ----------------------------------------------------------------------------------

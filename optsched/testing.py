@@ -33,7 +33,7 @@ except ImportError as exc:  # pragma: no cover - depends on the environment
         from exc
 
 from optsched.check import check
-from optsched.instance import GPU, Instance, Job
+from optsched.instance import GPU, ClusterProfile, Instance, Job
 from optsched.placement.model import Container, PlacementInstance, PlacementJob
 from optsched.result import OPTIMAL_TOL, Result
 from optsched.schedule import Schedule
@@ -43,6 +43,7 @@ __all__ = [
     "assert_result",
     "assert_schedule",
     "cluster_instances",
+    "cluster_profiles",
     "instances",
     "instances_with_schedules",
     "placement_instances",
@@ -111,6 +112,33 @@ def cluster_instances(draw: st.DrawFn, *, max_jobs: int = 8, max_rounds: int = 3
     rounds = draw(st.integers(1, max_rounds))
     return dataclasses.replace(inst, jobs=tuple(dataclasses.replace(job, rounds=rounds)
                                                 for job in inst.jobs))
+
+
+@st.composite
+def cluster_profiles(draw: st.DrawFn, *, tasks_per_round: int = 1) -> ClusterProfile:
+    """A job's :class:`~optsched.instance.ClusterProfile` with each field either at its
+    default or drawn (``roles`` for ``tasks_per_round`` tasks; times and factors with 3
+    decimals), so the defaults themselves are drawn too. The drawn ``gpu_memory`` and
+    ``actual["gpu_memory"]`` are 1–4 GB: put the job on GPUs with at least 4096 MB."""
+    def maybe(default: Any, values: st.SearchStrategy[Any]) -> Any:
+        return draw(st.one_of(st.just(default), values))
+
+    def real(low: float, high: float) -> st.SearchStrategy[float]:
+        return st.floats(low, high, allow_nan=False).map(lambda x: round(x, 3))
+
+    util = st.integers(1, 10).map(lambda u: u / 10)
+    memory = st.sampled_from([1024.0, 2048.0, 4096.0])
+    patterns = st.sampled_from(["pww", "pw:w", "p:ww", "p:w:w", "w"])
+    roles = st.lists(st.sampled_from(["ps", "worker"]), min_size=tasks_per_round,
+                     max_size=tasks_per_round).map(tuple)
+    return ClusterProfile(
+        launch=maybe(0.0, real(0, 60)), save=maybe(0.0, real(0, 60)),
+        util=maybe(1.0, util), gpu_memory=maybe(0.0, memory), roles=maybe(None, roles),
+        placement_factor=maybe(None, st.dictionaries(patterns, real(0.5, 3), min_size=1)),
+        actual=maybe(None, st.fixed_dictionaries({}, optional={
+            "util": util, "gpu_memory": memory, "bandwidth": real(0.1, 4)})),
+        flow_time=maybe(0.0, real(0, 30)), bandwidth=maybe(1.0, real(0.1, 4)),
+        model=maybe(None, st.sampled_from(["resnet50", "inceptionv3", "vgg16"])))
 
 
 @st.composite

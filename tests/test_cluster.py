@@ -14,7 +14,7 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from optsched import GPU, Instance, Job, check
+from optsched import GPU, ClusterProfile, Instance, Job, check
 from optsched.errors import InputError
 from optsched.generate import GeneratorSpec, LiquidSpec, generate, generate_liquid
 from optsched.instance import placement_pattern
@@ -34,8 +34,24 @@ def schema(name):
     return json.loads(path.read_text())
 
 
+JOB_FIELDS = {f.name for f in dataclasses.fields(Job)}
+
+
+def cluster_job(job_id, **kw):
+    """A Job; the keywords that are not Job fields make its ClusterProfile."""
+    own = {k: v for k, v in kw.items() if k in JOB_FIELDS}
+    profile = ClusterProfile(**{k: v for k, v in kw.items() if k not in JOB_FIELDS})
+    return Job(job_id, cluster=profile, **own)
+
+
 def single(name, work=100.0, **kw):
-    return Job(id=name, compute={"T4": work}, **kw)
+    """A one-task T4 job (cluster fields as in :func:`cluster_job`)."""
+    return cluster_job(name, compute={"T4": work}, **kw)
+
+
+def reprofile(job, **changes):
+    """The job with these fields of its ClusterProfile changed."""
+    return dataclasses.replace(job, cluster=dataclasses.replace(job.profile, **changes))
 
 
 def one_gpu(*jobs, share_cap=None, memory=None):
@@ -79,7 +95,7 @@ def test_cluster_fields_are_validated():
     with pytest.raises(InputError, match="util"):
         single("a", util=1.5)
     with pytest.raises(InputError, match="roles"):
-        Job("a", tasks_per_round=2, compute={"T4": 1}, roles=("ps",))
+        Job("a", tasks_per_round=2, compute={"T4": 1}, cluster=ClusterProfile(roles=("ps",)))
     with pytest.raises(InputError, match="gang mode"):
         Instance("c", (single("a", launch=1),), (GPU("g", "T4"),))
     with pytest.raises(InputError, match="host"):
@@ -143,7 +159,8 @@ def test_memory_and_gang_sharing_rules():
     assert kinds(inst, [Task("a", 0, 0, "g", 0.0), Task("b", 0, 0, "g", 0.0)]) == {
         "gpu-memory"}
     gpus = (GPU("g0", "T4", "h"), GPU("g1", "T4", "h"))
-    two = Instance("c", (Job("p", tasks_per_round=2, compute={"T4": 50}, util=0.5),
+    two = Instance("c", (Job("p", tasks_per_round=2, compute={"T4": 50},
+                             cluster=ClusterProfile(util=0.5)),
                          single("s", util=0.5)), gpus, mode="gang", share_cap=1.3)
     tasks = [Task("p", 0, 0, "g0", 0.0), Task("p", 0, 1, "g1", 0.0), Task("s", 0, 0, "g0", 0.0)]
     assert kinds(two, tasks) == {"share-gang"}
@@ -154,10 +171,10 @@ def test_placement_factors_reproduce_the_duration_table():
     table = DURATIONS["vgg16"]
     graph = tree_topology([["T4"]] * 3)
     phases = 30.0 + 10.0
-    job = Job("v", tasks_per_round=3, compute={"T4": table["pww"] - phases}, launch=30,
-              save=10, roles=("ps", "worker", "worker"),
-              placement_factor={m: (table[m] - phases) / (table["pww"] - phases)
-                                for m in ("pww", "pw:w", "p:ww", "p:w:w")})
+    profile = ClusterProfile(launch=30, save=10, roles=("ps", "worker", "worker"),
+                             placement_factor={m: (table[m] - phases) / (table["pww"] - phases)
+                                               for m in ("pww", "pw:w", "p:ww", "p:w:w")})
+    job = Job("v", tasks_per_round=3, compute={"T4": table["pww"] - phases}, cluster=profile)
     inst = Instance("v", (job,), topology=graph, mode="gang")
     gpus = [g.id for g in inst.gpus]
     for hosts, mode in (((0, 1, 1), "p:ww"), ((0, 1, 2), "p:w:w")):
@@ -260,7 +277,8 @@ def test_liquid_schedules_pass_the_checker(seed, hosts, jobs, distributed, inter
     assert report.feasible
     assert [report.completion[j.id] for j in inst.jobs] == pytest.approx(sim.completion)
     assert result.objective == pytest.approx(sim.objective)
-    assert np.all(sim.completion >= [j.arrival + j.launch + j.save for j in inst.jobs])
+    assert np.all(sim.completion >= [j.arrival + j.profile.launch + j.profile.save
+                                     for j in inst.jobs])
 
 
 def test_cli_gen_simulate_check_round_trip(tmp_path, capsys):
@@ -288,12 +306,13 @@ def test_predictions_feed_utilisation_memory_and_bandwidth():
     pytest.importorskip("sklearn")
     inst = generate_liquid(LiquidSpec(jobs=6, distributed=0.5, predict_from=100), 3)
     plain = generate_liquid(LiquidSpec(jobs=6, distributed=0.5), 3)
-    assert [j.meta["model"] for j in inst.jobs] == [j.meta["model"] for j in plain.jobs]
-    for job in inst.jobs:
-        assert 0.1 <= job.util <= 1 and round(job.util * 10, 9) % 1 == 0
-        assert job.gpu_memory > 0 and job.gpu_memory % 1024 == 0
-        assert job.meta["bandwidth"] >= 1
-    assert [j.util for j in inst.jobs] != [j.util for j in plain.jobs]
+    assert [j.profile.model for j in inst.jobs] == [j.profile.model for j in plain.jobs]
+    assert [j.meta for j in inst.jobs] == [j.meta for j in plain.jobs]
+    for p in (job.profile for job in inst.jobs):
+        assert 0.1 <= p.util <= 1 and round(p.util * 10, 9) % 1 == 0
+        assert p.gpu_memory > 0 and p.gpu_memory % 1024 == 0
+        assert p.bandwidth >= 1
+    assert [j.profile.util for j in inst.jobs] != [j.profile.util for j in plain.jobs]
     result = run_policy(inst, "liquid", params={"share": "1", "cost": "code"})
     assert result.objective is not None
 

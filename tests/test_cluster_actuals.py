@@ -14,7 +14,7 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from optsched import GPU, Instance, Job, check
+from optsched import GPU, Instance, check
 from optsched.errors import InputError
 from optsched.generate import LiquidSpec, generate_liquid, with_actuals
 from optsched.io import instance_from_dict, instance_to_dict, schedule_from_dict
@@ -22,12 +22,12 @@ from optsched.online.cluster import simulate_cluster
 from optsched.online.run import run_policy
 from optsched.schedule import Schedule, Task
 from optsched.topology import tree_topology
-from tests.test_cluster import one_gpu, schema, single
+from tests.test_cluster import cluster_job, one_gpu, reprofile, schema, single
 
 
 def ps2(name, work=100.0, **kw):
-    return Job(id=name, tasks_per_round=3, compute={"T4": work},
-               roles=("ps", "worker", "worker"), **kw)
+    return cluster_job(name, tasks_per_round=3, compute={"T4": work},
+                       roles=("ps", "worker", "worker"), **kw)
 
 
 def hosts(n, per_host=2):
@@ -73,8 +73,7 @@ def agrees(inst, sim):
 
 def test_actuals_flow_time_and_contention_round_trip_and_match_the_schema():
     gpus = hosts(2)
-    inst = Instance("a", (ps2("p", flow_time=12.5, actual={"bandwidth": 3.0},
-                              meta={"bandwidth": 2.0}),
+    inst = Instance("a", (ps2("p", flow_time=12.5, actual={"bandwidth": 3.0}, bandwidth=2.0),
                           single("s", util=0.5, gpu_memory=4000,
                                  actual={"util": 0.7, "gpu_memory": 5000})),
                     gpus, mode="gang", share_cap=1.3, link_contention=True)
@@ -84,7 +83,7 @@ def test_actuals_flow_time_and_contention_round_trip_and_match_the_schema():
     assert data["jobs"][1]["actual"] == {"util": 0.7, "gpu_memory": 5000.0}
     jsonschema.validate(data, schema("instance-v2"))
     assert instance_from_dict(json.loads(json.dumps(data))) == inst
-    p, s = inst.jobs
+    p, s = (job.profile for job in inst.jobs)
     assert (s.actual_util, s.actual_gpu_memory, s.actual_bandwidth) == (0.7, 5000.0, 1.0)
     assert (p.actual_util, p.actual_gpu_memory, p.bandwidth) == (1.0, 0.0, 2.0)
     assert p.actual_flow_time == pytest.approx(12.5 * 3.0 / 2.0)
@@ -138,9 +137,10 @@ def test_with_actuals_draws_around_predictions_reproducibly():
     drawn = with_actuals(inst, 0.2, 7)
     assert drawn == with_actuals(inst, 0.2, 7) and drawn != with_actuals(inst, 0.2, 8)
     ratios = []
-    for pred, job in zip(inst.jobs, drawn.jobs, strict=True):
+    for pred, job in zip((j.profile for j in inst.jobs), (j.profile for j in drawn.jobs),
+                         strict=True):
         assert set(job.actual) == {"util", "gpu_memory", "bandwidth"}
-        assert (job.util, job.gpu_memory, job.meta) == (pred.util, pred.gpu_memory, pred.meta)
+        assert dataclasses.replace(job, actual=None) == pred
         assert 0.01 <= job.actual_util <= 1
         assert 0 <= job.actual_gpu_memory <= 16384
         assert job.actual_bandwidth > 0
@@ -149,7 +149,7 @@ def test_with_actuals_draws_around_predictions_reproducibly():
     assert with_actuals(drawn, 0, 1) == inst  # error 0: actual = predicted
     # memory clipped to the GPUs: it always fits alone
     big = with_actuals(inst, 5.0, 1)
-    assert max(j.actual_gpu_memory for j in big.jobs) == 16384
+    assert max(j.profile.actual_gpu_memory for j in big.jobs) == 16384
     for bad in (-0.1, float("nan"), 11, True):
         with pytest.raises(InputError, match="prediction error"):
             with_actuals(inst, bad, 0)
@@ -163,13 +163,13 @@ def test_liquid_generator_flags():
     noisy = generate_liquid(LiquidSpec(jobs=6, distributed=0.5, prediction_error=0.3,
                                        link_contention=True), 3)
     assert noisy.link_contention
-    assert [(j.util, j.gpu_memory) for j in noisy.jobs] == [(j.util, j.gpu_memory)
-                                                            for j in plain.jobs]
-    assert all(j.actual is not None for j in noisy.jobs)
+    assert [(j.profile.util, j.profile.gpu_memory) for j in noisy.jobs] == [
+        (j.profile.util, j.profile.gpu_memory) for j in plain.jobs]
+    assert all(j.profile.actual is not None for j in noisy.jobs)
     from optsched.placement.durations import contention_durations
-    for job in noisy.jobs:
-        expected = contention_durations(job.meta["model"])[0] if job.roles else 0.0
-        assert job.flow_time == expected
+    for p in (job.profile for job in noisy.jobs):
+        assert p.model is not None
+        assert p.flow_time == (contention_durations(p.model)[0] if p.roles else 0.0)
     jsonschema.validate(instance_to_dict(noisy), schema("instance-v2"))
     with pytest.raises(InputError, match="prediction-error"):
         LiquidSpec(prediction_error=-1)
@@ -183,7 +183,7 @@ def test_actuals_are_drawn_around_the_forest_predictions():
     noisy = generate_liquid(LiquidSpec(jobs=6, distributed=0.5, predict_from=100,
                                        prediction_error=0.2), 3)
     assert noisy == with_actuals(predicted, 0.2, 3)
-    assert [j.util for j in noisy.jobs] == [j.util for j in predicted.jobs]
+    assert [j.profile.util for j in noisy.jobs] == [j.profile.util for j in predicted.jobs]
 
 
 def test_cli_generates_actuals_and_contention(tmp_path, capsys):
@@ -266,7 +266,7 @@ def test_a_round_out_of_actual_memory_fails_at_its_training_start_and_is_requeue
     report = agrees(inst, sim)
     assert report.metrics["oom_failures"] == 1 and report.metrics["lost_gpu_s"] == 20.0
     # predictions alone: no failure, b trains at 20 next to a
-    exact = one_gpu(*(dataclasses.replace(j, actual=None) for j in inst.jobs),
+    exact = one_gpu(*(reprofile(j, actual=None) for j in inst.jobs),
                     share_cap=1.3, memory=10000)
     plain = simulate_cluster(exact, Scripted({0: (0,), 1: (0,)}))
     assert plain.metrics["oom_failures"] == 0 and plain.completion[1] < 220
@@ -290,8 +290,8 @@ def test_a_requeued_round_is_not_retried_in_the_instant_it_failed():
 def test_multi_gpu_round_fails_when_one_of_its_gpus_overflows():
     gpus = tuple(GPU(f"g{k}", "T4", "h", 10000.0) for k in range(3))
     s = single("s", util=0.5, gpu_memory=5000, actual={"gpu_memory": 7000})
-    p = Job("p", arrival=1.0, tasks_per_round=3, compute={"T4": 50}, gpu_memory=4000,
-            launch=10, actual={"gpu_memory": 4000})
+    p = cluster_job("p", arrival=1.0, tasks_per_round=3, compute={"T4": 50}, gpu_memory=4000,
+                    launch=10, actual={"gpu_memory": 4000})
     inst = Instance("m", (s, p), gpus, mode="gang")
     plan = {0: (0,), 1: (0, 1, 2)}
 
@@ -303,7 +303,7 @@ def test_multi_gpu_round_fails_when_one_of_its_gpus_overflows():
     assert sim.metrics["oom_failures"] == 0
     assert sim.completion.tolist() == pytest.approx([100.0, 150.0])
     agrees(inst, sim)
-    saving = Instance("m", (dataclasses.replace(s, save=30), p), gpus, mode="gang")
+    saving = Instance("m", (reprofile(s, save=30), p), gpus, mode="gang")
     # with s saving [100, 130) holding 7000 actual MB, p's 4000 overflow g0 at 100: p fails
     # (held 3 GPUs × 99 s) and is offered again at the next event (130, s released)
     sim = simulate_cluster(saving, Scripted(plan))
@@ -342,7 +342,8 @@ def test_the_checker_verifies_failed_attempts():
     assert "missing" in kinds(good[:2])
     # a failed attempt of a multi-GPU round must be whole
     gpus = tuple(GPU(f"g{k}", "T4", "h", 100.0) for k in range(2))
-    two = Instance("t", (Job("p", tasks_per_round=2, compute={"T4": 5}, gpu_memory=10),),
+    two = Instance("t", (cluster_job("p", tasks_per_round=2, compute={"T4": 5},
+                                     gpu_memory=10),),
                    gpus, mode="gang")
     part = [Task("p", 0, 0, "g0", 0.0, failed_at=0.0), Task("p", 0, 0, "g0", 1.0),
             Task("p", 0, 1, "g1", 1.0)]
@@ -514,7 +515,7 @@ def test_explicit_actuals_equal_to_predictions_change_nothing(seed, share, pre):
     inst = generate_liquid(LiquidSpec(hosts=3, jobs=6, distributed=0.5, interarrival=20),
                            seed)
     same = dataclasses.replace(inst, link_contention=True, jobs=tuple(
-        dataclasses.replace(j, actual={"util": j.util, "gpu_memory": j.gpu_memory})
+        reprofile(j, actual={"util": j.profile.util, "gpu_memory": j.profile.gpu_memory})
         for j in inst.jobs))
     params = {"share": str(int(share)), "preschedule": str(int(pre))}
     a = run_policy(inst, "liquid", params=params, seed=seed).simulation

@@ -3,16 +3,23 @@
 from __future__ import annotations
 
 import copy
+import dataclasses
 import json
 import math
+import re
+from importlib import resources
 
+import jsonschema
 import networkx as nx
 import numpy as np
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
-from optsched import GPU, Instance, Job
+from optsched import GPU, ClusterProfile, Instance, Job
 from optsched.errors import InputError, UnknownNameError
 from optsched.io import instance_from_dict, instance_to_dict
+from optsched.testing import cluster_profiles
 from optsched.topology import tree_topology
 from optsched.workloads import default_catalog
 
@@ -200,3 +207,136 @@ def test_topology_errors_through_json(data, match):
 
 def test_matrices_dtype():
     assert instance_from_dict(BASE).compute.dtype == np.float64
+
+
+# -- cluster profiles (instance@2) -------------------------------------------------------------
+
+V2 = {**BASE, "format": "optsched/instance@2", "mode": "gang"}
+
+BAD_PROFILES = [
+    ("launch", -1), ("save", "10"), ("util", 0), ("util", 1.5), ("gpu_memory", math.inf),
+    ("roles", ["boss"]), ("roles", []), ("roles", "ps"), ("roles", [["ps"]]),
+    ("placement_factor", {}), ("placement_factor", {"pww": 0}),
+    ("placement_factor", {"pww": 2e6}), ("actual", [0.5]), ("actual", {"cpu": 1}),
+    ("actual", {"util": 2}), ("flow_time", -0.5), ("bandwidth", 0), ("bandwidth", True),
+    ("model", ""), ("model", 5),
+]
+
+
+@pytest.mark.parametrize("field,value", BAD_PROFILES, ids=[f"{f}={v!r}" for f, v in BAD_PROFILES])
+def test_bad_cluster_profiles_name_the_field_and_in_files_the_job(field, value):
+    with pytest.raises(InputError, match=f"^{field}"):
+        ClusterProfile(**{field: value})
+    with pytest.raises(InputError, match=re.escape(f"job 'J1': {field}")):
+        instance_from_dict(with_(("jobs", 0, field), value) | {
+            "format": V2["format"], "mode": "gang"})
+
+
+def test_roles_must_match_the_tasks_of_a_round():
+    with pytest.raises(InputError, match=r"job 'J': roles .* each of the 2 tasks"):
+        Job("J", tasks_per_round=2, compute={"V100": 1},
+            cluster=ClusterProfile(roles=("ps",)))
+    with pytest.raises(InputError, match="job 'J': cluster must be a ClusterProfile"):
+        Job("J", compute={"V100": 1}, cluster={"launch": 1.0})
+
+
+def test_a_profile_of_defaults_is_no_profile():
+    job = Job("J", compute={"V100": 1}, cluster=ClusterProfile(util=1, bandwidth=1))
+    assert job.cluster is None and job.profile == ClusterProfile()
+    assert job == Job("J", compute={"V100": 1})
+    # an instance@2 file without (or with default) cluster keys: a plain job, written as @1
+    for extra in ({}, {"util": 1.0, "launch": 0}):
+        data = copy.deepcopy(V2)
+        data["jobs"][0].update(extra)
+        inst = instance_from_dict(data)
+        assert inst.jobs[0].cluster is None and not inst.cluster
+        assert instance_to_dict(inst)["format"] == "optsched/instance@1"
+    gpus = (GPU("a", "V100", "h0"), GPU("b", "V100", "h1"))
+    model_only = Instance("m", (Job("J", compute={"V100": 1},
+                                    cluster=ClusterProfile(model="vgg16")),), gpus, mode="gang")
+    assert model_only.cluster
+    assert instance_to_dict(model_only)["format"] == "optsched/instance@2"
+
+
+def test_every_profile_field_round_trips_flat_in_the_job():
+    profile = ClusterProfile(launch=30, save=10, util=0.6, gpu_memory=8192,
+                             roles=("ps", "worker", "worker"),
+                             placement_factor={"pww": 1.0, "p:w:w": 1.6},
+                             actual={"util": 0.7, "gpu_memory": 9000, "bandwidth": 2.5},
+                             flow_time=12.5, bandwidth=2.0, model="vgg16")
+    job = Job("J", tasks_per_round=3, compute={"T4": 100}, cluster=profile,
+              meta={"batch_size": 4})
+    inst = Instance("all", (job,), tuple(GPU(f"h{k}/g0", "T4", f"h{k}", 16384.0)
+                                         for k in range(3)),
+                    mode="gang", share_cap=1.3, link_contention=True)
+    data = json.loads(json.dumps(instance_to_dict(inst)))
+    written = data["jobs"][0]
+    assert {k: written[k] for k in ("bandwidth", "model", "roles", "meta")} == {
+        "bandwidth": 2.0, "model": "vgg16", "roles": ["ps", "worker", "worker"],
+        "meta": {"batch_size": 4}}
+    assert set(written) >= {f.name for f in dataclasses.fields(ClusterProfile)}
+    jsonschema.validate(data, _schema("instance-v2"))
+    assert instance_from_dict(data) == inst
+    assert inst.jobs[0].profile.actual_flow_time == pytest.approx(12.5 * 2.5 / 2.0)
+
+
+def test_older_files_keep_bandwidth_and_model_in_meta():
+    meta = {"model": "vgg16", "batch_size": 4, "bandwidth": 2.33}
+    data = copy.deepcopy(V2)
+    data["jobs"][0]["meta"] = meta
+    inst = instance_from_dict(data)
+    job = inst.jobs[0]
+    assert (job.profile.bandwidth, job.profile.model) == (2.33, "vgg16")
+    assert job.meta == meta  # left as it is
+    written = instance_to_dict(inst)["jobs"][0]
+    assert (written["bandwidth"], written["model"], written["meta"]) == (2.33, "vgg16", meta)
+    assert instance_from_dict(json.loads(json.dumps(instance_to_dict(inst)))) == inst
+    # a flat key wins; meta values that are no bandwidth or model are just data
+    data["jobs"][0].update(bandwidth=3.0)
+    assert instance_from_dict(data).jobs[0].profile.bandwidth == 3.0
+    data["jobs"][0] = {**BASE["jobs"][0], "meta": {"bandwidth": "high", "model": 7}}
+    assert instance_from_dict(data).jobs[0].cluster is None
+    # instance@1 never had them: its meta is only data
+    v1 = copy.deepcopy(BASE)
+    v1["jobs"][0]["meta"] = meta
+    assert instance_from_dict(v1).jobs[0].cluster is None
+
+
+def test_a_default_bandwidth_or_model_next_to_meta_ones_reads_back_equal():
+    """A job whose meta says bandwidth 2 and model vgg16 while its profile keeps the
+    defaults is written with bandwidth 1 and model null, so the fallback does not apply."""
+    job = Job("J", compute={"V100": 1}, cluster=ClusterProfile(launch=5),
+              meta={"bandwidth": 2.0, "model": "vgg16"})
+    inst = Instance("d", (job,), (GPU("a", "V100"),), mode="gang")
+    data = json.loads(json.dumps(instance_to_dict(inst)))
+    assert (data["jobs"][0]["bandwidth"], data["jobs"][0]["model"]) == (1.0, None)
+    jsonschema.validate(data, _schema("instance-v2"))
+    assert instance_from_dict(data) == inst
+
+
+@settings(max_examples=60, deadline=None)
+@given(st.data())
+def test_drawn_cluster_profiles_round_trip(data):
+    meta = st.one_of(st.none(), st.fixed_dictionaries({}, optional={
+        "bandwidth": st.sampled_from([0, 2, 1.0, "x"]),
+        "model": st.sampled_from(["", "vgg16", 3]), "note": st.just("kept")}))
+    jobs = []
+    for j in range(data.draw(st.integers(1, 3))):
+        k = data.draw(st.integers(1, 3))
+        jobs.append(Job(f"j{j}", tasks_per_round=k, compute={"T4": 10.0},
+                        cluster=data.draw(cluster_profiles(tasks_per_round=k)),
+                        meta=data.draw(meta)))
+    inst = Instance("p", tuple(jobs), tuple(GPU(f"g{k}", "T4", f"h{k % 2}", 8192.0)
+                                            for k in range(3)),
+                    mode="gang", share_cap=data.draw(st.sampled_from([None, 1.3])))
+    written = json.loads(json.dumps(instance_to_dict(inst)))
+    assert instance_from_dict(written) == inst
+    assert [j.get("meta") for j in written["jobs"]] == [
+        None if j.meta is None else dict(j.meta) for j in inst.jobs]
+    if inst.cluster:
+        jsonschema.validate(written, _schema("instance-v2"))
+
+
+def _schema(name):
+    path = resources.files("optsched").joinpath("data", "schemas", f"{name}.schema.json")
+    return json.loads(path.read_text())

@@ -10,17 +10,14 @@ import pytest
 from hypothesis import assume, given
 from hypothesis import strategies as st
 
-from optsched import Instance, Job, check
+from optsched import Instance, check
 from optsched.errors import InputError
 from optsched.generate import LiquidSpec, generate_liquid
 from optsched.online.cluster import simulate_cluster
 from optsched.online.liquid import Liquid
 from optsched.online.run import run_policy
 from optsched.topology import tree_topology
-
-
-def single(name, work=100.0, **kw):
-    return Job(id=name, compute={"T4": work}, **kw)
+from tests.test_cluster import single
 
 
 def cluster(jobs, n=1, memory=(), share_cap=None):

@@ -7,8 +7,9 @@ unseen in training falls back to a forest over all types. :func:`to_request` tur
 predictions into Liquid's resource request (CPU cores, memory, GPU utilisation, GPU memory,
 bandwidth weight = ceil(bw_rx / 100,000)), the weight placement uses
 (:func:`with_bandwidth`); :func:`with_predictions` writes a cluster instance's predicted GPU
-utilisation, GPU memory and bandwidth weight, which the liquid policy's sharing and placement
-decide on (execution uses the jobs' ``actual`` values where given).
+utilisation, GPU memory and bandwidth weight (in the jobs' cluster profiles), which the
+liquid policy's sharing and placement decide on (execution uses the jobs' ``actual`` values
+where given).
 
 :func:`evaluate` is the paper's protocol (§7.2): a fixed test set of jobs, a training set grown
 in steps, RMSE and R² per label, for the forest and the paper's comparison models (linear
@@ -148,33 +149,32 @@ def with_bandwidth(instance: PlacementInstance, weights: Mapping[str, float]
 
 
 def with_predictions(instance: Instance, estimator: ResourceEstimator) -> Instance:
-    """The instance with each job's ``util``, ``gpu_memory`` and bandwidth weight
-    (``meta["bandwidth"]``) replaced by Liquid's request from the estimator's prediction for
-    one of its workers (:func:`to_request`: utilisation rounded down to 10 %, at least 10 %;
-    memory rounded up to GB). A job's type is ``meta["model"]`` and its features are its
-    PS/worker counts and ``meta``'s ``batch_size`` and ``num_batches``.
+    """The instance with each job's predicted ``util``, ``gpu_memory`` and ``bandwidth``
+    (its :class:`~optsched.instance.ClusterProfile`) replaced by Liquid's request from the
+    estimator's prediction for one of its workers (:func:`to_request`: utilisation rounded
+    down to 10 %, at least 10 %; memory rounded up to GB). A job's type is its profile's
+    ``model`` and its features are its PS/worker counts and ``meta``'s ``batch_size`` and
+    ``num_batches``.
 
     These are predictions: the scheduler decides on them (Liquid §4, §6.2). A job's
     ``actual`` values, if any, are kept; without them execution takes the predictions as the
     truth — :func:`optsched.generate.with_actuals` draws actuals around them, so that a
     misprediction can overload a shared GPU or run it out of memory."""
-    queries, metas = [], []
+    queries = []
     for job in instance.jobs:
-        meta = dict(job.meta) if isinstance(job.meta, Mapping) else {}
-        roles = job.roles or ("worker",) * job.tasks_per_round
+        meta = job.meta if isinstance(job.meta, Mapping) else {}
+        roles = job.profile.roles or ("worker",) * job.tasks_per_round
         features = {"ps_number": float(roles.count("ps")),
                     "worker_number": float(roles.count("worker")), "num_gpus": 1.0,
                     "role": 0.0, **{k: float(meta[k]) for k in ("batch_size", "num_batches")
                                     if k in meta}}
-        queries.append(Run(str(meta.get("model", "")), "worker", features, {}, job.id))
-        metas.append(meta)
+        queries.append(Run(job.profile.model or "", "worker", features, {}, job.id))
     jobs = []
-    for job, meta, prediction in zip(instance.jobs, metas, estimator.predict(queries),
-                                     strict=True):
+    for job, prediction in zip(instance.jobs, estimator.predict(queries), strict=True):
         request = to_request(prediction)
-        jobs.append(replace(job, util=min(1.0, max(10.0, request["gpu_util"]) / 100),
-                            gpu_memory=request["gpu_memory"],
-                            meta={**meta, "bandwidth": request["bandwidth"]}))
+        profile = replace(job.profile, util=min(1.0, max(10.0, request["gpu_util"]) / 100),
+                          gpu_memory=request["gpu_memory"], bandwidth=request["bandwidth"])
+        jobs.append(replace(job, cluster=profile))
     return replace(instance, jobs=tuple(jobs))
 
 

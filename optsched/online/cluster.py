@@ -71,8 +71,8 @@ _LAUNCHED, _TRAINED, _DONE = range(MODEL_EVENTS, MODEL_EVENTS + 3)
 @dataclass(eq=False)
 class ClusterJob:
     """What a cluster policy knows of an arrived, unfinished job (updated in place):
-    ``util`` and ``gpu_memory`` are the predictions (the instance's job fields), never the
-    actual values."""
+    ``util`` and ``gpu_memory`` are the predictions (the job's
+    :class:`~optsched.instance.ClusterProfile`), never the actual values."""
 
     index: int
     id: str
@@ -198,17 +198,17 @@ class _ClusterEngine(Engine):
         self.event_driven: bool = declared(policy, "event_driven")
         self.inst = instance
         self.rng = np.random.default_rng(seed)
+        profiles = [job.profile for job in instance.jobs]
         self.jobs = [ClusterJob(j, job.id, job.arrival, job.weight, job.tasks_per_round,
-                                job.roles or ("worker",) * job.tasks_per_round, job.util,
-                                job.gpu_memory, job.launch, job.save,
-                                read_only(instance.compute[j]))
-                     for j, job in enumerate(instance.jobs)]
+                                p.roles or ("worker",) * job.tasks_per_round, p.util,
+                                p.gpu_memory, p.launch, p.save, read_only(instance.compute[j]))
+                     for j, (job, p) in enumerate(zip(instance.jobs, profiles, strict=True))]
         # execution uses the actual values; decisions and admission the predictions
-        self.util = [job.actual_util for job in instance.jobs]
-        self.memory = [job.actual_gpu_memory for job in instance.jobs]
-        self.flow_time = [job.actual_flow_time for job in instance.jobs]
+        self.util = [p.actual_util for p in profiles]
+        self.memory = [p.actual_gpu_memory for p in profiles]
+        self.flow_time = [p.actual_flow_time for p in profiles]
         # without actuals the admission rule's predicted memory is the truth: no failure
-        self.misses = any(job.actual is not None for job in instance.jobs)
+        self.misses = any(p.actual is not None for p in profiles)
         self.link_load: dict[str, int] = {}  # flows of the training rounds by host link
         self.flowing: list[_Round] = []  # training rounds with flows (link contention)
         self.blocked: dict[int, float] = {}  # job -> instant its round failed

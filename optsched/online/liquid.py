@@ -3,8 +3,8 @@
 Jobs wait in arrival order. Each decision (see :mod:`optsched.online.cluster`):
 
 1. **Placement** of the waiting jobs on the vacant GPUs with a registered ``place`` method on
-   the instance's topology (PS/worker containers of one GPU each, the job's GPU memory,
-   bandwidth weight ``meta["bandwidth"]`` else 1 — Liquid's default): in **immediate** mode
+   the instance's topology (PS/worker containers of one GPU each, the job's predicted GPU
+   memory and bandwidth weight, Liquid's default 1 unless given): in **immediate** mode
    (``batch`` = 0) each job at once, in arrival order, skipping jobs that do not fit (Liquid
    retries them); in **batch** mode every ``batch`` seconds the waiting jobs together,
    dropping the latest-arrived job until the batch fits (Liquid drops one at random; the
@@ -298,13 +298,10 @@ def _placement_instance(inst: Instance, jobs: list[ClusterJob], vacant: set[int]
         usable = g in vacant and all(_fits(inst, job, g) for job in jobs)
         graph.nodes[gpu.id].update(busy=not usable,
                                    gpu_memory=gpu.memory if gpu.memory is not None else _UNLIMITED)
-    pjobs = []
-    for job in jobs:
-        meta = inst.jobs[job.index].meta
-        bandwidth = float(meta.get("bandwidth", 1.0)) if isinstance(meta, Mapping) else 1.0
-        pjobs.append(PlacementJob(job.id, tuple(
-            Container(f"t{k}", role, gpus=1, gpu_memory=job.gpu_memory)
-            for k, role in enumerate(job.roles)), bandwidth))
+    pjobs = [PlacementJob(job.id, tuple(
+                 Container(f"t{k}", role, gpus=1, gpu_memory=job.gpu_memory)
+                 for k, role in enumerate(job.roles)), inst.jobs[job.index].profile.bandwidth)
+             for job in jobs]
     return PlacementInstance(inst.name, Topology(graph), tuple(pjobs))
 
 
