@@ -38,6 +38,7 @@ from optsched.schedule import Schedule as Schedule
 from optsched.schedule import Task as Task
 from optsched.solve import MethodOutput as MethodOutput
 from optsched.solve import SolveContext as SolveContext
+from optsched.solve import get_method as get_method
 from optsched.solve import methods as methods
 from optsched.solve import register as register
 from optsched.solve import solve as solve
@@ -70,6 +71,7 @@ __all__ = [
     "generate",
     "generate_hare",
     "generate_liquid",
+    "get_method",
     "load_instance",
     "load_schedule",
     "methods",

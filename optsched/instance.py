@@ -11,6 +11,7 @@ dense matrices are built on first use.
 from __future__ import annotations
 
 import bisect
+import copyreg
 import math
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field, replace
@@ -24,6 +25,15 @@ from optsched.errors import InputError, UnknownNameError
 from optsched.limits import MAX_FACTOR, MAX_TASKS, MAX_VALUE, MIN_POSITIVE, is_bounded
 from optsched.topology import Topology
 from optsched.workloads import Catalog, default_catalog
+
+
+def _frozen(values: dict[Any, Any]) -> MappingProxyType[Any, Any]:
+    return MappingProxyType(values)
+
+
+# Instances, jobs and profiles hold read-only mappings; pickle them (worker processes, Results
+# with their simulation) as the plain dicts they wrap, frozen again on loading.
+copyreg.pickle(MappingProxyType, lambda proxy: (_frozen, (dict(proxy),)))
 
 MODES = ("relaxed", "gang")
 ROLES = frozenset({"ps", "worker"})

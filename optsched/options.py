@@ -2,15 +2,25 @@
 
 Every registered method takes its options as a frozen dataclass, a subclass of
 :class:`Options` whose fields are declared with :func:`choice`, :func:`switch`, :func:`count`,
-:func:`seed`, :func:`number`, :func:`numbers`, :func:`period` or :func:`text`. Each field
+:func:`number`, :func:`numbers`, :func:`period` or :func:`text`. Each field
 carries its help text (which states the default) and its conversion, so that the command line
 (``--param KEY=VALUE``), benchmark grids and Python callers go through the same code:
 :meth:`Options.parse` takes text or typed values, and constructing the dataclass directly
 (``CpsatOptions(workers=2)``) converts and validates the same way.
 
+What each helper accepts, as text and from Python:
+
+- :func:`choice`: one of its strings;
+- :func:`switch`: ``0``/``1``; a bool, or the integer 0 or 1;
+- :func:`count`: an integer (NumPy's too; not a bool), or its text;
+- :func:`number`, :func:`period`: a real number (not a bool), or its text;
+- :func:`numbers`: comma-separated text, a list or tuple of numbers, or ``auto``;
+- :func:`text`: a non-empty string.
+
 Every conversion raises :class:`~optsched.errors.InputError` naming the key and the value, so
 a bad value is bad input (exit 2), never a traceback. Numbers must be finite and at most
-:data:`~optsched.limits.MAX_VALUE` in magnitude; lists may not have empty items.
+:data:`~optsched.limits.MAX_VALUE` in magnitude; lists may not have empty items. A field
+whose default is None (an optional number, ``numbers``, ``text``) also takes None.
 
 Examples
 --------
@@ -28,8 +38,9 @@ MyOptions(depth=5, greedy=False)
 from __future__ import annotations
 
 import math
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import MISSING, dataclass, field, fields
+from numbers import Integral, Real
 from typing import Any, Self
 
 from optsched.errors import InputError
@@ -38,8 +49,6 @@ from optsched.limits import MAX_VALUE
 #: Shortest accepted period (tick, heartbeat, batch interval) in seconds: shorter ones make
 #: a simulation run through billions of periodic events.
 MIN_PERIOD = 1e-3
-#: Largest seed (NumPy and CP-SAT take 63-bit seeds).
-MAX_SEED = 2**63 - 1
 _SPEC = "optsched.option"
 
 
@@ -92,6 +101,13 @@ class Options:
         return {_key(f): _spec(f).help for f in fields(cls)}
 
     @classmethod
+    def defaults(cls) -> dict[str, str | None]:
+        """Command-line key → default as ``KEY=VALUE`` text (None: not given, derived by the
+        method as its help text says)."""
+        return {_key(f): None if _default(f) is None else _spec(f).render(_default(f))
+                for f in fields(cls)}
+
+    @classmethod
     def parse(cls, params: Mapping[str, Any] | None = None, *, owner: str | None = None
               ) -> Self:
         """The options of ``params`` (command-line key → text or typed value); absent keys
@@ -111,15 +127,16 @@ class Options:
                                  f"(known: {known})")
         return cls(**{keys[k]: v for k, v in (params or {}).items()})
 
-    def to_params(self) -> dict[str, str]:
-        """The options that differ from their defaults, as ``KEY=VALUE`` text (what
-        :meth:`parse` reads back to equal options)."""
-        out = {}
-        for f in fields(self):
-            value = getattr(self, f.name)
-            if value != _default(f):
-                out[_key(f)] = _spec(f).render(value)
-        return out
+    def to_params(self, keys: Iterable[str] | None = None) -> dict[str, str]:
+        """The options as canonical ``KEY=VALUE`` text (what :meth:`parse` reads back to
+        equal options): those that differ from their defaults, or with ``keys`` (command-line
+        keys, e.g. the ones a caller gave) those, in that order, whatever their values (a
+        key whose value is None, "not given", is left out)."""
+        by_key = {_key(f): f for f in fields(self)}
+        chosen = [by_key[k] for k in keys] if keys is not None else [
+            f for f in fields(self) if getattr(self, f.name) != _default(f)]
+        return {_key(f): _spec(f).render(getattr(self, f.name)) for f in chosen
+                if getattr(self, f.name) is not None}
 
 
 def _key(f: Any) -> str:
@@ -145,18 +162,20 @@ def choice(help: str, options: Sequence[str], default: str | None = None, *,
 
 
 def switch(help: str, default: bool = False) -> Any:
-    """On or off: ``1``/``0`` on the command line, a bool in Python."""
+    """On or off: ``1``/``0`` on the command line; a bool, or the integer 0 or 1, in
+    Python."""
     def convert(name: str, value: Any) -> bool:
         if isinstance(value, bool):
             return value
-        if value in ("0", "1"):
-            return value == "1"
+        if value in ("0", "1") or (isinstance(value, Integral) and value in (0, 1)):
+            return value in ("1", 1)
         raise InputError(f"{name} must be '0' or '1', got {value!r}")
     return _option(default, OptionSpec(help, convert, lambda v: "1" if v else "0"))
 
 
 def _integer(name: str, value: Any, low: int, high: int | float) -> int:
-    if isinstance(value, bool) or not isinstance(value, int | str):
+    """``value`` (text or an integer, NumPy's included; not a bool) in [low, high]."""
+    if isinstance(value, bool) or not isinstance(value, Integral | str):
         raise InputError(f"{name} must be an integer, got {value!r}")
     try:
         number = int(value)
@@ -170,23 +189,15 @@ def _integer(name: str, value: Any, low: int, high: int | float) -> int:
 
 
 def count(help: str, default: int | None = 1) -> Any:
-    """An integer in [1, MAX_VALUE] (None default: optional)."""
+    """An integer in [1, MAX_VALUE], default ``default`` (1; None: optional). The help text
+    states the default; pass the same value here."""
     return _option(default, OptionSpec(
         help, lambda name, value: _integer(name, value, 1, MAX_VALUE)))
 
 
-def seed(help: str) -> Any:
-    """A seed: an integer in [0, 2^63), default 0."""
-    def convert(name: str, value: Any) -> int:
-        if isinstance(value, str) and not value.isdigit():
-            raise InputError(f"{name} must be an integer in [0, 2^63), got {value!r}")
-        return _integer(name, value, 0, MAX_SEED)
-    return _option(0, OptionSpec(help, convert))
-
-
 def _float(name: str, value: Any) -> float:
     """``value`` (text or a real number) as a finite float of magnitude at most MAX_VALUE."""
-    if isinstance(value, bool) or not isinstance(value, int | float | str):
+    if isinstance(value, bool) or not isinstance(value, Real | str):
         raise InputError(f"{name} must be a number, got {value!r}")
     try:
         number = float(value)
@@ -211,7 +222,12 @@ def number(help: str, default: float | None = None, *, low: float = 0.0,
             bounds = f"{'(' if open_low else '['}{low:g}, {high:g}]"
             raise InputError(f"{name} must be in {bounds}, got {value!r}")
         return out
-    return _option(default, OptionSpec(help, convert, key=key))
+    return _option(default, OptionSpec(help, convert, _number_text, key=key))
+
+
+def _number_text(value: float) -> str:
+    """A number as text that reads back equal: integral values without ``.0`` (``5``)."""
+    return str(int(value)) if value.is_integer() and abs(value) < 2**53 else repr(value)
 
 
 def period(help: str) -> Any:
@@ -222,7 +238,7 @@ def period(help: str) -> Any:
             raise InputError(f"{name} must be 0 (off) or in [{MIN_PERIOD:g}, {MAX_VALUE:g}] s, "
                              f"got {value!r}")
         return out
-    return _option(0.0, OptionSpec(help, convert))
+    return _option(0.0, OptionSpec(help, convert, _number_text))
 
 
 def numbers(help: str) -> Any:
@@ -248,7 +264,7 @@ def numbers(help: str) -> Any:
         if any(not v > 0 for v in out) or list(out) != sorted(out):
             raise InputError(f"{name} must be increasing positive numbers, got {value!r}")
         return out
-    return _option(None, OptionSpec(help, convert, lambda v: ",".join(repr(x) for x in v)))
+    return _option(None, OptionSpec(help, convert, lambda v: ",".join(map(_number_text, v))))
 
 
 def text(help: str, check: Callable[[str, str], None] | None = None) -> Any:

@@ -31,6 +31,7 @@ Plug-in guarantees (README, "What optsched promises"):
 
 from __future__ import annotations
 
+import dataclasses
 import importlib
 import importlib.util
 import math
@@ -182,9 +183,14 @@ class MethodInfo:
 
     def parse_options(self, params: Mapping[str, Any]) -> Options:
         """The method's options of ``params`` (text or typed values), before it runs:
-        InputError naming an unknown key or a value its option refuses."""
+        InputError naming the method and an unknown key or a value its option refuses."""
         with method_running(self):
-            return self.options.parse(params, owner=f"method {self.name!r}")
+            try:
+                return self.options.parse(params, owner=self.label)
+            except InputError as exc:
+                if str(exc).startswith(self.label):
+                    raise
+                raise InputError(f"{self.label}: {exc}") from None
 
     def check_mode(self, mode: str) -> None:
         """Refuse a mode the method does not support (InputError naming it)."""
@@ -236,11 +242,11 @@ def register(
     model's ``cost``, ``lambda``, ``cross_domain``, ``contention``; the default), it receives
     the cost model as ``context.model`` and is called as ``func(instance, context) ->
     PlaceOutput`` (:mod:`optsched.placement`). A ``simulate`` method is a factory
-    ``func(options) -> policy``. ``default_time_limit`` (seconds) is the limit a method runs
-    under when the caller gives none (exact methods and relaxations, which may otherwise run
-    for hours). ``imports`` names solver packages the method loads on its first run; they are
-    imported before its clock starts, so a result's ``runtime_s`` excludes that one-off
-    start-up, reported as ``extra["startup_s"]``.
+    ``func(options, seed) -> policy`` (``seed``: the run's, for a policy's random choices).
+    ``default_time_limit`` (seconds) is the limit a method runs under when the caller gives none
+    (exact methods and relaxations, which may otherwise run for hours). ``imports`` names solver
+    packages the method loads on its first run; they are imported before its clock starts, so a
+    result's ``runtime_s`` excludes that one-off start-up, reported as ``extra["startup_s"]``.
 
     Examples
     --------
@@ -265,6 +271,9 @@ def register(
     options = options or Options
     if not (isinstance(options, type) and issubclass(options, Options)):
         raise InputError(f"method {name!r}: options must be a subclass of Options")
+    if any(isinstance(v, dataclasses.Field) for v in vars(options).values()):
+        raise TypeError(f"method {name!r}: options class {options.__name__} must be "
+                        "decorated with @dataclass(frozen=True)")
     options.describe()  # every field declared with an option helper (TypeError otherwise)
 
     def decorate(func: Callable[..., Any]) -> Callable[..., Any]:
@@ -459,7 +468,15 @@ def methods(kind: str | None = None) -> list[MethodInfo]:
 
 
 def get_method(name: str, kind: str = "solve") -> MethodInfo:
-    """The registered method ``name`` of ``kind``."""
+    """The registered method ``name`` of ``kind`` (``solve``, ``simulate`` or ``place``):
+    its description, modes, default time limit and options class (``.options``, e.g.
+    ``get_method("hlas", "simulate").options(starvation=0)``).
+
+    Raises
+    ------
+    UnknownNameError
+        No such method of that kind (the message lists the known ones).
+    """
     _load()
     try:
         return _REGISTRY[kind, name]
@@ -583,10 +600,12 @@ def prepare(method: str, kind: str, *, seed: int, time_limit: float | None,
     """What every verb does before it runs a method: look it up, check the seed, the time
     limit (None: the method's default) and the options (InputError naming what is wrong).
 
-    ``params`` are the method's options object, or a mapping of ``KEY=VALUE`` text or numbers
-    (``{"workers": "2"}``, ``{"workers": 2}``). The Result records a mapping as given (numbers
-    as their text, ``0.3`` as ``"0.3"``) and an options object as the options that differ from
-    their defaults (:meth:`~optsched.options.Options.to_params`)."""
+    ``params`` are the method's options object, or a mapping of ``KEY=VALUE`` text or typed
+    values (``{"workers": "2"}``, ``{"workers": 2}``, ``{"share": True}``), read by
+    :meth:`~optsched.options.Options.parse`. The Result records the options in canonical text
+    (:meth:`~optsched.options.Options.to_params`): a mapping's keys, each value as its option
+    writes it (``{"workers": 2}`` and ``{"workers": "02"}`` both as ``{"workers": "2"}``), and
+    an options object's fields that differ from their defaults."""
     info = get_method(method, kind)
     check_seed(seed)
     check_time_limit(time_limit)
@@ -596,13 +615,11 @@ def prepare(method: str, kind: str, *, seed: int, time_limit: float | None,
             raise InputError(f"{info.label} takes {info.options.__name__}, not "
                              f"{type(params).__name__}")
         return Prepared(info, limit, params, params.to_params())
-    text = dict(params or {})
-    for key, value in text.items():
-        if isinstance(value, bool) or not isinstance(value, (str, int, float)):
-            raise InputError(f"parameter {key!r} must be a string or a number, got "
-                             f"{type(value).__name__} {value!r}")
-        text[key] = str(value)
-    return Prepared(info, limit, info.parse_options(text), text)
+    if params is not None and not isinstance(params, Mapping):
+        raise InputError(f"params must be a mapping or {info.options.__name__}, got "
+                         f"{type(params).__name__} {params!r}")
+    options = info.parse_options(params or {})
+    return Prepared(info, limit, options, options.to_params(list(params or {})))
 
 
 def run_timed(info: MethodInfo, call: Callable[[], Any], *, listener: Any = None

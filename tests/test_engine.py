@@ -210,7 +210,7 @@ def test_a_cluster_plug_in_needs_no_execution_attribute():
 
     @register("test-random-cluster", kind="simulate", modes=("gang",), replace=True,
               description="random cluster policy (tests only)")
-    def _make(params):
+    def _make(options, seed):
         return RandomCluster()
 
     inst = liquid_instance(4)

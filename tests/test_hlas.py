@@ -125,6 +125,6 @@ def test_params_reach_the_policies():
         assert result.objective == 3.0
     result = run_policy(inst.with_mode("gang"), "tiresias", params={"thresholds": "auto"})
     assert result.objective == 3.0
-    result = run_policy(inst.with_mode("gang"), "fifo-random", params={"seed": "5"})
+    result = run_policy(inst.with_mode("gang"), "fifo-random", seed=5)
     assert result.objective == 3.0
     assert np.isfinite(result.objective)

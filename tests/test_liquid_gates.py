@@ -137,8 +137,9 @@ def test_gated_liquid_schedules_pass_the_checker(seed, hosts, jobs, distributed,
                                       interarrival=interarrival, prediction_error=error,
                                       link_contention=contention), seed)
     params = {"gates": gates, "share": str(int(share)), "preschedule": str(int(pre)),
-              "share_ratio": share_ratio, "preschedule_ratio": preschedule_ratio,
               "end_error": end_error, "heartbeat": str(heartbeat), **placement}
+    if gates == "code":  # the ratios are the code gates' thresholds
+        params.update(share_ratio=share_ratio, preschedule_ratio=preschedule_ratio)
     result = run_policy(inst, "liquid", params=params, seed=seed)
     sim = result.simulation
     report = check(inst, sim.schedule)
@@ -187,3 +188,10 @@ def test_a_job_that_ran_out_of_memory_is_not_shared_again():
     failed = [t for t in sim.schedule.tasks if t.failed_at is not None]
     assert [(t.job, t.start, t.failed_at) for t in failed] == [("b", 1.0, 1.0)]
     assert starts(sim)["b"][1] == 105.0  # a's release (100), reported at the next heartbeat
+
+
+def test_code_gate_ratios_need_the_code_gates():
+    inst = generate_liquid(LiquidSpec(jobs=2, hosts=2), 0)
+    with pytest.raises(InputError, match="share_ratio applies to gates=code"):
+        run_policy(inst, "liquid", params={"share_ratio": "0.5"})
+    run_policy(inst, "liquid", params={"gates": "code", "share_ratio": "0.5"})

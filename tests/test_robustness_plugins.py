@@ -297,7 +297,7 @@ def test_simulate_and_place_plugins_are_named(plugins):
         from optsched.solve import register
 
         @register("pl-policy", kind="simulate", description="cannot be built")
-        def policy(params):
+        def policy(options, seed):
             raise RuntimeError("policy table missing")
 
         @register("pl-place", kind="place", description="NaN bound")

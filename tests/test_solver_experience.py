@@ -186,3 +186,36 @@ def test_results_pickle_with_plain_numbers_and_string_params():
     assert all(type(v) in (float, int, dict) for v in data["metrics"].values())
     gang = run_policy(inst, "fifo", mode="gang")
     assert gang.mode == "gang" and gang.simulation is not None
+
+
+def test_every_result_pickles_with_its_solution_and_simulation():
+    """Instances, jobs and cluster profiles hold read-only mappings; results of all three
+    verbs, a simulation's realised instance included, survive pickling."""
+    import pickle
+
+    from optsched.generate import LiquidSpec, generate_liquid
+    from optsched.online import run_policy
+    from optsched.placement import PlacementSpec, generate_placement, place
+
+    inst = load_instance(TOY)
+    online = run_policy(inst, "hlas")
+    again = pickle.loads(pickle.dumps(online))
+    assert again.simulation.instance == online.simulation.instance
+    assert again.to_dict() == online.to_dict()
+    cluster = generate_liquid(LiquidSpec(jobs=2, hosts=2), 0)
+    assert pickle.loads(pickle.dumps(cluster)) == cluster
+    placed = place(generate_placement(PlacementSpec(), 0), "cpsat")
+    assert pickle.loads(pickle.dumps(placed)).placement == placed.placement
+    assert placed.bound_source == "method"  # a placement's only bound is the method's
+
+
+def test_the_runs_seed_reaches_a_policy():
+    """fifo-random draws its GPU types from the run's seed, which the Result records."""
+    from optsched import GeneratorSpec, generate
+    from optsched.online import run_policy
+
+    inst = generate(GeneratorSpec(jobs=12, gpus=6, gpu_types=3), seed=1).with_mode("gang")
+    runs = {seed: run_policy(inst, "fifo-random", seed=seed) for seed in range(6)}
+    assert all(r.seed == seed for seed, r in runs.items())
+    assert len({r.objective for r in runs.values()}) > 1
+    assert run_policy(inst, "fifo-random", seed=3).objective == runs[3].objective

@@ -238,9 +238,10 @@ def plan(
     placement = any(data.get("format") == PLACEMENT_INSTANCE_FORMAT
                     for data in instances.values())
     own_modes = {data.get("mode", "relaxed") for data in instances.values()}
+    canonical = {}  # per method: the options as a Result records them (one key per setting)
     for method in methods:
         info = _method(method, placement)
-        info.parse_options(params)
+        canonical[method] = info.parse_options(params).to_params(list(params))
         for mode in () if placement else modes or sorted(own_modes):
             info.check_mode(mode)
     runs: list[Run] = []
@@ -249,7 +250,7 @@ def plan(
         for mode in ["placement"] if placement else modes or [data.get("mode", "relaxed")]:
             for method in methods:
                 runs.extend(Run(name, data, entry.get("cell", {}), entry.get("seed"), method,
-                                mode, seed, params, time_limit, tuple(plugins))
+                                mode, seed, canonical[method], time_limit, tuple(plugins))
                             for seed in seeds)
     return runs
 

@@ -19,8 +19,10 @@ def add_parser(sub: Any) -> None:
 def run(args: argparse.Namespace) -> int:
     infos = methods()
     if args.json:
-        print_json([{"kind": i.kind, "name": i.name, "modes": sorted(i.modes),
+        print_json([{"kind": i.kind, "name": i.name,
+                     "modes": ["placement"] if i.kind == "place" else sorted(i.modes),
                      "description": i.description, "params": dict(i.params),
+                     "defaults": i.options.defaults(),
                      "default_time_limit": i.default_time_limit} for i in infos])
         return EXIT_OK
     for kind in KINDS:

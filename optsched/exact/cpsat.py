@@ -63,7 +63,7 @@ class CpsatOptions(Options):
 
     time_unit: float | None = number("grid step in seconds (default 1 for integer data, "
                                      "else 0.001)", open_low=True)
-    workers: int = count("CP-SAT worker threads (default 1; at most 2 on this machine)")
+    workers: int = count("CP-SAT worker threads (default 1)")
     objective: str = one_of("weighted (Σ w_j C_j, default) or makespan",
                             ("weighted", "makespan"))
     hint: str = one_of("ect (default: warm start from the ECT schedule) or none",

@@ -52,7 +52,6 @@ from optsched.online.simulator import (
     ordered,
 )
 from optsched.options import Options, number, numbers, text
-from optsched.options import seed as seed_option
 from optsched.schedule import Schedule
 from optsched.solve import register
 
@@ -513,35 +512,27 @@ class Replay:
 @register("fifo-perf", kind="simulate", modes=("gang",),
           description="Gavel's fifo_perf (the Hare paper's Gavel_FIFO): arrival order, "
                       "fastest idle GPUs (gang, no backfilling)")
-def _fifo_perf(options: Options) -> FIFO:
+def _fifo_perf(options: Options, seed: int) -> FIFO:
     return FIFO()
 
 
 @register("fifo", kind="simulate", modes=("gang",),
           description="alias of fifo-perf (Gavel's fifo_perf), kept for old scripts")
-def _fifo(options: Options) -> FIFO:
+def _fifo(options: Options, seed: int) -> FIFO:
     return FIFO(name="fifo")
 
 
-@dataclass(frozen=True)
-class FifoRandomOptions(Options):
-    """Options of ``fifo-random``."""
-
-    seed: int = seed_option("seed of the GPU-type draws (default 0)")
-
-
 @register("fifo-random", kind="simulate", modes=("gang",),
-          options=FifoRandomOptions,
           description="Gavel's fifo: arrival order, one random GPU type per job, kept "
-                      "(gang, no backfilling)")
-def _fifo_random(options: FifoRandomOptions) -> FIFORandom:
-    return FIFORandom(options.seed)
+                      "(gang, no backfilling; the run's seed draws the types)")
+def _fifo_random(options: Options, seed: int) -> FIFORandom:
+    return FIFORandom(seed)
 
 
 @register("srtf", kind="simulate", modes=("gang", "relaxed"),
           description="shortest remaining time first (clairvoyant), fastest idle GPUs; "
                       "gang is its own model, relaxed gets Hare's")
-def _srtf(options: Options) -> SRTF:
+def _srtf(options: Options, seed: int) -> SRTF:
     return SRTF()
 
 
@@ -559,21 +550,21 @@ class TiresiasOptions(Options):
 
 @register("tiresias", kind="simulate", modes=("gang",), options=TiresiasOptions,
           description="Tiresias' discretised 2D-LAS (gang, heterogeneity-oblivious)")
-def _tiresias(options: TiresiasOptions) -> Tiresias:
+def _tiresias(options: TiresiasOptions, seed: int) -> Tiresias:
     return Tiresias(options.thresholds, options.starvation)
 
 
 @register("homo", kind="simulate", modes=("gang", "relaxed"),
           description="Sched_Homo-like: heterogeneity-oblivious, no job preemption "
                       "(clairvoyant); gang is its own model, relaxed gets Hare's")
-def _homo(options: Options) -> Homo:
+def _homo(options: Options, seed: int) -> Homo:
     return Homo()
 
 
 @register("allox", kind="simulate", modes=("relaxed",),
           description="AlloX-like job-level min-cost matching, no intra-job parallelism "
                       "(clairvoyant)")
-def _allox(options: Options) -> AlloX:
+def _allox(options: Options, seed: int) -> AlloX:
     return AlloX()
 
 
@@ -586,7 +577,7 @@ class ReplayOptions(Options):
 
 @register("replay", kind="simulate", options=ReplayOptions,
           description="replay an offline schedule's per-GPU task order (both modes)")
-def _replay(options: ReplayOptions) -> Replay:
+def _replay(options: ReplayOptions, seed: int) -> Replay:
     from optsched.io import load_schedule
 
     if options.schedule is None:

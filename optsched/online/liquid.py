@@ -337,7 +337,13 @@ class LiquidOptions(GgaOptions):
 @register("liquid", kind="simulate", modes=("gang",), options=LiquidOptions,
           description="Liquid's scheduler: best-fit / GGA placement, GPU sharing, "
                       "pre-scheduling, event-driven or heartbeat reporting")
-def _liquid(options: LiquidOptions) -> Liquid:
+def _liquid(options: LiquidOptions, seed: int) -> Liquid:
+    if options.gates == "paper":
+        for key, default in (("share_ratio", CODE_SHARE_RATIO),
+                             ("preschedule_ratio", CODE_PRESCHEDULE_RATIO)):
+            if getattr(options, key) != default:
+                raise InputError(f"{key} applies to gates=code (the paper's gates have no "
+                                 "load-ratio threshold)")
     placing = GgaOptions.keys()
     place_params = {k: v for k, v in options.to_params().items() if k in placing}
     return Liquid(options.placement, options.batch, options.share, options.preschedule,

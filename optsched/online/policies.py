@@ -298,5 +298,5 @@ class HlasOptions(Options):
 @register("hlas", kind="simulate", modes=("relaxed",), options=HlasOptions,
           description="Hare's heterogeneity-aware least attained service (reconstruction: "
                       "discretised LAS, speed-up matching)")
-def _hlas(options: HlasOptions) -> HLAS:
+def _hlas(options: HlasOptions, seed: int) -> HLAS:
     return HLAS(options.thresholds, options.starvation, options.mapping, options.form)

@@ -48,7 +48,7 @@ def run_policy(instance: Instance, policy: str, *, mode: str | None = None,
         instance = instance.with_mode(mode)
     info.check_mode(instance.mode)
     with method_running(info, (PolicyError,)):
-        chosen = info.func(ready.options)
+        chosen = info.func(ready.options, seed)
     if isinstance(chosen, Replay):
         chosen.check(instance)
     if stream_to is not None and record:

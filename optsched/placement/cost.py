@@ -102,7 +102,10 @@ class CostModel:
 @dataclass(frozen=True)
 class CostOptions(Options):
     """The options every placement method takes: the cost it is measured (and, for the
-    heuristics, guided) by. A method with options of its own subclasses this class."""
+    heuristics, guided) by. A method with options of its own subclasses this class.
+
+    λ is the key ``lambda`` on the command line and in ``params`` mappings, and the field
+    ``lam`` in Python (``lambda`` is a Python keyword): ``CostOptions(lam=0.3)``."""
 
     cost: str = choice("paper (eqs. 2-6: λ, rack/domain sizes, fitness; default) or code (a "
                        "reconstruction of the reference code's evaluator: 1/4/40 × bandwidth, "

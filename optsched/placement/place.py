@@ -85,9 +85,11 @@ def place(instance: PlacementInstance, method: str, *, seed: int = 0,
     bound = finite_bound(info, out.bound)
     common: dict[str, Any] = dict(method=method, mode="placement", runtime_s=runtime, seed=seed,
                                   params=params, objective_name=model.objective_name)
+    # the only bound of a placement is the method's own
+    out_extra = {**out.extra, "bound_source": None if bound is None else "method"}
     if out.placement is None:
         return Result(out.status or Status.UNKNOWN, objective=None, bound=bound,
-                      extra={**out.extra, "time_limit": time_limit, "startup_s": startup},
+                      extra={**out_extra, "time_limit": time_limit, "startup_s": startup},
                       **common)
     report = check_placement(instance, out.placement, model)
     if not report.feasible or report.cost is None:
@@ -100,5 +102,5 @@ def place(instance: PlacementInstance, method: str, *, seed: int = 0,
     metrics = {"network": report.cost.network, "load": report.cost.load}
     return Result(status, objective=cost, bound=bound, metrics=metrics,
                   solution=out.placement,
-                  extra={**out.extra, "time_limit": time_limit, "startup_s": startup},
+                  extra={**out_extra, "time_limit": time_limit, "startup_s": startup},
                   **common)
