@@ -78,6 +78,7 @@ BUILTIN_MODULES = (
     "optsched.exact.cpsat",
     "optsched.exact.milp",
     "optsched.exact.lp",
+    "optsched.exact.lns",
     "optsched.online.policies",
     "optsched.online.liquid",
     "optsched.online.baselines",

@@ -83,6 +83,7 @@ def test_progress_has_a_heartbeat():
     ("cpsat", HARD, []),
     ("milp-highs", ROOT / "instances" / "exact" / "exact-jobs10-s0.json", []),
     ("hare", HARD, ["--param", "step1=exact"]),  # step 1 as CP-SAT
+    ("lns", HARD, []),
 ])
 def test_ctrl_c_returns_the_best_schedule_found(tmp_path, method, path, params):
     """A Ctrl-C during a CP-SAT or HiGHS search ends it: the best schedule so far is printed

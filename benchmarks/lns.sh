@@ -1,0 +1,17 @@
+#!/usr/bin/env bash
+# LNS (optsched/exact/lns.py) against CP-SAT at equal budgets: 60 s and one CP-SAT worker per
+# run, two runs in parallel, both modes, on the exact family at 20 jobs (seeds 0-4 of
+# instances/exact) and at 30 and 50 jobs (grids/exact-large.json). Resumable; delete the
+# records to measure again (about 25 minutes).
+set -euo pipefail
+cd "$(dirname "$0")/.."
+[[ -f instances/exact-large/manifest.json ]] ||
+  optsched bench gen benchmarks/grids/exact-large.json --out instances/exact-large
+out=benchmarks/results/lns
+mkdir -p $out
+optsched bench run instances/exact --only 'exact-jobs20-s[0-4]' --method ect --method cpsat \
+  --method lns --mode relaxed --mode gang --time-limit 60 --workers 2 --records $out/exact.jsonl
+optsched bench run instances/exact-large --method ect --method cpsat --method lns \
+  --mode relaxed --mode gang --time-limit 60 --workers 2 --records $out/exact-large.jsonl
+optsched bench report $out/exact.jsonl --out $out/exact --manifest instances/exact
+optsched bench report $out/exact-large.jsonl --out $out/exact-large --manifest instances/exact-large

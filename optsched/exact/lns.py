@@ -1,0 +1,227 @@
+"""Large-neighbourhood search over the grouped CP-SAT model (``lns``, both modes).
+
+An anytime improvement method: it starts from the ECT schedule (or ``--hint`` when that is
+better), then repeats, until the time limit: choose a *neighbourhood* of jobs, fix every other
+job's decisions (round or task starts, paces and GPU groups) at the incumbent's values, and
+let CP-SAT re-optimise the freed jobs in the grouped model (:mod:`optsched.exact.cpsat`),
+warm-started from the incumbent and stopped after ``step`` seconds; a schedule with a smaller
+Σ w_j C_j becomes the incumbent. The neighbourhoods rotate among three rules, seeded:
+
+- **random**: jobs drawn uniformly;
+- **window**: the jobs with a round running nearest a random instant of the incumbent;
+- **delay**: jobs drawn with probability proportional to w_j (C_j − LB_j), their weighted
+  delay beyond the critical path.
+
+The size adapts: a neighbourhood solved to optimality within half its step grows by one job,
+one that ran out of time without improving shrinks by one (at least 2 jobs).
+
+Guarantees: every incumbent is a solution of the exact model, so the returned schedule is
+feasible (and the checker confirms it); it is never worse than the ECT schedule (or the hint).
+LNS proves nothing about the optimum: the Result's bound is the critical path. Runs are
+reproducible for a seed and a fixed number of steps; with a time limit, how many steps fit
+depends on the machine. A Ctrl-C stops the search and returns the incumbent, marked
+``interrupted``. Sizes: the model must fit CP-SAT's limits (as ``cpsat``); the paper-scale
+Hare instances do not.
+"""
+
+from __future__ import annotations
+
+import math
+import time
+from collections.abc import Sequence
+from dataclasses import dataclass
+from typing import Any
+
+import numpy as np
+
+from optsched.check import check
+from optsched.exact.bounds import critical_path
+from optsched.exact.budget import Budget, OutOfTime, stopped_by_ctrl_c
+from optsched.exact.cpsat import (
+    CPSAT_IMPORTS,
+    STATUS,
+    _check_integers,
+    _check_intervals,
+    _deadlines,
+    _evaluate,
+    _Model,
+)
+from optsched.exact.grid import scale, time_unit_or_default
+from optsched.heuristics.list_scheduling import ect_schedule
+from optsched.instance import Instance
+from optsched.options import Options, count, number
+from optsched.schedule import Schedule, Task
+from optsched.solve import EXACT_TIME_LIMIT, MethodOutput, SolveContext, register
+
+RULES = ("random", "window", "delay")
+
+
+@dataclass(frozen=True)
+class LnsOptions(Options):
+    """Options of ``lns``."""
+
+    time_unit: float | None = number("grid step in seconds (default 1 for integer data, "
+                                     "else 0.001)", open_low=True)
+    step: float = number("seconds CP-SAT gets per neighbourhood (default 1)", 1.0,
+                         low=0.01, high=3600.0)
+    size: int | None = count("jobs freed per neighbourhood at the start (default: a tenth "
+                             "of the jobs, at least 2)", None)
+    steps: int | None = count("stop after this many neighbourhoods (default: none, run to "
+                              "the time limit)", None)
+    workers: int = count("CP-SAT worker threads per neighbourhood (default 1)")
+
+
+def _decisions(model: _Model) -> dict[int, list[Any]]:
+    """Per job, the variables that fix its decisions: starts, paces, ready times, choices."""
+    out: dict[int, list[Any]] = {j: [] for j in range(model.inst.n_jobs)}
+    for unit, var in model.start.items():
+        out[unit[0]].append(var)
+    for unit, choice in model.choice.items():
+        out[unit[0]].extend(choice.values())
+    for (j, _), var in model.ready.items():
+        out[j].append(var)
+    for (j, _), var in model.pace.items():
+        out[j].append(var)
+    for (j, _, _), var in model.present.items():
+        out[j].append(var)
+    return out
+
+
+def _hinted(model: _Model) -> dict[int, int]:
+    """Variable index → value of the model's solution hint."""
+    hint = model.m.proto.solution_hint
+    return dict(zip(hint.vars, hint.values, strict=True))
+
+
+def _neighbourhood(rule: str, size: int, rng: np.random.Generator, inst: Instance,
+                   schedule: Schedule, lower: Sequence[float]) -> list[int]:
+    """``size`` job indices chosen by ``rule`` on the incumbent ``schedule``."""
+    n = inst.n_jobs
+    if rule == "random":
+        return sorted(int(j) for j in rng.choice(n, size, replace=False))
+    report = check(inst, schedule)
+    assert report.completion is not None
+    if rule == "window":
+        at = float(rng.uniform(0, max(report.completion.values())))
+        spans: dict[int, list[float]] = {}
+        for t in schedule.tasks:
+            j = inst.job_index[t.job]
+            g = inst.gpu_index[t.gpu]
+            end = t.start + inst.compute[j, g]
+            first, last = spans.get(j, [t.start, end])
+            spans[j] = [min(first, t.start), max(last, end)]
+        distance = {j: max(first - at, at - last, 0.0) for j, (first, last) in spans.items()}
+        return sorted(sorted(distance, key=lambda j: (distance[j], j))[:size])
+    delay = np.array([job.weight * (report.completion[job.id] - lower[j])
+                      for j, job in enumerate(inst.jobs)]) + 1e-9
+    return sorted(int(j) for j in rng.choice(n, size, replace=False, p=delay / delay.sum()))
+
+
+def solve_lns(instance: Instance, ctx: SolveContext) -> MethodOutput:
+    """Improve the ECT schedule (or the hint) of ``instance`` by LNS (see the module doc)."""
+    from ortools.sat.python import cp_model
+
+    options = ctx.options_as(LnsOptions)
+    budget = Budget(ctx.time_limit)
+    unit = time_unit_or_default(instance, options.time_unit)
+    groups = instance.gpu_groups()
+    _check_intervals(instance, groups, "lns")
+    sc = scale(instance, unit, "up")
+    inst = sc.instance
+    incumbent = ect_schedule(inst)
+    upper, horizon = _evaluate(inst, incumbent)
+    start_from = "ect"
+    if ctx.hint is not None:  # a user's schedule in seconds, used if it fits the grid
+        own = Schedule(inst.name, [Task(t.job, t.round, t.task, t.gpu, t.start / unit)
+                                   for t in ctx.hint.tasks], inst.mode)
+        if check(inst, own).feasible and all(t.start.is_integer() for t in own.tasks):
+            own_upper, _ = _evaluate(inst, own)
+            if own_upper < upper:
+                incumbent, upper, start_from = own, own_upper, "hint"
+    deadline = _deadlines(inst, upper, False, horizon)
+    _check_integers(inst, groups, deadline, unit)
+    extra: dict[str, Any] = {"groups": len(groups), "time_unit": unit,
+                             "grid_exact": sc.exact, "start": start_from,
+                             "start_objective": sc.objective_to_original(upper)}
+
+    def in_seconds(schedule: Schedule) -> Schedule:
+        return Schedule(instance.name, [Task(t.job, t.round, t.task, t.gpu, t.start * unit)
+                                        for t in schedule.tasks], instance.mode)
+
+    try:
+        model = _Model(inst, groups, deadline, False, budget)
+        model.hint(incumbent)
+    except OutOfTime:
+        extra.update(steps=0, improvements=0, stopped="time limit (model build)")
+        return MethodOutput(schedule=in_seconds(incumbent), extra=extra)
+    decisions = _decisions(model)
+    values = _hinted(model)  # the incumbent's value of every decision variable
+    tracked = list(values)
+    rng = np.random.default_rng(ctx.seed)
+    lower = [float(c) for c in critical_path(inst)]
+    size = min(inst.n_jobs, max(2, options.size or math.ceil(inst.n_jobs / 10)))
+    steps = improvements = 0
+    anytime: list[list[float]] = []
+    stopped = "time limit" if options.steps is None else "steps"
+    started = time.perf_counter()
+    interrupted = False
+    while options.steps is None or steps < options.steps:
+        left = budget.left()
+        if left is not None and left < 0.05:
+            break
+        rule = RULES[steps % len(RULES)]
+        free = set(_neighbourhood(rule, min(size, inst.n_jobs), rng, inst, incumbent, lower))
+        sub = model.m.clone()
+        for j, variables in decisions.items():
+            if j in free:
+                continue
+            for var in variables:
+                domain = sub.proto.variables[var.index].domain
+                domain[0] = domain[1] = values[var.index]
+        sub.clear_hints()
+        for index, value in values.items():
+            sub.add_hint(sub.get_int_var_from_proto_index(index), value)
+        solver = cp_model.CpSolver()
+        solver.parameters.num_workers = options.workers
+        solver.parameters.random_seed = int(rng.integers(2**31))
+        solver.parameters.max_time_in_seconds = min(options.step, left) if left is not None \
+            else options.step
+        began = time.perf_counter()
+        try:  # CP-SAT catches a Ctrl-C during its search; between searches it is ours
+            status = solver.status_name(solver.solve(sub))
+        except KeyboardInterrupt:
+            interrupted, stopped = True, "interrupted"
+            break
+        took = time.perf_counter() - began
+        steps += 1
+        if STATUS[status] == "bug":
+            raise RuntimeError(f"LNS: CP-SAT returned {status} on a neighbourhood of a "
+                               "feasible incumbent")
+        if stopped_by_ctrl_c(solver, status):
+            interrupted, stopped = True, "interrupted"
+        if STATUS[status] == "solution" and solver.objective_value < upper - 0.5:
+            upper = solver.objective_value
+            solution = solver.response_proto.solution
+            values = {i: solution[i] for i in tracked}
+            incumbent = model.schedule(solver, sc)
+            improvements += 1
+            anytime.append([round(time.perf_counter() - started, 4),
+                            sc.objective_to_original(upper)])
+            ctx.report(sc.objective_to_original(upper), None)
+        if status == "OPTIMAL" and took < options.step / 2:
+            size = min(inst.n_jobs, size + 1)
+        elif status != "OPTIMAL":
+            size = max(2, size - 1)
+        if interrupted:
+            break
+    extra.update(steps=steps, improvements=improvements, final_size=size, anytime=anytime,
+                 stopped=stopped, interrupted=interrupted)
+    return MethodOutput(schedule=in_seconds(incumbent), extra=extra)
+
+
+@register("lns", options=LnsOptions, default_time_limit=EXACT_TIME_LIMIT,
+          imports=CPSAT_IMPORTS,
+          description="large-neighbourhood search: CP-SAT re-optimises a few jobs at a time "
+                      "around the incumbent (anytime, seeded, both modes)")
+def _lns(instance: Instance, context: SolveContext) -> MethodOutput:
+    return solve_lns(instance, context)
