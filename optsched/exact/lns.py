@@ -36,7 +36,7 @@ import numpy as np
 
 from optsched.check import check
 from optsched.exact.bounds import critical_path
-from optsched.exact.budget import Budget, OutOfTime, stopped_by_ctrl_c
+from optsched.exact.budget import Budget, OutOfTime
 from optsched.exact.cpsat import (
     CPSAT_IMPORTS,
     STATUS,
@@ -117,6 +117,22 @@ def _neighbourhood(rule: str, size: int, rng: np.random.Generator, inst: Instanc
     return sorted(int(j) for j in rng.choice(n, size, replace=False, p=delay / delay.sum()))
 
 
+def _neighbourhood_model(model: _Model, decisions: dict[int, list[Any]], free: set[int],
+                         values: dict[int, int]) -> Any:
+    """A copy of ``model`` in which every job outside ``free`` has its decision variables
+    fixed at ``values`` (index → value) and every variable is hinted at them."""
+    sub = model.m.clone()
+    for j, variables in decisions.items():
+        if j not in free:
+            for var in variables:
+                domain = sub.proto.variables[var.index].domain  # [low, high]
+                domain[0] = domain[1] = values[var.index]
+    sub.clear_hints()
+    for index, value in values.items():
+        sub.add_hint(sub.get_int_var_from_proto_index(index), value)
+    return sub
+
+
 def solve_lns(instance: Instance, ctx: SolveContext) -> MethodOutput:
     """Improve the ECT schedule (or the hint) of ``instance`` by LNS (see the module doc)."""
     from ortools.sat.python import cp_model
@@ -165,55 +181,43 @@ def solve_lns(instance: Instance, ctx: SolveContext) -> MethodOutput:
     stopped = "time limit" if options.steps is None else "steps"
     started = time.perf_counter()
     interrupted = False
-    while options.steps is None or steps < options.steps:
-        left = budget.left()
-        if left is not None and left < 0.05:
-            break
-        rule = RULES[steps % len(RULES)]
-        free = set(_neighbourhood(rule, min(size, inst.n_jobs), rng, inst, incumbent, lower))
-        sub = model.m.clone()
-        for j, variables in decisions.items():
-            if j in free:
-                continue
-            for var in variables:
-                domain = sub.proto.variables[var.index].domain
-                domain[0] = domain[1] = values[var.index]
-        sub.clear_hints()
-        for index, value in values.items():
-            sub.add_hint(sub.get_int_var_from_proto_index(index), value)
-        solver = cp_model.CpSolver()
-        solver.parameters.num_workers = options.workers
-        solver.parameters.random_seed = int(rng.integers(2**31))
-        solver.parameters.max_time_in_seconds = min(options.step, left) if left is not None \
-            else options.step
-        began = time.perf_counter()
-        try:  # CP-SAT catches a Ctrl-C during its search; between searches it is ours
+    try:
+        while options.steps is None or steps < options.steps:
+            left = budget.left()
+            if left is not None and left < 0.05:
+                break
+            rule = RULES[steps % len(RULES)]
+            free = set(_neighbourhood(rule, min(size, inst.n_jobs), rng, inst, incumbent, lower))
+            sub = _neighbourhood_model(model, decisions, free, values)
+            solver = cp_model.CpSolver()
+            solver.parameters.num_workers = options.workers
+            solver.parameters.random_seed = int(rng.integers(2**31))
+            solver.parameters.max_time_in_seconds = min(options.step, left) if left is not None \
+                else options.step
+            # a Ctrl-C is Python's: it ends the search at the end of the current step
+            solver.parameters.catch_sigint_signal = False
+            began = time.perf_counter()
             status = solver.status_name(solver.solve(sub))
-        except KeyboardInterrupt:
-            interrupted, stopped = True, "interrupted"
-            break
-        took = time.perf_counter() - began
-        steps += 1
-        if STATUS[status] == "bug":
-            raise RuntimeError(f"LNS: CP-SAT returned {status} on a neighbourhood of a "
-                               "feasible incumbent")
-        if stopped_by_ctrl_c(solver, status):
-            interrupted, stopped = True, "interrupted"
-        if STATUS[status] == "solution" and solver.objective_value < upper - 0.5:
-            upper = solver.objective_value
-            solution = solver.response_proto.solution
-            values = {i: solution[i] for i in tracked}
-            incumbent = model.schedule(solver, sc)
-            improvements += 1
-            anytime.append([round(time.perf_counter() - started, 4),
-                            sc.objective_to_original(upper)])
-            ctx.report(sc.objective_to_original(upper), None)
-        if status == "OPTIMAL" and took < options.step / 2:
-            size = min(inst.n_jobs, size + 1)
-        elif status != "OPTIMAL":
-            size = max(2, size - 1)
-        if interrupted:
-            break
+            took = time.perf_counter() - began
+            steps += 1
+            if STATUS[status] == "bug":
+                raise RuntimeError(f"LNS: CP-SAT returned {status} on a neighbourhood of a "
+                                   "feasible incumbent")
+            if STATUS[status] == "solution" and solver.objective_value < upper - 0.5:
+                solution = solver.response_proto.solution
+                better = model.schedule(solver, sc)
+                upper, values = solver.objective_value, {i: solution[i] for i in tracked}
+                incumbent = better
+                improvements += 1
+                anytime.append([round(time.perf_counter() - started, 4),
+                                sc.objective_to_original(upper)])
+                ctx.report(sc.objective_to_original(upper), None)
+            if status == "OPTIMAL" and took < options.step / 2:
+                size = min(inst.n_jobs, size + 1)
+            elif status != "OPTIMAL":
+                size = max(2, size - 1)
+    except KeyboardInterrupt:  # a genuine Ctrl-C: the incumbent is the result
+        interrupted, stopped = True, "interrupted"
     extra.update(steps=steps, improvements=improvements, final_size=size, anytime=anytime,
                  stopped=stopped, interrupted=interrupted)
     return MethodOutput(schedule=in_seconds(incumbent), extra=extra)
