@@ -79,6 +79,7 @@ BUILTIN_MODULES = (
     "optsched.exact.milp",
     "optsched.exact.lp",
     "optsched.exact.lns",
+    "optsched.exact.fluid",
     "optsched.online.policies",
     "optsched.online.liquid",
     "optsched.online.baselines",
