@@ -328,3 +328,22 @@ def test_placement_costs_may_be_negative_and_keep_their_own_best_per_cost_form(t
     assert paper["objective"] == min(r["objective"] for r in by_cost["paper"])
     assert code["objective"] == min(r["objective"] for r in by_cost["code"])
     assert paper["bound"] <= paper["objective"] + 1e-9 and code["bound"] <= code["objective"]
+
+
+def test_each_method_s_own_bound_is_shown_beside_the_best():
+    """A method's own bound (extra.bound_method) is measured against the best bound; a
+    heuristic without one shows none; a placement's is absolute."""
+    recs = [{**record("i1", "lp-bound", 110, 90), "extra": {"bound_method": 90.0}},
+            {**record("i1", "cpsat", 100, 100, status="optimal"),
+             "extra": {"bound_method": 100.0}},
+            {**record("i1", "ect", 110, 80), "extra": {"bound_method": None}}]
+    cols, rows = gap_rows(recs)
+    by_method = {r["method"]: r for r in rows}
+    assert by_method["lp-bound"]["bound_below_best"] == pytest.approx(0.1)
+    assert by_method["cpsat"]["bound_below_best"] == 0.0
+    assert by_method["ect"]["bound_below_best"] is None
+    md = to_markdown(cols, rows)
+    assert "own bound below best" in md and "| 10.00 % |" in md
+    placed = gap_rows([record("p1", "cpsat", -1.5, -1.5, status="optimal", mode="placement"),
+                       record("p1", "gga", -1.0, -2.0, mode="placement")])[1]
+    assert {r["method"]: r["bound_below_best"] for r in placed} == {"cpsat": 0.0, "gga": 0.5}
