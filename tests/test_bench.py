@@ -347,3 +347,13 @@ def test_each_method_s_own_bound_is_shown_beside_the_best():
     placed = gap_rows([record("p1", "cpsat", -1.5, -1.5, status="optimal", mode="placement"),
                        record("p1", "gga", -1.0, -2.0, mode="placement")])[1]
     assert {r["method"]: r["bound_below_best"] for r in placed} == {"cpsat": 0.0, "gga": 0.5}
+
+
+def test_a_relaxed_bound_is_a_gang_bound():
+    """The relaxed optimum is never above the gang optimum: a gang row's reference is the
+    better of the two modes' bounds."""
+    recs = [record("i1", "cpsat", 105, 100, mode="relaxed"),
+            record("i1", "cpsat", 120, 90, mode="gang")]
+    rows = {r["mode"]: r for r in gap_rows(recs)[1]}
+    assert rows["gang"]["gap_mean"] == pytest.approx(20 / 120)
+    assert rows["relaxed"]["gap_mean"] == pytest.approx(5 / 105)

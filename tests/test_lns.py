@@ -8,7 +8,7 @@ from pathlib import Path
 
 from hypothesis import given, settings
 
-from optsched import GeneratorSpec, generate, load_instance, solve
+from optsched import GeneratorSpec, Schedule, Task, check, generate, load_instance, solve
 from optsched.testing import assert_result, instances
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -41,3 +41,24 @@ def test_lns_starts_from_a_better_hint():
     best = solve(instance, "cpsat", time_limit=20)
     result = solve(instance, "lns", hint=best.schedule, params={"steps": 2, "step": 0.2})
     assert result.extra["start"] == "hint" and result.objective <= best.objective + 1e-9
+
+
+def test_steps_limited_in_deterministic_time_repeat_exactly():
+    """Steps that hit their limit end on CP-SAT's deterministic time, not the clock."""
+    instance = load_instance(ROOT / "instances" / "exact" / "exact-jobs20-s0.json")
+    params = {"steps": 8, "step": 0.05, "size": 12}
+    runs = [solve(instance, "lns", seed=3, params=params) for _ in range(2)]
+    assert runs[0].schedule == runs[1].schedule
+    assert runs[0].extra["final_size"] == runs[1].extra["final_size"]
+
+
+def test_a_better_hint_off_the_grid_is_never_lost():
+    """A hint whose starts are off the integer grid still counts: the result is never worse."""
+    instance = load_instance(ROOT / "instances" / "exact" / "exact-jobs10-s0.json")
+    best = solve(instance, "cpsat", time_limit=20).schedule
+    shifted = Schedule(best.instance, [Task(t.job, t.round, t.task, t.gpu, t.start + 0.5)
+                                       for t in best.tasks], best.mode)
+    given = check(instance, shifted)
+    assert given.feasible and given.objective < solve(instance, "ect").objective
+    result = solve(instance, "lns", hint=shifted, params={"steps": 2, "step": 0.05})
+    assert result.objective <= given.objective + 1e-9

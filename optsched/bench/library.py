@@ -16,7 +16,7 @@ from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
-from optsched.bench.manifest import Manifest
+from optsched.bench.manifest import Manifest, best_bound
 from optsched.result import absolute_gap, gap, is_optimal
 
 
@@ -29,6 +29,15 @@ def _by(by: Mapping[str, Any] | None) -> str:
     parts = [f"`{by['method']}`" + (f" ({params})" if params else ""),
              f"{runtime:.3g} s" if isinstance(runtime, int | float) else "", date]
     return ", ".join(p for p in parts if p)
+
+
+def _bound(best: Mapping[str, Mapping[str, Any]], key: str
+           ) -> tuple[float | None, Mapping[str, Any] | None, str]:
+    """The best bound for ``key`` (a gang one may be the relaxed bound:
+    :func:`~optsched.bench.manifest.best_bound`), the run that found it, and where from."""
+    value, by = best_bound(best, key)
+    relaxed = value is not None and best.get(key, {}).get("bound") != value
+    return value, by, " (relaxed)" if relaxed else ""
 
 
 def _gap(objective: float | None, bound: float | None, key: str) -> float | None:
@@ -56,14 +65,14 @@ def library_markdown(sets: Sequence[str | Path]) -> str:
     for manifest in manifests:
         keys = sorted({k for e in manifest.instances.values() for k in e["best"]})
         for key in keys:
-            bests = [e["best"].get(key, {}) for e in manifest.instances.values()]
-            known = [b for b in bests if b.get("objective") is not None]
-            optimal = sum(is_optimal(b["objective"], b.get("bound")) for b in known)
-            gaps = [g for b in known if (g := _gap(b["objective"], b.get("bound"), key))
-                    is not None]
+            pairs = [(e["best"].get(key, {}).get("objective"), _bound(e["best"], key)[0])
+                     for e in manifest.instances.values()]
+            known = [(obj, bound) for obj, bound in pairs if obj is not None]
+            optimal = sum(is_optimal(obj, bound) for obj, bound in known)
+            gaps = [g for obj, bound in known if (g := _gap(obj, bound, key)) is not None]
             median = _gap_text(statistics.median(gaps), key) if gaps else "–"
             largest = _gap_text(max(gaps), key) if gaps else "–"
-            lines.append(f"| {manifest.path.parent.name} | {key} | {len(bests)} | "
+            lines.append(f"| {manifest.path.parent.name} | {key} | {len(pairs)} | "
                          f"{len(known)} | {optimal} | {median} | {largest} |")
     for manifest in manifests:
         lines += ["", f"### {manifest.path.parent.name}", "",
@@ -72,11 +81,11 @@ def library_markdown(sets: Sequence[str | Path]) -> str:
                   "| gap |", "|---|---|---|---|---|---|---|"]
         for name, entry in manifest.instances.items():
             for key, best in sorted(entry["best"].items()):
-                obj, bound = best.get("objective"), best.get("bound")
+                obj = best.get("objective")
+                bound, by, source = _bound(entry["best"], key)
                 lines.append(f"| {name} | {key} | {_number(obj)} | "
                              f"{_by(best.get('objective_by'))} | {_number(bound)} | "
-                             f"{_by(best.get('bound_by'))} | "
-                             f"{_gap_text(_gap(obj, bound, key), key)} |")
+                             f"{_by(by)}{source} | {_gap_text(_gap(obj, bound, key), key)} |")
     return "\n".join(lines) + "\n"
 
 

@@ -145,6 +145,18 @@ _COST_KEYS = (("cost", "paper"), ("lambda", "0.5"), ("cross_domain", None),
               ("contention", "0"))
 
 
+def best_bound(best: Mapping[str, Mapping[str, Any]], key: str
+               ) -> tuple[float | None, Mapping[str, Any] | None]:
+    """The best bound for ``key`` among an instance's best values, and the run that found it
+    (``bound_by``, when known): for ``gang`` the better of the gang and the relaxed bounds (a
+    gang schedule is relaxed-feasible with the same objective, so the relaxed optimum is never
+    above the gang optimum)."""
+    found = [(v["bound"], v.get("bound_by")) for k in ((key, "relaxed") if key == "gang"
+                                                       else (key,))
+             if (v := best.get(k, {})).get("bound") is not None]
+    return max(found, key=lambda f: f[0]) if found else (None, None)
+
+
 def best_key(record: Mapping[str, Any]) -> str:
     """Which best values a record competes for: its mode, and for placements the cost it is
     measured with (``placement[cost=code]``: costs of different forms are not comparable)."""

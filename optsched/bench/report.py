@@ -31,7 +31,7 @@ from typing import Any
 
 from scipy import stats
 
-from optsched.bench.manifest import best_key
+from optsched.bench.manifest import best_bound, best_key
 from optsched.errors import InputError
 from optsched.output import output_target, write_outputs
 from optsched.result import is_optimal
@@ -53,8 +53,9 @@ def dedupe(records: Iterable[Mapping[str, Any]]) -> list[Mapping[str, Any]]:
 def references(records: Iterable[Mapping[str, Any]], manifests: Iterable[Any] = ()
                ) -> dict[tuple[str, str], dict[str, Any]]:
     """Per (instance, :func:`~optsched.bench.manifest.best_key`: the mode, and for a
-    placement its cost form): best objective, best bound, and whether the optimum is known,
-    over ``records`` and the ``best`` entries of ``manifests``
+    placement its cost form): best objective, best bound (for gang, the relaxed bound too:
+    :func:`~optsched.bench.manifest.best_bound`), and whether the optimum is known, over
+    ``records`` and the ``best`` entries of ``manifests``
     (:class:`~optsched.bench.manifest.Manifest`)."""
     ref: dict[tuple[str, str], dict[str, Any]] = {}
 
@@ -72,6 +73,10 @@ def references(records: Iterable[Mapping[str, Any]], manifests: Iterable[Any] = 
         for name, entry in manifest.instances.items():
             for mode, best in entry.get("best", {}).items():
                 offer((name, mode), best.get("objective"), best.get("bound"))
+    for (name, key), entry in ref.items():  # a relaxed bound bounds the gang optimum too
+        if key == "gang":
+            entry["bound"] = best_bound({k: ref.get((name, k), {}) for k in ("gang", "relaxed")},
+                                        "gang")[0]
     for entry in ref.values():
         entry["optimum_known"] = is_optimal(entry["objective"], entry["bound"])
     return ref
@@ -193,7 +198,8 @@ def _display(cell_cols: Sequence[str], row: Mapping[str, Any]) -> list[str]:
     if row["gap_ci_low"] is not None:
         low = _gap(row["gap_ci_low"], kind) + ("*" if row["gap_ci_clipped"] else "")
         ci = f" [{low}, {_gap(row['gap_ci_high'], kind)}]"
-    return [row["mode"], *(str(row[c]) for c in cell_cols), row["method"], str(row["runs"]),
+    runs = str(row["runs"]) + (f" ({row['errors']} errors)" if row["errors"] else "")
+    return [row["mode"], *(str(row[c]) for c in cell_cols), row["method"], runs,
             f"{row['optimal']}/{row['runs']}", _gap(row["gap_mean"], kind) + ci,
             _gap(row["gap_max"], kind), _num(row["obj_over_best"], ".4f"),
             _gap(row["bound_below_best"], kind), _num(row["runtime_mean_s"], ".3g"),
@@ -216,7 +222,8 @@ def notes(rows: Sequence[Mapping[str, Any]], sources: Sequence[str] = ()) -> lis
     if any(r["bound_below_best"] is not None for r in rows):
         out.append("\"own bound below best\": how far the bound a method proved itself falls "
                    "short of the best bound (mean; relative to it, absolute for placements); "
-                   "– where a method proves none (its gap uses the critical path).")
+                   "– where a method proves none of its own (its results fall back on the "
+                   "critical path, which this column leaves out).")
     if any(r["gap_kind"] == "absolute" for r in rows):
         out.append("Placement gaps are absolute (cost − best bound): Liquid's cost can be "
                    "zero or negative, where a ratio means nothing.")

@@ -16,7 +16,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from optsched.bench.manifest import Manifest, best_key
+from optsched.bench.manifest import Manifest, best_bound, best_key
 from optsched.errors import InputError
 from optsched.result import OPTIMAL_TOL, absolute_gap, gap
 
@@ -116,9 +116,9 @@ def verify(solution_path: str | Path, instance_set: str | Path,
     feasible = objective is not None and not violations
     best = entry["best"].get(key, {})
     known = best.get("objective")
+    bound, bound_by = best_bound(entry["best"], key)
     improves = feasible and (known is None or (objective is not None and
                              known - objective > OPTIMAL_TOL * max(1.0, abs(known))))
     return Verification(solution.instance, key, feasible, objective if feasible else None,
                         len(violations), violations[0].message if violations else None,
-                        known, best.get("objective_by"), best.get("bound"),
-                        best.get("bound_by"), bool(improves))
+                        known, best.get("objective_by"), bound, bound_by, bool(improves))

@@ -98,8 +98,9 @@ def run_verify(args: argparse.Namespace) -> int:
     print(f"best known {value(found.best_objective, found.best_objective_by)}")
     print(f"best bound {value(found.best_bound, found.best_bound_by)}")
     if found.feasible:
-        improves = "yes: record it with optsched bench run to keep its provenance" \
-            if found.improves else "no"
+        improves = ("no best known value yet" if found.best_objective is None else
+                    "yes: record it with optsched bench run to keep its provenance"
+                    if found.improves else "no")
         print(f"improves   {improves}")
         if found.gap is not None:
             print(f"gap        {100 * found.gap:.2f} % to the best bound")

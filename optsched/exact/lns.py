@@ -1,11 +1,13 @@
 """Large-neighbourhood search over the grouped CP-SAT model (``lns``, both modes).
 
-An anytime improvement method: it starts from the ECT schedule (or ``--hint`` when that is
-better), then repeats, until the time limit: choose a *neighbourhood* of jobs, fix every other
-job's decisions (round or task starts, paces and GPU groups) at the incumbent's values, and
-let CP-SAT re-optimise the freed jobs in the grouped model (:mod:`optsched.exact.cpsat`),
-warm-started from the incumbent and stopped after ``step`` seconds; a schedule with a smaller
-Σ w_j C_j becomes the incumbent. The neighbourhoods rotate among three rules, seeded:
+An anytime improvement method: it starts from the ECT schedule (or ``--hint``, its starts
+rounded up to the grid, when that is better and feasible; a better hint is returned as it is if
+the search does not beat it), then repeats, until the time limit: choose a *neighbourhood* of
+jobs, fix every other job's decisions (round or task starts, paces and GPU groups) at the
+incumbent's values, and let CP-SAT re-optimise the freed jobs in the grouped model
+(:mod:`optsched.exact.cpsat`), warm-started from the incumbent and stopped after ``step`` units
+of CP-SAT's deterministic time (about seconds); a schedule with a smaller Σ w_j C_j becomes the
+incumbent. The neighbourhoods rotate among three rules, seeded:
 
 - **random**: jobs drawn uniformly;
 - **window**: the jobs with a round running nearest a random instant of the incumbent;
@@ -17,9 +19,10 @@ one that ran out of time without improving shrinks by one (at least 2 jobs).
 
 Guarantees: every incumbent is a solution of the exact model, so the returned schedule is
 feasible (and the checker confirms it); it is never worse than the ECT schedule (or the hint).
-LNS proves nothing about the optimum: the Result's bound is the critical path. Runs are
-reproducible for a seed and a fixed number of steps; with a time limit, how many steps fit
-depends on the machine. A Ctrl-C stops the search and returns the incumbent, marked
+LNS proves nothing about the optimum: the Result's bound is the critical path. With one worker
+a run that ends after ``steps`` neighbourhoods is reproducible for a seed (steps are limited
+in deterministic time); a run the time limit ends depends on the machine, as does any run
+with more workers. A Ctrl-C stops the search and returns the incumbent, marked
 ``interrupted``. Sizes: the model must fit CP-SAT's limits (as ``cpsat``); the paper-scale
 Hare instances do not.
 """
@@ -62,8 +65,8 @@ class LnsOptions(Options):
 
     time_unit: float | None = number("grid step in seconds (default 1 for integer data, "
                                      "else 0.001)", open_low=True)
-    step: float = number("seconds CP-SAT gets per neighbourhood (default 1)", 1.0,
-                         low=0.01, high=3600.0)
+    step: float = number("CP-SAT's deterministic time per neighbourhood, about seconds "
+                         "(default 1)", 1.0, low=0.01, high=3600.0)
     size: int | None = count("jobs freed per neighbourhood at the start (default: a tenth "
                              "of the jobs, at least 2)", None)
     steps: int | None = count("stop after this many neighbourhoods (default: none, run to "
@@ -147,10 +150,11 @@ def solve_lns(instance: Instance, ctx: SolveContext) -> MethodOutput:
     incumbent = ect_schedule(inst)
     upper, horizon = _evaluate(inst, incumbent)
     start_from = "ect"
-    if ctx.hint is not None:  # a user's schedule in seconds, used if it fits the grid
-        own = Schedule(inst.name, [Task(t.job, t.round, t.task, t.gpu, t.start / unit)
+    if ctx.hint is not None:  # a user's schedule in seconds, its starts rounded up to the grid
+        own = Schedule(inst.name, [Task(t.job, t.round, t.task, t.gpu,
+                                        float(math.ceil(t.start / unit - 1e-9)))
                                    for t in ctx.hint.tasks], inst.mode)
-        if check(inst, own).feasible and all(t.start.is_integer() for t in own.tasks):
+        if check(inst, own).feasible:
             own_upper, _ = _evaluate(inst, own)
             if own_upper < upper:
                 incumbent, upper, start_from = own, own_upper, "hint"
@@ -192,13 +196,13 @@ def solve_lns(instance: Instance, ctx: SolveContext) -> MethodOutput:
             solver = cp_model.CpSolver()
             solver.parameters.num_workers = options.workers
             solver.parameters.random_seed = int(rng.integers(2**31))
-            solver.parameters.max_time_in_seconds = min(options.step, left) if left is not None \
-                else options.step
+            # the step's limit is deterministic (reproducible); the run's is wall-clock
+            solver.parameters.max_deterministic_time = options.step
+            if left is not None:
+                solver.parameters.max_time_in_seconds = left
             # a Ctrl-C is Python's: it ends the search at the end of the current step
             solver.parameters.catch_sigint_signal = False
-            began = time.perf_counter()
             status = solver.status_name(solver.solve(sub))
-            took = time.perf_counter() - began
             steps += 1
             if STATUS[status] == "bug":
                 raise RuntimeError(f"LNS: CP-SAT returned {status} on a neighbourhood of a "
@@ -212,7 +216,7 @@ def solve_lns(instance: Instance, ctx: SolveContext) -> MethodOutput:
                 anytime.append([round(time.perf_counter() - started, 4),
                                 sc.objective_to_original(upper)])
                 ctx.report(sc.objective_to_original(upper), None)
-            if status == "OPTIMAL" and took < options.step / 2:
+            if status == "OPTIMAL" and solver.deterministic_time < options.step / 2:
                 size = min(inst.n_jobs, size + 1)
             elif status != "OPTIMAL":
                 size = max(2, size - 1)
@@ -220,7 +224,14 @@ def solve_lns(instance: Instance, ctx: SolveContext) -> MethodOutput:
         interrupted, stopped = True, "interrupted"
     extra.update(steps=steps, improvements=improvements, final_size=size, anytime=anytime,
                  stopped=stopped, interrupted=interrupted)
-    return MethodOutput(schedule=in_seconds(incumbent), extra=extra)
+    found = in_seconds(incumbent)
+    if ctx.hint is not None:  # never worse than a feasible hint, on the grid or not
+        given, ours = check(instance, ctx.hint), check(instance, found)
+        if given.feasible and ours.objective is not None and given.objective is not None \
+                and given.objective < ours.objective:
+            extra["start"] = "hint (returned: better than the search on the grid)"
+            return MethodOutput(schedule=ctx.hint, extra=extra)
+    return MethodOutput(schedule=found, extra=extra)
 
 
 @register("lns", options=LnsOptions, default_time_limit=EXACT_TIME_LIMIT,
