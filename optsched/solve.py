@@ -75,11 +75,13 @@ EXACT_TIME_LIMIT, RELAXATION_TIME_LIMIT = 60.0, 300.0
 BUILTIN_MODULES = (
     "optsched.heuristics.list_scheduling",
     "optsched.heuristics.hare",
+    "optsched.heuristics.priority_search",
     "optsched.exact.cpsat",
     "optsched.exact.milp",
     "optsched.exact.lp",
     "optsched.exact.lns",
     "optsched.exact.fluid",
+    "optsched.exact.capacity",
     "optsched.online.policies",
     "optsched.online.liquid",
     "optsched.online.baselines",

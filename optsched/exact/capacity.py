@@ -1,0 +1,227 @@
+"""The class-capacity LP bound: contention for each GPU type over time (``capacity-bound``).
+
+The critical path lets every job run alone on the fastest GPUs; the fluid bound
+(:mod:`optsched.exact.fluid`) pools the whole cluster into one machine. Neither sees that at
+the Hare paper's scale the jobs compete for the *fast* GPUs: when they are taken, a job waits
+or runs on slower ones. This LP keeps GPU types (classes of identical GPUs) and time apart
+(docs/models/capacity-bound.md):
+
+- ``x[j, c, t]``: GPU time that class-c GPUs spend computing tasks of job j in interval t of a
+  uniform grid from the first arrival to the incumbent's makespan, plus one unbounded last
+  interval (so the grid never cuts off a schedule);
+- at most ``n_c · Δ`` GPU time per class and interval; at most ``K_j`` tasks of j at once, none
+  before its arrival; all of j's work ``W_j = R_j K_j p_j`` done (a task on class c does work
+  at rate ``p_j / compute[j, c] ≤ 1``);
+- rounds are sequential and last at least the critical path's round time ρ̂_j, so by time τ
+  job j has done at most the work of the rounds that can have started;
+- ``y[j, q]``: j's rounds whose slowest class is q. Tasks on slow classes lie in rounds
+  labelled slow, and ``C_j ≥ a_j + Σ_q y[j, q] · (a round's least duration on q)``: one slow
+  task paces its whole round;
+- ``C_j ≥ critical path_j`` and ``C_j ≥ M_j + s_j + p_j / 2 + ρ̂_j (R_j − 1) / 2``, with M_j
+  the mean time at which j's work is done (read at interval starts, never late).
+
+Minimising Σ w_j C_j gives a lower bound in both modes. The value reported is not HiGHS's
+objective but the Lagrangian bound of its dual solution evaluated over the variables' boxes
+(every variable has a finite box that contains an optimal schedule), so solver tolerances
+cannot make it exceed the LP's optimum.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any
+
+import numpy as np
+
+from optsched.check import check
+from optsched.errors import InputError
+from optsched.exact.bounds import critical_path, round_lower_bound
+from optsched.exact.budget import Budget, handover_seconds, lp_too_large, size_text
+from optsched.heuristics.list_scheduling import ect_schedule
+from optsched.instance import Instance
+from optsched.options import Options, count
+from optsched.schedule import Schedule
+from optsched.solve import EXACT_TIME_LIMIT, MethodOutput, SolveContext, register
+
+#: Relative margin taken off the bound for floating-point sums.
+_MARGIN = 1e-9
+
+
+@dataclass(frozen=True)
+class CapacityBoundOptions(Options):
+    """Options of ``capacity-bound``."""
+
+    intervals: int = count("intervals of the time grid over the incumbent's makespan "
+                           "(default 100; more: tighter and slower)", 100)
+
+
+@dataclass(frozen=True)
+class CapacityLP:
+    """The outcome of :func:`capacity_bound`: ``bound`` (certified, ``None`` unless HiGHS
+    solved the LP), ``status`` (``optimal``, ``time limit`` or ``not optimal: <message>``) and
+    the LP's size."""
+
+    bound: float | None
+    status: str
+    variables: int
+    nonzeros: int
+    solver_objective: float | None = None  # HiGHS's optimum, for comparison
+
+
+def _rows(*blocks: tuple[np.ndarray, np.ndarray, np.ndarray]) -> tuple[np.ndarray, ...]:
+    rows, cols, vals = zip(*blocks, strict=True)
+    return np.concatenate(rows), np.concatenate(cols), np.concatenate(vals)
+
+
+def capacity_bound(instance: Instance, upper: float, horizon: float, intervals: int, *,
+                   time_limit: float | None = None) -> CapacityLP:
+    """The class-capacity LP bound (module doc) on a grid of ``intervals`` from the first
+    arrival to ``horizon`` (at least the longest critical path); ``upper`` is the objective
+    of a feasible schedule (it bounds each C_j of an optimal one by ``upper / w_j``)."""
+    from scipy.optimize import linprog
+    from scipy.sparse import coo_matrix
+
+    budget = Budget(time_limit)
+    n, n_t = instance.n_jobs, intervals
+    compute, sync = instance.class_compute, instance.class_sync
+    size = np.bincount(instance.gpu_class, minlength=compute.shape[1]).astype(float)
+    jobs = instance.jobs
+    arrival = np.array([job.arrival for job in jobs], dtype=float)
+    weight = np.array([job.weight for job in jobs], dtype=float)
+    rounds = np.array([job.rounds for job in jobs], dtype=float)
+    tasks = np.array([job.tasks_per_round for job in jobs], dtype=float)
+    eligible = np.isfinite(compute)
+    fastest = np.where(eligible, compute, np.inf).min(axis=1)
+    rate = np.where(eligible, fastest[:, None] / np.where(eligible, compute, 1.0), 0.0)
+    tail = np.where(eligible, sync, np.inf).min(axis=1)
+    round_time = np.array([round_lower_bound(instance, j) for j in range(n)])
+    path = critical_path(instance)
+    work = rounds * tasks * fastest
+    after = tail + fastest / 2 + round_time * (rounds - 1) / 2  # C_j ≥ M_j + after_j
+
+    # the grid: from the first arrival (nothing computes before it) to the horizon; interval t
+    # starts at edges[t], interval n_t is [edges[-1], ∞)
+    edges = np.linspace(arrival.min(), max(horizon, float(path.max())), n_t + 1)
+    # columns: x for each eligible (job, class) pair and interval 0..n_t; Z (job's cumulative
+    # work at the end of interval t < n_t); C per job; y per eligible (job, class) pair
+    pair_job, pair_class = np.nonzero(eligible)
+    n_x = len(pair_job) * (n_t + 1)
+    col = np.arange(n_x)
+    x_job, x_class, x_t = pair_job[col // (n_t + 1)], pair_class[col // (n_t + 1)], col % (n_t + 1)
+    x_rate = rate[x_job, x_class]
+    z0, c0 = n_x, n_x + n * n_t
+    y0 = c0 + n  # y: the job's rounds whose slowest class (by compute + sync) is that one
+    n_cols = y0 + len(pair_job)
+    inner = x_t < n_t
+    variables = n_cols
+    nonzeros = 4 * n_x + 2 * n * n_t + n + len(pair_job) * (compute.shape[1] * (n_t + 2) + 2)
+    if lp_too_large(variables, nonzeros):
+        return CapacityLP(None, "too large", variables, nonzeros)
+
+    # ≤ rows: class capacity (class, t); job's tasks at once (job, t); completion (job)
+    cap_row = x_class * n_t + x_t
+    slot_row = size.size * n_t + x_job * n_t + x_t
+    done_row = size.size * n_t + n * n_t + np.arange(n)
+    rows, cols, vals = _rows(
+        (cap_row[inner], col[inner], np.ones(inner.sum())),
+        (slot_row[inner], col[inner], np.ones(inner.sum())),
+        (done_row[x_job], col, edges[x_t] * x_rate / work[x_job]),
+        (done_row, c0 + np.arange(n), -np.ones(n)))
+    overlap = np.clip(edges[1:][None, :] - np.maximum(edges[:-1][None, :], arrival[:, None]),
+                      0.0, None)  # (job, t): length of interval t after the job's arrival
+    # rounds by their slowest class: for each threshold pair (j, c), the tasks of j on classes
+    # at least as slow as c (GPU time / compute) lie in rounds whose slowest class is too,
+    # K_j tasks each; and C_j ≥ a_j + Σ_q (round duration with slowest class q) · y_jq
+    pace = compute + sync
+    label_rows, pace_row = done_row[-1] + 1, done_row[-1] + 1 + len(pair_job)
+    blocks = [(rows, cols, vals)]
+    for k, (j, c) in enumerate(zip(pair_job, pair_class, strict=True)):
+        slower = np.flatnonzero((pair_job == j) & (pace[j, pair_class] >= pace[j, c]))
+        x_cols = (slower[:, None] * (n_t + 1) + np.arange(n_t + 1)[None, :]).ravel()
+        blocks.append((np.full(x_cols.size + slower.size, label_rows + k),
+                       np.concatenate([x_cols, y0 + slower]),
+                       np.concatenate([1.0 / compute[j, x_class[x_cols]],
+                                       np.full(slower.size, -tasks[j])])))
+    duration = np.maximum(round_time[pair_job], pace[pair_job, pair_class])
+    blocks += [(pace_row + pair_job, y0 + np.arange(len(pair_job)), duration),
+               (pace_row + np.arange(n), c0 + np.arange(n), -np.ones(n))]
+    rows, cols, vals = _rows(*blocks)
+    a_ub = coo_matrix((vals, (rows, cols)), shape=(pace_row + n, n_cols)).tocsr()
+    b_ub = np.concatenate([(size[:, None] * np.diff(edges)[None, :]).ravel(),
+                           (tasks[:, None] * overlap).ravel(), -after,
+                           np.zeros(len(pair_job)), -arrival])
+    # = rows: all work done (job); Z[j, t] = Z[j, t-1] + work of j in interval t
+    z_row = n + x_job * n_t + x_t
+    zt = np.arange(n * n_t) % n_t
+    later = zt > 0
+    rounds_row = n + n * n_t  # Σ_q y_jq = R_j
+    rows, cols, vals = _rows(
+        (x_job, col, x_rate),
+        (z_row[inner], col[inner], x_rate[inner]),
+        (n + np.arange(n * n_t), z0 + np.arange(n * n_t), -np.ones(n * n_t)),
+        (n + np.flatnonzero(later), z0 + np.flatnonzero(later) - 1, np.ones(later.sum())),
+        (rounds_row + pair_job, y0 + np.arange(len(pair_job)), np.ones(len(pair_job))))
+    a_eq = coo_matrix((vals, (rows, cols)), shape=(rounds_row + n, n_cols)).tocsr()
+    b_eq = np.concatenate([work, np.zeros(n * n_t), rounds])
+
+    # boxes; Z[j, t] ≤ the work of the rounds that can have started by the end of interval t
+    # (round r starts at or after a_j + r·ρ̂_j; by then a round has done at most K_j·elapsed)
+    lo, hi = np.zeros(n_cols), np.empty(n_cols)
+    room = np.column_stack([overlap, np.full(n, np.inf)])[x_job, x_t]
+    hi[:n_x] = np.minimum(np.minimum(size[x_class], tasks[x_job]) * room, work[x_job] / x_rate)
+    elapsed = np.clip((edges[1:][None, :] - arrival[:, None]) / round_time[:, None], 0.0, None)
+    whole = np.floor(elapsed)
+    started = whole + np.minimum(1.0, (elapsed - whole) * (round_time / fastest)[:, None])
+    hi[z0:c0] = (tasks * fastest)[:, None].repeat(n_t, axis=1).ravel() * \
+        np.minimum(started, rounds[:, None]).ravel()
+    lo[c0:y0], hi[c0:y0] = path, np.maximum(path, upper / weight)
+    hi[y0:] = rounds[pair_job]
+    cost = np.zeros(n_cols)
+    cost[c0:y0] = weight
+
+    options: dict[str, Any] = {"presolve": True}
+    left = budget.left()
+    if left is not None:
+        left -= handover_seconds(variables, nonzeros)
+        if left < 0.01:
+            return CapacityLP(None, "time limit", variables, nonzeros)
+        options["time_limit"] = left
+    res = linprog(cost, A_ub=a_ub, b_ub=b_ub, A_eq=a_eq, b_eq=b_eq,
+                  bounds=np.column_stack([lo, hi]), method="highs", options=options)
+    if res.status == 1:
+        return CapacityLP(None, "time limit", variables, nonzeros)
+    if res.status != 0:
+        return CapacityLP(None, f"not optimal: {res.message}", variables, nonzeros)
+    # Lagrangian bound of the dual solution: valid for any multipliers of the right sign
+    dual_ub = np.minimum(res.ineqlin.marginals, 0.0)
+    dual_eq = res.eqlin.marginals
+    reduced = cost - a_ub.T @ dual_ub - a_eq.T @ dual_eq
+    value = float(dual_ub @ b_ub + dual_eq @ b_eq
+                  + np.where(reduced >= 0, reduced * lo, reduced * hi).sum())
+    return CapacityLP(value - abs(value) * _MARGIN, "optimal", variables, nonzeros,
+                      float(res.fun))
+
+
+@register("capacity-bound", options=CapacityBoundOptions,
+          default_time_limit=EXACT_TIME_LIMIT, imports=("scipy.optimize",),
+          description="ECT schedule + the class-capacity LP bound (contention for each GPU "
+                      "type over time; both modes)")
+def _capacity_bound(instance: Instance, context: SolveContext) -> MethodOutput:
+    budget = Budget(context.time_limit)
+    schedule: Schedule = ect_schedule(instance)
+    report = check(instance, schedule)
+    if context.hint is not None:
+        own = check(instance, Schedule(instance.name, context.hint.tasks, instance.mode))
+        if own.feasible and own.objective is not None and report.objective is not None \
+                and own.objective < report.objective:
+            schedule, report = Schedule(instance.name, context.hint.tasks, instance.mode), own
+    assert report.objective is not None and report.metrics is not None
+    intervals = context.options_as(CapacityBoundOptions).intervals
+    lp = capacity_bound(instance, report.objective, report.metrics["makespan"], intervals,
+                        time_limit=budget.left())
+    if lp.status == "too large":
+        raise InputError(f"capacity-bound: intervals={intervals}: the LP would have "
+                         f"{size_text(lp.variables, lp.nonzeros)}; choose fewer intervals")
+    return MethodOutput(schedule=schedule, bound=lp.bound,
+                        extra={"intervals": intervals, "lp_status": lp.status,
+                               "lp_nonzeros": lp.nonzeros})
