@@ -1,0 +1,40 @@
+#!/usr/bin/env bash
+# Certified gaps at the Hare paper's scale (HPDC'22 Figs. 14-17: instances/hare-gpus, hare-jobs,
+# hare-heterogeneity, hare-mix; 100-300 jobs on 100-180 GPUs, 3 seeds each), both modes.
+# 1. Schedules and bounds that scale: ect; priority-search (30 s per run); the bounds
+#    fluid-bound and capacity-bound (its LP on 100 intervals, up to 10 minutes).
+#    Then priority-search with the paper's budget (10 minutes per instance) on three instances.
+# 2. One gap table of every method at every setting, over these records and the online
+#    benchmark's (benchmarks/hare_online.sh: Hare's offline heuristic and its variants, hlas,
+#    allox and the gang baselines), against the best bound known for each instance and mode
+#    (the sets' manifests; for gang mode the better of the gang and relaxed bounds).
+# Two runs in parallel on the 2-core reference machine (three for the 10-minute runs);
+# resumable (about 75 minutes).
+set -euo pipefail
+cd "$(dirname "$0")/.."
+out=benchmarks/results/paper-scale
+mkdir -p $out
+sets=(hare-gpus hare-jobs hare-heterogeneity hare-mix)
+for set in "${sets[@]}"; do
+  [[ -f instances/$set/manifest.json ]] ||
+    optsched bench gen benchmarks/grids/$set.json --out instances/$set
+  optsched bench run instances/$set --method ect --method fluid-bound --mode relaxed --mode gang \
+    --workers 2 --records $out/records.jsonl
+  optsched bench run instances/$set --method capacity-bound --time-limit 600 --mode relaxed \
+    --mode gang --workers 2 --records $out/records.jsonl
+  optsched bench run instances/$set --method priority-search --time-limit 30 --mode relaxed \
+    --mode gang --workers 2 --records $out/records.jsonl
+done
+# the paper's 10-minute budget per instance, on one instance of each set whose gap is largest
+for name in hare-gpus/hare-gpus-gpus100-s0 hare-jobs/hare-jobs-jobs300-s0 \
+    hare-mix/hare-mix-mix1-1-1-2-s0; do
+  optsched bench run instances/${name%%/*} --only "${name##*/}" --method priority-search \
+    --time-limit 600 --mode relaxed --workers 1 --records "$out/long-${name%%/*}.jsonl" &
+done
+wait
+manifests=()
+for set in "${sets[@]}"; do manifests+=(--manifest "instances/$set"); done
+optsched bench report $out/records.jsonl benchmarks/results/online/settings.jsonl --out $out \
+  "${manifests[@]}"
+python benchmarks/paper_scale_summary.py "${sets[@]/#/instances/}" $out/records.jsonl \
+  benchmarks/results/online/settings.jsonl --long $out/long-*.jsonl > $out/summary.md
