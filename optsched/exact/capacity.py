@@ -33,14 +33,12 @@ from typing import Any
 
 import numpy as np
 
-from optsched.check import check
 from optsched.errors import InputError
 from optsched.exact.bounds import critical_path, round_lower_bound
 from optsched.exact.budget import Budget, handover_seconds, lp_too_large, size_text
-from optsched.heuristics.list_scheduling import ect_schedule
+from optsched.exact.lp import incumbent
 from optsched.instance import Instance
 from optsched.options import Options, count
-from optsched.schedule import Schedule
 from optsched.solve import EXACT_TIME_LIMIT, MethodOutput, SolveContext, register
 
 #: Relative margin taken off the bound for floating-point sums.
@@ -208,13 +206,7 @@ def capacity_bound(instance: Instance, upper: float, horizon: float, intervals: 
                       "type over time; both modes)")
 def _capacity_bound(instance: Instance, context: SolveContext) -> MethodOutput:
     budget = Budget(context.time_limit)
-    schedule: Schedule = ect_schedule(instance)
-    report = check(instance, schedule)
-    if context.hint is not None:
-        own = check(instance, Schedule(instance.name, context.hint.tasks, instance.mode))
-        if own.feasible and own.objective is not None and report.objective is not None \
-                and own.objective < report.objective:
-            schedule, report = Schedule(instance.name, context.hint.tasks, instance.mode), own
+    schedule, report = incumbent(instance, context.hint)
     assert report.objective is not None and report.metrics is not None
     intervals = context.options_as(CapacityBoundOptions).intervals
     lp = capacity_bound(instance, report.objective, report.metrics["makespan"], intervals,

@@ -17,7 +17,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from optsched.check import check
+from optsched.check import CheckReport, check
 from optsched.errors import InputError
 from optsched.exact.bounds import lp_time_unit, solve_time_indexed_lp
 from optsched.exact.budget import Budget, size_text
@@ -36,18 +36,26 @@ class LpBoundOptions(Options):
                                      open_low=True)
 
 
+def incumbent(instance: Instance, hint: Schedule | None) -> tuple[Schedule, CheckReport]:
+    """The ECT schedule, or ``hint`` when it is feasible and better, with its check report
+    (objective and metrics known)."""
+    schedule: Schedule = ect_schedule(instance)
+    report = check(instance, schedule)
+    if hint is not None:
+        own = check(instance, Schedule(instance.name, hint.tasks, instance.mode))
+        if own.feasible and own.objective is not None and report.objective is not None \
+                and own.objective < report.objective:
+            schedule, report = Schedule(instance.name, hint.tasks, instance.mode), own
+    assert report.objective is not None and report.metrics is not None
+    return schedule, report
+
+
 @register("lp-bound", options=LpBoundOptions,
           default_time_limit=EXACT_TIME_LIMIT, imports=("scipy.optimize",),
           description="ECT schedule + time-indexed LP lower bound (HiGHS), both modes")
 def _lp_bound(instance: Instance, context: SolveContext) -> MethodOutput:
     budget = Budget(context.time_limit)
-    schedule: Schedule = ect_schedule(instance)
-    report = check(instance, schedule)
-    if context.hint is not None:
-        own = check(instance, Schedule(instance.name, context.hint.tasks, instance.mode))
-        if own.feasible and own.objective is not None and report.objective is not None \
-                and own.objective < report.objective:
-            schedule, report = Schedule(instance.name, context.hint.tasks, instance.mode), own
+    schedule, report = incumbent(instance, context.hint)
     assert report.objective is not None and report.metrics is not None
     given = context.options_as(LpBoundOptions).time_unit
     unit = lp_time_unit(instance, report.metrics["makespan"], given, upper=report.objective)
