@@ -35,7 +35,13 @@ import numpy as np
 
 from optsched.errors import InputError
 from optsched.exact.bounds import critical_path, round_lower_bound
-from optsched.exact.budget import Budget, handover_seconds, lp_too_large, size_text
+from optsched.exact.budget import (
+    MIN_SOLVER_SECONDS,
+    Budget,
+    handover_seconds,
+    lp_too_large,
+    size_text,
+)
 from optsched.exact.lp import incumbent
 from optsched.instance import Instance
 from optsched.options import Options, count
@@ -56,8 +62,9 @@ class CapacityBoundOptions(Options):
 @dataclass(frozen=True)
 class CapacityLP:
     """The outcome of :func:`capacity_bound`: ``bound`` (certified, ``None`` unless HiGHS
-    solved the LP), ``status`` (``optimal``, ``time limit`` or ``not optimal: <message>``) and
-    the LP's size."""
+    solved the LP), ``status`` (``optimal``, ``time limit``, ``too large`` — not built, see
+    :func:`~optsched.exact.budget.lp_too_large` — or ``not optimal: <message>``) and the LP's
+    size."""
 
     bound: float | None
     status: str
@@ -181,7 +188,7 @@ def capacity_bound(instance: Instance, upper: float, horizon: float, intervals: 
     left = budget.left()
     if left is not None:
         left -= handover_seconds(variables, nonzeros)
-        if left < 0.01:
+        if left < MIN_SOLVER_SECONDS:
             return CapacityLP(None, "time limit", variables, nonzeros)
         options["time_limit"] = left
     res = linprog(cost, A_ub=a_ub, b_ub=b_ub, A_eq=a_eq, b_eq=b_eq,
