@@ -76,6 +76,7 @@ BUILTIN_MODULES = (
     "optsched.heuristics.list_scheduling",
     "optsched.heuristics.hare",
     "optsched.heuristics.priority_search",
+    "optsched.heuristics.task_moves",
     "optsched.exact.cpsat",
     "optsched.exact.milp",
     "optsched.exact.lp",

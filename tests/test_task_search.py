@@ -1,0 +1,85 @@
+"""task-search: checker-clean, OPT ≤ objective ≤ its start, an incrementally evaluated move
+gives the starts a full evaluation does, undo restores the schedule exactly, seeded runs
+repeat, and task moves improve ECT under load."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from optsched import GeneratorSpec, generate, solve
+from optsched.check import check
+from optsched.heuristics.list_scheduling import ect_schedule
+from optsched.heuristics.task_moves import SequenceSchedule
+from optsched.result import OPTIMAL_TOL
+from optsched.testing import assert_schedule, instances
+
+
+@settings(deadline=None, max_examples=40)
+@given(instances(max_jobs=4, integer=True), st.integers(0, 3))
+def test_checker_clean_and_between_the_optimum_and_ect(instance, seed):
+    optimum = solve(instance, "cpsat", time_limit=20)
+    result = solve(instance, "task-search", params={"steps": 60}, seed=seed)
+    assert_schedule(instance, result.schedule, bound=optimum.bound)
+    assert result.objective <= solve(instance, "ect").objective * (1 + 1e-12)
+    if optimum.status == "optimal":
+        assert result.objective >= optimum.objective * (1 - OPTIMAL_TOL)
+
+
+def _random_move(state: SequenceSchedule, rng: np.random.Generator) -> float | None:
+    """Any move the search may make: a random operation, GPU and place in the window."""
+    o = int(rng.integers(len(state.start)))
+    g = state.op_gpus[o][int(rng.integers(len(state.op_gpus[o])))]
+    job = state.round_job[state.op_round[o]]
+    choices = [h for h in np.flatnonzero(np.isfinite(state.inst.compute[job])).tolist()
+               if h == g or h not in state.op_gpus[o]]
+    h = choices[int(rng.integers(len(choices)))]
+    lo, hi = state.window(o, g, h)
+    try:
+        return state.apply(o, g, h, int(rng.integers(lo, hi + 1)))
+    except ValueError:
+        return None
+
+
+@settings(deadline=None, max_examples=25)
+@given(st.integers(0, 10**6), st.sampled_from(["relaxed", "gang"]))
+def test_incremental_evaluation_equals_a_full_evaluation(seed, mode):
+    inst = generate(GeneratorSpec(jobs=12, gpus=6, gpu_types=2, hosts=2, load=3.0),
+                    seed=seed % 50).with_mode(mode)
+    state = SequenceSchedule(inst, ect_schedule(inst))
+    assert state.objective <= check(inst, ect_schedule(inst)).objective * (1 + 1e-12)
+    rng = np.random.default_rng(seed)
+    for _ in range(15):
+        kept = list(state.start), state.objective
+        for _ in range(int(rng.integers(1, 4))):  # moves stack up until commit or undo
+            _random_move(state, rng)
+            starts, objective = state.recompute()
+            assert state.start == starts
+            assert state.objective == pytest.approx(objective, rel=1e-12)
+        report = check(inst, state.schedule())
+        assert report.feasible, report.violations[:3]
+        assert report.objective == pytest.approx(state.objective, rel=1e-12)
+        if rng.random() < 0.5:
+            state.undo()
+            assert (state.start, state.objective) == kept
+            assert state.recompute()[0] == state.start
+        else:
+            state.commit()
+
+
+def test_seeded_runs_repeat_improve_ect_and_polish_a_hint():
+    inst = generate(GeneratorSpec(jobs=30, gpus=8, gpu_types=2, hosts=2, load=4.0), seed=1)
+    for mode in ("relaxed", "gang"):
+        one = inst.with_mode(mode)
+        first = solve(one, "task-search", params={"steps": 400}, seed=5)
+        again = solve(one, "task-search", params={"steps": 400}, seed=5)
+        assert first.schedule.to_dict() == again.schedule.to_dict()
+        assert first.extra["steps"] == 400 and first.extra["start"] == "ect"
+        assert first.extra["improvements"] >= 1
+        assert first.objective < solve(one, "ect").objective
+        hint = solve(one, "priority-search", params={"steps": 20}, seed=5)
+        polished = solve(one, "task-search", params={"steps": 200}, hint=hint.schedule)
+        assert polished.extra["start"] == "hint"
+        assert polished.objective <= hint.objective * (1 + 1e-12)
