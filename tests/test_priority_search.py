@@ -5,20 +5,26 @@ time 0 does."""
 from __future__ import annotations
 
 import numpy as np
+import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from optsched import GeneratorSpec, generate, solve
+from optsched.check import check
 from optsched.heuristics.priority_search import _Decoder, _move, smith_priorities
 from optsched.result import OPTIMAL_TOL
 from optsched.testing import assert_schedule, instances
 
 
 @settings(deadline=None, max_examples=40)
-@given(instances(max_jobs=4, integer=True), st.integers(0, 3))
-def test_checker_clean_and_above_the_optimum(instance, seed):
+@given(instances(max_jobs=4, integer=True), st.integers(0, 3),
+       st.sampled_from(["auto", "reserve", "greedy"]))
+def test_checker_clean_and_above_the_optimum(instance, seed, decoder):
     optimum = solve(instance, "cpsat", time_limit=20)
-    result = solve(instance, "priority-search", params={"steps": 30}, seed=seed)
+    result = solve(instance, "priority-search", params={"steps": 30, "decoder": decoder},
+                   seed=seed)
+    assert result.extra["decoder"] in ({"reserve", "greedy"} if decoder == "auto"
+                                       else {decoder})
     assert_schedule(instance, result.schedule, bound=optimum.bound)
     ect = solve(instance, "ect")
     assert result.objective <= ect.objective * (1 + 1e-12)
@@ -26,12 +32,12 @@ def test_checker_clean_and_above_the_optimum(instance, seed):
         assert result.objective >= optimum.objective * (1 - OPTIMAL_TOL)
 
 
-@settings(deadline=None, max_examples=25)
-@given(st.integers(0, 10**6), st.sampled_from(["relaxed", "gang"]))
-def test_incremental_evaluation_equals_a_full_decode(seed, mode):
-    inst = generate(GeneratorSpec(jobs=12, gpus=6, gpu_types=2, hosts=2, load=3.0),
+@settings(deadline=None, max_examples=40)
+@given(st.integers(0, 10**6), st.sampled_from(["relaxed", "gang"]), st.booleans())
+def test_incremental_evaluation_equals_a_full_decode(seed, mode, reserve):
+    inst = generate(GeneratorSpec(jobs=12, gpus=6, gpu_types=3, hosts=2, load=3.0),
                     seed=seed % 50).with_mode(mode)
-    decoder = _Decoder(inst)
+    decoder = _Decoder(inst, reserve)
     rng = np.random.default_rng(seed)
     priority = smith_priorities(inst)
     current = decoder.run(priority, decoder.start(), None, 0)
@@ -44,6 +50,8 @@ def test_incremental_evaluation_equals_a_full_decode(seed, mode):
         assert fast.tasks == full.tasks and fast.objective == full.objective
         assert list(fast.entry) == list(full.entry)
         assert len(fast.checkpoints) == len(full.checkpoints)
+        report = check(inst, decoder.schedule(full))
+        assert report.feasible and report.objective == pytest.approx(full.objective)
         if fast.objective <= current.objective:
             priority, current = trial, fast
 
