@@ -12,6 +12,7 @@ from hypothesis import strategies as st
 from optsched import GeneratorSpec, generate, solve
 from optsched.check import check
 from optsched.heuristics.priority_search import _Decoder, _move, smith_priorities
+from optsched.instance import GPU, Instance, Job
 from optsched.result import OPTIMAL_TOL
 from optsched.testing import assert_schedule, instances
 
@@ -67,3 +68,36 @@ def test_seeded_runs_repeat_and_load_lets_priorities_matter():
     assert first.objective < solve(inst, "ect").objective
     assert first.extra["improvements"] >= 1
     assert first.extra["anytime"][-1][1] == first.objective
+
+
+def _three_jobs() -> Instance:
+    """A fast GPU F and a slow one S; C (first in Smith's order) takes F until 0.2, then A
+    waits for F, and B, last, may start on S at once."""
+    compute = [("C", 10.0, {"F": 0.2, "S": 0.3}), ("A", 5.0, {"F": 1.0, "S": 1.5}),
+               ("B", 1.0, {"F": 1.0, "S": 1.5})]
+    return Instance("three", tuple(Job(name, arrival=0.0, weight=w, compute=c)
+                                   for name, w, c in compute),
+                    (GPU("f", "F"), GPU("s", "S")))
+
+
+def test_reserve_sends_a_lower_priority_round_to_an_idle_slower_gpu():
+    inst = _three_jobs()
+    starts = {}
+    for reserve in (True, False):
+        decoder = _Decoder(inst, reserve)
+        decoded = decoder.run(smith_priorities(inst), decoder.start(), None, 0)
+        tasks = {t.job: t for t in decoder.schedule(decoded).tasks}
+        assert (tasks["C"].gpu, tasks["A"].gpu, tasks["B"].gpu) == ("f", "f", "s")
+        starts[reserve] = tasks["B"].start
+    # A waits for F; reserving it lets B start on S at once, not when F frees
+    assert starts == {True: 0.0, False: pytest.approx(0.2)}
+
+
+@pytest.mark.parametrize("decoder", ["auto", "reserve", "greedy"])
+def test_a_round_length_lost_in_the_addition_to_its_start(decoder):
+    # at 1e9, a gang round of 2e-8 s ends when it starts: its GPU must not be given twice
+    jobs = tuple(Job(name, arrival=1e9, compute={"F": 2e-8, "S": 1.0}) for name in "ab")
+    inst = Instance("absorb", jobs, (GPU("g0", "F"), GPU("g1", "S")), mode="gang")
+    result = solve(inst, "priority-search", params={"steps": 1, "decoder": decoder})
+    assert_schedule(inst, result.schedule)
+    assert result.extra["left_shift"] >= 0

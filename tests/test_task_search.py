@@ -13,7 +13,10 @@ from optsched import GeneratorSpec, generate, solve
 from optsched.check import check
 from optsched.heuristics.list_scheduling import ect_schedule
 from optsched.heuristics.task_moves import SequenceSchedule
+from optsched.instance import GPU, Instance, Job
+from optsched.io import instance_from_dict, instance_to_dict
 from optsched.result import OPTIMAL_TOL
+from optsched.schedule import Schedule, Task
 from optsched.testing import assert_schedule, instances
 
 
@@ -83,3 +86,39 @@ def test_seeded_runs_repeat_improve_ect_and_polish_a_hint():
         polished = solve(one, "task-search", params={"steps": 200}, hint=hint.schedule)
         assert polished.extra["start"] == "hint"
         assert polished.objective <= hint.objective * (1 + 1e-12)
+
+
+def test_moving_time_zero_changes_nothing():
+    # integer times stay exact at 2**30: the same steps, kept and counted alike
+    inst = generate(GeneratorSpec(jobs=20, gpus=6, gpu_types=2, hosts=2, load=4.0), seed=3)
+    late = instance_from_dict({**instance_to_dict(inst), "jobs": [
+        {**job, "arrival": job["arrival"] + 2**30} for job in instance_to_dict(inst)["jobs"]]})
+    runs = [solve(one, "task-search", params={"steps": 300}, seed=2) for one in (inst, late)]
+    assert runs[0].extra["improvements"] == runs[1].extra["improvements"] >= 1
+    assert runs[1].objective - runs[0].objective == 2**30 * sum(j.weight for j in inst.jobs)
+
+
+def test_a_hint_whose_next_round_starts_early_within_the_checkers_tolerance():
+    jobs = (Job("a", arrival=0.0, rounds=2, compute={"T": 1e-9}),
+            Job("b", arrival=0.0, compute={"T": 10.0}))
+    inst = Instance("tol", jobs, tuple(GPU(f"g{k}", "T") for k in range(3)))
+    hint = Schedule("tol", [Task("a", 0, 0, "g0", 5e-9), Task("a", 1, 0, "g1", 0.0),
+                            Task("b", 0, 0, "g2", 0.0)], "relaxed")
+    assert check(inst, hint).feasible
+    result = solve(inst, "task-search", params={"steps": 10}, hint=hint)
+    assert_schedule(inst, result.schedule)
+
+
+def test_a_move_to_a_gpu_the_round_cannot_use_is_refused():
+    inst = generate(GeneratorSpec(jobs=6, gpus=6, gpu_types=2, hosts=2), seed=0).with_mode("gang")
+    state = SequenceSchedule(inst, ect_schedule(inst))
+    o = max(range(len(state.op_gpus)), key=lambda q: len(state.op_gpus[q]))
+    g, other = state.op_gpus[o][0], state.op_gpus[o][-1]
+    if other != g:
+        with pytest.raises(ValueError, match="already in it"):
+            state.apply(o, g, other, 0)
+    job = state.round_job[state.op_round[o]]
+    for h in np.flatnonzero(~np.isfinite(inst.compute[job])).tolist():
+        with pytest.raises(ValueError, match="not eligible"):
+            state.apply(o, g, h, 0)
+    assert state.recompute()[0] == state.start

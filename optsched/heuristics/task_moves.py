@@ -22,13 +22,16 @@ Two moves change one operation o's place in one sequence:
 A move inserts o between two neighbours A and B only when ``start(A) < min start of o's
 successors`` and ``start(B) > max start of o's predecessors`` (the operations of its job's
 next and previous rounds and, in gang mode, its neighbours on its other GPUs). Every arc of
-the precedence graph goes from an earlier to a later start, so no path can lead from o's
-successors back to A or from B to o's predecessors: the new sequences are acyclic, and the
-current start times, with o given a time strictly between its new predecessors' and
-successors', order the new graph topologically. **Incremental evaluation** recomputes, in
-that order, only the operations whose start changes and their successors, and stops where a
-start stays the same; moves stack up until they are kept or undone together from a log of
-what changed.
+the precedence graph goes from a start to a start no earlier (later, unless a time is lost
+in a floating-point addition), and so does the arc that joins o's old neighbours on g, which
+the old graph implied; so a path from o's successors back to A, or from B to o's
+predecessors, would contradict the strict inequalities: the new sequences are acyclic.
+**Incremental evaluation** recomputes only the operations whose start may change: in the
+order of their current starts (o keyed strictly between its new predecessors' and
+successors' starts), from o and its old successor on g, pushing an operation's successors
+whenever its start changes, so an operation whose predecessor changes after it is recomputed
+again and the result is the sequences' semi-active schedule even where starts tie. Moves
+stack up until they are kept or undone together from a log of what changed.
 
 The ``task-search`` method (:func:`improve`) searches with these moves from ECT's schedule or
 a better hint. Anytime, seeded (``steps=N`` repeats exactly), both modes; it stops at the time
@@ -50,7 +53,7 @@ from typing import Any
 
 import numpy as np
 
-from optsched.check import check
+from optsched.check import Tolerance, check
 from optsched.exact.lp import incumbent
 from optsched.heuristics.list_scheduling import ect_schedule
 from optsched.instance import Instance
@@ -79,9 +82,11 @@ class _Frame:
 class SequenceSchedule:
     """A schedule as GPU sequences, evaluated semi-actively (module doc).
 
-    ``schedule`` must be feasible for ``instance`` in the instance's mode (checked), without
-    launch phases or failed attempts; its starts give the sequences' order, and the
-    left-shifted starts follow (``objective`` is never above the given schedule's)."""
+    ``schedule`` must be feasible for ``instance`` in the instance's mode (as the checker
+    says), without launch phases or failed attempts. Its starts order each GPU's sequence
+    (a round's operations after its job's earlier rounds, even where the checker's tolerance
+    lets a start come slightly early), and the left-shifted starts follow: ``objective`` is
+    never above the given schedule's beyond that tolerance."""
 
     def __init__(self, instance: Instance, schedule: Schedule) -> None:
         self.inst = instance
@@ -122,20 +127,26 @@ class SequenceSchedule:
         self.result = [0.0] * n  # from o's start to its results being ready
         for o in range(n):
             self.busy[o], self.result[o] = self._lengths(o, self.op_gpus[o])
-        # the given starts order the given schedule's precedence graph topologically
-        order = sorted(range(n), key=lambda o: (given[o], o))
+        # the given starts, each raised to the latest given start of its job's earlier
+        # rounds, ties broken by round: an order in which every round follows its job's
+        # earlier rounds (the checker's tolerance may let a start come slightly early)
+        latest = [-math.inf] * len(self.round_job)  # up to and including the round
+        for rid, ops in enumerate(self.round_ops):
+            first_round = rid == self.round_first[self.round_job[rid]]
+            latest[rid] = max([-math.inf if first_round else latest[rid - 1]]
+                              + [given[o] for o in ops])
+        raised = []
+        for o, rid in enumerate(self.op_round):
+            first_round = rid == self.round_first[self.round_job[rid]]
+            raised.append(given[o] if first_round else max(given[o], latest[rid - 1]))
+        order = sorted(range(n), key=lambda o: (raised[o], self.op_round[o], o))
         self.seq: list[list[int]] = [[] for _ in range(instance.n_gpus)]
         self.pos: list[list[int]] = [[0] * len(self.op_gpus[o]) for o in range(n)]
         for o in order:
             for slot, g in enumerate(self.op_gpus[o]):
                 self.pos[o][slot] = len(self.seq[g])
                 self.seq[g].append(o)
-        self.start = [0.0] * n
-        self.ready = [-math.inf] * len(self.round_job)
-        for o in order:
-            self.start[o] = self._earliest(o)
-            rid = self.op_round[o]
-            self.ready[rid] = max(self.ready[rid], self.start[o] + self.result[o])
+        self.start, self.ready = self._evaluate()
         self.objective = self._objective(self.ready)
         self._frames: list[_Frame] = []
 
@@ -168,24 +179,53 @@ class SequenceSchedule:
                 s = max(s, start[p] + busy[p])
         return s
 
-    def recompute(self) -> tuple[list[float], float]:
-        """Every start and the objective, recomputed from the sequences alone (for
-        tests)."""
-        n = len(self.start)
-        order = sorted(range(n), key=lambda o: (self.start[o], o))
-        ready = [-math.inf] * len(self.ready)
-        start = [0.0] * n
-        for o in order:
+    def _evaluate(self) -> tuple[list[float], list[float]]:
+        """Every start and round's ready time from the sequences alone, operations taken in a
+        topological order (Kahn's algorithm: an operation goes once it heads all its GPUs'
+        remaining sequences and its previous round is done); ValueError on a cycle."""
+        n = len(self.op_round)
+        start, ready = [0.0] * n, [-math.inf] * len(self.round_job)
+        left = [len(ops) for ops in self.round_ops]  # each round's operations not yet done
+        heads = [0] * n  # how many of o's GPUs it heads
+        for seq in self.seq:
+            if seq:
+                heads[seq[0]] += 1
+
+        def free(o: int) -> bool:
+            rid = self.op_round[o]
+            return heads[o] == len(self.op_gpus[o]) and (
+                rid == self.round_first[self.round_job[rid]] or left[rid - 1] == 0)
+
+        todo = [o for o in range(n) if free(o)]
+        done = 0
+        while todo:
+            o = todo.pop()
+            done += 1
             rid = self.op_round[o]
             j = self.round_job[rid]
             s = self.arrival[j] if rid == self.round_first[j] else ready[rid - 1]
-            for g in self.op_gpus[o]:
-                i = self.seq[g].index(o)
+            for g, i in zip(self.op_gpus[o], self.pos[o], strict=True):
                 if i > 0:
                     p = self.seq[g][i - 1]
                     s = max(s, start[p] + self.busy[p])
+                if i + 1 < len(self.seq[g]):
+                    x = self.seq[g][i + 1]
+                    heads[x] += 1
+                    if free(x):
+                        todo.append(x)
             start[o] = s
             ready[rid] = max(ready[rid], s + self.result[o])
+            left[rid] -= 1
+            if left[rid] == 0 and rid + 1 < self.round_first[j + 1]:
+                todo += [q for q in self.round_ops[rid + 1] if free(q)]
+        if done < n:
+            raise ValueError("the GPU sequences contradict the rounds' order (a cycle)")
+        return start, ready
+
+    def recompute(self) -> tuple[list[float], float]:
+        """Every start and the objective, recomputed from the sequences alone (for
+        tests)."""
+        start, ready = self._evaluate()
         return start, self._objective(ready)
 
     def schedule(self) -> Schedule:
@@ -266,6 +306,9 @@ class SequenceSchedule:
         """Move o's place on GPU g to index ``i`` of h's sequence (counted without o), which
         must lie in :meth:`window`; returns the change of the objective. Moves stack up until
         :meth:`commit` keeps them or :meth:`undo` reverts them all."""
+        j = self.round_job[self.op_round[o]]
+        if not math.isfinite(self.compute[j, h]) or (h != g and h in self.op_gpus[o]):
+            raise ValueError(f"GPU {h} is not eligible for this operation or already in it")
         before, after = self._neighbours(o, g)
         slot = self.op_gpus[o].index(g)
         old = self.pos[o][slot]
@@ -359,11 +402,11 @@ class SequenceSchedule:
 
 def _best_gap(state: SequenceSchedule, o: int, g: int, pool: np.ndarray, push: bool
               ) -> tuple[int, int] | None:
-    """(GPU, place) of the earliest-ready gap for o's place on g among the GPUs of ``pool``
-    (g included), None when none beats where o is now."""
+    """(GPU, place) of the earliest-ready gap for o's place on g among g and the GPUs of
+    ``pool``, None when none beats where o is now."""
     best, out = state.start[o] + state.result[o], None
     gpus = state.op_gpus[o]
-    for h in pool.tolist():
+    for h in [g, *pool.tolist()]:
         if h != g and h in gpus:
             continue
         i, done = state.gap(o, g, h, push)
@@ -385,10 +428,11 @@ def improve(state: SequenceSchedule, rng: np.random.Generator, deadline: float |
     one of its GPU's sequences. The step is kept when the objective does not get worse."""
     inst = state.inst
     eligible = [np.flatnonzero(np.isfinite(inst.compute[j])) for j in range(inst.n_jobs)]
+    # an improvement: more than the checker's time tolerance per unit of weight
+    noise = sum(state.weight) * Tolerance.of(inst).at(max(state.ready))
     n_rounds, n_ops = len(state.round_ops), len(state.start)
     tried = kept = improved = since = 0
     stopped = "steps"
-    first = state.objective
 
     def straggler(rid: int) -> int:
         return max(state.round_ops[rid], key=lambda q: state.start[q] + state.result[q])
@@ -439,10 +483,10 @@ def improve(state: SequenceSchedule, rng: np.random.Generator, deadline: float |
                     delta = state.apply(o, g, g, i)
                 except ValueError:
                     continue
-            if delta <= 1e-12 * abs(state.objective):
+            if delta <= 0.0:
                 state.commit()
                 kept += 1
-                if delta < -1e-9 * abs(state.objective):
+                if delta < -noise:
                     improved, since = improved + 1, 0
                     if report is not None:
                         report(state.objective, None)
@@ -451,8 +495,7 @@ def improve(state: SequenceSchedule, rng: np.random.Generator, deadline: float |
     except KeyboardInterrupt:  # a genuine Ctrl-C: back to the last kept schedule
         state.undo()
         stopped = "interrupted"
-    return {"steps": tried, "kept": kept, "improvements": improved, "stopped": stopped,
-            "start_objective": first}
+    return {"steps": tried, "kept": kept, "improvements": improved, "stopped": stopped}
 
 
 @dataclass(frozen=True)
@@ -475,18 +518,21 @@ def _task_search(instance: Instance, context: SolveContext) -> MethodOutput:
     deadline = None if context.time_limit is None else time.perf_counter() + \
         context.time_limit
     start, report = incumbent(instance, context.hint)
+    origin = "hint" if start.tasks == getattr(context.hint, "tasks", None) else "ect"
     if any(t.train_start is not None or t.failed_at is not None for t in start.tasks):
-        start, report = ect_schedule(instance), check(instance, ect_schedule(instance))
+        start = ect_schedule(instance)  # a hint with launch phases: not a GPU sequence
+        report, origin = check(instance, start), "ect (the hint has launch phases)"
     assert report.objective is not None
     state = SequenceSchedule(instance, start)
+    shifted = state.objective
     extra = improve(state, np.random.default_rng(context.seed), deadline, options.steps,
                     options.patience, options.sample, context.report)
     extra["interrupted"] = extra["stopped"] == "interrupted"
-    extra["start"] = "hint" if start.tasks == getattr(context.hint, "tasks", None) else "ect"
-    extra["start_objective"] = float(report.objective)
+    extra["start"], extra["start_objective"] = origin, float(report.objective)
+    extra["left_shift"] = float(report.objective) - shifted
     schedule = state.schedule()
     ours = check(instance, schedule)
-    if ours.objective is None or ours.objective > report.objective:
+    if not ours.feasible or ours.objective is None or ours.objective > report.objective:
         extra["returned"] = "start (the search found nothing better)"
         return MethodOutput(schedule=start, extra=extra)
     extra["returned"] = "search"
