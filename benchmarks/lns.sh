@@ -1,21 +1,22 @@
 #!/usr/bin/env bash
 # LNS (optsched/exact/lns.py) against CP-SAT at equal budgets: 60 s and one CP-SAT worker per
-# run, two runs in parallel, both modes, on the exact family at 20 jobs (seeds 0-4 of
+# run, two runs in parallel, both modes, on the exact family at 20 jobs (its 10 seeds in
 # instances/exact) and at 30 and 50 jobs (grids/exact-large.json). Resumable; delete the
-# records to measure again (about 30 minutes). lp-bound, fluid-bound and capacity-bound put the
+# records to measure again (about 45 minutes). lp-bound, fluid-bound and capacity-bound put the
 # bounds beside the searches'; priority-search (to its local optimum, within 60 s) the
-# scalable search.
+# scalable search, and task-search (task moves from ECT, to its local optimum) the task-level
+# one.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 [[ -f instances/exact-large/manifest.json ]] ||
   optsched bench gen benchmarks/grids/exact-large.json --out instances/exact-large
 out=benchmarks/results/lns
 mkdir -p $out
-optsched bench run instances/exact --only 'exact-jobs20-s[0-4]' --method ect --method cpsat --method fluid-bound \
-  --method capacity-bound --method priority-search \
+optsched bench run instances/exact --only 'exact-jobs20-*' --method ect --method cpsat --method fluid-bound \
+  --method capacity-bound --method priority-search --method task-search \
   --method lns --mode relaxed --mode gang --time-limit 60 --workers 2 --records $out/exact.jsonl
 optsched bench run instances/exact-large --method ect --method cpsat --method lns --method lp-bound \
-  --method fluid-bound --method capacity-bound --method priority-search \
+  --method fluid-bound --method capacity-bound --method priority-search --method task-search \
   --mode relaxed --mode gang --time-limit 60 --workers 2 --records $out/exact-large.jsonl ||
   [[ $? == 1 ]]  # runs recorded as errors: lp-bound refuses an LP too large for memory
 optsched bench report $out/exact.jsonl --out $out/exact --manifest instances/exact

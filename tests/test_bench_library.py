@@ -43,6 +43,38 @@ def test_provenance_has_runtime_and_date(tiny):
     assert by["method"] == "ect" and by["runtime_s"] >= 0 and by["finished_at"][:2] == "20"
 
 
+def committed_values() -> dict[tuple[str, str], set[float]]:
+    """(run key, objective or bound) → the values of the run records committed under
+    benchmarks/results with that key."""
+    values: dict[tuple[str, str], set[float]] = {}
+    for path in (ROOT / "benchmarks" / "results").rglob("*.jsonl"):
+        for line in path.read_text().splitlines():
+            if '"optsched/bench-record@1"' in line:
+                record = json.loads(line)
+                for what in ("objective", "bound"):
+                    if record.get(what) is not None:
+                        values.setdefault((record["key"], what), set()).add(record[what])
+    return values
+
+
+def test_every_committed_set_has_best_values_traced_to_committed_runs():
+    values = committed_values()
+    sets = sorted((ROOT / "instances").glob("*/manifest.json"))
+    assert len(sets) >= 18
+    for path in sets:
+        for name, entry in Manifest.of_set(path.parent).instances.items():
+            assert entry["best"], f"{path.parent.name}/{name}: no best value"
+            for key, best in entry["best"].items():
+                for what in ("objective", "bound"):
+                    if best[what] is None:
+                        continue
+                    by = best[f"{what}_by"]
+                    where = f"{path.parent.name}/{name} [{key}] {what}"
+                    assert by["runtime_s"] >= 0 and by["finished_at"][:2] == "20", where
+                    assert best[what] in values.get((by["key"], what), ()), \
+                        f"{where}: no committed run {by['key']} with {best[what]}"
+
+
 def test_verify_says_whether_a_schedule_improves_the_best_known(tiny, tmp_path):
     name = sorted(Manifest.of_set(tiny).instances)[-1]
     instance = load_instance(tiny / f"{name}.json")
