@@ -170,9 +170,13 @@ class SequenceSchedule:
         j = self.round_job[rid]
         return self.arrival[j] if rid == self.round_first[j] else self.ready[rid - 1]
 
-    def _earliest(self, o: int) -> float:
-        s = self.release(o)
-        start, busy, seq = self.start, self.busy, self.seq
+    def _earliest(self, o: int, start: list[float], ready: list[float]) -> float:
+        """o's start given the starts of the operations before it and its previous round's
+        ready time in ``start`` and ``ready``."""
+        rid = self.op_round[o]
+        j = self.round_job[rid]
+        s = self.arrival[j] if rid == self.round_first[j] else ready[rid - 1]
+        busy, seq = self.busy, self.seq
         for g, i in zip(self.op_gpus[o], self.pos[o], strict=True):
             if i > 0:
                 p = seq[g][i - 1]
@@ -203,11 +207,8 @@ class SequenceSchedule:
             done += 1
             rid = self.op_round[o]
             j = self.round_job[rid]
-            s = self.arrival[j] if rid == self.round_first[j] else ready[rid - 1]
+            s = self._earliest(o, start, ready)
             for g, i in zip(self.op_gpus[o], self.pos[o], strict=True):
-                if i > 0:
-                    p = self.seq[g][i - 1]
-                    s = max(s, start[p] + self.busy[p])
                 if i + 1 < len(self.seq[g]):
                     x = self.seq[g][i + 1]
                     heads[x] += 1
@@ -337,14 +338,15 @@ class SequenceSchedule:
         return frame.delta
 
     def _propagate(self, heap: list[tuple[float, int]], frame: _Frame) -> None:
-        """Recompute starts in the order of the heap's keys (a topological order)."""
+        """Recompute starts in the order of the heap's keys, an operation again whenever a
+        predecessor changes after it (module doc)."""
         start, ready, seq, pos, result = self.start, self.ready, self.seq, self.pos, self.result
         queued = {o for _, o in heap}
         moved = frame.op
         while heap:
             _, x = heapq.heappop(heap)
             queued.discard(x)
-            s = self._earliest(x)
+            s = self._earliest(x, start, ready)
             if s == start[x] and x != moved:
                 continue
             frame.starts.append((x, start[x]))
