@@ -9,6 +9,7 @@ infinity. A larger value is bad input, named by its field.
 from __future__ import annotations
 
 import math
+from typing import TypeGuard
 
 #: Largest accepted time, weight or amount; also the largest horizon of an instance (its
 #: latest arrival plus all its work done one task after another).
@@ -30,10 +31,16 @@ MAX_TASKS = 5_000_000
 MAX_SEED = 2**31 - 1
 
 
-def is_bounded(value: object, bound: float = MAX_VALUE) -> bool:
-    """A finite int or float (a bool is not a number here) of magnitude at most ``bound``."""
+def is_number(value: object) -> TypeGuard[int | float]:
+    """A finite int or float (a bool is not a number here). An int is never converted to a
+    float, so one beyond float range (``10**400``) is a number, not an OverflowError."""
     return (isinstance(value, int | float) and not isinstance(value, bool)
-            and math.isfinite(value) and abs(value) <= bound)
+            and (isinstance(value, int) or math.isfinite(value)))
+
+
+def is_bounded(value: object, bound: float = MAX_VALUE) -> TypeGuard[int | float]:
+    """A number (:func:`is_number`) of magnitude at most ``bound``."""
+    return is_number(value) and abs(value) <= bound
 
 
 def check_seed(seed: object, name: str = "seed") -> int:

@@ -12,7 +12,8 @@ What each helper accepts, as text and from Python:
 
 - :func:`choice`: one of its strings;
 - :func:`switch`: ``0``/``1``; a bool, or the integer 0 or 1;
-- :func:`count`: an integer (NumPy's too; not a bool), or its text;
+- :func:`count`: an integer (NumPy's too; not a bool), or its text; a count whose key is
+  ``workers`` or ``threads`` is a number of solver threads, at most :data:`MAX_THREADS`;
 - :func:`number`, :func:`period`: a real number (not a bool), or its text;
 - :func:`numbers`: comma-separated text, a list or tuple of numbers, or ``auto``;
 - :func:`text`: a non-empty string.
@@ -46,6 +47,11 @@ from typing import Any, Self
 from optsched.errors import InputError
 from optsched.limits import MAX_VALUE
 
+#: Most solver threads a method may be given (any count keyed ``workers`` or ``threads``, a
+#: plug-in's too): more cores than the machines optsched runs on have; a solver asked for
+#: far more fails (CP-SAT takes a 32-bit count) or runs out of memory (a model per worker).
+MAX_THREADS = 256
+_THREAD_KEYS = ("workers", "threads")
 #: Shortest accepted period (tick, heartbeat, batch interval) in seconds: shorter ones make
 #: a simulation run through billions of periodic events.
 MIN_PERIOD = 1e-3
@@ -188,11 +194,14 @@ def _integer(name: str, value: Any, low: int, high: int | float) -> int:
     return number
 
 
-def count(help: str, default: int | None = 1) -> Any:
-    """An integer in [1, MAX_VALUE], default ``default`` (1; None: optional). The help text
-    states the default; pass the same value here."""
-    return _option(default, OptionSpec(
-        help, lambda name, value: _integer(name, value, 1, MAX_VALUE)))
+def count(help: str, default: int | None = 1, *, high: int | float = MAX_VALUE) -> Any:
+    """An integer in [1, ``high``] (at most :data:`MAX_THREADS` when its key is ``workers``
+    or ``threads``), default ``default`` (1; None: optional). The help text states the
+    default; pass the same value here."""
+    def convert(name: str, value: Any) -> int:
+        return _integer(name, value, 1, min(high, MAX_THREADS) if name in _THREAD_KEYS
+                        else high)
+    return _option(default, OptionSpec(help, convert))
 
 
 def _float(name: str, value: Any) -> float:

@@ -37,6 +37,7 @@ counted.
 from __future__ import annotations
 
 import csv
+import io
 import math
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
@@ -47,7 +48,8 @@ import numpy as np
 
 from optsched.errors import InputError
 from optsched.instance import GPU, Instance, Job
-from optsched.limits import MAX_TASKS, MAX_VALUE
+from optsched.io import read_text
+from optsched.limits import MAX_FACTOR, MAX_TASKS, MAX_VALUE
 from optsched.workloads import (
     Catalog,
     canonical_gpu_type,
@@ -92,22 +94,38 @@ def _shifted(name: str, jobs: list[TraceJob], skipped: int, why: str | None) -> 
                                       j.steps, j.duration) for j in jobs), skipped, why)
 
 
-def _number(text: str, what: str, where: str) -> float:
+#: Most steps a step job may have: :data:`MAX_TASKS` rounds of :data:`MAX_FACTOR` steps.
+MAX_STEPS = MAX_TASKS * int(MAX_FACTOR)
+
+
+def _number(text: str, what: str, where: str, high: float = MAX_VALUE) -> float:
+    """``text`` as a finite number of magnitude at most ``high``."""
     try:
         value = float(text)
     except ValueError:
         raise InputError(f"{where}: {what} must be a number, got {text!r}") from None
-    if not math.isfinite(value):
-        raise InputError(f"{where}: {what} must be finite, got {text!r}")
+    if not (math.isfinite(value) and abs(value) <= high):
+        raise InputError(f"{where}: {what} must be a finite number of magnitude at most "
+                         f"{high:g}, got {text!r}")
     return value
+
+
+def _gpus(text: str, what: str, where: str) -> int:
+    """A job's GPU count (scale factor), at most :data:`MAX_TASKS`: a round of more tasks
+    than an instance holds is refused as it is read."""
+    count = int(_number(text, what, where, math.inf))
+    if count > MAX_TASKS:
+        raise InputError(f"{where}: {what} must be at most {MAX_TASKS:,} (GPUs of one job; "
+                         f"an instance holds at most {MAX_TASKS:,} tasks), got {text!r}")
+    return count
 
 
 def read_gavel_trace(path: str | Path) -> Trace:
     """Read a Gavel trace (10-field or 7-field TSV, see the module docstring)."""
     path = Path(path)
     jobs, skipped, why = [], 0, None
-    for n, line in enumerate(_lines(path), 1):
-        where = f"{path.name}:{n}"
+    for n, (line_no, line) in enumerate(_lines(path), 1):
+        where = f"{path.name}:{line_no}"
         fields = line.split("\t")
         if len(fields) == 10:
             job_type, steps, scale, weight, arrival = (fields[0], fields[5], fields[6],
@@ -118,7 +136,8 @@ def read_gavel_trace(path: str | Path) -> Trace:
         else:
             raise InputError(f"{where}: a Gavel trace line has 10 or 7 tab-separated fields, "
                              f"got {len(fields)}")
-        k, total = int(_number(scale, "scale_factor", where)), int(_number(steps, "steps", where))
+        k, total = _gpus(scale, "scale_factor", where), int(_number(steps, "steps", where,
+                                                                   MAX_STEPS))
         if k < 1 or total < 1:
             skipped += 1
             why = why or f"{where}: scale factor {k}, {total} steps"
@@ -133,9 +152,9 @@ def _duration_trace(path: Path, gpus: str, arrival: Callable[[dict[str, str], st
                     job_id: Callable[[dict[str, str], int], str]) -> Trace:
     """A CSV of jobs with a GPU count column ``gpus``, ``duration`` and an arrival."""
     jobs, skipped, why = [], 0, None
-    for n, row in enumerate(_csv(path, (gpus, "duration")), 2):
-        where = f"{path.name}:{n}"
-        k = int(_number(row[gpus], gpus, where))
+    for n, (line_no, row) in enumerate(_csv(path, (gpus, "duration")), 2):
+        where = f"{path.name}:{line_no}"
+        k = _gpus(row[gpus], gpus, where)
         duration = _number(row["duration"], "duration", where)
         if k < 1 or duration <= 0:
             skipped += 1
@@ -176,7 +195,7 @@ def read_trace(path: str | Path, kind: str = "auto") -> Trace:
     """Read a trace of ``kind`` gavel | tiresias | philly, or guess it from the file."""
     path = Path(path)
     if kind == "auto":
-        head = next(iter(_lines(path)), "")
+        head = next((line for _, line in _lines(path)), "")
         if "\t" in head:
             kind = "gavel"
         elif head.startswith("job_id,"):
@@ -192,17 +211,34 @@ def read_trace(path: str | Path, kind: str = "auto") -> Trace:
     return readers[kind](path)
 
 
-def _lines(path: Path) -> list[str]:
+def _lines(path: Path) -> list[tuple[int, str]]:
+    """The non-blank lines of a trace, with their line numbers."""
+    lines = read_text(path, "trace").split("\n")
+    return [(n, line.rstrip("\r")) for n, line in enumerate(lines, 1) if line.strip()]
+
+
+def _csv(path: Path, needed: Sequence[str]) -> list[tuple[int, dict[str, str]]]:
+    """The rows of a CSV trace (column → text), with the line each starts on; malformed CSV,
+    a row with more or fewer fields than the header, or a missing column is an InputError
+    naming the file and the line."""
+    reader = csv.reader(io.StringIO(read_text(path, "trace"), newline=""), strict=True)
+    header: list[str] | None = None
+    rows = []
+    line = 1
     try:
-        text = path.read_text()
-    except OSError as exc:
-        raise InputError(f"cannot read trace {path}: {exc.strerror}") from None
-    return [line.rstrip("\n") for line in text.splitlines() if line.strip()]
-
-
-def _csv(path: Path, needed: Sequence[str]) -> list[dict[str, str]]:
-    rows = list(csv.DictReader(_lines(path)))
-    missing = [c for c in needed if rows and c not in rows[0]]
+        for fields in reader:
+            if any(field.strip() for field in fields):  # not a blank line
+                if header is None:
+                    header = fields
+                elif len(fields) != len(header):
+                    raise InputError(f"{path.name}:{line}: {len(fields)} fields, but the "
+                                     f"header has {len(header)}")
+                else:
+                    rows.append((line, dict(zip(header, fields, strict=True))))
+            line = reader.line_num + 1
+    except csv.Error as exc:
+        raise InputError(f"{path.name}:{line}: malformed CSV: {exc}") from None
+    missing = [c for c in needed if header is not None and c not in header]
     if not rows or missing:
         raise InputError(f"{path}: expected CSV columns {', '.join(needed)}"
                          + (f" (missing {', '.join(missing)})" if missing else " and rows"))

@@ -9,7 +9,6 @@ from __future__ import annotations
 
 import ast
 import json
-import math
 from collections.abc import Mapping
 from dataclasses import dataclass
 from functools import cache
@@ -19,6 +18,7 @@ from types import MappingProxyType
 from typing import Any
 
 from optsched.errors import InputError, UnknownNameError
+from optsched.limits import MAX_VALUE, is_bounded
 
 PROVENANCES = ("published", "derived", "assumed")
 
@@ -41,9 +41,9 @@ class Cell:
     note: str
 
     def __post_init__(self) -> None:
-        if not (isinstance(self.seconds, int | float) and math.isfinite(self.seconds)
-                and self.seconds > 0):
-            raise InputError(f"catalog cell seconds must be > 0, got {self.seconds!r}")
+        if not (is_bounded(self.seconds) and self.seconds > 0):
+            raise InputError(f"catalog cell seconds must be in (0, {MAX_VALUE:g}], got "
+                             f"{self.seconds!r}")
         if self.provenance not in PROVENANCES:
             raise InputError(f"catalog cell provenance must be one of {PROVENANCES}, got "
                              f"{self.provenance!r}")
@@ -148,12 +148,9 @@ def read_gavel_throughputs(path: str | Path, *, citation: str = GAVEL_CITATION) 
     InputError
         If the file is unreadable, not JSON, or not in Gavel's layout.
     """
-    try:
-        raw = json.loads(Path(path).read_text("utf-8"))
-    except OSError as exc:
-        raise InputError(f"{path}: cannot read: {exc.strerror}") from None
-    except json.JSONDecodeError as exc:
-        raise InputError(f"{path}: not valid JSON: {exc.msg} at line {exc.lineno}") from None
+    from optsched.io import read_json
+
+    raw = read_json(path)
     if not isinstance(raw, dict):
         raise InputError(f"{path}: Gavel throughputs must be a JSON object of GPU types")
     cells: dict[str, dict[str, Cell]] = {}
@@ -175,7 +172,7 @@ def read_gavel_throughputs(path: str | Path, *, citation: str = GAVEL_CITATION) 
             tput = entry.get("null") if isinstance(entry, dict) else None
             if scale > 1 and tput == 0:
                 continue  # Gavel's 0: the job does not run on k GPUs of this type
-            if not isinstance(tput, int | float) or tput <= 0:
+            if not is_bounded(tput) or tput <= 0:
                 raise InputError(f"{path}: {gtype} {key}: isolated throughput ('null') must "
                                  f"be a positive number, got {tput!r}")
             cells.setdefault(gavel_workload_name(job_type, scale), {})[

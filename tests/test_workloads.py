@@ -86,7 +86,7 @@ def test_gavel_reader_errors(tmp_path):
     with pytest.raises(InputError, match="must be a positive number"):
         read_gavel_throughputs(bad)
     bad.write_text("{")
-    with pytest.raises(InputError, match="not valid JSON"):
+    with pytest.raises(InputError, match="malformed JSON"):
         read_gavel_throughputs(bad)
     with pytest.raises(InputError, match="cannot read"):
         read_gavel_throughputs(tmp_path / "missing.json")

@@ -45,6 +45,7 @@ import math
 import os
 import re
 import shutil
+import sys
 import tempfile
 import types
 from collections import Counter
@@ -64,7 +65,7 @@ from optsched.generate import (
     generate_liquid,
 )
 from optsched.io import instance_to_dict, read_json, write_json
-from optsched.limits import MAX_SEED, MAX_TASKS, check_seed
+from optsched.limits import MAX_SEED, MAX_TASKS, check_seed, is_bounded
 from optsched.placement.generate import PlacementSpec, generate_placement
 from optsched.placement.model import PlacementInstance, placement_instance_to_dict
 
@@ -143,9 +144,8 @@ def _conforms(value: Any, hint: Any) -> bool:
         return isinstance(value, bool)
     if hint is int:
         return isinstance(value, int) and not isinstance(value, bool)
-    if hint is float:
-        return (isinstance(value, int | float) and not isinstance(value, bool)
-                and math.isfinite(value))
+    if hint is float:  # a number a float can hold (an int beyond float range is not)
+        return is_bounded(value, sys.float_info.max)
     if hint is str:
         return isinstance(value, str)
     if origin is tuple:

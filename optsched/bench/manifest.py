@@ -24,7 +24,6 @@ Guarantees:
 from __future__ import annotations
 
 import contextlib
-import math
 import os
 from collections.abc import Iterable, Iterator, Mapping
 from dataclasses import dataclass, field
@@ -33,7 +32,7 @@ from typing import Any
 
 from optsched.errors import InputError
 from optsched.io import read_json, write_json
-from optsched.limits import MAX_VALUE
+from optsched.limits import MAX_VALUE, is_number
 from optsched.result import OPTIMAL_TOL
 
 try:
@@ -97,9 +96,7 @@ def _check_best(where: str, best: dict[str, Any], *, signed: bool = False) -> di
         value = best[name]
         if value is None:
             continue
-        if (isinstance(value, bool) or not isinstance(value, int | float)
-                or not math.isfinite(value) or not (-MAX_VALUE if signed else 0) <= value
-                <= MAX_VALUE):
+        if not is_number(value) or not (-MAX_VALUE if signed else 0) <= value <= MAX_VALUE:
             low = -MAX_VALUE if signed else 0
             raise InputError(f"{where}: {name!r} must be null or a finite number in "
                              f"[{low:g}, {MAX_VALUE:g}], got {value!r}")

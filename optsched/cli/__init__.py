@@ -9,14 +9,18 @@ Exit codes, as ``diff`` and ``cmp`` use them: 0 success (feasible; a schedule wa
 from __future__ import annotations
 
 import argparse
+import io
 import os
+import signal
 import sys
+import time
 from collections.abc import Sequence
 
 from optsched import __version__
 from optsched.cli import (
     bench,
     check,
+    common,
     demo,
     estimate,
     gen,
@@ -34,6 +38,7 @@ from optsched.cli.common import (
     EXIT_OK,
     Parser,
     one_line,
+    process_started,
 )
 from optsched.errors import InputError
 from optsched.solve import load_plugin
@@ -111,6 +116,28 @@ def _plugins_first(argv: Sequence[str]) -> list[str]:
 
 
 def main(argv: Sequence[str] | None = None) -> int:
+    """Run the command line ``argv`` (None: ``sys.argv[1:]``) and return its exit code.
+
+    Run as the ``optsched`` command (``argv`` None), a process that leaves a HiGHS solve
+    running in its thread (one that did not stop within a second of a Ctrl-C or of its
+    deadline, :mod:`optsched.exact.highs`) ends at once with the exit code, its output
+    flushed: waiting for HiGHS, or letting C++ tear down under its feet, would not. A Ctrl-C
+    after the command's work is done no longer changes its exit code."""
+    common.started = (process_started() if argv is None else None) or time.perf_counter()
+    code = _main(argv)
+    if argv is None:
+        from optsched.exact.highs import exit_if_abandoned
+
+        # the work is done and its output written: a Ctrl-C now would only turn the exit
+        # code into a traceback-less death by SIGINT
+        signal.signal(signal.SIGINT, signal.SIG_IGN)
+        exit_if_abandoned(code)
+    return code
+
+
+def _main(argv: Sequence[str] | None) -> int:
+    if isinstance(sys.stdout, io.TextIOWrapper):  # a path given in non-UTF-8 bytes is
+        sys.stdout.reconfigure(errors="surrogateescape")  # printed as those bytes
     argv = _plugins_first(sys.argv[1:] if argv is None else argv)
     if argv and argv[-1] == "--plugin":
         print("optsched: error: argument --plugin: expected one argument", file=sys.stderr)

@@ -42,6 +42,7 @@ from pathlib import Path
 import numpy as np
 
 from optsched.errors import InputError
+from optsched.io import read_text
 from optsched.limits import MAX_VALUE
 from optsched.output import write_file
 
@@ -100,16 +101,7 @@ def read_runs(path: str | Path) -> list[Run]:
     """Read a runs CSV (see the module docstring); bad content is an :class:`InputError`
     naming the file, and the line and column where there is one."""
     name = str(path)
-    try:
-        raw = Path(path).read_bytes()
-    except OSError as exc:
-        raise InputError(f"cannot read runs {name}: {exc.strerror or exc}") from None
-    try:
-        text = raw.decode("utf-8-sig")
-    except UnicodeDecodeError as exc:
-        line = raw.count(b"\n", 0, exc.start) + 1
-        raise InputError(f"{name}:{line}: not UTF-8 (byte 0x{raw[exc.start]:02x} at offset "
-                         f"{exc.start}); save the runs CSV as UTF-8") from None
+    text = read_text(path, "runs CSV")
     reader = csv.reader(io.StringIO(text, newline=""))
     try:
         return _runs(name, reader)

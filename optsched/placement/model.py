@@ -22,14 +22,13 @@ host or field.
 
 from __future__ import annotations
 
-import math
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
 from optsched.errors import InputError, UnknownNameError
-from optsched.limits import MAX_VALUE
+from optsched.limits import MAX_VALUE, is_number
 from optsched.topology import Topology
 
 INSTANCE_FORMAT = "optsched/placement-instance@1"
@@ -40,8 +39,7 @@ ROLES = ("ps", "worker")
 def _amount(value: Any, what: str, *, integer: bool = False) -> float:
     """``value`` checked: a number (``integer``: an int, so 1.0 and -0.0 are refused too; bool
     never) in [0, MAX_VALUE]; InputError naming ``what`` otherwise."""
-    kinds = int if integer else int | float
-    if isinstance(value, bool) or not isinstance(value, kinds) or not math.isfinite(value) \
+    if not is_number(value) or (integer and not isinstance(value, int)) \
             or not 0 <= value <= MAX_VALUE:
         kind = "an integer" if integer else "a number"
         raise InputError(f"{what} must be {kind} in [0, {MAX_VALUE:g}], got {value!r}")
