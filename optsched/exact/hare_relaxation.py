@@ -26,7 +26,6 @@ CP-SAT's 62-bit integers, is refused (InputError).
 
 from __future__ import annotations
 
-import math
 from dataclasses import dataclass
 from typing import Any
 
@@ -56,15 +55,16 @@ class RelaxedSolution:
     interrupted: bool = False  # a Ctrl-C stopped the search (the best solution is kept)
 
 
-def _rl_objective(inst: Instance, starts: dict[tuple[int, int, int], float],
-                  gpu: dict[tuple[int, int, int], int]) -> float:
-    """Σ w_j Ĉ_j of an assignment (no overlap ignored), in the instance's units."""
-    total = 0.0
+def _rl_objective(inst: Instance, starts: dict[tuple[int, int, int], int],
+                  gpu: dict[tuple[int, int, int], int]) -> int:
+    """Σ w_j Ĉ_j of an assignment (no overlap ignored) on the grid of the scaled instance
+    ``inst``: an exact integer (Python ints, whatever its size)."""
+    total = 0
     for j, job in enumerate(inst.jobs):
         last = job.rounds - 1
-        total += job.weight * max(
-            starts[j, last, k] + inst.compute[j, gpu[j, last, k]] + inst.sync[j, gpu[j, last, k]]
-            for k in range(job.tasks_per_round))
+        total += int(job.weight) * max(
+            starts[j, last, k] + int(inst.compute[j, gpu[j, last, k]])
+            + int(inst.sync[j, gpu[j, last, k]]) for k in range(job.tasks_per_round))
     return total
 
 
@@ -119,28 +119,30 @@ def solve_hare_relaxation(instance: Instance, feasible: Schedule, *, time_unit: 
                 for t in feasible.tasks}
     # the hint on the up-rounded grid: starts may move later to respect rounded-up times
     hint_start = _repair(inst, hint_start, hint_gpu)
-    upper = _rl_objective(inst, {k: float(v) for k, v in hint_start.items()}, hint_gpu)
+    upper = _rl_objective(inst, hint_start, hint_gpu)
 
     weights = [int(job.weight) for job in inst.jobs]
     fastest_round = [int(min(inst.compute[j, g] + inst.sync[j, g] for g in inst.eligible(j)))
                      for j in range(inst.n_jobs)]
     lower = [int(job.arrival) + job.rounds * fastest_round[j] for j, job in enumerate(inst.jobs)]
     slack = upper - sum(w * lb for w, lb in zip(weights, lower, strict=True))
-    deadline = [lower[j] + math.floor(slack / weights[j] + 1e-9) for j in range(inst.n_jobs)]
+    deadline = [lower[j] + slack // weights[j] for j in range(inst.n_jobs)]  # exact ints
 
     loads = np.zeros(inst.n_gpus)
     for j, job in enumerate(inst.jobs):
         eligible = inst.eligible(j)
         loads[eligible] += job.n_tasks * inst.compute[j, eligible]
-    load, horizon = float(loads.max()), float(max(deadline))
-    if max(load, horizon) * (2 * load + horizon * max(weights) * inst.n_jobs) >= 2**62:
+    load, horizon = int(loads.max()), max(deadline)
+    # the largest sums in the model: inequality (9) (Σ T z ≤ load × horizon per GPU, Σ T² y
+    # and L² ≤ load²) and the objective (Σ w × horizon); a far time origin alone is no reason
+    if max(2 * load * horizon + 2 * load * load, sum(weights) * horizon) >= 2**62:
         raise InputError(f"time_unit {time_unit:g} is too fine for Hare_Sched_RL: loads of "
                          f"{load:.3g} steps over a horizon of {horizon:.3g} overflow CP-SAT's "
                          "62-bit integers; choose a coarser time_unit")
     try:
         m, start, choice = _build(inst, deadline, fastest_round, weights, budget)
     except OutOfTime:  # nothing solved: the feasible schedule is a relaxation solution
-        starts = {key: float(v) * unit for key, v in hint_start.items()}
+        starts = {key: sc.to_seconds(v) for key, v in hint_start.items()}
         return RelaxedSolution(starts, sc.objective_to_original(upper), False, None,
                                "NOT_BUILT")
     for key, x in start.items():
@@ -166,7 +168,7 @@ def solve_hare_relaxation(instance: Instance, feasible: Schedule, *, time_unit: 
     else:  # nothing found in time: the feasible schedule is a relaxation solution too
         found, value = hint_start, sc.objective_to_original(upper)
     proved = status == "OPTIMAL" and sc.exact
-    starts = {key: float(v) * unit for key, v in found.items()}
+    starts = {key: sc.to_seconds(v) for key, v in found.items()}
     return RelaxedSolution(starts, value, proved, value if proved else bound, status,
                            stopped_by_ctrl_c(solver, status))
 

@@ -17,14 +17,18 @@ incumbent. The neighbourhoods rotate among three rules, seeded:
 The size adapts: a neighbourhood solved to optimality within half its step grows by one job,
 one that ran out of time without improving shrinks by one (at least 2 jobs).
 
-Guarantees: every incumbent is a solution of the exact model, so the returned schedule is
-feasible (and the checker confirms it); it is never worse than the ECT schedule (or the hint).
-LNS proves nothing about the optimum: the Result's bound is the critical path. With one worker
-a run that ends after ``steps`` neighbourhoods is reproducible for a seed (steps are limited
-in deterministic time); a run the time limit ends depends on the machine, as does any run
-with more workers. A Ctrl-C stops the search and returns the incumbent, marked
-``interrupted``. Sizes: the model must fit CP-SAT's limits (as ``cpsat``); the paper-scale
-Hare instances do not.
+Guarantees: every incumbent is a solution of the exact model, kept in grid steps and read back
+in seconds once at the end (:meth:`~optsched.exact.grid.ScaledInstance.schedule_in_seconds`),
+so the returned schedule is feasible (and the checker confirms it); it is never worse than the
+ECT schedule (or the hint). Time: the instance's ECT schedule comes first, evaluated without
+the checker (when the limit is spent by then, it is the result, ``extra.stopped`` ``time
+limit (model build)``); the build checks the limit per round and each neighbourhood gets what
+is left less the time to read the incumbent back. LNS proves nothing about the optimum: the
+Result's bound is the critical path. With one worker a run that ends after ``steps``
+neighbourhoods is reproducible for a seed (steps are limited in deterministic time); a run the
+time limit ends depends on the machine, as does any run with more workers. A Ctrl-C stops the
+search and returns the incumbent, marked ``interrupted``. Sizes: the model must fit CP-SAT's
+limits (as ``cpsat``); the paper-scale Hare instances do not.
 """
 
 from __future__ import annotations
@@ -39,7 +43,7 @@ import numpy as np
 
 from optsched.check import check
 from optsched.exact.bounds import critical_path
-from optsched.exact.budget import Budget, OutOfTime
+from optsched.exact.budget import Budget, OutOfTime, solve_stoppable
 from optsched.exact.cpsat import (
     CPSAT_IMPORTS,
     STATUS,
@@ -47,16 +51,21 @@ from optsched.exact.cpsat import (
     _check_intervals,
     _deadlines,
     _evaluate,
+    _hint_on_grid,
     _Model,
 )
 from optsched.exact.grid import scale, time_unit_or_default
-from optsched.heuristics.list_scheduling import ect_schedule
+from optsched.heuristics.list_scheduling import completions, ect_schedule, evaluate, incumbent
 from optsched.instance import Instance
 from optsched.options import Options, count, number
-from optsched.schedule import Schedule, Task
+from optsched.schedule import Schedule
 from optsched.solve import EXACT_TIME_LIMIT, MethodOutput, SolveContext, register
 
 RULES = ("random", "window", "delay")
+
+#: Seconds per task to read the incumbent back in seconds at the end (measured about 10 µs):
+#: kept from the search.
+FINISH_SECONDS_PER_TASK = 2e-5
 
 
 @dataclass(frozen=True)
@@ -102,10 +111,10 @@ def _neighbourhood(rule: str, size: int, rng: np.random.Generator, inst: Instanc
     n = inst.n_jobs
     if rule == "random":
         return sorted(int(j) for j in rng.choice(n, size, replace=False))
-    report = check(inst, schedule)
-    assert report.completion is not None
+    completion = {job.id: c for job, c in zip(
+        inst.jobs, completions(inst, schedule).tolist(), strict=True)}
     if rule == "window":
-        at = float(rng.uniform(0, max(report.completion.values())))
+        at = float(rng.uniform(0, max(completion.values())))
         spans: dict[int, list[float]] = {}
         for t in schedule.tasks:
             j = inst.job_index[t.job]
@@ -115,9 +124,24 @@ def _neighbourhood(rule: str, size: int, rng: np.random.Generator, inst: Instanc
             spans[j] = [min(first, t.start), max(last, end)]
         distance = {j: max(first - at, at - last, 0.0) for j, (first, last) in spans.items()}
         return sorted(sorted(distance, key=lambda j: (distance[j], j))[:size])
-    delay = np.array([job.weight * (report.completion[job.id] - lower[j])
-                      for j, job in enumerate(inst.jobs)]) + 1e-9
-    return sorted(int(j) for j in rng.choice(n, size, replace=False, p=delay / delay.sum()))
+    return sorted(int(j) for j in rng.choice(n, size, replace=False,
+                                             p=_delay_weights(inst, completion, lower)))
+
+
+def _delay_weights(inst: Instance, completion: dict[str, float], lower: Sequence[float]
+                   ) -> np.ndarray:
+    """Probabilities proportional to w_j (C_j − LB_j), each raised by a billionth of their
+    mean so that every job can be drawn: finite, positive and summing to 1 whatever the
+    completions (a delay below 0, which a feasible schedule of ``inst`` never has, counts as
+    0; no delay at all, or one that overflows, gives the uniform draw)."""
+    delay = np.array([job.weight * (completion[job.id] - lower[j])
+                      for j, job in enumerate(inst.jobs)], dtype=float)
+    delay = np.where(np.isnan(delay), 0.0, np.maximum(delay, 0.0))
+    total = float(delay.sum())
+    if not 0 < total < math.inf:
+        return np.full(inst.n_jobs, 1.0 / inst.n_jobs)
+    weights = delay + 1e-9 * total / inst.n_jobs
+    return weights / weights.sum()
 
 
 def _neighbourhood_model(model: _Model, decisions: dict[int, list[Any]], free: set[int],
@@ -138,8 +162,6 @@ def _neighbourhood_model(model: _Model, decisions: dict[int, list[Any]], free: s
 
 def solve_lns(instance: Instance, ctx: SolveContext) -> MethodOutput:
     """Improve the ECT schedule (or the hint) of ``instance`` by LNS (see the module doc)."""
-    from ortools.sat.python import cp_model
-
     options = ctx.options_as(LnsOptions)
     budget = Budget(ctx.time_limit)
     unit = time_unit_or_default(instance, options.time_unit)
@@ -147,33 +169,41 @@ def solve_lns(instance: Instance, ctx: SolveContext) -> MethodOutput:
     _check_intervals(instance, groups, "lns")
     sc = scale(instance, unit, "up")
     inst = sc.instance
-    incumbent = ect_schedule(inst)
-    upper, horizon = _evaluate(inst, incumbent)
+    ect = incumbent(instance)  # the fallback, in seconds: one ECT schedule, nothing checked
+    extra: dict[str, Any] = {"groups": len(groups), "time_unit": unit,
+                             "grid_exact": sc.exact, "start": "ect",
+                             "start_objective": ect.objective}
+    if budget.expired():
+        return MethodOutput(schedule=ect.schedule, extra={
+            **extra, "steps": 0, "improvements": 0, "stopped": "time limit (model build)"})
+    from ortools.sat.python import cp_model
+
+    incumbent_ = ect_schedule(inst)
+    upper, horizon = _evaluate(inst, incumbent_)
     start_from = "ect"
-    if ctx.hint is not None:  # a user's schedule in seconds, its starts rounded up to the grid
-        own = Schedule(inst.name, [Task(t.job, t.round, t.task, t.gpu,
-                                        float(math.ceil(t.start / unit - 1e-9)))
-                                   for t in ctx.hint.tasks], inst.mode)
-        if check(inst, own).feasible:
-            own_upper, _ = _evaluate(inst, own)
-            if own_upper < upper:
-                incumbent, upper, start_from = own, own_upper, "hint"
+    own = _hint_on_grid(ctx.hint, sc, exact=False)  # its starts rounded up to the grid
+    if own is not None and not budget.expired() and check(inst, own).feasible:
+        own_upper, _ = _evaluate(inst, own)
+        if own_upper < upper:
+            incumbent_, upper, start_from = own, own_upper, "hint"
     deadline = _deadlines(inst, upper, False, horizon)
     _check_integers(inst, groups, deadline, unit)
-    extra: dict[str, Any] = {"groups": len(groups), "time_unit": unit,
-                             "grid_exact": sc.exact, "start": start_from,
-                             "start_objective": sc.objective_to_original(upper)}
+    extra.update(start=start_from, start_objective=sc.objective_to_original(upper))
 
-    def in_seconds(schedule: Schedule) -> Schedule:
-        return Schedule(instance.name, [Task(t.job, t.round, t.task, t.gpu, t.start * unit)
-                                        for t in schedule.tasks], instance.mode)
+    in_seconds = sc.schedule_in_seconds  # the incumbent is kept in grid steps
+    # reading the incumbent back in seconds at the end: kept from the search
+    finish = FINISH_SECONDS_PER_TASK * sum(job.n_tasks for job in inst.jobs)
 
     try:
+        budget.check()
         model = _Model(inst, groups, deadline, False, budget)
-        model.hint(incumbent)
+        model.hint(incumbent_, budget)
+        budget.check(model.teardown)
     except OutOfTime:
         extra.update(steps=0, improvements=0, stopped="time limit (model build)")
-        return MethodOutput(schedule=in_seconds(incumbent), extra=extra)
+        return MethodOutput(schedule=in_seconds(incumbent_) if start_from == "hint"
+                            else ect.schedule, extra=extra)
+    finish += model.teardown  # freeing the model at the end
     decisions = _decisions(model)
     values = _hinted(model)  # the incumbent's value of every decision variable
     tracked = list(values)
@@ -188,11 +218,17 @@ def solve_lns(instance: Instance, ctx: SolveContext) -> MethodOutput:
     try:
         while options.steps is None or steps < options.steps:
             left = budget.left()
-            if left is not None and left < 0.05:
+            if left is not None and left - finish < 0.05:
                 break
             rule = RULES[steps % len(RULES)]
-            free = set(_neighbourhood(rule, min(size, inst.n_jobs), rng, inst, incumbent, lower))
+            free = set(_neighbourhood(rule, min(size, inst.n_jobs), rng, inst, incumbent_,
+                                      lower))
             sub = _neighbourhood_model(model, decisions, free, values)
+            left = budget.left()  # building the neighbourhood takes time on large models
+            if left is not None:
+                left -= finish
+                if left < 0.05:
+                    break
             solver = cp_model.CpSolver()
             solver.parameters.num_workers = options.workers
             solver.parameters.random_seed = int(rng.integers(2**31))
@@ -200,18 +236,18 @@ def solve_lns(instance: Instance, ctx: SolveContext) -> MethodOutput:
             solver.parameters.max_deterministic_time = options.step
             if left is not None:
                 solver.parameters.max_time_in_seconds = left
-            # a Ctrl-C is Python's: it ends the search at the end of the current step
+            # a Ctrl-C is Python's: it stops the step's search at once, and the run
             solver.parameters.catch_sigint_signal = False
-            status = solver.status_name(solver.solve(sub))
+            code, stop = solve_stoppable(solver, sub)
+            status = solver.status_name(code)
             steps += 1
             if STATUS[status] == "bug":
                 raise RuntimeError(f"LNS: CP-SAT returned {status} on a neighbourhood of a "
                                    "feasible incumbent")
             if STATUS[status] == "solution" and solver.objective_value < upper - 0.5:
                 solution = solver.response_proto.solution
-                better = model.schedule(solver, sc)
-                upper, values = solver.objective_value, {i: solution[i] for i in tracked}
-                incumbent = better
+                upper, values = int(solver.objective_value), {i: solution[i] for i in tracked}
+                incumbent_ = model.schedule(solver)
                 improvements += 1
                 anytime.append([round(time.perf_counter() - started, 4),
                                 sc.objective_to_original(upper)])
@@ -220,17 +256,22 @@ def solve_lns(instance: Instance, ctx: SolveContext) -> MethodOutput:
                 size = min(inst.n_jobs, size + 1)
             elif status != "OPTIMAL":
                 size = max(2, size - 1)
+            if stop:
+                raise KeyboardInterrupt
     except KeyboardInterrupt:  # a genuine Ctrl-C: the incumbent is the result
         interrupted, stopped = True, "interrupted"
     extra.update(steps=steps, improvements=improvements, final_size=size, anytime=anytime,
                  stopped=stopped, interrupted=interrupted)
-    found = in_seconds(incumbent)
-    if ctx.hint is not None:  # never worse than a feasible hint, on the grid or not
-        given, ours = check(instance, ctx.hint), check(instance, found)
-        if given.feasible and ours.objective is not None and given.objective is not None \
-                and given.objective < ours.objective:
+    found = in_seconds(incumbent_) if improvements or start_from == "hint" else ect.schedule
+    ours, _ = evaluate(instance, found)
+    if ctx.hint is not None and not interrupted:  # never worse than a feasible hint
+        given = check(instance, ctx.hint)
+        if given.feasible and given.objective is not None and given.objective < ours:
             extra["start"] = "hint (returned: better than the search on the grid)"
             return MethodOutput(schedule=ctx.hint, extra=extra)
+    if ect.objective < ours:  # the grid's rounding up cost more than the search won
+        extra["returned"] = "ect (better than the search on the grid)"
+        return MethodOutput(schedule=ect.schedule, extra=extra)
     return MethodOutput(schedule=found, extra=extra)
 
 
