@@ -39,9 +39,11 @@ attempts) follow :func:`_cluster_rounds`'s model (models/cluster-execution.md) a
                    training start, or is followed by an attempt of the same round that
                    starts before it failed
 
-Times are compared within :class:`Tolerance` (docs/model.md, *Time tolerance*):
-max(1e-9 · max(1, longest task time), 4 units in the last place of |t|), which does not depend
-on where time zero is.
+Times are compared within :func:`time_tolerance` (docs/model.md, *Time tolerance*):
+1e-9 × the shorter of the two intervals compared plus 2 units in the last place of the
+times, which depends on nothing else (other jobs, unused GPU types, where time zero is). A
+schedule whose times are too large for its durations (:data:`RESOLUTION`) is refused with
+:class:`ResolutionError` rather than checked loosely.
 """
 
 from __future__ import annotations
@@ -51,47 +53,49 @@ from collections import defaultdict
 from dataclasses import dataclass, field
 from typing import Any
 
+from optsched.errors import InputError
 from optsched.instance import Instance, Job
 from optsched.metrics import schedule_metrics
 from optsched.schedule import Schedule, Task
 
 REL_TOL = 1e-9
-ULPS = 4
+ULPS = 2
+#: The checker's resolution: the float rounding of a task's times must stay below this
+#: fraction of its duration, else the schedule is refused (:class:`ResolutionError`).
+RESOLUTION = 1e-4
 
 
-@dataclass(frozen=True)
-class Tolerance:
-    """How far apart two times may be and still count as equal (docs/model.md).
+def time_tolerance(duration: float, *times: float) -> float:
+    """How far apart ``times`` may be and still count as equal when they bound intervals
+    whose shorter one lasts ``duration`` (docs/model.md, *Time tolerance*).
 
-    ``max(1e-9 · max(1, longest task time of the instance), 4 units in the last place of
-    |t|)``: the first term absorbs the rounding of sums of task times, the second the
-    rounding of one addition at the magnitude of ``t``. Neither depends on where time zero
-    is, so shifting every arrival and start by a constant never changes a verdict, and
-    Unix-epoch times are checked as strictly as floating point allows.
+    ``1e-9 · duration`` plus ``2`` units in the last place of the largest ``|time|``: the
+    first term absorbs a solver's rounding of the durations, the second the rounding of
+    one addition at those times. Nothing else enters: not other jobs, not unused GPU types,
+    not where time zero is (the second term only grows where floats are coarser, and the
+    resolution rule (:data:`RESOLUTION`) refuses a schedule before it grows past 0.01 % of
+    a duration).
     """
+    return REL_TOL * duration + ULPS * math.ulp(max(map(abs, times), default=0.0))
 
-    absolute: float
 
-    @classmethod
-    def of(cls, instance: Instance) -> Tolerance:
-        longest = 0.0
-        for j, job in enumerate(instance.jobs):
-            row = instance.compute[j] + instance.sync[j]
-            finite = row[row < math.inf]
-            profile = job.profile
-            factor = max((profile.placement_factor or {}).values(), default=1.0)
-            if finite.size:
-                longest = max(longest, float(finite.max()) * max(1.0, factor)
-                              + profile.launch + profile.save)
-        return cls(REL_TOL * max(1.0, longest))
+def before(a: float, b: float, duration: float) -> bool:
+    """``a < b`` beyond :func:`time_tolerance` for intervals whose shorter lasts
+    ``duration``."""
+    return a < b - time_tolerance(duration, a, b)
 
-    def at(self, *times: float) -> float:
-        """The tolerance for comparisons among ``times``."""
-        return max(self.absolute, ULPS * math.ulp(max((abs(t) for t in times), default=0.0)))
 
-    def before(self, a: float, b: float) -> bool:
-        """``a < b`` beyond the tolerance."""
-        return a < b - self.at(a, b)
+class ResolutionError(InputError):
+    """A schedule whose times are too large for its durations: float rounding there
+    exceeds :data:`RESOLUTION` of a task's duration, so an overlap of 0.01 % of it could
+    not be told from rounding."""
+
+
+def resolved(duration: float, latest: float) -> bool:
+    """Whether an interval of ``duration`` whose times reach at most ``|latest|`` is checked
+    to :data:`RESOLUTION`: its tolerance, taken at twice ``latest`` (a time compared with it
+    may lie in the next binade), stays below ``RESOLUTION · duration``."""
+    return REL_TOL * duration + ULPS * math.ulp(2.0 * latest) < RESOLUTION * duration
 
 
 def _exceeds(value: float, limit: float) -> bool:
@@ -142,10 +146,11 @@ class Verdict:
 class CheckReport(Verdict):
     """What :func:`check` found.
 
-    ``objective`` (Σ w_j C_j), ``completion`` and ``metrics`` are ``None`` unless every task
-    appears exactly once on a known, eligible GPU. ``timeline`` gives each task on a known,
-    eligible GPU (job, round, task) → (start, training start, training end, end of its hold
-    on the GPU), as the checker computed them.
+    ``objective`` (Σ w_j C_j), ``completion``, ``metrics`` and ``tolerance`` are ``None``
+    unless every task appears exactly once on a known, eligible GPU. ``tolerance`` is the
+    objective's absolute optimality tolerance (:func:`objective_tolerance`). ``timeline``
+    gives each task on a known, eligible GPU (job, round, task) → (start, training start,
+    training end, end of its hold on the GPU), as the checker computed them.
     """
 
     mode: str
@@ -153,13 +158,14 @@ class CheckReport(Verdict):
     objective: float | None = None
     completion: dict[str, float] | None = None
     metrics: dict[str, Any] | None = field(default=None, repr=False)
+    tolerance: float | None = None
     timeline: dict[tuple[str, int, int], tuple[float, float, float, float]] = field(
         default_factory=dict, repr=False)
 
     def to_dict(self) -> dict[str, Any]:
         """The ``optsched check --json`` object."""
         return {"feasible": self.feasible, "mode": self.mode, "objective": self.objective,
-                "metrics": self.metrics,
+                "tolerance": self.tolerance, "metrics": self.metrics,
                 "violations": [v.to_dict() for v in self.violations]}
 
 
@@ -172,31 +178,57 @@ def _flag(out: list[Violation], kind: str, message: str, t: Task | None = None) 
     out.append(Violation(kind, message, *ids))
 
 
-def _start_rules(out: list[Violation], tol: Tolerance, t: Task, job: Job,
-                 prev: float | None) -> None:
-    """A task starts after its job arrives and after the previous round is ready."""
-    if tol.before(t.start, job.arrival):
-        _flag(out, "arrival", f"{_name(t)} starts at {t.start:g}, before job {t.job!r} "
-                              f"arrives at {job.arrival:g}", t)
-    if prev is not None and tol.before(t.start, prev):
-        _flag(out, "barrier", f"{_name(t)} starts at {t.start:g}, before round {t.round - 1} "
-                              f"of job {t.job!r} is ready at {prev:g}", t)
+def _time(t: float) -> str:
+    """A time as the shortest text that reads back as the same float, so that two times in
+    one message differ visibly however far from zero they are (1000000.0004, not 1e+06)."""
+    return repr(float(t))
 
 
-def _gang_rules(out: list[Violation], tol: Tolerance, job: Job, r: int,
+def _start_rules(out: list[Violation], t: Task, job: Job, duration: float,
+                 prev: tuple[float, float] | None) -> None:
+    """A task (of ``duration``) starts after its job arrives and after the previous round is
+    ready (``prev``: its ready time and the duration of the interval that ends then)."""
+    if before(t.start, job.arrival, duration):
+        _flag(out, "arrival", f"{_name(t)} starts at {_time(t.start)}, before job {t.job!r} "
+                              f"arrives at {_time(job.arrival)}", t)
+    if prev is not None and before(t.start, prev[0], min(duration, prev[1])):
+        _flag(out, "barrier", f"{_name(t)} starts at {_time(t.start)}, before round "
+                              f"{t.round - 1} of job {t.job!r} is ready at {_time(prev[0])}",
+              t)
+
+
+def _gang_rules(out: list[Violation], job: Job, r: int, pace: float,
                 entries: list[tuple[Task, int]], trains: list[float] | None = None) -> None:
-    """A gang round's tasks start (and train) together on distinct GPUs."""
+    """A gang round's tasks (each lasting ``pace``) start (and train) together on distinct
+    GPUs."""
     for what, values in (("start", [t.start for t, _ in entries]), ("train", trains or [])):
-        if values and tol.before(min(values), max(values)):
+        if values and before(min(values), max(values), pace):
             out.append(Violation("gang-start", f"gang round {r} of job {job.id!r}: tasks "
-                                 f"{what} at {min(values):g}..{max(values):g}, not together",
-                                 job.id, r))
+                                 f"{what} at {_time(min(values))}..{_time(max(values))}, "
+                                 "not together", job.id, r))
     seen: dict[int, Task] = {}
     for t, g in entries:
         if g in seen:
             _flag(out, "gang-distinct", f"{_name(t)} shares GPU {t.gpu!r} with "
                                         f"{_name(seen[g])} in one gang round", t)
         seen.setdefault(g, t)
+
+
+def _resolve(instance: Instance, t: Task, duration: float, latest: float) -> None:
+    """Refuse (:class:`ResolutionError`) a task of ``duration`` whose times reach
+    ``latest`` where floats are too coarse to check it to :data:`RESOLUTION`."""
+    if resolved(duration, latest):
+        return
+    first = min(job.arrival for job in instance.jobs)
+    move = (f"move time zero to the first arrival (shift every arrival and start by "
+            f"-{_time(first)})"
+            if first > 0 and resolved(duration, latest - first)
+            else "bring its times closer to time zero or lengthen the task")
+    raise ResolutionError(
+        f"{_name(t)} on GPU {t.gpu!r} lasts {duration:.6g} s but its times reach "
+        f"{_time(latest)} s, where float rounding ({ULPS * math.ulp(2.0 * latest):.3g} s) "
+        f"is not below {RESOLUTION:g} of its duration: an overlap of 0.01 % of it cannot be "
+        f"checked there; {move}")
 
 
 def check(instance: Instance, schedule: Schedule) -> CheckReport:
@@ -207,7 +239,6 @@ def check(instance: Instance, schedule: Schedule) -> CheckReport:
     """
     mode = schedule.mode or instance.mode
     out: list[Violation] = []
-    tol = Tolerance.of(instance)
 
     def flag(kind: str, message: str, t: Task | None = None) -> None:
         _flag(out, kind, message, t)
@@ -276,30 +307,35 @@ def check(instance: Instance, schedule: Schedule) -> CheckReport:
         if mode != "gang":
             flag("instance", "phases, sharing, training starts and failed attempts "
                              "(instance@2, schedule@2) are checked in gang mode only")
-        ready, lost = _cluster_rounds(instance, tol, rounds, failed, occupancy, timeline, out)
+        ready, lost = _cluster_rounds(instance, rounds, failed, occupancy, timeline, out)
+    # each round's ready time and the length of the result interval that ends then
+    spans: dict[tuple[int, int], tuple[float, float]] = {}
     for (j, r), entries in sorted(rounds.items()) if not cluster else ():
         job = instance.jobs[j]
-        finish = [t.start + instance.compute[j, g] + instance.sync[j, g] for t, g in entries]
-        ready[j, r] = max(finish)
-        pace = max(instance.compute[j, g] + instance.sync[j, g] for _, g in entries)
-        prev = ready.get((j, r - 1))
-        for t, g in entries:
-            _start_rules(out, tol, t, job, prev)
-            busy = instance.compute[j, g] if mode == "relaxed" else pace
+        result = [float(instance.compute[j, g] + instance.sync[j, g]) for _, g in entries]
+        pace = max(result)
+        spans[j, r] = max((t.start + d, d) for (t, _), d in zip(entries, result, strict=True))
+        ready[j, r] = spans[j, r][0]
+        prev = spans.get((j, r - 1))
+        for (t, g), d in zip(entries, result, strict=True):
+            busy = float(instance.compute[j, g]) if mode == "relaxed" else pace
+            _resolve(instance, t, busy, max(abs(t.start), abs(t.start + busy)))
+            _resolve(instance, t, d, max(abs(t.start), abs(t.start + d)))
+            _start_rules(out, t, job, busy, prev)
             occupancy[g].append((t.start, t.start + busy, t))
             timeline[t.key] = (t.start, t.start, t.start + busy, t.start + busy)
         if mode == "gang":
-            _gang_rules(out, tol, job, r, entries)
+            _gang_rules(out, job, r, pace, entries)
 
     for g, intervals in occupancy.items() if not cluster else ():
         intervals.sort(key=lambda iv: (iv[0], iv[1]))
         holder = intervals[0]
         for iv in intervals[1:]:
-            if tol.before(iv[0], holder[1]):
+            if before(iv[0], holder[1], min(iv[1] - iv[0], holder[1] - holder[0])):
                 other = holder[2]
                 flag("overlap", f"{_name(iv[2])} on GPU {instance.gpus[g].id!r} starts at "
-                                f"{iv[0]:g}, while {_name(other)} occupies it until "
-                                f"{holder[1]:g}", iv[2])
+                                f"{_time(iv[0])}, while {_name(other)} occupies it until "
+                                f"{_time(holder[1])}", iv[2])
             if iv[1] > holder[1]:
                 holder = iv
 
@@ -316,10 +352,25 @@ def check(instance: Instance, schedule: Schedule) -> CheckReport:
     )
     if cluster:  # failed attempts (out of actual GPU memory) and the GPU-seconds they held
         metrics["oom_failures"], metrics["lost_gpu_s"] = lost
-    return CheckReport(mode, tuple(out), objective, completion, metrics, timeline)
+    tolerance = objective_tolerance(instance, completion, objective)
+    return CheckReport(mode, tuple(out), objective, completion, metrics, tolerance, timeline)
 
 
-def _cluster_rounds(instance: Instance, tol: Tolerance,
+def objective_tolerance(instance: Instance, completion: dict[str, float],
+                        objective: float) -> float:
+    """How far above a lower bound an objective Σ w_j C_j may be and still be optimal
+    (docs/model.md, *Optimality*): Σ_j w_j × :func:`time_tolerance` (C_j − a_j, C_j) (each
+    completion's rounding and 1e-9 of the job's time in the system) plus the rounding of
+    the sum (one unit in the last place of the objective per job). It is absolute: a
+    distant time origin adds only the coarser float spacing there, never a share of the
+    objective."""
+    total = sum(job.weight * time_tolerance(completion[job.id] - job.arrival,
+                                            completion[job.id])
+                for job in instance.jobs)
+    return total + len(instance.jobs) * math.ulp(objective)
+
+
+def _cluster_rounds(instance: Instance,
                     rounds: dict[tuple[int, int], list[tuple[Task, int]]],
                     failed: dict[tuple[int, int, float], list[tuple[Task, int]]],
                     occupancy: dict[int, list[tuple[float, float, Task]]],
@@ -358,24 +409,25 @@ def _cluster_rounds(instance: Instance, tol: Tolerance,
     on_gpu: dict[int, list[tuple[float, float, float, bool, Task, int]]] = defaultdict(list)
     flowing: list[tuple[float, float, float, dict[str, int]]] = []
     flowing_keys: list[tuple[int, int]] = []
+    paces: dict[tuple[int, int], float] = {}
     for (j, r), entries in rounds.items():
         job = jobs[j]
         order = sorted(entries, key=lambda e: e[0].task)
         gpus = [g for _, g in order]
         complete = len(order) == job.tasks_per_round
-        pace = instance.pace(j, gpus) if complete \
+        pace = paces[j, r] = instance.pace(j, gpus) if complete \
             else max(float(instance.compute[j, g] + instance.sync[j, g]) for g in gpus)
         earliest = job.profile.launch if r == 0 else 0.0
         trains = []
         for t, g in order:
             train = t.start + earliest if t.train_start is None else t.train_start
-            if tol.before(train, t.start + earliest):
-                flag("launch", f"{_name(t)} trains at {train:g}, before its start "
-                               f"{t.start:g} + launch {earliest:g}", t)
+            if before(train, t.start + earliest, pace):
+                flag("launch", f"{_name(t)} trains at {_time(train)}, before its start "
+                               f"{_time(t.start)} + launch {earliest:g}", t)
             on_gpu[g].append((train, pace, job.profile.actual_util,
                               not shared or len(entries) > 1, t, j))
             trains.append(train)
-        _gang_rules(out, tol, job, r, entries, trains)
+        _gang_rules(out, job, r, pace, entries, trains)
         flows = instance.flows(j, gpus) if instance.link_contention and complete else {}
         if flows:
             flowing.append((max(trains), pace, job.profile.actual_flow_time, flows))
@@ -392,53 +444,60 @@ def _cluster_rounds(instance: Instance, tol: Tolerance,
                  if (j, t.round) in contended}
         train_end = _progress([(a, p, u, x) for a, p, u, x, _, _ in items], fixed)
         held = holds[g] = []
-        for (a, _, _, x, t, j), b in zip(items, train_end, strict=True):
+        for (a, p, _, x, t, j), b in zip(items, train_end, strict=True):
             profile = jobs[j].profile
             end = b + (profile.save if t.round == jobs[j].rounds - 1 else 0.0)
+            _resolve(instance, t, p, max(abs(t.start), abs(end)))
             ends[t.key] = end
             occupancy[g].append((t.start, end, t))
             timeline[t.key] = (t.start, a, b, end)
             held.append((a, b, end, profile.util, x, t, profile.gpu_memory,
                          profile.actual_gpu_memory))
-        for a, *_, t, _, _ in held:
-            training = [h for h in held if not tol.before(a, h[0]) and tol.before(a, h[1])]
+        for a, b, *_, t, _, _ in held:
+            # the tasks training at a (a task ending at a no longer trains)
+            training = [h for h in held if not before(a, h[0], min(b - a, h[1] - h[0]))
+                        and before(a, h[1], min(b - a, h[1] - h[0]))]
             if len(training) < 2:
                 continue
             if not shared:
-                flag("overlap", f"{_name(t)} trains on GPU {gpu.id!r} from {a:g} while "
+                flag("overlap", f"{_name(t)} trains on GPU {gpu.id!r} from {_time(a)} while "
                                 f"{len(training) - 1} other task(s) train there", t)
             elif any(h[4] for h in training):
-                flag("share-gang", f"on GPU {gpu.id!r} at {a:g} a multi-GPU round trains "
-                                   f"together with another task", t)
+                flag("share-gang", f"on GPU {gpu.id!r} at {_time(a)} a multi-GPU round "
+                                   f"trains together with another task", t)
             elif _exceeds(load := sum(h[3] for h in training), cap):
-                flag("share-cap", f"on GPU {gpu.id!r} at {a:g} tasks training together use "
-                                  f"{load:g} > share_cap {cap:g}", t)
+                flag("share-cap", f"on GPU {gpu.id!r} at {_time(a)} tasks training together "
+                                  f"use {load:g} > share_cap {cap:g}", t)
         if gpu.memory is not None:
-            for a, *_, t, _, _ in held:
-                holding = [h for h in held if not tol.before(a, h[0]) and tol.before(a, h[2])]
+            for a, b, *_, t, _, _ in held:
+                holding = [h for h in held if not before(a, h[0], min(b - a, h[2] - h[0]))
+                           and before(a, h[2], min(b - a, h[2] - h[0]))]
                 if _exceeds(need := sum(h[6] for h in holding), gpu.memory):
-                    flag("gpu-memory", f"on GPU {gpu.id!r} at {a:g} tasks hold {need:g} MB of "
-                                       f"GPU memory > {gpu.memory:g}", t)
+                    flag("gpu-memory", f"on GPU {gpu.id!r} at {_time(a)} tasks hold {need:g} "
+                                       f"MB of GPU memory > {gpu.memory:g}", t)
                 elif _exceeds(need := sum(h[7] for h in holding), gpu.memory):
-                    flag("oom", f"{_name(t)} starts training on GPU {gpu.id!r} at {a:g} while "
-                                f"the tasks holding memory there need {need:g} MB of actual "
-                                f"GPU memory > {gpu.memory:g}: it runs out of memory", t)
+                    flag("oom", f"{_name(t)} starts training on GPU {gpu.id!r} at {_time(a)} "
+                                f"while the tasks holding memory there need {need:g} MB of "
+                                f"actual GPU memory > {gpu.memory:g}: it runs out of memory", t)
 
     ready: dict[tuple[int, int], float] = {}
     for (j, r), entries in rounds.items():
         ready[j, r] = max(ends[t.key] for t, _ in entries)
     for (j, r), entries in rounds.items():
+        prev = (ready[j, r - 1], paces[j, r - 1]) if (j, r - 1) in ready else None
         for t, _ in entries:
-            _start_rules(out, tol, t, jobs[j], ready.get((j, r - 1)))
-    return ready, _failed_attempts(instance, tol, rounds, failed, holds, ready, occupancy, out)
+            _start_rules(out, t, jobs[j], paces[j, r], prev)
+    return ready, _failed_attempts(instance, rounds, failed, holds, ready, paces, occupancy,
+                                   out)
 
 
-def _failed_attempts(instance: Instance, tol: Tolerance,
+def _failed_attempts(instance: Instance,
                      rounds: dict[tuple[int, int], list[tuple[Task, int]]],
                      failed: dict[tuple[int, int, float], list[tuple[Task, int]]],
                      holds: dict[int, list[tuple[float, float, float, float, bool, Task, float,
                                                  float]]],
                      ready: dict[tuple[int, int], float],
+                     paces: dict[tuple[int, int], float],
                      occupancy: dict[int, list[tuple[float, float, Task]]],
                      out: list[Violation]) -> tuple[int, float]:
     """Check the failed attempts (tasks with ``failed_at``), one per (job, round, start): a
@@ -454,31 +513,36 @@ def _failed_attempts(instance: Instance, tol: Tolerance,
 
     jobs = instance.jobs
     attempts: dict[tuple[int, int], list[tuple[float, float, Task]]] = defaultdict(list)
+    pace: dict[tuple[int, int], float] = {}  # the round's pace, as its attempts' duration
     lost = 0.0
     for (j, r, s), entries in sorted(failed.items(), key=lambda kv: kv[0]):
         job = jobs[j]
         order = sorted(entries, key=lambda e: e[0].task)
         first = order[0][0]
-        what = f"failed attempt of round {r} of job {job.id!r} started at {s:g}"
+        what = f"failed attempt of round {r} of job {job.id!r} started at {_time(s)}"
         indices = [t.task for t, _ in order]
         if indices != list(range(job.tasks_per_round)):
             flag("failed-attempt", f"{what} has tasks {indices}, not one of each of its "
                                    f"{job.tasks_per_round}", first)
         fails = [t.failed_at for t, _ in order if t.failed_at is not None]
-        _gang_rules(out, tol, job, r, entries, fails)
+        d = pace[j, r] = max(float(instance.compute[j, g] + instance.sync[j, g])
+                             for _, g in order)
+        _gang_rules(out, job, r, d, entries, fails)
         earliest = job.profile.launch if r == 0 else 0.0
+        prev = (ready[j, r - 1], paces[j, r - 1]) if (j, r - 1) in ready else None
         overflow = []
         for t, g in order:
             assert t.failed_at is not None  # grouped so
             f = t.failed_at
-            _start_rules(out, tol, t, job, ready.get((j, r - 1)))
+            _resolve(instance, t, d, max(abs(t.start), abs(f)))
+            _start_rules(out, t, job, d, prev)
             if t.train_start is not None:
                 flag("failed-attempt", f"{what}: {_name(t)} has a train_start; a failed "
                                        "attempt never trains (failed_at is its training "
                                        "start)", t)
-            if tol.before(f, t.start + earliest):
-                flag("launch", f"failed attempt {_name(t)} fails at {f:g}, before its start "
-                               f"{t.start:g} + launch {earliest:g}", t)
+            if before(f, t.start + earliest, d):
+                flag("launch", f"failed attempt {_name(t)} fails at {_time(f)}, before its "
+                               f"start {_time(t.start)} + launch {earliest:g}", t)
             occupancy[g].append((t.start, max(t.start, f), t))
             lost += max(0.0, f - t.start)
             memory = instance.gpus[g].memory
@@ -487,10 +551,12 @@ def _failed_attempts(instance: Instance, tol: Tolerance,
                 # in either order
                 need = job.profile.actual_gpu_memory + sum(
                     h[7] for h in holds.get(g, ())
-                    if not tol.before(f, h[0]) and not tol.before(h[2], f))
+                    if not before(f, h[0], min(d, h[2] - h[0]))
+                    and not before(h[2], f, min(d, h[2] - h[0])))
                 overflow.append(_exceeds(need, memory))
         if not any(overflow):
-            flag("failed-attempt", f"{what} did not run out of GPU memory at {max(fails):g}: "
+            flag("failed-attempt", f"{what} did not run out of GPU memory at "
+                                   f"{_time(max(fails))}: "
                                    "the actual memory held on its GPUs plus its own fits",
                  first)
         attempts[j, r].append((s, max(fails), first))
@@ -501,9 +567,10 @@ def _failed_attempts(instance: Instance, tol: Tolerance,
             final = min(rounds[j, r], key=lambda e: e[0].start)[0]
             later.append((final.start, final))
         for (_, f, _), (s, t) in zip(tries, later, strict=False):
-            if tol.before(s, f):
+            if before(s, f, pace[j, r]):
                 flag("failed-attempt", f"round {r} of job {jobs[j].id!r} starts again at "
-                                       f"{s:g}, before its failed attempt failed at {f:g}", t)
+                                       f"{_time(s)}, before its failed attempt failed at "
+                                       f"{_time(f)}", t)
     return len(failed), lost
 
 

@@ -21,11 +21,14 @@ if TYPE_CHECKING:
 #: or a :class:`~optsched.placement.model.Placement` (``place``).
 SolutionT = TypeVar("SolutionT")
 
-#: A schedule is optimal when objective − bound ≤ OPTIMAL_TOL · max(1, |objective|).
+#: The optimality tolerance of an objective that is not a sum of times (Liquid's placement
+#: cost), and of a result that states none: OPTIMAL_TOL · max(1, |objective|). A schedule's
+#: tolerance is absolute: Σ w_j × the checker's time tolerance at C_j
+#: (:attr:`optsched.check.CheckReport.tolerance`).
 OPTIMAL_TOL = 1e-6
 OBJECTIVE_NAME = "total_weighted_completion_time"
 _RESULT_KEYS = {"status", "objective", "objective_name", "bound", "gap", "absolute_gap",
-                "runtime_s", "method", "mode", "seed", "params", "metrics"}
+                "tolerance", "runtime_s", "method", "mode", "seed", "params", "metrics"}
 
 
 class Status(StrEnum):
@@ -38,34 +41,51 @@ class Status(StrEnum):
     ERROR = "error"
 
 
-def gap(objective: float | None, bound: float | None) -> float | None:
-    """(objective − bound) / objective; ``None`` when either is missing or objective ≤ 0.
-    An objective within the optimality tolerance of its bound (:func:`is_optimal`: optimal,
-    up to floating-point sums in another order) has gap 0, never a residue like 1e-16 or a
-    negative one."""
+def relative_tolerance(objective: float) -> float:
+    """:data:`OPTIMAL_TOL` · max(1, |objective|): the optimality tolerance of an objective that
+    is not a sum of times, such as a placement cost."""
+    return OPTIMAL_TOL * max(1.0, abs(objective))
+
+
+def tolerance_of(objective: float, tolerance: float | None) -> float:
+    """``tolerance`` when one is stated (a schedule's, absolute), else
+    :func:`relative_tolerance` of ``objective``."""
+    return relative_tolerance(objective) if tolerance is None else tolerance
+
+
+def gap(objective: float | None, bound: float | None,
+        tolerance: float | None = None) -> float | None:
+    """(objective − bound) / objective, exactly; ``None`` when either is missing or
+    objective ≤ 0. An objective within ``tolerance`` of its bound (:func:`is_optimal`) has
+    gap 0, never a residue like 1e-16 or a negative one."""
     if objective is None or bound is None or objective <= 0:
         return None
-    if abs(objective - bound) <= OPTIMAL_TOL * max(1.0, abs(objective)):
-        return 0.0  # optimal (is_optimal): floating-point residue either way is no gap
+    if abs(objective - bound) <= tolerance_of(objective, tolerance):
+        return 0.0  # optimal; a bound above the objective beyond it shows as a negative gap
     return (objective - bound) / objective
 
 
-def absolute_gap(objective: float | None, bound: float | None) -> float | None:
-    """objective − bound (0 within the optimality tolerance of :func:`is_optimal`); ``None``
-    when either is missing. The gap of objectives that may be ≤ 0, such as Liquid's
-    placement cost, where a ratio means nothing."""
+def absolute_gap(objective: float | None, bound: float | None,
+                 tolerance: float | None = None) -> float | None:
+    """objective − bound (0 when :func:`is_optimal`, a bound above the objective by less than
+    ``tolerance`` included); ``None`` when either is missing. The gap of objectives that may
+    be ≤ 0, such as Liquid's placement cost, where a ratio means nothing."""
     if objective is None or bound is None:
         return None
-    if objective - bound <= OPTIMAL_TOL * max(1.0, abs(objective)):
-        return 0.0 if objective >= bound else objective - bound
+    if abs(objective - bound) <= tolerance_of(objective, tolerance):
+        return 0.0
     return objective - bound
 
 
-def is_optimal(objective: float | None, bound: float | None) -> bool:
-    """Optimal (docs/model.md): objective − bound ≤ 1e-6 · max(1, |objective|)."""
+def is_optimal(objective: float | None, bound: float | None,
+               tolerance: float | None = None) -> bool:
+    """Optimal (docs/model.md): objective − bound ≤ ``tolerance``, the absolute tolerance of
+    the objective (a schedule's: Σ w_j × the checker's time tolerance at C_j, see
+    :attr:`optsched.check.CheckReport.tolerance`); without one, :func:`relative_tolerance`
+    (placement costs)."""
     if objective is None or bound is None:
         return False
-    return objective - bound <= OPTIMAL_TOL * max(1.0, abs(objective))
+    return objective - bound <= tolerance_of(objective, tolerance)
 
 
 @dataclass(frozen=True)
@@ -81,7 +101,9 @@ class Result(Generic[SolutionT]):
     ``None``); ``simulation`` holds a simulation's own details (events, completion times,
     the realised instance); ``extra`` holds method-specific fields such as a guarantee,
     and the ones every method may set are typed properties (:attr:`bound_source`,
-    :attr:`time_limit`, :attr:`startup_s`, :attr:`interrupted`).
+    :attr:`time_limit`, :attr:`startup_s`, :attr:`interrupted`). ``tolerance`` is the
+    objective's absolute optimality tolerance (:func:`is_optimal`): the checker's for a
+    schedule; None means :func:`relative_tolerance` (placement costs).
     """
 
     status: Status
@@ -97,6 +119,7 @@ class Result(Generic[SolutionT]):
     extra: Mapping[str, Any] = field(default_factory=dict)
     objective_name: str = OBJECTIVE_NAME
     simulation: Simulation | None = field(default=None, repr=False)
+    tolerance: float | None = None
 
     def __post_init__(self) -> None:
         object.__setattr__(self, "status", Status(self.status))
@@ -105,12 +128,13 @@ class Result(Generic[SolutionT]):
         has_schedule = self.status in (Status.OPTIMAL, Status.FEASIBLE)
         if has_schedule and self.objective is None:
             raise ValueError(f"status {self.status} needs an objective")
-        if self.status is Status.OPTIMAL and not is_optimal(self.objective, self.bound):
+        if self.status is Status.OPTIMAL and not is_optimal(self.objective, self.bound,
+                                                            self.tolerance):
             raise ValueError("status optimal needs objective - bound within tolerance")
         clash = sorted(set(self.extra) & _RESULT_KEYS)
         if clash:
             raise ValueError(f"method-specific field {clash[0]!r} clashes with a Result field")
-        for name in ("objective", "bound"):  # plain floats, never NumPy scalars
+        for name in ("objective", "bound", "tolerance"):  # plain floats, never NumPy scalars
             value = getattr(self, name)
             if value is not None:
                 object.__setattr__(self, name, float(value))
@@ -139,13 +163,14 @@ class Result(Generic[SolutionT]):
     def gap(self) -> float | None:
         """The relative gap (:func:`gap`); ``None`` for a placement, whose cost can be zero or
         negative (see :attr:`absolute_gap`)."""
-        return None if self.mode == "placement" else gap(self.objective, self.bound)
+        return None if self.mode == "placement" else gap(self.objective, self.bound,
+                                                          self.tolerance)
 
     @property
     def absolute_gap(self) -> float | None:
         """objective − bound (:func:`absolute_gap`): the gap of every kind of result,
         placements included."""
-        return absolute_gap(self.objective, self.bound)
+        return absolute_gap(self.objective, self.bound, self.tolerance)
 
     @property
     def bound_source(self) -> str | None:
@@ -179,6 +204,7 @@ class Result(Generic[SolutionT]):
             "bound": self.bound,
             "gap": self.gap,
             "absolute_gap": self.absolute_gap,
+            "tolerance": self.tolerance,
             "runtime_s": self.runtime_s,
             "method": self.method,
             "mode": self.mode,

@@ -11,7 +11,14 @@ from scipy.optimize import linear_sum_assignment
 
 from optsched import GPU, Instance, Job, Status, check, solve
 from optsched.errors import InputError
-from optsched.exact.bounds import critical_path_bound, lp_time_unit, time_indexed_lp_bound
+from optsched.exact.bounds import (
+    critical_path_bound,
+    deadlines,
+    horizon,
+    lp_time_unit,
+    time_indexed_lp_bound,
+    time_indexed_lp_size,
+)
 from optsched.exact.cpsat import assign_gpus
 from optsched.exact.grid import default_time_unit, scale
 from optsched.exact.milp import cbc_bound, map_status
@@ -250,3 +257,49 @@ def test_bad_parameters_are_input_errors(method, param, match):
     inst = load_instance(EXAMPLES / "example-3.instance.json")
     with pytest.raises(InputError, match=match):
         solve(inst, method, params=param)
+
+
+def test_a_small_weight_does_not_stretch_deadlines_past_the_horizon():
+    """One job of weight 0.001 among five: its deadline from the incumbent grows as 1/w, but
+    some optimal schedule (a semi-active one) completes every job by the horizon, so the
+    time-indexed LP stays small (it had 5.7e6 non-zeros and timed out without a bound)."""
+    jobs = tuple(Job(f"j{i}", arrival=float(i), weight=0.001 if i == 0 else 1.0, rounds=3,
+                     compute={"A": 3.0 + i, "B": 5.0 + i}, sync={"A": 0.5, "B": 0.5})
+                 for i in range(5))
+    inst = Instance("w", jobs, (GPU("g1", "A"), GPU("g2", "B")))
+    ect = solve(inst, "ect")
+    assert max(check(inst, ect.schedule).completion.values()) <= horizon(inst)
+    assert (deadlines(inst, ect.objective) <= horizon(inst)).all()
+    _, nonzeros = time_indexed_lp_size(inst, ect.objective, 1.0)
+    assert nonzeros < 500_000
+
+
+def _offset_instance(origin: float) -> Instance:
+    jobs = tuple(Job(f"j{i}", arrival=origin + 100.0 * i, weight=1.0 + i, rounds=2,
+                     compute={"A": 1000.0 + 300 * i, "B": 1500.0 + 200 * i},
+                     sync={"A": 50.0, "B": 60.0}) for i in range(4))
+    return Instance("w", jobs, (GPU("g1", "A"), GPU("g2", "B")))
+
+
+@pytest.mark.parametrize("method", ["milp-highs", "lp-bound"])
+def test_bounds_at_a_distant_time_origin_bound_the_shifted_instance(method):
+    """Arrivals at 1e14 s: the MILP works in times from the first arrival, the LP sizes its
+    grid by the span from it; each bound, less Σ w × 1e14, stays below every schedule of the
+    instance at time 0 (at 1e14 the MILP had reported a bound 51 above the optimum)."""
+    near, far = _offset_instance(0.0), _offset_instance(1e14)
+    shift = sum(job.weight for job in far.jobs) * 1e14
+    ours, theirs = solve(far, method, time_limit=30), solve(near, method, time_limit=30)
+    for result, other, offset in ((ours, theirs, -shift), (theirs, ours, shift)):
+        assert result.bound + offset <= other.objective + ours.tolerance
+
+
+def test_milp_without_an_incumbent_of_its_own_returns_the_ect_schedule(monkeypatch):
+    """HiGHS stopped (time limit) before finding a solution: the ECT schedule, as on every
+    other time-out, with the solver's bound."""
+    import optsched.exact.milp as milp
+
+    monkeypatch.setattr(milp, "map_status", lambda status: (Status.UNKNOWN, False))
+    inst = _offset_instance(0.0)
+    result = solve(inst, "milp-highs", time_limit=30)
+    assert result.status in (Status.FEASIBLE, Status.OPTIMAL)
+    assert result.objective == solve(inst, "ect").objective

@@ -10,7 +10,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from optsched import GeneratorSpec, generate, solve
-from optsched.check import check
+from optsched.check import ResolutionError, check
 from optsched.heuristics.priority_search import _Decoder, _move, smith_priorities
 from optsched.instance import GPU, Instance, Job
 from optsched.result import OPTIMAL_TOL
@@ -95,9 +95,17 @@ def test_reserve_sends_a_lower_priority_round_to_an_idle_slower_gpu():
 
 @pytest.mark.parametrize("decoder", ["auto", "reserve", "greedy"])
 def test_a_round_length_lost_in_the_addition_to_its_start(decoder):
-    # at 1e9, a gang round of 2e-8 s ends when it starts: its GPU must not be given twice
-    jobs = tuple(Job(name, arrival=1e9, compute={"F": 2e-8, "S": 1.0}) for name in "ab")
-    inst = Instance("absorb", jobs, (GPU("g0", "F"), GPU("g1", "S")), mode="gang")
-    result = solve(inst, "priority-search", params={"steps": 1, "decoder": decoder})
-    assert_schedule(inst, result.schedule)
-    assert result.extra["left_shift"] >= 0
+    """At 1e9 a gang round of 2e-8 s ends when it starts (floats are 2.4e-7 s apart): the
+    decoder runs without giving its GPU twice, and the result is refused as too coarse to
+    check; 1e9 s less (time zero at the first arrival) it is checked and feasible."""
+    for origin in (1e9, 0.0):
+        jobs = tuple(Job(name, arrival=origin, compute={"F": 2e-8, "S": 1.0})
+                     for name in "ab")
+        inst = Instance("absorb", jobs, (GPU("g0", "F"), GPU("g1", "S")), mode="gang")
+        if origin:
+            with pytest.raises(ResolutionError, match="time zero to the first arrival"):
+                solve(inst, "priority-search", params={"steps": 1, "decoder": decoder})
+            continue
+        result = solve(inst, "priority-search", params={"steps": 1, "decoder": decoder})
+        assert_schedule(inst, result.schedule)
+        assert result.extra["left_shift"] >= 0

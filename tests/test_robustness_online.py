@@ -79,6 +79,8 @@ def test_liquid_periods_are_refused_quickly(files, param):
 
 @pytest.mark.parametrize("param", ["heartbeat=1e15", "batch=1e15"])
 def test_huge_liquid_periods_run_or_name_the_param(files, param):
+    """A period of 1e15 s delays starts to 1e15 s, where floats are too coarse to check the
+    tasks: refused, naming the periods that put them there."""
     code, _, err = cli("simulate", files["l"], "--policy", "liquid", "--param", param)
     if code != 0:
         bad_input(code, err, "heartbeat", "batch")
@@ -157,31 +159,41 @@ def test_replay_schedule_problems_are_named(files, tmp_path, change, problem):
     bad_input(code, err, f"--param schedule={path}", problem)
 
 
-@pytest.fixture(scope="module")
-def far(files, tmp_path_factory: pytest.TempPathFactory) -> dict[str, Path]:
-    """The instances with every arrival 5e13 s later."""
-    d = tmp_path_factory.mktemp("far")
+def _later(files, folder: Path, offset: float) -> dict[str, Path]:
     out = {}
     for key in ("i", "l"):
         data = json.loads(files[key].read_text())
         for job in data["jobs"]:
-            job["arrival"] = job.get("arrival", 0) + 5e13
-        out[key] = d / f"{key}.json"
+            job["arrival"] = job.get("arrival", 0) + offset
+        out[key] = folder / f"{key}.json"
         out[key].write_text(json.dumps(data))
     return out
 
 
+@pytest.fixture(scope="module")
+def far(files, tmp_path_factory: pytest.TempPathFactory) -> dict[str, Path]:
+    """The instances with every arrival 5e13 s later (floats 0.008 s apart there)."""
+    return _later(files, tmp_path_factory.mktemp("far"), 5e13)
+
+
+@pytest.fixture(scope="module")
+def late(files, tmp_path_factory: pytest.TempPathFactory) -> dict[str, Path]:
+    """The instances with every arrival 1e11 s later: 1e11 one-second ticks before the
+    first arrival, yet times the checker still resolves for 3 s tasks."""
+    return _later(files, tmp_path_factory.mktemp("late"), 1e11)
+
+
 @pytest.mark.parametrize("argv", [("--tick", "1", "--heartbeat"), ("--tick", "1")])
-def test_ticks_before_late_arrivals_are_skipped_quickly(far, argv):
+def test_ticks_before_late_arrivals_are_skipped_quickly(late, argv):
     started = time.perf_counter()
-    code, _, err = cli("simulate", far["i"], "--policy", "hlas", *argv)
+    code, _, err = cli("simulate", late["i"], "--policy", "hlas", *argv)
     assert code == 0, err
     assert time.perf_counter() - started < 5
 
 
-def test_heartbeats_before_late_arrivals_are_skipped_quickly(far):
+def test_heartbeats_before_late_arrivals_are_skipped_quickly(late):
     started = time.perf_counter()
-    code, _, err = cli("simulate", far["l"], "--policy", "liquid", "--param", "heartbeat=5")
+    code, _, err = cli("simulate", late["l"], "--policy", "liquid", "--param", "heartbeat=5")
     assert code == 0, err
     assert time.perf_counter() - started < 5
 

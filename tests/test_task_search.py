@@ -99,10 +99,12 @@ def test_moving_time_zero_changes_nothing():
 
 
 def test_a_hint_whose_next_round_starts_early_within_the_checkers_tolerance():
-    jobs = (Job("a", arrival=0.0, rounds=2, compute={"T": 1e-9}),
+    """Round 1 starts 5e-9 s before round 0 is ready (the checker allows 1e-9 of the 10 s
+    task): the search reads the hint's order as it is and returns a checked schedule."""
+    jobs = (Job("a", arrival=0.0, rounds=2, compute={"T": 10.0}),
             Job("b", arrival=0.0, compute={"T": 10.0}))
     inst = Instance("tol", jobs, tuple(GPU(f"g{k}", "T") for k in range(3)))
-    hint = Schedule("tol", [Task("a", 0, 0, "g0", 5e-9), Task("a", 1, 0, "g1", 0.0),
+    hint = Schedule("tol", [Task("a", 0, 0, "g0", 0.0), Task("a", 1, 0, "g1", 10.0 - 5e-9),
                             Task("b", 0, 0, "g2", 0.0)], "relaxed")
     assert check(inst, hint).feasible
     result = solve(inst, "task-search", params={"steps": 10}, hint=hint)

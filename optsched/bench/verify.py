@@ -18,7 +18,7 @@ from typing import Any
 
 from optsched.bench.manifest import Manifest, best_bound, best_key
 from optsched.errors import InputError
-from optsched.result import OPTIMAL_TOL, absolute_gap, gap
+from optsched.result import absolute_gap, gap, tolerance_of
 
 
 @dataclass(frozen=True)
@@ -102,7 +102,8 @@ def verify(solution_path: str | Path, instance_set: str | Path,
             raise InputError(f"{solution_path}: a schedule, but {solution.instance!r} is a "
                              "placement instance")
         report = check(instance, solution)
-        objective, violations = report.objective, report.violations
+        objective, violations, tolerance = report.objective, report.violations, \
+            report.tolerance
         key = best_key({"mode": solution.mode or instance.mode})
     else:
         if not isinstance(instance, PlacementInstance):
@@ -112,13 +113,14 @@ def verify(solution_path: str | Path, instance_set: str | Path,
         placed = check_placement(instance, solution, options.cost_model())
         violations = placed.violations
         objective = None if placed.cost is None or violations else placed.cost.total
+        tolerance = None
         key = best_key({"mode": "placement", "params": options.to_params()})
     feasible = objective is not None and not violations
     best = entry["best"].get(key, {})
     known = best.get("objective")
     bound, bound_by = best_bound(entry["best"], key)
-    improves = feasible and (known is None or (objective is not None and
-                             known - objective > OPTIMAL_TOL * max(1.0, abs(known))))
+    improves = feasible and (known is None or (objective is not None and known - objective
+                                               > tolerance_of(known, tolerance)))
     return Verification(solution.instance, key, feasible, objective if feasible else None,
                         len(violations), violations[0].message if violations else None,
                         known, best.get("objective_by"), bound, bound_by, bool(improves))

@@ -3,7 +3,9 @@
 from __future__ import annotations
 
 import argparse
+import os
 import sys
+import time
 from collections.abc import Sequence
 from typing import Any
 
@@ -60,11 +62,39 @@ def parse_params(pairs: Sequence[str]) -> dict[str, str]:
     return params
 
 
+def process_started() -> float | None:
+    """The ``time.perf_counter()`` value at which this process started (Python's start-up
+    and imports included), from Linux's ``/proc`` (10 ms resolution); None where it cannot
+    be read."""
+    try:
+        with open("/proc/self/stat", "rb") as f:
+            fields = f.read().rsplit(b")", 1)[1].split()
+        with open("/proc/uptime", "rb") as f:
+            uptime = float(f.read().split()[0])
+        age = uptime - int(fields[19]) / os.sysconf("SC_CLK_TCK")
+    except (OSError, ValueError, IndexError):
+        return None
+    return time.perf_counter() - max(age, 0.0)
+
+
+#: When the command began (a ``time.perf_counter()`` value), set by :func:`optsched.cli.main`:
+#: the process's start for the ``optsched`` command, else the call of ``main``. A command's
+#: ``--time-limit`` counts from it.
+started: float | None = None
+
+
+def command_started() -> float | None:
+    """:data:`started` (None outside :func:`optsched.cli.main`)."""
+    return started
+
+
 def print_json(obj: Any) -> None:
     sys.stdout.write(json_text(obj))
 
 
-def fmt(value: float | None, digits: int = 6) -> str:
+def fmt(value: float | None, digits: int = 12) -> str:
+    """A number for a result line: 12 significant digits, so that an objective and its bound
+    differ visibly even at a distant time origin (17000000020 vs 17000000000)."""
     return "-" if value is None else f"{value:.{digits}g}"
 
 
@@ -98,8 +128,9 @@ def print_result(result: Result, online: bool = False) -> None:
         if result.mode == "placement":  # a cost can be negative: no ratio
             print(f"gap        {fmt(result.absolute_gap)}  (cost − bound)")
         else:
-            gap = result.gap
-            print(f"gap        {'-' if gap is None else f'{100 * gap:.2f} %'}")
+            gap, absolute = result.gap, result.absolute_gap
+            print(f"gap        {'-' if gap is None else f'{100 * gap:.2f} %'}"
+                  + ("" if absolute is None else f"  (objective − bound {fmt(absolute)})"))
     print(f"runtime    {result.runtime_s:.3f} s")
     limit = result.time_limit
     if limit is not None:

@@ -33,7 +33,6 @@ from typing import Any
 
 import numpy as np
 
-from optsched.check import check
 from optsched.errors import InputError
 from optsched.exact.bounds import deadlines
 from optsched.exact.budget import (
@@ -43,8 +42,10 @@ from optsched.exact.budget import (
     lp_too_large,
     size_text,
 )
+from optsched.exact.grid import default_time_unit, scale, to_steps
+from optsched.exact.highs import pulp_solver
 from optsched.exact.quiet import native_stdout_silenced
-from optsched.heuristics.list_scheduling import ect_schedule
+from optsched.heuristics.list_scheduling import ect_schedule, evaluate
 from optsched.instance import Instance
 from optsched.options import Options, choice, count, text
 from optsched.output import output_target, write_file
@@ -137,7 +138,12 @@ def milp_size(inst: Instance) -> tuple[int, int]:
 
 class _Disjunctive:
     """The disjunctive model of one instance (in its mode); the build raises
-    :class:`~optsched.exact.budget.OutOfTime` between units when ``budget`` is spent."""
+    :class:`~optsched.exact.budget.OutOfTime` between units when ``budget`` is spent.
+
+    Times are measured from the first arrival ``origin`` (Σ w_j · origin is the objective's
+    constant), so the solver sees times of the instance's own span, not of its distance from
+    time zero: at arrivals of 1e14 s its tolerances would otherwise exceed the differences
+    that matter and its dual bound would not be one."""
 
     def __init__(self, inst: Instance, upper: float, budget: Budget | None = None) -> None:
         import pulp
@@ -145,7 +151,8 @@ class _Disjunctive:
         self.inst = inst
         self.gang = inst.mode == "gang"
         self.prob = pulp.LpProblem("optsched_disjunctive", pulp.LpMinimize)
-        d = deadlines(inst, upper)
+        self.origin = origin = min(job.arrival for job in inst.jobs)
+        d = deadlines(inst, upper) - origin
         finite = inst.compute[np.isfinite(inst.compute)] + inst.sync[np.isfinite(inst.sync)]
         self.big_m = float(d.max() + finite.max())
         self.start: dict[tuple[int, ...], Any] = {}
@@ -163,7 +170,7 @@ class _Disjunctive:
                     [(j, r)] if self.gang else [(j, r, k) for k in range(job.tasks_per_round)])
                 for unit in units:
                     s = self.start[unit] = prob.add_variable(
-                        "S_" + "_".join(map(str, unit)), job.arrival, float(d[j]))
+                        "S_" + "_".join(map(str, unit)), job.arrival - origin, float(d[j]))
                     x = self.assign[unit] = {g: prob.add_variable(
                         "X_" + "_".join(map(str, (*unit, g))), cat="Binary") for g in gpus}
                     if r > 0:
@@ -182,7 +189,8 @@ class _Disjunctive:
                             prob += self.start[j, r, unit[2] - 1] <= s
         self._disjunctions()
         prob += pulp.lpSum(job.weight * ready[j, job.rounds - 1]
-                           for j, job in enumerate(inst.jobs))
+                           for j, job in enumerate(inst.jobs)) \
+            + sum(job.weight for job in inst.jobs) * origin
 
     def _occupancy(self, unit: tuple[int, ...], g: int) -> Any:
         """How long ``unit`` holds GPU g when placed there."""
@@ -245,15 +253,15 @@ def solve_pulp(prob: Any, backend: str, *, time_limit: float | None, threads: in
     Ctrl-C stopped it).
 
     With HiGHS, ``report(incumbent, bound)`` receives every improving solution, and a Ctrl-C
-    stops the search (HiGHS runs in its own thread and is cancelled); what it found so far is
-    kept. CBC runs as a child process, which a Ctrl-C ends with the run."""
+    stops the search (:func:`optsched.exact.highs.pulp_solver`: HiGHS runs in its own thread
+    and is cancelled); what it found so far is kept. CBC runs as a child process, which a
+    Ctrl-C ends with the run."""
     import pulp
 
     constant = float(prob.objective.constant)
     if backend == "highs":
-        solver = _highs_solver(report, constant, msg=False, timeLimit=time_limit,
-                                     threads=threads, gapRel=0.0, gapAbs=1e-9,
-                                     random_seed=seed)
+        solver = pulp_solver(report, constant, msg=False, timeLimit=time_limit,
+                             threads=threads, gapRel=0.0, gapAbs=1e-9, random_seed=seed)
         with native_stdout_silenced():
             prob.solve(solver)
         highs = prob.solverModel
@@ -277,36 +285,6 @@ def solve_pulp(prob: Any, backend: str, *, time_limit: float | None, threads: in
     return (None if raw is None else raw + constant), pulp.LpSolution[prob.sol_status], False
 
 
-def _highs_solver(report: Callable[[float | None, float | None], None] | None,
-                        constant: float, **options: Any) -> Any:
-    """PuLP's HiGHS interface, run so that a Ctrl-C cancels the search instead of waiting for
-    the time limit (HiGHS's own thread, ``cancelSolve``), and reporting improving solutions.
-    ``.interrupted`` says whether a Ctrl-C stopped it."""
-    import pulp
-
-    class Interruptible(pulp.HiGHS):
-        interrupted = False
-
-        def callSolver(self, lp: Any) -> None:
-            highs = lp.solverModel
-            highs.HandleUserInterrupt = True
-            if report is not None:
-                highs.cbMipImprovingSolution.subscribe(lambda event: report(
-                    event.data_out.objective_function_value + constant,
-                    event.data_out.mip_dual_bound + constant))
-            highs.startSolve()
-            try:
-                while not highs.wait(0.1)[0]:
-                    pass
-            except KeyboardInterrupt:
-                self.interrupted = True
-                highs.cancelSolve()
-                while not highs.wait(0.1)[0]:
-                    pass
-
-    return Interruptible(**options)
-
-
 def solve_milp(instance: Instance, ctx: SolveContext, backend: str) -> MethodOutput:
     """Solve the disjunctive MILP with ``backend`` = ``highs`` or ``cbc``, within
     ``ctx.time_limit`` (see the module docstring)."""
@@ -318,10 +296,9 @@ def solve_milp(instance: Instance, ctx: SolveContext, backend: str) -> MethodOut
         raise InputError(f"--method milp-{backend}: the disjunctive MILP of this instance would "
                          f"have {size_text(variables, nonzeros, pulp=True)} (use cpsat)")
     incumbent = ect_schedule(instance)
-    upper = check(instance, incumbent).objective
-    assert upper is not None
+    upper, _ = evaluate(instance, incumbent)  # the checker's objective, without its checks
     late = {"backend": backend, "threads": threads, "estimated_nonzeros": nonzeros,
-            "solver_status": "NOT_SOLVED: time limit"}
+            "solver_status": "NOT_SOLVED: time limit", "stopped": "time limit"}
     try:
         model = _Disjunctive(instance, upper, budget)
     except OutOfTime:  # what is certified so far: the ECT schedule, the critical path
@@ -343,12 +320,38 @@ def solve_milp(instance: Instance, ctx: SolveContext, backend: str) -> MethodOut
     bound, extra["solver_status"], extra["interrupted"] = solve_pulp(
         model.prob, backend, time_limit=left, threads=threads, seed=ctx.seed, report=ctx.report)
     status, has_solution = map_status(model.prob.sol_status)
+    bound = certified(instance, bound)
     if extra["interrupted"] and not has_solution:  # stopped before a solution: the incumbent
         return MethodOutput(schedule=incumbent, bound=bound, extra=extra)
-    if not has_solution:
-        return MethodOutput(bound=bound if status is Status.UNKNOWN else None, status=status,
-                            extra=extra)
+    if not has_solution:  # no incumbent of its own: the ECT schedule, as on a time-out
+        return MethodOutput(schedule=incumbent, bound=bound if status is Status.UNKNOWN
+                            else None, extra=extra)
     return MethodOutput(schedule=model.schedule(), bound=bound, extra=extra)
+
+
+#: The MILP solvers' tolerance on the objective, relative to the objective less its constant
+#: Σ w_j × (first arrival): HiGHS's and CBC's feasibility and optimality tolerances are
+#: about 1e-6, so their dual bound is proved only up to it.
+SOLVER_TOL = 1e-6
+
+
+def certified(instance: Instance, bound: float | None) -> float | None:
+    """A solver's dual ``bound`` made a certified one: less :data:`SOLVER_TOL` of its part
+    above Σ w_j × (first arrival); then, when every time is a whole number of steps of the
+    default grid (1 s or 1 ms) and every weight a whole number of 1/``weight_scale`` (so
+    every semi-active schedule, an optimal one among them, has an objective on that
+    quantum), rounded up to the quantum. A bound the solver's tolerances left a hair below
+    the optimum lands on it; one they lifted a hair above it is no longer above it."""
+    if bound is None:
+        return None
+    constant = sum(job.weight for job in instance.jobs) * min(
+        job.arrival for job in instance.jobs)
+    safe = bound - SOLVER_TOL * max(1.0, abs(bound - constant))
+    grid = scale(instance, default_time_unit(instance))
+    scaled = safe * grid.weight_scale
+    if not grid.exact or abs(scaled / grid.time_unit) >= 2.0**50:
+        return safe
+    return grid.objective_to_original(float(to_steps(scaled, grid.time_unit, "up")))
 
 
 def _lp_relaxation(model: _Disjunctive, incumbent: Schedule, backend: str,
@@ -357,16 +360,18 @@ def _lp_relaxation(model: _Disjunctive, incumbent: Schedule, backend: str,
     import pulp
 
     if backend == "highs":
-        solver = pulp.HiGHS(mip=False, msg=False, timeLimit=time_limit, threads=1)
+        solver = pulp_solver(mip=False, msg=False, timeLimit=time_limit, threads=1)
     else:
         with warnings.catch_warnings():
             warnings.simplefilter("ignore", DeprecationWarning)
             solver = pulp.PULP_CBC_CMD(mip=False, msg=False, timeLimit=time_limit)
     with native_stdout_silenced():
         model.prob.solve(solver)
-    proved = model.prob.sol_status == pulp.LpSolutionOptimal
+    extra["interrupted"] = getattr(solver, "interrupted", False)
+    proved = model.prob.sol_status == pulp.LpSolutionOptimal and not extra["interrupted"]
     extra["lp_relaxation"] = pulp.value(model.prob.objective) if proved else None
-    return MethodOutput(schedule=incumbent, bound=extra["lp_relaxation"], extra=extra)
+    return MethodOutput(schedule=incumbent, bound=certified(model.inst, extra["lp_relaxation"]),
+                        extra=extra)
 
 
 def _export(prob: Any, path: str) -> None:

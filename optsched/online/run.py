@@ -6,6 +6,7 @@ from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
+from optsched.check import ResolutionError
 from optsched.errors import InputError
 from optsched.exact.bounds import critical_path_bound
 from optsched.instance import Instance
@@ -81,12 +82,18 @@ def run_policy(instance: Instance, policy: str, *, mode: str | None = None,
         extra = {"clairvoyant": declared(chosen, "clairvoyant"), "noise": noise,
                  "switch_cost": switch_cost, "tick": tick, "event_driven": event_driven,
                  "bound_critical_path": critical_path_bound(sim.instance)}
-    objective, metrics = sim.objective, sim.metrics
+    objective, metrics, tolerance = sim.objective, sim.metrics, None
     if sim.schedule is not None:
-        objective, metrics = checked(sim.instance, sim.schedule, policy, "simulate")
+        try:
+            objective, metrics, tolerance = checked(sim.instance, sim.schedule, policy,
+                                                    "simulate")
+        except ResolutionError as exc:  # say what may have put the tasks that late
+            raise ResolutionError(f"{exc} (the simulated schedule: a long --tick, heartbeat "
+                                  "or batch period delays starts)") from None
     # honest output: without a recorded schedule nothing was checked
     extra.update(checked=sim.schedule is not None, events=sim.events,
                  decisions=sim.decisions, events_per_s=sim.events_per_s)
     return Result(Status.FEASIBLE, method=policy, mode=instance.mode, objective=objective,
                   bound=None, runtime_s=sim.runtime_s, seed=seed, params=params,
-                  metrics=metrics, solution=sim.schedule, extra=extra, simulation=sim)
+                  metrics=metrics, solution=sim.schedule, extra=extra, simulation=sim,
+                  tolerance=tolerance)
