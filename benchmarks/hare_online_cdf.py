@@ -23,7 +23,7 @@ def main(argv: list[str]) -> int:
         if method.startswith("hare"):
             schedule = solve(inst, method).schedule
         else:
-            schedule = run_policy(inst.with_mode(mode), method)[0].schedule
+            schedule = run_policy(inst.with_mode(mode), method).schedule
         assert schedule is not None
         completion = check(inst.with_mode(mode), schedule).completion
         assert completion is not None

@@ -50,17 +50,46 @@ def test_thresholds_are_the_quantiles_of_the_job_sizes():
     sizes = size_distribution(inst)
     assert sizes.reference == tuple(float(n) for n in range(1, 11))
     assert sizes.gpu_seconds == tuple(2.0 * n for n in range(1, 11))
-    policy = HLAS()
+    policy = HLAS(calibration="workload")
     simulate(inst, policy)
     assert policy.levels == quantile_thresholds(sizes.reference, (0.5, 0.8))
     assert policy.levels == pytest.approx((5.5, 8.2))
     continuous = HLAS(form="continuous")
     simulate(inst, continuous)
     assert continuous.levels == ()
-    tiresias = Tiresias()
+    tiresias = Tiresias(calibration="workload")
     simulate(inst.with_mode("gang"), tiresias)
     assert tiresias.levels == pytest.approx((11.0, 16.4))
     assert quantile_thresholds((), (0.5,)) == ()
+
+
+def test_history_thresholds_are_the_quantiles_of_the_jobs_finished_so_far():
+    """Default calibration: none before a job finishes, then the quantiles of the finished
+    jobs' sizes, taken anew at 1, 2, 4 and 8 finished jobs (10 jobs of 1..10 tasks)."""
+    gpus = (GPU("v", "V100"), GPU("k", "K80"))
+    jobs = tuple(job(f"j{n}", {"V100": 1.0, "K80": 3.0}, rounds=n) for n in range(1, 11))
+    inst = Instance("x", jobs, gpus)
+    time = {"v": 1.0, "k": 3.0}
+    for policy, mode in ((HLAS(), "relaxed"), (Tiresias(), "gang")):
+        seen: list[tuple[float, ...]] = []
+        add = policy.finished
+
+        def watch(state, now, add=add, seen=seen, policy=policy):
+            changed = add(state, now)
+            seen.append(policy.levels)
+            return changed
+
+        policy.finished = watch  # type: ignore[method-assign]
+        sim = simulate(inst.with_mode(mode), policy)
+        # HLAS: service in fastest-GPU seconds; Tiresias: the GPU-seconds held
+        size = [0.0] * 10
+        for t in sim.schedule.tasks:
+            size[inst.job_index[t.job]] += 1.0 if mode == "relaxed" else time[t.gpu]
+        order = sorted(range(10), key=lambda j: sim.completion[j])
+        for k in (1, 2, 4, 8):
+            assert seen[k - 1] == quantile_thresholds([size[j] for j in order[:k]],
+                                                      (0.5, 0.8))
+        assert seen[-1] == seen[7]
 
 
 def test_queues_serve_fifo_and_promotion_acts():

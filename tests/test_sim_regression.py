@@ -85,14 +85,25 @@ class PlainHLAS:
     name: str = "plain-hlas"
     clairvoyant: bool = False
     modes: frozenset[str] = frozenset({"relaxed"})
+    calibration: str = "history"
     levels: tuple[float, ...] = ()
     entered: dict[int, float] = field(default_factory=dict)
+    done: list[float] = field(default_factory=list)
 
     def calibrate(self, sizes: SizeDistribution) -> None:
-        self.entered = {}
+        self.entered, self.done = {}, []
         self.levels = self.thresholds if self.thresholds is not None else (
-            () if self.form == "continuous" else quantile_thresholds(sizes.reference,
-                                                                     (0.5, 0.8)))
+            quantile_thresholds(sizes.reference, (0.5, 0.8))
+            if self.form == "queues" and self.calibration == "workload" else ())
+
+    def finished(self, job, now):
+        """History: thresholds at the quantiles of the finished jobs' sizes, taken anew at
+        1, 2, 4, ... finished jobs."""
+        self.done.append(job.tasks_started * float(np.min(job.compute)))
+        n = len(self.done)
+        if self.thresholds is None and self.form == "queues" \
+                and self.calibration == "history" and n & (n - 1) == 0:
+            self.levels = quantile_thresholds(self.done, (0.5, 0.8))
 
     def key(self, job, now):
         service = job.tasks_started * float(np.min(job.compute))
@@ -282,8 +293,11 @@ BIG = {"max_jobs": 7, "max_gpus": 5, "max_rounds": 4}
 def test_hlas_decides_as_its_definition(inst, options, starvation, thresholds):
     for mapping in ("A", "B", "C"):
         for form in ("queues", "continuous"):
-            _same(inst, HLAS(thresholds, starvation, mapping, form),
-                  PlainHLAS(thresholds, starvation, mapping, form), **options)
+            for calibration in ("history", "workload"):
+                _same(inst, HLAS(thresholds, starvation, mapping, form,
+                                 calibration=calibration),
+                      PlainHLAS(thresholds, starvation, mapping, form,
+                                calibration=calibration), **options)
 
 
 @settings(max_examples=60, deadline=None)

@@ -37,6 +37,8 @@ from optsched.errors import InputError
 from optsched.instance import Instance
 from optsched.online.engine import Decision, PolicyError
 from optsched.online.policies import (
+    CALIBRATIONS,
+    FinishedSizes,
     after,
     fill_earliest_available,
     fill_fastest,
@@ -51,7 +53,7 @@ from optsched.online.simulator import (
     WaitingQueue,
     ordered,
 )
-from optsched.options import Options, number, numbers, text
+from optsched.options import Options, choice, number, numbers, text
 from optsched.schedule import Schedule
 from optsched.solve import register
 
@@ -251,9 +253,12 @@ class Tiresias:
     Attained service = GPU-seconds held (K × pace per round); level = number of thresholds
     at or below it; FIFO by arrival within a level; a job waiting longer than ``starvation``
     × its service returns to level 0 (0: off). ``thresholds=None`` (default) derives them
-    as HLAS does, at the ``quantiles`` (0.5, 0.8) of the workload's job sizes, here in
-    GPU-seconds (tasks × mean compute + sync over the eligible GPUs,
-    :class:`~optsched.online.simulator.SizeDistribution`); ``thresholds=(3250, 7200)`` are
+    as HLAS does, at the ``quantiles`` (0.5, 0.8) of job sizes in GPU-seconds, from the
+    ``calibration`` HLAS names: ``history`` (default), the GPU-seconds the jobs finished so
+    far held (:class:`~optsched.online.policies.FinishedSizes`), or ``workload``, every
+    job's tasks × mean compute + sync over its eligible GPUs
+    (:class:`~optsched.online.simulator.SizeDistribution`, future jobs included);
+    ``thresholds=(3250, 7200)`` are
     the GPU·s limits of Tiresias' own simulator, tuned to the Philly trace,
     which the jobs of a Hare instance (≤ 1.4k GPU·s) never reach. Heterogeneity-oblivious
     placement: the K eligible idle GPUs free the longest (ties: lowest index); a job that
@@ -263,18 +268,40 @@ class Tiresias:
     thresholds: tuple[float, ...] | None = None
     starvation: float = 0.0
     quantiles: tuple[float, ...] = (0.5, 0.8)
+    calibration: str = "history"
     name: str = "tiresias"
     clairvoyant: bool = False
     modes: frozenset[str] = field(default_factory=lambda: frozenset({"gang"}))
     levels: tuple[float, ...] = field(default=(), init=False)
+    _history: FinishedSizes | None = field(default=None, init=False, repr=False)
 
     def __post_init__(self) -> None:
         self.levels = self.thresholds or ()
+        if self.calibration not in CALIBRATIONS:
+            raise InputError(f"tiresias: calibration must be one of "
+                             f"{', '.join(CALIBRATIONS)}, got {self.calibration!r}")
 
     def calibrate(self, sizes: SizeDistribution) -> None:
-        """Set the thresholds for a run: the given ones, or derived from ``sizes``."""
-        self.levels = (self.thresholds if self.thresholds is not None
-                       else quantile_thresholds(sizes.gpu_seconds, self.quantiles))
+        """Set the thresholds for a run: the given ones, or derived (none yet with
+        ``calibration=history``)."""
+        self._history = None
+        if self.thresholds is not None:
+            self.levels = self.thresholds
+        elif self.calibration == "workload":
+            self.levels = quantile_thresholds(sizes.gpu_seconds, self.quantiles)
+        else:
+            self.levels, self._history = (), FinishedSizes(self.quantiles)
+
+    def finished(self, job: JobState, now: float) -> bool:
+        """A job finished with the GPU-seconds it held its size: re-derive the thresholds
+        (``calibration=history``); True when they changed."""
+        if self._history is None:
+            return False
+        levels = self._history.add(job.attained)
+        if levels is None or levels == self.levels:
+            return False
+        self.levels = levels
+        return True
 
     def priority(self, job: JobState, now: float, oracle: object = None
                  ) -> tuple[int, float]:
@@ -542,8 +569,11 @@ class TiresiasOptions(Options):
 
     thresholds: tuple[float, ...] | None = numbers(
         "attained-service thresholds in GPU-seconds, comma-separated, or auto (default: the "
-        "0.5 and 0.8 quantiles of the workload's job sizes; Tiresias' simulator used "
+        "0.5 and 0.8 quantiles of job sizes, see calibration; Tiresias' simulator used "
         "3250,7200)")
+    calibration: str = choice("whose sizes derived thresholds come from: history (the "
+                              "jobs finished so far; default) or workload (every job of "
+                              "the run, arrived or not: leaks future sizes)", CALIBRATIONS)
     starvation: float = number("promote a job waiting longer than this × its service "
                                "(default 0: off)", 0.0)
 
@@ -551,7 +581,7 @@ class TiresiasOptions(Options):
 @register("tiresias", kind="simulate", modes=("gang",), options=TiresiasOptions,
           description="Tiresias' discretised 2D-LAS (gang, heterogeneity-oblivious)")
 def _tiresias(options: TiresiasOptions, seed: int) -> Tiresias:
-    return Tiresias(options.thresholds, options.starvation)
+    return Tiresias(options.thresholds, options.starvation, calibration=options.calibration)
 
 
 @register("homo", kind="simulate", modes=("gang", "relaxed"),

@@ -60,6 +60,8 @@ from optsched.online.engine import (
     PolicyError,
     Simulation,
     declared,
+    gpu_indices,
+    index_of,
     read_only,
     unpack,
 )
@@ -270,10 +272,8 @@ class _ClusterEngine(Engine):
                            [[r.holding for r in rounds] for rounds in self.holders], self.rng)
         for decision in self.policy.decide(view):
             j, where, share = unpack(decision, self.policy)
-            try:
-                gpus = tuple(int(g) for g in where)
-            except (TypeError, ValueError):
-                self._refuse(f"a round starts on a sequence of GPU indices, got {where!r}")
+            j = index_of(j, "a decision's job", self.policy)
+            gpus = gpu_indices(where, self.policy)
             self.decisions += 1
             self._start(j, gpus, share, now)
         for at in set(view.wakeups):

@@ -78,6 +78,26 @@ def unpack(decision: Any, policy: Any) -> tuple[int, Any, bool]:
                       f"share), got {decision!r}")
 
 
+def index_of(value: Any, what: str, policy: Any) -> int:
+    """``value`` as an index (a job's or a GPU's) when it is an integer, Python's or NumPy's;
+    anything else (a float such as 0.9 or 1.0, a string, a bool) is a :class:`PolicyError`
+    naming the policy, never silently converted."""
+    if isinstance(value, int | np.integer) and not isinstance(value, bool):
+        return int(value)
+    raise PolicyError(f"policy {policy.name!r}: {what} must be an integer index, got "
+                      f"{value!r} ({type(value).__name__})")
+
+
+def gpu_indices(where: Any, policy: Any) -> tuple[int, ...]:
+    """A decision's sequence of GPU indices (:func:`index_of` each)."""
+    try:
+        items = tuple(where)
+    except TypeError:
+        raise PolicyError(f"policy {policy.name!r}: a round starts on a sequence of GPU "
+                          f"indices, got {where!r}") from None
+    return tuple(index_of(g, "a decision's GPU", policy) for g in items)
+
+
 #: What a policy that leaves one of these attributes out is taken to declare: every mode,
 #: not clairvoyant, no tick, decisions as soon as GPUs free up.
 POLICY_DEFAULTS: dict[str, Any] = {"modes": frozenset(MODES), "clairvoyant": False,

@@ -22,6 +22,7 @@ from typing import Any
 
 import numpy as np
 
+from optsched.errors import InputError
 from optsched.online.engine import Decision
 from optsched.online.simulator import (
     JobState,
@@ -81,6 +82,27 @@ def quantile_thresholds(sizes: Sequence[float], quantiles: Sequence[float]
     return tuple(sorted({float(v) for v in values if v > 0}))
 
 
+#: Where derived queue thresholds come from (the first is the default).
+CALIBRATIONS = ("history", "workload")
+
+
+class FinishedSizes:
+    """The sizes of the jobs finished so far, and queue thresholds at their quantiles,
+    re-derived each time their number reaches a power of two (1, 2, 4, …: O(log n)
+    re-derivations, each re-keying the waiting jobs). Uses only what a non-clairvoyant
+    scheduler knows at the time: a job's size is revealed when it finishes."""
+
+    def __init__(self, quantiles: Sequence[float]) -> None:
+        self.quantiles = tuple(quantiles)
+        self.sizes: list[float] = []
+
+    def add(self, size: float) -> tuple[float, ...] | None:
+        """Record a finished job's size; the new thresholds when they are re-derived now."""
+        self.sizes.append(size)
+        n = len(self.sizes)
+        return quantile_thresholds(self.sizes, self.quantiles) if n & (n - 1) == 0 else None
+
+
 @dataclass
 class HLAS:
     """Heterogeneity-aware least attained service: our reconstruction of Hare's online policy
@@ -91,14 +113,20 @@ class HLAS:
     reference-GPU seconds, so a job is not charged more for having run on a slow GPU.
     *Queues* (``form="queues"``, the default): a job's level is the number of thresholds at
     or below its service / w_j since it last entered queue 0; jobs are served by (level,
-    arrival, index), FIFO inside a level. ``thresholds=None`` (default) derives them from
-    the workload: the ``quantiles`` of the job sizes in reference-GPU seconds (the
-    simulator's :class:`~optsched.online.simulator.SizeDistribution`), so with the default
-    (0.5, 0.8) half of the jobs finish inside queue 0 and a fifth reach queue 2 whatever
-    the unit of work. *Starvation*: a job in a lower queue that has waited longer than
-    ``starvation`` × S_j since its last start re-enters queue 0 and stays there until it
-    attains the first threshold again (0 turns this off). ``form="continuous"`` orders by
-    (level, S_j / w_j, arrival, index) with no thresholds unless given: the continuous LAS.
+    arrival, index), FIFO inside a level. ``thresholds=None`` (default) derives them at the
+    ``quantiles`` of job sizes in reference-GPU seconds, so with the default (0.5, 0.8)
+    about half of the jobs finish inside queue 0 and a fifth reach queue 2 whatever the
+    unit of work. Whose sizes (``calibration``): ``history`` (default), the jobs finished
+    so far (:class:`FinishedSizes`: none before the first finishes, so FIFO until then;
+    re-derived at 1, 2, 4, … finished jobs), which a scheduler knows when it decides;
+    ``workload``, every job of the run, arrived or not (the simulator's
+    :class:`~optsched.online.simulator.SizeDistribution`, given before the run): an
+    operator's knowledge of a workload it has seen before, which leaks the sizes of jobs
+    still to come into earlier decisions. *Starvation*: a job in a lower queue that has
+    waited longer than ``starvation`` × S_j since its last start re-enters queue 0 and
+    stays there until it attains the first threshold again (0 turns this off).
+    ``form="continuous"`` orders by (level, S_j / w_j, arrival, index) with no thresholds
+    unless given: the continuous LAS.
 
     *GPU mapping*: A — each waiting task, in order, on its fastest idle GPU; B (default) —
     within the best level, each idle GPU (fastest first) to the job with the highest
@@ -107,8 +135,8 @@ class HLAS:
     rule), speed-oblivious.
 
     Guarantees: work-conserving (a GPU stays idle only if no waiting task can use it);
-    non-clairvoyant about each job (it sees no job's rounds; only the size distribution,
-    sorted, when thresholds are derived); deterministic.
+    non-clairvoyant (it sees no job's rounds; with ``calibration=workload`` and derived
+    thresholds, the workload's size distribution, sorted); deterministic.
     """
 
     thresholds: tuple[float, ...] | None = None
@@ -116,24 +144,43 @@ class HLAS:
     mapping: str = "B"
     form: str = "queues"
     quantiles: tuple[float, ...] = (0.5, 0.8)
+    calibration: str = "history"
     name: str = "hlas"
     clairvoyant: bool = False
     modes: frozenset[str] = field(default_factory=lambda: frozenset({"relaxed"}))
     levels: tuple[float, ...] = field(default=(), init=False)
     _entered: dict[int, float] = field(default_factory=dict, init=False, repr=False)
+    _history: FinishedSizes | None = field(default=None, init=False, repr=False)
 
     def __post_init__(self) -> None:
         self.levels = self.thresholds or ()
+        if self.calibration not in CALIBRATIONS:
+            raise InputError(f"hlas: calibration must be one of {', '.join(CALIBRATIONS)}, "
+                             f"got {self.calibration!r}")
 
     def calibrate(self, sizes: SizeDistribution) -> None:
-        """Set the thresholds for a run (derived unless given) and forget promotions."""
-        self._entered = {}
+        """Start a run: the given thresholds, or derived ones (none yet with
+        ``calibration=history``); forget promotions and finished jobs."""
+        self._entered, self._history = {}, None
         if self.thresholds is not None:
             self.levels = self.thresholds
         elif self.form == "continuous":
             self.levels = ()
-        else:
+        elif self.calibration == "workload":
             self.levels = quantile_thresholds(sizes.reference, self.quantiles)
+        else:
+            self.levels, self._history = (), FinishedSizes(self.quantiles)
+
+    def finished(self, job: JobState, now: float) -> bool:
+        """A job finished with its service S_j its size: re-derive the thresholds
+        (``calibration=history``); True when they changed."""
+        if self._history is None:
+            return False
+        levels = self._history.add(job.tasks_started * job.fastest)
+        if levels is None or levels == self.levels:
+            return False
+        self.levels = levels
+        return True
 
     def _level(self, job: JobState) -> int:
         own = (job.tasks_started * job.fastest - self._entered.get(job.index, 0.0)) / job.weight
@@ -287,8 +334,12 @@ class HlasOptions(Options):
                        ("queues", "continuous"))
     thresholds: tuple[float, ...] | None = numbers(
         "service thresholds between queues, in reference-GPU seconds, comma-separated, or "
-        "auto (default: the 0.5 and 0.8 quantiles of the workload's job sizes; none for "
+        "auto (default: the 0.5 and 0.8 quantiles of job sizes, see calibration; none for "
         "form=continuous)")
+    calibration: str = choice("whose sizes derived thresholds come from: history (the "
+                              "jobs finished so far, re-derived at 1, 2, 4, ... finished "
+                              "jobs; default) or workload (every job of the run, arrived or "
+                              "not: leaks future sizes)", CALIBRATIONS)
     starvation: float = number("a job in a lower queue waiting longer than this × its "
                                "service re-enters queue 0 (default 0.5; 0: off)", 0.5)
     mapping: str = choice("B (speed-up matching, default), A (fastest idle GPU) or C "
@@ -299,4 +350,5 @@ class HlasOptions(Options):
           description="Hare's heterogeneity-aware least attained service (reconstruction: "
                       "discretised LAS, speed-up matching)")
 def _hlas(options: HlasOptions, seed: int) -> HLAS:
-    return HLAS(options.thresholds, options.starvation, options.mapping, options.form)
+    return HLAS(options.thresholds, options.starvation, options.mapping, options.form,
+                calibration=options.calibration)

@@ -60,6 +60,8 @@ from optsched.online.engine import (
     PolicyError,
     Simulation,
     declared,
+    gpu_indices,
+    index_of,
     read_only,
     unpack,
 )
@@ -360,6 +362,10 @@ class Policy(Protocol):
       it (starvation promotion uses this).
     - ``waiting_queue(states)`` returns the :class:`WaitingQueue` (or a subclass keeping
       more indexes, overriding ``put`` and ``drop``) the engine keeps the waiting jobs in.
+    - ``finished(job, now)``: a job finished (its last round is ready), so its size is
+      known now; True when the keys of the other jobs may have changed (e.g. queue
+      thresholds derived from the finished jobs' sizes), and the engine then re-keys every
+      waiting job.
 
     A policy without ``priority`` sees the waiting jobs by arrival. ``calibrate(sizes)``
     receives the workload's :class:`SizeDistribution` once before the run (a policy that
@@ -520,6 +526,7 @@ class _BasicEngine(Engine):
         self.priority = getattr(policy, "priority", None)
         self.waiting.owner = policy  # ordered by its priority, or by arrival without one
         self.revisit = getattr(policy, "revisit", None) if self.priority else None
+        self.finished = getattr(policy, "finished", None)
         self.revisits: list[tuple[float, int]] = []
         self.touched: set[int] = set()
         self.claimed: set[int] = set()  # GPUs started on in the current decision
@@ -594,6 +601,10 @@ class _BasicEngine(Engine):
             del self.active[state.index]
             del self.states[state.index]
             self.job_done(state.index, now)
+            if self.finished is not None and self.finished(state, now) and self.priority:
+                for other in self.active.values():  # new keys for every waiting job
+                    if other.waiting:
+                        self._queue(other, now)
         else:
             state.waiting = state.tasks_per_round
             self.round_ready[state.index] = now
@@ -622,16 +633,13 @@ class _BasicEngine(Engine):
                     raise PolicyError(f"policy {self.policy.name!r}: the basic execution "
                                       "model does not share GPUs")
             self.decisions += 1
+            j = index_of(j, "a decision's job", self.policy)
             state = self.active.get(j)
             if state is None or not state.waiting:
                 raise PolicyError(f"policy {self.policy.name!r} started a task of job {j}, "
                                   f"which has no waiting task at t={now}")
-            try:
-                gpus = tuple(int(g) for g in where) if self.gang else (int(where),)
-            except (TypeError, ValueError):
-                raise PolicyError(f"policy {self.policy.name!r}: a decision's GPU is an index "
-                                  f"(relaxed) or a sequence of them (gang), got {where!r}"
-                                  ) from None
+            gpus = gpu_indices(where, self.policy) if self.gang \
+                else (index_of(where, "a decision's GPU", self.policy),)
             if self.gang:
                 self._start_round(state, gpus, now)
             else:
