@@ -25,7 +25,7 @@ import numpy as np
 
 from optsched.errors import InputError
 from optsched.instance import GPU, MODES, ClusterProfile, Instance, Job
-from optsched.limits import MAX_FACTOR, MAX_TASKS, MAX_VALUE, check_seed
+from optsched.limits import MAX_FACTOR, MAX_TASKS, MAX_VALUE, check_seed, is_bounded, is_number
 from optsched.topology import tree_topology
 
 #: Most jobs a generator makes: about 7 KB each while generating and writing (measured: 0.7
@@ -70,9 +70,7 @@ def _number(spec: Any, name: str, low: float, high: float = MAX_VALUE, *,
             open_low: bool = False) -> None:
     """``spec.name`` is a finite number in [low, high] ((low, high] with ``open_low``)."""
     value = getattr(spec, name)
-    ok = isinstance(value, int | float) and not isinstance(value, bool) \
-        and math.isfinite(value) and (value > low if open_low else value >= low) \
-        and value <= high
+    ok = is_number(value) and (value > low if open_low else value >= low) and value <= high
     if not ok:
         bracket = "(" if open_low else "["
         raise InputError(f"{_opt(name)} {value!r}: must be a finite number in "
@@ -86,8 +84,7 @@ def _range(spec: Any, name: str, low: float, high: float = MAX_VALUE, *, integer
     if not isinstance(pair, tuple | list) or len(pair) != 2:
         raise InputError(f"{_opt(name)} {pair!r}: must be a pair LOW HIGH")
     lo, hi = pair
-    kinds = int if integer else int | float
-    ok = all(isinstance(v, kinds) and not isinstance(v, bool) and math.isfinite(v)
+    ok = all(is_number(v) and (isinstance(v, int) or not integer)
              and (v > low if open_low else v >= low) and v <= high for v in pair)
     if not ok or lo > hi:
         what = "integers" if integer else "finite numbers"
@@ -330,6 +327,13 @@ def hare_iterations(spec: HareSpec, workload: str, fastest: float) -> int:
     return max(round(spec.task_seconds / fastest), floor_sync)
 
 
+
+#: Tasks per job of the paper's setting (~50,000 tasks over 300 jobs, HPDC'22 §7): what
+#: ``optsched gen --family hare`` uses unless told a total, so that ``--jobs N`` keeps the
+#: paper's job sizes and with them its arrival rate (the rate depends on the job size).
+HARE_TASKS_PER_JOB = 50_000 / 300
+
+
 @dataclass(frozen=True)
 class HareSpec:
     """The Hare paper's simulation setting (HPDC'22 §7) as a generator.
@@ -407,7 +411,7 @@ class HareSpec:
             _number(self, "tasks_per_job", 1, MAX_TASKS)
         if self.mix is not None and (
                 not isinstance(self.mix, tuple) or len(self.mix) != len(HARE_CLASSES)
-                or not all(isinstance(x, int | float) and math.isfinite(x) and x >= 0
+                or not all(is_bounded(x) and x >= 0
                            for x in self.mix) or not sum(self.mix) > 0):
             raise InputError(f"--mix {self.mix!r}: needs 4 finite ratios >= 0, not all 0 "
                              "(CV, NLP, Speech, Rec)")

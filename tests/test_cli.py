@@ -200,3 +200,18 @@ def test_python_dash_m_runs_the_cli():
     proc = subprocess.run([sys.executable, "-m", "optsched", "nonsense"], capture_output=True,
                           text=True, timeout=60)
     assert proc.returncode == 2 and proc.stderr.startswith("optsched: error")
+
+
+def test_gen_hare_keeps_the_papers_job_sizes_and_rate_for_any_number_of_jobs(tmp_path, capsys):
+    """`gen --family hare --jobs 100` has the paper's 166.67 tasks per job and so its
+    arrival rate of 0.898 jobs/s (it had 500 tasks per job and 0.30 jobs/s)."""
+    from optsched.generate import HARE_TASKS_PER_JOB, HareSpec
+
+    out = tmp_path / "h.json"
+    code, _, _ = run(capsys, "gen", "--family", "hare", "--seed", "0", "--jobs", "100",
+                     "--out", str(out))
+    jobs = json.loads(out.read_text())["jobs"]
+    tasks = sum(j["rounds"] * j["tasks_per_round"] for j in jobs)
+    assert code == 0 and len(jobs) == 100 and abs(tasks / 100 - HARE_TASKS_PER_JOB) < 5
+    assert HareSpec(jobs=100, tasks_per_job=HARE_TASKS_PER_JOB).rate() == \
+        pytest.approx(HareSpec().rate()) == pytest.approx(0.898, abs=1e-3)

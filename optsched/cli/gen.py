@@ -8,6 +8,7 @@ from typing import Any
 
 from optsched.bench.grid import FAMILIES, family_instance
 from optsched.cli.common import EXIT_OK, print_json, seed
+from optsched.generate import HARE_TASKS_PER_JOB
 from optsched.io import instance_to_dict, write_json
 from optsched.output import output_target
 
@@ -42,6 +43,10 @@ def add_parser(sub: Any) -> None:
                    help="workers per job")
     for name in ("total-tasks", "iters-per-task"):
         p.add_argument(f"--{name}", type=int, dest=name.replace("-", "_"), help="")
+    p.add_argument("--tasks-per-job", type=float, dest="tasks_per_job", metavar="N",
+                   help="hare: mean tasks per job (default: the paper's 50,000 / 300 = "
+                        "166.67 unless --total-tasks is given, so that --jobs keeps the "
+                        "paper's job sizes and arrival rate)")
     p.add_argument("--task-seconds", type=float, dest="task_seconds", metavar="S",
                    help="compute time of a task on the job's fastest GPU (a task is then "
                         "whole mini-batches, at least enough that sync < compute); "
@@ -113,6 +118,9 @@ def run(args: argparse.Namespace) -> int:
         output_target(args.out)
     options = {f.name: getattr(args, f.name, None) for spec, _ in FAMILIES.values()
                for f in fields(spec)}
+    if args.family == "hare" and options["total_tasks"] is None \
+            and options["tasks_per_job"] is None:
+        options["tasks_per_job"] = HARE_TASKS_PER_JOB
     instance = family_instance(args.family, options, args.seed, name=args.name)
     if args.family == "placement":
         data = placement_instance_to_dict(instance)
