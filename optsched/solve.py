@@ -52,10 +52,16 @@ from typing import Any, TypeVar
 from optsched.check import check
 from optsched.errors import InputError, OptschedError, UnknownNameError
 from optsched.exact.bounds import critical_path_bound
+from optsched.exact.budget import (
+    CTRL_C_SECONDS,
+    EXIT_SECONDS,
+    MIN_METHOD_SECONDS,
+    check_seconds,
+)
 from optsched.instance import MODES, Instance
 from optsched.limits import MAX_VALUE, check_seed
 from optsched.options import Options
-from optsched.result import _RESULT_KEYS, OPTIMAL_TOL, Result, Status, is_optimal
+from optsched.result import _RESULT_KEYS, Result, Status, is_optimal, tolerance_of
 from optsched.schedule import Schedule
 
 KINDS = ("solve", "simulate", "place")
@@ -392,6 +398,10 @@ def _import_here(module: str) -> None:
             sys.path.remove(here)
 
 
+#: When the last SIGINT seen by :func:`_sigint_watch` arrived (``time.perf_counter()``).
+_sigint_at: list[float | None] = [None]
+
+
 @contextmanager
 def _sigint_watch() -> Iterator[list[bool]]:
     """Record whether SIGINT arrives (main thread, Python-level handler only); the handler in
@@ -407,6 +417,7 @@ def _sigint_watch() -> Iterator[list[bool]]:
 
     def on_sigint(signum: int, frame: Any) -> Any:
         hit[0] = True
+        _sigint_at[0] = time.perf_counter()
         return handler(signum, frame)
 
     signal.signal(signal.SIGINT, on_sigint)
@@ -456,12 +467,13 @@ def finite_bound(info: MethodInfo, bound: Any) -> float | None:
 
 
 def check_bound(info: MethodInfo, bound: float | None, objective: float,
-                what: str = "objective") -> None:
+                what: str = "objective", tolerance: float | None = None) -> None:
     """Refuse (:class:`MethodError` naming the method) a checked ``objective`` that is not
-    finite, or a ``bound`` above it beyond the optimality tolerance."""
+    finite, or a ``bound`` above it beyond the objective's optimality ``tolerance`` (None:
+    :func:`~optsched.result.relative_tolerance`, for placement costs)."""
     if not math.isfinite(objective):
         raise MethodError(f"{info.label}: the checked {what} is not finite ({objective})")
-    if bound is not None and bound - objective > OPTIMAL_TOL * max(1.0, abs(objective)):
+    if bound is not None and bound - objective > tolerance_of(objective, tolerance):
         raise MethodError(f"{info.label}: bound {bound} exceeds the checked {what} "
                           f"{objective}")
 
@@ -494,18 +506,20 @@ def get_method(name: str, kind: str = "solve") -> MethodInfo:
 
 
 def checked(instance: Instance, schedule: Schedule, method: str, kind: str = "solve"
-            ) -> tuple[float, dict[str, Any]]:
-    """The checker's objective and metrics of a method's schedule; an infeasible or
+            ) -> tuple[float, dict[str, Any], float]:
+    """The checker's objective, metrics and optimality tolerance
+    (:func:`~optsched.check.objective_tolerance`) of a method's schedule; an infeasible or
     incomplete schedule, or a non-finite objective, is a bug in the method and raises
     :class:`MethodError` (an :class:`OptschedError`), never repaired."""
     info = _REGISTRY.get((kind, method)) or MethodInfo(kind, method, checked, "")
     report = check(instance, schedule)
-    if not report.feasible or report.objective is None or report.metrics is None:
+    if not report.feasible or report.objective is None or report.metrics is None \
+            or report.tolerance is None:
         first = report.violations[0].message if report.violations else "incomplete"
         raise MethodError(f"{info.label} produced an infeasible schedule "
                           f"({len(report.violations)} violations; first: {first})")
     check_bound(info, None, report.objective)
-    return report.objective, report.metrics
+    return report.objective, report.metrics, report.tolerance
 
 
 def check_time_limit(time_limit: Any) -> None:
@@ -536,13 +550,14 @@ class ProgressLine:
     """Prints a method's progress to ``stream``: at most one line every ``every`` seconds,
     the first once the run has lasted that long, so short runs print nothing. A line
     gives the elapsed time, the incumbent, the best bound (the method's, else the critical
-    path ``floor``) and their gap.
+    path ``floor``) and their gap; without a ``floor`` (placement costs) and before any
+    bound, the incumbent alone.
 
     Used as a context manager it is also a heartbeat: a background thread prints the latest
     state every ``every`` seconds even while the method reports nothing (a MILP solver, an
     LP, a long CP-SAT stretch without a new solution)."""
 
-    def __init__(self, stream: Any, floor: float, every: float = 5.0) -> None:
+    def __init__(self, stream: Any, floor: float | None, every: float = 5.0) -> None:
         self.stream, self.floor, self.every = stream, floor, every
         self.started = self.last = time.perf_counter()
         self.incumbent: float | None = None
@@ -557,7 +572,7 @@ class ProgressLine:
                 self.incumbent = incumbent if self.incumbent is None else \
                     min(self.incumbent, incumbent)
             if bound is not None and math.isfinite(bound):
-                self.bound = max(self.bound, bound)
+                self.bound = bound if self.bound is None else max(self.bound, bound)
         self._print()
 
     def _print(self) -> None:
@@ -566,10 +581,15 @@ class ProgressLine:
             if now - self.last < self.every:
                 return
             self.last = now
-            line = f"{now - self.started:7.1f} s  bound {self.bound:.6g}"
-            if self.incumbent is not None:
+            elapsed = f"{now - self.started:7.1f} s"
+            if self.bound is None:
+                line = f"{elapsed}  incumbent " + (
+                    "-" if self.incumbent is None else f"{self.incumbent:.6g}")
+            elif self.incumbent is None:
+                line = f"{elapsed}  bound {self.bound:.6g}"
+            else:
                 gap = (self.incumbent - self.bound) / max(abs(self.incumbent), 1e-12)
-                line = (f"{now - self.started:7.1f} s  incumbent {self.incumbent:.6g}  bound "
+                line = (f"{elapsed}  incumbent {self.incumbent:.6g}  bound "
                         f"{self.bound:.6g}  gap {100 * max(gap, 0.0):.2f} %")
             print(line, file=self.stream, flush=True)
 
@@ -627,12 +647,25 @@ def prepare(method: str, kind: str, *, seed: int, time_limit: float | None,
     return Prepared(info, limit, options, options.to_params(list(params or {})))
 
 
-def run_timed(info: MethodInfo, call: Callable[[], Any], *, listener: Any = None
-              ) -> tuple[Any, float, float]:
-    """Run ``call`` (the method) as every verb does: its solver packages imported first,
-    then timed under :func:`method_running` (and a :class:`ProgressLine` heartbeat when
-    ``listener`` is one). Returns (its output, runtime_s, startup_s)."""
-    startup = info.start_up()
+def method_share(time_limit: float | None, started: float | None, reserve: float
+                 ) -> float | None:
+    """The seconds a method gets of ``time_limit`` (None: unlimited) counted from
+    ``started`` (a ``time.perf_counter()`` value; None: now), ``reserve`` seconds kept for
+    what follows it; at least :data:`~optsched.exact.budget.MIN_METHOD_SECONDS`, so a
+    method always returns its fallback (at worst the ECT schedule) rather than nothing."""
+    if time_limit is None:
+        return None
+    spent = 0.0 if started is None else max(0.0, time.perf_counter() - started)
+    return max(time_limit - spent - reserve, MIN_METHOD_SECONDS)
+
+
+def run_timed(info: MethodInfo, call: Callable[[], Any], *, listener: Any = None,
+              start_up: bool = True) -> tuple[Any, float, float]:
+    """Run ``call`` (the method) as every verb does: its solver packages imported first
+    (unless ``start_up`` is false: the caller did, or chose not to), then timed under
+    :func:`method_running` (and a :class:`ProgressLine` heartbeat when ``listener`` is one).
+    Returns (its output, runtime_s, startup_s)."""
+    startup = info.start_up() if start_up else 0.0
     started = time.perf_counter()
     with method_running(info), listener if isinstance(listener, ProgressLine) else \
             nullcontext():
@@ -650,11 +683,19 @@ def solve(
     params: Mapping[str, Any] | Options | None = None,
     hint: Schedule | None = None,
     progress: Any = None,
+    started: float | None = None,
 ) -> Result[Schedule]:
     """Solve ``instance`` with a registered ``solve`` method and check the schedule.
 
     ``time_limit`` (seconds; default: the method's ``default_time_limit``, see
-    ``optsched methods``) bounds the run; the limit used is in ``extra["time_limit"]``.
+    ``optsched methods``) bounds the whole call, counted from ``started`` (a
+    ``time.perf_counter()`` value; default: when ``solve`` is called; the command line
+    passes its own start): the method gets what is left once its solver packages are
+    imported, less the time checking its schedule is expected to take
+    (:func:`~optsched.exact.budget.check_seconds`), never less than
+    :data:`~optsched.exact.budget.MIN_METHOD_SECONDS` (then its solver packages are not
+    imported first: it has only the time to return its fallback). The limit given is in
+    ``extra["time_limit"]``, the method's share in ``extra["method_time_limit"]``.
     ``progress``: a text stream (e.g. ``sys.stderr``) on which a long run prints a line
     every few seconds (elapsed time, incumbent, bound, gap), or a callable
     ``progress(incumbent, bound)`` receiving every report; None: silent.
@@ -683,16 +724,25 @@ def solve(
     inst = instance if mode == instance.mode else instance.with_mode(mode)
     listener = progress if callable(progress) or progress is None else \
         ProgressLine(progress, critical_path_bound(inst))
-    ctx = SolveContext(mode, time_limit, seed, MappingProxyType(params), hint, listener,
+    reserve = check_seconds(inst)
+    share = method_share(time_limit, started, reserve)
+    startup = 0.0  # with no time left, the method returns its fallback without its solvers
+    if share is None or share > MIN_METHOD_SECONDS:
+        startup = info.start_up()  # before the method's share is worked out
+        share = method_share(time_limit, started, reserve)
+    ctx = SolveContext(mode, share, seed, MappingProxyType(params), hint, listener,
                        ready.options)
-    out, runtime, startup = run_timed(info, lambda: info.func(inst, ctx), listener=listener)
+    out, runtime, _ = run_timed(info, lambda: info.func(inst, ctx), listener=listener,
+                                start_up=False)
     _check_output(info, out)
+    if out.extra.get("interrupted") and out.schedule is not None:
+        _in_time_after_ctrl_c(inst)
     method_bound = finite_bound(info, out.bound)
 
     bound = critical_path_bound(inst)
     extra: dict[str, Any] = {**out.extra, "bound_critical_path": bound,
                              "bound_method": method_bound, "time_limit": time_limit,
-                             "startup_s": startup}
+                             "method_time_limit": share, "startup_s": startup}
     # the gap is to the better of the two bounds; say which
     extra["bound_source"] = "critical_path"
     if method_bound is not None and method_bound > bound:
@@ -707,11 +757,24 @@ def solve(
                       bound=None if status is Status.INFEASIBLE else bound, **common)
 
     schedule = Schedule(out.schedule.instance, out.schedule.tasks, mode)
-    objective, metrics = checked(inst, schedule, method)
-    check_bound(info, bound, objective)
-    status = Status.OPTIMAL if is_optimal(objective, bound) else Status.FEASIBLE
+    objective, metrics, tolerance = checked(inst, schedule, method)
+    check_bound(info, bound, objective, tolerance=tolerance)
+    status = Status.OPTIMAL if is_optimal(objective, bound, tolerance) else Status.FEASIBLE
     return Result(status, objective=objective, bound=bound, metrics=metrics,
-                  solution=schedule, **common)
+                  solution=schedule, tolerance=tolerance, **common)
+
+
+def _in_time_after_ctrl_c(instance: Instance) -> None:
+    """After a method stopped by a Ctrl-C: raise KeyboardInterrupt (exit 130) when checking
+    its schedule (:func:`~optsched.exact.budget.check_seconds`) would end the command more
+    than :data:`~optsched.exact.budget.CTRL_C_SECONDS` after the signal (counted from
+    Python's handler; from now when the solver caught it), so a Ctrl-C always ends a run
+    within that time: with the best result when it can be checked in time, else without."""
+    since = 0.0 if _sigint_at[0] is None else time.perf_counter() - _sigint_at[0]
+    if since > CTRL_C_SECONDS:  # an old signal: the solver caught this one
+        since = 0.0
+    if since + check_seconds(instance) + EXIT_SECONDS > CTRL_C_SECONDS:
+        raise KeyboardInterrupt
 
 
 def _check_output(info: MethodInfo, out: Any) -> None:

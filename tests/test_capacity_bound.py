@@ -74,4 +74,6 @@ def test_time_limit_and_size_are_reported():
     assert result.bound == pytest.approx(critical_path_bound(inst))
     assert result.extra["lp_status"] == "time limit"
     with pytest.raises(InputError, match=r"intervals=.*choose fewer intervals"):
+        solve(inst, "capacity-bound", params={"intervals": 5 * 10**6})
+    with pytest.raises(InputError, match=r"intervals must be at most 5e\+06"):
         solve(inst, "capacity-bound", params={"intervals": 10**7})

@@ -28,6 +28,9 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from optsched.cli import main
+from optsched.errors import InputError
+from optsched.instance import Job
+from optsched.schedule import Task
 from tests.conftest import ROOT
 
 TOY = ROOT / "instances/hare-toy/hare-toy.instance.json"
@@ -381,14 +384,16 @@ def test_plot_without_extension_writes_png_to_exactly_that_path(tmp_path):
 # -- every command: arbitrary values in an instance never crash the CLI --------------------------
 
 # integers: small ones and the edges of every bound (large but accepted sizes would only
-# make the test slow, not stronger)
+# make the test slow, not stronger), and integers beyond float range
 INTEGERS = st.integers(-3, 5) | st.sampled_from(
-    [10**8, 10**8 + 1, 10**9, 2**31, 2**63, 10**15, 10**15 + 1, 10**20, -(10**20)])
+    [10**8, 10**8 + 1, 10**9, 2**31, 2**63, 10**15, 10**15 + 1, 10**20, -(10**20),
+     10**308, 10**400, -(10**400)])
+# text: any, and text that is not Unicode (a lone surrogate: "\ud800" in JSON)
+TEXT = st.text(max_size=4) | st.sampled_from(["\ud800", "x\udfff"])
 VALUES = st.one_of(
     st.none(), st.booleans(), INTEGERS,
-    st.floats(allow_nan=True, allow_infinity=True), st.text(max_size=4),
-    st.lists(st.integers(0, 3), max_size=2), st.dictionaries(st.text(max_size=2),
-                                                             INTEGERS, max_size=2))
+    st.floats(allow_nan=True, allow_infinity=True), TEXT,
+    st.lists(st.integers(0, 3), max_size=2), st.dictionaries(TEXT, INTEGERS, max_size=2))
 FIELDS = ["arrival", "weight", "rounds", "tasks_per_round", "compute", "sync", "launch",
           "iters_per_task", "id", "workload", "sync_bytes"]
 
@@ -469,3 +474,220 @@ def test_a_plugin_input_error_is_named_and_kept_to_one_short_line():
     bad_input(code, err, "method 'test-malformed' (plug-in tests.test_robustness)",
               "schedule mode must be one of")
     assert len(err.strip()) <= len("optsched: error: ") + 500
+
+
+@settings(deadline=None)
+@given(field=st.sampled_from(["arrival", "weight", "rounds", "tasks_per_round", "compute",
+                              "sync", "iters_per_task", "id", "sync_bytes"]), value=VALUES)
+def test_any_value_in_a_job_field_is_accepted_or_an_input_error_naming_it(field, value):
+    """The Python API refuses what files are refused for (10**400 included) with an
+    InputError naming the field, never another exception."""
+    job = {"id": "j", "compute": {"A": 1.0}, field: value}
+    if field == "iters_per_task":
+        job |= {"compute": None, "workload": "Hare/VGG-19"}
+    try:
+        Job(**job)
+    except InputError as exc:
+        assert field in str(exc), exc
+
+
+@settings(deadline=None)
+@given(field=st.sampled_from(["start", "train_start", "failed_at", "round", "task"]),
+       value=VALUES)
+def test_any_value_in_a_task_field_is_accepted_or_an_input_error_naming_it(field, value):
+    task = {"job": "j", "round": 0, "task": 0, "gpu": "g", "start": 0.0, field: value}
+    try:
+        Task(**task)
+    except InputError as exc:
+        assert field in str(exc), exc
+
+
+# -- numbers beyond float range, bytes that are not UTF-8, text that is not Unicode ---------
+
+TRACES = ROOT / "tests/data/traces"
+
+
+def _edit(path: Path, change) -> Path:
+    """``path``'s JSON changed by ``change`` (in place), written back."""
+    data = json.loads(path.read_text())
+    change(data)
+    return write(path, data)
+
+
+@pytest.mark.parametrize("field", ["weight", "arrival", "compute"])
+def test_an_instance_integer_beyond_float_range_is_bad_input(tmp_path, field):
+    value = {"A": 10**400} if field == "compute" else 10**400
+    path = write(tmp_path / "i.json", instance(**{field: value}))
+    code, _, err = cli("solve", path, "--method", "ect")
+    bad_input(code, err, "i.json", f"jobs[0].{field}", "401-digit")
+
+
+def test_a_schedule_start_beyond_float_range_is_bad_input(tmp_path):
+    path = tmp_path / "s.json"
+    path.write_text(FIG1.read_text())
+    _edit(path, lambda d: d["tasks"][0].update(start=10**400))
+    code, _, err = cli("check", TOY, path)
+    bad_input(code, err, "s.json", "tasks[0].start")
+
+
+@pytest.mark.parametrize("field", ["gpus", "cpus", "memory"])
+def test_a_container_size_beyond_float_range_is_bad_input(tmp_path, field):
+    p, _ = _placement(tmp_path)
+    _edit(p, lambda d: d["jobs"][0]["containers"][0].update({field: 10**400}))
+    code, _, err = cli("place", p, "--method", "bestfit")
+    bad_input(code, err, "p.json", f"jobs[0].containers[0].{field}")
+
+
+def test_integers_beyond_float_range_are_input_errors_in_python_too():
+    from optsched.limits import is_bounded
+    from optsched.placement.model import Container
+
+    assert not is_bounded(10**400) and not is_bounded(-(10**400))
+    for build, field in ((lambda: Task("j", 0, 0, "g", 10**400), "start"),
+                         (lambda: Job("j", weight=10**400, compute={"A": 1}), "weight"),
+                         (lambda: Job("j", compute={"A": 10**400}), "compute"),
+                         (lambda: Container("c", "ps", cpus=10**400), "cpus")):
+        with pytest.raises(InputError, match=field):
+            build()
+
+
+def test_an_integer_literal_too_long_for_python_is_bad_input(tmp_path):
+    path = tmp_path / "i.json"
+    path.write_text(json.dumps(instance(), indent=1).replace('"weight": 1',
+                                                             '"weight": 1' + "0" * 5000))
+    code, _, err = cli("solve", path, "--method", "ect")
+    bad_input(code, err, "i.json", "line 14", "digits")
+
+
+@pytest.mark.parametrize("command", ["plot", "solve", "check"])
+def test_a_lone_surrogate_in_an_id_is_bad_input(tmp_path, command):
+    """A JSON ``"\\ud800"`` is no Unicode text: refused as it is read, naming where."""
+    path = write(tmp_path / "i.json", instance(id="\ud800"))
+    assert "\\ud800" in path.read_text()
+    argv = {"plot": ("plot", path, FIG1, "--out", tmp_path / "g.png"),
+            "solve": ("solve", path, "--method", "ect", "--out", tmp_path / "s.json"),
+            "check": ("check", path, FIG1)}[command]
+    code, out, err = cli(*argv)
+    bad_input(code, err, "i.json", "jobs[0].id", "\\ud800")
+    assert out == "" and not (tmp_path / "g.png").exists()
+
+
+def test_surrogate_keys_are_refused_and_pairs_accepted(tmp_path):
+    path = write(tmp_path / "i.json", instance(compute={"\udc00": 1.0, "A": 1.0}))
+    bad_input(*cli("check", path, FIG1)[::2], "jobs[0].compute", "\\udc00")
+    path = write(tmp_path / "i.json", instance(id="job 😀"))  # written as a surrogate pair
+    assert "\\ud83d\\ude00" in path.read_text()
+    out = tmp_path / "s.json"
+    code, _, err = cli("solve", path, "--method", "ect", "--out", out)
+    assert code == 0, err
+    assert json.loads(out.read_text())["tasks"][0]["job"] == "job 😀"
+
+
+def test_a_path_in_non_utf8_bytes_is_printed_as_those_bytes(tmp_path):
+    """On a stdout that refuses surrogates too, ``wrote PATH`` prints the path's bytes."""
+    out = os.fsencode(tmp_path) + b"/g\xff.png"
+    raw = io.BytesIO()
+    stdout = io.TextIOWrapper(raw, encoding="utf-8", errors="strict")
+    with contextlib.redirect_stdout(stdout):
+        code = main(["plot", str(TOY), str(FIG1), "--out", os.fsdecode(out)])
+    stdout.flush()
+    assert code == 0 and out in raw.getvalue()
+
+
+TIRESIAS = "job_id,num_gpu,submit_time,iterations,model_name,duration,interval\n"
+PHILLY = "timestamp,duration,num_gpus,gpu_time,cluster\n"
+
+
+@pytest.mark.parametrize("name,content,names", [
+    ("t.trace", (TRACES / "gavel10.trace").read_bytes().replace(b"A3C", b"A3C\xff"),
+     ["t.trace:2", "not UTF-8", "0xff"]),
+    ("t.csv", (TIRESIAS + "0,1,10,606,vgg19,7200,30\n1,4,40\n").encode(),
+     ["t.csv:3", "3 fields", "header has 7"]),
+    ("t.csv", (PHILLY + "2017-10-09 07:01:55,66.0\n").encode(), ["t.csv:2", "2 fields"]),
+    ("t.csv", (TIRESIAS + '0,1,10,606,"vgg19,7200,30\n1,4,40,133,vgg11,1800,23\n').encode(),
+     ["t.csv:2", "malformed CSV"]),
+    ("t.csv", (PHILLY + "2017-10-09 07:01:55,66.0,1,66.0," + "x" * 200_000 + "\n").encode(),
+     ["t.csv:2", "malformed CSV", "field limit"]),
+    ("t.csv", (TIRESIAS + "0,1,10,606,vgg19,7200,30\n").encode("utf-16"), ["t.csv:1",
+                                                                          "not UTF-8"]),
+])
+def test_a_malformed_trace_is_bad_input_naming_file_and_line(tmp_path, name, content, names):
+    path = tmp_path / name
+    path.write_bytes(content)
+    code, _, err = cli("simulate", path, "--policy", "hlas", "--cluster", "V100:4")
+    bad_input(code, err, *names)
+
+
+@pytest.mark.parametrize("name,content,names", [
+    ("t.trace", "A3C\tpython3 main.py\trl\t--max-steps\t0\t100\t1e18\t1\t-1\t12.5\n",
+     ["t.trace:1", "scale_factor", "5,000,000"]),
+    ("t.trace", "A3C\tpython3 main.py\trl\t--max-steps\t0\t1e300\t1\t1\t-1\t12.5\n",
+     ["t.trace:1", "steps"]),
+    ("t.csv", TIRESIAS + "0,1e18,10,606,vgg19,7200,30\n", ["t.csv:2", "num_gpu"]),
+    ("t.csv", PHILLY + "2017-10-09 07:01:55,66.0,1e18,66.0,c\n", ["t.csv:2", "num_gpus"]),
+])
+def test_a_trace_job_beyond_the_instance_limits_is_refused_as_it_is_read(tmp_path, name,
+                                                                          content, names):
+    """A scale factor of 1e18 made ``simulate`` loop over every k < K."""
+    from optsched.traces import read_trace
+
+    path = tmp_path / name
+    path.write_text(content)
+    with pytest.raises(InputError, match=names[1]):
+        read_trace(path)
+    code, _, err = cli("simulate", path, "--policy", "hlas", "--cluster", "V100:4")
+    bad_input(code, err, *names)
+
+
+@pytest.mark.parametrize("command,method,param", [
+    ("solve", "cpsat", "workers"), ("solve", "lns", "workers"), ("solve", "hare", "workers"),
+    ("solve", "milp-highs", "threads"), ("place", "cpsat", "workers"),
+])
+def test_a_thread_count_beyond_max_threads_is_refused(tmp_path, command, method, param):
+    target = _placement(tmp_path)[0] if command == "place" else TOY
+    code, _, err = cli(command, target, "--method", method, "--param", f"{param}={10**15}")
+    bad_input(code, err, param, "at most 256", str(10**15))
+
+
+def test_every_thread_count_of_every_method_is_bounded():
+    """Whatever declares it (a plug-in too), a ``workers`` or ``threads`` count takes
+    MAX_THREADS and refuses one more before any work."""
+    from optsched.options import MAX_THREADS
+    from optsched.solve import methods
+
+    counted = 0
+    for info in methods():
+        for key in set(info.options.keys()) & {"workers", "threads"}:
+            assert getattr(info.options.parse({key: str(MAX_THREADS)}), key) == MAX_THREADS
+            with pytest.raises(InputError, match=f"{key} must be at most {MAX_THREADS}"):
+                info.options.parse({key: str(MAX_THREADS + 1)})
+            counted += 1
+    assert counted >= 8
+
+
+def test_capacity_bound_refuses_absurd_interval_counts():
+    code, _, err = cli("solve", TOY, "--method", "capacity-bound", "--param",
+                       f"intervals={10**15}")
+    bad_input(code, err, "intervals")
+
+
+@settings(suppress_health_check=[HealthCheck.function_scoped_fixture], deadline=None,
+          max_examples=30)
+@given(file=st.sampled_from([TOY, FIG1, TRACES / "gavel10.trace", TRACES / "tiresias.csv",
+                             TRACES / "philly.csv"]),
+       at=st.floats(0, 1), blob=st.sampled_from([b"\xff", b"\x80", b"\xc3", b"\xed\xa0\x80",
+                                                 b"\x00", b'"', b"\xef\xbb\xbf"])
+       | st.binary(min_size=1, max_size=3))
+def test_any_bytes_in_an_input_file_are_a_clean_answer(tmp_path, file, at, blob):
+    """Bytes that are not UTF-8 (or break the format) anywhere in an instance, schedule or
+    trace: a result or exit 2 naming the file, never an internal error."""
+    data = file.read_bytes()
+    cut = int(at * len(data))
+    path = tmp_path / file.name
+    path.write_bytes(data[:cut] + blob + data[cut:])
+    argv = {TOY: ("check", path, FIG1), FIG1: ("check", TOY, path)}.get(
+        file, ("simulate", path, "--policy", "hlas", "--cluster", "V100:4"))
+    code, _, err = cli(*argv)
+    assert code in (0, 1, 2), err
+    if code == 2:
+        bad_input(code, err)

@@ -29,8 +29,6 @@ from collections.abc import Iterable, Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
-from scipy import stats
-
 from optsched.bench.manifest import best_bound, best_key
 from optsched.errors import InputError
 from optsched.output import output_target, write_outputs
@@ -59,16 +57,18 @@ def references(records: Iterable[Mapping[str, Any]], manifests: Iterable[Any] = 
     (:class:`~optsched.bench.manifest.Manifest`)."""
     ref: dict[tuple[str, str], dict[str, Any]] = {}
 
-    def offer(key: tuple[str, str], objective: float | None, bound: float | None) -> None:
-        entry = ref.setdefault(key, {"objective": None, "bound": None})
+    def offer(key: tuple[str, str], objective: float | None, bound: float | None,
+              tolerance: float | None = None) -> None:
+        entry = ref.setdefault(key, {"objective": None, "bound": None, "tolerance": None})
         if objective is not None and (entry["objective"] is None
                                       or objective < entry["objective"]):
-            entry["objective"] = objective
+            entry["objective"], entry["tolerance"] = objective, tolerance
         if bound is not None and (entry["bound"] is None or bound > entry["bound"]):
             entry["bound"] = bound
 
     for r in records:
-        offer((r["instance"], best_key(r)), r.get("objective"), r.get("bound"))
+        offer((r["instance"], best_key(r)), r.get("objective"), r.get("bound"),
+              r.get("tolerance"))
     for manifest in manifests:
         for name, entry in manifest.instances.items():
             for mode, best in entry.get("best", {}).items():
@@ -78,7 +78,10 @@ def references(records: Iterable[Mapping[str, Any]], manifests: Iterable[Any] = 
             entry["bound"] = best_bound({k: ref.get((name, k), {}) for k in ("gang", "relaxed")},
                                         "gang")[0]
     for entry in ref.values():
-        entry["optimum_known"] = is_optimal(entry["objective"], entry["bound"])
+        # the best objective's own tolerance where its record states one (absolute, see
+        # docs/model.md), else the relative one of manifests and older records
+        entry["optimum_known"] = is_optimal(entry["objective"], entry["bound"],
+                                            entry.pop("tolerance"))
     return ref
 
 
@@ -108,6 +111,8 @@ def _mean_ci(values: Sequence[float]) -> tuple[float | None, float | None, float
     n = len(values)
     if mean is None or n < 2:
         return mean, None, None, False
+    from scipy import stats  # here: importing it takes a second, every command paid for it
+
     sd = math.sqrt(sum((v - mean) ** 2 for v in values) / (n - 1))
     half = float(stats.t.ppf(0.975, n - 1)) * sd / math.sqrt(n)
     return mean, max(mean - half, 0.0), mean + half, mean - half < 0

@@ -12,6 +12,7 @@ from optsched.cli.common import (
     add_json,
     add_params,
     add_seed,
+    command_started,
     parse_params,
     print_json,
     print_result,
@@ -29,7 +30,8 @@ def add_parser(sub: Any) -> None:
     p.add_argument("--mode", choices=("relaxed", "gang"),
                    help="execution mode (default: the instance's)")
     p.add_argument("--time-limit", type=float, metavar="S",
-                   help="seconds (default: the method's, see optsched methods: 60 for exact "
+                   help="seconds for the whole command, start-up and checking included "
+                        "(default: the method's, see optsched methods: 60 for exact "
                         "methods, 300 for Hare's relaxation, none for heuristics)")
     add_seed(p)
     add_params(p)
@@ -60,7 +62,7 @@ def run(args: argparse.Namespace) -> int:
         params["export"] = args.export
     result = solve(instance, args.method, mode=args.mode, time_limit=args.time_limit,
                    seed=args.seed, params=params, hint=hint,
-                   progress=None if args.quiet else sys.stderr)
+                   progress=None if args.quiet else sys.stderr, started=command_started())
     if args.out is not None and result.schedule is not None:
         save_schedule(args.out, result.schedule)
     if args.json:

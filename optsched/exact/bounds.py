@@ -57,16 +57,38 @@ def critical_path_bound(instance: Instance) -> float:
     return float(weights @ critical_path(instance))
 
 
+def horizon(instance: Instance) -> float:
+    """The latest arrival plus every task done one after another, each for its longest
+    eligible compute + sync: no job of a semi-active schedule (every task as early as its
+    arrival, its barrier and its GPU's previous task allow) completes later, since the
+    chain of what made its last task wait covers each task at most once. Left-shifting
+    any schedule makes it semi-active without delaying a completion, so some optimal
+    schedule meets the horizon."""
+    row = np.where(np.isfinite(instance.compute), instance.compute + instance.sync, 0.0)
+    tasks = np.array([job.n_tasks for job in instance.jobs], dtype=float)
+    work = float(tasks @ row.max(axis=1))
+    total = max(job.arrival for job in instance.jobs) + work
+    return total + 1e-9 * work + 4 * math.ulp(total)  # never below it through rounding
+
+
 def deadlines(instance: Instance, upper: float) -> np.ndarray:
     """Per-job deadlines from an incumbent objective.
 
-    Every schedule with Σ w C ≤ ``upper`` has C_j ≤ d_j = (upper − Σ_{i≠j} w_i LB_i) / w_j,
-    LB the critical path; so restricting a relaxation to them keeps it a bound on the optimum
-    whenever ``upper`` is the objective of a feasible schedule.
+    Every schedule with Σ w C ≤ ``upper`` has C_j ≤ (upper − Σ_{i≠j} w_i LB_i) / w_j, LB the
+    critical path, and some optimal schedule completes every job by the :func:`horizon`; the
+    deadline d_j is the smaller of the two, so restricting a relaxation to them keeps it a
+    bound on the optimum whenever ``upper`` is the objective of a feasible schedule (a small
+    weight cannot stretch a deadline past the horizon).
     """
     lb = critical_path(instance)
     w = np.array([job.weight for job in instance.jobs])
-    return (upper - (w @ lb - w * lb)) / w
+    # in times from the first arrival (no cancellation at large origins), then widened by
+    # the rounding of going back, so that rounding never cuts a deadline short
+    origin = min(job.arrival for job in instance.jobs)
+    own = (upper - w.sum() * origin - (w @ (lb - origin) - w * (lb - origin))) / w
+    d = origin + own
+    d = d + 1e-9 * np.abs(own) + 4 * np.spacing(np.abs(d)) + 4 * np.spacing(upper) / w
+    return np.minimum(d, horizon(instance))
 
 
 #: Above this many grid steps in the horizon, :func:`lp_time_unit` coarsens the grid.
@@ -91,13 +113,15 @@ class _LPJob:
 
 def _lp_jobs(instance: Instance, upper: float, time_unit: float) -> tuple[Instance, Any,
                                                                           list[_LPJob]]:
-    from optsched.exact.grid import scale
+    from optsched.exact.grid import scale, to_steps
 
     dn = scale(instance, time_unit, "down")
     inst = dn.instance
     gang = inst.mode == "gang"
     groups = inst.gpu_groups()
-    d = [int(np.floor(x / time_unit + 1e-9)) for x in deadlines(instance, upper)]
+    # deadlines in grid steps, rounded down exactly at any magnitude (a grid schedule as
+    # good as upper completes each job by the last step at or before its deadline)
+    d = [int(k) for k in to_steps(deadlines(instance, upper), time_unit, "down")]
     out = []
     for j, job in enumerate(inst.jobs):
         rho = int(round_lower_bound(inst, j))
@@ -138,7 +162,8 @@ def time_indexed_lp_size(instance: Instance, upper: float, time_unit: float
 def lp_time_unit(instance: Instance, horizon: float, given: float | None = None,
                  *, upper: float | None = None) -> float:
     """The LP's grid: ``given`` (the ``time_unit`` option), else the data's natural unit
-    coarsened ×10 at a time while the horizon spans more than MAX_LP_STEPS steps (or, given
+    coarsened ×10 at a time while the ``horizon`` (a makespan), counted from the first
+    arrival, spans more than MAX_LP_STEPS steps (or, given
     the incumbent objective ``upper``, while the LP would be too large for
     :func:`~optsched.exact.budget.lp_too_large`) and the unit stays at most the shortest
     compute time (a coarser grid only weakens the bound: times are rounded down)."""
@@ -149,8 +174,9 @@ def lp_time_unit(instance: Instance, horizon: float, given: float | None = None,
         return given
     unit = default_time_unit(instance)
     shortest = float(instance.compute[np.isfinite(instance.compute)].min())
+    span = horizon - min(job.arrival for job in instance.jobs)  # not the distance from 0
     while unit * 10 <= shortest and (
-            horizon / unit > MAX_LP_STEPS
+            span / unit > MAX_LP_STEPS
             or (upper is not None
                 and lp_too_large(*time_indexed_lp_size(instance, upper, unit)))):
         unit *= 10
@@ -163,8 +189,9 @@ class LPBound:
 
     ``bound`` is a certified lower bound on Σ w_j C_j, or ``None``; ``status`` says why not:
     ``optimal`` (bound given), ``too large`` (estimated size above the caps, not built),
-    ``time limit (build)`` (the budget ran out while building), ``time limit (solver)``, or
-    ``not optimal: <HiGHS message>``. ``variables`` and ``nonzeros`` are the estimate of
+    ``time limit (build)`` (the budget ran out while building), ``time limit (solver)``,
+    ``interrupted`` (a Ctrl-C stopped HiGHS, :mod:`optsched.exact.highs`) or ``not optimal:
+    <HiGHS message>``. ``variables`` and ``nonzeros`` are the estimate of
     :func:`time_indexed_lp_size`.
     """
 
@@ -227,11 +254,12 @@ def solve_time_indexed_lp(instance: Instance, upper: float, time_unit: float, *,
     Guarantees: nothing is built when :func:`time_indexed_lp_size` is too large for
     :func:`~optsched.exact.budget.lp_too_large` (unless ``check_size`` is false); the whole
     call (build and solve) takes at most ``time_limit`` seconds plus one round's block of
-    the build and HiGHS's reaction time: the build stops between rounds when the time is
-    spent, and HiGHS gets what is left less the hand-over time
-    (:func:`~optsched.exact.budget.handover_seconds`).
+    the build and HiGHS's reaction time: the build stops between rounds and before each
+    final matrix step when the time is spent, and HiGHS gets what is left less the
+    hand-over time (:func:`~optsched.exact.budget.handover_seconds`), and is stopped at that
+    deadline if it has not stopped itself (:func:`optsched.exact.highs.linprog`). A Ctrl-C
+    stops HiGHS: status ``interrupted``, no bound.
     """
-    from scipy.optimize import linprog
     from scipy.sparse import coo_matrix
 
     from optsched.exact.budget import (
@@ -241,6 +269,7 @@ def solve_time_indexed_lp(instance: Instance, upper: float, time_unit: float, *,
         handover_seconds,
         lp_too_large,
     )
+    from optsched.exact.highs import linprog
 
     budget = Budget(time_limit)
     variables, nonzeros = time_indexed_lp_size(instance, upper, time_unit)
@@ -363,23 +392,25 @@ def solve_time_indexed_lp(instance: Instance, upper: float, time_unit: float, *,
                          (rows, np.concatenate(cap_cols) if cap_cols else rows)),
                         shape=(len(keys), n_cols)).tocsr()
     del rows, cap_rows, cap_cols, cap_signs
+    if budget.expired():
+        return outcome(None, "time limit (build)")
     cap_rhs = np.array([float(len(g)) for g in groups])[keys // horizon]
     from scipy.sparse import vstack
 
     a_ub = vstack([ub.matrix(n_cols), ub_cap]).tocsr()
     b_ub = np.concatenate([*ub.rhs, cap_rhs])
+    a_eq = eq.matrix(n_cols)
     left = budget.left()
-    options: dict[str, Any] = {"presolve": True}
     if left is not None:
         # handing the model to HiGHS and reading it back is not interruptible; reserve it
         left -= handover_seconds(variables, nonzeros)
         if left < MIN_SOLVER_SECONDS:
             return outcome(None, "time limit (build)")
-        options["time_limit"] = left
-    res = linprog(np.concatenate(cost), A_ub=a_ub, b_ub=b_ub, A_eq=eq.matrix(n_cols),
+    res = linprog(np.concatenate(cost), A_ub=a_ub, b_ub=b_ub, A_eq=a_eq,
                   b_eq=np.concatenate(eq.rhs), bounds=np.column_stack(
-                      [np.concatenate(lo), np.concatenate(hi)]), method="highs",
-                  options=options)
+                      [np.concatenate(lo), np.concatenate(hi)]), time_limit=left)
+    if res.interrupted:
+        return outcome(None, "interrupted")
     if res.status == 1:
         return outcome(None, "time limit (solver)")
     if res.status != 0:
@@ -486,7 +517,9 @@ def interval_lp(instance: Instance, ratio: float = 1.2, *, time_limit: float | N
 
     Guarantees: both LPs together take at most ``time_limit`` seconds plus HiGHS's reaction
     time (each gets what is left; the bound LP is skipped when nothing is); an LP stopped by
-    the limit gives no bound or no order, never a wrong one.
+    the limit gives no bound or no order, never a wrong one. A Ctrl-C stops HiGHS
+    (:mod:`optsched.exact.highs`): the LP it stopped and the ones after it give nothing and
+    say ``interrupted``.
 
     Raises
     ------
@@ -494,7 +527,6 @@ def interval_lp(instance: Instance, ratio: float = 1.2, *, time_limit: float | N
         When the LP is too large for :func:`~optsched.exact.budget.lp_too_large` (naming
         ``interval_ratio``, which sets the number of intervals).
     """
-    from scipy.optimize import linprog
     from scipy.sparse import coo_matrix, hstack, vstack
 
     from optsched.exact.budget import (
@@ -505,6 +537,7 @@ def interval_lp(instance: Instance, ratio: float = 1.2, *, time_limit: float | N
         lp_too_large,
         size_text,
     )
+    from optsched.exact.highs import linprog
 
     if not ratio > 1:
         raise ValueError(f"interval ratio must be > 1, got {ratio!r}")
@@ -527,7 +560,7 @@ def interval_lp(instance: Instance, ratio: float = 1.2, *, time_limit: float | N
 
     def status_of(res: Any) -> str:
         return "optimal" if res.status == 0 else "time limit" if res.status == 1 else \
-            f"not optimal: {res.message}"
+            "interrupted" if res.interrupted else f"not optimal: {res.message}"
 
     groups = instance.gpu_groups()
     reps = [group[0] for group in groups]
@@ -565,9 +598,10 @@ def interval_lp(instance: Instance, ratio: float = 1.2, *, time_limit: float | N
     if opts is not None:
         midpoint = 0.5 * (lo[j_idx, k_idx] + tau[k_idx + 1])
         order = linprog(weight[j_idx] * midpoint, A_ub=packing.tocsr(), b_ub=packing_rhs,
-                        A_eq=one_each.tocsr(), b_eq=np.ones(n_jobs), bounds=(0, 1),
-                        method="highs", options=opts)
+                        A_eq=one_each.tocsr(), b_eq=np.ones(n_jobs), bounds=(0, 1), **opts)
         order_status = status_of(order)
+        if order.interrupted:  # a Ctrl-C: no order, and no bound LP
+            return IntervalLP(None, None, n_int, n_y, "interrupted", order_status)
         if order.status not in (0, 1):  # pragma: no cover - the LP is feasible and bounded
             raise RuntimeError(f"interval order LP: {order.message}")
         if order.status == 0:
@@ -594,7 +628,7 @@ def interval_lp(instance: Instance, ratio: float = 1.2, *, time_limit: float | N
                       bounds=np.column_stack([
                           np.concatenate([np.zeros(n_y), critical_path(instance)]),
                           np.concatenate([np.ones(n_y), np.full(n_jobs, np.inf)])]),
-                      method="highs", options=opts)
+                      **opts)
         bound_status = status_of(res)
         bound = float(res.fun) if res.status == 0 else None
     return IntervalLP(bound, starts, n_int, n_y, bound_status, order_status)

@@ -61,6 +61,34 @@ MAX_RL_PAIRS = 500_000
 #: Below this many seconds left, a solver is not started at all.
 MIN_SOLVER_SECONDS = 0.01
 
+#: Freeing a CP-SAT model built in Python takes about this share of the time building it
+#: took (measured 0.15 on 3e5 intervals: 1.2 s after an 8 s build); a build stops while
+#: that much is left, and a solve keeps it for the end.
+TEARDOWN_SHARE = 0.25
+
+
+#: The least time limit a method is given (s): what is left of a limit once start-up,
+#: loading and the reserve for checking are taken off, when that is less.
+MIN_METHOD_SECONDS = 0.001
+
+#: Seconds the checker takes per task (measured 30-50 µs on this project's 2-core machines,
+#: gang mode the slower), reserved from a method's share of the time limit.
+CHECK_SECONDS_PER_TASK = 4e-5
+
+
+#: A Ctrl-C ends every method within this many seconds (docs/promises.md), with its best
+#: result when it can be checked in time (:func:`check_seconds`), else with exit 130.
+CTRL_C_SECONDS = 2.0
+
+#: Seconds kept for printing a result and ending the process.
+EXIT_SECONDS = 0.3
+
+
+def check_seconds(instance: Any) -> float:
+    """The time :func:`optsched.check.check` is expected to take on a schedule of
+    ``instance`` (:data:`CHECK_SECONDS_PER_TASK` per task)."""
+    return CHECK_SECONDS_PER_TASK * sum(job.n_tasks for job in instance.jobs)
+
 
 def handover_seconds(variables: int, nonzeros: int) -> float:
     """Seconds an LP of this size spends outside HiGHS's time limit: handing it over through
@@ -96,9 +124,11 @@ class Budget:
         left = self.left()
         return left is not None and left < MIN_SOLVER_SECONDS
 
-    def check(self) -> None:
-        """Raise :class:`OutOfTime` when :meth:`expired`."""
-        if self.expired():
+    def check(self, reserve: float = 0.0) -> None:
+        """Raise :class:`OutOfTime` when :meth:`expired`, or when fewer than ``reserve``
+        seconds are left (kept for what must follow, e.g. freeing a partly built model)."""
+        left = self.left()
+        if left is not None and left < MIN_SOLVER_SECONDS + reserve:
             raise OutOfTime
 
 
@@ -113,3 +143,38 @@ def stopped_by_ctrl_c(solver: Any, status: str) -> bool:
     before its own time limit."""
     return status in ("FEASIBLE", "UNKNOWN") and \
         solver.wall_time < 0.95 * solver.parameters.max_time_in_seconds - 0.1
+
+
+def solve_stoppable(solver: Any, model: Any, callback: Any = None) -> tuple[Any, bool]:
+    """``solver.solve(model, callback)`` (CP-SAT) in a thread of its own while this thread
+    waits in steps of 50 ms, where Python handles signals: a Ctrl-C (KeyboardInterrupt) stops
+    the search (``stop_search``, honoured within milliseconds) instead of waiting for the
+    step to end. Returns (the status, whether a Ctrl-C stopped it). For searches that set
+    ``catch_sigint_signal`` off (the SIGINT stays Python's)."""
+    import threading
+
+    done = threading.Event()
+    out: dict[str, Any] = {}
+
+    def search() -> None:
+        try:
+            out["status"] = solver.solve(model, callback) if callback is not None \
+                else solver.solve(model)
+        except BaseException as exc:  # handed to the waiting thread
+            out["error"] = exc
+        finally:
+            done.set()
+
+    threading.Thread(target=search, name="optsched-cpsat", daemon=True).start()
+    interrupted = False
+    try:
+        while not done.wait(0.05):
+            pass
+    except KeyboardInterrupt:
+        interrupted = True
+        solver.stop_search()
+        while not done.wait(0.05):  # Thread.join, interrupted, would say it ended
+            pass
+    if "error" in out:
+        raise out["error"]
+    return out["status"], interrupted

@@ -36,13 +36,14 @@ import numpy as np
 from optsched.errors import InputError
 from optsched.exact.bounds import critical_path, round_lower_bound
 from optsched.exact.budget import (
+    MAX_NONZEROS,
     MIN_SOLVER_SECONDS,
     Budget,
     handover_seconds,
     lp_too_large,
     size_text,
 )
-from optsched.exact.lp import incumbent
+from optsched.heuristics.list_scheduling import incumbent
 from optsched.instance import Instance
 from optsched.options import Options, count
 from optsched.solve import EXACT_TIME_LIMIT, MethodOutput, SolveContext, register
@@ -50,13 +51,18 @@ from optsched.solve import EXACT_TIME_LIMIT, MethodOutput, SolveContext, registe
 #: Relative margin taken off the bound for floating-point sums.
 _MARGIN = 1e-9
 
+#: Most intervals accepted: the LP has at least 4 non-zeros per interval (one job on one GPU
+#: type), so more can never fit :data:`~optsched.exact.budget.MAX_NONZEROS`.
+MAX_INTERVALS = MAX_NONZEROS // 4
+
 
 @dataclass(frozen=True)
 class CapacityBoundOptions(Options):
     """Options of ``capacity-bound``."""
 
     intervals: int = count("intervals of the time grid over the incumbent's makespan "
-                           "(default 100; more: tighter and slower)", 100)
+                           f"(default 100, at most {MAX_INTERVALS:.0e}; more: tighter and "
+                           "slower)", 100, high=MAX_INTERVALS)
 
 
 @dataclass(frozen=True)
@@ -78,16 +84,39 @@ def _rows(*blocks: tuple[np.ndarray, np.ndarray, np.ndarray]) -> tuple[np.ndarra
     return np.concatenate(rows), np.concatenate(cols), np.concatenate(vals)
 
 
+def capacity_lp_size(instance: Instance, intervals: int) -> tuple[int, int]:
+    """(variables, constraint non-zeros) of :func:`capacity_bound`'s LP on ``intervals``,
+    counted in O(jobs × GPU types) without building anything."""
+    n, n_t = instance.n_jobs, intervals
+    pairs = int(np.isfinite(instance.class_compute).sum())
+    n_x = pairs * (n_t + 1)
+    variables = n_x + n * n_t + n + pairs
+    nonzeros = 4 * n_x + 2 * n * n_t + n + pairs * (instance.class_compute.shape[1] * (n_t + 2)
+                                                     + 2)
+    return variables, nonzeros
+
+
 def capacity_bound(instance: Instance, upper: float, horizon: float, intervals: int, *,
                    time_limit: float | None = None) -> CapacityLP:
     """The class-capacity LP bound (module doc) on a grid of ``intervals`` from the first
     arrival to ``horizon`` (at least the longest critical path); ``upper`` is the objective
-    of a feasible schedule (it bounds each C_j of an optimal one by ``upper / w_j``)."""
-    from scipy.optimize import linprog
+    of a feasible schedule (it bounds each C_j of an optimal one by ``upper / w_j``).
+
+    Guarantees: the size is estimated (:func:`capacity_lp_size`) before anything of it is
+    allocated, and an LP too large for :func:`~optsched.exact.budget.lp_too_large` is not
+    built (status ``too large``); the call takes at most ``time_limit`` plus one job's block
+    of the build and HiGHS's reaction time (the build checks the time per job, HiGHS is
+    stopped at its deadline: status ``time limit``); a Ctrl-C stops HiGHS (status
+    ``interrupted``, no bound)."""
     from scipy.sparse import coo_matrix
+
+    from optsched.exact.highs import linprog
 
     budget = Budget(time_limit)
     n, n_t = instance.n_jobs, intervals
+    variables, nonzeros = capacity_lp_size(instance, intervals)
+    if lp_too_large(variables, nonzeros):
+        return CapacityLP(None, "too large", variables, nonzeros)
     compute, sync = instance.class_compute, instance.class_sync
     size = np.bincount(instance.gpu_class, minlength=compute.shape[1]).astype(float)
     jobs = instance.jobs
@@ -118,10 +147,9 @@ def capacity_bound(instance: Instance, upper: float, horizon: float, intervals: 
     y0 = c0 + n  # y: the job's rounds whose slowest class (by compute + sync) is that one
     n_cols = y0 + len(pair_job)
     inner = x_t < n_t
-    variables = n_cols
-    nonzeros = 4 * n_x + 2 * n * n_t + n + len(pair_job) * (compute.shape[1] * (n_t + 2) + 2)
-    if lp_too_large(variables, nonzeros):
-        return CapacityLP(None, "too large", variables, nonzeros)
+    assert n_cols == variables
+    if budget.expired():
+        return CapacityLP(None, "time limit", variables, nonzeros)
 
     # ≤ rows: class capacity (class, t); job's tasks at once (job, t); completion (job)
     cap_row = x_class * n_t + x_t
@@ -141,6 +169,8 @@ def capacity_bound(instance: Instance, upper: float, horizon: float, intervals: 
     label_rows, pace_row = done_row[-1] + 1, done_row[-1] + 1 + len(pair_job)
     blocks = [(rows, cols, vals)]
     for k, (j, c) in enumerate(zip(pair_job, pair_class, strict=True)):
+        if k % 64 == 0 and budget.expired():
+            return CapacityLP(None, "time limit", variables, nonzeros)
         slower = np.flatnonzero((pair_job == j) & (pace[j, pair_class] >= pace[j, c]))
         x_cols = (slower[:, None] * (n_t + 1) + np.arange(n_t + 1)[None, :]).ravel()
         blocks.append((np.full(x_cols.size + slower.size, label_rows + k),
@@ -184,15 +214,15 @@ def capacity_bound(instance: Instance, upper: float, horizon: float, intervals: 
     cost = np.zeros(n_cols)
     cost[c0:y0] = weight
 
-    options: dict[str, Any] = {"presolve": True}
     left = budget.left()
     if left is not None:
         left -= handover_seconds(variables, nonzeros)
         if left < MIN_SOLVER_SECONDS:
             return CapacityLP(None, "time limit", variables, nonzeros)
-        options["time_limit"] = left
     res = linprog(cost, A_ub=a_ub, b_ub=b_ub, A_eq=a_eq, b_eq=b_eq,
-                  bounds=np.column_stack([lo, hi]), method="highs", options=options)
+                  bounds=np.column_stack([lo, hi]), time_limit=left)
+    if res.interrupted:
+        return CapacityLP(None, "interrupted", variables, nonzeros)
     if res.status == 1:
         return CapacityLP(None, "time limit", variables, nonzeros)
     if res.status != 0:
@@ -208,19 +238,26 @@ def capacity_bound(instance: Instance, upper: float, horizon: float, intervals: 
 
 
 @register("capacity-bound", options=CapacityBoundOptions,
-          default_time_limit=EXACT_TIME_LIMIT, imports=("scipy.optimize",),
+          default_time_limit=EXACT_TIME_LIMIT, imports=("highspy", "scipy.sparse"),
           description="ECT schedule + the class-capacity LP bound (contention for each GPU "
                       "type over time; both modes)")
 def _capacity_bound(instance: Instance, context: SolveContext) -> MethodOutput:
     budget = Budget(context.time_limit)
-    schedule, report = incumbent(instance, context.hint)
-    assert report.objective is not None and report.metrics is not None
     intervals = context.options_as(CapacityBoundOptions).intervals
-    lp = capacity_bound(instance, report.objective, report.metrics["makespan"], intervals,
-                        time_limit=budget.left())
-    if lp.status == "too large":
+    variables, nonzeros = capacity_lp_size(instance, intervals)
+    if lp_too_large(variables, nonzeros):  # before any work
         raise InputError(f"capacity-bound: intervals={intervals}: the LP would have "
-                         f"{size_text(lp.variables, lp.nonzeros)}; choose fewer intervals")
-    return MethodOutput(schedule=schedule, bound=lp.bound,
-                        extra={"intervals": intervals, "lp_status": lp.status,
-                               "lp_nonzeros": lp.nonzeros})
+                         f"{size_text(variables, nonzeros)}; choose fewer intervals")
+    start = incumbent(instance, context.hint, budget)
+    extra: dict[str, Any] = {"intervals": intervals, "lp_nonzeros": nonzeros,
+                             "start": start.origin}
+    if budget.expired():  # the incumbent took the time: no LP
+        return MethodOutput(schedule=start.schedule, extra={
+            **extra, "lp_status": "time limit", "stopped": "time limit"})
+    lp = capacity_bound(instance, start.objective, start.makespan, intervals,
+                        time_limit=budget.left())
+    interrupted = lp.status == "interrupted"
+    return MethodOutput(schedule=start.schedule, bound=lp.bound, extra={
+        **extra, "lp_status": lp.status, "interrupted": interrupted,
+        "stopped": "interrupted" if interrupted else "time limit" if lp.status == "time limit"
+        else "done"})

@@ -13,21 +13,27 @@ incumbent UB and the critical-path bounds LB: every schedule at least
 as good as the incumbent satisfies them, so no optimal schedule is lost.
 
 Limits (:mod:`optsched.exact.budget`): the whole method, model build and LP bound included,
-runs within ``--time-limit``. The build stops between rounds when the limit is spent, and the
-Result is then the incumbent (the ECT schedule, or the hint) with the critical-path bound and
-``extra.model`` = ``not built: time limit``; CP-SAT gets what is left, less the LP's fifth;
-the LP gets what CP-SAT leaves. A model with more than
-:data:`~optsched.exact.budget.MAX_CPSAT_INTERVALS` intervals, or whose integers would overflow
-CP-SAT's 62-bit domains, is refused (InputError).
+runs within ``--time-limit``. The instance's ECT schedule comes first, evaluated without the
+checker (one ECT schedule's time: when the limit is spent by then, it is the result); the
+build stops between rounds when the limit is spent, and the Result is then the incumbent
+(the ECT schedule, or the hint) with the critical-path bound, ``extra.model`` = ``not built:
+time limit`` and ``extra.stopped`` = ``time limit``; CP-SAT gets what is left, less the
+time to read its schedule back and the LP's fifth; the LP gets what CP-SAT leaves (none
+when nothing is left), and is stopped by a Ctrl-C like CP-SAT (``interrupted``). A model
+with more than :data:`~optsched.exact.budget.MAX_CPSAT_INTERVALS` intervals, or whose
+integers would overflow CP-SAT's 62-bit domains, is refused (InputError).
 """
 
 from __future__ import annotations
 
+import dataclasses
 import math
 import time
 from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
+
+import numpy as np
 
 from optsched.check import check
 from optsched.errors import InputError, OptschedError
@@ -40,6 +46,7 @@ from optsched.exact.bounds import (
 )
 from optsched.exact.budget import (
     MAX_CPSAT_INTERVALS,
+    TEARDOWN_SHARE,
     Budget,
     OutOfTime,
     fmt,
@@ -47,9 +54,16 @@ from optsched.exact.budget import (
     lp_too_large,
     stopped_by_ctrl_c,
 )
-from optsched.exact.grid import ScaledInstance, scale, time_unit_or_default
-from optsched.heuristics.list_scheduling import ect_schedule
+from optsched.exact.grid import (
+    ScaledInstance,
+    on_grid,
+    scale,
+    time_unit_or_default,
+    to_steps,
+)
+from optsched.heuristics.list_scheduling import completions, ect_schedule, evaluate, incumbent
 from optsched.instance import Instance
+from optsched.limits import MAX_VALUE
 from optsched.options import Options, count, number
 from optsched.options import choice as one_of
 from optsched.result import Status
@@ -96,22 +110,25 @@ def assign_gpus(items: Sequence[tuple[Any, int, int, int, int]],
     return out
 
 
-def _evaluate(inst: Instance, schedule: Schedule) -> tuple[float, int]:
-    """(Σ w C, makespan) of a feasible schedule of the scaled instance."""
-    report = check(inst, schedule)
-    if report.objective is None or report.metrics is None or not report.feasible:
-        raise OptschedError("the CP-SAT incumbent is not feasible")
-    return report.objective, int(report.metrics["makespan"])
+def _evaluate(inst: Instance, schedule: Schedule) -> tuple[int, int]:
+    """(Σ w C, makespan) of a *feasible* schedule of the scaled instance (the ECT schedule,
+    or a hint the checker passed), both exact integers (Python ints: no float rounding of
+    the sum, whatever its size), from :func:`~optsched.heuristics.list_scheduling
+    .completions` (the checker's completions, without its checks)."""
+    done = [int(c) for c in completions(inst, schedule).tolist()]
+    objective = sum(int(job.weight) * c for job, c in zip(inst.jobs, done, strict=True))
+    return objective, max(done)
 
 
-def _deadlines(inst: Instance, upper: float, makespan: bool, horizon: int) -> list[int]:
+def _deadlines(inst: Instance, upper: int, makespan: bool, horizon: int) -> list[int]:
+    """Per-job deadlines on the grid, in exact integer arithmetic: every schedule of the
+    scaled instance with Σ w C ≤ ``upper`` (or makespan ≤ ``horizon``) meets them."""
     if makespan:
         return [horizon] * inst.n_jobs
-    lb = critical_path(inst)
-    w = [job.weight for job in inst.jobs]
+    lb = [int(x) for x in critical_path(inst)]  # integers on the grid (exact below 2^53)
+    w = [int(job.weight) for job in inst.jobs]
     total = sum(wi * li for wi, li in zip(w, lb, strict=True))
-    return [math.floor((upper - (total - w[j] * lb[j])) / w[j] + 1e-9)
-            for j in range(inst.n_jobs)]
+    return [(upper - (total - w[j] * lb[j])) // w[j] for j in range(inst.n_jobs)]
 
 
 class _Model:
@@ -138,16 +155,20 @@ class _Model:
         self.pace: dict[tuple[int, int], Any] = {}
         self.intervals: dict[int, list[Any]] = {q: [] for q in range(len(groups))}
         self.demands: dict[int, list[Any]] = {q: [] for q in range(len(groups))}
+        begun = time.perf_counter()
         for j, job in enumerate(inst.jobs):
             for r in range(job.rounds):
-                if budget is not None:
-                    budget.check()  # OutOfTime: the caller returns its incumbent
+                if budget is not None:  # OutOfTime: the caller returns its incumbent, and
+                    # freeing what is built takes a share of the time it took
+                    budget.check(TEARDOWN_SHARE * (time.perf_counter() - begun))
                 earliest = int(job.arrival) if r == 0 else 0
                 after = self.ready.get((j, r - 1))
                 if self.gang:
                     self._gang_round(j, r, earliest, deadline[j], after)
                 else:
                     self._relaxed_round(j, r, earliest, deadline[j], after)
+        if budget is not None:  # the resource constraints take a while on large models
+            budget.check(TEARDOWN_SHARE * (time.perf_counter() - begun))
         for q, group in enumerate(groups):
             if not self.intervals[q]:
                 continue
@@ -163,6 +184,8 @@ class _Model:
         else:
             self.m.minimize(sum(int(job.weight) * c for job, c in zip(inst.jobs, last,
                                                                       strict=True)))
+        #: Seconds freeing this model is expected to take (:data:`TEARDOWN_SHARE`).
+        self.teardown = TEARDOWN_SHARE * (time.perf_counter() - begun)
 
     def _group_data(self, j: int) -> list[tuple[int, int, int]]:
         """(group, compute, sync) of the groups job j can use."""
@@ -234,14 +257,17 @@ class _Model:
 
     # -- hints and solutions ------------------------------------------------------------------
 
-    def hint(self, schedule: Schedule) -> None:
-        """Hint every decision variable from a feasible schedule of the scaled instance."""
+    def hint(self, schedule: Schedule, budget: Budget | None = None) -> None:
+        """Hint every decision variable from a feasible schedule of the scaled instance
+        (``budget`` checked per round, keeping :attr:`teardown`: OutOfTime)."""
         inst, m = self.inst, self.m
         group_of = {g: q for q, group in enumerate(self.groups) for g in group}
         by_round: dict[tuple[int, int], list[Task]] = {}
         for t in schedule.tasks:
             by_round.setdefault((inst.job_index[t.job], t.round), []).append(t)
         for (j, r), tasks in by_round.items():
+            if budget is not None:
+                budget.check(self.teardown)
             tasks.sort(key=lambda t: (t.start, group_of[inst.gpu_index[t.gpu]]))
             used = [group_of[inst.gpu_index[t.gpu]] for t in tasks]
             ready = max(t.start + inst.compute[j, inst.gpu_index[t.gpu]]
@@ -260,8 +286,10 @@ class _Model:
                 for q, var in self.choice[j, r, k].items():
                     m.add_hint(var, int(q == q_used))
 
-    def schedule(self, solver: Any, sc: ScaledInstance) -> Schedule:
-        """The solver's solution with concrete GPUs (interval colouring), in seconds."""
+    def schedule(self, solver: Any) -> Schedule:
+        """The solver's solution with concrete GPUs (interval colouring): a schedule of the
+        scaled instance, starts in grid steps (:meth:`ScaledInstance.schedule_in_seconds`
+        reads it back in seconds)."""
         inst = self.inst
         items = []
         for unit, choice in self.choice.items():
@@ -281,12 +309,12 @@ class _Model:
             for g in gpus[key]:
                 k = key[2] if not self.gang else next_task.get((j, r), 0)
                 next_task[j, r] = k + 1
-                tasks.append(Task(inst.jobs[j].id, r, k, inst.gpus[g].id, sc.to_seconds(start)))
+                tasks.append(Task(inst.jobs[j].id, r, k, inst.gpus[g].id, float(start)))
         return Schedule(inst.name, tasks, inst.mode)
 
 
-#: Solver packages CP-SAT methods load (the LP bound uses scipy's HiGHS).
-CPSAT_IMPORTS = ("ortools.sat.python.cp_model", "scipy.optimize")
+#: Solver packages CP-SAT methods load (the LP bound uses HiGHS).
+CPSAT_IMPORTS = ("ortools.sat.python.cp_model", "highspy")
 
 STATUS = {"OPTIMAL": "solution", "FEASIBLE": "solution", "UNKNOWN": "none",
           "INFEASIBLE": "bug", "MODEL_INVALID": "bug"}
@@ -318,18 +346,37 @@ def _check_integers(inst: Instance, groups: Sequence[Sequence[int]], deadline: l
                          f"{fmt(max(deadline))} steps; choose a coarser time_unit")
 
 
-def _lp_seconds(instance: Instance, incumbent: Schedule) -> float:
+def _lp_seconds(instance: Instance, objective: float, makespan: float) -> float:
     """A rough forecast of the time the LP bound needs after CP-SAT, from the size of its LP
-    at the incumbent (CP-SAT's final schedule is no worse, so its LP is no larger): the
-    hand-over plus 5 µs per non-zero (HiGHS's dual simplex on small models here)."""
-    report = check(instance, incumbent)
-    if report.objective is None or report.metrics is None:
-        return 0.0
-    unit = lp_time_unit(instance, report.metrics["makespan"], upper=report.objective)
-    variables, nonzeros = time_indexed_lp_size(instance, report.objective, unit)
+    at the incumbent's ``objective`` and ``makespan`` (CP-SAT's final schedule is no worse,
+    so its LP is no larger): the hand-over plus 5 µs per non-zero (HiGHS's dual simplex on
+    small models here)."""
+    unit = lp_time_unit(instance, makespan, upper=objective)
+    variables, nonzeros = time_indexed_lp_size(instance, objective, unit)
     if lp_too_large(variables, nonzeros):
         return 0.0
     return handover_seconds(variables, nonzeros) + 5e-6 * nonzeros
+
+
+def _hint_on_grid(hint: Schedule | None, sc: ScaledInstance, *, exact: bool
+                  ) -> Schedule | None:
+    """``hint`` (starts in seconds) as a schedule of the scaled instance, its starts rounded
+    up to the grid (:func:`~optsched.exact.grid.to_steps`); None without a hint, when a start
+    is beyond MAX_VALUE steps, or (``exact``) when a start is not on the grid."""
+    if hint is None:
+        return None
+    seconds = np.array([t.start for t in hint.tasks], dtype=float)
+    steps = to_steps(seconds, sc.time_unit, "up")
+    if not np.all(steps <= MAX_VALUE) or (exact and not on_grid(seconds, sc.time_unit)):
+        return None
+    inst = sc.instance
+    return Schedule(inst.name, [dataclasses.replace(t, start=float(k))
+                                for t, k in zip(hint.tasks, steps, strict=True)], inst.mode)
+
+
+#: Seconds per task the end of a CP-SAT run takes (its schedule read back and converted to
+#: seconds; measured about 10 µs): kept from CP-SAT's time.
+FINISH_SECONDS_PER_TASK = 2e-5
 
 
 def solve_cpsat(instance: Instance, ctx: SolveContext, *, per_gpu: bool) -> MethodOutput:
@@ -339,9 +386,10 @@ def solve_cpsat(instance: Instance, ctx: SolveContext, *, per_gpu: bool) -> Meth
     with ``hint=ect``; the bound is CP-SAT's (on an exact grid), the LP's or none. Every
     solution is reported with the bound at that moment (``ctx.report``). A Ctrl-C stops the search:
     the best schedule found is returned with ``extra["interrupted"]`` and no LP is solved.
+    The ECT schedule of the instance comes first (no checker call): when the limit is
+    spent by then, it is the result (``extra.stopped`` ``time limit``), nothing is built
+    and CP-SAT is not even imported.
     """
-    from ortools.sat.python import cp_model
-
     budget = Budget(ctx.time_limit)
     options = ctx.options_as(CpsatOptions)
     unit = time_unit_or_default(instance, options.time_unit)
@@ -357,52 +405,65 @@ def solve_cpsat(instance: Instance, ctx: SolveContext, *, per_gpu: bool) -> Meth
                      else instance.gpu_groups(), method)
     sc = scale(instance, unit, "up")
     inst = sc.instance
-
-    incumbent = ect_schedule(inst)
-    upper, horizon = _evaluate(inst, incumbent)
-    if ctx.hint is not None:  # a user's schedule in seconds, used if it fits the grid
-        own = Schedule(inst.name, [Task(t.job, t.round, t.task, t.gpu, t.start / unit)
-                                   for t in ctx.hint.tasks], inst.mode)
-        if check(inst, own).feasible and all(t.start.is_integer() for t in own.tasks):
-            own_upper, own_horizon = _evaluate(inst, own)
-            if (own_horizon if makespan else own_upper) < (horizon if makespan else upper):
-                incumbent, upper, horizon = own, own_upper, own_horizon
-    deadline = _deadlines(inst, upper, makespan, horizon)
     groups = [(g,) for g in range(inst.n_gpus)] if per_gpu else inst.gpu_groups()
-    _check_integers(inst, groups, deadline, unit)
     extra: dict[str, Any] = {
         "model": "per-gpu" if per_gpu else "grouped",
         "groups": len(groups), "time_unit": unit, "grid_exact": sc.exact,
         "workers": workers, "objective_kind": objective, "search": search,
     }
+    not_built: dict[str, Any] = {
+        "solver_status": "NOT_BUILT", "model": f"{extra['model']}, not built: time limit",
+        "anytime": [], "solver_bound": None, "stopped": "time limit"}
+    if use_lp:
+        not_built.update(lp_bound=None, lp_status="time limit (build)")
+    ect = incumbent(instance) if hint == "ect" else None  # the fallback, in seconds
+    if budget.expired():
+        if ect is None:
+            return MethodOutput(status=Status.UNKNOWN, extra={**extra, **not_built})
+        return MethodOutput(schedule=ect.schedule, extra={**extra, **not_built})
 
-    def in_seconds(schedule: Schedule) -> Schedule:
-        return Schedule(instance.name, [Task(t.job, t.round, t.task, t.gpu, t.start * unit)
-                                        for t in schedule.tasks], instance.mode)
+    from ortools.sat.python import cp_model
+
+    start = ect_schedule(inst)
+    upper, horizon = _evaluate(inst, start)
+    from_hint = False
+    own = _hint_on_grid(ctx.hint, sc, exact=True)
+    if own is not None and not budget.expired() and check(inst, own).feasible:
+        own_upper, own_horizon = _evaluate(inst, own)  # a user's schedule on the grid
+        if (own_horizon if makespan else own_upper) < (horizon if makespan else upper):
+            start, upper, horizon, from_hint = own, own_upper, own_horizon, True
+    deadline = _deadlines(inst, upper, makespan, horizon)
+    _check_integers(inst, groups, deadline, unit)
+    in_seconds = sc.schedule_in_seconds
+
+    def fallback() -> Schedule:
+        """The incumbent in seconds: the hint read back, else the instance's ECT schedule."""
+        return in_seconds(start) if from_hint or ect is None else ect.schedule
 
     try:
+        budget.check()
         model = _Model(inst, groups, deadline, makespan, budget)
         if hint == "ect":
-            model.hint(incumbent)
-        budget.check()
+            model.hint(start, budget)
+        budget.check(model.teardown)
     except OutOfTime:  # what is certified so far: the incumbent and the critical path
-        extra.update(solver_status="NOT_BUILT", model=f"{extra['model']}, not built: "
-                     "time limit", anytime=[], solver_bound=None)
-        if use_lp:
-            extra.update(lp_bound=None, lp_status="time limit (build)")
         if hint != "ect":
-            return MethodOutput(status=Status.UNKNOWN, extra=extra)
-        return MethodOutput(schedule=in_seconds(incumbent), extra=extra)
+            return MethodOutput(status=Status.UNKNOWN, extra={**extra, **not_built})
+        return MethodOutput(schedule=fallback(), extra={**extra, **not_built})
 
     solver = cp_model.CpSolver()
     solver.parameters.num_workers = workers
     solver.parameters.random_seed = ctx.seed
     left = budget.left()
     if left is not None and ctx.time_limit is not None:
-        # the LP bound keeps the last fifth of the limit, or what it is expected to need if
-        # more, but at most half of what is left
-        reserve = max(0.2 * ctx.time_limit, _lp_seconds(instance, in_seconds(incumbent))) \
-            if use_lp else 0.0
+        # the end of the run (its schedule read back) keeps its share; the LP bound the last
+        # fifth of the limit, or what it is expected to need if more, but at most half of
+        # what is left
+        left = max(left - FINISH_SECONDS_PER_TASK * sum(job.n_tasks for job in inst.jobs)
+                   - model.teardown, 0.5 * left)
+        reserve = max(0.2 * ctx.time_limit, _lp_seconds(
+            instance, ect.objective if ect is not None and not from_hint else
+            sc.objective_to_original(upper), sc.to_seconds(horizon))) if use_lp else 0.0
         solver.parameters.max_time_in_seconds = max(left - reserve, 0.5 * left)
     solver.parameters.absolute_gap_limit = 0.0
     solver.parameters.relative_gap_limit = 0.0
@@ -411,7 +472,7 @@ def solve_cpsat(instance: Instance, ctx: SolveContext, *, per_gpu: bool) -> Meth
     exact_bound = sc.exact and not makespan
 
     def real(value: float) -> float:
-        return sc.objective_to_original(value) if not makespan else value * unit
+        return sc.objective_to_original(value) if not makespan else sc.to_seconds(value)
 
     anytime: list[list[float]] = []
     started = time.perf_counter()
@@ -428,30 +489,36 @@ def solve_cpsat(instance: Instance, ctx: SolveContext, *, per_gpu: bool) -> Meth
     status = solver.solve(model.m, Log())
     name = solver.status_name(status)
     interrupted = stopped_by_ctrl_c(solver, name)
-    extra.update(solver_status=name, anytime=anytime, interrupted=interrupted)
+    extra.update(solver_status=name, anytime=anytime, interrupted=interrupted,
+                 stopped="interrupted" if interrupted else "done" if name == "OPTIMAL"
+                 else "time limit")
     if STATUS[name] == "bug":
         raise OptschedError(f"CP-SAT returned {name} although the incumbent is feasible")
     bound = real(solver.best_objective_bound) if exact_bound else None
     extra["solver_bound"] = bound
-    if makespan:
-        extra["makespan_bound"] = real(solver.best_objective_bound)
+    if makespan:  # a bound on the original only on an exact grid
+        extra["makespan_bound"] = real(solver.best_objective_bound) if sc.exact else None
     if STATUS[name] == "solution":
-        schedule = model.schedule(solver, sc)
+        schedule = in_seconds(model.schedule(solver))
     elif hint == "ect":  # the solver found nothing better than the incumbent in time
-        schedule = in_seconds(incumbent)
+        schedule = fallback()
     else:
         return MethodOutput(bound=bound, status=Status.UNKNOWN, extra=extra)
     schedule = Schedule(instance.name, schedule.tasks, instance.mode)
     if use_lp and name != "OPTIMAL" and not interrupted:
-        report = check(instance, schedule)
-        assert report.objective is not None and report.metrics is not None
-        lp = solve_time_indexed_lp(
-            instance, report.objective,
-            lp_time_unit(instance, report.metrics["makespan"], upper=report.objective),
-            time_limit=budget.left())
-        extra.update(lp.extra())
-        if lp.bound is not None:
-            bound = lp.bound if bound is None else max(bound, lp.bound)
+        if budget.expired():
+            extra.update(lp_bound=None, lp_status="time limit (build)")
+        else:
+            value, span = evaluate(instance, schedule)
+            lp = solve_time_indexed_lp(instance, value,
+                                       lp_time_unit(instance, span, upper=value),
+                                       time_limit=budget.left())
+            extra.update(lp.extra())
+            extra["interrupted"] = lp.status == "interrupted"
+            if extra["interrupted"]:
+                extra["stopped"] = "interrupted"
+            if lp.bound is not None:
+                bound = lp.bound if bound is None else max(bound, lp.bound)
     return MethodOutput(schedule=schedule, bound=bound, extra=extra)
 
 

@@ -33,6 +33,7 @@ import math
 import numpy as np
 
 from optsched.exact.bounds import critical_path
+from optsched.exact.budget import Budget
 from optsched.heuristics.list_scheduling import ect_schedule
 from optsched.instance import Instance
 from optsched.solve import MethodOutput, SolveContext, register
@@ -74,8 +75,10 @@ def preemptive_wspt_mean_busy(release: np.ndarray, size: np.ndarray, weight: np.
     return first_moment / size
 
 
-def fluid_bound(instance: Instance) -> tuple[float, float]:
-    """(The fluid work bound on Σ w_j C_j, the cluster's capacity C) (see the module doc)."""
+def fluid_bound(instance: Instance, budget: Budget | None = None) -> tuple[float, float]:
+    """(The fluid work bound on Σ w_j C_j, the cluster's capacity C) (see the module doc).
+    Each split tried is a bound; with a ``budget``, the search for the best split stops
+    once it has expired (after the first, the plain fluid bound), with the best so far."""
     n = instance.n_jobs
     work, rate, tail = np.empty(n), np.empty(n), np.empty(n)
     capacity = np.zeros(instance.n_gpus)
@@ -109,12 +112,17 @@ def fluid_bound(instance: Instance) -> tuple[float, float]:
         if not joining.any():
             break
         alone |= joining
+        if budget is not None and budget.expired():
+            break
     return best * (1 - _MARGIN), total
 
 
 @register("fluid-bound", description="ECT schedule + the fluid work bound (contention "
                                      "between jobs; any size, both modes)")
 def _fluid_bound(instance: Instance, context: SolveContext) -> MethodOutput:
-    bound, capacity = fluid_bound(instance)
-    return MethodOutput(schedule=ect_schedule(instance), bound=bound,
-                        extra={"fluid_bound": bound, "capacity": capacity})
+    budget = Budget(context.time_limit)
+    schedule = ect_schedule(instance)
+    bound, capacity = fluid_bound(instance, budget)
+    return MethodOutput(schedule=schedule, bound=bound,
+                        extra={"fluid_bound": bound, "capacity": capacity,
+                               "stopped": "time limit" if budget.expired() else "done"})

@@ -33,8 +33,10 @@ Guarantees:
 * Hare's α(2+α) guarantee (Theorem 4) is proven for the optimal Hare_Sched_RL solution only;
   what carries over to this LP, and what does not, is stated in models/hare-rl-lp.md.
 
-Time: the whole call takes at most ``time_limit`` plus one HiGHS reaction time; a limit that
-runs out during the cut loop keeps the last LP solved (its bound is still valid).
+Time: the whole call takes at most ``time_limit`` plus one HiGHS reaction time (HiGHS is
+stopped at its deadline, :func:`optsched.exact.highs.run`); a limit that runs out during the
+cut loop keeps the last LP solved (its bound is still valid). A Ctrl-C stops HiGHS the same
+way (status ``interrupted``, or ``not solved (interrupted)`` before any LP was solved).
 """
 
 from __future__ import annotations
@@ -48,6 +50,7 @@ import numpy as np
 
 from optsched.errors import InputError
 from optsched.exact.budget import MIN_SOLVER_SECONDS, Budget, lp_too_large, size_text
+from optsched.exact.highs import DEADLINE_MARGIN_SECONDS, presolve, run
 from optsched.instance import Instance
 from optsched.schedule import Schedule
 
@@ -433,6 +436,7 @@ def solve_hare_lp(instance: Instance, *, time_limit: float | None = None,
                          f"{size_text(columns, nonzeros)}; this instance is too large")
     model = _Model(instance)
     h = model.h
+    h.setOptionValue("presolve", presolve(nonzeros))
     n_q = len(model.m)
     history: list[tuple[int, float, int, float]] = []
     best_x: np.ndarray | None = None
@@ -442,6 +446,7 @@ def solve_hare_lp(instance: Instance, *, time_limit: float | None = None,
     iteration = 0
     added = 0
     solver = "ipm"
+    abandoned = False
     while True:
         left = budget.left()
         if left is not None and left < MIN_SOLVER_SECONDS:
@@ -449,7 +454,14 @@ def solve_hare_lp(instance: Instance, *, time_limit: float | None = None,
             break
         h.setOptionValue("time_limit", float(left) if left is not None else highspy.kHighsInf)
         h.setOptionValue("solver", solver)
-        h.run()
+        ended = run(h, None if left is None else
+                    time.perf_counter() + left + DEADLINE_MARGIN_SECONDS)
+        if ended != "solved":  # a Ctrl-C, or HiGHS past its time limit: the last LP stands
+            status = "interrupted" if ended == "interrupted" else "time limit"
+            if bound is None:
+                status = f"not solved ({status})"
+            abandoned = ended == "abandoned"
+            break
         solver = "simplex"
         model_status = h.getModelStatus()
         if model_status != highspy.HighsModelStatus.kOptimal:
@@ -492,9 +504,10 @@ def solve_hare_lp(instance: Instance, *, time_limit: float | None = None,
                 s[r] = max(s[r], s[r - 1] + model.fastest[j])
             round_starts.append(s)
     # HiGHS keeps one global thread pool per process, sized by its first user; release it so
-    # later HiGHS users (PuLP's milp-highs) start their own
+    # later HiGHS users (PuLP's milp-highs) start their own (not under a HiGHS still running)
     del model.h, h
-    highspy.Highs.resetGlobalScheduler(True)
+    if not abandoned:
+        highspy.Highs.resetGlobalScheduler(True)
     return HareLP(round_starts, bound, status, status == "converged", len(history), model.cuts,
                   len(model.chains), max_violation, model.n_cols, model.n_rows,
                   model.nonzeros, time.perf_counter() - started, history)

@@ -38,10 +38,16 @@ factor, the relaxation value and the achieved ratio; ``covered`` is true only fo
 about; with the LP step 1 (models/hare-rl-lp.md) the bound is certified but Theorem 4 is not
 proved for it, so ``covered`` is false and the ratio is reported as measured.
 
-Time limit: step 1 gets what is left of ``--time-limit`` after the ECT schedule; step 2 is a
-list schedule (no limit needed). When step 1 runs out of time it falls back on the ECT
+Time limit: the ECT schedule comes first (nothing checked: one ECT schedule's time); step 1
+gets what is left of ``--time-limit`` less step 2's time (:data:`STEP2_SECONDS_PER_TASK`)
+and a tenth for freeing its model; step 2 is a list schedule (about one ECT schedule's
+time), run when step 1 gave an order. When step 1 runs out of time it falls back on the ECT
 schedule's start times (``relaxation.solver_status`` ``NOT_BUILT`` for the CP-SAT relaxation,
-``relaxation.order`` ``ect`` for the interval LP), so a schedule always comes back in time.
+``relaxation.order`` ``ect`` for the LPs); when then no time is left, or the limit was spent
+before step 1 began, the ECT schedule itself is the result (``extra.stopped`` ``time
+limit``), so a schedule always comes back in time. The second tie rule's list schedule
+(``tie_objectives``) is skipped when no time is left. A Ctrl-C stops step 1 (CP-SAT, HiGHS)
+and the run goes on to step 2 with what step 1 had, marked ``interrupted``.
 """
 
 from __future__ import annotations
@@ -65,7 +71,7 @@ from optsched.exact.hare_relaxation import (
     relaxation_fits,
     solve_hare_relaxation,
 )
-from optsched.heuristics.list_scheduling import ect_schedule
+from optsched.heuristics.list_scheduling import Incumbent, incumbent
 from optsched.instance import Instance
 from optsched.options import Options, choice, count, number
 from optsched.schedule import Schedule, Task
@@ -84,6 +90,10 @@ STEP1_CHOICES = ("auto", "exact", "lp")
 GPU_TIES = ("lowest-index", "fastest")
 #: relative slack when testing the published guarantee (floating-point noise only)
 GUARANTEE_TOL = 1e-9
+#: Seconds per task of step 2 (a list schedule, about ECT's 20 µs): kept from step 1.
+STEP2_SECONDS_PER_TASK = 3e-5
+#: Share of step 1's time kept for freeing its model (CP-SAT's, built in Python).
+STEP1_TEARDOWN_SHARE = 0.1
 
 
 def hare_list_schedule(instance: Instance, estimate: Callable[[int, int, int], float],
@@ -177,13 +187,34 @@ def _solve(instance: Instance, ctx: SolveContext, relaxation: str, gpu_choice: s
     interrupted = False
     published = relaxation == "rl" and gpu_choice == "earliest-free"
     step1 = options.step1 if isinstance(options, HareRlOptions) else ""
-    if relaxation == "rl" and (step1 == "lp" or (step1 == "auto"
-                                                 and not relaxation_fits(instance))):
+    tie = options.gpu_tie if isinstance(options, HareOptions | HareLpOptions) else None
+    use_lp = relaxation == "rl" and (step1 == "lp" or (step1 == "auto"
+                                                      and not relaxation_fits(instance)))
+    if relaxation == "rl" and not use_lp:
+        check_relaxation_size(instance)  # before the ECT schedule: fail fast
+    # the ECT schedule: the order when step 1 gives none, and the result when the limit is
+    # spent before step 1 has given one (nothing checked: one ECT schedule's time)
+    ect = incumbent(instance)
+    if budget.expired():
+        return _ect_output(instance, ect, {"kind": relaxation, "objective": None,
+                                           "proved": False, "bound": None, "order": "ect",
+                                           "status": "not solved (time limit)"},
+                           gpu_choice, tie, "time limit", time.perf_counter() - started)
+    ect_starts = _round_starts(instance, ect.schedule)
+
+    def step1_left() -> float | None:
+        """What step 1 gets: what is left less step 2 (a list schedule) and freeing step
+        1's model (:data:`STEP1_TEARDOWN_SHARE` of its time)."""
+        left = budget.left()
+        if left is None:
+            return None
+        step2 = STEP2_SECONDS_PER_TASK * sum(job.n_tasks for job in instance.jobs)
+        return max((left - step2) * (1 - STEP1_TEARDOWN_SHARE), 0.0)
+    if use_lp:
         # Hare_Sched_RL's LP relaxation with lazy Queyranne cuts (models/hare-rl-lp.md): a
         # certified bound, but Theorem 4 is not proved for it, so the guarantee is not covered
-        rllp = solve_hare_lp(instance, time_limit=budget.left(), report=ctx.report)
-        rl_starts = rllp.round_starts if rllp.round_starts is not None \
-            else _ect_round_starts(instance)
+        rllp = solve_hare_lp(instance, time_limit=step1_left(), report=ctx.report)
+        rl_starts = rllp.round_starts if rllp.round_starts is not None else ect_starts
 
         def estimate(j: int, r: int, k: int) -> float:
             return float(rl_starts[j][r])
@@ -191,13 +222,13 @@ def _solve(instance: Instance, ctx: SolveContext, relaxation: str, gpu_choice: s
         info = {**rllp.extra(), "objective": rllp.bound, "proved": proved,
                 "order": "hare_sched_rl_lp" if rllp.round_starts is not None else "ect"}
         published = False
+        interrupted = "interrupted" in rllp.status
     elif relaxation == "rl":
         assert isinstance(options, HareRlOptions)
         unit = time_unit_or_default(instance, options.time_unit)
         workers = options.workers
-        check_relaxation_size(instance)  # before the ECT schedule: fail fast
-        rl = solve_hare_relaxation(instance, ect_schedule(instance), time_unit=unit,
-                                   time_limit=budget.left(), seed=ctx.seed, workers=workers)
+        rl = solve_hare_relaxation(instance, ect.schedule, time_unit=unit,
+                                   time_limit=step1_left(), seed=ctx.seed, workers=workers)
         starts = rl.starts
 
         def estimate(j: int, r: int, k: int) -> float:
@@ -212,9 +243,8 @@ def _solve(instance: Instance, ctx: SolveContext, relaxation: str, gpu_choice: s
         interrupted = rl.interrupted
     else:
         ratio = options_as(options, HareLpEctOptions).interval_ratio
-        lp = interval_lp(instance, ratio, time_limit=budget.left())
-        round_starts = lp.round_starts if lp.round_starts is not None \
-            else _ect_round_starts(instance)
+        lp = interval_lp(instance, ratio, time_limit=step1_left())
+        round_starts = lp.round_starts if lp.round_starts is not None else ect_starts
 
         def estimate(j: int, r: int, k: int) -> float:
             return float(round_starts[j][r])
@@ -224,15 +254,19 @@ def _solve(instance: Instance, ctx: SolveContext, relaxation: str, gpu_choice: s
                 "interval_ratio": ratio, "bound_status": lp.bound_status,
                 "order_status": lp.order_status,
                 "order": "interval_lp" if lp.round_starts is not None else "ect"}
+        interrupted = "interrupted" in (lp.bound_status, lp.order_status)
     info["runtime_s"] = time.perf_counter() - started
+    if info["order"] == "ect" and (interrupted or budget.expired()):
+        # step 1 gave no order and no time is left for step 2 in ECT's order: ECT itself
+        return _ect_output(instance, ect, info, gpu_choice, tie,
+                           "interrupted" if interrupted else "time limit", 0.0, bound)
     step2 = time.perf_counter()
-    tie = options.gpu_tie if isinstance(options, HareOptions | HareLpOptions) else None
     schedule, objective = hare_list_schedule(instance, estimate, gpu_choice,
                                              tie or GPU_TIES[0])
     step2_s = time.perf_counter() - step2
     # the other tie rule from the same x̂ (step 2 only), so that the tie's effect is measured
-    # without a second relaxation: its Σ w_j C_j per rule
-    ties = None if tie is None else {
+    # without a second relaxation: its Σ w_j C_j per rule (skipped when no time is left)
+    ties = None if tie is None or budget.expired() or interrupted else {
         rule: objective if rule == tie else
         hare_list_schedule(instance, estimate, gpu_choice, rule)[1] for rule in GPU_TIES}
     return MethodOutput(schedule=schedule, bound=bound, extra={
@@ -240,14 +274,30 @@ def _solve(instance: Instance, ctx: SolveContext, relaxation: str, gpu_choice: s
         "tie_objectives": ties, "list_scheduling_s": step2_s,
         "guarantee": guarantee(instance, objective, value, proved, published),
         "interrupted": interrupted,
+        "stopped": "interrupted" if interrupted else "done",
     })
 
 
-def _ect_round_starts(instance: Instance) -> list[np.ndarray]:
-    """Each round's start in the ECT schedule (its earliest task), per job: the order used
-    when the interval LP could not be solved in time."""
+def _ect_output(instance: Instance, ect: Incumbent, info: dict[str, Any], gpu_choice: str,
+                tie: str | None, stopped: str, runtime: float, bound: float | None = None
+                ) -> MethodOutput:
+    """The ECT schedule as the result, when no time is left for Hare's steps (or a Ctrl-C
+    stopped step 1 before it gave an order): ``extra.stopped`` says which."""
+    info.setdefault("runtime_s", runtime)
+    return MethodOutput(schedule=ect.schedule, bound=bound, extra={
+        "relaxation": info, "gpu_choice": gpu_choice, "gpu_tie": tie,
+        "tie_objectives": None, "list_scheduling_s": 0.0,
+        "guarantee": guarantee(instance, ect.objective, info.get("objective") or 0.0,
+                               False, False),
+        "interrupted": stopped == "interrupted", "stopped": stopped,
+        "returned": "ect (no order from step 1 in time)"})
+
+
+def _round_starts(instance: Instance, schedule: Schedule) -> list[np.ndarray]:
+    """Each round's start in ``schedule`` (its earliest task), per job: the order used when
+    step 1 gave none in time."""
     starts = [np.full(job.rounds, np.inf) for job in instance.jobs]
-    for t in ect_schedule(instance).tasks:
+    for t in schedule.tasks:
         j = instance.job_index[t.job]
         starts[j][t.round] = min(starts[j][t.round], t.start)
     return starts
@@ -315,7 +365,8 @@ def _register(name: str, relaxation: str, gpu_choice: str, description: str) -> 
 
     @register(name, description=description, modes=("relaxed",), options=options,
               default_time_limit=RELAXATION_TIME_LIMIT,
-              imports=("ortools.sat.python.cp_model", "highspy", "scipy.optimize"))
+              imports=("ortools.sat.python.cp_model", "highspy") if relaxation == "rl"
+              else ("highspy", "scipy.sparse"))
     def method(instance: Instance, context: SolveContext) -> MethodOutput:
         return _solve(instance, context, relaxation, gpu_choice)
 

@@ -17,6 +17,8 @@ No approximation guarantee is claimed; it is the reference every other method mu
 from __future__ import annotations
 
 import heapq
+from dataclasses import dataclass
+from typing import Any
 
 import numpy as np
 
@@ -81,6 +83,65 @@ def ect_schedule(instance: Instance) -> Schedule:
         if r + 1 < job.rounds:
             heapq.heappush(heap, (done, smith_key, j, r + 1))
     return Schedule(instance.name, tasks, instance.mode)
+
+
+def completions(instance: Instance, schedule: Schedule) -> np.ndarray:
+    """Each job's completion C_j in a *feasible* ``schedule`` of ``instance`` (every task
+    once, on an eligible GPU; a KeyError or IndexError otherwise), computed as the checker
+    does: the latest ``start + (compute + sync)`` of the job's last round, the same floats
+    in a fraction of the checker's time, since it checks nothing. Methods compare and bound
+    with it; the schedule they return is checked anyway."""
+    jobs, gpus = instance.job_index, instance.gpu_index
+    tasks = schedule.tasks
+    j = np.fromiter((jobs[t.job] for t in tasks), dtype=np.int64, count=len(tasks))
+    g = np.fromiter((gpus[t.gpu] for t in tasks), dtype=np.int64, count=len(tasks))
+    r = np.fromiter((t.round for t in tasks), dtype=np.int64, count=len(tasks))
+    start = np.fromiter((t.start for t in tasks), dtype=float, count=len(tasks))
+    last = r == np.array([job.rounds - 1 for job in instance.jobs], dtype=np.int64)[j]
+    end = start[last] + (instance.compute[j[last], g[last]] + instance.sync[j[last], g[last]])
+    completion = np.full(instance.n_jobs, -np.inf)
+    np.maximum.at(completion, j[last], end)
+    return completion
+
+
+def evaluate(instance: Instance, schedule: Schedule) -> tuple[float, float]:
+    """(Σ w_j C_j, makespan) of a *feasible* ``schedule`` of ``instance``, the checker's
+    values (:func:`completions`, summed in job order as the checker sums them)."""
+    done = completions(instance, schedule).tolist()
+    objective = sum(job.weight * c for job, c in zip(instance.jobs, done, strict=True))
+    return float(objective), float(max(done))
+
+
+@dataclass(frozen=True)
+class Incumbent:
+    """A feasible schedule to start from and fall back on, with its :func:`evaluate` values
+    (the checker's own objective and makespan, not re-checked) and where it came from
+    (``ect`` or ``hint``)."""
+
+    schedule: Schedule
+    objective: float
+    makespan: float
+    origin: str = "ect"
+
+
+def incumbent(instance: Instance, hint: Schedule | None = None, budget: Any = None
+              ) -> Incumbent:
+    """The ECT schedule, or ``hint`` when it is feasible (checked) and better; without a
+    hint, nothing is checked, so this costs one ECT schedule. ``budget`` (a
+    :class:`~optsched.exact.budget.Budget`): a hint is not even looked at once it has
+    expired (it costs a check, about two ECT schedules)."""
+    from optsched.check import check
+
+    ect = ect_schedule(instance)
+    best = Incumbent(ect, *evaluate(instance, ect))
+    if hint is None or (budget is not None and budget.expired()):
+        return best
+    own = Schedule(instance.name, hint.tasks, instance.mode)
+    report = check(instance, own)
+    if report.feasible and report.objective is not None and report.metrics is not None \
+            and report.objective < best.objective:
+        return Incumbent(own, report.objective, report.metrics["makespan"], "hint")
+    return best
 
 
 @register("ect", description="earliest-completion-time list scheduling (baseline, both modes)")

@@ -59,19 +59,24 @@ population, crossover rate 0.7, mutation rate 0.5 per child; no elitism in the p
 best individual kept in a hall of fame; stop after 30 + containers generations without
 improvement (> 1e-6). The code has no generation cap but a 30 s wall-clock cap; here
 ``generations`` (default 10 × (30 + containers)) caps the run so that it is reproducible, and
-``patience`` (default 30 + containers) is the code's early stop. A wall-clock limit
-(``--time-limit``) is optional.
+``patience`` (default 30 + containers) is the code's early stop. A wall-clock limit applies
+too: ``--time-limit``, by default 60 s like the exact methods (``optsched methods`` states
+it), so that no ``generations``/``patience`` setting runs unseen for ever; a run that ends by
+generations or patience before it is reproducible. A run longer than 5 s prints a progress
+line on stderr every 5 s (elapsed, best cost so far; ``optsched place --quiet`` silences it).
 
 Time limit: one :class:`~optsched.exact.budget.Budget` covers the whole run, the best-fit
 seed included; it is checked per container inserted (seed, initial plans, children), so the
 run ends within ``--time-limit`` plus one container's insertion. It returns the best
 individual found by then, or, when none was complete, no placement (status ``unknown``);
-``extra.stopped`` says ``time limit``. A run cut by the limit is not reproducible.
+``extra.stopped`` says ``time limit``. A run cut by the limit is not reproducible. A Ctrl-C
+during the generations returns the best individual so far, marked ``interrupted``.
 """
 
 from __future__ import annotations
 
 from collections import defaultdict
+from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
@@ -89,7 +94,7 @@ from optsched.placement.model import (
 )
 from optsched.placement.place import PlaceContext, PlaceOutput
 from optsched.result import Status
-from optsched.solve import register
+from optsched.solve import EXACT_TIME_LIMIT, register
 
 Genome = list[int]  # host index per container, -1 = homeless
 
@@ -312,10 +317,12 @@ def _vary(prob: _Problem, population: list[_Scored], child: Genome,
 
 
 def run_gga(instance: PlacementInstance, model: CostModel, *, seed: int = 0,
-            config: GgaOptions | None = None, time_limit: float | None = None
+            config: GgaOptions | None = None, time_limit: float | None = None,
+            report: Callable[[float | None, float | None], None] | None = None
             ) -> tuple[Genome | None, dict[str, Any]]:
     """The best genome found by fitness (None when no feasible plan was built) and run
-    statistics."""
+    statistics. ``report(cost, None)`` receives the cost of the best individual after the
+    initial population and after every generation (a progress line's incumbent)."""
     config = config or GgaOptions()
     budget = Budget(time_limit)
     rng = np.random.default_rng(seed)
@@ -350,56 +357,63 @@ def run_gga(instance: PlacementInstance, model: CostModel, *, seed: int = 0,
                       "stopped": "time limit" if budget.expired() else "no feasible plan"}
     best = min(population, key=lambda s: s.fitness)
     least_cost = min(s.cost for s in population)
+    if report is not None:
+        report(best.cost, None)
     evaluations, stale, done = len(population), 0, 0
     stopped = "generations"
-    for _ in range(generations):
-        if budget.expired():
-            stopped = "time limit"
-            break
-        done += 1
-        children: list[_Scored] = []
-        tries = 0
-        while len(children) < size and tries < 20 * size:
+    try:
+        for _ in range(generations):
             if budget.expired():
+                stopped = "time limit"
                 break
-            tries += 1
-            child = list(_tournament(population, rng).genome)
-            try:
-                fitted = _vary(prob, population, child, rng)
-            except OutOfTime:
+            done += 1
+            children: list[_Scored] = []
+            tries = 0
+            while len(children) < size and tries < 20 * size:
+                if budget.expired():
+                    break
+                tries += 1
+                child = list(_tournament(population, rng).genome)
+                try:
+                    fitted = _vary(prob, population, child, rng)
+                except OutOfTime:
+                    break
+                if not fitted:
+                    continue
+                children.append(prob.score(child))
+                evaluations += 1
+            if not children:
+                stopped = "time limit" if budget.expired() else "no valid child"
                 break
-            if not fitted:
-                continue
-            children.append(prob.score(child))
-            evaluations += 1
-        if not children:
-            stopped = "time limit" if budget.expired() else "no valid child"
-            break
-        leader = min(children, key=lambda s: s.fitness)
-        least_cost = min(least_cost, min(s.cost for s in children))
-        if leader.fitness < best.fitness - 1e-6:
-            best, stale = leader, 0
-        else:
-            stale += 1
-        if len(children) < size and budget.expired():  # cut by the time limit: stop
-            stopped = "time limit"
-            break
-        population = children
-        if stale >= patience:
-            stopped = "patience"
-            break
+            leader = min(children, key=lambda s: s.fitness)
+            least_cost = min(least_cost, min(s.cost for s in children))
+            if leader.fitness < best.fitness - 1e-6:
+                best, stale = leader, 0
+            else:
+                stale += 1
+            if report is not None:
+                report(best.cost, None)
+            if len(children) < size and budget.expired():  # cut by the time limit: stop
+                stopped = "time limit"
+                break
+            population = children
+            if stale >= patience:
+                stopped = "patience"
+                break
+    except KeyboardInterrupt:  # a genuine Ctrl-C: the best individual so far
+        stopped = "interrupted"
     return best.genome, {**settings, "generations": done, "evaluations": evaluations,
                          "best_fitness": best.fitness, "best_cost": best.cost,
                          "numnu": best.numnu, "best_cost_seen": least_cost,
-                         "stopped": stopped}
+                         "stopped": stopped, "interrupted": stopped == "interrupted"}
 
 
-@register("gga", kind="place", options=GgaOptions,
+@register("gga", kind="place", options=GgaOptions, default_time_limit=EXACT_TIME_LIMIT,
           description="Liquid's batch mode: grouping genetic algorithm, eq. 8 fitness "
                       "(seeded, generation counts)")
 def _place_gga(instance: PlacementInstance, ctx: PlaceContext) -> PlaceOutput:
     genome, stats = run_gga(instance, ctx.model, seed=ctx.seed, config=ctx.options_as(GgaOptions),
-                            time_limit=ctx.time_limit)
+                            time_limit=ctx.time_limit, report=ctx.report)
     if genome is None:
         return PlaceOutput(status=Status.UNKNOWN, extra=stats)
     hosts = list(instance.topology.hosts)

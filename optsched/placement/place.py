@@ -8,19 +8,22 @@ reconstruction of the reference code's evaluator, :mod:`optsched.placement.cost`
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from typing import Any, TypeVar
 
 from optsched.errors import OptschedError
+from optsched.exact.budget import MIN_METHOD_SECONDS
 from optsched.placement.check import check_placement
 from optsched.placement.cost import CostModel, CostOptions
 from optsched.placement.model import Placement, PlacementInstance
 from optsched.result import Result, Status, is_optimal
 from optsched.solve import (
     MethodError,
+    ProgressLine,
     check_bound,
     finite_bound,
+    method_share,
     options_as,
     prepare,
     run_timed,
@@ -39,10 +42,18 @@ class PlaceContext:
     time_limit: float | None = None
     params: Mapping[str, str] = field(default_factory=dict)
     options: CostOptions = field(default_factory=CostOptions)
+    #: Receives the method's progress (:meth:`report`); None: nobody listens.
+    progress: Callable[[float | None, float | None], None] | None = None
 
     def options_as(self, cls: type[CostOptionsT]) -> CostOptionsT:
         """:attr:`options`, typed as the method's own class ``cls``."""
         return options_as(self.options, cls)
+
+    def report(self, incumbent: float | None = None, bound: float | None = None) -> None:
+        """Tell the caller the cost of the best placement found so far and the best
+        certified lower bound (either may be None); cheap, call it freely."""
+        if self.progress is not None:
+            self.progress(incumbent, bound)
 
 
 @dataclass(frozen=True)
@@ -58,12 +69,18 @@ class PlaceOutput:
 
 def place(instance: PlacementInstance, method: str, *, seed: int = 0,
           time_limit: float | None = None,
-          params: Mapping[str, Any] | CostOptions | None = None) -> Result[Placement]:
+          params: Mapping[str, Any] | CostOptions | None = None, progress: Any = None,
+          started: float | None = None) -> Result[Placement]:
     """Run the registered ``place`` method ``method`` and check its placement (the Result's
     ``solution``, also :attr:`~optsched.result.Result.placement`; None when none was found).
 
     ``time_limit`` (seconds; default: the method's ``default_time_limit``, see
-    ``optsched methods``) bounds the run; the limit used is in ``extra["time_limit"]``.
+    ``optsched methods``) bounds the run, counted from ``started`` (a
+    ``time.perf_counter()`` value; default: when ``place`` is called); the limit used is in
+    ``extra["time_limit"]``, the method's share in ``extra["method_time_limit"]``.
+    ``progress``: a text stream (e.g. ``sys.stderr``) on which a run longer than 5 s prints
+    a line every 5 s or so (elapsed time, best cost so far), or a callable
+    ``progress(incumbent, bound)`` receiving every report; None: silent.
 
     Raises
     ------
@@ -78,8 +95,16 @@ def place(instance: PlacementInstance, method: str, *, seed: int = 0,
     info, time_limit, params = ready.info, ready.time_limit, ready.params
     options = options_as(ready.options, CostOptions)
     model = options.cost_model()
-    context = PlaceContext(model, seed, time_limit, params, options)
-    out, runtime, startup = run_timed(info, lambda: info.func(instance, context))
+    listener = progress if callable(progress) or progress is None else \
+        ProgressLine(progress, None)
+    share = method_share(time_limit, started, 0.0)
+    startup = 0.0  # with no time left, the method returns its fallback without its solvers
+    if share is None or share > MIN_METHOD_SECONDS:
+        startup = info.start_up()  # before the method's share is worked out
+        share = method_share(time_limit, started, 0.0)
+    context = PlaceContext(model, seed, share, params, options, listener)
+    out, runtime, _ = run_timed(info, lambda: info.func(instance, context), listener=listener,
+                                start_up=False)
     if not isinstance(out, PlaceOutput):
         raise MethodError(f"{info.label} returned {type(out).__name__}, not a PlaceOutput")
     bound = finite_bound(info, out.bound)
@@ -89,7 +114,8 @@ def place(instance: PlacementInstance, method: str, *, seed: int = 0,
     out_extra = {**out.extra, "bound_source": None if bound is None else "method"}
     if out.placement is None:
         return Result(out.status or Status.UNKNOWN, objective=None, bound=bound,
-                      extra={**out_extra, "time_limit": time_limit, "startup_s": startup},
+                      extra={**out_extra, "time_limit": time_limit,
+                             "method_time_limit": share, "startup_s": startup},
                       **common)
     report = check_placement(instance, out.placement, model)
     if not report.feasible or report.cost is None:
@@ -102,5 +128,6 @@ def place(instance: PlacementInstance, method: str, *, seed: int = 0,
     metrics = {"network": report.cost.network, "load": report.cost.load}
     return Result(status, objective=cost, bound=bound, metrics=metrics,
                   solution=out.placement,
-                  extra={**out_extra, "time_limit": time_limit, "startup_s": startup},
+                  extra={**out_extra, "time_limit": time_limit, "method_time_limit": share,
+                         "startup_s": startup},
                   **common)

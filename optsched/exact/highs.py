@@ -1,0 +1,239 @@
+"""Every HiGHS solve of optsched, stoppable by Ctrl-C (docs/promises.md, "Long runs are
+visible and stoppable").
+
+HiGHS runs in C++ and does not return to Python while it solves, so a Ctrl-C would wait for
+its time limit. Here it always runs in its own thread (highspy's ``startSolve``) while the
+calling thread waits in steps of :data:`POLL_SECONDS`, where Python handles signals; a
+``KeyboardInterrupt`` received while waiting asks HiGHS to stop (``cancelSolve``, read by
+HiGHS's interrupt callbacks in simplex, IPM and MIP) and waits for it. One helper serves
+every use:
+
+- :func:`run`: a ``highspy.Highs`` object with its model (Hare_Sched_RL's LP, a model built
+  here);
+- :func:`linprog`: an LP in scipy's ``linprog`` form (``A_ub x ≤ b_ub``, ``A_eq x = b_eq``,
+  bounds), solved by highspy with the same options and results as
+  ``scipy.optimize.linprog(method="highs")`` (status 0 optimal, 1 time limit, 2 infeasible,
+  3 unbounded, 4 other; ``fun``, ``x``, ``ineqlin.marginals``, ``eqlin.marginals``), plus
+  ``interrupted``;
+- :func:`pulp_solver`: PuLP's HiGHS interface (MILPs, LP relaxations), run through
+  :func:`run`.
+
+Guarantees: a call returns at most :data:`CANCEL_GRACE_SECONDS` after a Ctrl-C, with
+``interrupted`` set and whatever HiGHS had (an LP stopped early has no optimal solution, so
+it gives no bound); a HiGHS that does not stop within that grace (a phase without interrupt
+checks) is abandoned in its daemon thread and the ``KeyboardInterrupt`` is raised again, so
+the command still ends (exit 130). Without a Ctrl-C the solve is HiGHS's own, its time limit
+included.
+"""
+
+from __future__ import annotations
+
+import math
+import os
+import sys
+import time
+from collections.abc import Callable
+from dataclasses import dataclass
+from types import SimpleNamespace
+from typing import Any
+
+import numpy as np
+
+#: How often the waiting thread looks up (s): the delay before a Ctrl-C reaches HiGHS.
+POLL_SECONDS = 0.05
+
+#: How long a cancelled HiGHS may take to stop (s) before it is abandoned.
+CANCEL_GRACE_SECONDS = 1.0
+
+#: Constraint non-zeros above which HiGHS's presolve is turned off. Presolve does not read
+#: interrupts and reads its time limit only now and then, and it takes about 8 µs per
+#: non-zero on these models (measured: 0.3 s at 4e4, 3.2 s at 4e5, 30 s at 3e6), so beyond
+#: this a Ctrl-C or the deadline would wait for it; the solves measured without it on such
+#: models were no slower overall.
+PRESOLVE_MAX_NONZEROS = 100_000
+
+
+def presolve(nonzeros: int) -> str:
+    """HiGHS's ``presolve`` option for a model of ``nonzeros`` constraint non-zeros: ``on``
+    up to :data:`PRESOLVE_MAX_NONZEROS`, else ``off``."""
+    return "on" if nonzeros <= PRESOLVE_MAX_NONZEROS else "off"
+
+#: How long past its own time limit :func:`linprog` lets HiGHS run before stopping it (s).
+DEADLINE_MARGIN_SECONDS = 0.1
+
+#: HiGHS objects abandoned while still running (kept alive until the process ends).
+_abandoned: list[Any] = []
+
+
+def exit_if_abandoned(code: int) -> None:
+    """End the process now with ``code`` (stdout and stderr flushed, no clean-up) when a
+    HiGHS solve was abandoned still running: Python's exit would tear down HiGHS's C++
+    state under that thread and abort. Meant for the command line's last step only."""
+    if any(highs.is_solver_running() for highs in _abandoned):
+        sys.stdout.flush()
+        sys.stderr.flush()
+        os._exit(code)
+
+
+def wait(highs: Any, seconds: float | None) -> bool:
+    """Wait until ``highs``, started with ``startSolve``, has stopped, at most ``seconds``
+    (None: for ever); True when it has."""
+    end = None if seconds is None else time.perf_counter() + seconds
+    while True:
+        step = POLL_SECONDS if end is None else min(POLL_SECONDS, end - time.perf_counter())
+        if highs.wait(max(step, 0.0))[0]:
+            return True
+        if step <= 0:
+            return False
+
+
+def run(highs: Any, deadline: float | None = None) -> str:
+    """Solve ``highs`` (a ``highspy.Highs`` holding its model and options) in HiGHS's own
+    thread (see the module docstring). Returns ``solved`` (HiGHS ended by itself: optimal,
+    infeasible, its own time limit…), ``interrupted`` (a Ctrl-C stopped it), ``deadline``
+    (still running at ``deadline``, a ``time.perf_counter()`` value, it was stopped the same
+    way: HiGHS checks its own time limit rarely in presolve) or ``abandoned`` (it did not
+    stop within :data:`CANCEL_GRACE_SECONDS` of the deadline: left running in its daemon
+    thread until its own time limit; ``highs`` must not be read).
+
+    Raises
+    ------
+    KeyboardInterrupt
+        When HiGHS did not stop within :data:`CANCEL_GRACE_SECONDS` of a Ctrl-C (it is
+        abandoned, still running, in its daemon thread).
+    """
+    highs.HandleUserInterrupt = True
+    highs.startSolve()
+    try:
+        if wait(highs, None if deadline is None else max(deadline - time.perf_counter(), 0)):
+            return "solved"
+        highs.cancelSolve()
+        if not wait(highs, CANCEL_GRACE_SECONDS):
+            _abandoned.append(highs)  # it ends at its own time limit, in the background
+            return "abandoned"
+        return "deadline"
+    except KeyboardInterrupt:
+        highs.cancelSolve()
+        if not wait(highs, CANCEL_GRACE_SECONDS):
+            _abandoned.append(highs)
+            raise
+        return "interrupted"
+
+
+@dataclass(frozen=True)
+class LPResult:
+    """What :func:`linprog` returns, named as scipy's ``OptimizeResult`` of
+    ``linprog(method="highs")`` (marginals are HiGHS's row duals, scipy's sign)."""
+
+    status: int
+    message: str
+    fun: float  # nan unless status is 0
+    x: np.ndarray  # empty unless status is 0
+    ineqlin: Any
+    eqlin: Any
+    interrupted: bool = False
+
+
+#: HiGHS's model status → scipy's linprog status.
+_SCIPY_STATUS = {"kOptimal": 0, "kTimeLimit": 1, "kIterationLimit": 1, "kInfeasible": 2,
+                 "kModelError": 2, "kUnbounded": 3}
+
+
+def linprog(c: np.ndarray, *, A_ub: Any = None, b_ub: np.ndarray | None = None,
+            A_eq: Any = None, b_eq: np.ndarray | None = None, bounds: Any = (0, None),
+            time_limit: float | None = None) -> LPResult:
+    """Minimise ``c @ x`` subject to ``A_ub @ x ≤ b_ub``, ``A_eq @ x = b_eq`` and
+    ``bounds`` (a pair for every column, or an (n, 2) array; None or ±inf: unbounded) with
+    HiGHS, as ``scipy.optimize.linprog(method="highs")`` does (dual simplex; presolve on
+    models of at most :data:`PRESOLVE_MAX_NONZEROS` non-zeros), but stoppable by Ctrl-C and
+    at its deadline (:func:`run`). ``time_limit`` in seconds (None: none)."""
+    import highspy
+    from scipy.sparse import csc_array, csr_array, vstack
+
+    from optsched.exact.quiet import native_stdout_silenced
+
+    n = len(c)
+    blocks, lower, upper = [], [], []
+    if A_ub is not None and b_ub is not None and len(b_ub):
+        blocks.append(csr_array(A_ub))
+        lower.append(np.full(len(b_ub), -np.inf))
+        upper.append(np.asarray(b_ub, dtype=float))
+    if A_eq is not None and b_eq is not None and len(b_eq):
+        blocks.append(csr_array(A_eq))
+        lower.append(np.asarray(b_eq, dtype=float))
+        upper.append(np.asarray(b_eq, dtype=float))
+    n_ub = len(upper[0]) if A_ub is not None and b_ub is not None and len(b_ub) else 0
+    matrix = csc_array(vstack(blocks) if blocks else csr_array((0, n)))
+    box = np.array(bounds, dtype=float)  # None → nan: unbounded
+    if box.ndim == 1:
+        box = np.broadcast_to(box, (n, 2))
+    col_lower = np.where(np.isnan(box[:, 0]), -np.inf, box[:, 0])
+    col_upper = np.where(np.isnan(box[:, 1]), np.inf, box[:, 1])
+    row_lower = np.concatenate(lower) if lower else np.zeros(0)
+    row_upper = np.concatenate(upper) if upper else np.zeros(0)
+    inf = highspy.kHighsInf
+    with native_stdout_silenced():
+        highs = highspy.Highs()
+    highs.setOptionValue("output_flag", False)
+    highs.setOptionValue("presolve", presolve(matrix.nnz))
+    highs.setOptionValue("simplex_strategy", 1)  # dual, as scipy's linprog
+    if time_limit is not None:
+        highs.setOptionValue("time_limit", float(max(time_limit, 0.0)))
+    lp = highspy.HighsLp()
+    lp.num_col_, lp.num_row_ = n, matrix.shape[0]
+    lp.col_cost_ = np.asarray(c, dtype=float)
+    lp.col_lower_, lp.col_upper_ = np.clip(col_lower, -inf, inf), np.clip(col_upper, -inf, inf)
+    lp.row_lower_, lp.row_upper_ = np.clip(row_lower, -inf, inf), np.clip(row_upper, -inf, inf)
+    lp.a_matrix_.format_ = highspy.MatrixFormat.kColwise
+    lp.a_matrix_.num_col_, lp.a_matrix_.num_row_ = n, matrix.shape[0]
+    lp.a_matrix_.start_ = matrix.indptr.astype(np.int32)
+    lp.a_matrix_.index_ = matrix.indices.astype(np.int32)
+    lp.a_matrix_.value_ = matrix.data.astype(float)
+    if highs.passModel(lp) == highspy.HighsStatus.kError:
+        return LPResult(2, "model error", math.nan, np.empty(0), SimpleNamespace(marginals=None),
+                        SimpleNamespace(marginals=None))
+    ended = run(highs, None if time_limit is None else
+                time.perf_counter() + time_limit + DEADLINE_MARGIN_SECONDS)
+    interrupted = ended == "interrupted"
+    if ended == "abandoned":
+        return LPResult(1, "time limit (abandoned)", math.nan, np.empty(0),
+                        SimpleNamespace(marginals=None), SimpleNamespace(marginals=None))
+    model_status = highs.getModelStatus()
+    status = _SCIPY_STATUS.get(model_status.name, 4)
+    message = highs.modelStatusToString(model_status)
+    if interrupted:
+        status, message = 4, "interrupted (Ctrl-C)"
+    elif ended == "deadline":
+        status, message = 1, "time limit (stopped at the deadline)"
+    if status != 0:
+        return LPResult(status, message, math.nan, np.empty(0), SimpleNamespace(marginals=None),
+                        SimpleNamespace(marginals=None), interrupted)
+    solution = highs.getSolution()
+    duals = np.asarray(solution.row_dual, dtype=float)
+    return LPResult(0, message, float(highs.getInfo().objective_function_value),
+                    np.asarray(solution.col_value, dtype=float),
+                    SimpleNamespace(marginals=duals[:n_ub]),
+                    SimpleNamespace(marginals=duals[n_ub:]), False)
+
+
+def pulp_solver(report: Callable[[float | None, float | None], None] | None = None,
+                constant: float = 0.0, **options: Any) -> Any:
+    """PuLP's HiGHS interface (``pulp.HiGHS(**options)``, a MILP or, with ``mip=False``, an
+    LP) solved through :func:`run`, so that a Ctrl-C cancels the search instead of waiting
+    for the time limit; ``report(incumbent, bound)`` receives every improving MIP solution
+    (plus the objective ``constant`` PuLP keeps outside). ``.interrupted`` says whether a
+    Ctrl-C stopped it."""
+    import pulp
+
+    class Interruptible(pulp.HiGHS):
+        interrupted = False
+
+        def callSolver(self, lp: Any) -> None:
+            highs = lp.solverModel
+            if report is not None:
+                highs.cbMipImprovingSolution.subscribe(lambda event: report(
+                    event.data_out.objective_function_value + constant,
+                    event.data_out.mip_dual_bound + constant))
+            self.interrupted = run(highs) == "interrupted"
+
+    return Interruptible(**options)

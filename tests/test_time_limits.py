@@ -1,0 +1,285 @@
+"""Time limits and Ctrl-C for every method (docs/promises.md, "Long runs are visible and
+stoppable", "Size and time are bounded"): structural checks, no wall-clock assertions.
+
+The timings themselves are measured by ``benchmarks/time_limits.py``
+(``benchmarks/results/time-limits/summary.md``)."""
+
+from __future__ import annotations
+
+import _thread
+import importlib
+import io
+import threading
+import time
+
+import numpy as np
+import pytest
+
+import optsched.exact.highs as highs
+from optsched import GeneratorSpec, generate, solve
+from optsched.check import check
+from optsched.exact.budget import MIN_METHOD_SECONDS, OutOfTime, solve_stoppable
+from optsched.exact.capacity import MAX_INTERVALS, capacity_bound, capacity_lp_size
+from optsched.heuristics.list_scheduling import ect_schedule, evaluate, incumbent
+from optsched.heuristics.priority_search import CHECK_EVERY, _Decoder, smith_priorities
+from optsched.placement import generate_placement, place
+from optsched.placement.generate import PlacementSpec
+from optsched.solve import EXACT_TIME_LIMIT, ProgressLine, get_method, method_share, methods
+
+
+@pytest.fixture(scope="module")
+def small():
+    return generate(GeneratorSpec(jobs=8, gpus=4, gpu_types=2, hosts=2, load=2.0), seed=3)
+
+
+@pytest.fixture(scope="module")
+def busy():
+    """Enough events that the decoder looks at its clock several times."""
+    return generate(GeneratorSpec(jobs=40, gpus=6, gpu_types=2, hosts=2, load=4.0), seed=1)
+
+
+def test_evaluate_gives_the_checkers_objective_and_makespan(small, busy):
+    for inst in (small, busy, small.with_mode("gang"), busy.with_mode("gang")):
+        schedule = ect_schedule(inst)
+        report = check(inst, schedule)
+        assert evaluate(inst, schedule) == (report.objective, report.metrics["makespan"])
+
+
+@pytest.mark.parametrize("name", [info.name for info in methods("solve")
+                                  if info.name != "ect"])
+def test_a_method_out_of_time_returns_the_ect_schedule_and_says_so(small, name):
+    """A limit spent before the method starts (the share is the least, 1 ms, below what any
+    solver is started with): every method returns ECT's schedule, ``stopped: time limit``,
+    without building a model."""
+    result = solve(small, name, time_limit=1e-6)
+    assert result.extra["method_time_limit"] == MIN_METHOD_SECONDS
+    assert result.objective == check(small, ect_schedule(small)).objective
+    assert result.extra["stopped"].startswith("time limit"), result.extra
+    assert not result.interrupted
+
+
+def test_the_limit_counts_from_the_start_and_keeps_time_for_the_check(small):
+    assert method_share(None, None, 1.0) is None
+    assert method_share(10.0, time.perf_counter() - 3.0, 2.0) == pytest.approx(5.0, abs=0.05)
+    assert method_share(1.0, time.perf_counter() - 3.0, 0.0) == MIN_METHOD_SECONDS
+    result = solve(small, "task-search", time_limit=30, params={"steps": 5})
+    assert result.extra["time_limit"] == 30
+    assert 29 < result.extra["method_time_limit"] < 30  # less the check of 37 tasks
+
+
+def test_the_priority_decoder_checks_its_clock_inside_the_loop(busy, monkeypatch):
+    """A fake clock that passes the deadline on its third look: the decode stops there
+    (OutOfTime), after three times CHECK_EVERY events (8 here), not at its end."""
+    assert CHECK_EVERY == 64
+    monkeypatch.setattr("optsched.heuristics.priority_search.CHECK_EVERY", 8)
+    decoder = _Decoder(busy, reserve=True)
+    priority = smith_priorities(busy)
+    whole = decoder.run(priority, decoder.start(), None, 0)
+    assert whole.events > 3 * 8
+    looks = []
+
+    def clock() -> float:
+        looks.append(1)
+        return 0.0 if len(looks) < 3 else 100.0
+
+    monkeypatch.setattr("optsched.heuristics.priority_search.time.perf_counter", clock)
+    with pytest.raises(OutOfTime):
+        decoder.run(priority, decoder.start(), None, 0, deadline=50.0)
+    assert len(looks) == 3
+
+
+def test_a_ctrl_c_in_the_highs_wait_gives_an_interrupted_result(small, monkeypatch):
+    """A KeyboardInterrupt raised while the caller waits for HiGHS (where a Ctrl-C lands)
+    cancels the solve: lp-bound and capacity-bound return the ECT schedule, no LP bound,
+    marked interrupted; HiGHS has stopped."""
+    real = highs.wait
+    for name in ("lp-bound", "capacity-bound"):
+        calls = []
+
+        def wait(h, seconds, calls=calls):
+            calls.append(seconds)
+            if len(calls) == 1:
+                raise KeyboardInterrupt
+            return real(h, seconds)
+
+        monkeypatch.setattr(highs, "wait", wait)
+        result = solve(small, name, time_limit=30)
+        assert result.interrupted and result.extra["stopped"] == "interrupted"
+        assert result.extra["lp_status"] == "interrupted"
+        assert result.extra["bound_source"] == "critical_path"
+        assert result.objective == check(small, ect_schedule(small)).objective
+        assert calls[1] == highs.CANCEL_GRACE_SECONDS  # it waited for HiGHS to stop
+    assert not highs._abandoned
+
+
+def test_the_interval_lp_and_pulp_highs_are_interrupted_the_same_way(small, monkeypatch):
+    real = highs.wait
+    state = {"left": 1}
+
+    def wait(h, seconds):
+        if state["left"]:
+            state["left"] -= 1
+            raise KeyboardInterrupt
+        return real(h, seconds)
+
+    monkeypatch.setattr(highs, "wait", wait)
+    result = solve(small, "hare-lp", time_limit=30)
+    assert result.interrupted and result.extra["relaxation"]["order_status"] == "interrupted"
+    state["left"] = 1
+    lp = solve(small, "milp-highs", time_limit=30, params={"relaxation": "lp"})
+    assert lp.interrupted and lp.extra["lp_relaxation"] is None
+
+
+def test_highs_past_its_deadline_is_stopped(small, monkeypatch):
+    """HiGHS still running at its deadline (presolve reads its time limit rarely): it is
+    cancelled and the LP reports a time limit, no solution."""
+    real = highs.wait
+    first = []
+
+    def wait(h, seconds):
+        if not first:
+            first.append(seconds)
+            return False  # still running when the deadline came
+        return real(h, seconds)
+
+    monkeypatch.setattr(highs, "wait", wait)
+    result = highs.linprog(np.array([1.0, 1.0]), A_ub=np.array([[-1.0, -1.0]]),
+                           b_ub=np.array([-1.0]), bounds=(0, 1), time_limit=5.0)
+    assert result.status == 1 and not result.interrupted and np.isnan(result.fun)
+    assert 5.0 <= first[0] <= 5.0 + highs.DEADLINE_MARGIN_SECONDS
+
+
+def test_linprog_agrees_with_scipy():
+    from scipy.optimize import linprog as scipy_linprog
+
+    rng = np.random.default_rng(0)
+    a, e = rng.random((12, 20)), rng.random((3, 20))
+    c = rng.random(20) - 0.4
+    bounds = np.column_stack([np.zeros(20), np.where(rng.random(20) < 0.5, 1.0, np.inf)])
+    ours = highs.linprog(c, A_ub=a, b_ub=a.sum(1) / 2, A_eq=e, b_eq=e.sum(1) / 3,
+                         bounds=bounds)
+    theirs = scipy_linprog(c, A_ub=a, b_ub=a.sum(1) / 2, A_eq=e, b_eq=e.sum(1) / 3,
+                           bounds=bounds, method="highs")
+    assert ours.status == theirs.status == 0
+    assert ours.fun == pytest.approx(theirs.fun, rel=1e-9)
+    assert np.allclose(ours.ineqlin.marginals, theirs.ineqlin.marginals)
+    assert np.allclose(ours.eqlin.marginals, theirs.eqlin.marginals)
+    assert highs.presolve(highs.PRESOLVE_MAX_NONZEROS + 1) == "off"
+
+
+def test_a_result_that_cannot_be_checked_in_time_after_a_ctrl_c_is_exit_130(small,
+                                                                            monkeypatch):
+    """Stopped by a Ctrl-C, a method's schedule is checked only when that ends the run
+    within CTRL_C_SECONDS of the signal; else the run ends at once (KeyboardInterrupt)."""
+    real = highs.wait
+    state = {"left": 1}
+
+    def wait(h, seconds):
+        if state["left"]:
+            state["left"] -= 1
+            raise KeyboardInterrupt
+        return real(h, seconds)
+
+    monkeypatch.setattr(highs, "wait", wait)
+    solve_module = importlib.import_module("optsched.solve")  # optsched.solve: the function
+    monkeypatch.setattr(solve_module, "check_seconds", lambda instance: 5.0)
+    with pytest.raises(KeyboardInterrupt):
+        solve(small, "lp-bound", time_limit=30)
+
+
+def test_a_cpsat_step_stops_on_ctrl_c():
+    """The LNS step's CP-SAT runs in its own thread; a KeyboardInterrupt in the waiting
+    thread stops its search (stop_search) and says so."""
+    class Solver:
+        def __init__(self) -> None:
+            self.stopped = threading.Event()
+
+        def solve(self, model: object) -> str:
+            self.stopped.wait(30)
+            return "FEASIBLE"
+
+        def stop_search(self) -> None:
+            self.stopped.set()
+
+    solver = Solver()
+    threading.Timer(0.1, _thread.interrupt_main).start()
+    assert solve_stoppable(solver, object()) == ("FEASIBLE", True)
+    assert solver.stopped.is_set()
+    assert solve_stoppable(type("Done", (), {"solve": lambda self, m: "OPTIMAL"})(),
+                           object()) == ("OPTIMAL", False)
+
+
+def test_capacity_intervals_are_bounded_and_sized_before_any_allocation(small, monkeypatch):
+    assert MAX_INTERVALS == 5_000_000
+    with pytest.raises(Exception, match="intervals must be at most"):
+        solve(small, "capacity-bound", params={"intervals": MAX_INTERVALS + 1})
+    monkeypatch.setattr("optsched.exact.capacity.np.linspace",
+                        lambda *a, **k: pytest.fail("allocated before the size check"))
+    lp = capacity_bound(small, 1e6, 100.0, MAX_INTERVALS)
+    assert lp.status == "too large"
+    assert (lp.variables, lp.nonzeros) == capacity_lp_size(small, MAX_INTERVALS)
+
+
+def test_capacity_build_checks_the_clock_per_job_pair(busy, monkeypatch):
+    """A budget that expires on its third look: the build stops inside its loop over
+    (job, GPU type) pairs, before HiGHS."""
+    class Budget:
+        looks = 0
+
+        def __init__(self, limit: float | None) -> None:
+            pass
+
+        def expired(self) -> bool:
+            Budget.looks += 1
+            return Budget.looks >= 3
+
+        def left(self) -> float:
+            return 10.0
+
+    monkeypatch.setattr("optsched.exact.capacity.Budget", Budget)
+    monkeypatch.setattr(highs, "linprog", lambda *a, **k: pytest.fail("HiGHS was started"))
+    start = incumbent(busy)
+    lp = capacity_bound(busy, start.objective, start.makespan, 40, time_limit=10.0)
+    assert lp.status == "time limit" and Budget.looks == 3
+
+
+def test_gga_has_a_default_time_limit_and_reports_progress(capsys):
+    info = get_method("gga", "place")
+    assert info.default_time_limit == EXACT_TIME_LIMIT
+    inst = generate_placement(PlacementSpec(), 1)
+    reports = []
+    result = place(inst, "gga", params={"generations": 3},
+                   progress=lambda cost, bound: reports.append(cost))
+    assert result.extra["time_limit"] == EXACT_TIME_LIMIT
+    assert len(reports) == 4 and result.placement is not None  # initial + 3 generations
+    from optsched.cli import main
+
+    assert main(["methods"]) == 0
+    line = next(line for line in capsys.readouterr().out.splitlines()
+                if line.strip().startswith("gga "))
+    assert f"default time limit {EXACT_TIME_LIMIT:g} s" in line
+
+
+def test_a_progress_line_without_a_bound_shows_the_incumbent():
+    out = io.StringIO()
+    line = ProgressLine(out, None, every=0.0)
+    line(-1.5, None)
+    assert "incumbent -1.5" in out.getvalue() and "gap" not in out.getvalue()
+
+
+def test_gga_stopped_by_ctrl_c_returns_its_best_individual(monkeypatch):
+    import optsched.placement.gga as gga
+
+    inst = generate_placement(PlacementSpec(), 1)
+    real, calls = gga._tournament, []
+
+    def tournament(*args, **kwargs):
+        calls.append(1)
+        if len(calls) == 50:  # within the generations
+            raise KeyboardInterrupt
+        return real(*args, **kwargs)
+
+    monkeypatch.setattr(gga, "_tournament", tournament)
+    stopped = place(inst, "gga", params={"generations": 100})
+    assert stopped.interrupted and stopped.placement is not None
+    assert stopped.extra["stopped"] == "interrupted" and 0 < stopped.extra["generations"] < 100
