@@ -295,13 +295,9 @@ class Tiresias:
     def finished(self, job: JobState, now: float) -> bool:
         """A job finished with the GPU-seconds it held its size: re-derive the thresholds
         (``calibration=history``); True when they changed."""
-        if self._history is None:
-            return False
-        levels = self._history.add(job.attained)
-        if levels is None or levels == self.levels:
-            return False
-        self.levels = levels
-        return True
+        new = None if self._history is None else self._history.add(job.attained, self.levels)
+        self.levels = self.levels if new is None else new
+        return new is not None
 
     def priority(self, job: JobState, now: float, oracle: object = None
                  ) -> tuple[int, float]:

@@ -96,11 +96,15 @@ class FinishedSizes:
         self.quantiles = tuple(quantiles)
         self.sizes: list[float] = []
 
-    def add(self, size: float) -> tuple[float, ...] | None:
-        """Record a finished job's size; the new thresholds when they are re-derived now."""
+    def add(self, size: float, levels: tuple[float, ...]) -> tuple[float, ...] | None:
+        """Record a finished job's size; the thresholds re-derived now when they differ from
+        ``levels`` (the current ones), else None."""
         self.sizes.append(size)
         n = len(self.sizes)
-        return quantile_thresholds(self.sizes, self.quantiles) if n & (n - 1) == 0 else None
+        if n & (n - 1):
+            return None
+        new = quantile_thresholds(self.sizes, self.quantiles)
+        return None if new == levels else new
 
 
 @dataclass
@@ -174,13 +178,10 @@ class HLAS:
     def finished(self, job: JobState, now: float) -> bool:
         """A job finished with its service S_j its size: re-derive the thresholds
         (``calibration=history``); True when they changed."""
-        if self._history is None:
-            return False
-        levels = self._history.add(job.tasks_started * job.fastest)
-        if levels is None or levels == self.levels:
-            return False
-        self.levels = levels
-        return True
+        new = None if self._history is None else \
+            self._history.add(job.tasks_started * job.fastest, self.levels)
+        self.levels = self.levels if new is None else new
+        return new is not None
 
     def _level(self, job: JobState) -> int:
         own = (job.tasks_started * job.fastest - self._entered.get(job.index, 0.0)) / job.weight
