@@ -112,7 +112,9 @@ def test_a_ctrl_c_in_the_highs_wait_gives_an_interrupted_result(small, monkeypat
     assert not highs._abandoned
 
 
-def test_the_interval_lp_and_pulp_highs_are_interrupted_the_same_way(small, monkeypatch):
+def _interrupt_waits(monkeypatch) -> dict[str, int]:
+    """Make the next HiGHS wait raise KeyboardInterrupt (a Ctrl-C during the solve); set
+    ``state["left"]`` again to interrupt another."""
     real = highs.wait
     state = {"left": 1}
 
@@ -123,6 +125,11 @@ def test_the_interval_lp_and_pulp_highs_are_interrupted_the_same_way(small, monk
         return real(h, seconds)
 
     monkeypatch.setattr(highs, "wait", wait)
+    return state
+
+
+def test_the_interval_lp_and_pulp_highs_are_interrupted_the_same_way(small, monkeypatch):
+    state = _interrupt_waits(monkeypatch)
     result = solve(small, "hare-lp", time_limit=30)
     assert result.interrupted and result.extra["relaxation"]["order_status"] == "interrupted"
     state["left"] = 1
@@ -171,16 +178,7 @@ def test_a_result_that_cannot_be_checked_in_time_after_a_ctrl_c_is_exit_130(smal
                                                                             monkeypatch):
     """Stopped by a Ctrl-C, a method's schedule is checked only when that ends the run
     within CTRL_C_SECONDS of the signal; else the run ends at once (KeyboardInterrupt)."""
-    real = highs.wait
-    state = {"left": 1}
-
-    def wait(h, seconds):
-        if state["left"]:
-            state["left"] -= 1
-            raise KeyboardInterrupt
-        return real(h, seconds)
-
-    monkeypatch.setattr(highs, "wait", wait)
+    _interrupt_waits(monkeypatch)
     solve_module = importlib.import_module("optsched.solve")  # optsched.solve: the function
     monkeypatch.setattr(solve_module, "check_seconds", lambda instance: 5.0)
     with pytest.raises(KeyboardInterrupt):
