@@ -89,7 +89,7 @@ def run_policy(instance: Instance, policy: str, *, mode: str | None = None,
                                                     "simulate")
         except ResolutionError as exc:  # say what may have put the tasks that late
             raise ResolutionError(f"{exc} (the simulated schedule: a long --tick, heartbeat "
-                                  "or batch period delays starts)") from None
+                                  "or batch period may have delayed its starts)") from None
     # honest output: without a recorded schedule nothing was checked
     extra.update(checked=sim.schedule is not None, events=sim.events,
                  decisions=sim.decisions, events_per_s=sim.events_per_s)
