@@ -27,7 +27,7 @@ import numpy as np
 from optsched.output import output_target, write_file
 from optsched.placement.generate import PlacementSpec, generate_placement
 from optsched.placement.model import PlacementInstance
-from optsched.placement.place import place
+from optsched.placement.run import place
 
 DEFAULT_VARIANTS = ("mixed:eq8", "firstfit:eq8")
 #: Small: CP-SAT proves these within seconds on this machine.

@@ -9,7 +9,7 @@ import sys
 
 from optsched import check, solve
 from optsched.io import load_instance
-from optsched.online.run import run_policy
+from optsched.online.run import simulate
 from optsched.plot import plot_jct_cdf
 
 GANG = ("fifo-perf", "tiresias")
@@ -23,7 +23,7 @@ def main(argv: list[str]) -> int:
         if method.startswith("hare"):
             schedule = solve(inst, method).schedule
         else:
-            schedule = run_policy(inst.with_mode(mode), method).schedule
+            schedule = simulate(inst.with_mode(mode), method).schedule
         assert schedule is not None
         completion = check(inst.with_mode(mode), schedule).completion
         assert completion is not None

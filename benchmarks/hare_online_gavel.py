@@ -23,7 +23,7 @@ from pathlib import Path
 
 import numpy as np
 
-from optsched.online.run import run_policy
+from optsched.online.run import simulate
 from optsched.traces import TraceMapping, parse_cluster, read_trace, trace_instance
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -91,7 +91,7 @@ def main() -> None:
             continue
         inst = trace_instance(trace, parse_cluster(CLUSTER), mapping, mode=mode)
         started = time.perf_counter()
-        result = run_policy(inst, policy, params=params)
+        result = simulate(inst, policy, params=params)
         sim = result.simulation
         arrival = np.array([job.arrival for job in inst.jobs])
         jct = (sim.completion - arrival) / 3600

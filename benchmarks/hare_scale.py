@@ -27,7 +27,8 @@ from pathlib import Path
 from typing import Any
 
 from optsched import check, solve
-from optsched.exact.bounds import critical_path_bound, interval_lp
+from optsched.critical_path import critical_path_bound
+from optsched.exact.bounds import interval_lp
 from optsched.exact.hare_lp import solve_hare_lp
 from optsched.exact.hare_relaxation import heterogeneity_degree
 from optsched.generate import HareSpec, generate_hare

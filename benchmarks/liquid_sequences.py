@@ -41,7 +41,7 @@ import numpy as np
 
 from optsched import ClusterProfile, Instance, Job, check
 from optsched.check import CheckReport
-from optsched.online.run import run_policy
+from optsched.online.run import simulate
 from optsched.output import json_text, output_target, write_outputs
 from optsched.topology import tree_topology
 
@@ -149,7 +149,7 @@ def run(seeds: int) -> list[dict[str, Any]]:
                 inst = with_error(sequence(models, jobs, gap, seed), error, seed)
                 for config, params in configs:
                     full = {"heartbeat": "5", "end_error": str(error), **params}
-                    sim = run_policy(inst, "liquid", params=full, seed=seed).simulation
+                    sim = simulate(inst, "liquid", params=full, seed=seed).simulation
                     assert sim.schedule is not None
                     report = check(inst, sim.schedule)
                     if not report.feasible:

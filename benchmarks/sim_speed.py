@@ -68,7 +68,7 @@ def tiled(trace, copies: int):
 
 def one(case: str, policy: str) -> dict:
     """Run one (case, policy) in this process and measure it."""
-    from optsched.online.run import run_policy
+    from optsched.online.run import simulate
     from optsched.traces import TraceMapping, parse_cluster, read_trace, trace_instance
 
     path, cluster, quantum, copies = CASES[case]
@@ -76,7 +76,7 @@ def one(case: str, policy: str) -> dict:
     trace = tiled(read_trace(path), copies)
     inst = trace_instance(trace, parse_cluster(cluster), TraceMapping(quantum=quantum),
                           mode=POLICIES[policy])
-    result = run_policy(inst, policy, record=False)
+    result = simulate(inst, policy, record=False)
     sim = result.simulation
     return {"case": case, "policy": policy, "mode": inst.mode, "jobs": inst.n_jobs,
             "gpus": inst.n_gpus, "tasks": inst.n_tasks, "events": sim.events,

@@ -9,7 +9,7 @@ Usage: python benchmarks/time_limits.py [--quick] [--sizes 500,5000,50000]
 Instances: the Hare family (``optsched gen --family hare``, seed 1, relaxed mode) at about
 500, 5,000 and 50,000 tasks (100, 300 and 300 jobs), and for ``gga`` (place) Liquid placement
 instances of 12, 120 and 1,200 containers (``--family placement``), written to ``--workdir``
-(default: a temporary folder). Every registered ``solve`` method (``optsched.solve.methods``)
+(default: a temporary folder). Every registered ``solve`` method (``optsched.methods``)
 runs in relaxed mode (a method without it in its first mode); ``gga`` is the place method.
 A method every size refuses as too large (the disjunctive MILPs) is measured on
 ``instances/exact/exact-jobs10-s0.json`` (10 jobs, 62 tasks) too.
@@ -48,7 +48,7 @@ from pathlib import Path
 from typing import Any
 
 from optsched.output import json_text, output_target, write_file
-from optsched.solve import methods
+from optsched.registry import methods
 
 ROOT = Path(__file__).resolve().parents[1]
 #: Where the methods every size refuses (the MILPs) are measured too.

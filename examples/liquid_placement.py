@@ -15,7 +15,7 @@ pre-scheduling, and with both.
 from __future__ import annotations
 
 from optsched import LiquidSpec, generate_liquid
-from optsched.online import run_policy
+from optsched.online import simulate
 from optsched.placement import PlacementSpec, check_placement, generate_placement, place
 
 
@@ -40,7 +40,7 @@ def scheduler() -> None:
     for label, params in (("nothing", {}), ("sharing", {"share": "1"}),
                           ("pre-scheduling", {"preschedule": "1"}),
                           ("sharing + pre-scheduling", {"share": "1", "preschedule": "1"})):
-        result = run_policy(instance, "liquid", params=params, seed=0)
+        result = simulate(instance, "liquid", params=params, seed=0)
         assert result.extra["checked"]
         print(f"{label:<26} {result.metrics['mean_jct']:>10.1f} "
               f"{result.extra['gpu_idle_s']:>10.1f} {result.metrics['oom_failures']:>12}")

@@ -28,8 +28,8 @@ class WsptOptions(Options):
 
 @register("wspt", modes=["relaxed"], options=WsptOptions,
           description="WSPT list scheduling (example plug-in)")
-def wspt(instance: Instance, context: SolveContext) -> MethodOutput:
-    options = context.options_as(WsptOptions)
+def wspt(instance: Instance, context: SolveContext[WsptOptions]) -> MethodOutput:
+    options = context.options
 
     def smith(j: int) -> float:
         job, times = instance.jobs[j], instance.compute[j]

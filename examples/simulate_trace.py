@@ -19,7 +19,7 @@ from pathlib import Path
 
 import numpy as np
 
-from optsched.online import run_policy, simulate
+from optsched.online import run_simulation, simulate
 from optsched.traces import TraceMapping, parse_cluster, read_trace, trace_instance
 
 JOB_TYPES = ("ResNet-18 (batch size 64)", "ResNet-50 (batch size 32)",
@@ -87,7 +87,7 @@ def main() -> None:
     jcts = {}
     print(f"{'policy':<22} {'mode':<8} {'wJCT (h)':>9} {'mean JCT (h)':>13} {'makespan (h)':>13}")
     for policy, instance in (("hlas", relaxed), ("fifo-perf", gang), ("tiresias", gang)):
-        result = run_policy(instance, policy)
+        result = simulate(instance, policy)
         sim = result.simulation
         assert result.extra["checked"]
         jcts[policy] = sim.completion - np.array([job.arrival for job in instance.jobs])
@@ -97,7 +97,7 @@ def main() -> None:
 
     from optsched import check
 
-    sim = simulate(gang, LeastWorkFirst())
+    sim = run_simulation(gang, LeastWorkFirst())
     report = check(sim.instance, sim.schedule)  # the realised instance (no noise: the same)
     assert report.feasible
     jcts[LeastWorkFirst.name] = sim.completion - np.array([j.arrival for j in gang.jobs])

@@ -13,9 +13,9 @@ from importlib import resources
 from typing import Any, TextIO
 
 from optsched.check import check
-from optsched.exact.bounds import critical_path_bound
+from optsched.critical_path import critical_path_bound
 from optsched.io import instance_from_dict, schedule_from_dict
-from optsched.online.run import run_policy
+from optsched.online.run import simulate
 from optsched.solve import solve
 
 
@@ -96,7 +96,7 @@ def _demo_liquid(seed: int, say: Any) -> None:
     say(header)
     say("-" * len(header))
     for name, params in configs:
-        result = run_policy(instance, "liquid", params=params, seed=seed)
+        result = simulate(instance, "liquid", params=params, seed=seed)
         sim = result.simulation
         assert sim is not None
         metrics = result.metrics or {}

@@ -20,3 +20,9 @@ class UnknownNameError(InputError, KeyError):
 
     def __str__(self) -> str:  # KeyError would quote the message
         return str(self.args[0]) if self.args else ""
+
+
+class MethodError(OptschedError):
+    """A registered method misbehaved: it raised, exited, or returned something invalid (a bug
+    in the method, never repaired; exit 70 on the command line). The message names the method
+    and, when it came from one, its plug-in module."""

@@ -13,16 +13,17 @@ from __future__ import annotations
 import bisect
 import copyreg
 import math
+import sys
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from types import MappingProxyType
 from typing import Any
 
-import networkx as nx
 import numpy as np
 
 from optsched.errors import InputError, UnknownNameError
 from optsched.limits import MAX_FACTOR, MAX_TASKS, MAX_VALUE, MIN_POSITIVE, is_bounded
+from optsched.schedule import MODES
 from optsched.topology import Topology
 from optsched.workloads import Catalog, default_catalog
 
@@ -35,7 +36,6 @@ def _frozen(values: dict[Any, Any]) -> MappingProxyType[Any, Any]:
 # with their simulation) as the plain dicts they wrap, frozen again on loading.
 copyreg.pickle(MappingProxyType, lambda proxy: (_frozen, (dict(proxy),)))
 
-MODES = ("relaxed", "gang")
 ROLES = frozenset({"ps", "worker"})
 #: The quantities a profile's ``actual`` may give (instance@2): the true mean GPU
 #: utilisation, GPU memory (MB) and bandwidth weight, where the profile's own are predictions.
@@ -422,10 +422,11 @@ class Instance:
                              "memory")
         set_(self, "jobs", jobs)
         topo = self.topology
-        if isinstance(topo, nx.Graph):
+        if topo is not None and not isinstance(topo, Topology):
+            networkx = sys.modules.get("networkx")  # not imported: topo cannot be a Graph
+            if networkx is None or not isinstance(topo, networkx.Graph):
+                raise InputError("topology must be a networkx.Graph or a Topology")
             topo = Topology(topo)
-        elif topo is not None and not isinstance(topo, Topology):
-            raise InputError("topology must be a networkx.Graph or a Topology")
         set_(self, "topology", topo)
         set_(self, "gpus", self._resolve_gpus(tuple(self.gpus), topo))
         if self.share_cap is not None:

@@ -2,7 +2,8 @@
 
 Every registered method takes its options as a frozen dataclass, a subclass of
 :class:`Options` whose fields are declared with :func:`choice`, :func:`switch`, :func:`count`,
-:func:`number`, :func:`numbers`, :func:`period` or :func:`text`. Each field
+:func:`number`, :func:`numbers`, :func:`period` or :func:`text` (or :func:`group`:
+another method's options inside these). Each field
 carries its help text (which states the default) and its conversion, so that the command line
 (``--param KEY=VALUE``), benchmark grids and Python callers go through the same code:
 :meth:`Options.parse` takes text or typed values, and constructing the dataclass directly
@@ -42,7 +43,7 @@ import math
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import MISSING, dataclass, field, fields
 from numbers import Integral, Real
-from typing import Any, Self
+from typing import Any, Self, TypeVar, overload
 
 from optsched.errors import InputError
 from optsched.limits import MAX_VALUE
@@ -56,6 +57,9 @@ _THREAD_KEYS = ("workers", "threads")
 #: a simulation run through billions of periodic events.
 MIN_PERIOD = 1e-3
 _SPEC = "optsched.option"
+_GROUP = "optsched.option-group"
+#: A choice's type: ``str``, or a ``Literal`` of its options.
+Choice = TypeVar("Choice", bound=str)
 
 
 @dataclass(frozen=True)
@@ -98,20 +102,33 @@ class Options:
 
     @classmethod
     def keys(cls) -> dict[str, str]:
-        """Command-line key → field name of every option."""
-        return {_key(f): f.name for f in fields(cls)}
+        """Command-line key → field name of every option (a :func:`group`'s keys → the
+        group's field name)."""
+        out: dict[str, str] = {}
+        for f in fields(cls):
+            inner = _group(f)
+            out.update(dict.fromkeys(inner.keys(), f.name) if inner else {_key(f): f.name})
+        return out
 
     @classmethod
     def describe(cls) -> dict[str, str]:
         """Command-line key → help text of every option."""
-        return {_key(f): _spec(f).help for f in fields(cls)}
+        out: dict[str, str] = {}
+        for f in fields(cls):
+            inner = _group(f)
+            out.update(inner.describe() if inner else {_key(f): _spec(f).help})
+        return out
 
     @classmethod
     def defaults(cls) -> dict[str, str | None]:
         """Command-line key → default as ``KEY=VALUE`` text (None: not given, derived by the
         method as its help text says)."""
-        return {_key(f): None if _default(f) is None else _spec(f).render(_default(f))
-                for f in fields(cls)}
+        out: dict[str, str | None] = {}
+        for f in fields(cls):
+            inner = _group(f)
+            out.update(inner.defaults() if inner else {
+                _key(f): None if _default(f) is None else _spec(f).render(_default(f))})
+        return out
 
     @classmethod
     def parse(cls, params: Mapping[str, Any] | None = None, *, owner: str | None = None
@@ -131,22 +148,44 @@ class Options:
                 known = ", ".join(sorted(keys)) or "none"
                 raise InputError(f"{owner or cls.__name__} has no parameter {key!r} "
                                  f"(known: {known})")
-        return cls(**{keys[k]: v for k, v in (params or {}).items()})
+        groups = {f.name: inner for f in fields(cls) if (inner := _group(f)) is not None}
+        given: dict[str, Any] = {}
+        grouped: dict[str, dict[str, Any]] = {}
+        for key, value in (params or {}).items():
+            if keys[key] in groups:
+                grouped.setdefault(keys[key], {})[key] = value
+            else:
+                given[keys[key]] = value
+        for name, values in grouped.items():
+            given[name] = groups[name].parse(values, owner=owner)
+        return cls(**given)
 
     def to_params(self, keys: Iterable[str] | None = None) -> dict[str, str]:
         """The options as canonical ``KEY=VALUE`` text (what :meth:`parse` reads back to
         equal options): those that differ from their defaults, or with ``keys`` (command-line
         keys, e.g. the ones a caller gave) those, in that order, whatever their values (a
         key whose value is None, "not given", is left out)."""
-        by_key = {_key(f): f for f in fields(self)}
-        chosen = [by_key[k] for k in keys] if keys is not None else [
-            f for f in fields(self) if getattr(self, f.name) != _default(f)]
-        return {_key(f): _spec(f).render(getattr(self, f.name)) for f in chosen
-                if getattr(self, f.name) is not None}
+        flat: dict[str, tuple[Options, Any]] = {}  # key → (the options holding it, field)
+        for f in fields(self):
+            inner = getattr(self, f.name) if _group(f) else None
+            if isinstance(inner, Options):
+                flat.update({_key(g): (inner, g) for g in fields(inner)})
+            else:
+                flat[_key(f)] = (self, f)
+        chosen = list(keys) if keys is not None else [
+            k for k, (owner, f) in flat.items() if getattr(owner, f.name) != _default(f)]
+        return {k: _spec(flat[k][1]).render(getattr(flat[k][0], flat[k][1].name))
+                for k in chosen if getattr(flat[k][0], flat[k][1].name) is not None}
 
 
 def _key(f: Any) -> str:
     return _spec(f).key or f.name
+
+
+def _group(f: Any) -> type[Options] | None:
+    """The options class of a :func:`group` field, else None."""
+    cls = f.metadata.get(_GROUP)
+    return cls if isinstance(cls, type) and issubclass(cls, Options) else None
 
 
 def _default(f: Any) -> Any:
@@ -155,9 +194,27 @@ def _default(f: Any) -> Any:
 
 # -- field helpers --------------------------------------------------------------------------
 
-def choice(help: str, options: Sequence[str], default: str | None = None, *,
-           key: str | None = None) -> Any:
-    """One of ``options`` (text); the default is ``default``, else the first option."""
+OptionsT = TypeVar("OptionsT", bound=Options)
+
+
+def group(cls: type[OptionsT], help: str) -> OptionsT:
+    """Another method's options inside these: their keys are these options' own keys (on the
+    command line ``--param KEY=VALUE`` as if declared here), their values an instance of
+    ``cls`` (default ``cls()``), handed over typed, e.g. to the method a policy calls."""
+    def convert(name: str, value: Any) -> Options:
+        if not isinstance(value, cls):
+            raise InputError(f"{name} must be {cls.__name__} options, got {value!r}")
+        return value
+    return field(default_factory=cls,
+                 metadata={_SPEC: OptionSpec(help, convert), _GROUP: cls})
+
+
+def choice(help: str, options: Sequence[Choice], default: Choice | None = None, *,
+           key: str | None = None) -> Choice:
+    """One of ``options`` (text); the default is ``default``, else the first option. The
+    field's type is that of the options: declare ``Literal["a", "b"]`` choices as a tuple of
+    that type (``MODES: tuple[Literal["a", "b"], ...] = ("a", "b")``) to have a type checker
+    see every value."""
     def convert(name: str, value: Any) -> str:
         if value not in options:
             listed = " or ".join(repr(o) for o in options)
@@ -167,7 +224,7 @@ def choice(help: str, options: Sequence[str], default: str | None = None, *,
                    OptionSpec(help, convert, key=key))
 
 
-def switch(help: str, default: bool = False) -> Any:
+def switch(help: str, default: bool = False) -> bool:
     """On or off: ``1``/``0`` on the command line; a bool, or the integer 0 or 1, in
     Python."""
     def convert(name: str, value: Any) -> bool:
@@ -194,6 +251,10 @@ def _integer(name: str, value: Any, low: int, high: int | float) -> int:
     return number
 
 
+@overload
+def count(help: str, default: int = 1, *, high: int | float = MAX_VALUE) -> int: ...
+@overload
+def count(help: str, default: None, *, high: int | float = MAX_VALUE) -> int | None: ...
 def count(help: str, default: int | None = 1, *, high: int | float = MAX_VALUE) -> Any:
     """An integer in [1, ``high``] (at most :data:`MAX_THREADS` when its key is ``workers``
     or ``threads``), default ``default`` (1; None: optional). The help text states the
@@ -218,6 +279,12 @@ def _float(name: str, value: Any) -> float:
     return number
 
 
+@overload
+def number(help: str, default: float, *, low: float = 0.0, high: float = MAX_VALUE,
+           open_low: bool = False, key: str | None = None) -> float: ...
+@overload
+def number(help: str, default: None = None, *, low: float = 0.0, high: float = MAX_VALUE,
+           open_low: bool = False, key: str | None = None) -> float | None: ...
 def number(help: str, default: float | None = None, *, low: float = 0.0,
            high: float = MAX_VALUE, open_low: bool = False, key: str | None = None) -> Any:
     """A number in [``low``, ``high``] (``open_low``: in (``low``, ``high``]); a None
@@ -239,7 +306,7 @@ def _number_text(value: float) -> str:
     return str(int(value)) if value.is_integer() and abs(value) < 2**53 else repr(value)
 
 
-def period(help: str) -> Any:
+def period(help: str) -> float:
     """A period in seconds: 0 (off, the default) or in [:data:`MIN_PERIOD`, MAX_VALUE]."""
     def convert(name: str, value: Any) -> float:
         out = _float(name, value)
@@ -250,7 +317,7 @@ def period(help: str) -> Any:
     return _option(0.0, OptionSpec(help, convert, _number_text))
 
 
-def numbers(help: str) -> Any:
+def numbers(help: str) -> tuple[float, ...] | None:
     """Increasing numbers in (0, MAX_VALUE]: comma-separated text or a sequence; ``auto``
     (the default, None) lets the method derive them."""
     def convert(name: str, value: Any) -> tuple[float, ...] | None:
@@ -276,7 +343,7 @@ def numbers(help: str) -> Any:
     return _option(None, OptionSpec(help, convert, lambda v: ",".join(map(_number_text, v))))
 
 
-def text(help: str, check: Callable[[str, str], None] | None = None) -> Any:
+def text(help: str, check: Callable[[str, str], None] | None = None) -> str | None:
     """Free text, e.g. a path (optional: default None); ``check(key, value)`` may refuse it
     with an InputError."""
     def convert(name: str, value: Any) -> str:

@@ -24,12 +24,11 @@ from __future__ import annotations
 import json
 import os
 import stat
+import sys
 import tempfile
 from collections.abc import Iterable, Sequence
 from pathlib import Path
 from typing import Any
-
-import numpy as np
 
 from optsched.errors import InputError
 
@@ -39,9 +38,10 @@ Data = str | bytes
 def plain(value: Any) -> Any:
     """``json.dumps``' ``default``: a NumPy scalar as the Python number or bool it holds, a
     NumPy array as a list, so that no NumPy type reaches (or breaks) JSON output."""
-    if isinstance(value, np.generic):
+    np = sys.modules.get("numpy")  # not imported: no value can be a NumPy one
+    if np is not None and isinstance(value, np.generic):
         return value.item()
-    if isinstance(value, np.ndarray):
+    if np is not None and isinstance(value, np.ndarray):
         return value.tolist()
     raise TypeError(f"{type(value).__name__} is not JSON serialisable")
 

@@ -3,19 +3,22 @@
 from __future__ import annotations
 
 import math
+import sys
 from collections.abc import Mapping
 from dataclasses import dataclass, field, fields
 from enum import StrEnum
 from types import MappingProxyType
-from typing import TYPE_CHECKING, Any, Generic, TypeVar
-
-import numpy as np
+from typing import TYPE_CHECKING, Any, Generic, Literal, TypeVar
 
 from optsched.schedule import Schedule
 
 if TYPE_CHECKING:
     from optsched.online.engine import Simulation
     from optsched.placement.model import Placement
+
+#: The kinds of method (:mod:`optsched.registry`), one per verb: what produced a Result.
+Kind = Literal["solve", "simulate", "place"]
+KINDS: tuple[Kind, ...] = ("solve", "simulate", "place")
 
 #: What a method produced: a :class:`~optsched.schedule.Schedule` (``solve``, ``simulate``)
 #: or a :class:`~optsched.placement.model.Placement` (``place``).
@@ -120,9 +123,13 @@ class Result(Generic[SolutionT]):
     objective_name: str = OBJECTIVE_NAME
     simulation: Simulation | None = field(default=None, repr=False)
     tolerance: float | None = None
+    #: Which verb produced it (``solve``, ``simulate`` or ``place``).
+    kind: Kind = "solve"
 
     def __post_init__(self) -> None:
         object.__setattr__(self, "status", Status(self.status))
+        if self.kind not in KINDS:
+            raise ValueError(f"kind must be one of {KINDS}, got {self.kind!r}")
         if not (self.runtime_s >= 0 and math.isfinite(self.runtime_s)):
             raise ValueError(f"runtime_s must be finite and >= 0, got {self.runtime_s!r}")
         has_schedule = self.status in (Status.OPTIMAL, Status.FEASIBLE)
@@ -163,8 +170,8 @@ class Result(Generic[SolutionT]):
     def gap(self) -> float | None:
         """The relative gap (:func:`gap`); ``None`` for a placement, whose cost can be zero or
         negative (see :attr:`absolute_gap`)."""
-        return None if self.mode == "placement" else gap(self.objective, self.bound,
-                                                          self.tolerance)
+        return None if self.kind == "place" else gap(self.objective, self.bound,
+                                                      self.tolerance)
 
     @property
     def absolute_gap(self) -> float | None:
@@ -226,4 +233,5 @@ def _plain(value: Any) -> Any:
         return {k: _plain(v) for k, v in value.items()}
     if isinstance(value, (list, tuple)):
         return type(value)(_plain(v) for v in value)
-    return value.item() if isinstance(value, np.generic) else value
+    np = sys.modules.get("numpy")  # not imported: no value can be a NumPy one
+    return value.item() if np is not None and isinstance(value, np.generic) else value

@@ -16,6 +16,8 @@ from typing import Any
 from optsched.errors import InputError
 from optsched.limits import MAX_START, is_bounded
 
+#: The execution modes (docs/model.md): a round's tasks run independently (``relaxed``, Hare)
+#: or start together on K GPUs (``gang``).
 MODES = ("relaxed", "gang")
 
 

@@ -205,14 +205,14 @@ def schedules(draw: st.DrawFn, instance: Instance) -> Schedule:
     seeded by the draw."""
     seed = draw(st.integers(0, 2**31 - 1))
     if instance.cluster:
-        from optsched.online.run import run_policy
+        from optsched.online.run import simulate
 
-        result = run_policy(instance, "liquid", params={"placement": "random"}, seed=seed)
+        result = simulate(instance, "liquid", params={"placement": "random"}, seed=seed)
         assert result.schedule is not None
         return result.schedule
-    from optsched.online.simulator import simulate
+    from optsched.online.simulator import run_simulation
 
-    schedule = simulate(instance, _RandomGreedy(seed)).schedule
+    schedule = run_simulation(instance, _RandomGreedy(seed)).schedule
     assert schedule is not None
     return schedule
 
@@ -242,7 +242,7 @@ def assert_schedule(instance: Instance, schedule: Schedule, *,
     assert report.objective is not None
     objective = float(report.objective)
     if bound is None:
-        from optsched.exact.bounds import critical_path_bound
+        from optsched.critical_path import critical_path_bound
 
         bound = critical_path_bound(instance)
     slack = OPTIMAL_TOL * max(1.0, abs(objective))

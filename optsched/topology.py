@@ -13,14 +13,15 @@ import heapq
 import math
 from collections.abc import Hashable, Iterable, Mapping, Sequence
 from enum import IntEnum
-from typing import Any
-
-import networkx as nx
+from typing import TYPE_CHECKING, Any
 
 from optsched.errors import InputError, UnknownNameError
 from optsched.limits import MAX_VALUE, MIN_POSITIVE, is_bounded
 
-KINDS = ("gpu", "host", "switch")
+if TYPE_CHECKING:
+    import networkx as nx
+
+NODE_KINDS = ("gpu", "host", "switch")
 
 
 class Distance(IntEnum):
@@ -72,6 +73,8 @@ class Topology:
     """
 
     def __init__(self, graph: nx.Graph) -> None:
+        import networkx as nx
+
         if not isinstance(graph, nx.Graph) or graph.is_directed() or graph.is_multigraph():
             raise InputError("topology must be an undirected networkx.Graph")
         g = nx.Graph()
@@ -79,8 +82,8 @@ class Topology:
             if not isinstance(node, str) or not node:
                 raise InputError(f"topology node id {node!r} must be a non-empty string")
             kind = attrs.get("kind")
-            if kind not in KINDS:
-                raise InputError(f"topology node {node!r}: kind must be one of {KINDS}, "
+            if kind not in NODE_KINDS:
+                raise InputError(f"topology node {node!r}: kind must be one of {NODE_KINDS}, "
                                  f"got {kind!r}")
             if kind == "gpu":
                 gtype = attrs.get("gpu_type")
@@ -126,6 +129,8 @@ class Topology:
         self._paths: dict[str, tuple[dict[str, float], dict[str, float]]] = {}
 
     def __eq__(self, other: object) -> bool:
+        import networkx as nx
+
         if not isinstance(other, Topology):
             return NotImplemented
         return self.gpus == other.gpus and bool(nx.utils.graphs_equal(self._graph,
@@ -151,6 +156,8 @@ class Topology:
 
     def _from(self, source: str) -> tuple[dict[str, float], dict[str, float]]:
         """Widest-path bottleneck and, among widest paths, least latency, from ``source``."""
+        import networkx as nx
+
         if source not in self._paths:
             self._require(source)
             width = _widest(self._graph, source)
@@ -184,6 +191,8 @@ class Topology:
 
     def _nearest_switch(self, level: str) -> dict[str, str | None]:
         """For each host, the switch of ``level`` fewest hops away (ties: smallest id)."""
+        import networkx as nx
+
         out: dict[str, str | None] = {}
         for h in self.hosts:
             best: tuple[int, str] | None = None
@@ -226,12 +235,16 @@ class Topology:
 
     def to_node_link(self) -> dict[str, Any]:
         """networkx node-link data with ``edges="edges"`` (the instance@1 ``topology``)."""
+        import networkx as nx
+
         data: dict[str, Any] = nx.node_link_data(self._graph, edges="edges")
         return data
 
     @classmethod
     def from_node_link(cls, data: Mapping[str, Any]) -> Topology:
         """Read node-link data written with ``edges="edges"``; the edge count is checked."""
+        import networkx as nx
+
         if not isinstance(data, Mapping):
             raise InputError("topology must be a JSON object (networkx node-link data)")
         if "edges" not in data or "nodes" not in data:
@@ -309,6 +322,8 @@ def tree_topology(
         Per link level, keyed by the lower end: ``gpu`` (GPU–host), ``host`` (host uplink),
         ``rack`` (rack uplink), ``domain`` (domain uplink).
     """
+    import networkx as nx
+
     for key in ("gpu", "host", "rack", "domain"):
         if key not in bandwidth:
             raise InputError(f"tree_topology: bandwidth has no value for level {key!r}")

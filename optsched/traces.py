@@ -48,7 +48,7 @@ import numpy as np
 
 from optsched.errors import InputError
 from optsched.instance import GPU, Instance, Job
-from optsched.io import read_text
+from optsched.jsonfile import read_text
 from optsched.limits import MAX_FACTOR, MAX_TASKS, MAX_VALUE
 from optsched.workloads import (
     Catalog,

@@ -148,7 +148,7 @@ def read_gavel_throughputs(path: str | Path, *, citation: str = GAVEL_CITATION) 
     InputError
         If the file is unreadable, not JSON, or not in Gavel's layout.
     """
-    from optsched.io import read_json
+    from optsched.jsonfile import read_json
 
     raw = read_json(path)
     if not isinstance(raw, dict):

@@ -4,8 +4,9 @@ from __future__ import annotations
 
 import time
 
-from optsched.heuristics.list_scheduling import ect_schedule
-from optsched.solve import MethodOutput, register
+from optsched.contracts import MethodOutput
+from optsched.ect import ect_schedule
+from optsched.registry import register
 
 
 @register("test-slow-ect", description="ECT after a 0.25 s pause (tests only)", replace=True)

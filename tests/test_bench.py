@@ -18,7 +18,7 @@ from optsched.bench.report import gap_rows, to_latex, to_markdown, write_report
 from optsched.bench.runner import plan, run_benchmark
 from optsched.errors import InputError
 from optsched.io import load_instance
-from tests.conftest import ROOT
+from tests.conftest import ROOT, assert_out_of_time
 
 TINY_GRID = ROOT / "benchmarks" / "grids" / "tiny.json"
 
@@ -163,7 +163,7 @@ def test_processes_threads_and_dask_give_identical_records(tiny_set, tmp_path):
 
 
 def test_errors_are_recorded_not_raised(tiny_set, tmp_path):
-    from optsched.solve import register
+    from optsched.registry import register
 
     @register("test-crash", description="raises", replace=True)
     def crash(instance, context):
@@ -304,7 +304,8 @@ def test_placement_grids_and_methods_run_through_the_runner(tmp_path):
     assert {r.mode for r in runs} == {"placement"}
     run_benchmark(runs, tmp_path / "r.jsonl", workers=1, manifest=manifest, progress=None)
     records = {r["method"]: r for r in load_records(tmp_path / "r.jsonl")}
-    assert records["cpsat"]["status"] == "optimal"
+    if records["cpsat"]["status"] != "optimal":
+        assert_out_of_time(records["cpsat"])
     assert records["bestfit"]["objective"] >= records["cpsat"]["bound"] - 1e-9
     with pytest.raises(InputError, match="unknown placement method 'ect'"):
         plan(manifest, ["ect"])

@@ -19,11 +19,12 @@ from hypothesis import strategies as st
 from optsched import GPU, Instance, Job, Schedule, Task, check, solve
 from optsched.check import ResolutionError, _progress, time_tolerance
 from optsched.cli import main
+from optsched.contracts import MethodOutput
 from optsched.errors import InputError, OptschedError
 from optsched.instance import ClusterProfile
 from optsched.io import save_instance, save_schedule
 from optsched.limits import MAX_VALUE
-from optsched.solve import MethodOutput, register
+from optsched.registry import register
 from optsched.testing import instances
 
 EPOCH = 1_700_000_000.0

@@ -14,7 +14,7 @@ import pytest
 from optsched.cli import _subparsers, build_parser, main, reference
 from tests.conftest import ROOT
 
-solve_module = importlib.import_module("optsched.solve")
+registry = importlib.import_module("optsched.registry")
 
 
 def all_parsers():
@@ -27,6 +27,7 @@ def all_parsers():
 
 def test_every_option_has_help_that_states_its_default():
     for title, parser in all_parsers():
+        parser.format_help()  # gen states its families' defaults when its help is shown
         for action in parser._actions:
             if isinstance(action, (argparse._HelpAction, argparse._VersionAction,
                                    argparse._SubParsersAction)):
@@ -48,7 +49,8 @@ def test_the_reference_page_is_generated_from_the_parser():
 
 def test_a_plugin_may_come_after_the_command(tmp_path, monkeypatch, capsys):
     (tmp_path / "pl_after.py").write_text(textwrap.dedent('''
-        from optsched.solve import MethodOutput, register
+        from optsched.contracts import MethodOutput
+        from optsched.registry import register
         @register("pl-after", description="registered from after the command", replace=True)
         def nothing(instance, context):
             return MethodOutput()
@@ -59,7 +61,7 @@ def test_a_plugin_may_come_after_the_command(tmp_path, monkeypatch, capsys):
         assert "pl-after" in capsys.readouterr().out
     finally:
         sys.modules.pop("pl_after", None)
-        solve_module._REGISTRY.pop(("solve", "pl-after"), None)
+        registry._REGISTRY.pop(("solve", "pl-after"), None)
 
 
 def test_methods_lists_shared_parameters_once(capsys):

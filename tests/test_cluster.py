@@ -22,8 +22,8 @@ from optsched.io import instance_from_dict, instance_to_dict, schedule_from_dict
 from optsched.online.baselines import FIFO
 from optsched.online.cluster import simulate_cluster
 from optsched.online.liquid import Liquid
-from optsched.online.run import run_policy
-from optsched.online.simulator import PolicyError, simulate
+from optsched.online.run import simulate
+from optsched.online.simulator import PolicyError, run_simulation
 from optsched.placement.durations import DURATIONS
 from optsched.schedule import Schedule, Task
 from optsched.topology import tree_topology
@@ -118,7 +118,7 @@ def test_schedule_v2_round_trip():
 def test_other_methods_refuse_cluster_instances():
     inst = one_gpu(single("a", launch=5))
     with pytest.raises(InputError, match="cluster policy"):
-        simulate(inst, FIFO())
+        run_simulation(inst, FIFO())
     from optsched.solve import solve
     with pytest.raises(InputError, match="cluster policy"):
         solve(inst, "ect")
@@ -191,7 +191,7 @@ def test_cluster_rules_reduce_to_gang_mode(seed, shift):
     cluster = Instance(inst.name, inst.jobs, tuple(dataclasses.replace(g, memory=1.0)
                                                    for g in inst.gpus), mode="gang")
     assert cluster.cluster
-    sched = simulate(inst, FIFO()).schedule
+    sched = run_simulation(inst, FIFO()).schedule
     moved = Schedule(sched.instance, [dataclasses.replace(t, start=t.start - shift)
                                       if t.job == sched.tasks[-1].job else t
                                       for t in sched.tasks], "gang")
@@ -271,7 +271,7 @@ def test_liquid_schedules_pass_the_checker(seed, hosts, jobs, distributed, inter
                                                 for j in inst.jobs))
     params = {"placement": placement, "batch": str(batch), "share": str(int(share)),
               "preschedule": str(int(pre)), "heartbeat": str(heartbeat), "cost": cost}
-    result = run_policy(inst, "liquid", params=params, seed=seed)
+    result = simulate(inst, "liquid", params=params, seed=seed)
     sim = result.simulation
     report = check(inst, sim.schedule)
     assert report.feasible
@@ -313,7 +313,7 @@ def test_predictions_feed_utilisation_memory_and_bandwidth():
         assert p.gpu_memory > 0 and p.gpu_memory % 1024 == 0
         assert p.bandwidth >= 1
     assert [j.profile.util for j in inst.jobs] != [j.profile.util for j in plain.jobs]
-    result = run_policy(inst, "liquid", params={"share": "1", "cost": "code"})
+    result = simulate(inst, "liquid", params={"share": "1", "cost": "code"})
     assert result.objective is not None
 
 

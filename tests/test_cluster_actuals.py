@@ -19,7 +19,7 @@ from optsched.errors import InputError
 from optsched.generate import LiquidSpec, generate_liquid, with_actuals
 from optsched.io import instance_from_dict, instance_to_dict, schedule_from_dict
 from optsched.online.cluster import simulate_cluster
-from optsched.online.run import run_policy
+from optsched.online.run import simulate
 from optsched.schedule import Schedule, Task
 from optsched.topology import tree_topology
 from tests.test_cluster import cluster_job, one_gpu, reprofile, schema, single
@@ -224,7 +224,7 @@ def test_actual_utilisation_above_the_prediction_slows_a_shared_gpu():
     # and the liquid policy, which shares on the same predictions, sees the same slowdown
     topo = Instance("c", (a, b), topology=tree_topology([["T4"]]), mode="gang",
                     share_cap=1.3)
-    result = run_policy(topo, "liquid", params={"share": "1"})
+    result = simulate(topo, "liquid", params={"share": "1"})
     shared = result.simulation
     assert shared.completion.tolist() == pytest.approx([160.0, 160.0])
     assert result.objective == pytest.approx(320.0)
@@ -426,7 +426,7 @@ def test_liquid_with_actuals_and_contention_passes_the_checker(
                                                 for j in inst.jobs))
     params = {"placement": placement, "share": str(int(share)),
               "preschedule": str(int(pre)), "heartbeat": str(heartbeat)}
-    result = run_policy(inst, "liquid", params=params, seed=seed)
+    result = simulate(inst, "liquid", params=params, seed=seed)
     sim = result.simulation
     agrees(inst, sim)
     assert result.objective == pytest.approx(sim.objective)
@@ -518,8 +518,8 @@ def test_explicit_actuals_equal_to_predictions_change_nothing(seed, share, pre):
         reprofile(j, actual={"util": j.profile.util, "gpu_memory": j.profile.gpu_memory})
         for j in inst.jobs))
     params = {"share": str(int(share)), "preschedule": str(int(pre))}
-    a = run_policy(inst, "liquid", params=params, seed=seed).simulation
-    b = run_policy(same, "liquid", params=params, seed=seed).simulation
+    a = simulate(inst, "liquid", params=params, seed=seed).simulation
+    b = simulate(same, "liquid", params=params, seed=seed).simulation
     assert a.completion.tolist() == b.completion.tolist()
     assert [dataclasses.astuple(t) for t in a.schedule.tasks] == \
         [dataclasses.astuple(t) for t in b.schedule.tasks]

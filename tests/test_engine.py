@@ -25,8 +25,8 @@ from optsched.online.engine import (
     Start,
 )
 from optsched.online.liquid import Liquid
-from optsched.online.run import run_policy
-from optsched.online.simulator import simulate
+from optsched.online.run import simulate
+from optsched.online.simulator import run_simulation
 from tests.test_cluster_actuals import RandomCluster
 from tests.test_online import TOY, load_instance
 
@@ -95,14 +95,14 @@ def test_cluster_observers_stream_and_count_what_is_recorded(seed, rounds):
     assert sum(sim.metrics["utilisation"].values()) * span == pytest.approx(counter.held)
 
 
-def test_liquid_streams_its_schedule_through_run_policy(tmp_path):
+def test_liquid_streams_its_schedule_through_simulate(tmp_path):
     """``--no-record --out`` works for the cluster model too: the file holds the recorded
     schedule's tasks, checker-clean."""
     inst = liquid_instance(3, error=0.0)
     params = {"share": "1", "preschedule": "1"}
-    kept = run_policy(inst, "liquid", params=params)
+    kept = simulate(inst, "liquid", params=params)
     target = tmp_path / "s.json"
-    streamed = run_policy(inst, "liquid", params=params, record=False, stream_to=target)
+    streamed = simulate(inst, "liquid", params=params, record=False, stream_to=target)
     sim = streamed.simulation
     assert streamed.extra["checked"] is False and sim.schedule is None
     schedule = load_schedule(target)
@@ -113,15 +113,15 @@ def test_liquid_streams_its_schedule_through_run_policy(tmp_path):
 
 
 def test_one_entry_point_dispatches_on_the_execution_model():
-    """simulate() runs a cluster policy with the cluster model, as simulate_cluster does,
+    """run_simulation() runs a cluster policy with the cluster model, as simulate_cluster does,
     and refuses the basic model's options for it."""
     inst = liquid_instance(5)
     policy = Liquid(share=True, preschedule=True)
-    a, b = simulate(inst, policy, seed=2), simulate_cluster(inst, policy, seed=2)
+    a, b = run_simulation(inst, policy, seed=2), simulate_cluster(inst, policy, seed=2)
     assert a.schedule == b.schedule and a.completion.tolist() == b.completion.tolist()
     assert a.metrics == b.metrics
     with pytest.raises(Exception, match="no noise"):
-        simulate(inst, policy, noise=0.1)
+        run_simulation(inst, policy, noise=0.1)
 
 
 @dataclasses.dataclass
@@ -149,10 +149,10 @@ class StartFirst:
 @pytest.mark.parametrize("mode", ["relaxed", "gang"])
 def test_start_decisions_in_the_basic_model(mode):
     inst = dataclasses.replace(load_instance(TOY), mode=mode)
-    sim = simulate(inst, StartFirst())
+    sim = run_simulation(inst, StartFirst())
     assert check(inst, sim.schedule).feasible
     with pytest.raises(PolicyError, match="does not share"):
-        simulate(inst, StartFirst(share=True))
+        run_simulation(inst, StartFirst(share=True))
 
 
 def test_cluster_decisions_may_leave_share_out():
@@ -185,7 +185,7 @@ def test_a_policy_that_only_waits_is_stalled_in_both_models():
             return []
 
     with pytest.raises(PolicyError, match=f"stalled.*{STALL_INSTANTS} instants"):
-        simulate(load_instance(TOY), Never(), tick=1.0)
+        run_simulation(load_instance(TOY), Never(), tick=1.0)
     with pytest.raises(PolicyError, match=f"stalled.*{STALL_INSTANTS} instants"):
         simulate_cluster(liquid_instance(1), Never())
 
@@ -193,7 +193,7 @@ def test_a_policy_that_only_waits_is_stalled_in_both_models():
 def test_metrics_observer_is_the_one_place_for_metrics():
     """Both models report their metrics through MetricsObserver: the basic one's keys, the
     cluster one's with its phases."""
-    basic = simulate(load_instance(TOY), StartFirst())
+    basic = run_simulation(load_instance(TOY), StartFirst())
     cluster = simulate_cluster(liquid_instance(2), RandomCluster(), seed=2)
     inst = load_instance(TOY)
     plain = MetricsObserver(inst).metrics().keys()
@@ -206,7 +206,7 @@ def test_metrics_observer_is_the_one_place_for_metrics():
 def test_a_cluster_plug_in_needs_no_execution_attribute():
     """A registered policy with ``tick`` and ``event_driven`` but no ``modes`` (the
     ClusterPolicy protocol) runs under the cluster model, as before ``execution`` existed."""
-    from optsched.solve import register
+    from optsched.registry import register
 
     @register("test-random-cluster", kind="simulate", modes=("gang",), replace=True,
               description="random cluster policy (tests only)")
@@ -214,7 +214,7 @@ def test_a_cluster_plug_in_needs_no_execution_attribute():
         return RandomCluster()
 
     inst = liquid_instance(4)
-    result = run_policy(inst, "test-random-cluster", seed=4)
+    result = simulate(inst, "test-random-cluster", seed=4)
     sim = result.simulation
     assert result.extra["checked"] and check(inst, sim.schedule).feasible
     assert "oom_failures" in sim.metrics
@@ -239,9 +239,9 @@ def test_malformed_decisions_are_policy_errors(bad):
     for mode in ("relaxed", "gang"):
         inst = dataclasses.replace(load_instance(TOY), mode=mode)
         with pytest.raises(PolicyError, match="'bad'"):
-            simulate(inst, Bad())
+            run_simulation(inst, Bad())
     with pytest.raises(PolicyError, match="'bad'"):
-        simulate(liquid_instance(1), Bad(execution="cluster"))
+        run_simulation(liquid_instance(1), Bad(execution="cluster"))
 
 
 def test_a_policy_states_only_what_it_needs():
@@ -256,7 +256,7 @@ def test_a_policy_states_only_what_it_needs():
 
     for mode in ("relaxed", "gang"):
         inst = dataclasses.replace(load_instance(TOY), mode=mode)
-        assert check(inst, simulate(inst, Minimal()).schedule).feasible
+        assert check(inst, run_simulation(inst, Minimal()).schedule).feasible
 
     class MinimalCluster:
         name = "minimal-cluster"
@@ -266,4 +266,4 @@ def test_a_policy_states_only_what_it_needs():
             return RandomCluster().decide(view)
 
     inst = liquid_instance(3, error=0.0)
-    assert check(inst, simulate(inst, MinimalCluster(), seed=3).schedule).feasible
+    assert check(inst, run_simulation(inst, MinimalCluster(), seed=3).schedule).feasible

@@ -7,14 +7,14 @@ import pytest
 from hypothesis import given, target
 
 from optsched import GPU, Instance, Job, Status, check, solve
+from optsched.ect import ect_schedule
 from optsched.errors import InputError, OptschedError
 from optsched.exact.bounds import interval_lp
 from optsched.exact.hare_relaxation import heterogeneity_degree, solve_hare_relaxation
 from optsched.heuristics.hare import hare_list_schedule
-from optsched.heuristics.list_scheduling import ect_schedule
 from optsched.io import load_instance
 from optsched.testing import instances
-from tests.conftest import EXAMPLES, ROOT
+from tests.conftest import EXAMPLES, ROOT, assert_optimum, assert_out_of_time
 
 VARIANTS = ["hare", "hare-ect", "hare-lp", "hare-lp-ect"]
 TOY = ROOT / "optsched" / "data" / "instances" / "hare-toy.instance.json"
@@ -73,21 +73,25 @@ def test_an_ordering_that_breaks_rounds_is_a_bug_not_a_schedule():
 
 
 def test_toy_example_every_variant_between_relaxation_and_checker():
+    """The toy's optimum is 8. A step 1 short of a proof (its default limit is 300 s: only on
+    a loaded machine) has used up its time and claims no guarantee."""
     inst = load_instance(TOY)
-    optimum = solve(inst, "cpsat", time_limit=60, params={"lp_bound": "off"})
-    assert optimum.status is Status.OPTIMAL and optimum.objective == pytest.approx(8.0)
+    assert_optimum(solve(inst, "cpsat", time_limit=60, params={"lp_bound": "0"}), 8.0)
     for method in VARIANTS:
         result = solve(inst, method)
         assert result.status in (Status.FEASIBLE, Status.OPTIMAL)
-        assert result.bound <= optimum.objective + TOL <= result.objective + 2 * TOL
+        assert result.bound <= 8.0 + TOL <= result.objective + 2 * TOL
         relax = result.extra["relaxation"]
-        assert relax["proved"]
         g = result.extra["guarantee"]
         assert g["alpha"] == 4.0 and g["factor"] == 24.0
+        if not relax["proved"]:
+            assert result.runtime_s >= result.extra["method_time_limit"] / 2
+            assert not g["covered"]
+            continue
         assert g["ratio"] == pytest.approx(result.objective / relax["objective"])
         assert g["covered"] == (method == "hare")
-    # Hare_Sched_RL of the toy: 7.5 (CP-SAT on the 0.001 s grid, proved)
-    assert solve(inst, "hare").extra["relaxation"]["objective"] == pytest.approx(7.5)
+        if method == "hare":  # Hare_Sched_RL of the toy: 7.5 (CP-SAT on the 0.001 s grid)
+            assert relax["objective"] == pytest.approx(7.5)
 
 
 def test_hare_refuses_gang_mode_and_bad_parameters():
@@ -124,13 +128,16 @@ def test_interval_lp_is_a_bound_and_orders_rounds(name):
 @given(instances(mode="relaxed", max_jobs=3, max_gpus=3, max_rounds=2, max_k=2,
                  integer=True, positive_sync=True))
 def test_hare_between_optimum_and_its_guarantee(inst):
-    """Checker passes (solve checks), RL ≤ OPT ≤ Hare ≤ α(2+α)·RL, LP bound ≤ OPT."""
-    optimum = solve(inst, "cpsat", time_limit=30, params={"lp_bound": "off"})
-    assert optimum.status is Status.OPTIMAL
-    opt = optimum.objective
+    """Checker passes (solve checks), RL ≤ OPT ≤ Hare ≤ α(2+α)·RL, LP bound ≤ OPT. OPT lies
+    between CP-SAT's bound and objective (equal once proved; integer data: a result short
+    of a proof ran out of time)."""
+    optimum = solve(inst, "cpsat", time_limit=30, params={"lp_bound": "0"})
+    if optimum.status is not Status.OPTIMAL:
+        assert_out_of_time(optimum)
+    low, opt = optimum.bound, optimum.objective
     for method in VARIANTS:
         result = solve(inst, method, time_limit=10)
-        assert result.objective >= opt - TOL * max(1, opt)
+        assert result.objective >= low - TOL * max(1, low)
         relax = result.extra["relaxation"]
         g = result.extra["guarantee"]
         if not relax["proved"]:

@@ -10,9 +10,9 @@ from hypothesis import strategies as st
 
 from optsched import GPU, Instance, Job, check
 from optsched.online.baselines import SRTF, FIFORandom, Homo, Tiresias
-from optsched.online.policies import HLAS, quantile_thresholds
-from optsched.online.run import run_policy
-from optsched.online.simulator import simulate, size_distribution
+from optsched.online.hlas import HLAS, quantile_thresholds
+from optsched.online.run import simulate
+from optsched.online.simulator import run_simulation, size_distribution
 from optsched.testing import instances
 
 OPTIONS = st.builds(HLAS, thresholds=st.sampled_from([None, (1.0,), (2.0, 6.0)]),
@@ -29,7 +29,7 @@ def job(name, compute, **kw):
 
 @given(instances(mode="relaxed"), OPTIONS)
 def test_every_hlas_option_passes_the_checker(inst, policy):
-    sim = simulate(inst, policy)
+    sim = run_simulation(inst, policy)
     report = check(sim.instance, sim.schedule)
     assert report.feasible, report.violations[:1]
     assert report.objective == pytest.approx(sim.objective)
@@ -38,7 +38,7 @@ def test_every_hlas_option_passes_the_checker(inst, policy):
 @given(instances(mode="gang"), st.integers(0, 3))
 def test_gang_baselines_pass_the_checker(inst, seed):
     for policy in (FIFORandom(seed=seed), SRTF(), Homo(), Tiresias(quantiles=(0.5,))):
-        sim = simulate(inst, policy)
+        sim = run_simulation(inst, policy)
         report = check(sim.instance, sim.schedule)
         assert report.feasible and report.objective == pytest.approx(sim.objective)
 
@@ -51,14 +51,14 @@ def test_thresholds_are_the_quantiles_of_the_job_sizes():
     assert sizes.reference == tuple(float(n) for n in range(1, 11))
     assert sizes.gpu_seconds == tuple(2.0 * n for n in range(1, 11))
     policy = HLAS(calibration="workload")
-    simulate(inst, policy)
+    run_simulation(inst, policy)
     assert policy.levels == quantile_thresholds(sizes.reference, (0.5, 0.8))
     assert policy.levels == pytest.approx((5.5, 8.2))
     continuous = HLAS(form="continuous")
-    simulate(inst, continuous)
+    run_simulation(inst, continuous)
     assert continuous.levels == ()
     tiresias = Tiresias(calibration="workload")
-    simulate(inst.with_mode("gang"), tiresias)
+    run_simulation(inst.with_mode("gang"), tiresias)
     assert tiresias.levels == pytest.approx((11.0, 16.4))
     assert quantile_thresholds((), (0.5,)) == ()
 
@@ -80,7 +80,7 @@ def test_history_thresholds_are_the_quantiles_of_the_jobs_finished_so_far():
             return changed
 
         policy.finished = watch  # type: ignore[method-assign]
-        sim = simulate(inst.with_mode(mode), policy)
+        sim = run_simulation(inst.with_mode(mode), policy)
         # HLAS: service in fastest-GPU seconds; Tiresias: the GPU-seconds held
         size = [0.0] * 10
         for t in sim.schedule.tasks:
@@ -102,7 +102,7 @@ def test_queues_serve_fifo_and_promotion_acts():
     inst = Instance("x", (long, *shorts), gpu)
 
     def order(policy):
-        tasks = sorted(simulate(inst, policy).schedule.tasks, key=lambda t: t.start)
+        tasks = sorted(run_simulation(inst, policy).schedule.tasks, key=lambda t: t.start)
         return [t.job for t in tasks]
 
     no_promotion = order(HLAS(thresholds=(2.5,), starvation=0.0))
@@ -118,9 +118,9 @@ def test_mapping_b_gives_the_fast_gpu_to_the_job_that_gains_most():
     gpus = (GPU("v", "V100"), GPU("k", "K80"))
     inst = Instance("x", (job("flat", {"V100": 1.0, "K80": 1.5}),
                           job("steep", {"V100": 1.0, "K80": 8.0}, arrival=0.0)), gpus)
-    where = {t.job: t.gpu for t in simulate(inst, HLAS()).schedule.tasks}
+    where = {t.job: t.gpu for t in run_simulation(inst, HLAS()).schedule.tasks}
     assert where == {"steep": "v", "flat": "k"}
-    where_a = {t.job: t.gpu for t in simulate(inst, HLAS(mapping="A")).schedule.tasks}
+    where_a = {t.job: t.gpu for t in run_simulation(inst, HLAS(mapping="A")).schedule.tasks}
     assert where_a == {"flat": "v", "steep": "k"}  # FIFO order, fastest idle GPU
 
 
@@ -130,17 +130,17 @@ def test_fifo_random_keeps_its_gpu_type_and_fifo_is_fifo_perf():
                                    tasks_per_round=2, arrival=float(n)) for n in range(3)),
                     gpus, mode="gang")
     for seed in range(4):
-        sim = simulate(inst, FIFORandom(seed=seed))
+        sim = run_simulation(inst, FIFORandom(seed=seed))
         types = {}
         for t in sim.schedule.tasks:
             types.setdefault(t.job, set()).add(t.gpu[0])
         assert all(len(v) == 1 for v in types.values())
         assert check(inst, sim.schedule).feasible
-    draws = {tuple(sorted((t.job, t.gpu) for t in simulate(inst, FIFORandom(seed=s))
+    draws = {tuple(sorted((t.job, t.gpu) for t in run_simulation(inst, FIFORandom(seed=s))
                           .schedule.tasks)) for s in range(8)}
     assert len(draws) > 1  # the type really is drawn
-    perf = run_policy(inst, "fifo-perf")
-    alias = run_policy(inst, "fifo")
+    perf = simulate(inst, "fifo-perf")
+    alias = simulate(inst, "fifo")
     assert perf.objective == alias.objective
     assert {t.gpu[0] for t in perf.schedule.tasks if t.job == "j0"} == {"v"}
 
@@ -150,10 +150,10 @@ def test_params_reach_the_policies():
     inst = Instance("x", (job("a", {"V100": 1.0}, rounds=3),), gpus)
     for params in ({}, {"form": "continuous"}, {"thresholds": "1,2", "starvation": "0"},
                    {"thresholds": "auto", "mapping": "A"}):
-        result = run_policy(inst, "hlas", params=params)
+        result = simulate(inst, "hlas", params=params)
         assert result.objective == 3.0
-    result = run_policy(inst.with_mode("gang"), "tiresias", params={"thresholds": "auto"})
+    result = simulate(inst.with_mode("gang"), "tiresias", params={"thresholds": "auto"})
     assert result.objective == 3.0
-    result = run_policy(inst.with_mode("gang"), "fifo-random", seed=5)
+    result = simulate(inst.with_mode("gang"), "fifo-random", seed=5)
     assert result.objective == 3.0
     assert np.isfinite(result.objective)

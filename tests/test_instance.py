@@ -22,6 +22,7 @@ from optsched.io import instance_from_dict, instance_to_dict
 from optsched.testing import cluster_profiles
 from optsched.topology import tree_topology
 from optsched.workloads import default_catalog
+from tests.conftest import n_examples
 
 BASE = {
     "format": "optsched/instance@1", "name": "toy", "mode": "relaxed",
@@ -314,7 +315,7 @@ def test_a_default_bandwidth_or_model_next_to_meta_ones_reads_back_equal():
     assert instance_from_dict(data) == inst
 
 
-@settings(max_examples=60, deadline=None)
+@settings(max_examples=n_examples(60), deadline=None)
 @given(st.data())
 def test_drawn_cluster_profiles_round_trip(data):
     meta = st.one_of(st.none(), st.fixed_dictionaries({}, optional={

@@ -15,7 +15,7 @@ from optsched.errors import InputError
 from optsched.generate import LiquidSpec, generate_liquid
 from optsched.online.cluster import simulate_cluster
 from optsched.online.liquid import Liquid
-from optsched.online.run import run_policy
+from optsched.online.run import simulate
 from optsched.topology import tree_topology
 from tests.test_cluster import single
 
@@ -112,7 +112,7 @@ def test_predicted_end_moves_the_pre_scheduling_moment():
 def test_bad_gate_params_are_refused(params, message):
     inst = cluster((single("a"),))
     with pytest.raises(InputError, match=message):
-        run_policy(inst, "liquid", params=params)
+        simulate(inst, "liquid", params=params)
 
 
 @given(seed=st.integers(0, 1000), hosts=st.integers(2, 3), jobs=st.integers(1, 7),
@@ -140,7 +140,7 @@ def test_gated_liquid_schedules_pass_the_checker(seed, hosts, jobs, distributed,
               "end_error": end_error, "heartbeat": str(heartbeat), **placement}
     if gates == "code":  # the ratios are the code gates' thresholds
         params.update(share_ratio=share_ratio, preschedule_ratio=preschedule_ratio)
-    result = run_policy(inst, "liquid", params=params, seed=seed)
+    result = simulate(inst, "liquid", params=params, seed=seed)
     sim = result.simulation
     report = check(inst, sim.schedule)
     assert report.feasible
@@ -155,23 +155,23 @@ def test_placement_parameters_are_passed_through():
                                       gpu_memory=12288, mix=(("vgg16", 1),)), 0)
 
     def hosts(params):
-        sim = run_policy(inst, "liquid", params=params).simulation
+        sim = simulate(inst, "liquid", params=params).simulation
         checked(inst, sim)
         return {t.gpu.split("/")[0] for t in sim.schedule.tasks}
 
     assert len(hosts({"cost": "code"})) == 1
     assert len(hosts({"cost": "code", "line18": "1"})) == 3
     with pytest.raises(InputError, match="repair is not a parameter of placement=bestfit"):
-        run_policy(inst, "liquid", params={"repair": "jobfit"})
+        simulate(inst, "liquid", params={"repair": "jobfit"})
 
 
 def test_results_say_which_variant_ran():
     inst = generate_liquid(LiquidSpec(jobs=2, hosts=3), 0)
-    result = run_policy(inst, "liquid", params={"share": "1"})
+    result = simulate(inst, "liquid", params={"share": "1"})
     settings = result.extra["settings"]
     assert settings["place_params"] == {"cost": "paper", "line18": "0"}
     assert settings["gates"] == "paper" and settings["share"] is True
-    result = run_policy(inst, "liquid", params={"placement": "spread", "gates": "code"})
+    result = simulate(inst, "liquid", params={"placement": "spread", "gates": "code"})
     assert result.extra["settings"]["place_params"] == {"cost": "paper"}
     assert result.extra["settings"]["gates"] == "code"
 
@@ -193,5 +193,5 @@ def test_a_job_that_ran_out_of_memory_is_not_shared_again():
 def test_code_gate_ratios_need_the_code_gates():
     inst = generate_liquid(LiquidSpec(jobs=2, hosts=2), 0)
     with pytest.raises(InputError, match="share_ratio applies to gates=code"):
-        run_policy(inst, "liquid", params={"share_ratio": "0.5"})
-    run_policy(inst, "liquid", params={"gates": "code", "share_ratio": "0.5"})
+        simulate(inst, "liquid", params={"share_ratio": "0.5"})
+    simulate(inst, "liquid", params={"gates": "code", "share_ratio": "0.5"})

@@ -12,13 +12,13 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from optsched import GPU, Instance, Job, check
+from optsched.critical_path import critical_path_bound
 from optsched.errors import InputError
-from optsched.exact.bounds import critical_path_bound
 from optsched.io import load_instance
 from optsched.online.baselines import FIFO, SRTF, AlloX, FIFORandom, Homo, Replay, Tiresias
-from optsched.online.policies import HLAS
-from optsched.online.run import run_policy
-from optsched.online.simulator import PolicyError, realise, simulate, size_distribution
+from optsched.online.hlas import HLAS
+from optsched.online.run import simulate
+from optsched.online.simulator import PolicyError, realise, run_simulation, size_distribution
 from optsched.testing import instances
 from tests.conftest import ROOT
 
@@ -57,7 +57,7 @@ def test_relaxed_semantics_by_hand():
     inst = Instance("x", (job("a", {"V100": 1, "K80": 3}, {"V100": 2, "K80": 2}, rounds=2,
                               tasks_per_round=2),
                           job("b", {"V100": 1, "K80": 1}, arrival=0.5)), gpus)
-    sim = simulate(inst, HLAS())
+    sim = run_simulation(inst, HLAS())
     # t=0: a's two tasks on fast [0,1) and slow [0,3); t=0.5: b waits; t=1: fast frees → b
     # [1,2); a's round-0 results ready at max(1+2, 3+2) = 5; round 1 at 5 on fast and slow
     assert starts(sim.schedule) == {
@@ -73,7 +73,7 @@ def test_gang_fifo_is_strict_and_uses_the_fastest_gpus():
         job("a", {"V100": 2, "K80": 4}, tasks_per_round=2),
         job("b", {"V100": 2, "K80": 4}, tasks_per_round=3, arrival=1),
         job("c", {"V100": 1, "K80": 1}, arrival=1.5)), gpus, mode="gang")
-    sim = simulate(inst, FIFO())
+    sim = run_simulation(inst, FIFO())
     s = starts(sim.schedule)
     assert {s["a", 0, 0][0], s["a", 0, 1][0]} == {"g1", "g2"}  # the two V100s
     # b needs 3 GPUs: it waits until a ends at 2, and c (arrived later) waits behind it
@@ -85,12 +85,12 @@ def test_toy_every_policy_is_checked_and_above_the_bound():
     inst = load_instance(TOY)
     for policy, params in [("hlas", {}), ("hlas", {"mapping": "B"}), ("hlas", {"mapping": "C"}),
                            ("srtf", {})]:
-        result = run_policy(inst, policy, params=params)
+        result = simulate(inst, policy, params=params)
         sim = result.simulation
         assert result.bound is None and result.gap is None  # judged by JCT, not a gap
         assert result.objective >= result.extra["bound_critical_path"]
         assert check(sim.instance, result.schedule).feasible
-    result = run_policy(inst.with_mode("gang"), "fifo")
+    result = simulate(inst.with_mode("gang"), "fifo")
     assert result.objective >= result.extra["bound_critical_path"]
 
 
@@ -98,7 +98,7 @@ def test_toy_every_policy_is_checked_and_above_the_bound():
 def test_relaxed_policies_pass_the_checker(inst):
     for policy in [*NON_CLAIRVOYANT, HLAS(), HLAS(mapping="A"), HLAS(mapping="C"), SRTF(),
                    Homo(), AlloX()]:
-        sim = simulate(inst, policy)
+        sim = run_simulation(inst, policy)
         report = check(sim.instance, sim.schedule)
         assert report.feasible, report.violations[:1]
         assert report.objective == pytest.approx(sim.objective)
@@ -109,7 +109,7 @@ def test_relaxed_policies_pass_the_checker(inst):
 def test_gang_policies_pass_the_checker(inst):
     for policy in (FIFO(), FIFORandom(), FIFORandom(seed=1), Tiresias(),
                    Tiresias(thresholds=(3.0,), starvation=1.0), SRTF(), Homo()):
-        sim = simulate(inst, policy)
+        sim = run_simulation(inst, policy)
         report = check(sim.instance, sim.schedule)
         assert report.feasible and report.objective == pytest.approx(sim.objective)
 
@@ -117,10 +117,10 @@ def test_gang_policies_pass_the_checker(inst):
 @given(instances())
 def test_replaying_a_schedule_never_starts_a_task_later(inst):
     """Per-GPU order kept, every task as early as possible: no start moves later."""
-    from optsched.heuristics.list_scheduling import ect_schedule
+    from optsched.ect import ect_schedule
 
     offline = ect_schedule(inst)
-    sim = simulate(inst, Replay(offline))
+    sim = run_simulation(inst, Replay(offline))
     assert check(inst, sim.schedule).feasible
     def by_gpu(schedule):
         out = {}
@@ -144,7 +144,7 @@ def test_non_clairvoyant_decisions_ignore_hidden_sizes(inst):
         for rounds in {1, target.rounds + 2}:
             other = dataclasses.replace(inst, jobs=(dataclasses.replace(target, rounds=rounds),
                                                     *inst.jobs[1:]))
-            a, b = simulate(inst, policy), simulate(other, policy)
+            a, b = run_simulation(inst, policy), run_simulation(other, policy)
             horizon = min(a.completion[0], b.completion[0])
             before_a = {k: v for k, v in starts(a.schedule).items() if v[1] < horizon}
             before_b = {k: v for k, v in starts(b.schedule).items() if v[1] < horizon}
@@ -157,7 +157,7 @@ def _registered_non_clairvoyant() -> list[tuple[str, str]]:
     cluster instance)."""
     from optsched.online.engine import declared
     from optsched.online.simulator import execution_model
-    from optsched.solve import methods
+    from optsched.registry import methods
 
     out = []
     for info in methods("simulate"):
@@ -190,7 +190,7 @@ def test_default_non_clairvoyant_decisions_ignore_later_rounds(data):
     target = inst.jobs[data.draw(st.integers(0, inst.n_jobs - 1))]
     other = dataclasses.replace(inst, jobs=tuple(
         dataclasses.replace(j, rounds=j.rounds + 3) if j is target else j for j in inst.jobs))
-    a, b = run_policy(inst, name), run_policy(other, name)
+    a, b = simulate(inst, name), simulate(other, name)
     index = inst.job_index[target.id]
     horizon = a.simulation.completion[index]
     assert ({k: v for k, v in starts(a.schedule).items() if v[1] < horizon}
@@ -215,7 +215,7 @@ def test_non_clairvoyant_gang_decisions_ignore_hidden_sizes(inst):
         target = inst.jobs[0]
         other = dataclasses.replace(inst, jobs=(dataclasses.replace(target, rounds=1),
                                                 *inst.jobs[1:]))
-        a, b = simulate(inst, policy), simulate(other, policy)
+        a, b = run_simulation(inst, policy), run_simulation(other, policy)
         horizon = min(a.completion[0], b.completion[0])
         assert ({k: v for k, v in starts(a.schedule).items() if v[1] < horizon}
                 == {k: v for k, v in starts(b.schedule).items() if v[1] < horizon})
@@ -226,12 +226,12 @@ def test_baselines_by_hand():
     that does not fit and serves the least-attained job first."""
     gpus = (GPU("slow", "K80"), GPU("fast", "V100"))
     one = Instance("x", (job("a", {"K80": 4, "V100": 1}, tasks_per_round=2),), gpus)
-    assert {t.gpu for t in simulate(one, Homo()).schedule.tasks} == {"slow", "fast"}
-    allox = simulate(one, AlloX()).schedule
+    assert {t.gpu for t in run_simulation(one, Homo()).schedule.tasks} == {"slow", "fast"}
+    allox = run_simulation(one, AlloX()).schedule
     assert sorted((t.gpu, t.start) for t in allox.tasks) == [("fast", 0.0), ("fast", 1.0)]
     gang = Instance("x", (job("big", {"K80": 1, "V100": 1}, tasks_per_round=2, rounds=3),
                           job("small", {"K80": 1, "V100": 1}, arrival=0.5)), gpus, mode="gang")
-    s = starts(simulate(gang, Tiresias(thresholds=(1.5,))).schedule)
+    s = starts(run_simulation(gang, Tiresias(thresholds=(1.5,))).schedule)
     # big holds both GPUs for [0,1) and attains 2 GPU-s ≥ 1.5: small (0 attained) goes first
     # at 1 on the lowest-index GPU; big (needs 2) cannot fit until 2
     assert s["small", 0, 0] == ("slow", 1.0) and s["big", 1, 0][1] == 2.0
@@ -242,7 +242,7 @@ def test_clairvoyant_policy_sees_sizes():
     gpus = (GPU("g", "A"),)
     long_ = job("long", {"A": 1}, rounds=5)
     short = job("short", {"A": 1}, rounds=2, arrival=0.5)
-    sim = simulate(Instance("x", (long_, short), gpus), SRTF())
+    sim = run_simulation(Instance("x", (long_, short), gpus), SRTF())
     assert starts(sim.schedule)["short", 0, 0][1] == 1.0  # preempts "long" at a task boundary
 
 
@@ -253,7 +253,7 @@ def test_noise_and_switch_cost_give_the_realised_instance():
     assert np.all((ratio >= 0.8 * 1.05 - 1e-12) & (ratio <= 1.2 * 1.05 + 1e-12))
     assert np.array_equal(real.sync, inst.sync)
     assert realise(inst, noise=0.2, seed=3) == realise(inst, noise=0.2, seed=3)
-    sim = simulate(inst, HLAS(), noise=0.2, switch_cost=0.05, seed=3)
+    sim = run_simulation(inst, HLAS(), noise=0.2, switch_cost=0.05, seed=3)
     assert check(sim.instance, sim.schedule).feasible
     assert not check(inst, sim.schedule).feasible or sim.instance == inst
     with pytest.raises(InputError, match="noise"):
@@ -262,10 +262,10 @@ def test_noise_and_switch_cost_give_the_realised_instance():
 
 def test_heartbeat_scheduling_decides_only_at_ticks():
     inst = load_instance(TOY)
-    sim = simulate(inst, HLAS(), tick=0.7, event_driven=False)
+    sim = run_simulation(inst, HLAS(), tick=0.7, event_driven=False)
     assert all(abs(t.start / 0.7 - round(t.start / 0.7)) < 1e-9 for t in sim.schedule.tasks)
     assert check(inst, sim.schedule).feasible
-    assert sim.objective >= simulate(inst, HLAS()).objective
+    assert sim.objective >= run_simulation(inst, HLAS()).objective
 
 
 def test_bad_decisions_and_stalls_are_policy_errors():
@@ -276,18 +276,18 @@ def test_bad_decisions_and_stalls_are_policy_errors():
             return [(job.index, 0) for job in view.waiting]
 
     with pytest.raises(PolicyError, match="busy"):
-        simulate(inst, Greedy())
+        run_simulation(inst, Greedy())
 
     class Idle(Probe):
         def decide(self, view):
             return []
 
     with pytest.raises(PolicyError, match="unfinished"):
-        simulate(inst, Idle())
+        run_simulation(inst, Idle())
     with pytest.raises(PolicyError, match="unfinished"):
-        simulate(inst, Idle(), tick=1.0, event_driven=False)
+        run_simulation(inst, Idle(), tick=1.0, event_driven=False)
     with pytest.raises(InputError, match="does not support mode"):
-        simulate(inst.with_mode("gang"), HLAS())
+        run_simulation(inst.with_mode("gang"), HLAS())
 
 
 @pytest.mark.parametrize("job, gpu", [(1.0, 0), ("1", 0), (True, 0), (np.float32(1), 0),
@@ -307,7 +307,7 @@ def test_decisions_that_are_not_integer_indices_are_refused(job, gpu, mode):
             return [(j, [gpu] if mode == "gang" else gpu)]
 
     with pytest.raises(PolicyError, match=r"policy 'sloppy': a decision's (job|GPU) must be"):
-        simulate(inst, Sloppy(name="sloppy", modes=both))
+        run_simulation(inst, Sloppy(name="sloppy", modes=both))
 
     class Exact(Probe):
         def decide(self, view):  # a task (gang: a round) per waiting job, NumPy indices
@@ -320,18 +320,18 @@ def test_decisions_that_are_not_integer_indices_are_refused(job, gpu, mode):
                 out.append((np.int64(state.index), gpus if mode == "gang" else gpus[0]))
             return out
 
-    assert check(inst, simulate(inst, Exact(modes=both)).schedule).feasible
+    assert check(inst, run_simulation(inst, Exact(modes=both)).schedule).feasible
 
 
-def test_run_policy_validates_parameters():
+def test_simulate_validates_parameters():
     inst = load_instance(TOY)
     with pytest.raises(InputError, match="no parameter"):
-        run_policy(inst, "hlas", params={"speed": "1"})
+        simulate(inst, "hlas", params={"speed": "1"})
     with pytest.raises(InputError, match="mapping"):
-        run_policy(inst, "hlas", params={"mapping": "D"})
+        simulate(inst, "hlas", params={"mapping": "D"})
     with pytest.raises(InputError, match="thresholds"):
-        run_policy(inst, "hlas", params={"thresholds": "5,2"})
-    result = run_policy(inst, "hlas", record=False)
+        simulate(inst, "hlas", params={"thresholds": "5,2"})
+    result = simulate(inst, "hlas", record=False)
     assert result.schedule is None and result.objective == 9.0
 
 
@@ -369,7 +369,7 @@ def test_policies_see_no_size_and_no_other_job():
             seen.append(view)
             return HLAS().decide(view)
 
-    simulate(load_instance(TOY), Spy())
+    run_simulation(load_instance(TOY), Spy())
     view = seen[0]
     assert view.oracle is None
     for job in view.active:
@@ -383,8 +383,8 @@ def test_a_run_without_its_schedule_does_not_claim_to_be_checked(capsys):
     from optsched.cli import main
 
     inst = load_instance(TOY)
-    recorded = run_policy(inst, "hlas")
-    streamed = run_policy(inst, "hlas", record=False)
+    recorded = simulate(inst, "hlas")
+    streamed = simulate(inst, "hlas", record=False)
     assert recorded.extra["checked"] is True and recorded.schedule is not None
     assert streamed.extra["checked"] is False and streamed.schedule is None
     assert streamed.objective == pytest.approx(recorded.objective)
@@ -449,7 +449,7 @@ def test_plug_in_policies_see_lists_and_may_yield():
                         break
 
     inst = load_instance(TOY)
-    sim = simulate(inst, Yielding())
+    sim = run_simulation(inst, Yielding())
     assert check(inst, sim.schedule).feasible
 
     class NaNKey(Yielding):
@@ -457,13 +457,13 @@ def test_plug_in_policies_see_lists_and_may_yield():
             return (job.attained / job.tasks_started if job.tasks_started else math.nan,)
 
     with pytest.raises(PolicyError, match="priority must return a tuple without NaN"):
-        simulate(inst, NaNKey())
+        run_simulation(inst, NaNKey())
 
     class Wrapper(Probe):
         def decide(self, view):  # a built-in called with the engine's view
             return HLAS(mapping="A").decide(view)
 
-    wrapped = simulate(inst, Wrapper())
+    wrapped = run_simulation(inst, Wrapper())
     assert check(inst, wrapped.schedule).feasible
 
 

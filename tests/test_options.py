@@ -14,7 +14,7 @@ from hypothesis import strategies as st
 from optsched import GeneratorSpec, generate, solve
 from optsched.errors import InputError
 from optsched.exact.cpsat import CpsatOptions
-from optsched.online import run_policy
+from optsched.online import simulate
 from optsched.options import (
     Options,
     choice,
@@ -26,7 +26,7 @@ from optsched.options import (
     text,
 )
 from optsched.placement import CostOptions
-from optsched.solve import get_method, methods, register
+from optsched.registry import get_method, methods, register
 
 
 @dataclass(frozen=True)
@@ -124,8 +124,8 @@ def test_records_are_canonical_whatever_the_spelling():
     typed = solve(instance, "cpsat", params=CpsatOptions(workers=2, hint="ect"))
     assert typed.params == {"workers": "2"}  # an object: what differs from the defaults
     text = {"thresholds": "100,500.0", "starvation": "1"}
-    assert run_policy(instance, "hlas", params=text).params == \
-        run_policy(instance, "hlas", params={"thresholds": [100, 500], "starvation": 1.0}
+    assert simulate(instance, "hlas", params=text).params == \
+        simulate(instance, "hlas", params={"thresholds": [100, 500], "starvation": 1.0}
                    ).params == {"thresholds": "100,500", "starvation": "1"}
     with pytest.raises(InputError, match="params must be a mapping or CpsatOptions"):
         solve(instance, "cpsat", params="workers=2")  # type: ignore[arg-type]
@@ -171,3 +171,26 @@ def test_methods_json_lists_defaults(capsys):
     assert cpsat["defaults"]["workers"] == "1" and cpsat["defaults"]["time_unit"] is None
     assert set(cpsat["defaults"]) == set(cpsat["params"])
     assert listed["place", "gga"]["modes"] == ["placement"]
+
+
+def test_a_group_holds_another_methods_options_under_their_own_keys():
+    """Liquid's placement options: flat keys on the command line, typed values inside, and
+    the chosen placement method receives exactly its own options class."""
+    from optsched.online.liquid import Liquid, LiquidOptions, placement_options
+    from optsched.placement.gga import GgaOptions
+    from optsched.placement.heuristics import BestfitOptions
+
+    options = LiquidOptions.parse({"placement": "gga", "repair": "firstfit", "cost": "code",
+                                   "batch": "5"})
+    assert options.place == GgaOptions(repair="firstfit", cost="code")
+    assert options.to_params() == {"placement": "gga", "cost": "code", "repair": "firstfit",
+                                   "batch": "5"}
+    assert LiquidOptions.parse(options.to_params()) == options
+    assert "repair" in LiquidOptions.describe() and "place" not in LiquidOptions.describe()
+    assert placement_options(options) == GgaOptions(repair="firstfit", cost="code")
+    best = placement_options(LiquidOptions.parse({"line18": "1"}))
+    assert type(best) is BestfitOptions and best.line18
+    with pytest.raises(InputError, match="repair is not a parameter of placement=bestfit"):
+        placement_options(LiquidOptions.parse({"repair": "firstfit"}))
+    with pytest.raises(InputError, match="takes BestfitOptions, not GgaOptions"):
+        Liquid(place_options=GgaOptions())

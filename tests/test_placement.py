@@ -25,6 +25,7 @@ from optsched.placement.model import (
 )
 from optsched.testing import placement_instances
 from optsched.topology import Topology, tree_topology
+from tests.conftest import assert_optimum
 
 
 def cluster(busy=()):
@@ -153,7 +154,7 @@ def batch_instance(n_jobs=3, busy=()):
 @pytest.mark.parametrize("method", ["bestfit", "random", "spread", "pack"])
 @pytest.mark.parametrize("cost", ["paper", "code"])
 def test_heuristics_place_everything_and_are_checked(method, cost):
-    from optsched.placement.place import place
+    from optsched.placement.run import place
 
     inst = batch_instance(busy={"h0/g0", "h0/g1"})
     result = place(inst, method, params={"cost": cost}, seed=1)
@@ -165,7 +166,7 @@ def test_heuristics_place_everything_and_are_checked(method, cost):
 
 def test_bestfit_packs_a_job_onto_one_host_and_spread_does_not():
     """1 PS + 2 workers fit on one 4-GPU host: best-fit's network cost is 0."""
-    from optsched.placement.place import place
+    from optsched.placement.run import place
 
     inst = batch_instance(n_jobs=1)
     best = place(inst, "bestfit", params={"lambda": "1"})
@@ -179,7 +180,7 @@ def test_bestfit_packs_a_job_onto_one_host_and_spread_does_not():
 
 
 def test_one_per_host_and_unplaceable_jobs():
-    from optsched.placement.place import place
+    from optsched.placement.run import place
 
     job = PlacementJob("j", ps_workers(2), one_per_host=True)
     inst = PlacementInstance("p", cluster(), (job,))
@@ -230,8 +231,9 @@ def brute_force(inst, model):
 @given(placement_instances(), st.sampled_from(["paper", "code"]),
        st.sampled_from(["0", "0.3", "0.5", "1"]))
 def test_exact_placement_matches_brute_force(inst, cost, lam):
-    """CP-SAT's proven optimum is the least checked cost over all maps; heuristics ≥ it."""
-    from optsched.placement.place import place
+    """CP-SAT's proven optimum is the least checked cost over all maps; heuristics ≥ it. (An
+    exact result short of a proof has run out of time, its bound ≤ optimum ≤ its cost.)"""
+    from optsched.placement.run import place
 
     params = {"cost": cost, "lambda": lam}
     model = CostModel(cost, float(lam))
@@ -241,12 +243,9 @@ def test_exact_placement_matches_brute_force(inst, cost, lam):
     if best is None:
         assert placement is None and result.status.value in ("infeasible", "unknown")
         return
-    assert result.status.value == "optimal"
-    assert result.objective == pytest.approx(best, abs=1e-9)
+    assert_optimum(result, best)
     for milp in ("milp-highs", "milp-cbc"):  # the second exact engine agrees
-        other = place(inst, milp, params=params, time_limit=20)
-        assert other.status.value == "optimal"
-        assert other.objective == pytest.approx(best, abs=1e-6)
+        assert_optimum(place(inst, milp, params=params, time_limit=20), best)
     for method, extra in (("bestfit", {}), ("pack", {}), ("spread", {}), ("random", {}),
                           ("gga", {"generations": "10"})):
         other = place(inst, method, params={**params, **extra})
@@ -265,7 +264,7 @@ def test_exact_placement_matches_brute_force(inst, cost, lam):
 
 def test_gga_is_reproducible_and_improves_on_its_seeds():
     """Same seed, same plan; on a 6-job batch the GA beats best-fit (paper form)."""
-    from optsched.placement.place import place
+    from optsched.placement.run import place
 
     inst = batch_instance(n_jobs=6, busy={"h0/g0", "h0/g1"})
     a = place(inst, "gga", seed=3)
@@ -353,7 +352,7 @@ def test_link_contention_weights_pairs_by_the_flows_on_the_worker_link():
     # j1's worker moves to h1: 3 flows there; j0's pairs at distance 1, j1's (other rack) 4
     both = {**p_ww, ("j1", "w0"): "h1"}
     assert placement_cost(inst, both, contended).network == 2 * 3 + 3 * 4
-    from optsched.placement.place import place
+    from optsched.placement.run import place
 
     with pytest.raises(InputError, match="contention"):
         place(inst, "cpsat", params={"cost": "code", "contention": "1"})

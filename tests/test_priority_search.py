@@ -15,9 +15,10 @@ from optsched.heuristics.priority_search import _Decoder, _move, smith_prioritie
 from optsched.instance import GPU, Instance, Job
 from optsched.result import OPTIMAL_TOL
 from optsched.testing import assert_schedule, instances
+from tests.conftest import n_examples
 
 
-@settings(deadline=None, max_examples=40)
+@settings(deadline=None, max_examples=n_examples(40))
 @given(instances(max_jobs=4, integer=True), st.integers(0, 3),
        st.sampled_from(["auto", "reserve", "greedy"]))
 def test_checker_clean_and_above_the_optimum(instance, seed, decoder):
@@ -33,7 +34,7 @@ def test_checker_clean_and_above_the_optimum(instance, seed, decoder):
         assert result.objective >= optimum.objective * (1 - OPTIMAL_TOL)
 
 
-@settings(deadline=None, max_examples=40)
+@settings(deadline=None, max_examples=n_examples(40))
 @given(st.integers(0, 10**6), st.sampled_from(["relaxed", "gang"]), st.booleans())
 def test_incremental_evaluation_equals_a_full_decode(seed, mode, reserve):
     inst = generate(GeneratorSpec(jobs=12, gpus=6, gpu_types=3, hosts=2, load=3.0),

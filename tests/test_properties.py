@@ -8,7 +8,7 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from optsched import GeneratorSpec, Schedule, Task, check, generate, solve
-from optsched.exact.bounds import critical_path_bound
+from optsched.critical_path import critical_path_bound
 from optsched.io import instance_from_dict, instance_to_dict, schedule_from_dict
 from optsched.testing import instances
 

@@ -462,8 +462,8 @@ def test_bench_run_refuses_bad_parameter_values_before_running(tmp_path):
 def test_a_plugin_input_error_is_named_and_kept_to_one_short_line():
     """A plug-in building a malformed Schedule (here: tasks passed as the mode) gets its
     name in the message, and a huge message is cut to one line of 500 characters."""
+    from optsched.registry import register
     from optsched.schedule import Schedule, Task
-    from optsched.solve import register
 
     @register("test-malformed", description="passes tasks as the mode", replace=True)
     def malformed(instance, context):
@@ -653,7 +653,7 @@ def test_every_thread_count_of_every_method_is_bounded():
     """Whatever declares it (a plug-in too), a ``workers`` or ``threads`` count takes
     MAX_THREADS and refuses one more before any work."""
     from optsched.options import MAX_THREADS
-    from optsched.solve import methods
+    from optsched.registry import methods
 
     counted = 0
     for info in methods():

@@ -35,8 +35,9 @@ import os
 import sys
 import time
 
-from optsched.heuristics.list_scheduling import ect_schedule
-from optsched.solve import MethodOutput, register
+from optsched.ect import ect_schedule
+from optsched.contracts import MethodOutput
+from optsched.registry import register
 
 
 @register("rb-exit", description="sys.exit on 3-job instances", replace=True)
@@ -63,6 +64,18 @@ def rb_slow(instance, context):
 def rb_hang(instance, context):
     while instance.n_jobs == 3:
         time.sleep(1)
+    return MethodOutput(schedule=ect_schedule(instance))
+
+
+@register("rb-gate", description="ECT; every run but the first waits for a file 'open' beside "
+          "this module", replace=True)
+def rb_gate(instance, context):
+    here = os.path.dirname(os.path.abspath(__file__))
+    try:  # the first run (in any worker) creates 'first' and returns at once
+        os.close(os.open(os.path.join(here, "first"), os.O_CREAT | os.O_EXCL | os.O_WRONLY))
+    except FileExistsError:
+        while not os.path.exists(os.path.join(here, "open")):
+            time.sleep(0.05)
     return MethodOutput(schedule=ect_schedule(instance))
 
 
@@ -444,7 +457,7 @@ def test_methods_that_exit_or_return_non_json_are_error_records(tiny, tmp_path, 
 
 
 def test_execute_records_base_exceptions(tiny):
-    from optsched.solve import register
+    from optsched.registry import register
 
     class Custom(BaseException):
         pass
@@ -481,13 +494,15 @@ def test_a_second_writer_on_one_records_file_is_refused(tmp_path):
 @pytest.mark.skipif(not LINUX, reason="inspects /proc")
 def test_second_runner_refused_then_sigterm_stops_cleanly(tiny, tmp_path, plugins):
     """Runner A holds the records file; B is refused at once; SIGTERM stops A like Ctrl-C:
-    exit 143, finished runs kept, workers gone, lock released; a resumed run completes."""
+    exit 143, finished runs kept, workers gone, lock released; a resumed run completes.
+    rb-gate keeps A running until the test opens its gate: after A's first record every
+    other run waits, so B and the signal find A still at work however slow the machine."""
     records = tmp_path / "r.jsonl"
-    args = ["--method", "rb-slow", "--mode", "relaxed", "--mode", "gang", "--seeds", "0",
+    args = ["--method", "rb-gate", "--mode", "relaxed", "--mode", "gang", "--seeds", "0",
             "1", "--workers", "2"]
     runner = start_runner(records, tiny, plugins, *args)
     try:
-        wait_records(records)
+        wait_records(records)  # the first run is recorded; the others wait at the gate
         workers = children(runner.pid)
         assert workers
         second = cli("--plugin", "rbplug", "bench", "run", str(tiny), "--records",
@@ -502,13 +517,14 @@ def test_second_runner_refused_then_sigterm_stops_cleanly(tiny, tmp_path, plugin
     assert "Traceback" not in err
     finished = len(load_records(records))
     assert f"{finished} runs finished" in out
-    assert 1 <= finished < 16
+    assert finished == 1  # the run before the gate
     assert wait_gone(workers) == [] and holders(records) == []
+    (plugins / "open").touch()  # the gate opens for the resumed run
     done = cli("--plugin", "rbplug", "bench", "run", str(tiny), "--records", str(records),
                *args, extra_path=plugins)
     assert done.returncode == 0, done.stderr
     assert f"{finished} already recorded" in done.stdout
-    exactly_once(records, tiny, "rb-slow", modes=("relaxed", "gang"), seeds=(0, 1))
+    exactly_once(records, tiny, "rb-gate", modes=("relaxed", "gang"), seeds=(0, 1))
 
 
 @pytest.mark.skipif(not LINUX, reason="inspects /proc")

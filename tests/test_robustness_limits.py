@@ -12,8 +12,10 @@ import pytest
 
 from optsched import Status, check, solve
 from optsched.cli import main
+from optsched.critical_path import critical_path_bound
+from optsched.ect import ect_schedule
 from optsched.errors import InputError
-from optsched.exact.bounds import critical_path_bound, solve_time_indexed_lp
+from optsched.exact.bounds import solve_time_indexed_lp
 from optsched.exact.hare_relaxation import solve_hare_relaxation
 from optsched.generate import (
     GeneratorSpec,
@@ -22,11 +24,10 @@ from optsched.generate import (
     generate,
     generate_hare,
 )
-from optsched.heuristics.list_scheduling import ect_schedule
 from optsched.io import instance_to_dict, write_json
 
 #: Seconds a method may run past its limit in these tests (the goal is far less: see the
-#: measurements in optsched/exact/budget.py).
+#: measurements in optsched/budget.py).
 MARGIN = 10.0
 
 #: The 4-job instance of the report: `optsched gen --seed 1 --jobs 4`; its time-indexed LP at
@@ -176,7 +177,7 @@ def test_a_time_unit_too_fine_for_the_grid_is_refused():
 
 def test_placement_methods_honour_their_time_limit():
     from optsched.placement.generate import PlacementSpec, generate_placement
-    from optsched.placement.place import place
+    from optsched.placement.run import place
 
     inst = generate_placement(PlacementSpec(jobs=40, hosts=40, gpus_per_host=4,
                                             hosts_per_rack=4, workers=(1, 3)), 0)

@@ -11,9 +11,9 @@ from types import SimpleNamespace
 import numpy as np
 import pytest
 
+from optsched.budget import Budget, OutOfTime
 from optsched.errors import InputError
 from optsched.exact.bounds import MAX_INTERVALS, _intervals
-from optsched.exact.budget import Budget, OutOfTime
 from optsched.generate import GeneratorSpec, generate
 from optsched.heuristics.hare import HareLpOptions
 from optsched.placement.generate import PlacementSpec, generate_placement
@@ -21,7 +21,7 @@ from optsched.placement.model import (
     placement_instance_from_dict,
     placement_instance_to_dict,
 )
-from optsched.placement.place import place
+from optsched.placement.run import place
 from optsched.result import Status
 from optsched.schedule import Schedule, Task
 from optsched.solve import solve

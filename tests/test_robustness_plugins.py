@@ -21,20 +21,15 @@ from pathlib import Path
 import pytest
 
 from optsched.cli import main
-from optsched.errors import InputError, UnknownNameError
-from optsched.solve import (
-    MethodError,
-    MethodOutput,
-    check_bound,
-    get_method,
-    load_plugin,
-    register,
-    solve,
-)
+from optsched.contracts import MethodOutput
+from optsched.errors import InputError, MethodError, UnknownNameError
+from optsched.registry import get_method, load_plugin, register
+from optsched.runtime import check_bound
+from optsched.solve import solve
 from tests.test_solve import TINY
 
 ROOT = Path(__file__).resolve().parents[1]
-solve_module = importlib.import_module("optsched.solve")  # the module, not the function
+registry = importlib.import_module("optsched.registry")
 
 #: A solve plug-in whose methods misbehave in every way the CLI must survive.
 METHODS = '''
@@ -43,8 +38,9 @@ from dataclasses import dataclass
 from pathlib import Path
 from optsched.options import Options, text
 from optsched.errors import InputError
-from optsched.heuristics.list_scheduling import ect_schedule
-from optsched.solve import MethodOutput, register
+from optsched.ect import ect_schedule
+from optsched.contracts import MethodOutput
+from optsched.registry import register
 
 @register("pl-raise", description="raises")
 def raise_(instance, context):
@@ -100,7 +96,7 @@ class MarkerOptions(Options):
 
 @register("pl-sleep", description="writes a marker, then sleeps", options=MarkerOptions)
 def sleep(instance, context):
-    Path(context.options_as(MarkerOptions).marker).write_text("started")
+    Path(context.options.marker).write_text("started")
     time.sleep(30)
     return MethodOutput()
 '''
@@ -147,7 +143,7 @@ def one_line_error(proc: subprocess.CompletedProcess[str], code: int) -> str:
     ("raise KeyboardInterrupt", "KeyboardInterrupt"),
     ("import optsched_no_such_dependency", "ModuleNotFoundError: No module named "
                                            "'optsched_no_such_dependency'"),
-    ("from optsched.solve import register\n"
+    ("from optsched import register\n"
      "register('ect', description='clash')(lambda i, c: None)",
      "InputError: a solve method named 'ect' is already registered"),
 ])
@@ -171,8 +167,9 @@ def test_a_plugin_file_and_a_module_in_the_current_directory_both_load(plugins, 
     sub = tmp_path / "elsewhere"
     sub.mkdir()
     (sub / "my_ect.py").write_text(textwrap.dedent('''
-        from optsched.heuristics.list_scheduling import ect_schedule
-        from optsched.solve import MethodOutput, register
+        from optsched.ect import ect_schedule
+        from optsched.contracts import MethodOutput
+        from optsched.registry import register
         @register("my-ect", description="ECT, as a plug-in file")
         def my_ect(instance, context):
             return MethodOutput(schedule=ect_schedule(instance))
@@ -193,7 +190,8 @@ def test_a_plugin_file_and_a_module_in_the_current_directory_both_load(plugins, 
 
 def test_a_failed_import_leaves_no_method_registered(tmp_path, monkeypatch):
     (tmp_path / "pl_half.py").write_text(textwrap.dedent('''
-        from optsched.solve import MethodOutput, register
+        from optsched.contracts import MethodOutput
+        from optsched.registry import register
         @register("pl-half", description="registered, then the import fails")
         def half(instance, context):
             return MethodOutput()
@@ -212,14 +210,14 @@ def test_a_broken_entry_point_is_bad_input_naming_it(tmp_path, monkeypatch):
     (tmp_path / "pl_ep.py").write_text("raise ImportError('needs libfoo')\n")
     monkeypatch.syspath_prepend(str(tmp_path))
     broken = EntryPoint(name="foo", value="pl_ep", group="optsched.methods")
-    monkeypatch.setattr(solve_module, "entry_points", lambda group: [broken])
-    monkeypatch.setattr(solve_module, "_loaded", False)
+    monkeypatch.setattr(registry, "entry_points", lambda group: [broken])
+    monkeypatch.setattr(registry, "_loaded", set(registry._loaded) - {"plugins"})
     with pytest.raises(InputError, match=r"entry point 'foo' \(pl_ep\).*ImportError: needs "
                                          "libfoo"):
         get_method("ect")
     with pytest.raises(InputError, match="entry point 'foo'"):  # reported again, not skipped
         get_method("ect")
-    monkeypatch.setattr(solve_module, "entry_points", lambda group: [])
+    monkeypatch.setattr(registry, "entry_points", lambda group: [])
     assert get_method("ect").name == "ect"
 
 
@@ -293,8 +291,8 @@ def test_a_genuine_ctrl_c_still_aborts(plugins):
 def test_simulate_and_place_plugins_are_named(plugins):
     (plugins / "pl_other.py").write_text(textwrap.dedent('''
         import math
-        from optsched.placement.place import PlaceOutput
-        from optsched.solve import register
+        from optsched.contracts import PlaceOutput
+        from optsched.registry import register
 
         @register("pl-policy", kind="simulate", description="cannot be built")
         def policy(options, seed):
@@ -344,7 +342,8 @@ def test_loading_a_plugin_file_twice_is_a_no_op(tmp_path):
     methods are not registered twice."""
     path = tmp_path / "pl_twice.py"
     path.write_text(textwrap.dedent('''
-        from optsched.solve import MethodOutput, register
+        from optsched.contracts import MethodOutput
+        from optsched.registry import register
         @register("pl-twice", description="registered once")
         def once(instance, context):
             return MethodOutput()
@@ -360,4 +359,4 @@ def test_loading_a_plugin_file_twice_is_a_no_op(tmp_path):
             load_plugin(str(other / "pl_twice.py"))
     finally:
         sys.modules.pop("pl_twice", None)
-        solve_module._REGISTRY.pop(("solve", "pl-twice"), None)
+        registry._REGISTRY.pop(("solve", "pl-twice"), None)

@@ -19,8 +19,8 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from optsched.online.baselines import FIFO, SRTF, AlloX, FIFORandom, Homo, Tiresias
-from optsched.online.policies import HLAS, quantile_thresholds
-from optsched.online.simulator import SizeDistribution, simulate
+from optsched.online.hlas import HLAS, quantile_thresholds
+from optsched.online.simulator import SizeDistribution, run_simulation
 from optsched.testing import instances
 
 
@@ -279,7 +279,8 @@ def _tasks(sim):
 
 
 def _same(inst, fast, plain, **options):
-    assert _tasks(simulate(inst, fast, **options)) == _tasks(simulate(inst, plain, **options))
+    assert _tasks(run_simulation(inst, fast, **options)) == \
+        _tasks(run_simulation(inst, plain, **options))
 
 
 OPTIONS = st.sampled_from([{}, {"tick": 2.5, "event_driven": False}, {"tick": 1.5},

@@ -7,11 +7,11 @@ from dataclasses import dataclass
 import pytest
 
 from optsched import MethodOutput, Schedule, Status, Task, register, solve
+from optsched.critical_path import critical_path, critical_path_bound, round_lower_bound
 from optsched.errors import InputError, OptschedError, UnknownNameError
-from optsched.exact.bounds import critical_path, critical_path_bound, round_lower_bound
 from optsched.io import load_instance
 from optsched.options import Options, count
-from optsched.solve import get_method, methods
+from optsched.registry import get_method, methods
 from tests.conftest import EXAMPLES
 from tests.test_check import TINY
 
@@ -71,7 +71,7 @@ def test_user_plugins_register_and_are_checked():
               options=KnobOptions, replace=True)
     def relaxed_only(instance, context):
         return MethodOutput(status=Status.UNKNOWN,
-                            extra={"echo": context.options_as(KnobOptions).k})
+                            extra={"echo": context.options.k})
 
     result = solve(TINY, "test-relaxed-only", params={"k": "3"})
     assert result.status is Status.UNKNOWN and result.schedule is None
@@ -102,7 +102,7 @@ def test_infeasible_output_is_a_bug_not_a_result():
 def test_bound_above_objective_is_a_bug():
     @register("test-overclaim", description="claims too high a bound", replace=True)
     def overclaim(instance, context):
-        from optsched.heuristics.list_scheduling import ect_schedule
+        from optsched.ect import ect_schedule
         return MethodOutput(schedule=ect_schedule(instance), bound=1e9)
 
     with pytest.raises(OptschedError, match="exceeds the checked objective"):

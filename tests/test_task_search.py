@@ -11,16 +11,17 @@ from hypothesis import strategies as st
 
 from optsched import GeneratorSpec, generate, solve
 from optsched.check import check
-from optsched.heuristics.list_scheduling import ect_schedule
+from optsched.ect import ect_schedule
 from optsched.heuristics.task_moves import SequenceSchedule
 from optsched.instance import GPU, Instance, Job
 from optsched.io import instance_from_dict, instance_to_dict
 from optsched.result import OPTIMAL_TOL
 from optsched.schedule import Schedule, Task
 from optsched.testing import assert_schedule, instances
+from tests.conftest import n_examples
 
 
-@settings(deadline=None, max_examples=40)
+@settings(deadline=None, max_examples=n_examples(40))
 @given(instances(max_jobs=4, integer=True), st.integers(0, 3))
 def test_checker_clean_and_between_the_optimum_and_ect(instance, seed):
     optimum = solve(instance, "cpsat", time_limit=20)
@@ -46,7 +47,7 @@ def _random_move(state: SequenceSchedule, rng: np.random.Generator) -> float | N
         return None
 
 
-@settings(deadline=None, max_examples=25)
+@settings(deadline=None, max_examples=n_examples(25))
 @given(st.integers(0, 10**6), st.sampled_from(["relaxed", "gang"]))
 def test_incremental_evaluation_equals_a_full_evaluation(seed, mode):
     inst = generate(GeneratorSpec(jobs=12, gpus=6, gpu_types=2, hosts=2, load=3.0),

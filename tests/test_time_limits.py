@@ -17,14 +17,21 @@ import pytest
 
 import optsched.exact.highs as highs
 from optsched import GeneratorSpec, generate, solve
+from optsched.budget import (
+    EXACT_TIME_LIMIT,
+    MIN_METHOD_SECONDS,
+    OutOfTime,
+    method_share,
+    solve_stoppable,
+)
 from optsched.check import check
-from optsched.exact.budget import MIN_METHOD_SECONDS, OutOfTime, solve_stoppable
+from optsched.ect import ect_schedule, evaluate, incumbent
 from optsched.exact.capacity import MAX_INTERVALS, capacity_bound, capacity_lp_size
-from optsched.heuristics.list_scheduling import ect_schedule, evaluate, incumbent
 from optsched.heuristics.priority_search import CHECK_EVERY, _Decoder, smith_priorities
 from optsched.placement import generate_placement, place
 from optsched.placement.generate import PlacementSpec
-from optsched.solve import EXACT_TIME_LIMIT, ProgressLine, get_method, method_share, methods
+from optsched.registry import get_method, methods
+from optsched.runtime import ProgressLine
 
 
 @pytest.fixture(scope="module")
@@ -179,8 +186,8 @@ def test_a_result_that_cannot_be_checked_in_time_after_a_ctrl_c_is_exit_130(smal
     """Stopped by a Ctrl-C, a method's schedule is checked only when that ends the run
     within CTRL_C_SECONDS of the signal; else the run ends at once (KeyboardInterrupt)."""
     _interrupt_waits(monkeypatch)
-    solve_module = importlib.import_module("optsched.solve")  # optsched.solve: the function
-    monkeypatch.setattr(solve_module, "check_seconds", lambda instance: 5.0)
+    monkeypatch.setattr(importlib.import_module("optsched.runtime"), "check_seconds",
+                        lambda instance: 5.0)
     with pytest.raises(KeyboardInterrupt):
         solve(small, "lp-bound", time_limit=30)
 

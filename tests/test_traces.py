@@ -8,7 +8,7 @@ from hypothesis import strategies as st
 
 from optsched import check
 from optsched.errors import InputError
-from optsched.online.run import run_policy
+from optsched.online.run import simulate
 from optsched.traces import (
     STEP_TOLERANCE,
     TraceMapping,
@@ -106,10 +106,10 @@ def test_traces_simulate_and_check():
     for name in ("gavel10.trace", "msr7.trace", "tiresias.csv", "philly.csv"):
         inst = trace_instance(read_trace(TRACES / name), parse_cluster("V100:4,K80:4"),
                               TraceMapping(quantum=600))
-        result = run_policy(inst, "hlas")
+        result = simulate(inst, "hlas")
         sim = result.simulation
         assert check(sim.instance, result.schedule).feasible
-        gang = run_policy(inst.with_mode("gang"), "tiresias")
+        gang = simulate(inst.with_mode("gang"), "tiresias")
         assert gang.objective >= gang.extra["bound_critical_path"]
 
 

@@ -9,21 +9,44 @@ updating the manifest's best objective and bound; :func:`write_report` writes ga
 :func:`verify` checks a submitted solution against a set's best known values.
 """
 
-from optsched.bench.frame import to_frame as to_frame
-from optsched.bench.grid import Grid as Grid
-from optsched.bench.grid import generate_set as generate_set
-from optsched.bench.grid import load_grid as load_grid
-from optsched.bench.manifest import Manifest as Manifest
-from optsched.bench.records import load_records as load_records
-from optsched.bench.report import gap_rows as gap_rows
-from optsched.bench.report import write_report as write_report
-from optsched.bench.runner import Run as Run
-from optsched.bench.runner import RunInterrupted as RunInterrupted
-from optsched.bench.runner import Summary as Summary
-from optsched.bench.runner import plan as plan
-from optsched.bench.runner import run_benchmark as run_benchmark
-from optsched.bench.verify import Verification as Verification
-from optsched.bench.verify import verify as verify
+from typing import TYPE_CHECKING
+
+from optsched._exports import lazy_exports
+
+if TYPE_CHECKING:
+    from optsched.bench.frame import to_frame as to_frame
+    from optsched.bench.grid import Grid as Grid
+    from optsched.bench.grid import generate_set as generate_set
+    from optsched.bench.grid import load_grid as load_grid
+    from optsched.bench.manifest import Manifest as Manifest
+    from optsched.bench.records import load_records as load_records
+    from optsched.bench.report import gap_rows as gap_rows
+    from optsched.bench.report import write_report as write_report
+    from optsched.bench.runner import Run as Run
+    from optsched.bench.runner import RunInterrupted as RunInterrupted
+    from optsched.bench.runner import Summary as Summary
+    from optsched.bench.runner import plan as plan
+    from optsched.bench.runner import run_benchmark as run_benchmark
+    from optsched.bench.verify import Verification as Verification
+    from optsched.bench.verify import verify as verify
+
+lazy_exports(__name__, {
+    "to_frame": "optsched.bench.frame",
+    "Grid": "optsched.bench.grid",
+    "generate_set": "optsched.bench.grid",
+    "load_grid": "optsched.bench.grid",
+    "Manifest": "optsched.bench.manifest",
+    "load_records": "optsched.bench.records",
+    "gap_rows": "optsched.bench.report",
+    "write_report": "optsched.bench.report",
+    "Run": "optsched.bench.runner",
+    "RunInterrupted": "optsched.bench.runner",
+    "Summary": "optsched.bench.runner",
+    "plan": "optsched.bench.runner",
+    "run_benchmark": "optsched.bench.runner",
+    "Verification": "optsched.bench.verify",
+    "verify": "optsched.bench.verify",
+})
 
 __all__ = [
     "Grid",

@@ -64,7 +64,8 @@ from optsched.generate import (
     generate_hare,
     generate_liquid,
 )
-from optsched.io import instance_to_dict, read_json, write_json
+from optsched.io import instance_to_dict, write_json
+from optsched.jsonfile import read_json
 from optsched.limits import MAX_SEED, MAX_TASKS, check_seed, is_bounded
 from optsched.placement.generate import PlacementSpec, generate_placement
 from optsched.placement.model import PlacementInstance, placement_instance_to_dict

@@ -31,7 +31,8 @@ from pathlib import Path, PurePosixPath
 from typing import Any
 
 from optsched.errors import InputError
-from optsched.io import read_json, write_json
+from optsched.io import write_json
+from optsched.jsonfile import read_json
 from optsched.limits import MAX_VALUE, is_number
 from optsched.result import OPTIMAL_TOL
 

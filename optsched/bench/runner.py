@@ -1,7 +1,7 @@
 """The resumable benchmark runner: methods × instances × modes × seeds.
 
 Each run solves one instance with one method through :func:`optsched.solve`, or simulates an
-online policy (a ``simulate`` method) through :func:`optsched.online.run.run_policy` — either
+online policy (a ``simulate`` method) through :func:`optsched.online.run.simulate` — either
 way every schedule is checked — and yields one record, appended to a JSON-lines file as soon
 as it ends. Runs execute in local processes by default, or on a Dask distributed cluster given
 its scheduler address (the ``dask`` extra); the records are the same either way, up to the
@@ -72,16 +72,19 @@ from optsched.bench.records import (
     run_key,
     versions,
 )
+from optsched.budget import check_time_limit
 from optsched.errors import InputError, UnknownNameError
-from optsched.io import instance_from_dict, read_json
+from optsched.io import instance_from_dict
+from optsched.jsonfile import read_json
 from optsched.limits import check_seed
-from optsched.online.run import run_policy
+from optsched.online.run import simulate
 from optsched.output import json_text
 from optsched.placement.model import INSTANCE_FORMAT as PLACEMENT_INSTANCE_FORMAT
 from optsched.placement.model import placement_instance_from_dict
-from optsched.placement.place import place
+from optsched.placement.run import place
+from optsched.registry import Kind, MethodInfo, get_method, load_plugin
 from optsched.result import Result
-from optsched.solve import MethodInfo, check_time_limit, get_method, load_plugin, solve
+from optsched.solve import solve
 
 #: Signals that stop the runner cleanly.
 STOP_SIGNALS = (signal.SIGINT, signal.SIGTERM)
@@ -125,6 +128,8 @@ class Run:
     params: Mapping[str, str]
     time_limit: float | None
     plugins: tuple[str, ...] = ()
+    #: The method's kind: which verb runs it.
+    kind: Kind = "solve"
 
     @property
     def key(self) -> str:
@@ -196,7 +201,7 @@ def plan(
     does not support (given, or an instance's own), unknown parameters, a time limit that is
     not a finite number > 0, seeds outside [0, MAX_SEED], a method, mode or seed given twice,
     an instance file that is missing or does not parse, a parameter value the method's options
-    refuse (:meth:`~optsched.solve.MethodInfo.parse_options`; checks against an instance,
+    refuse (:meth:`~optsched.registry.MethodInfo.parse_options`; checks against an instance,
     such as a ``time_unit`` coarser than its tasks, happen when the run starts and are
     recorded), an ``only`` that matches no instance.
     """
@@ -239,8 +244,10 @@ def plan(
                     for data in instances.values())
     own_modes = {data.get("mode", "relaxed") for data in instances.values()}
     canonical = {}  # per method: the options as a Result records them (one key per setting)
+    kinds: dict[str, Kind] = {}
     for method in methods:
         info = _method(method, placement)
+        kinds[method] = info.kind
         canonical[method] = info.parse_options(params).to_params(list(params))
         for mode in () if placement else modes or sorted(own_modes):
             info.check_mode(mode)
@@ -250,15 +257,17 @@ def plan(
         for mode in ["placement"] if placement else modes or [data.get("mode", "relaxed")]:
             for method in methods:
                 runs.extend(Run(name, data, entry.get("cell", {}), entry.get("seed"), method,
-                                mode, seed, canonical[method], time_limit, tuple(plugins))
+                                mode, seed, canonical[method], time_limit, tuple(plugins),
+                                kinds[method])
                             for seed in seeds)
     return runs
 
 
-def _method(name: str, placement: bool = False) -> MethodInfo:
+def _method(name: str, placement: bool = False) -> MethodInfo[Any]:
     """The ``place`` method ``name`` for placement instances; otherwise the ``solve``
     method, else the ``simulate`` method (online policy) ``name``."""
-    for kind in ("place",) if placement else ("solve", "simulate"):
+    kinds: tuple[Kind, ...] = ("place",) if placement else ("solve", "simulate")
+    for kind in kinds:
         try:
             return get_method(name, kind)
         except UnknownNameError:
@@ -305,14 +314,13 @@ def execute(run: Run) -> dict[str, Any]:
     try:
         for module in run.plugins:
             load_plugin(module)
-        kind = "place" if run.mode == "placement" else _method(run.method).kind
         result: Result[Any]
-        if kind == "place":
+        if run.kind == "place":
             result = place(placement_instance_from_dict(run.instance_data), run.method,
                            seed=run.seed, time_limit=run.time_limit, params=run.params)
-        elif kind == "simulate":  # online policy: one simulation
-            result = run_policy(instance_from_dict(run.instance_data).with_mode(run.mode),
-                                run.method, params=run.params, seed=run.seed)
+        elif run.kind == "simulate":  # online policy: one simulation
+            result = simulate(instance_from_dict(run.instance_data).with_mode(run.mode),
+                              run.method, params=run.params, seed=run.seed)
         else:
             result = solve(instance_from_dict(run.instance_data), run.method, mode=run.mode,
                            time_limit=run.time_limit, seed=run.seed, params=run.params)

@@ -41,7 +41,10 @@ from optsched.cli.common import (
     process_started,
 )
 from optsched.errors import InputError
-from optsched.solve import load_plugin
+
+# NumPy's BLAS on one thread unless the environment says otherwise: starting its thread pool
+# costs more CPU than any command gains from it (no method relies on dense linear algebra).
+os.environ.setdefault("OPENBLAS_NUM_THREADS", "1")
 
 COMMANDS = (check, solve, simulate, place, estimate, methods, gen, plot, workloads, demo,
             bench)
@@ -126,12 +129,12 @@ def main(argv: Sequence[str] | None = None) -> int:
     common.started = (process_started() if argv is None else None) or time.perf_counter()
     code = _main(argv)
     if argv is None:
-        from optsched.exact.highs import exit_if_abandoned
-
         # the work is done and its output written: a Ctrl-C now would only turn the exit
         # code into a traceback-less death by SIGINT
         signal.signal(signal.SIGINT, signal.SIG_IGN)
-        exit_if_abandoned(code)
+        highs = sys.modules.get("optsched.exact.highs")  # not imported: no HiGHS solve ran
+        if highs is not None:
+            highs.exit_if_abandoned(code)
     return code
 
 
@@ -147,8 +150,11 @@ def _main(argv: Sequence[str] | None) -> int:
     except SystemExit as exc:  # usage error (one line, exit 2), --help or --version
         return exc.code if isinstance(exc.code, int) else EXIT_BAD_INPUT
     try:
-        for module in args.plugin:
-            load_plugin(module)
+        if args.plugin:
+            from optsched.registry import load_plugin
+
+            for module in args.plugin:
+                load_plugin(module)
         code: int = args.func(args)
         return code
     except InputError as exc:

@@ -4,9 +4,8 @@ placements alike (the reader dispatches on the instance file's format)."""
 from __future__ import annotations
 
 import argparse
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-from optsched.check import check
 from optsched.cli.common import (
     EXIT_NEGATIVE,
     EXIT_OK,
@@ -15,13 +14,9 @@ from optsched.cli.common import (
     print_json,
     print_verdict,
 )
-from optsched.io import load_any, load_schedule
-from optsched.placement import (
-    CostModel,
-    PlacementInstance,
-    check_placement,
-    load_placement,
-)
+
+if TYPE_CHECKING:
+    from optsched.placement import PlacementInstance
 
 
 def add_parser(sub: Any) -> None:
@@ -33,6 +28,10 @@ def add_parser(sub: Any) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
+    from optsched.check import check
+    from optsched.io import load_any, load_schedule
+    from optsched.placement import PlacementInstance
+
     instance = load_any(args.instance)
     if isinstance(instance, PlacementInstance):
         return _placement(args, instance)
@@ -46,6 +45,8 @@ def run(args: argparse.Namespace) -> int:
 
 
 def _placement(args: argparse.Namespace, instance: PlacementInstance) -> int:
+    from optsched.placement import CostModel, check_placement, load_placement
+
     placement = load_placement(args.schedule)
     report = check_placement(instance, placement)
     code = check_placement(instance, placement, CostModel("code")).cost

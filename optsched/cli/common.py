@@ -125,7 +125,7 @@ def print_result(result: Result, online: bool = False) -> None:
         source = {"method": "the method's certified bound",
                   "critical_path": "critical path"}.get(result.extra.get("bound_source", ""))
         print(f"bound      {fmt(result.bound)}" + (f"  ({source})" if source else ""))
-        if result.mode == "placement":  # a cost can be negative: no ratio
+        if result.kind == "place":  # a cost can be negative: no ratio
             print(f"gap        {fmt(result.absolute_gap)}  (cost − bound)")
         else:
             gap, absolute = result.gap, result.absolute_gap

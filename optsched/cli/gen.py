@@ -6,17 +6,17 @@ import argparse
 from dataclasses import MISSING, fields
 from typing import Any
 
-from optsched.bench.grid import FAMILIES, family_instance
 from optsched.cli.common import EXIT_OK, print_json, seed
-from optsched.generate import HARE_TASKS_PER_JOB
-from optsched.io import instance_to_dict, write_json
 from optsched.output import output_target
+
+#: The generator families (:data:`optsched.bench.grid.FAMILIES`, imported only when used).
+FAMILY_NAMES = ("exact", "hare", "placement", "liquid")
 
 
 def add_parser(sub: Any) -> None:
     p = sub.add_parser("gen", help="generate a random instance")
     p.add_argument("--seed", type=seed, required=True, help="the instance's seed")
-    p.add_argument("--family", choices=tuple(FAMILIES),
+    p.add_argument("--family", choices=FAMILY_NAMES,
                    default="exact",
                    help="exact: the exact-solver family (default); hare: the Hare paper's "
                         "simulation setting (160 GPUs, 300 jobs, ~50,000 tasks); placement: "
@@ -80,12 +80,23 @@ def add_parser(sub: Any) -> None:
     p.add_argument("--topology", action="store_true", default=None,
                    help="build a tree topology of the hosts instead of a GPU list")
     p.set_defaults(func=run)
-    _state_defaults(p)
+    helpless = p.format_help
+
+    def format_help() -> str:  # the families' defaults, read from their specs when shown
+        _state_defaults(p)
+        return helpless()
+
+    p.format_help = format_help
 
 
 def _state_defaults(p: Any) -> None:
     """Append to each option's help the families that take it and their defaults (which
-    live in the families' specs, not in the parser)."""
+    live in the families' specs, not in the parser); once."""
+    from optsched.bench.grid import FAMILIES
+
+    if getattr(p, "_defaults_stated", False):
+        return
+    p._defaults_stated = True
     for action in p._actions:
         if not isinstance(action, argparse._StoreAction) or action.dest in ("seed", "name",
                                                                             "out", "family"):
@@ -111,7 +122,11 @@ def _state_defaults(p: Any) -> None:
         action.help = f"{action.help} ({'; '.join(said)})" if action.help else \
             "; ".join(said)
 
+
 def run(args: argparse.Namespace) -> int:
+    from optsched.bench.grid import FAMILIES, family_instance
+    from optsched.generate import HARE_TASKS_PER_JOB
+    from optsched.io import instance_to_dict, write_json
     from optsched.placement.model import placement_instance_to_dict
 
     if args.out is not None:

@@ -7,7 +7,6 @@ import argparse
 from typing import Any
 
 from optsched.cli.common import EXIT_OK, add_json, print_json
-from optsched.solve import KINDS, methods
 
 
 def add_parser(sub: Any) -> None:
@@ -17,6 +16,8 @@ def add_parser(sub: Any) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
+    from optsched.registry import KINDS, methods
+
     infos = methods()
     if args.json:
         print_json([{"kind": i.kind, "name": i.name,

@@ -19,7 +19,6 @@ from optsched.cli.common import (
     print_result,
 )
 from optsched.output import output_target
-from optsched.placement import load_placement_instance, place, save_placement
 
 
 def add_parser(sub: Any) -> None:
@@ -42,6 +41,8 @@ def add_parser(sub: Any) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
+    from optsched.placement import load_placement_instance, place, save_placement
+
     if args.out is not None:
         output_target(args.out, inputs=[args.instance])
     instance = load_placement_instance(args.instance)

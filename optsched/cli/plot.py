@@ -6,7 +6,6 @@ import argparse
 from typing import Any
 
 from optsched.cli.common import EXIT_OK
-from optsched.io import load_instance, load_schedule
 from optsched.output import output_target, write_outputs
 
 
@@ -20,6 +19,7 @@ def add_parser(sub: Any) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
+    from optsched.io import load_instance, load_schedule
     from optsched.plot import gantt_image, image_format
 
     output_target(args.out, inputs=[args.instance, args.schedule])

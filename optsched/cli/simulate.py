@@ -15,10 +15,7 @@ from optsched.cli.common import (
     print_json,
     print_result,
 )
-from optsched.io import instance_to_dict
-from optsched.online.run import run_policy
 from optsched.output import distinct_targets, json_text, output_target, write_outputs
-from optsched.traces import TraceMapping, load_workload
 
 
 def add_parser(sub: Any) -> None:
@@ -62,6 +59,10 @@ def add_parser(sub: Any) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
+    from optsched.io import instance_to_dict
+    from optsched.online.run import simulate
+    from optsched.traces import TraceMapping, load_workload
+
     params = parse_params(args.param)
     targets = [("--out", args.out), ("--realised", args.realised), ("--cdf", args.cdf)]
     for option, path in targets:
@@ -76,13 +77,13 @@ def run(args: argparse.Namespace) -> int:
                            seed=args.seed)
     instance, trace = load_workload(args.instance, cluster=args.cluster, mapping=mapping,
                                     trace_format=args.trace_format, mode=args.mode)
-    result = run_policy(
+    result = simulate(
    instance, args.policy, params=params, seed=args.seed,
    noise=args.noise, switch_cost=args.switch_cost, tick=args.tick,
    event_driven=not args.heartbeat, record=not args.no_record, progress=args.progress,
    stream_to=args.out if args.no_record else None)
     sim = result.simulation
-    assert sim is not None  # run_policy always returns its simulation
+    assert sim is not None  # simulate always returns its simulation
     outputs: list[tuple[str, str | bytes]] = []
     if args.out is not None and result.schedule is not None:
         outputs.append((args.out, json_text(result.schedule.to_dict())))

@@ -18,9 +18,7 @@ from optsched.cli.common import (
     print_result,
 )
 from optsched.errors import InputError
-from optsched.io import load_instance, load_schedule, save_schedule
 from optsched.output import distinct_targets, output_target
-from optsched.solve import solve
 
 
 def add_parser(sub: Any) -> None:
@@ -49,6 +47,9 @@ def add_parser(sub: Any) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
+    from optsched.io import load_instance, load_schedule, save_schedule
+    from optsched.solve import solve
+
     if args.export is not None and any(p.startswith("export=") for p in args.param):
         raise InputError("give the model file once: --export or --param export=...")
     for option, path in (("--out", args.out), ("--export", args.export)):

@@ -6,7 +6,6 @@ import argparse
 from typing import Any
 
 from optsched.cli.common import EXIT_OK, add_json, print_json
-from optsched.workloads import default_catalog
 
 
 def add_parser(sub: Any) -> None:
@@ -16,6 +15,8 @@ def add_parser(sub: Any) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
+    from optsched.workloads import default_catalog
+
     catalog = default_catalog()
     if args.json:
         print_json(catalog.to_dict())

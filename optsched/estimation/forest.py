@@ -33,7 +33,7 @@ from typing import Any
 import numpy as np
 
 from optsched.errors import InputError
-from optsched.estimation.runs import LABELS, Run
+from optsched.estimation.runs import LABELS, PastRun
 from optsched.instance import Instance
 from optsched.limits import check_seed
 from optsched.placement.model import PlacementInstance
@@ -78,10 +78,10 @@ class ResourceEstimator:
     labels: tuple[str, ...] = ()
     _fitted: dict[tuple[str | None, str], Any] = field(default_factory=dict, repr=False)
 
-    def _matrix(self, runs: Sequence[Run]) -> np.ndarray:
+    def _matrix(self, runs: Sequence[PastRun]) -> np.ndarray:
         return np.array([[r.features.get(k, 0.0) for k in self.features] for r in runs])
 
-    def fit(self, runs: Sequence[Run]) -> ResourceEstimator:
+    def fit(self, runs: Sequence[PastRun]) -> ResourceEstimator:
         """Train on ``runs`` (InputError: no run, an unknown model, a bad seed)."""
         if not runs:
             raise InputError("no run to train on")
@@ -91,7 +91,7 @@ class ResourceEstimator:
         self.features = tuple(sorted({k for r in runs for k in r.features}))
         self.labels = tuple(k for k in LABELS if all(k in r.labels for r in runs))
         self._fitted = {}
-        groups: dict[str | None, list[Run]] = {None: list(runs)}
+        groups: dict[str | None, list[PastRun]] = {None: list(runs)}
         for r in runs:
             groups.setdefault(r.job_type, []).append(r)
         for job_type, rows in groups.items():
@@ -102,7 +102,7 @@ class ResourceEstimator:
                 self._fitted[job_type, label] = reg
         return self
 
-    def predict(self, runs: Sequence[Run]) -> list[dict[str, float]]:
+    def predict(self, runs: Sequence[PastRun]) -> list[dict[str, float]]:
         """Predicted labels for each row (features and job type only are read); a prediction
         that is not finite (features far outside the training data) is an InputError naming
         the row's job and the label."""
@@ -168,7 +168,7 @@ def with_predictions(instance: Instance, estimator: ResourceEstimator) -> Instan
                     "worker_number": float(roles.count("worker")), "num_gpus": 1.0,
                     "role": 0.0, **{k: float(meta[k]) for k in ("batch_size", "num_batches")
                                     if k in meta}}
-        queries.append(Run(job.profile.model or "", "worker", features, {}, job.id))
+        queries.append(PastRun(job.profile.model or "", "worker", features, {}, job.id))
     jobs = []
     for job, prediction in zip(instance.jobs, estimator.predict(queries), strict=True):
         request = to_request(prediction)
@@ -189,7 +189,7 @@ class Score:
     r2: float
 
 
-def evaluate(runs: Sequence[Run], *, test_jobs: int = 50, step: int = 50,
+def evaluate(runs: Sequence[PastRun], *, test_jobs: int = 50, step: int = 50,
              models: Sequence[str] = MODELS, seed: int = 0,
              names: Mapping[str, str] | None = None) -> list[Score]:
     """The paper's protocol: jobs shuffled (seeded); the last ``test_jobs`` jobs test, the

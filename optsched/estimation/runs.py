@@ -42,7 +42,7 @@ from pathlib import Path
 import numpy as np
 
 from optsched.errors import InputError
-from optsched.io import read_text
+from optsched.jsonfile import read_text
 from optsched.limits import MAX_VALUE
 from optsched.output import write_file
 
@@ -67,7 +67,7 @@ _ROWS_PER_JOB, _BYTES_PER_JOB = 4.0, 590.0
 
 
 @dataclass(frozen=True)
-class Run:
+class PastRun:
     """One container's run: its job type, role, features and measured labels."""
 
     job_type: str
@@ -97,7 +97,7 @@ def _bad_number(value: float) -> bool:
     return not (math.isfinite(value) and abs(value) <= MAX_VALUE)
 
 
-def read_runs(path: str | Path) -> list[Run]:
+def read_runs(path: str | Path) -> list[PastRun]:
     """Read a runs CSV (see the module docstring); bad content is an :class:`InputError`
     naming the file, and the line and column where there is one."""
     name = str(path)
@@ -109,7 +109,7 @@ def read_runs(path: str | Path) -> list[Run]:
         raise InputError(f"{name}:{reader.line_num}: malformed CSV: {exc}") from None
 
 
-def _runs(name: str, reader: Iterator[list[str]]) -> list[Run]:
+def _runs(name: str, reader: Iterator[list[str]]) -> list[PastRun]:
     header = next(reader, None)
     if header is None:
         raise InputError(f"{name}: empty; a runs CSV needs a header with job_type and role, "
@@ -165,14 +165,14 @@ def _runs(name: str, reader: Iterator[list[str]]) -> list[Run]:
                                  f"{row[k]!r}")
             feats[k] = number
         feats["role"] = 1.0 if row["role"] == "ps" else 0.0
-        runs.append(Run(row["job_type"], row["role"], feats, values,
+        runs.append(PastRun(row["job_type"], row["role"], feats, values,
                         row.get("job") or f"row{line}"))
     if not runs:
         raise InputError(f"{name}: no rows after the header")
     return runs
 
 
-def runs_csv(runs: Iterable[Run], *, features: Sequence[str] | None = None,
+def runs_csv(runs: Iterable[PastRun], *, features: Sequence[str] | None = None,
              labels: Sequence[str] | None = None) -> tuple[bytes, int]:
     """The runs as UTF-8 CSV text and the number of rows. Columns: ``job``, ``job_type``,
     ``role``, ``features`` (default: every feature of the runs but ``role``, sorted), ``labels``
@@ -199,7 +199,7 @@ def runs_csv(runs: Iterable[Run], *, features: Sequence[str] | None = None,
     return data, count
 
 
-def write_runs(path: str | Path, runs: Iterable[Run], *,
+def write_runs(path: str | Path, runs: Iterable[PastRun], *,
                features: Sequence[str] | None = None,
                labels: Sequence[str] | None = None) -> int:
     """Write ``runs`` as a runs CSV (:func:`runs_csv`) atomically through
@@ -228,13 +228,13 @@ def check_synthetic(jobs: int, noise: float, *, jobs_name: str = "jobs",
                          f"got {noise!r}")
 
 
-def synthetic_runs(jobs: int, seed: int, noise: float = 0.1) -> list[Run]:
+def synthetic_runs(jobs: int, seed: int, noise: float = 0.1) -> list[PastRun]:
     """Rows for ``jobs`` synthetic jobs (one per container), seeded (:func:`iter_synthetic_runs`
     as a list)."""
     return list(iter_synthetic_runs(jobs, seed, noise))
 
 
-def iter_synthetic_runs(jobs: int, seed: int, noise: float = 0.1) -> Iterator[Run]:
+def iter_synthetic_runs(jobs: int, seed: int, noise: float = 0.1) -> Iterator[PastRun]:
     """The rows of :func:`synthetic_runs`, one at a time (arguments checked at the call:
     :func:`check_synthetic`; ``seed`` >= 0)."""
     check_synthetic(jobs, noise)
@@ -243,7 +243,7 @@ def iter_synthetic_runs(jobs: int, seed: int, noise: float = 0.1) -> Iterator[Ru
     return _synthetic(jobs, seed, noise)
 
 
-def _synthetic(jobs: int, seed: int, noise: float) -> Iterator[Run]:
+def _synthetic(jobs: int, seed: int, noise: float) -> Iterator[PastRun]:
     rng = np.random.default_rng(seed)
     types = list(SYNTHETIC_TYPES)
     for j in range(jobs):
@@ -271,5 +271,5 @@ def _synthetic(jobs: int, seed: int, noise: float) -> Iterator[Run]:
                     "gpu_util_std": 0.0 if role == "ps" else noisy(8 + batch / 8),
                     "gpu_mem": 0.0 if role == "ps" else noisy(mem0 + per_sample * batch),
                 }
-                yield Run(job_type, role, {**features, "role": float(role == "ps")}, labels,
+                yield PastRun(job_type, role, {**features, "role": float(role == "ps")}, labels,
                           f"j{j}")

@@ -1,7 +1,8 @@
-"""Certified lower bounds on Σ w_j C_j (models/critical-path-bound.md, time-indexed-lp.md,
-interval-lp.md).
+"""Certified lower bounds on Σ w_j C_j from LPs (models/time-indexed-lp.md, interval-lp.md),
+and the horizon and deadlines the exact models are built on.
 
-The critical path is closed-form; an LP bound counts only when HiGHS proves the LP optimal.
+An LP bound counts only when HiGHS proves the LP optimal. The closed-form critical path is
+:mod:`optsched.critical_path`.
 """
 
 from __future__ import annotations
@@ -12,49 +13,9 @@ from typing import Any
 
 import numpy as np
 
+from optsched.critical_path import critical_path, round_lower_bound
 from optsched.errors import InputError
 from optsched.instance import Instance
-
-
-def round_lower_bound(instance: Instance, j: int) -> float:
-    """A lower bound on the time from the start of any round of job ``j`` to its results.
-
-    Relaxed mode: the K tasks of a round alone on the whole cluster. The k-th task placed on
-    GPU g is ready no earlier than ``sync[j,g] + k·compute[j,g]`` (tasks on one GPU run one
-    after the other), so choosing the K smallest of these values over all (g, k) is an
-    optimal single-round schedule: its K-th smallest value is the bound.
-
-    Gang mode: K distinct GPUs held for the slowest ``compute + sync`` among them, so the
-    K-th smallest ``compute[j,g] + sync[j,g]``.
-    """
-    job = instance.jobs[j]
-    k_tasks = job.tasks_per_round
-    compute, sync = instance.row(j)
-    eligible = np.isfinite(compute)
-    c, s = compute[eligible], sync[eligible]
-    if instance.mode == "gang":
-        candidates = c + s
-    else:
-        k = np.arange(1, k_tasks + 1)
-        candidates = (s[:, None] + c[:, None] * k[None, :]).ravel()
-    return float(np.partition(candidates, k_tasks - 1)[k_tasks - 1])
-
-
-def critical_path(instance: Instance) -> np.ndarray:
-    """Per-job lower bounds on C_j: ``arrival + rounds × round_lower_bound`` (in job order).
-
-    The classical per-job critical path, sharpened: rounds are sequential (round r+1 starts
-    after all results of round r are ready) and every round takes at least
-    :func:`round_lower_bound`, whatever else runs on the cluster.
-    """
-    return np.array([job.arrival + job.rounds * round_lower_bound(instance, j)
-                     for j, job in enumerate(instance.jobs)])
-
-
-def critical_path_bound(instance: Instance) -> float:
-    """Σ_j w_j · (per-job critical path): a certified lower bound on the objective."""
-    weights = np.array([job.weight for job in instance.jobs])
-    return float(weights @ critical_path(instance))
 
 
 def horizon(instance: Instance) -> float:
@@ -165,9 +126,9 @@ def lp_time_unit(instance: Instance, horizon: float, given: float | None = None,
     coarsened ×10 at a time while the ``horizon`` (a makespan), counted from the first
     arrival, spans more than MAX_LP_STEPS steps (or, given
     the incumbent objective ``upper``, while the LP would be too large for
-    :func:`~optsched.exact.budget.lp_too_large`) and the unit stays at most the shortest
+    :func:`~optsched.budget.lp_too_large`) and the unit stays at most the shortest
     compute time (a coarser grid only weakens the bound: times are rounded down)."""
-    from optsched.exact.budget import lp_too_large
+    from optsched.budget import lp_too_large
     from optsched.exact.grid import default_time_unit
 
     if given is not None:
@@ -252,17 +213,17 @@ def solve_time_indexed_lp(instance: Instance, upper: float, time_unit: float, *,
     objective, and given only when HiGHS proves the LP optimal.
 
     Guarantees: nothing is built when :func:`time_indexed_lp_size` is too large for
-    :func:`~optsched.exact.budget.lp_too_large` (unless ``check_size`` is false); the whole
+    :func:`~optsched.budget.lp_too_large` (unless ``check_size`` is false); the whole
     call (build and solve) takes at most ``time_limit`` seconds plus one round's block of
     the build and HiGHS's reaction time: the build stops between rounds and before each
     final matrix step when the time is spent, and HiGHS gets what is left less the
-    hand-over time (:func:`~optsched.exact.budget.handover_seconds`), and is stopped at that
+    hand-over time (:func:`~optsched.budget.handover_seconds`), and is stopped at that
     deadline if it has not stopped itself (:func:`optsched.exact.highs.linprog`). A Ctrl-C
     stops HiGHS: status ``interrupted``, no bound.
     """
     from scipy.sparse import coo_matrix
 
-    from optsched.exact.budget import (
+    from optsched.budget import (
         MIN_SOLVER_SECONDS,
         Budget,
         OutOfTime,
@@ -524,12 +485,12 @@ def interval_lp(instance: Instance, ratio: float = 1.2, *, time_limit: float | N
     Raises
     ------
     InputError
-        When the LP is too large for :func:`~optsched.exact.budget.lp_too_large` (naming
+        When the LP is too large for :func:`~optsched.budget.lp_too_large` (naming
         ``interval_ratio``, which sets the number of intervals).
     """
     from scipy.sparse import coo_matrix, hstack, vstack
 
-    from optsched.exact.budget import (
+    from optsched.budget import (
         MIN_SOLVER_SECONDS,
         Budget,
         OutOfTime,

@@ -33,9 +33,8 @@ from typing import Any
 
 import numpy as np
 
-from optsched.errors import InputError
-from optsched.exact.bounds import critical_path, round_lower_bound
-from optsched.exact.budget import (
+from optsched.budget import (
+    EXACT_TIME_LIMIT,
     MAX_NONZEROS,
     MIN_SOLVER_SECONDS,
     Budget,
@@ -43,16 +42,19 @@ from optsched.exact.budget import (
     lp_too_large,
     size_text,
 )
-from optsched.heuristics.list_scheduling import incumbent
+from optsched.contracts import MethodOutput, SolveContext
+from optsched.critical_path import critical_path, round_lower_bound
+from optsched.ect import incumbent
+from optsched.errors import InputError
 from optsched.instance import Instance
 from optsched.options import Options, count
-from optsched.solve import EXACT_TIME_LIMIT, MethodOutput, SolveContext, register
+from optsched.registry import register
 
 #: Relative margin taken off the bound for floating-point sums.
 _MARGIN = 1e-9
 
 #: Most intervals accepted: the LP has at least 4 non-zeros per interval (one job on one GPU
-#: type), so more can never fit :data:`~optsched.exact.budget.MAX_NONZEROS`.
+#: type), so more can never fit :data:`~optsched.budget.MAX_NONZEROS`.
 MAX_INTERVALS = MAX_NONZEROS // 4
 
 
@@ -69,7 +71,7 @@ class CapacityBoundOptions(Options):
 class CapacityLP:
     """The outcome of :func:`capacity_bound`: ``bound`` (certified, ``None`` unless HiGHS
     solved the LP), ``status`` (``optimal``, ``time limit``, ``too large`` — not built, see
-    :func:`~optsched.exact.budget.lp_too_large` — or ``not optimal: <message>``) and the LP's
+    :func:`~optsched.budget.lp_too_large` — or ``not optimal: <message>``) and the LP's
     size."""
 
     bound: float | None
@@ -103,7 +105,7 @@ def capacity_bound(instance: Instance, upper: float, horizon: float, intervals: 
     of a feasible schedule (it bounds each C_j of an optimal one by ``upper / w_j``).
 
     Guarantees: the size is estimated (:func:`capacity_lp_size`) before anything of it is
-    allocated, and an LP too large for :func:`~optsched.exact.budget.lp_too_large` is not
+    allocated, and an LP too large for :func:`~optsched.budget.lp_too_large` is not
     built (status ``too large``); the call takes at most ``time_limit`` plus one job's block
     of the build and HiGHS's reaction time (the build checks the time per job, HiGHS is
     stopped at its deadline: status ``time limit``); a Ctrl-C stops HiGHS (status
@@ -241,9 +243,10 @@ def capacity_bound(instance: Instance, upper: float, horizon: float, intervals: 
           default_time_limit=EXACT_TIME_LIMIT, imports=("highspy", "scipy.sparse"),
           description="ECT schedule + the class-capacity LP bound (contention for each GPU "
                       "type over time; both modes)")
-def _capacity_bound(instance: Instance, context: SolveContext) -> MethodOutput:
+def _capacity_bound(instance: Instance, context: SolveContext[CapacityBoundOptions]
+                    ) -> MethodOutput:
     budget = Budget(context.time_limit)
-    intervals = context.options_as(CapacityBoundOptions).intervals
+    intervals = context.options.intervals
     variables, nonzeros = capacity_lp_size(instance, intervals)
     if lp_too_large(variables, nonzeros):  # before any work
         raise InputError(f"capacity-bound: intervals={intervals}: the LP would have "

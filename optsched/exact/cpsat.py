@@ -12,7 +12,7 @@ Domains are cut by per-job deadlines d_j = (UB − Σ_{i≠j} w_i LB_i) / w_j fr
 incumbent UB and the critical-path bounds LB: every schedule at least
 as good as the incumbent satisfies them, so no optimal schedule is lost.
 
-Limits (:mod:`optsched.exact.budget`): the whole method, model build and LP bound included,
+Limits (:mod:`optsched.budget`): the whole method, model build and LP bound included,
 runs within ``--time-limit``. The instance's ECT schedule comes first, evaluated without the
 checker (one ECT schedule's time: when the limit is spent by then, it is the result); the
 build stops between rounds when the limit is spent, and the Result is then the incumbent
@@ -20,7 +20,7 @@ build stops between rounds when the limit is spent, and the Result is then the i
 time limit`` and ``extra.stopped`` = ``time limit``; CP-SAT gets what is left, less the
 time to read its schedule back and the LP's fifth; the LP gets what CP-SAT leaves (none
 when nothing is left), and is stopped by a Ctrl-C like CP-SAT (``interrupted``). A model
-with more than :data:`~optsched.exact.budget.MAX_CPSAT_INTERVALS` intervals, or whose
+with more than :data:`~optsched.budget.MAX_CPSAT_INTERVALS` intervals, or whose
 integers would overflow CP-SAT's 62-bit domains, is refused (InputError).
 """
 
@@ -31,20 +31,12 @@ import math
 import time
 from collections.abc import Sequence
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, Literal
 
 import numpy as np
 
-from optsched.check import check
-from optsched.errors import InputError, OptschedError
-from optsched.exact.bounds import (
-    critical_path,
-    lp_time_unit,
-    round_lower_bound,
-    solve_time_indexed_lp,
-    time_indexed_lp_size,
-)
-from optsched.exact.budget import (
+from optsched.budget import (
+    EXACT_TIME_LIMIT,
     MAX_CPSAT_INTERVALS,
     TEARDOWN_SHARE,
     Budget,
@@ -54,6 +46,12 @@ from optsched.exact.budget import (
     lp_too_large,
     stopped_by_ctrl_c,
 )
+from optsched.check import check
+from optsched.contracts import MethodOutput, SolveContext
+from optsched.critical_path import critical_path, round_lower_bound
+from optsched.ect import completions, ect_schedule, evaluate, incumbent
+from optsched.errors import InputError, OptschedError
+from optsched.exact.bounds import lp_time_unit, solve_time_indexed_lp, time_indexed_lp_size
 from optsched.exact.grid import (
     ScaledInstance,
     on_grid,
@@ -61,14 +59,13 @@ from optsched.exact.grid import (
     time_unit_or_default,
     to_steps,
 )
-from optsched.heuristics.list_scheduling import completions, ect_schedule, evaluate, incumbent
 from optsched.instance import Instance
 from optsched.limits import MAX_VALUE
-from optsched.options import Options, count, number
+from optsched.options import Options, count, number, switch
 from optsched.options import choice as one_of
+from optsched.registry import register
 from optsched.result import Status
 from optsched.schedule import Schedule, Task
-from optsched.solve import EXACT_TIME_LIMIT, MethodOutput, SolveContext, register
 
 
 @dataclass(frozen=True)
@@ -78,16 +75,19 @@ class CpsatOptions(Options):
     time_unit: float | None = number("grid step in seconds (default 1 for integer data, "
                                      "else 0.001)", open_low=True)
     workers: int = count("CP-SAT worker threads (default 1)")
-    objective: str = one_of("weighted (Σ w_j C_j, default) or makespan",
-                            ("weighted", "makespan"))
-    hint: str = one_of("ect (default: warm start from the ECT schedule) or none",
-                       ("ect", "none"))
-    lp_bound: str = one_of("on (default: unless proved optimal, also compute the "
-                           "time-indexed LP bound from the final incumbent, in the last fifth "
-                           "of the time limit) or off", ("on", "off"))
-    search: str = one_of("auto (default: core in relaxed mode, default in gang mode), "
-                         "default, or core (CP-SAT's core-based lower bounding: stronger "
-                         "bounds in relaxed mode)", ("auto", "default", "core"))
+    objective: Literal["weighted", "makespan"] = one_of(
+        "weighted (Σ w_j C_j, default) or makespan",
+        ("weighted", "makespan"))
+    hint: Literal["ect", "none"] = one_of(
+        "ect (default: warm start from the ECT schedule) or none",
+        ("ect", "none"))
+    lp_bound: bool = switch("1 (default): unless proved optimal, also compute the "
+                            "time-indexed LP bound from the final incumbent, in the last "
+                            "fifth of the time limit; 0: do not", default=True)
+    search: Literal["auto", "default", "core"] = one_of(
+        "auto (default: core in relaxed mode, default in gang mode), "
+        "default, or core (CP-SAT's core-based lower bounding: stronger "
+        "bounds in relaxed mode)", ("auto", "default", "core"))
 
 
 def assign_gpus(items: Sequence[tuple[Any, int, int, int, int]],
@@ -379,7 +379,8 @@ def _hint_on_grid(hint: Schedule | None, sc: ScaledInstance, *, exact: bool
 FINISH_SECONDS_PER_TASK = 2e-5
 
 
-def solve_cpsat(instance: Instance, ctx: SolveContext, *, per_gpu: bool) -> MethodOutput:
+def solve_cpsat(instance: Instance, ctx: SolveContext[CpsatOptions], *, per_gpu: bool
+                ) -> MethodOutput:
     """Solve ``instance`` (already in ``ctx.mode``) with the grouped or per-GPU model.
 
     Within ``ctx.time_limit`` (see the module docstring): an incumbent is always returned
@@ -391,7 +392,7 @@ def solve_cpsat(instance: Instance, ctx: SolveContext, *, per_gpu: bool) -> Meth
     and CP-SAT is not even imported.
     """
     budget = Budget(ctx.time_limit)
-    options = ctx.options_as(CpsatOptions)
+    options = ctx.options
     unit = time_unit_or_default(instance, options.time_unit)
     objective, hint, workers, search, lp_bound = (options.objective, options.hint,
                                                   options.workers, options.search,
@@ -399,7 +400,7 @@ def solve_cpsat(instance: Instance, ctx: SolveContext, *, per_gpu: bool) -> Meth
     if search == "auto":
         search = "core" if instance.mode == "relaxed" else "default"
     makespan = objective == "makespan"
-    use_lp = lp_bound == "on" and not makespan
+    use_lp = lp_bound and not makespan
     method = "cpsat-pergpu" if per_gpu else "cpsat"
     _check_intervals(instance, [(g,) for g in range(instance.n_gpus)] if per_gpu
                      else instance.gpu_groups(), method)
@@ -525,12 +526,12 @@ def solve_cpsat(instance: Instance, ctx: SolveContext, *, per_gpu: bool) -> Meth
 @register("cpsat", options=CpsatOptions, default_time_limit=EXACT_TIME_LIMIT,
           imports=CPSAT_IMPORTS,
           description="CP-SAT over groups of interchangeable GPUs (exact, both modes)")
-def _cpsat(instance: Instance, context: SolveContext) -> MethodOutput:
+def _cpsat(instance: Instance, context: SolveContext[CpsatOptions]) -> MethodOutput:
     return solve_cpsat(instance, context, per_gpu=False)
 
 
 @register("cpsat-pergpu", options=CpsatOptions, imports=CPSAT_IMPORTS,
           default_time_limit=EXACT_TIME_LIMIT,
           description="CP-SAT with one interval per GPU (exact reference model, both modes)")
-def _cpsat_pergpu(instance: Instance, context: SolveContext) -> MethodOutput:
+def _cpsat_pergpu(instance: Instance, context: SolveContext[CpsatOptions]) -> MethodOutput:
     return solve_cpsat(instance, context, per_gpu=True)

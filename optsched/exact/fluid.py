@@ -32,11 +32,12 @@ import math
 
 import numpy as np
 
-from optsched.exact.bounds import critical_path
-from optsched.exact.budget import Budget
-from optsched.heuristics.list_scheduling import ect_schedule
+from optsched.budget import Budget
+from optsched.contracts import MethodOutput, SolveContext
+from optsched.critical_path import critical_path
+from optsched.ect import ect_schedule
 from optsched.instance import Instance
-from optsched.solve import MethodOutput, SolveContext, register
+from optsched.registry import register
 
 #: Relative margin taken off the bound for floating-point sums (a certified bound must never
 #: exceed the optimum through rounding).

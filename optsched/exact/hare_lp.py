@@ -48,8 +48,8 @@ from typing import Any
 
 import numpy as np
 
+from optsched.budget import MIN_SOLVER_SECONDS, Budget, lp_too_large, size_text
 from optsched.errors import InputError
-from optsched.exact.budget import MIN_SOLVER_SECONDS, Budget, lp_too_large, size_text
 from optsched.exact.highs import DEADLINE_MARGIN_SECONDS, presolve, run
 from optsched.instance import Instance
 from optsched.schedule import Schedule
@@ -424,7 +424,7 @@ def solve_hare_lp(instance: Instance, *, time_limit: float | None = None,
     ------
     InputError
         If a job has no eligible GPU, or the LP before cuts would be too large for
-        :func:`~optsched.exact.budget.lp_too_large`.
+        :func:`~optsched.budget.lp_too_large`.
     """
     import highspy
 

@@ -16,11 +16,11 @@ barrier), so the grid relaxation's optimum is still a lower bound on OPT; it is 
 optimum of the continuous relaxation, so Hare's Theorem 4 (ALG ≤ α(2+α)·RL) implies the same
 inequality against it.
 
-Limits (:mod:`optsched.exact.budget`): the build and the solve together take at most
+Limits (:mod:`optsched.budget`): the build and the solve together take at most
 ``time_limit`` (plus one round of the build): the build stops between rounds when the limit is
 spent and the feasible schedule is then the relaxation solution (``solver_status``
 ``NOT_BUILT``, nothing proved). A model of more than
-:data:`~optsched.exact.budget.MAX_RL_PAIRS` (task, GPU) pairs, or whose squared loads overflow
+:data:`~optsched.budget.MAX_RL_PAIRS` (task, GPU) pairs, or whose squared loads overflow
 CP-SAT's 62-bit integers, is refused (InputError).
 """
 
@@ -31,8 +31,8 @@ from typing import Any
 
 import numpy as np
 
+from optsched.budget import MAX_RL_PAIRS, Budget, OutOfTime, fmt, stopped_by_ctrl_c
 from optsched.errors import InputError, OptschedError
-from optsched.exact.budget import MAX_RL_PAIRS, Budget, OutOfTime, fmt, stopped_by_ctrl_c
 from optsched.exact.grid import scale
 from optsched.instance import Instance
 from optsched.schedule import Schedule
@@ -70,7 +70,7 @@ def _rl_objective(inst: Instance, starts: dict[tuple[int, int, int], int],
 
 def relaxation_pairs(instance: Instance) -> int:
     """(task, eligible GPU) pairs of Hare_Sched_RL: the size :func:`check_relaxation_size`
-    tests against :data:`~optsched.exact.budget.MAX_RL_PAIRS`."""
+    tests against :data:`~optsched.budget.MAX_RL_PAIRS`."""
     return sum(job.n_tasks * len(instance.eligible(j)) for j, job in enumerate(instance.jobs))
 
 
@@ -82,7 +82,7 @@ def relaxation_fits(instance: Instance) -> bool:
 
 def check_relaxation_size(instance: Instance) -> None:
     """Refuse (InputError) an instance whose Hare_Sched_RL has more than
-    :data:`~optsched.exact.budget.MAX_RL_PAIRS` (task, eligible GPU) pairs."""
+    :data:`~optsched.budget.MAX_RL_PAIRS` (task, eligible GPU) pairs."""
     pairs = relaxation_pairs(instance)
     if pairs > MAX_RL_PAIRS:
         raise InputError(f"Hare_Sched_RL (methods hare, hare-ect, step1=exact) of this "
@@ -103,7 +103,7 @@ def solve_hare_relaxation(instance: Instance, feasible: Schedule, *, time_unit: 
     Raises
     ------
     InputError
-        If the model would exceed :data:`~optsched.exact.budget.MAX_RL_PAIRS` (task, GPU)
+        If the model would exceed :data:`~optsched.budget.MAX_RL_PAIRS` (task, GPU)
         pairs, or ``time_unit`` is so fine that the squared loads overflow CP-SAT's integers.
     """
     from ortools.sat.python import cp_model

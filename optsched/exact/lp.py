@@ -12,7 +12,7 @@ the Result has no LP bound (the critical-path bound remains), ``extra.lp_status`
 ``time limit (build)`` or ``time limit (solver)`` and ``extra.stopped`` ``time limit``. A
 Ctrl-C stops HiGHS within a second: the incumbent is returned, marked ``interrupted``, with
 ``lp_status`` ``interrupted``. An LP whose
-estimated size is too large for :func:`~optsched.exact.budget.lp_too_large` is refused with an
+estimated size is too large for :func:`~optsched.budget.lp_too_large` is refused with an
 :class:`~optsched.errors.InputError` naming ``time_unit`` and the estimate (the adaptive grid
 is coarsened first when ``time_unit`` is not given).
 """
@@ -22,13 +22,14 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
+from optsched.budget import EXACT_TIME_LIMIT, Budget, lp_too_large, size_text
+from optsched.contracts import MethodOutput, SolveContext
+from optsched.ect import incumbent
 from optsched.errors import InputError
 from optsched.exact.bounds import lp_time_unit, solve_time_indexed_lp, time_indexed_lp_size
-from optsched.exact.budget import Budget, lp_too_large, size_text
-from optsched.heuristics.list_scheduling import incumbent
 from optsched.instance import Instance
 from optsched.options import Options, number
-from optsched.solve import EXACT_TIME_LIMIT, MethodOutput, SolveContext, register
+from optsched.registry import register
 
 
 @dataclass(frozen=True)
@@ -42,10 +43,10 @@ class LpBoundOptions(Options):
 @register("lp-bound", options=LpBoundOptions,
           default_time_limit=EXACT_TIME_LIMIT, imports=("highspy", "scipy.sparse"),
           description="ECT schedule + time-indexed LP lower bound (HiGHS), both modes")
-def _lp_bound(instance: Instance, context: SolveContext) -> MethodOutput:
+def _lp_bound(instance: Instance, context: SolveContext[LpBoundOptions]) -> MethodOutput:
     budget = Budget(context.time_limit)
     start = incumbent(instance, context.hint, budget)
-    given = context.options_as(LpBoundOptions).time_unit
+    given = context.options.time_unit
     unit = lp_time_unit(instance, start.makespan, given, upper=start.objective)
     variables, nonzeros = time_indexed_lp_size(instance, start.objective, unit)
     if lp_too_large(variables, nonzeros):

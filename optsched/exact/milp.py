@@ -11,8 +11,8 @@ PuLP's ``status`` says ``Optimal`` even after a time limit, so the outcome is re
 ``sol_status`` (:func:`map_status`) and the bound from the solver itself: HiGHS's
 ``mip_dual_bound`` and CBC's log, each plus the objective constant PuLP keeps outside.
 
-Limits (:mod:`optsched.exact.budget`): a model estimated too large for
-:func:`~optsched.exact.budget.lp_too_large` is refused (InputError) before anything is built.
+Limits (:mod:`optsched.budget`): a model estimated too large for
+:func:`~optsched.budget.lp_too_large` is refused (InputError) before anything is built.
 The build checks the time limit between units; when it runs out there, or too little is left
 to hand the model to the solver (PuLP does that in Python, about
 :data:`PULP_HANDOVER_SECONDS_PER_NONZERO` per non-zero, not interruptible), the Result is the
@@ -29,29 +29,31 @@ import warnings
 from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import Any, Literal
 
 import numpy as np
 
-from optsched.errors import InputError
-from optsched.exact.bounds import deadlines
-from optsched.exact.budget import (
+from optsched.budget import (
+    EXACT_TIME_LIMIT,
     MIN_SOLVER_SECONDS,
     Budget,
     OutOfTime,
     lp_too_large,
     size_text,
 )
+from optsched.contracts import MethodOutput, SolveContext
+from optsched.ect import ect_schedule, evaluate
+from optsched.errors import InputError
+from optsched.exact.bounds import deadlines
 from optsched.exact.grid import default_time_unit, scale, to_steps
 from optsched.exact.highs import pulp_solver
 from optsched.exact.quiet import native_stdout_silenced
-from optsched.heuristics.list_scheduling import ect_schedule, evaluate
 from optsched.instance import Instance
 from optsched.options import Options, choice, count, text
 from optsched.output import output_target, write_file
+from optsched.registry import register
 from optsched.result import Status
 from optsched.schedule import Schedule, Task
-from optsched.solve import EXACT_TIME_LIMIT, MethodOutput, SolveContext, register
 
 
 def _export_target(key: str, path: str) -> None:
@@ -68,9 +70,10 @@ class MilpOptions(Options):
     export: str | None = text("write the model to this .lp or .mps file before solving "
                               "(default: none)", _export_target)
     threads: int = count("solver threads (default 1)")
-    relaxation: str = choice("lp: solve only the LP relaxation and report it as the bound, "
-                             "with the ECT schedule (default: none, solve the MILP)",
-                             ("none", "lp"))
+    relaxation: Literal["none", "lp"] = choice(
+        "lp: solve only the LP relaxation and report it as the bound, "
+        "with the ECT schedule (default: none, solve the MILP)",
+        ("none", "lp"))
 
 
 def map_status(sol_status: int) -> tuple[Status | None, bool]:
@@ -138,7 +141,7 @@ def milp_size(inst: Instance) -> tuple[int, int]:
 
 class _Disjunctive:
     """The disjunctive model of one instance (in its mode); the build raises
-    :class:`~optsched.exact.budget.OutOfTime` between units when ``budget`` is spent.
+    :class:`~optsched.budget.OutOfTime` between units when ``budget`` is spent.
 
     Times are measured from the first arrival ``origin`` (Σ w_j · origin is the objective's
     constant), so the solver sees times of the instance's own span, not of its distance from
@@ -285,11 +288,11 @@ def solve_pulp(prob: Any, backend: str, *, time_limit: float | None, threads: in
     return (None if raw is None else raw + constant), pulp.LpSolution[prob.sol_status], False
 
 
-def solve_milp(instance: Instance, ctx: SolveContext, backend: str) -> MethodOutput:
+def solve_milp(instance: Instance, ctx: SolveContext[MilpOptions], backend: str) -> MethodOutput:
     """Solve the disjunctive MILP with ``backend`` = ``highs`` or ``cbc``, within
     ``ctx.time_limit`` (see the module docstring)."""
     budget = Budget(ctx.time_limit)
-    options = ctx.options_as(MilpOptions)
+    options = ctx.options
     threads = options.threads
     variables, nonzeros = milp_size(instance)
     if lp_too_large(variables, nonzeros, pulp=True):
@@ -389,13 +392,13 @@ def _export(prob: Any, path: str) -> None:
 @register("milp-highs", options=MilpOptions, default_time_limit=EXACT_TIME_LIMIT,
           imports=("pulp", "highspy"),
           description="disjunctive MILP through PuLP + HiGHS (exact, both modes; small sizes)")
-def _milp_highs(instance: Instance, context: SolveContext) -> MethodOutput:
+def _milp_highs(instance: Instance, context: SolveContext[MilpOptions]) -> MethodOutput:
     return solve_milp(instance, context, "highs")
 
 
 @register("milp-cbc", options=MilpOptions, default_time_limit=EXACT_TIME_LIMIT,
           imports=("pulp",),
           description="disjunctive MILP through PuLP + CBC (exact, both modes; small sizes)")
-def _milp_cbc(instance: Instance, context: SolveContext) -> MethodOutput:
+def _milp_cbc(instance: Instance, context: SolveContext[MilpOptions]) -> MethodOutput:
     return solve_milp(instance, context, "cbc")
 

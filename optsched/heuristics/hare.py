@@ -56,13 +56,15 @@ import heapq
 import time
 from collections.abc import Callable
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, Literal
 
 import numpy as np
 
+from optsched.budget import RELAXATION_TIME_LIMIT, Budget
+from optsched.contracts import MethodOutput, SolveContext
+from optsched.ect import Incumbent, incumbent
 from optsched.errors import OptschedError
 from optsched.exact.bounds import interval_lp
-from optsched.exact.budget import Budget
 from optsched.exact.grid import time_unit_or_default
 from optsched.exact.hare_lp import solve_hare_lp
 from optsched.exact.hare_relaxation import (
@@ -71,23 +73,16 @@ from optsched.exact.hare_relaxation import (
     relaxation_fits,
     solve_hare_relaxation,
 )
-from optsched.heuristics.list_scheduling import Incumbent, incumbent
 from optsched.instance import Instance
 from optsched.options import Options, choice, count, number
+from optsched.registry import register
 from optsched.schedule import Schedule, Task
-from optsched.solve import (
-    RELAXATION_TIME_LIMIT,
-    MethodOutput,
-    SolveContext,
-    options_as,
-    register,
-)
 
 GPU_CHOICES = ("earliest-free", "earliest-completion")
 #: Step 1 of ``hare``/``hare-ect``: exact relaxation where it fits, else its LP (``auto``).
-STEP1_CHOICES = ("auto", "exact", "lp")
+STEP1_CHOICES: tuple[Literal["auto", "exact", "lp"], ...] = ("auto", "exact", "lp")
 #: Tie rules of the earliest-free GPU choice (Algorithm 1, line 12); the first is the default.
-GPU_TIES = ("lowest-index", "fastest")
+GPU_TIES: tuple[Literal["lowest-index", "fastest"], ...] = ("lowest-index", "fastest")
 #: relative slack when testing the published guarantee (floating-point noise only)
 GUARANTEE_TOL = 1e-9
 #: Seconds per task of step 2 (a list schedule, about ECT's 20 µs): kept from step 1.
@@ -242,7 +237,8 @@ def _solve(instance: Instance, ctx: SolveContext, relaxation: str, gpu_choice: s
                 else "ect"}
         interrupted = rl.interrupted
     else:
-        ratio = options_as(options, HareLpEctOptions).interval_ratio
+        assert isinstance(options, HareLpEctOptions)
+        ratio = options.interval_ratio
         lp = interval_lp(instance, ratio, time_limit=step1_left())
         round_starts = lp.round_starts if lp.round_starts is not None else ect_starts
 
@@ -315,8 +311,9 @@ _TIE_HELP = ("earliest-free GPU tie rule (Algorithm 1 line 12 leaves it open): l
 class HareRlOptions(Options):
     """Options of ``hare-ect`` (step 1 on Hare_Sched_RL)."""
 
-    step1: str = choice("auto (exact CP-SAT relaxation when it fits, else its LP with lazy "
-                        "Queyranne cuts; default), exact, or lp", STEP1_CHOICES)
+    step1: Literal["auto", "exact", "lp"] = choice(
+        "auto (exact CP-SAT relaxation when it fits, else its LP with lazy "
+        "Queyranne cuts; default), exact, or lp", STEP1_CHOICES)
     time_unit: float | None = number("grid step of the relaxation in seconds (default 1 for "
                                      "integer data, else 0.001)", open_low=True)
     workers: int = count("CP-SAT worker threads for the relaxation (default 1)")
@@ -326,7 +323,7 @@ class HareRlOptions(Options):
 class HareOptions(HareRlOptions):
     """Options of ``hare`` (Algorithm 1 as published)."""
 
-    gpu_tie: str = choice(_TIE_HELP, GPU_TIES)
+    gpu_tie: Literal["lowest-index", "fastest"] = choice(_TIE_HELP, GPU_TIES)
 
 
 @dataclass(frozen=True)
@@ -342,7 +339,7 @@ class HareLpEctOptions(Options):
 class HareLpOptions(HareLpEctOptions):
     """Options of ``hare-lp``."""
 
-    gpu_tie: str = choice(_TIE_HELP, GPU_TIES)
+    gpu_tie: Literal["lowest-index", "fastest"] = choice(_TIE_HELP, GPU_TIES)
 
 
 _VARIANTS = {

@@ -52,18 +52,19 @@ import heapq
 import math
 import time
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, Literal
 
 import numpy as np
 
+from optsched.budget import EXACT_TIME_LIMIT, Budget, OutOfTime
 from optsched.check import time_tolerance
-from optsched.exact.budget import Budget, OutOfTime
-from optsched.heuristics.list_scheduling import evaluate, incumbent
+from optsched.contracts import MethodOutput, SolveContext
+from optsched.ect import evaluate, incumbent
 from optsched.heuristics.task_moves import SequenceSchedule
 from optsched.instance import Instance
 from optsched.options import Options, choice, count
+from optsched.registry import register
 from optsched.schedule import Schedule, Task
-from optsched.solve import EXACT_TIME_LIMIT, MethodOutput, SolveContext, register
 
 
 @dataclass(frozen=True)
@@ -74,11 +75,12 @@ class PrioritySearchOptions(Options):
                               "limit)", None)
     patience: int = count("stop after this many moves in a row without improvement "
                           "(default 1000)", 1000)
-    decoder: str = choice("the dispatching rule: reserve (a round that waits for busy GPUs "
-                          "reserves them, so the rounds after it use other, possibly slower, "
-                          "idle GPUs), greedy (a round that waits reserves nothing), or auto "
-                          "(the one that decodes Smith's order better; default)",
-                          ("auto", "reserve", "greedy"), "auto")
+    decoder: Literal["auto", "reserve", "greedy"] = choice(
+        "the dispatching rule: reserve (a round that waits for busy GPUs "
+        "reserves them, so the rounds after it use other, possibly slower, "
+        "idle GPUs), greedy (a round that waits reserves nothing), or auto "
+        "(the one that decodes Smith's order better; default)",
+        ("auto", "reserve", "greedy"), "auto")
 
 
 #: Events between two looks at the clock in the decoder.
@@ -153,7 +155,7 @@ class _Decoder:
     def run(self, priority: np.ndarray, state: _State, before: _Decoded | None,
             restart: int, deadline: float | None = None) -> _Decoded:
         """Decode from ``state`` (checkpoint ``restart`` of ``before``, or the start);
-        raise :class:`~optsched.exact.budget.OutOfTime` once ``time.perf_counter()`` passes
+        raise :class:`~optsched.budget.OutOfTime` once ``time.perf_counter()`` passes
         ``deadline`` (checked every :data:`CHECK_EVERY` events)."""
         moment, free = state.moment, state.free.copy()
         waiting, queue = list(state.waiting), [list(item) for item in state.queue]
@@ -320,7 +322,8 @@ def _move(priority: np.ndarray, rng: np.random.Generator) -> tuple[np.ndarray, l
     return out, [a]
 
 
-def priority_search(instance: Instance, context: SolveContext) -> MethodOutput:
+def priority_search(instance: Instance, context: SolveContext[PrioritySearchOptions]
+                    ) -> MethodOutput:
     """The ``priority-search`` method (see the module doc).
 
     Time: the ECT schedule comes first (the fallback, evaluated without the checker); the
@@ -328,7 +331,7 @@ def priority_search(instance: Instance, context: SolveContext) -> MethodOutput:
     at the time limit less the time the end of the run takes
     (:data:`FINISH_SECONDS_PER_TASK` per task); the left shift is skipped when that time is
     not left. At worst the ECT schedule is returned, ``extra.stopped`` ``time limit``."""
-    options = context.options_as(PrioritySearchOptions)
+    options = context.options
     started = time.perf_counter()
     budget = Budget(context.time_limit)
     ect = incumbent(instance)
@@ -431,5 +434,6 @@ def priority_search(instance: Instance, context: SolveContext) -> MethodOutput:
 @register("priority-search", options=PrioritySearchOptions, default_time_limit=EXACT_TIME_LIMIT,
           description="local search over job priorities of a priority list scheduler, "
                       "incremental evaluation (anytime, seeded, any size, both modes)")
-def _priority_search(instance: Instance, context: SolveContext) -> MethodOutput:
+def _priority_search(instance: Instance, context: SolveContext[PrioritySearchOptions]
+                     ) -> MethodOutput:
     return priority_search(instance, context)

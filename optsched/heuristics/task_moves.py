@@ -56,13 +56,14 @@ from typing import Any
 
 import numpy as np
 
+from optsched.budget import EXACT_TIME_LIMIT, Budget
 from optsched.check import time_tolerance
-from optsched.exact.budget import Budget
-from optsched.heuristics.list_scheduling import evaluate, incumbent
+from optsched.contracts import MethodOutput, SolveContext
+from optsched.ect import evaluate, incumbent
 from optsched.instance import Instance
 from optsched.options import Options, count
+from optsched.registry import register
 from optsched.schedule import Schedule, Task
-from optsched.solve import EXACT_TIME_LIMIT, MethodOutput, SolveContext, register
 
 
 @dataclass
@@ -524,8 +525,8 @@ class TaskSearchOptions(Options):
           description="local search with task moves (reassign a task to another GPU, "
                       "resequence it), incremental evaluation, from ECT or a better hint "
                       "(anytime, seeded, any size, both modes)")
-def _task_search(instance: Instance, context: SolveContext) -> MethodOutput:
-    options = context.options_as(TaskSearchOptions)
+def _task_search(instance: Instance, context: SolveContext[TaskSearchOptions]) -> MethodOutput:
+    options = context.options
     budget = Budget(context.time_limit)
     start = incumbent(instance, context.hint, budget)
     origin = start.origin

@@ -1,7 +1,8 @@
 """Online scheduling: one event engine, two execution models, and the policies.
 
-:func:`simulate` runs any policy object; :func:`run_policy` runs a registered ``simulate``
-method by name and returns a checked :class:`~optsched.result.Result`. A policy for the
+:func:`simulate` (also :func:`optsched.simulate`) runs a registered ``simulate`` method by
+name and returns a checked :class:`~optsched.result.Result`; :func:`run_simulation` runs any
+policy object and returns the bare :class:`Simulation`. A policy for the
 basic model (relaxed and gang rounds) follows :class:`Policy` and sees a :class:`View`; one for
 the cluster model (launch and save phases, GPU sharing, placement factors) sets
 ``execution = "cluster"``, follows :class:`ClusterPolicy` and sees a :class:`ClusterView`.
@@ -19,7 +20,7 @@ from optsched.online.engine import PolicyError as PolicyError
 from optsched.online.engine import ScheduleStreamer as ScheduleStreamer
 from optsched.online.engine import Simulation as Simulation
 from optsched.online.engine import Start as Start
-from optsched.online.run import run_policy as run_policy
+from optsched.online.run import simulate as simulate
 from optsched.online.simulator import IdleGPUs as IdleGPUs
 from optsched.online.simulator import JobState as JobState
 from optsched.online.simulator import Oracle as Oracle
@@ -28,7 +29,7 @@ from optsched.online.simulator import SizeDistribution as SizeDistribution
 from optsched.online.simulator import View as View
 from optsched.online.simulator import WaitingQueue as WaitingQueue
 from optsched.online.simulator import realise as realise
-from optsched.online.simulator import simulate as simulate
+from optsched.online.simulator import run_simulation as run_simulation
 
 __all__ = [
     "STALL_INSTANTS",
@@ -50,6 +51,6 @@ __all__ = [
     "View",
     "WaitingQueue",
     "realise",
-    "run_policy",
+    "run_simulation",
     "simulate",
 ]

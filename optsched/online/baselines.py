@@ -29,14 +29,14 @@ import math
 from collections.abc import Iterable, Iterator
 from dataclasses import dataclass, field
 from itertools import repeat
-from typing import Any
+from typing import Any, Literal
 
 import numpy as np
 
 from optsched.errors import InputError
 from optsched.instance import Instance
 from optsched.online.engine import Decision, PolicyError
-from optsched.online.policies import (
+from optsched.online.hlas import (
     CALIBRATIONS,
     FinishedSizes,
     after,
@@ -54,8 +54,8 @@ from optsched.online.simulator import (
     ordered,
 )
 from optsched.options import Options, choice, number, numbers, text
+from optsched.registry import register
 from optsched.schedule import Schedule
-from optsched.solve import register
 
 
 def fill_gangs(order: Iterable[JobState], view: View, *, strict: bool, by: str
@@ -255,7 +255,7 @@ class Tiresias:
     × its service returns to level 0 (0: off). ``thresholds=None`` (default) derives them
     as HLAS does, at the ``quantiles`` (0.5, 0.8) of job sizes in GPU-seconds, from the
     ``calibration`` HLAS names: ``history`` (default), the GPU-seconds the jobs finished so
-    far held (:class:`~optsched.online.policies.FinishedSizes`), or ``workload``, every
+    far held (:class:`~optsched.online.hlas.FinishedSizes`), or ``workload``, every
     job's tasks × mean compute + sync over its eligible GPUs
     (:class:`~optsched.online.simulator.SizeDistribution`, future jobs included);
     ``thresholds=(3250, 7200)`` are
@@ -461,7 +461,7 @@ class Replay:
     modes: frozenset[str] = field(default_factory=lambda: frozenset({"relaxed", "gang"}))
     _queues: dict[int, list[tuple[str, int]]] | None = field(default=None, repr=False)
 
-    def check(self, instance: Instance) -> None:
+    def validate(self, instance: Instance) -> None:
         """Refuse a schedule that is not one of ``instance``: another instance's name, a task
         twice or missing, an unknown job or GPU, a GPU the job cannot use — an InputError
         naming the schedule (``--param schedule=PATH``) and the first problem."""
@@ -567,9 +567,10 @@ class TiresiasOptions(Options):
         "attained-service thresholds in GPU-seconds, comma-separated, or auto (default: the "
         "0.5 and 0.8 quantiles of job sizes, see calibration; Tiresias' simulator used "
         "3250,7200)")
-    calibration: str = choice("whose sizes derived thresholds come from: history (the "
-                              "jobs finished so far; default) or workload (every job of "
-                              "the run, arrived or not: leaks future sizes)", CALIBRATIONS)
+    calibration: Literal["history", "workload"] = choice(
+        "whose sizes derived thresholds come from: history (the "
+        "jobs finished so far; default) or workload (every job of "
+        "the run, arrived or not: leaks future sizes)", CALIBRATIONS)
     starvation: float = number("promote a job waiting longer than this × its service "
                                "(default 0: off)", 0.0)
 

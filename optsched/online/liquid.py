@@ -51,8 +51,8 @@ from __future__ import annotations
 
 import math
 import zlib
-from collections.abc import Mapping
-from dataclasses import dataclass, field
+from dataclasses import dataclass, fields
+from typing import Literal
 
 import numpy as np
 
@@ -61,17 +61,19 @@ from optsched.instance import Instance
 from optsched.limits import MAX_START, MAX_VALUE
 from optsched.online.cluster import ClusterJob, ClusterView, Holding
 from optsched.online.engine import Start
-from optsched.options import MIN_PERIOD, choice, number, period, switch
+from optsched.options import MIN_PERIOD, Options, choice, group, number, period, switch
+from optsched.placement.cost import CostOptions
 from optsched.placement.gga import GgaOptions
 from optsched.placement.model import Container, PlacementInstance, PlacementJob
-from optsched.placement.place import place
-from optsched.solve import get_method, register
+from optsched.placement.run import place
+from optsched.registry import get_method, register
 from optsched.topology import Topology
 
 PRESCHEDULE_EXTRA = 15.0  # s, Liquid's PreScheduleExtraTime
 _UNLIMITED = 1e15  # MB: GPU memory of GPUs without a limit, for the placement model
-PLACEMENTS = ("bestfit", "gga", "random", "spread", "pack")
-GATES = ("paper", "code")
+PlacementName = Literal["bestfit", "gga", "random", "spread", "pack"]
+PLACEMENTS: tuple[PlacementName, ...] = ("bestfit", "gga", "random", "spread", "pack")
+GATES: tuple[Literal["paper", "code"], ...] = ("paper", "code")
 #: The released experiments' load-ratio thresholds (PasaLab/Liquid @ 2e70203,
 #: ``Liquid-experiments/share/launcher.py`` and ``pre_schedule/launcher.py``).
 CODE_SHARE_RATIO, CODE_PRESCHEDULE_RATIO = 0.75, 0.5
@@ -80,15 +82,16 @@ CODE_SHARE_RATIO, CODE_PRESCHEDULE_RATIO = 0.75, 0.5
 @dataclass
 class Liquid:
     """Liquid's scheduler; every switch is separate so its effect can be measured.
-    ``place_params``: the placement method's parameters (cost form, ``line18``, GGA
-    settings), refused when the method does not take them."""
+    ``placement`` names the placement method (kind ``place``) and ``place_options`` are its
+    own options (an instance of its options class; None: its defaults), handed to it as they
+    are."""
 
     placement: str = "bestfit"
     batch: float = 0.0
     share: bool = False
     preschedule: bool = False
     heartbeat: float = 0.0
-    place_params: Mapping[str, str] = field(default_factory=dict)
+    place_options: CostOptions | None = None
     gates: str = "paper"
     share_ratio: float = CODE_SHARE_RATIO
     preschedule_ratio: float = CODE_PRESCHEDULE_RATIO
@@ -109,24 +112,26 @@ class Liquid:
                 raise InputError(f"{key} must be in [0, 1], got {getattr(self, key)!r}")
         if not 0 <= self.end_error <= 10:
             raise InputError(f"end_error must be in [0, 10], got {self.end_error!r}")
-        accepted = get_method(self.placement, "place").params
-        for key in self.place_params:
-            if key not in accepted:
-                raise InputError(f"{key} is not a parameter of placement={self.placement} "
-                                 f"(its parameters: {', '.join(sorted(accepted))})")
+        own = _options_class(self.placement)
+        if self.place_options is None:
+            self.place_options = own()
+        elif type(self.place_options) is not own:
+            raise InputError(f"placement={self.placement} takes {own.__name__}, not "
+                             f"{type(self.place_options).__name__}")
 
     @property
     def settings(self) -> dict[str, object]:
         """Every setting the run used, defaults included (a result says which variant ran:
         cost form, ``line18``, gates)."""
-        defaults = {"cost": "paper", "line18": "0", "repair": "mixed", "fitness": "eq8"}
-        accepted = get_method(self.placement, "place").params
+        shown = ("cost", "line18", "repair", "fitness")  # always, the others when set
+        options = self.place_options or CostOptions()
+        every = options.to_params(list(options.keys()))
         return {"placement": self.placement, "batch": self.batch, "share": self.share,
                 "preschedule": self.preschedule, "heartbeat": self.heartbeat,
                 "gates": self.gates, "share_ratio": self.share_ratio,
                 "preschedule_ratio": self.preschedule_ratio, "end_error": self.end_error,
-                "place_params": {**{k: v for k, v in defaults.items() if k in accepted},
-                                 **self.place_params}}
+                "place_params": {**{k: v for k, v in every.items() if k in shown},
+                                 **options.to_params()}}
 
     @property
     def tick(self) -> float | None:
@@ -265,14 +270,14 @@ class Liquid:
     def _place(self, view: ClusterView, jobs: list[ClusterJob], vacant: set[int]
                ) -> list[Start] | None:
         inst = view.instance
-        pinst = _placement_instance(inst, jobs, vacant)
+        pinst, task_of = _placement_instance(inst, jobs, vacant)
         seed = int(view.rng.integers(2**31))
-        placement = place(pinst, self.placement, seed=seed, params=self.place_params).placement
+        placement = place(pinst, self.placement, seed=seed, params=self.place_options).placement
         if placement is None:
             return None
         gpus: dict[str, dict[int, int]] = {}
         for a in placement.assignments:
-            gpus.setdefault(a.job, {})[int(a.container[1:])] = inst.gpu_index[a.gpus[0]]
+            gpus.setdefault(a.job, {})[task_of[a.container]] = inst.gpu_index[a.gpus[0]]
         return [Start(job.index, tuple(gpus[job.id][k] for k in range(job.tasks_per_round)))
                 for job in jobs]
 
@@ -289,8 +294,9 @@ def _fits(inst: Instance, job: ClusterJob, g: int) -> bool:
 
 
 def _placement_instance(inst: Instance, jobs: list[ClusterJob], vacant: set[int]
-                        ) -> PlacementInstance:
-    """The placement problem of ``jobs`` on the vacant GPUs they can all use."""
+                        ) -> tuple[PlacementInstance, dict[str, int]]:
+    """The placement problem of ``jobs`` on the vacant GPUs they can all use, and the task
+    (index in its round) of each container id."""
     if inst.topology is None:
         raise InputError("the liquid policy needs an instance with a topology (hosts)")
     graph = inst.topology.graph.copy()
@@ -298,20 +304,25 @@ def _placement_instance(inst: Instance, jobs: list[ClusterJob], vacant: set[int]
         usable = g in vacant and all(_fits(inst, job, g) for job in jobs)
         graph.nodes[gpu.id].update(busy=not usable,
                                    gpu_memory=gpu.memory if gpu.memory is not None else _UNLIMITED)
+    task_of = {f"t{k}": k for k in range(max((len(job.roles) for job in jobs), default=0))}
     pjobs = [PlacementJob(job.id, tuple(
-                 Container(f"t{k}", role, gpus=1, gpu_memory=job.gpu_memory)
-                 for k, role in enumerate(job.roles)), inst.jobs[job.index].profile.bandwidth)
+                 Container(container, role, gpus=1, gpu_memory=job.gpu_memory)
+                 for container, role in zip(task_of, job.roles, strict=False)),
+                          inst.jobs[job.index].profile.bandwidth)
              for job in jobs]
-    return PlacementInstance(inst.name, Topology(graph), tuple(pjobs))
+    return PlacementInstance(inst.name, Topology(graph), tuple(pjobs)), task_of
 
 
 @dataclass(frozen=True)
-class LiquidOptions(GgaOptions):
-    """Options of ``liquid``: its own settings, and the placement's (the cost's, best-fit's
-    ``line18`` and the GGA's), which it hands to its placement method."""
+class LiquidOptions(Options):
+    """Options of ``liquid``: its own settings, its placement method, and that method's
+    options (``place``: every key of Liquid's placement methods, the cost's, best-fit's
+    ``line18`` and the GGA's; the chosen method receives those it takes)."""
 
-    placement: str = choice(f"placement method: {', '.join(PLACEMENTS)} (default bestfit)",
-                            PLACEMENTS)
+    placement: PlacementName = choice(
+        f"placement method: {', '.join(PLACEMENTS)} (default bestfit)",
+        PLACEMENTS)
+    place: GgaOptions = group(GgaOptions, "the placement method's options")
     batch: float = period("batch interval in seconds, 0 or at least 0.001 (default 0: "
                           "immediate mode)")
     share: bool = switch("1: share GPUs among single-task jobs under the instance's "
@@ -320,10 +331,11 @@ class LiquidOptions(GgaOptions):
                                "released (default 0)")
     heartbeat: float = period("report freed GPUs only at heartbeats of this period, s, 0 or "
                               "at least 0.001 (default 0: event-driven)")
-    gates: str = choice("when sharing and pre-scheduling apply: paper (only for jobs no "
-                        "vacant GPU can take; default) or code (the reference code's "
-                        "load-ratio thresholds: share first at share_ratio, pre-schedule at "
-                        "preschedule_ratio)", GATES)
+    gates: Literal["paper", "code"] = choice(
+        "when sharing and pre-scheduling apply: paper (only for jobs no "
+        "vacant GPU can take; default) or code (the reference code's "
+        "load-ratio thresholds: share first at share_ratio, pre-schedule at "
+        "preschedule_ratio)", GATES)
     share_ratio: float = number("code gates: load ratio from which sharing is tried first "
                                 "(default 0.75)", CODE_SHARE_RATIO, high=1.0)
     preschedule_ratio: float = number("code gates: load ratio from which pre-scheduling "
@@ -344,8 +356,27 @@ def _liquid(options: LiquidOptions, seed: int) -> Liquid:
             if getattr(options, key) != default:
                 raise InputError(f"{key} applies to gates=code (the paper's gates have no "
                                  "load-ratio threshold)")
-    placing = GgaOptions.keys()
-    place_params = {k: v for k, v in options.to_params().items() if k in placing}
     return Liquid(options.placement, options.batch, options.share, options.preschedule,
-                  options.heartbeat, place_params, options.gates, options.share_ratio,
-                  options.preschedule_ratio, options.end_error)
+                  options.heartbeat, placement_options(options), options.gates,
+                  options.share_ratio, options.preschedule_ratio, options.end_error)
+
+
+def _options_class(placement: str) -> type[CostOptions]:
+    """The options class of placement method ``placement`` (register() makes every place
+    method's options a CostOptions)."""
+    own = get_method(placement, "place").options
+    assert issubclass(own, CostOptions)
+    return own
+
+
+def placement_options(options: LiquidOptions) -> CostOptions:
+    """The options of Liquid's placement method, taken from ``options.place`` as values;
+    a setting of a key the method does not take is refused (InputError naming it)."""
+    own = _options_class(options.placement)
+    taken = {f.name for f in fields(own)}
+    for f in fields(options.place):
+        if f.name not in taken and getattr(options.place, f.name) != f.default:
+            key = next(k for k, name in GgaOptions.keys().items() if name == f.name)
+            raise InputError(f"{key} is not a parameter of placement={options.placement} "
+                             f"(its parameters: {', '.join(sorted(own.keys()))})")
+    return own(**{name: getattr(options.place, name) for name in taken})

@@ -1,25 +1,27 @@
-"""Run a registered online policy and report a checked :class:`~optsched.result.Result`."""
+"""The ``simulate`` verb: :func:`simulate` runs a registered online policy (kind
+``simulate``, :mod:`optsched.registry`) and reports a checked :class:`~optsched.result.Result`."""
 
 from __future__ import annotations
 
 from collections.abc import Mapping
 from pathlib import Path
-from typing import Any
+from typing import Any, cast
 
 from optsched.check import ResolutionError
+from optsched.critical_path import critical_path_bound
 from optsched.errors import InputError
-from optsched.exact.bounds import critical_path_bound
 from optsched.instance import Instance
-from optsched.online.baselines import Replay
+from optsched.online.cluster import ClusterPolicy
 from optsched.online.engine import PolicyError, ScheduleStreamer, declared
-from optsched.online.simulator import execution_model, simulate
+from optsched.online.simulator import Policy, execution_model, run_simulation
 from optsched.output import StreamedFile
+from optsched.registry import prepare
 from optsched.result import Result, Status
+from optsched.runtime import checked, method_running
 from optsched.schedule import Schedule
-from optsched.solve import checked, method_running, prepare
 
 
-def run_policy(instance: Instance, policy: str, *, mode: str | None = None,
+def simulate(instance: Instance, policy: str, *, mode: str | None = None,
                params: Mapping[str, str] | None = None,
                seed: int = 0, noise: float = 0.0, switch_cost: float = 0.0,
                tick: float | None = None, event_driven: bool = True, record: bool = True,
@@ -41,7 +43,7 @@ def run_policy(instance: Instance, policy: str, *, mode: str | None = None,
     simulation runs, never holding it in memory (put in place atomically when the run
     succeeds; not checked), for both execution models. The policy raising while it is built
     or while it decides (anything but an InputError or a PolicyError, exits included) is a
-    :class:`~optsched.solve.MethodError` naming it and its plug-in.
+    :class:`~optsched.errors.MethodError` naming it and its plug-in.
     """
     ready = prepare(policy, "simulate", seed=seed, time_limit=None, params=params)
     info, params = ready.info, ready.params
@@ -50,8 +52,9 @@ def run_policy(instance: Instance, policy: str, *, mode: str | None = None,
     info.check_mode(instance.mode)
     with method_running(info, (PolicyError,)):
         chosen = info.func(ready.options, seed)
-    if isinstance(chosen, Replay):
-        chosen.check(instance)
+        validate = getattr(chosen, "validate", None)  # optional: refuse an instance
+        if validate is not None:
+            validate(instance)
     if stream_to is not None and record:
         raise InputError("a streamed schedule (stream_to) is for runs that do not record it")
     cluster = execution_model(chosen) == "cluster"
@@ -60,9 +63,11 @@ def run_policy(instance: Instance, policy: str, *, mode: str | None = None,
         with method_running(info, (PolicyError,)):
             # the realised instance has the same name, jobs and GPUs
             streamer = [ScheduleStreamer(instance, out)] if out is not None else []
-            sim = simulate(instance, chosen, seed=seed, noise=noise, switch_cost=switch_cost,
-                           tick=tick, event_driven=event_driven, record=record,
-                           progress=progress, observers=streamer)
+            # the engine checks the policy against its execution model's contract
+            sim = run_simulation(instance, cast("Policy | ClusterPolicy", chosen), seed=seed,
+                                 noise=noise, switch_cost=switch_cost, tick=tick,
+                                 event_driven=event_driven, record=record,
+                                 progress=progress, observers=streamer)
         if out is not None:
             streamer[0].close()
             out.commit()
@@ -85,8 +90,7 @@ def run_policy(instance: Instance, policy: str, *, mode: str | None = None,
     objective, metrics, tolerance = sim.objective, sim.metrics, None
     if sim.schedule is not None:
         try:
-            objective, metrics, tolerance = checked(sim.instance, sim.schedule, policy,
-                                                    "simulate")
+            objective, metrics, tolerance = checked(sim.instance, sim.schedule, info)
         except ResolutionError as exc:  # say what may have put the tasks that late
             raise ResolutionError(f"{exc} (the simulated schedule: a long --tick, heartbeat "
                                   "or batch period may have delayed its starts)") from None
@@ -96,4 +100,4 @@ def run_policy(instance: Instance, policy: str, *, mode: str | None = None,
     return Result(Status.FEASIBLE, method=policy, mode=instance.mode, objective=objective,
                   bound=None, runtime_s=sim.runtime_s, seed=seed, params=params,
                   metrics=metrics, solution=sim.schedule, extra=extra, simulation=sim,
-                  tolerance=tolerance)
+                  tolerance=tolerance, kind="simulate")

@@ -1,5 +1,5 @@
 """The basic execution model of online scheduling policies, in both modes, and
-:func:`simulate`, the entry point of every online simulation.
+:func:`run_simulation`, the entry point of every online simulation.
 
 This model owns the state (which GPUs are busy, how far every job is) on the shared event
 engine (:mod:`optsched.online.engine`, which also feeds the observers: metrics, the schedule,
@@ -367,6 +367,9 @@ class Policy(Protocol):
       thresholds derived from the finished jobs' sizes), and the engine then re-keys every
       waiting job.
 
+    - ``validate(instance)``: refuse (InputError naming the problem) an instance the policy
+      cannot run on; :func:`optsched.simulate` calls it before the run.
+
     A policy without ``priority`` sees the waiting jobs by arrival. ``calibrate(sizes)``
     receives the workload's :class:`SizeDistribution` once before the run (a policy that
     wraps another passes it on). A built-in policy's ``decide`` may be called from another
@@ -419,7 +422,7 @@ def realise(instance: Instance, *, noise: float = 0.0, switch_cost: float = 0.0,
     return Instance(instance.name, tuple(jobs), instance.gpus, mode=instance.mode)
 
 
-def simulate(instance: Instance, policy: Policy | ClusterPolicy, *, seed: int = 0,
+def run_simulation(instance: Instance, policy: Policy | ClusterPolicy, *, seed: int = 0,
              noise: float = 0.0, switch_cost: float = 0.0, tick: float | None = None,
              event_driven: bool = True, record: bool = True, progress: bool = False,
              observers: Sequence[Observer] = ()) -> Simulation:

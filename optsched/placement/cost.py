@@ -59,6 +59,7 @@ from __future__ import annotations
 from collections import defaultdict
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
+from typing import Literal
 
 from optsched.errors import InputError
 from optsched.limits import MAX_VALUE
@@ -66,7 +67,7 @@ from optsched.options import Options, choice, number, switch
 from optsched.placement.model import Container, PlacementInstance, PlacementJob
 from optsched.topology import Distance, Topology
 
-VARIANTS = ("paper", "code")
+VARIANTS: tuple[Literal["paper", "code"], ...] = ("paper", "code")
 #: The Result's ``objective_name`` of each cost form (``cost=code`` keeps its parameter value;
 #: its name says the order-free cost is a reconstruction of the reference code).
 OBJECTIVE_NAMES = {"paper": "liquid_cost_paper", "code": "liquid_cost_code_reconstructed"}
@@ -107,10 +108,11 @@ class CostOptions(Options):
     λ is the key ``lambda`` on the command line and in ``params`` mappings, and the field
     ``lam`` in Python (``lambda`` is a Python keyword): ``CostOptions(lam=0.3)``."""
 
-    cost: str = choice("paper (eqs. 2-6: λ, rack/domain sizes, fitness; default) or code (a "
-                       "reconstruction of the reference code's evaluator: 1/4/40 × bandwidth, "
-                       "order-free PS-spread/worker-pack load; objective "
-                       "liquid_cost_code_reconstructed)", VARIANTS)
+    cost: Literal["paper", "code"] = choice(
+        "paper (eqs. 2-6: λ, rack/domain sizes, fitness; default) or code (a "
+        "reconstruction of the reference code's evaluator: 1/4/40 × bandwidth, "
+        "order-free PS-spread/worker-pack load; objective "
+        "liquid_cost_code_reconstructed)", VARIANTS)
     lam: float = number("the paper's λ in [0, 1] (default 0.5)", 0.5, high=1.0, key="lambda")
     cross_domain: float | None = number("the paper's cost of a cross-domain pair (default: the "
                                         "number of hosts)")

@@ -18,11 +18,11 @@ from optsched.errors import InputError, UnknownNameError
 from optsched.instance import placement_pattern
 from optsched.placement.model import Placement, PlacementInstance
 
-MODES = ("s1", "s2", "pww", "pw:w", "p:ww", "p:w:w")
+PATTERNS = ("s1", "s2", "pww", "pw:w", "p:ww", "p:w:w")
 DURATIONS = {
-    "vgg16": dict(zip(MODES, (220.0, 227.0, 510.0, 767.0, 1190.0, 810.0), strict=True)),
-    "resnet50": dict(zip(MODES, (146.0, 164.0, 203.0, 204.0, 255.0, 210.0), strict=True)),
-    "inceptionv3": dict(zip(MODES, (253.0, 257.0, 289.0, 295.0, 310.0, 290.0), strict=True)),
+    "vgg16": dict(zip(PATTERNS, (220.0, 227.0, 510.0, 767.0, 1190.0, 810.0), strict=True)),
+    "resnet50": dict(zip(PATTERNS, (146.0, 164.0, 203.0, 204.0, 255.0, 210.0), strict=True)),
+    "inceptionv3": dict(zip(PATTERNS, (253.0, 257.0, 289.0, 295.0, 310.0, 290.0), strict=True)),
 }
 
 

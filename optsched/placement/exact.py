@@ -18,8 +18,8 @@ reference-code form, the product (GPUs in use on h) × (PSs − workers on h) by
 constraint. The objective is scaled to integers exactly (rational λ, lcm of GPU counts), so
 CP-SAT's bound divided back is a certified lower bound.
 
-Limits (:mod:`optsched.exact.budget`): a model whose estimated size (:func:`model_size`) is
-too large for :func:`~optsched.exact.budget.lp_too_large` is refused (InputError). The whole
+Limits (:mod:`optsched.budget`): a model whose estimated size (:func:`model_size`) is
+too large for :func:`~optsched.budget.lp_too_large` is refused (InputError). The whole
 method runs within ``--time-limit``, counted from the call (solver imports included): the
 build checks the limit per container, per PS–worker pair and per job and may use half of it;
 when it runs out there (or too little is left for PuLP to hand the model over) the Result
@@ -36,20 +36,21 @@ from dataclasses import dataclass
 from fractions import Fraction
 from typing import Any
 
-from optsched.errors import InputError, OptschedError
-from optsched.exact.budget import (
+from optsched.budget import (
+    EXACT_TIME_LIMIT,
     MIN_SOLVER_SECONDS,
     Budget,
     OutOfTime,
     lp_too_large,
     size_text,
 )
+from optsched.contracts import PlaceContext, PlaceOutput
+from optsched.errors import InputError, OptschedError
 from optsched.options import count
 from optsched.placement.cost import CODE_DISTANCE, CostOptions, code_groups
 from optsched.placement.model import PlacementInstance, placement_from_hosts
-from optsched.placement.place import PlaceContext, PlaceOutput
+from optsched.registry import register
 from optsched.result import Status
-from optsched.solve import EXACT_TIME_LIMIT, register
 from optsched.topology import Distance
 
 
@@ -380,7 +381,7 @@ def solve_placement(instance: PlacementInstance, ctx: PlaceContext) -> PlaceOutp
     if budget.expired():
         return _fallback(instance, ctx, {}, budget)
     solver = cp_model.CpSolver()
-    solver.parameters.num_workers = ctx.options_as(CpsatPlaceOptions).workers
+    solver.parameters.num_workers = ctx.options.workers
     solver.parameters.random_seed = ctx.seed
     left = budget.left()
     if left is not None:
@@ -422,7 +423,7 @@ def solve_placement_milp(instance: PlacementInstance, ctx: PlaceContext, backend
         if left < MIN_SOLVER_SECONDS:
             return _fallback(instance, ctx, {"backend": backend}, budget)
     bound, solver_status, interrupted = solve_pulp(
-        b.prob, backend, time_limit=left, threads=ctx.options_as(MilpPlaceOptions).threads,
+        b.prob, backend, time_limit=left, threads=ctx.options.threads,
         seed=ctx.seed)
     extra: dict[str, Any] = {"solver_status": solver_status, "backend": backend,
                              "variables": b.prob.numVariables(), "interrupted": interrupted}

@@ -65,7 +65,7 @@ it), so that no ``generations``/``patience`` setting runs unseen for ever; a run
 generations or patience before it is reproducible. A run longer than 5 s prints a progress
 line on stderr every 5 s (elapsed, best cost so far; ``optsched place --quiet`` silences it).
 
-Time limit: one :class:`~optsched.exact.budget.Budget` covers the whole run, the best-fit
+Time limit: one :class:`~optsched.budget.Budget` covers the whole run, the best-fit
 seed included; it is checked per container inserted (seed, initial plans, children), so the
 run ends within ``--time-limit`` plus one container's insertion. It returns the best
 individual found by then, or, when none was complete, no placement (status ``unknown``);
@@ -78,11 +78,12 @@ from __future__ import annotations
 from collections import defaultdict
 from collections.abc import Callable
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, Literal
 
 import numpy as np
 
-from optsched.exact.budget import Budget, OutOfTime
+from optsched.budget import EXACT_TIME_LIMIT, Budget, OutOfTime
+from optsched.contracts import PlaceContext, PlaceOutput
 from optsched.options import choice, count
 from optsched.placement.cost import CostModel, job_cost, placement_cost
 from optsched.placement.heuristics import TIE, BestfitOptions, greedy_plan
@@ -92,16 +93,16 @@ from optsched.placement.model import (
     PlacementJob,
     placement_from_hosts,
 )
-from optsched.placement.place import PlaceContext, PlaceOutput
+from optsched.registry import register
 from optsched.result import Status
-from optsched.solve import EXACT_TIME_LIMIT, register
 
 Genome = list[int]  # host index per container, -1 = homeless
 
 #: Re-insertion rules (the first is the default).
-REPAIRS = ("mixed", "jobfit", "randomfit", "bestfit", "firstfit")
+Repair = Literal["mixed", "jobfit", "randomfit", "bestfit", "firstfit"]
+REPAIRS: tuple[Repair, ...] = ("mixed", "jobfit", "randomfit", "bestfit", "firstfit")
 #: Selection fitness (the first is the default).
-FITNESSES = ("eq8", "cost")
+FITNESSES: tuple[Literal["eq8", "cost"], ...] = ("eq8", "cost")
 #: eaopt's NewDefaultGAConfig, as the reference code's GA uses it.
 CROSS_RATE, MUT_RATE, CONTESTANTS = 0.7, 0.5, 3
 
@@ -111,11 +112,12 @@ class GgaOptions(BestfitOptions):
     """The GA's options beyond the cost (defaults: see the module docstring); ``line18``
     applies to its best-fit seed."""
 
-    repair: str = choice("re-insertion of homeless containers: mixed (whole jobs, each by "
-                         "jobfit or random-fit; default), jobfit (whole jobs on the host of "
-                         "least job cost), randomfit (reference code), bestfit (per "
-                         "container), firstfit (paper Fig. 8)", REPAIRS)
-    fitness: str = choice("eq8 (cost + hosts used, paper eq. 8; default) or cost", FITNESSES)
+    repair: Repair = choice("re-insertion of homeless containers: mixed (whole jobs, each by "
+                            "jobfit or random-fit; default), jobfit (whole jobs on the host "
+                            "of least job cost), randomfit (reference code), bestfit (per "
+                            "container), firstfit (paper Fig. 8)", REPAIRS)
+    fitness: Literal["eq8", "cost"] = choice(
+        "eq8 (cost + hosts used, paper eq. 8; default) or cost", FITNESSES)
     generations: int | None = count("maximum generations (default 10 × (30 + containers))",
                                     None)
     patience: int | None = count("stop after this many generations without improvement "
@@ -411,8 +413,8 @@ def run_gga(instance: PlacementInstance, model: CostModel, *, seed: int = 0,
 @register("gga", kind="place", options=GgaOptions, default_time_limit=EXACT_TIME_LIMIT,
           description="Liquid's batch mode: grouping genetic algorithm, eq. 8 fitness "
                       "(seeded, generation counts)")
-def _place_gga(instance: PlacementInstance, ctx: PlaceContext) -> PlaceOutput:
-    genome, stats = run_gga(instance, ctx.model, seed=ctx.seed, config=ctx.options_as(GgaOptions),
+def _place_gga(instance: PlacementInstance, ctx: PlaceContext[GgaOptions]) -> PlaceOutput:
+    genome, stats = run_gga(instance, ctx.model, seed=ctx.seed, config=ctx.options,
                             time_limit=ctx.time_limit, report=ctx.report)
     if genome is None:
         return PlaceOutput(status=Status.UNKNOWN, extra=stats)

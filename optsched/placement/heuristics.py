@@ -29,7 +29,7 @@ Best-fit scores a host in time linear in the number of hosts the job already use
 job's PS–worker pairs once per container), so a whole run is O(containers × hosts × job
 size); with ``contention=1`` it recomputes the job's cost per host (quadratic in the job).
 
-Time limit: each method runs under one :class:`~optsched.exact.budget.Budget` of
+Time limit: each method runs under one :class:`~optsched.budget.Budget` of
 ``--time-limit``, checked per container placed (and, for best-fit, per host scored); when it
 runs out the Result is ``unknown`` without a placement and ``extra.stopped`` says ``time
 limit``.
@@ -44,7 +44,8 @@ from typing import Any
 
 import numpy as np
 
-from optsched.exact.budget import Budget, OutOfTime
+from optsched.budget import Budget, OutOfTime
+from optsched.contracts import PlaceContext, PlaceOutput
 from optsched.options import switch
 from optsched.placement.cost import CostModel, CostOptions, job_cost, pair_cost
 from optsched.placement.model import (
@@ -54,9 +55,8 @@ from optsched.placement.model import (
     PlacementInstance,
     PlacementJob,
 )
-from optsched.placement.place import PlaceContext, PlaceOutput
+from optsched.registry import register
 from optsched.result import Status
-from optsched.solve import register
 
 
 @dataclass
@@ -115,7 +115,7 @@ def greedy(instance: PlacementInstance, choose: Chooser, budget: Budget | None =
     """Place every container with ``choose(candidates, job, container, so_far, free)``;
     ``line18``: a host that took a container of a job is no candidate for the job's later
     containers (Alg. 1 line 18; always so for ``one_per_host`` jobs). Raises
-    :class:`~optsched.exact.budget.OutOfTime` once ``budget`` is spent (checked per container
+    :class:`~optsched.budget.OutOfTime` once ``budget`` is spent (checked per container
     placed)."""
     free = _Free.of(instance)
     host_of: dict[tuple[str, str], str] = {}
@@ -140,7 +140,7 @@ def greedy(instance: PlacementInstance, choose: Chooser, budget: Budget | None =
 def greedy_plan(instance: PlacementInstance, model: CostModel, budget: Budget | None = None,
                 *, line18: bool = False) -> dict[tuple[str, str], str] | None:
     """The best-fit container → host map (None when some container fits nowhere). Raises
-    :class:`~optsched.exact.budget.OutOfTime` once ``budget`` is spent."""
+    :class:`~optsched.budget.OutOfTime` once ``budget`` is spent."""
     placement = greedy(instance, BestFit(instance, model, budget), budget, line18=line18)
     if placement is None:
         return None
@@ -262,9 +262,9 @@ def _run(instance: PlacementInstance, ctx: PlaceContext, choose: Chooser,
 @register("bestfit", kind="place", options=BestfitOptions,
           description="Liquid's immediate-mode best-fit: each container on the host of least "
                       "cost of its own job (eq. 3); line18=1 for Alg. 1's node removal")
-def _place_bestfit(instance: PlacementInstance, ctx: PlaceContext) -> PlaceOutput:
+def _place_bestfit(instance: PlacementInstance, ctx: PlaceContext[BestfitOptions]) -> PlaceOutput:
     budget = Budget(ctx.time_limit)
-    line18 = ctx.options_as(BestfitOptions).line18
+    line18 = ctx.options.line18
     out = _run(instance, ctx, BestFit(instance, ctx.model, budget), budget, line18=line18)
     return PlaceOutput(out.placement, out.bound, out.status, {**out.extra,
                                                               **bestfit_extra(line18)})

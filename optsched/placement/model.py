@@ -24,7 +24,6 @@ from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
-from pathlib import Path
 from typing import Any
 
 from optsched.errors import InputError, UnknownNameError
@@ -286,31 +285,3 @@ def placement_from_hosts(instance: PlacementInstance,
     return Placement(instance.name, tuple(
         Assignment(job.id, c.id, host_of[job.id, c.id], given[job.id, c.id])
         for job, c in containers(instance)))
-
-
-def load_placement_instance(path: str | Path) -> PlacementInstance:
-    """Read a ``placement-instance@1`` file (InputError naming the file on any problem)."""
-    from optsched.io import read_file
-
-    return read_file(path, placement_instance_from_dict)
-
-
-def load_placement(path: str | Path) -> Placement:
-    """Read a ``placement@1`` file (InputError naming the file on any problem)."""
-    from optsched.io import read_file
-
-    return read_file(path, placement_from_dict)
-
-
-def save_placement_instance(path: str | Path, instance: PlacementInstance) -> None:
-    """Write ``instance`` as ``placement-instance@1`` JSON, atomically."""
-    from optsched.io import write_json
-
-    write_json(path, placement_instance_to_dict(instance))
-
-
-def save_placement(path: str | Path, placement: Placement) -> None:
-    """Write ``placement`` as ``placement@1`` JSON, atomically."""
-    from optsched.io import write_json
-
-    write_json(path, placement_to_dict(placement))

@@ -1,4 +1,4 @@
-"""Time and size limits of the exact models and relaxations.
+"""Time and size limits: the limits a run gets, and those of the exact models and relaxations.
 
 Time: every method that builds a model runs under one :class:`Budget` started when the method
 is called. Model builders call :meth:`Budget.check` between blocks of rows or columns (per job,
@@ -15,8 +15,17 @@ comfortably admit every benchmark of ``benchmarks/``.
 
 from __future__ import annotations
 
+import math
+import numbers
 import time
 from typing import Any
+
+from optsched.errors import InputError
+from optsched.limits import MAX_VALUE
+
+#: Default time limits (s) of the exact methods and of Hare's relaxation (its step 1 takes
+#: up to about 3 minutes at the paper's scale on a 2-core machine).
+EXACT_TIME_LIMIT, RELAXATION_TIME_LIMIT = 60.0, 300.0
 
 #: Estimated peak memory above which a model is not built: a quarter of a 24 GiB machine, so
 #: that two benchmark workers and everything else still fit.
@@ -82,6 +91,29 @@ CTRL_C_SECONDS = 2.0
 
 #: Seconds kept for printing a result and ending the process.
 EXIT_SECONDS = 0.3
+
+
+def check_time_limit(time_limit: Any) -> None:
+    """Refuse (InputError naming --time-limit) a time limit that is not a finite number in
+    (0, MAX_VALUE]; None means unlimited."""
+    if time_limit is None:
+        return
+    if isinstance(time_limit, bool) or not isinstance(time_limit, numbers.Real) \
+            or not math.isfinite(float(time_limit)) or not 0 < float(time_limit) <= MAX_VALUE:
+        raise InputError(f"--time-limit: time limit must be > 0 and a finite number of "
+                         f"seconds at most {MAX_VALUE:g}, got {time_limit!r}")
+
+
+def method_share(time_limit: float | None, started: float | None, reserve: float
+                 ) -> float | None:
+    """The seconds a method gets of ``time_limit`` (None: unlimited) counted from
+    ``started`` (a ``time.perf_counter()`` value; None: now), ``reserve`` seconds kept for
+    what follows it; at least :data:`MIN_METHOD_SECONDS`, so a method always returns its
+    fallback (at worst the ECT schedule) rather than nothing."""
+    if time_limit is None:
+        return None
+    spent = 0.0 if started is None else max(0.0, time.perf_counter() - started)
+    return max(time_limit - spent - reserve, MIN_METHOD_SECONDS)
 
 
 def check_seconds(instance: Any) -> float:

@@ -8,68 +8,23 @@ reconstruction of the reference code's evaluator, :mod:`optsched.placement.cost`
 
 from __future__ import annotations
 
-from collections.abc import Callable, Mapping
-from dataclasses import dataclass, field
-from typing import Any, TypeVar
+from collections.abc import Mapping
+from typing import Any, TextIO
 
-from optsched.errors import OptschedError
-from optsched.exact.budget import MIN_METHOD_SECONDS
+from optsched.contracts import Listener, PlaceContext, PlaceOutput
+from optsched.errors import MethodError
 from optsched.placement.check import check_placement
-from optsched.placement.cost import CostModel, CostOptions
+from optsched.placement.cost import CostOptions
 from optsched.placement.model import Placement, PlacementInstance
+from optsched.registry import prepare
 from optsched.result import Result, Status, is_optimal
-from optsched.solve import (
-    MethodError,
-    ProgressLine,
-    check_bound,
-    finite_bound,
-    method_share,
-    options_as,
-    prepare,
-    run_timed,
-)
-
-CostOptionsT = TypeVar("CostOptionsT", bound=CostOptions)
-
-
-@dataclass(frozen=True)
-class PlaceContext:
-    """What a placement method is given besides the instance: the cost model of its options,
-    its typed options (:meth:`options_as`) and the same as ``KEY=VALUE`` text."""
-
-    model: CostModel
-    seed: int = 0
-    time_limit: float | None = None
-    params: Mapping[str, str] = field(default_factory=dict)
-    options: CostOptions = field(default_factory=CostOptions)
-    #: Receives the method's progress (:meth:`report`); None: nobody listens.
-    progress: Callable[[float | None, float | None], None] | None = None
-
-    def options_as(self, cls: type[CostOptionsT]) -> CostOptionsT:
-        """:attr:`options`, typed as the method's own class ``cls``."""
-        return options_as(self.options, cls)
-
-    def report(self, incumbent: float | None = None, bound: float | None = None) -> None:
-        """Tell the caller the cost of the best placement found so far and the best
-        certified lower bound (either may be None); cheap, call it freely."""
-        if self.progress is not None:
-            self.progress(incumbent, bound)
-
-
-@dataclass(frozen=True)
-class PlaceOutput:
-    """A placement (None: none found; ``status`` says why) and a certified lower bound on
-    the cost, or None."""
-
-    placement: Placement | None = None
-    bound: float | None = None
-    status: Status | None = None
-    extra: Mapping[str, Any] = field(default_factory=dict)
+from optsched.runtime import check_bound, finite_bound, listener_of, run_timed, start_within
 
 
 def place(instance: PlacementInstance, method: str, *, seed: int = 0,
           time_limit: float | None = None,
-          params: Mapping[str, Any] | CostOptions | None = None, progress: Any = None,
+          params: Mapping[str, Any] | CostOptions | None = None,
+          progress: TextIO | Listener | None = None,
           started: float | None = None) -> Result[Placement]:
     """Run the registered ``place`` method ``method`` and check its placement (the Result's
     ``solution``, also :attr:`~optsched.result.Result.placement`; None when none was found).
@@ -86,30 +41,26 @@ def place(instance: PlacementInstance, method: str, *, seed: int = 0,
     ------
     InputError
         Unknown method or parameter, bad cost parameters.
-    OptschedError
-        A placement the checker rejects, a bound that is not a finite number or is above the
-        checked cost, or the method raising (:class:`~optsched.solve.MethodError` naming the
-        method and its plug-in: bugs in the method).
+    MethodError
+        (an :class:`~optsched.errors.OptschedError`) A placement the checker rejects, a
+        bound that is not a finite number or is above the checked cost, or the method
+        raising: bugs in the method, the message naming it and its plug-in.
     """
     ready = prepare(method, "place", seed=seed, time_limit=time_limit, params=params)
     info, time_limit, params = ready.info, ready.time_limit, ready.params
-    options = options_as(ready.options, CostOptions)
+    options = ready.options
+    assert isinstance(options, CostOptions)  # register() refuses other place options
     model = options.cost_model()
-    listener = progress if callable(progress) or progress is None else \
-        ProgressLine(progress, None)
-    share = method_share(time_limit, started, 0.0)
-    startup = 0.0  # with no time left, the method returns its fallback without its solvers
-    if share is None or share > MIN_METHOD_SECONDS:
-        startup = info.start_up()  # before the method's share is worked out
-        share = method_share(time_limit, started, 0.0)
-    context = PlaceContext(model, seed, share, params, options, listener)
-    out, runtime, _ = run_timed(info, lambda: info.func(instance, context), listener=listener,
-                                start_up=False)
+    listener = listener_of(progress, lambda: None)
+    share, startup = start_within(info.start_up, time_limit, started, 0.0)
+    context = PlaceContext(model, options, seed, share, params, listener)
+    out, runtime = run_timed(info, lambda: info.func(instance, context), listener)
     if not isinstance(out, PlaceOutput):
         raise MethodError(f"{info.label} returned {type(out).__name__}, not a PlaceOutput")
     bound = finite_bound(info, out.bound)
     common: dict[str, Any] = dict(method=method, mode="placement", runtime_s=runtime, seed=seed,
-                                  params=params, objective_name=model.objective_name)
+                                  params=params, objective_name=model.objective_name,
+                                  kind="place")
     # the only bound of a placement is the method's own
     out_extra = {**out.extra, "bound_source": None if bound is None else "method"}
     if out.placement is None:
@@ -120,7 +71,7 @@ def place(instance: PlacementInstance, method: str, *, seed: int = 0,
     report = check_placement(instance, out.placement, model)
     if not report.feasible or report.cost is None:
         first = report.violations[0].message if report.violations else "incomplete"
-        raise OptschedError(f"placement method {method!r} produced an infeasible placement "
+        raise MethodError(f"{info.label} produced an infeasible placement "
                             f"({len(report.violations)} violations; first: {first})")
     cost = report.cost.total
     check_bound(info, bound, cost, "cost")

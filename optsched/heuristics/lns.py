@@ -41,9 +41,11 @@ from typing import Any
 
 import numpy as np
 
+from optsched.budget import EXACT_TIME_LIMIT, Budget, OutOfTime, solve_stoppable
 from optsched.check import check
-from optsched.exact.bounds import critical_path
-from optsched.exact.budget import Budget, OutOfTime, solve_stoppable
+from optsched.contracts import MethodOutput, SolveContext
+from optsched.critical_path import critical_path
+from optsched.ect import completions, ect_schedule, evaluate, incumbent
 from optsched.exact.cpsat import (
     CPSAT_IMPORTS,
     STATUS,
@@ -55,11 +57,10 @@ from optsched.exact.cpsat import (
     _Model,
 )
 from optsched.exact.grid import scale, time_unit_or_default
-from optsched.heuristics.list_scheduling import completions, ect_schedule, evaluate, incumbent
 from optsched.instance import Instance
 from optsched.options import Options, count, number
+from optsched.registry import register
 from optsched.schedule import Schedule
-from optsched.solve import EXACT_TIME_LIMIT, MethodOutput, SolveContext, register
 
 RULES = ("random", "window", "delay")
 
@@ -160,9 +161,9 @@ def _neighbourhood_model(model: _Model, decisions: dict[int, list[Any]], free: s
     return sub
 
 
-def solve_lns(instance: Instance, ctx: SolveContext) -> MethodOutput:
+def solve_lns(instance: Instance, ctx: SolveContext[LnsOptions]) -> MethodOutput:
     """Improve the ECT schedule (or the hint) of ``instance`` by LNS (see the module doc)."""
-    options = ctx.options_as(LnsOptions)
+    options = ctx.options
     budget = Budget(ctx.time_limit)
     unit = time_unit_or_default(instance, options.time_unit)
     groups = instance.gpu_groups()
@@ -279,5 +280,5 @@ def solve_lns(instance: Instance, ctx: SolveContext) -> MethodOutput:
           imports=CPSAT_IMPORTS,
           description="large-neighbourhood search: CP-SAT re-optimises a few jobs at a time "
                       "around the incumbent (anytime, seeded, both modes)")
-def _lns(instance: Instance, context: SolveContext) -> MethodOutput:
+def _lns(instance: Instance, context: SolveContext[LnsOptions]) -> MethodOutput:
     return solve_lns(instance, context)

@@ -18,7 +18,7 @@ import math
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from itertools import repeat
-from typing import Any
+from typing import Any, Literal
 
 import numpy as np
 
@@ -32,7 +32,7 @@ from optsched.online.simulator import (
     ordered,
 )
 from optsched.options import Options, choice, number, numbers
-from optsched.solve import register
+from optsched.registry import register
 
 
 def fill_fastest(order: Iterable[JobState], view: View, taken: set[int] | None = None,
@@ -83,7 +83,7 @@ def quantile_thresholds(sizes: Sequence[float], quantiles: Sequence[float]
 
 
 #: Where derived queue thresholds come from (the first is the default).
-CALIBRATIONS = ("history", "workload")
+CALIBRATIONS: tuple[Literal["history", "workload"], ...] = ("history", "workload")
 
 
 class FinishedSizes:
@@ -330,21 +330,24 @@ def _speedup_matching(queue: _LevelClassQueue, view: View) -> list[Decision]:
 class HlasOptions(Options):
     """Options of ``hlas``."""
 
-    form: str = choice("queues (discretised LAS, FIFO inside a queue; default) or continuous "
-                       "(one queue ordered by service / weight, unless thresholds are given)",
-                       ("queues", "continuous"))
+    form: Literal["queues", "continuous"] = choice(
+        "queues (discretised LAS, FIFO inside a queue; default) or continuous "
+        "(one queue ordered by service / weight, unless thresholds are given)",
+        ("queues", "continuous"))
     thresholds: tuple[float, ...] | None = numbers(
         "service thresholds between queues, in reference-GPU seconds, comma-separated, or "
         "auto (default: the 0.5 and 0.8 quantiles of job sizes, see calibration; none for "
         "form=continuous)")
-    calibration: str = choice("whose sizes derived thresholds come from: history (the "
-                              "jobs finished so far, re-derived at 1, 2, 4, ... finished "
-                              "jobs; default) or workload (every job of the run, arrived or "
-                              "not: leaks future sizes)", CALIBRATIONS)
+    calibration: Literal["history", "workload"] = choice(
+        "whose sizes derived thresholds come from: history (the "
+        "jobs finished so far, re-derived at 1, 2, 4, ... finished "
+        "jobs; default) or workload (every job of the run, arrived or "
+        "not: leaks future sizes)", CALIBRATIONS)
     starvation: float = number("a job in a lower queue waiting longer than this × its "
                                "service re-enters queue 0 (default 0.5; 0: off)", 0.5)
-    mapping: str = choice("B (speed-up matching, default), A (fastest idle GPU) or C "
-                          "(earliest available)", ("B", "A", "C"))
+    mapping: Literal["B", "A", "C"] = choice(
+        "B (speed-up matching, default), A (fastest idle GPU) or C "
+        "(earliest available)", ("B", "A", "C"))
 
 
 @register("hlas", kind="simulate", modes=("relaxed",), options=HlasOptions,
