@@ -39,7 +39,7 @@ from typing import Any
 
 import numpy as np
 
-from optsched import ClusterProfile, Instance, Job, check
+from optsched import ClusterProfile, ClusterSpec, Instance, Job, check
 from optsched.check import CheckReport
 from optsched.online.run import simulate
 from optsched.output import json_text, output_target, write_outputs
@@ -118,7 +118,7 @@ def sequence(models: tuple[str, ...], jobs: int, gap: float, seed: int) -> Insta
     graph = tree_topology([["T4"]])
     graph.nodes["h0/g0"]["gpu_memory"] = GPU_MEMORY
     return Instance(f"seq-{'-'.join(models)}-n{jobs}-s{seed}", tuple(out), topology=graph,
-                    mode="gang", share_cap=SHARE_CAP)
+                    mode="gang", cluster=ClusterSpec(share_cap=SHARE_CAP))
 
 
 def with_error(instance: Instance, error: float, seed: int) -> Instance:

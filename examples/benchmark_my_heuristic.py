@@ -38,7 +38,7 @@ def main() -> None:
     grid = Grid("wspt-demo", generator={"gpus": 4, "gpu_types": 2, "hosts": 1},
                 vary={"jobs": [4, 6]}, seeds=(0, 1, 2))
     manifest = generate_set(grid, args.out / "instances")
-    runs = plan(manifest, ["ect", "wspt", "cpsat"], time_limit=20, plugins=[str(HEURISTIC)])
+    runs = plan(manifest, ["ect", "wspt", "cpsat"], time_limit=5, plugins=[str(HEURISTIC)])
     records = args.out / "records.jsonl"
     summary = run_benchmark(runs, records, workers=2, manifest=manifest, progress=None)
     print(f"{summary.finished} runs, {summary.errors} errors; records in {records}")

@@ -33,8 +33,8 @@ def wspt(instance: Instance, context: SolveContext[WsptOptions]) -> MethodOutput
 
     def smith(j: int) -> float:
         job, times = instance.jobs[j], instance.compute[j]
-        per_task = times.min() if options.work == "fastest" else \
-            times[np.isfinite(times)].mean()
+        per_task = float(times.min() if options.work == "fastest" else
+                         times[np.isfinite(times)].mean())
         return job.weight / (job.rounds * job.tasks_per_round * per_task)
 
     free = [0.0] * instance.n_gpus       # when each GPU finishes its current task

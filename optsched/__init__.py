@@ -22,6 +22,8 @@ if TYPE_CHECKING:
     from optsched.check import CheckReport as CheckReport
     from optsched.check import Violation as Violation
     from optsched.check import check as check
+    from optsched.cluster_model import ClusterProfile as ClusterProfile
+    from optsched.cluster_model import ClusterSpec as ClusterSpec
     from optsched.contracts import MethodOutput as MethodOutput
     from optsched.contracts import SolveContext as SolveContext
     from optsched.errors import InputError as InputError
@@ -35,7 +37,6 @@ if TYPE_CHECKING:
     from optsched.generate import generate_hare as generate_hare
     from optsched.generate import generate_liquid as generate_liquid
     from optsched.instance import GPU as GPU
-    from optsched.instance import ClusterProfile as ClusterProfile
     from optsched.instance import Instance as Instance
     from optsched.instance import Job as Job
     from optsched.io import load_instance as load_instance
@@ -78,7 +79,8 @@ lazy_exports(__name__, {
     "generate_hare": "optsched.generate",
     "generate_liquid": "optsched.generate",
     "GPU": "optsched.instance",
-    "ClusterProfile": "optsched.instance",
+    "ClusterProfile": "optsched.cluster_model",
+    "ClusterSpec": "optsched.cluster_model",
     "Instance": "optsched.instance",
     "Job": "optsched.instance",
     "load_instance": "optsched.io",
@@ -105,6 +107,7 @@ __all__ = [
     "GPU",
     "CheckReport",
     "ClusterProfile",
+    "ClusterSpec",
     "GeneratorSpec",
     "HareSpec",
     "InputError",

@@ -18,10 +18,13 @@ from __future__ import annotations
 import math
 import numbers
 import time
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from optsched.errors import InputError
 from optsched.limits import MAX_VALUE
+
+if TYPE_CHECKING:
+    from optsched.instance import Instance
 
 #: Default time limits (s) of the exact methods and of Hare's relaxation (its step 1 takes
 #: up to about 3 minutes at the paper's scale on a 2-core machine).
@@ -116,7 +119,7 @@ def method_share(time_limit: float | None, started: float | None, reserve: float
     return max(time_limit - spent - reserve, MIN_METHOD_SECONDS)
 
 
-def check_seconds(instance: Any) -> float:
+def check_seconds(instance: Instance) -> float:
     """The time :func:`optsched.check.check` is expected to take on a schedule of
     ``instance`` (:data:`CHECK_SECONDS_PER_TASK` per task)."""
     return CHECK_SECONDS_PER_TASK * sum(job.n_tasks for job in instance.jobs)

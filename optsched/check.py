@@ -53,6 +53,7 @@ from collections import defaultdict
 from dataclasses import dataclass, field
 from typing import Any
 
+from optsched.cluster_model import round_flows, round_pace
 from optsched.errors import InputError
 from optsched.instance import Instance, Job
 from optsched.metrics import schedule_metrics
@@ -300,8 +301,8 @@ def check(instance: Instance, schedule: Schedule) -> CheckReport:
     ready: dict[tuple[int, int], float] = {}
     occupancy: dict[int, list[tuple[float, float, Task]]] = defaultdict(list)
     timeline: dict[tuple[str, int, int], tuple[float, float, float, float]] = {}
-    cluster = instance.cluster or any(t.train_start is not None or t.failed_at is not None
-                                      for t in schedule.tasks)
+    cluster = instance.needs_cluster_model or any(
+        t.train_start is not None or t.failed_at is not None for t in schedule.tasks)
     lost = (0, 0.0)
     if cluster:
         if mode != "gang":
@@ -403,8 +404,8 @@ def _cluster_rounds(instance: Instance,
         _flag(out, kind, message, t)
 
     jobs = instance.jobs
-    shared = instance.share_cap is not None
-    cap = instance.share_cap if instance.share_cap is not None else math.inf
+    shared = instance.cluster.share_cap is not None
+    cap = instance.cluster.share_cap if instance.cluster.share_cap is not None else math.inf
     # per GPU: (train start, pace, actual util, exclusive, task, job index)
     on_gpu: dict[int, list[tuple[float, float, float, bool, Task, int]]] = defaultdict(list)
     flowing: list[tuple[float, float, float, dict[str, int]]] = []
@@ -415,7 +416,7 @@ def _cluster_rounds(instance: Instance,
         order = sorted(entries, key=lambda e: e[0].task)
         gpus = [g for _, g in order]
         complete = len(order) == job.tasks_per_round
-        pace = paces[j, r] = instance.pace(j, gpus) if complete \
+        pace = paces[j, r] = round_pace(instance, j, gpus) if complete \
             else max(float(instance.compute[j, g] + instance.sync[j, g]) for g in gpus)
         earliest = job.profile.launch if r == 0 else 0.0
         trains = []
@@ -428,7 +429,8 @@ def _cluster_rounds(instance: Instance,
                               not shared or len(entries) > 1, t, j))
             trains.append(train)
         _gang_rules(out, job, r, pace, entries, trains)
-        flows = instance.flows(j, gpus) if instance.link_contention and complete else {}
+        flows = round_flows(instance, j, gpus) if instance.cluster.link_contention and complete \
+            else {}
         if flows:
             flowing.append((max(trains), pace, job.profile.actual_flow_time, flows))
             flowing_keys.append((j, r))

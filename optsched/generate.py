@@ -23,9 +23,11 @@ from typing import Any
 
 import numpy as np
 
+from optsched.cluster_model import ClusterProfile, ClusterSpec
 from optsched.errors import InputError
-from optsched.instance import GPU, MODES, ClusterProfile, Instance, Job
+from optsched.instance import GPU, Instance, Job
 from optsched.limits import MAX_FACTOR, MAX_TASKS, MAX_VALUE, check_seed, is_bounded, is_number
+from optsched.schedule import MODES
 from optsched.topology import tree_topology
 
 #: Most jobs a generator makes: about 7 KB each while generating and writing (measured: 0.7
@@ -681,8 +683,8 @@ def generate_liquid(spec: LiquidSpec, seed: int, *, name: str | None = None) -> 
         if attrs["kind"] == "gpu":
             attrs["gpu_memory"] = spec.gpu_memory
     instance = Instance(name or f"liquid-s{seed}-j{n_jobs}-h{spec.hosts}", tuple(jobs),
-                        topology=graph, mode="gang", share_cap=spec.share_cap or None,
-                        link_contention=spec.link_contention)
+                        topology=graph, mode="gang",
+                        cluster=ClusterSpec(spec.share_cap or None, spec.link_contention))
     if spec.predict_from:
         from optsched.estimation.forest import ResourceEstimator, with_predictions
         from optsched.estimation.runs import synthetic_runs

@@ -21,8 +21,9 @@ from typing import Any
 
 import numpy as np
 
+from optsched.cluster_model import NO_PROFILE, ClusterProfile, ClusterSpec
 from optsched.errors import InputError, UnknownNameError
-from optsched.limits import MAX_FACTOR, MAX_TASKS, MAX_VALUE, MIN_POSITIVE, is_bounded
+from optsched.limits import MAX_FACTOR, MAX_TASKS, MAX_VALUE, MIN_POSITIVE, is_bounded, seconds_map
 from optsched.schedule import MODES
 from optsched.topology import Topology
 from optsched.workloads import Catalog, default_catalog
@@ -36,32 +37,11 @@ def _frozen(values: dict[Any, Any]) -> MappingProxyType[Any, Any]:
 # with their simulation) as the plain dicts they wrap, frozen again on loading.
 copyreg.pickle(MappingProxyType, lambda proxy: (_frozen, (dict(proxy),)))
 
-ROLES = frozenset({"ps", "worker"})
-#: The quantities a profile's ``actual`` may give (instance@2): the true mean GPU
-#: utilisation, GPU memory (MB) and bandwidth weight, where the profile's own are predictions.
-ACTUALS = ("util", "gpu_memory", "bandwidth")
 _is_number = is_bounded  # a finite int or float (not a bool) of magnitude <= MAX_VALUE
 
 
 def _is_int(value: Any) -> bool:
     return not isinstance(value, bool) and isinstance(value, int)
-
-
-def _times(values: Any, what: str, *, positive: bool) -> Mapping[str, float]:
-    """A {key: seconds} mapping: finite, in [0, MAX_VALUE] (positive: in
-    [MIN_POSITIVE, MAX_VALUE])."""
-    if not isinstance(values, Mapping) or not values:
-        raise InputError(f"{what} must be a non-empty mapping")
-    out = {}
-    for key, value in values.items():
-        if not isinstance(key, str) or not key:
-            raise InputError(f"{what}: key {key!r} must be a non-empty string")
-        if not _is_number(value) or value < 0 or (positive and value < MIN_POSITIVE):
-            sign = f">= {MIN_POSITIVE:g}" if positive else ">= 0"
-            raise InputError(f"{what}[{key!r}] must be a number {sign} and <= {MAX_VALUE:g}, "
-                             f"got {value!r}")
-        out[key] = float(value)
-    return MappingProxyType(out)
 
 
 @dataclass(frozen=True)
@@ -86,144 +66,6 @@ class GPU:
                 raise InputError(f"GPU {self.id!r}: memory must be a number in "
                                  f"(0, {MAX_VALUE:g}], got {self.memory!r}")
             object.__setattr__(self, "memory", float(self.memory))
-
-
-@dataclass(frozen=True)
-class ClusterProfile:
-    """What a job adds in Liquid's cluster model (instance@2, models/cluster-execution.md).
-
-    Every default means "no effect": a job whose profile equals ``ClusterProfile()`` runs as
-    a plain gang job, and :class:`Job` stores ``cluster=None`` for it.
-
-    Attributes
-    ----------
-    launch, save
-        Seconds the job holds its GPUs without computing: before its first round trains
-        (starting its containers) and after its last round ends (saving the model).
-    util
-        Predicted mean GPU utilisation of one task, in (0, 1]. GPU sharing lets tasks train
-        together while their predicted utilisations sum to at most the instance's
-        ``share_cap``.
-    gpu_memory
-        Predicted GPU memory one task holds while it trains and saves, MB (0: none).
-    roles
-        ``"ps"`` (parameter server) or ``"worker"`` for each task of a round, in task order;
-        None: every task is a worker. :class:`Job` checks that there is one per task.
-    placement_factor
-        {placement pattern: factor > 0}: how much a round's training stretches when its PS
-        and workers share hosts that way (patterns as :func:`placement_pattern` names them,
-        e.g. ``pw:w``; a pattern not listed has factor 1). None: no factor.
-    actual
-        What the job really uses, where ``util``, ``gpu_memory`` and ``bandwidth`` are the
-        predictions the scheduler decides on: a mapping with any of the keys ``util``,
-        ``gpu_memory`` (MB) and ``bandwidth``. A missing key, or None, means the prediction
-        is exact. Execution (interference, running out of memory, link contention) uses the
-        actual values.
-    flow_time
-        Seconds that each extra flow on a round's busiest worker link adds to its training
-        when the instance has ``link_contention`` (scaled by actual / predicted bandwidth);
-        0: no slowdown.
-    bandwidth
-        Predicted bandwidth weight: the network traffic of the job's PS–worker pairs
-        relative to a default job's 1; it weights the job's pairs in Liquid's placement cost.
-    model
-        The job's model name (e.g. ``"vgg16"``), its type for the resource estimator;
-        None: unknown.
-
-    Numbers are stored as floats, ``roles`` as a tuple, mappings frozen. An invalid value
-    raises :class:`InputError` naming the field.
-    """
-
-    launch: float = 0.0
-    save: float = 0.0
-    util: float = 1.0
-    gpu_memory: float = 0.0
-    roles: tuple[str, ...] | None = None
-    placement_factor: Mapping[str, float] | None = None
-    actual: Mapping[str, float] | None = None
-    flow_time: float = 0.0
-    bandwidth: float = 1.0
-    model: str | None = None
-
-    def __post_init__(self) -> None:
-        set_ = object.__setattr__
-        for name in ("launch", "save", "gpu_memory", "flow_time"):
-            value = getattr(self, name)
-            if not _is_number(value) or value < 0:
-                raise InputError(f"{name} must be a number in [0, {MAX_VALUE:g}], "
-                                 f"got {value!r}")
-            set_(self, name, float(value))
-        if not _is_number(self.util) or not 0 < self.util <= 1:
-            raise InputError(f"util must be a number in (0, 1], got {self.util!r}")
-        set_(self, "util", float(self.util))
-        if not _is_number(self.bandwidth) or self.bandwidth < MIN_POSITIVE:
-            raise InputError(f"bandwidth must be a number in [{MIN_POSITIVE:g}, "
-                             f"{MAX_VALUE:g}], got {self.bandwidth!r}")
-        set_(self, "bandwidth", float(self.bandwidth))
-        if self.roles is not None:
-            roles = tuple(self.roles) if isinstance(self.roles, list | tuple) else ()
-            if not roles or not all(isinstance(r, str) and r in ROLES for r in roles):
-                raise InputError(f"roles must list 'ps' or 'worker' for each task of a round, "
-                                 f"got {self.roles!r}")
-            set_(self, "roles", roles)
-        if self.placement_factor is not None:
-            factors = _times(self.placement_factor, "placement_factor", positive=True)
-            for pattern, value in factors.items():
-                if value > MAX_FACTOR:
-                    raise InputError(f"placement_factor[{pattern!r}] must be <= "
-                                     f"{MAX_FACTOR:g}, got {value!r}")
-            set_(self, "placement_factor", factors)
-        if self.actual is not None:
-            set_(self, "actual", _actuals(self.actual))
-        if self.model is not None and (not isinstance(self.model, str) or not self.model):
-            raise InputError(f"model must be a non-empty string, got {self.model!r}")
-
-    @property
-    def actual_util(self) -> float:
-        """The GPU utilisation a task really has (``actual["util"]``, else ``util``)."""
-        return (self.actual or {}).get("util", self.util)
-
-    @property
-    def actual_gpu_memory(self) -> float:
-        """The GPU memory (MB) a task really needs (``actual["gpu_memory"]``, else
-        ``gpu_memory``)."""
-        return (self.actual or {}).get("gpu_memory", self.gpu_memory)
-
-    @property
-    def actual_bandwidth(self) -> float:
-        """The bandwidth weight the job really has (``actual["bandwidth"]``, else
-        ``bandwidth``)."""
-        return (self.actual or {}).get("bandwidth", self.bandwidth)
-
-    @property
-    def actual_flow_time(self) -> float:
-        """The seconds one more flow on a link adds to a round: ``flow_time`` × actual /
-        predicted bandwidth (a job moving more data than predicted suffers more)."""
-        if not self.flow_time:
-            return 0.0
-        return self.flow_time * (self.actual_bandwidth / self.bandwidth)
-
-
-#: The profile of a job without one (``Job.cluster`` None): every field at its default.
-_NO_PROFILE = ClusterProfile()
-
-
-def _actuals(values: Any) -> Mapping[str, float]:
-    """A profile's ``actual`` mapping, validated: keys among :data:`ACTUALS`, ``util`` in
-    (0, 1], ``gpu_memory`` in [0, MAX_VALUE], ``bandwidth`` in [MIN_POSITIVE, MAX_VALUE]."""
-    if not isinstance(values, Mapping):
-        raise InputError(f"actual must be a mapping of {', '.join(ACTUALS)}, got {values!r}")
-    out = {}
-    for key, value in values.items():
-        if key not in ACTUALS:
-            raise InputError(f"actual has unknown key {key!r} (known: {', '.join(ACTUALS)})")
-        low = {"util": 0.0, "gpu_memory": 0.0, "bandwidth": MIN_POSITIVE}[key]
-        ok = _is_number(value) and (0 < value <= 1 if key == "util" else value >= low)
-        if not ok:
-            bounds = "(0, 1]" if key == "util" else f"[{low:g}, {MAX_VALUE:g}]"
-            raise InputError(f"actual[{key!r}] must be a number in {bounds}, got {value!r}")
-        out[key] = float(value)
-    return MappingProxyType(out)
 
 
 @dataclass(frozen=True)
@@ -279,7 +121,7 @@ class Job:
             raise InputError(f"{where}: give exactly one of 'compute' and 'workload'")
         if self.compute is not None:
             object.__setattr__(self, "compute",
-                               _times(self.compute, f"{where}: compute", positive=True))
+                               seconds_map(self.compute, f"{where}: compute", positive=True))
             if self.iters_per_task is not None:
                 raise InputError(f"{where}: iters_per_task goes with 'workload', not 'compute'")
         else:
@@ -296,7 +138,7 @@ class Job:
                              f"'sync_bytes' (got {', '.join(given)})")
         for name in ("sync", "sync_by_gpu"):
             if getattr(self, name) is not None:
-                object.__setattr__(self, name, _times(getattr(self, name), f"{where}: {name}",
+                object.__setattr__(self, name, seconds_map(getattr(self, name), f"{where}: {name}",
                                                       positive=False))
         if (self.sync_bytes is None) != (self.ps is None):
             raise InputError(f"{where}: 'sync_bytes' and 'ps' go together")
@@ -314,7 +156,7 @@ class Job:
             if roles is not None and len(roles) != self.tasks_per_round:
                 raise InputError(f"{where}: roles must list 'ps' or 'worker' for each of the "
                                  f"{self.tasks_per_round} tasks of a round, got {roles!r}")
-            if self.cluster == _NO_PROFILE:
+            if self.cluster == NO_PROFILE:
                 object.__setattr__(self, "cluster", None)
         if isinstance(self.meta, Mapping):  # free-form; a mapping is frozen at the top
             object.__setattr__(self, "meta", MappingProxyType(dict(self.meta)))
@@ -327,18 +169,7 @@ class Job:
     @property
     def profile(self) -> ClusterProfile:
         """The job's cluster profile: ``cluster``, or the defaults when it is None."""
-        return _NO_PROFILE if self.cluster is None else self.cluster
-
-
-def placement_pattern(roles: Sequence[str], hosts: Sequence[str]) -> str:
-    """How a round's tasks share hosts: per host a ``p`` per PS and a ``w`` per worker,
-    hosts joined by ``:``, hosts with a PS first, then larger ones (Liquid's modes ``pww``,
-    ``pw:w``, ``p:ww``, ``p:w:w`` for 1 PS + 2 workers; ``w`` for a single worker)."""
-    per_host: dict[str, list[str]] = {}
-    for role, host in zip(roles, hosts, strict=True):
-        per_host.setdefault(host, []).append("p" if role == "ps" else "w")
-    groups = ["".join(sorted(v)) for v in per_host.values()]
-    return ":".join(sorted(groups, key=lambda grp: ("p" not in grp, -len(grp), grp)))
+        return NO_PROFILE if self.cluster is None else self.cluster
 
 
 @dataclass(frozen=True)
@@ -360,15 +191,10 @@ class Instance:
         ``relaxed`` (Hare) or ``gang``; the mode the checker enforces by default.
     catalog
         Where ``workload`` names are looked up (default: the shipped catalog).
-    share_cap
-        instance@2: GPU sharing is allowed while the predicted utilisations of the tasks
-        training on a GPU sum to at most ``share_cap`` (>= 1; Liquid's 1.3); None: a GPU
-        trains one task at a time.
-    link_contention
-        instance@2: remote PS–worker pairs of rounds training at once share their worker
-        hosts' links, each extra flow adding the job's ``flow_time`` to a round's training
-        (models/cluster-execution.md); False: a round's time depends on its own placement
-        only. Needs every GPU's host.
+    cluster
+        instance@2: the instance's part of Liquid's cluster model
+        (:class:`~optsched.cluster_model.ClusterSpec`: GPU sharing under a ``share_cap``,
+        ``link_contention``); the default changes nothing.
 
     Attributes
     ----------
@@ -395,8 +221,7 @@ class Instance:
     topology: Topology | None = None
     mode: str = "relaxed"
     catalog: Catalog | None = field(default=None, repr=False, compare=False)
-    share_cap: float | None = None
-    link_contention: bool = False
+    cluster: ClusterSpec = field(default_factory=ClusterSpec)
     gpu_class: np.ndarray = field(init=False, repr=False, compare=False)
     class_compute: np.ndarray = field(init=False, repr=False, compare=False)
     class_sync: np.ndarray = field(init=False, repr=False, compare=False)
@@ -429,17 +254,12 @@ class Instance:
             topo = Topology(topo)
         set_(self, "topology", topo)
         set_(self, "gpus", self._resolve_gpus(tuple(self.gpus), topo))
-        if self.share_cap is not None:
-            if not _is_number(self.share_cap) or self.share_cap < 1:
-                raise InputError(f"share_cap must be a number >= 1, got {self.share_cap!r}")
-            set_(self, "share_cap", float(self.share_cap))
-        if not isinstance(self.link_contention, bool):
-            raise InputError(f"link_contention must be true or false, got "
-                             f"{self.link_contention!r}")
-        if self.link_contention and any(g.host is None for g in self.gpus):
+        if not isinstance(self.cluster, ClusterSpec):
+            raise InputError(f"cluster must be a ClusterSpec, got {self.cluster!r}")
+        if self.cluster.link_contention and any(g.host is None for g in self.gpus):
             raise InputError("link_contention needs every GPU's host (a topology or 'host' "
                              "in 'gpus')")
-        if self.cluster:
+        if self.needs_cluster_model:
             if self.mode != "gang":
                 raise InputError("the cluster fields of instance@2 (GPU sharing and memory, "
                                  "link contention, a job's cluster profile) need gang mode")
@@ -635,7 +455,7 @@ class Instance:
         # link contention: at most every remote PS-worker pair of the instance at once
         flows = sum((job.profile.roles or ()).count("ps")
                     * (job.profile.roles or ()).count("worker")
-                    for job in self.jobs) if self.link_contention else 0
+                    for job in self.jobs) if self.cluster.link_contention else 0
         for j, job in enumerate(self.jobs):
             row = compute[j] + sync[j]
             slowest = float(row[np.isfinite(row)].max())
@@ -710,43 +530,12 @@ class Instance:
         return tuple(tuple(members) for members in groups.values())
 
     @property
-    def cluster(self) -> bool:
+    def needs_cluster_model(self) -> bool:
         """Whether the instance uses instance@2's cluster fields (sharing, GPU memory, link
         contention, or a job with a cluster profile: phases, placement factors, actuals, …);
         only cluster simulations handle those."""
-        return (self.share_cap is not None or any(g.memory is not None for g in self.gpus)
-                or self.link_contention or any(job.cluster is not None for job in self.jobs))
-
-    def pace(self, j: int, gpus: Sequence[int]) -> float:
-        """Training time of one gang round of job ``j`` on ``gpus`` (task k on ``gpus[k]``):
-        the slowest compute + sync × the job's factor for the round's placement pattern."""
-        job, cls = self.jobs[j], self.gpu_class
-        base = max(float(self.class_compute[j, cls[g]] + self.class_sync[j, cls[g]])
-                   for g in gpus)
-        factors = job.profile.placement_factor
-        if not factors:
-            return base
-        roles = job.profile.roles or ("worker",) * job.tasks_per_round
-        hosts = [self.gpus[g].host or "" for g in gpus]
-        return base * factors.get(placement_pattern(roles, hosts), 1.0)
-
-    def flows(self, j: int, gpus: Sequence[int]) -> dict[str, int]:
-        """The flows of a round of job ``j`` on ``gpus`` (task k on ``gpus[k]``) by worker
-        host: every PS–worker pair of the round on different hosts is one flow, counted on
-        the link of the worker's host (the worker side is the bottleneck, Liquid §2.7 and
-        :func:`~optsched.placement.durations.contention_durations`). Empty when the job has
-        no roles or every pair is co-located."""
-        roles = self.jobs[j].profile.roles or ()
-        hosts = [self.gpus[g].host for g in gpus]
-        out: dict[str, int] = {}
-        pairs = list(zip(roles, hosts, strict=False))
-        for role_p, host_p in pairs:
-            if role_p != "ps":
-                continue
-            for role_w, host_w in pairs:
-                if role_w == "worker" and host_w != host_p and host_w is not None:
-                    out[host_w] = out.get(host_w, 0) + 1
-        return out
+        return (self.cluster != ClusterSpec() or any(g.memory is not None for g in self.gpus)
+                or any(job.cluster is not None for job in self.jobs))
 
     def with_mode(self, mode: str) -> Instance:
         """The same instance in another execution mode (re-validated)."""

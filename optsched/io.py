@@ -18,8 +18,9 @@ from dataclasses import fields
 from pathlib import Path
 from typing import Any, TypeVar
 
+from optsched.cluster_model import ClusterProfile, ClusterSpec
 from optsched.errors import InputError
-from optsched.instance import GPU, ClusterProfile, Instance, Job
+from optsched.instance import GPU, Instance, Job
 from optsched.jsonfile import read_file
 from optsched.limits import MIN_POSITIVE, is_bounded
 from optsched.output import json_text, write_file
@@ -114,14 +115,14 @@ def instance_from_dict(data: Any, *, catalog: Catalog | None = None) -> Instance
             job["cluster"] = _profile(given, where) if given else None
         jobs.append(Job(**job))
     return Instance(obj["name"], tuple(jobs), tuple(gpus), topology,
-                    obj.get("mode", "relaxed"), catalog, obj.get("share_cap"),
-                    obj.get("link_contention", False))
+                    obj.get("mode", "relaxed"), catalog,
+                    ClusterSpec(obj.get("share_cap"), obj.get("link_contention", False)))
 
 
 def instance_to_dict(instance: Instance) -> dict[str, Any]:
     """The ``optsched/instance@1`` object of an instance, ``@2`` when it uses cluster fields
     (read back, it is equal)."""
-    v2 = instance.cluster
+    v2 = instance.needs_cluster_model
     gpus: list[dict[str, Any]] = []
     for g in instance.gpus:
         gpus.append({"id": g.id, "type": g.type})
@@ -131,9 +132,9 @@ def instance_to_dict(instance: Instance) -> dict[str, Any]:
             gpus[-1]["host"] = g.host
     out: dict[str, Any] = {"format": INSTANCE_FORMATS[v2], "name": instance.name,
                            "mode": instance.mode, "gpus": gpus}
-    if instance.share_cap is not None:
-        out["share_cap"] = instance.share_cap
-    if instance.link_contention:
+    if instance.cluster.share_cap is not None:
+        out["share_cap"] = instance.cluster.share_cap
+    if instance.cluster.link_contention:
         out["link_contention"] = True
     if instance.topology is not None:
         out["topology"] = instance.topology.to_node_link()

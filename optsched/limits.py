@@ -9,7 +9,11 @@ infinity. A larger value is bad input, named by its field.
 from __future__ import annotations
 
 import math
-from typing import TypeGuard
+from collections.abc import Mapping
+from types import MappingProxyType
+from typing import Any, TypeGuard
+
+from optsched.errors import InputError
 
 #: Largest accepted time, weight or amount; also the largest horizon of an instance (its
 #: latest arrival plus all its work done one task after another).
@@ -51,3 +55,20 @@ def check_seed(seed: object, name: str = "seed") -> int:
     if isinstance(seed, bool) or not isinstance(seed, int) or not 0 <= seed <= MAX_SEED:
         raise InputError(f"{name} must be an integer in [0, {MAX_SEED}], got {seed!r}")
     return seed
+
+
+def seconds_map(values: Any, what: str, *, positive: bool) -> Mapping[str, float]:
+    """A {key: seconds} mapping: finite, in [0, MAX_VALUE] (positive: in
+    [MIN_POSITIVE, MAX_VALUE])."""
+    if not isinstance(values, Mapping) or not values:
+        raise InputError(f"{what} must be a non-empty mapping")
+    out = {}
+    for key, value in values.items():
+        if not isinstance(key, str) or not key:
+            raise InputError(f"{what}: key {key!r} must be a non-empty string")
+        if not is_bounded(value) or value < 0 or (positive and value < MIN_POSITIVE):
+            sign = f">= {MIN_POSITIVE:g}" if positive else ">= 0"
+            raise InputError(f"{what}[{key!r}] must be a number {sign} and <= {MAX_VALUE:g}, "
+                             f"got {value!r}")
+        out[key] = float(value)
+    return MappingProxyType(out)

@@ -60,6 +60,7 @@ _SPEC = "optsched.option"
 _GROUP = "optsched.option-group"
 #: A choice's type: ``str``, or a ``Literal`` of its options.
 Choice = TypeVar("Choice", bound=str)
+_T = TypeVar("_T")
 
 
 @dataclass(frozen=True)
@@ -75,7 +76,9 @@ class OptionSpec:
     key: str | None = None
 
 
-def _option(default: Any, spec: OptionSpec) -> Any:
+def _option(default: _T, spec: OptionSpec) -> _T:
+    """A dataclass field with ``default`` and ``spec``; typed, as :func:`dataclasses.field`
+    is, as its default's type, the type the declaring helper gives the option."""
     return field(default=default, metadata={_SPEC: spec})
 
 

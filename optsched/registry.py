@@ -37,11 +37,11 @@ from typing import Any, Generic, Literal, TypeVar, overload
 from optsched.budget import check_time_limit
 from optsched.contracts import PlaceMethod, PolicyFactory, SolveMethod
 from optsched.errors import InputError, UnknownNameError
-from optsched.instance import MODES
 from optsched.limits import check_seed
 from optsched.options import Options
 from optsched.result import KINDS, Kind
 from optsched.runtime import method_running, raised, start_up
+from optsched.schedule import MODES
 
 #: The packages whose modules are the built-in methods of each kind (every module of a kind's
 #: packages is imported on the first look-up of that kind; those that define methods

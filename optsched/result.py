@@ -20,6 +20,10 @@ if TYPE_CHECKING:
 Kind = Literal["solve", "simulate", "place"]
 KINDS: tuple[Kind, ...] = ("solve", "simulate", "place")
 
+#: The mode a placement's Result (and its benchmark record) is in: a placement has no
+#: execution mode, and its cost, unlike a sum of times, may be negative.
+PLACEMENT_MODE = "placement"
+
 #: What a method produced: a :class:`~optsched.schedule.Schedule` (``solve``, ``simulate``)
 #: or a :class:`~optsched.placement.model.Placement` (``place``).
 SolutionT = TypeVar("SolutionT")

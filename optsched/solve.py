@@ -92,7 +92,7 @@ def solve(
     info, time_limit, params = ready.info, ready.time_limit, ready.params
     mode = mode or instance.mode
     info.check_mode(mode)
-    if instance.cluster:
+    if instance.needs_cluster_model:
         raise InputError(f"method {method!r} does not model phases, GPU sharing or placement "
                          "factors (instance@2); simulate a cluster policy such as liquid")
     if hint is not None:

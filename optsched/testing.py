@@ -33,7 +33,8 @@ except ImportError as exc:  # pragma: no cover - depends on the environment
         from exc
 
 from optsched.check import check
-from optsched.instance import GPU, ClusterProfile, Instance, Job
+from optsched.cluster_model import ClusterProfile
+from optsched.instance import GPU, Instance, Job
 from optsched.placement.model import Container, PlacementInstance, PlacementJob
 from optsched.result import OPTIMAL_TOL, Result
 from optsched.schedule import Schedule
@@ -204,7 +205,7 @@ def schedules(draw: st.DrawFn, instance: Instance) -> Schedule:
     policy (basic model) or of Liquid's scheduler with random placement (cluster model),
     seeded by the draw."""
     seed = draw(st.integers(0, 2**31 - 1))
-    if instance.cluster:
+    if instance.needs_cluster_model:
         from optsched.online.run import simulate
 
         result = simulate(instance, "liquid", params={"placement": "random"}, seed=seed)
@@ -218,7 +219,7 @@ def schedules(draw: st.DrawFn, instance: Instance) -> Schedule:
 
 
 @st.composite
-def instances_with_schedules(draw: st.DrawFn, **kwargs: Any) -> tuple[Instance, Schedule]:
+def instances_with_schedules(draw: st.DrawFn, /, **kwargs: Any) -> tuple[Instance, Schedule]:
     """(instance, one of its feasible schedules): :func:`instances` (``kwargs`` passed on)
     then :func:`schedules`."""
     instance = draw(instances(**kwargs))
@@ -251,7 +252,7 @@ def assert_schedule(instance: Instance, schedule: Schedule, *,
     return objective
 
 
-def assert_result(instance: Instance, result: Result, *, bound: float | None = None) -> None:
+def assert_result(instance: Instance, result: Result[Any], *, bound: float | None = None) -> None:
     """Assert that a method's :class:`~optsched.result.Result` is sound: its schedule passes
     :func:`assert_schedule` (against ``bound`` too, e.g. another method's certified bound),
     its objective is the checker's, and its own bound (if any) is at most its objective

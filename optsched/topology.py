@@ -120,7 +120,7 @@ class Topology:
             raise InputError(f"topology is disconnected: {len(parts)} components, containing "
                              f"{', '.join(repr(p) for p in parts[:4])}")
         self._graph = nx.freeze(g)
-        self._kind = kind
+        self._kind: dict[str, str] = kind
         self.gpus: tuple[str, ...] = tuple(gpus)
         self.gpu_types: tuple[str, ...] = tuple(g.nodes[n]["gpu_type"] for n in gpus)
         self.hosts: tuple[str, ...] = tuple(n for n in g if kind[n] == "host")

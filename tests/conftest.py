@@ -65,6 +65,32 @@ def assert_optimum(result: Any, optimum: float, *, rel: float = 1e-6) -> None:
         assert_out_of_time(result)
 
 
+class WallClock:
+    """A wall-clock promise (a time limit kept, a refusal before any work, a prompt stop).
+    A test taking the ``wall_clock`` fixture runs twice: ``untimed`` in the default run,
+    checking everything but the clock, so a loaded machine cannot fail it; ``timed``, a slow
+    check (``-m slow``, for a quiet machine), also checking :meth:`below`."""
+
+    def __init__(self, timed: bool) -> None:
+        self.timed = timed
+
+    def below(self, elapsed: float, seconds: float, what: object = "") -> None:
+        if self.timed:
+            assert elapsed < seconds, f"{what} took {elapsed:.2f} s, promised < {seconds} s"
+
+
+def pytest_generate_tests(metafunc: pytest.Metafunc) -> None:
+    if "wall_clock" in metafunc.fixturenames:
+        metafunc.parametrize("wall_clock", [
+            pytest.param(False, id="untimed"),
+            pytest.param(True, id="timed", marks=pytest.mark.slow)], indirect=True)
+
+
+@pytest.fixture
+def wall_clock(request: pytest.FixtureRequest) -> WallClock:
+    return WallClock(request.param)
+
+
 @pytest.fixture
 def examples() -> Path:
     return EXAMPLES

@@ -120,6 +120,7 @@ def test_torn_last_line_is_cut_and_bad_lines_are_errors(tiny_set, tmp_path):
         load_records(records)
 
 
+@pytest.mark.slow  # 4 s; test_robustness_bench SIGKILLs the runner alone, then resumes
 def test_killed_runner_loses_nothing_on_restart(tiny_set, tmp_path):
     """SIGKILL the CLI runner mid-run, restart it: every run recorded exactly once."""
     records = tmp_path / "r.jsonl"

@@ -171,6 +171,7 @@ def test_plugin_module_and_internal_error(capsys, tmp_path, monkeypatch):
     assert code == 2 and "cannot import plug-in module" in err
 
 
+@pytest.mark.slow  # 9 s; CI's wheel check runs `optsched demo` from the installed wheel
 def test_demo_console_script():
     exe = shutil.which("optsched") or f"{sys.executable} -m optsched.cli"
     proc = subprocess.run([*exe.split(), "demo"], capture_output=True, text=True, timeout=120)

@@ -15,9 +15,9 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from optsched import GPU, ClusterProfile, Instance, Job, check
+from optsched.cluster_model import ClusterSpec, placement_pattern
 from optsched.errors import InputError
 from optsched.generate import GeneratorSpec, LiquidSpec, generate, generate_liquid
-from optsched.instance import placement_pattern
 from optsched.io import instance_from_dict, instance_to_dict, schedule_from_dict
 from optsched.online.baselines import FIFO
 from optsched.online.cluster import simulate_cluster
@@ -55,7 +55,8 @@ def reprofile(job, **changes):
 
 
 def one_gpu(*jobs, share_cap=None, memory=None):
-    return Instance("c", jobs, (GPU("g", "T4", "h", memory),), mode="gang", share_cap=share_cap)
+    return Instance("c", jobs, (GPU("g", "T4", "h", memory),), mode="gang",
+                    cluster=ClusterSpec(share_cap=share_cap))
 
 
 def kinds(inst, tasks):
@@ -77,7 +78,7 @@ def test_placement_patterns():
 def test_instance_v2_round_trips_and_matches_its_schema():
     inst = generate_liquid(LiquidSpec(hosts=3, jobs=6, distributed=0.5, interarrival=10), 4)
     data = instance_to_dict(inst)
-    assert data["format"] == "optsched/instance@2" and inst.cluster
+    assert data["format"] == "optsched/instance@2" and inst.needs_cluster_model
     jsonschema.validate(data, schema("instance-v2"))
     assert instance_from_dict(json.loads(json.dumps(data))) == inst
     plain = generate(GeneratorSpec(jobs=3, gpus=2), 0)
@@ -161,7 +162,8 @@ def test_memory_and_gang_sharing_rules():
     gpus = (GPU("g0", "T4", "h"), GPU("g1", "T4", "h"))
     two = Instance("c", (Job("p", tasks_per_round=2, compute={"T4": 50},
                              cluster=ClusterProfile(util=0.5)),
-                         single("s", util=0.5)), gpus, mode="gang", share_cap=1.3)
+                         single("s", util=0.5)), gpus, mode="gang",
+                         cluster=ClusterSpec(share_cap=1.3))
     tasks = [Task("p", 0, 0, "g0", 0.0), Task("p", 0, 1, "g1", 0.0), Task("s", 0, 0, "g0", 0.0)]
     assert kinds(two, tasks) == {"share-gang"}
 
@@ -190,7 +192,7 @@ def test_cluster_rules_reduce_to_gang_mode(seed, shift):
     inst = generate(GeneratorSpec(jobs=4, gpus=3, mode="gang"), seed)
     cluster = Instance(inst.name, inst.jobs, tuple(dataclasses.replace(g, memory=1.0)
                                                    for g in inst.gpus), mode="gang")
-    assert cluster.cluster
+    assert cluster.needs_cluster_model
     sched = run_simulation(inst, FIFO()).schedule
     moved = Schedule(sched.instance, [dataclasses.replace(t, start=t.start - shift)
                                       if t.job == sched.tasks[-1].job else t
@@ -207,7 +209,8 @@ def test_cluster_rules_reduce_to_gang_mode(seed, shift):
 
 def test_sharing_and_pre_scheduling_decisions():
     a, b = single("a", util=0.5, launch=30, save=10), single("b", util=0.5, launch=30, save=10)
-    inst = Instance("c", (a, b), topology=tree_topology([["T4"]]), mode="gang", share_cap=1.3)
+    inst = Instance("c", (a, b), topology=tree_topology([["T4"]]), mode="gang",
+                    cluster=ClusterSpec(share_cap=1.3))
     alone = simulate_cluster(inst, Liquid())
     assert alone.completion.tolist() == [140.0, 280.0]  # b waits for a to release the GPU
     shared = simulate_cluster(inst, Liquid(share=True))

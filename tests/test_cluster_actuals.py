@@ -15,6 +15,7 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from optsched import GPU, Instance, check
+from optsched.cluster_model import ClusterSpec, round_flows
 from optsched.errors import InputError
 from optsched.generate import LiquidSpec, generate_liquid, with_actuals
 from optsched.io import instance_from_dict, instance_to_dict, schedule_from_dict
@@ -76,7 +77,7 @@ def test_actuals_flow_time_and_contention_round_trip_and_match_the_schema():
     inst = Instance("a", (ps2("p", flow_time=12.5, actual={"bandwidth": 3.0}, bandwidth=2.0),
                           single("s", util=0.5, gpu_memory=4000,
                                  actual={"util": 0.7, "gpu_memory": 5000})),
-                    gpus, mode="gang", share_cap=1.3, link_contention=True)
+                    gpus, mode="gang", cluster=ClusterSpec(share_cap=1.3, link_contention=True))
     data = instance_to_dict(inst)
     assert data["link_contention"] is True
     assert data["jobs"][0]["flow_time"] == 12.5
@@ -104,10 +105,11 @@ def test_actuals_are_validated():
     with pytest.raises(InputError, match="actual GPU memory"):
         one_gpu(single("a", gpu_memory=4000, actual={"gpu_memory": 12000}), memory=10000)
     with pytest.raises(InputError, match="host"):
-        Instance("c", (single("a"),), (GPU("g", "T4"),), mode="gang", link_contention=True)
+        Instance("c", (single("a"),), (GPU("g", "T4"),), mode="gang",
+                 cluster=ClusterSpec(link_contention=True))
     with pytest.raises(InputError, match="link_contention"):
         Instance("c", (single("a"),), (GPU("g", "T4", "h"),), mode="gang",
-                 link_contention=1)
+                 cluster=ClusterSpec(link_contention=1))
 
 
 def test_failed_attempts_round_trip_and_match_the_schema():
@@ -125,7 +127,7 @@ def test_failed_attempts_round_trip_and_match_the_schema():
 def test_flows_count_remote_ps_worker_pairs_on_worker_links():
     inst = Instance("f", (ps2("p"),), hosts(3), mode="gang")
     by_host = {"pww": (0, 1, 1), "pw:w": (0, 1, 2), "p:ww": (0, 2, 3), "p:w:w": (0, 2, 4)}
-    flows = {m: inst.flows(0, gpus) for m, gpus in by_host.items()}
+    flows = {m: round_flows(inst, 0, gpus) for m, gpus in by_host.items()}
     assert flows == {"pww": {}, "pw:w": {"h1": 1}, "p:ww": {"h1": 2},
                      "p:w:w": {"h1": 1, "h2": 1}}
 
@@ -162,7 +164,7 @@ def test_liquid_generator_flags():
     assert all("actual" not in j and "flow_time" not in j for j in data["jobs"])
     noisy = generate_liquid(LiquidSpec(jobs=6, distributed=0.5, prediction_error=0.3,
                                        link_contention=True), 3)
-    assert noisy.link_contention
+    assert noisy.cluster.link_contention
     assert [(j.profile.util, j.profile.gpu_memory) for j in noisy.jobs] == [
         (j.profile.util, j.profile.gpu_memory) for j in plain.jobs]
     assert all(j.profile.actual is not None for j in noisy.jobs)
@@ -177,6 +179,7 @@ def test_liquid_generator_flags():
         LiquidSpec(link_contention="yes")
 
 
+@pytest.mark.slow  # 9 s: two forests; test_cluster checks the forest-predicted instances
 def test_actuals_are_drawn_around_the_forest_predictions():
     pytest.importorskip("sklearn")
     predicted = generate_liquid(LiquidSpec(jobs=6, distributed=0.5, predict_from=100), 3)
@@ -223,7 +226,7 @@ def test_actual_utilisation_above_the_prediction_slows_a_shared_gpu():
     assert report.feasible
     # and the liquid policy, which shares on the same predictions, sees the same slowdown
     topo = Instance("c", (a, b), topology=tree_topology([["T4"]]), mode="gang",
-                    share_cap=1.3)
+                    cluster=ClusterSpec(share_cap=1.3))
     result = simulate(topo, "liquid", params={"share": "1"})
     shared = result.simulation
     assert shared.completion.tolist() == pytest.approx([160.0, 160.0])
@@ -355,7 +358,7 @@ def test_the_checker_verifies_failed_attempts():
 def contention_instance(on=True, b_flow=20.0, **b_kw):
     a = ps2("a", flow_time=10.0)
     b = ps2("b", flow_time=b_flow, **b_kw)
-    return Instance("l", (a, b), hosts(4, 3), mode="gang", link_contention=on)
+    return Instance("l", (a, b), hosts(4, 3), mode="gang", cluster=ClusterSpec(link_contention=on))
 
 
 def on(inst, *names):
@@ -461,10 +464,10 @@ class RandomCluster:
             rounds = view.holders[g]
             if g in view.vacant:
                 out.append((job.index, (g,), False))
-            elif (view.instance.share_cap is not None and rounds
+            elif (view.instance.cluster.share_cap is not None and rounds
                   and all(h.tasks == 1 for h in rounds)
                   and job.util + sum(h.job.util for h in rounds)
-                  <= view.instance.share_cap and view.rng.random() < 0.7):
+                  <= view.instance.cluster.share_cap and view.rng.random() < 0.7):
                 out.append((job.index, (g,), True))
             elif rounds and all(h.training or not np.isnan(h.train_end) for h in rounds):
                 out.append((job.index, (g,), False))
@@ -514,9 +517,9 @@ def test_explicit_actuals_equal_to_predictions_change_nothing(seed, share, pre):
     exactly as the plain instance."""
     inst = generate_liquid(LiquidSpec(hosts=3, jobs=6, distributed=0.5, interarrival=20),
                            seed)
-    same = dataclasses.replace(inst, link_contention=True, jobs=tuple(
+    same = dataclasses.replace(inst, jobs=tuple(
         reprofile(j, actual={"util": j.profile.util, "gpu_memory": j.profile.gpu_memory})
-        for j in inst.jobs))
+        for j in inst.jobs), cluster=ClusterSpec(link_contention=True))
     params = {"share": str(int(share)), "preschedule": str(int(pre))}
     a = simulate(inst, "liquid", params=params, seed=seed).simulation
     b = simulate(same, "liquid", params=params, seed=seed).simulation

@@ -16,6 +16,7 @@ pytest.importorskip("mkdocs")
 pytest.importorskip("mkdocstrings")
 
 
+@pytest.mark.slow  # 7 s; CI builds the site after the default run (.ci/run)
 def test_the_site_builds_without_warnings(tmp_path):
     run = subprocess.run([sys.executable, "-m", "mkdocs", "build", "--strict",
                           "-d", str(tmp_path / "site")], cwd=ROOT, capture_output=True,
@@ -26,8 +27,9 @@ def test_the_site_builds_without_warnings(tmp_path):
     assert ":func:" not in page and ":class:" not in page  # Sphinx roles rendered as code
 
 
-@pytest.mark.parametrize("page", ["getting-started.md", "methods/online.md",
-                                  "methods/liquid.md"])
+@pytest.mark.parametrize("page", [
+    pytest.param("getting-started.md", marks=pytest.mark.slow),  # 7 s; CI runs it (.ci/run)
+    "methods/online.md", "methods/liquid.md"])
 def test_the_python_in_the_docs_runs_as_written(page, tmp_path):
     """Each page's Python blocks, in order, in a fresh interpreter (files they write land in
     a temporary folder)."""

@@ -27,6 +27,7 @@ from optsched.online.engine import (
 from optsched.online.liquid import Liquid
 from optsched.online.run import simulate
 from optsched.online.simulator import run_simulation
+from tests.conftest import n_examples
 from tests.test_cluster_actuals import RandomCluster
 from tests.test_online import TOY, load_instance
 
@@ -67,7 +68,7 @@ def sorted_tasks(schedule):
     return sorted(schedule.tasks, key=lambda t: (t.job, t.round, t.task, t.start, t.gpu))
 
 
-@settings(max_examples=25, deadline=None)
+@settings(max_examples=n_examples(25), deadline=None)
 @given(seed=st.integers(0, 10_000), rounds=st.integers(1, 3))
 def test_cluster_observers_stream_and_count_what_is_recorded(seed, rounds):
     """Under the cluster model the streamed schedule (schedule@2, each task written at its

@@ -39,6 +39,7 @@ def test_runs_csv_round_trip_and_string_features(tmp_path):
         read_runs(path)
 
 
+@pytest.mark.slow  # 10 s of forests; test_estimate_cli runs the protocol through the CLI
 def test_forest_learns_and_the_protocol_grows_the_training_set():
     """On the synthetic ground truth the forest explains most of GPU memory's variance and
     does not get worse with more training jobs."""
@@ -54,7 +55,7 @@ def test_forest_learns_and_the_protocol_grows_the_training_set():
 
 def test_predictions_become_requests_and_bandwidth_weights():
     runs = synthetic_runs(60, 3)
-    est = ResourceEstimator(seed=1).fit(runs)
+    est = ResourceEstimator("linear", seed=1).fit(runs)  # forests: test_estimate_cli
     (pred,) = est.predict([runs[0]])
     assert set(pred) == set(est.labels)
     assert to_request({"cpu": 250, "mem": 1500, "gpu_util": 57.2, "gpu_mem": 3000,
@@ -73,11 +74,14 @@ def test_estimate_cli(tmp_path, capsys):
 
     runs = tmp_path / "runs.csv"
     assert main(["estimate", "gen", "--jobs", "80", "--out", str(runs)]) == 0
+    # linear models: 42 forests take 4 s whatever the data (test_cluster's forest-predicted
+    # instances train them)
     assert main(["estimate", "eval", str(runs), "--test-jobs", "20", "--step", "60",
-                 "--model", "forest", "--json"]) == 0
+                 "--model", "linear", "--json"]) == 0
     out = capsys.readouterr().out
     rows = json.loads(out[out.index("["):])
-    assert {r["train_jobs"] for r in rows} == {60}
-    assert main(["estimate", "predict", str(runs), "--query", str(runs)]) == 0
+    assert {r["train_jobs"] for r in rows} == {60} and {r["model"] for r in rows} == {"linear"}
+    assert main(["estimate", "predict", str(runs), "--query", str(runs), "--model",
+                 "linear"]) == 0
     assert main(["estimate", "eval"]) == 2
     assert main(["estimate", "gen"]) == 2

@@ -39,6 +39,10 @@ def test_examples_import_public_names_only(script):
             assert node.module in PUBLIC, f"{script} imports from {node.module}"
 
 
+# The four longest tutorials (5-15 s each) are slow checks; CI runs them after the default
+# run (.ci/run), so every tutorial still runs in CI.
+
+@pytest.mark.slow
 def test_solve_and_compare(tmp_path):
     """Every method's row, Hare's guarantee and the Gantt chart. CP-SAT proves this optimum
     in about a second on a quiet machine; under its 30 s limit it may only be feasible."""
@@ -48,12 +52,14 @@ def test_solve_and_compare(tmp_path):
     assert "α(2+α)" in out and (tmp_path / "optimum.png").exists()
 
 
+@pytest.mark.slow
 def test_benchmark_my_heuristic(tmp_path):
     out = run("examples/benchmark_my_heuristic.py", "--out", str(tmp_path)).stdout
     assert "18 runs, 0 errors" in out and "wspt" in out
     assert (tmp_path / "report" / "gaps.md").exists()
 
 
+@pytest.mark.slow
 def test_property_tests_of_my_heuristic():
     out = run("-m", "pytest", "-q", "-p", "no:cacheprovider",
               "examples/test_my_heuristic.py").stdout
@@ -66,6 +72,7 @@ def test_simulate_trace(tmp_path):
         assert policy in out
 
 
+@pytest.mark.slow
 def test_liquid_placement():
     out = run("examples/liquid_placement.py").stdout
     assert "gga" in out and "sharing + pre-scheduling" in out

@@ -28,7 +28,7 @@ def test_preemptive_wspt_mean_busy_times():
 @given(instances(max_jobs=4, integer=True))
 def test_never_above_the_optimum(instance):
     """bound ≤ OPT ≤ CP-SAT's objective (OPT itself once CP-SAT proves it)."""
-    optimum = solve(instance, "cpsat", time_limit=20)
+    optimum = solve(instance, "cpsat", time_limit=5)
     bound, capacity = fluid_bound(instance)
     assert 0 < capacity <= instance.n_gpus
     assert optimum.bound is not None

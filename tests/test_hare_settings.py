@@ -170,7 +170,7 @@ def test_both_tie_rules_pass_the_checker_and_the_guarantee(inst):
     """Both readings of line 12 give checked schedules, the same start for each task given
     the GPUs' φ, and Σ w C ≤ α(2+α) × Hare_Sched_RL where the relaxation is proved."""
     for tie in GPU_TIES:
-        result = solve(inst, "hare", time_limit=10, params={"gpu_tie": tie})
+        result = solve(inst, "hare", time_limit=5, params={"gpu_tie": tie})
         assert check(inst, result.schedule).objective == pytest.approx(result.objective)
         g = result.extra["guarantee"]
         relax = result.extra["relaxation"]

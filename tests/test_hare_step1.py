@@ -64,7 +64,7 @@ def test_lp_bound_below_the_optimum_and_hare_within_its_factor(path):
 @given(instances(mode="relaxed", max_jobs=3, max_gpus=3, max_rounds=2, max_k=2,
                  integer=True, positive_sync=True))
 def test_lp_bound_below_the_optimum_on_random_instances(inst):
-    _assert_step1(inst, solve(inst, "cpsat", time_limit=30, params={"lp_bound": "0"}))
+    _assert_step1(inst, solve(inst, "cpsat", time_limit=5, params={"lp_bound": "0"}))
 
 
 @settings(max_examples=n_examples(25), deadline=None)

@@ -17,6 +17,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from optsched import GPU, ClusterProfile, Instance, Job
+from optsched.cluster_model import ClusterSpec
 from optsched.errors import InputError, UnknownNameError
 from optsched.io import instance_from_dict, instance_to_dict
 from optsched.testing import cluster_profiles
@@ -250,12 +251,12 @@ def test_a_profile_of_defaults_is_no_profile():
         data = copy.deepcopy(V2)
         data["jobs"][0].update(extra)
         inst = instance_from_dict(data)
-        assert inst.jobs[0].cluster is None and not inst.cluster
+        assert inst.jobs[0].cluster is None and not inst.needs_cluster_model
         assert instance_to_dict(inst)["format"] == "optsched/instance@1"
     gpus = (GPU("a", "V100", "h0"), GPU("b", "V100", "h1"))
     model_only = Instance("m", (Job("J", compute={"V100": 1},
                                     cluster=ClusterProfile(model="vgg16")),), gpus, mode="gang")
-    assert model_only.cluster
+    assert model_only.needs_cluster_model
     assert instance_to_dict(model_only)["format"] == "optsched/instance@2"
 
 
@@ -269,7 +270,7 @@ def test_every_profile_field_round_trips_flat_in_the_job():
               meta={"batch_size": 4})
     inst = Instance("all", (job,), tuple(GPU(f"h{k}/g0", "T4", f"h{k}", 16384.0)
                                          for k in range(3)),
-                    mode="gang", share_cap=1.3, link_contention=True)
+                    mode="gang", cluster=ClusterSpec(share_cap=1.3, link_contention=True))
     data = json.loads(json.dumps(instance_to_dict(inst)))
     written = data["jobs"][0]
     assert {k: written[k] for k in ("bandwidth", "model", "roles", "meta")} == {
@@ -329,12 +330,13 @@ def test_drawn_cluster_profiles_round_trip(data):
                         meta=data.draw(meta)))
     inst = Instance("p", tuple(jobs), tuple(GPU(f"g{k}", "T4", f"h{k % 2}", 8192.0)
                                             for k in range(3)),
-                    mode="gang", share_cap=data.draw(st.sampled_from([None, 1.3])))
+                    mode="gang",
+                    cluster=ClusterSpec(share_cap=data.draw(st.sampled_from([None, 1.3]))))
     written = json.loads(json.dumps(instance_to_dict(inst)))
     assert instance_from_dict(written) == inst
     assert [j.get("meta") for j in written["jobs"]] == [
         None if j.meta is None else dict(j.meta) for j in inst.jobs]
-    if inst.cluster:
+    if inst.needs_cluster_model:
         jsonschema.validate(written, _schema("instance-v2"))
 
 

@@ -11,6 +11,7 @@ from hypothesis import assume, given
 from hypothesis import strategies as st
 
 from optsched import Instance, check
+from optsched.cluster_model import ClusterSpec
 from optsched.errors import InputError
 from optsched.generate import LiquidSpec, generate_liquid
 from optsched.online.cluster import simulate_cluster
@@ -25,7 +26,8 @@ def cluster(jobs, n=1, memory=(), share_cap=None):
     graph = tree_topology([["T4"] * n])
     for k, mb in enumerate(memory):
         graph.nodes[f"h0/g{k}"]["gpu_memory"] = mb
-    return Instance("c", tuple(jobs), topology=graph, mode="gang", share_cap=share_cap)
+    return Instance("c", tuple(jobs), topology=graph, mode="gang",
+                    cluster=ClusterSpec(share_cap=share_cap))
 
 
 def starts(sim):

@@ -20,7 +20,7 @@ from optsched.online.hlas import HLAS
 from optsched.online.run import simulate
 from optsched.online.simulator import PolicyError, realise, run_simulation, size_distribution
 from optsched.testing import instances
-from tests.conftest import ROOT
+from tests.conftest import ROOT, n_examples
 
 TOY = ROOT / "optsched" / "data" / "instances" / "hare-toy.instance.json"
 # explicit thresholds: derived ones read the workload's size distribution, which changing a
@@ -178,7 +178,7 @@ def test_every_built_in_non_clairvoyant_policy_is_differentially_tested():
         "hlas", "tiresias", "fifo", "fifo-perf", "fifo-random"}
 
 
-@settings(max_examples=40, deadline=None)
+@settings(max_examples=n_examples(40), deadline=None)
 @given(st.data())
 def test_default_non_clairvoyant_decisions_ignore_later_rounds(data):
     """Every registered non-clairvoyant policy with its default settings (HLAS' and

@@ -22,7 +22,7 @@ from tests.conftest import n_examples
 @given(instances(max_jobs=4, integer=True), st.integers(0, 3),
        st.sampled_from(["auto", "reserve", "greedy"]))
 def test_checker_clean_and_above_the_optimum(instance, seed, decoder):
-    optimum = solve(instance, "cpsat", time_limit=20)
+    optimum = solve(instance, "cpsat", time_limit=5)
     result = solve(instance, "priority-search", params={"steps": 30, "decoder": decoder},
                    seed=seed)
     assert result.extra["decoder"] in ({"reserve", "greedy"} if decoder == "auto"

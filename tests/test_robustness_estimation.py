@@ -261,6 +261,7 @@ def _kill_when_writing(tmp_path: Path, jobs: int) -> tuple[bool, int]:
     return killed, proc.returncode
 
 
+@pytest.mark.slow  # 7 s; test_robustness kills `solve --out` in the same write_file
 def test_a_kill_while_the_new_file_is_written_leaves_old_or_whole(tmp_path):
     """40,000 jobs (~2 s): killed as the write starts, f.csv is the old file or the whole new
     one, never a truncated one."""

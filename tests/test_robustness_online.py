@@ -54,11 +54,11 @@ def files(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Path]:
     (("--policy", "tiresias", "--mode", "gang", "--tick", "1e-6"), "--tick"),
     (("--policy", "hlas", "--tick", "1e16"), "--tick"),
 ])
-def test_tiny_or_huge_ticks_are_refused_quickly(files, argv, name):
+def test_tiny_or_huge_ticks_are_refused_quickly(files, argv, name, wall_clock):
     started = time.perf_counter()
     code, _, err = cli("simulate", files["i"], *argv)
     bad_input(code, err, name)
-    assert time.perf_counter() - started < 5
+    wall_clock.below(time.perf_counter() - started, 5)
 
 
 def test_the_shortest_tick_runs(files):
@@ -70,11 +70,11 @@ def test_the_shortest_tick_runs(files):
 @pytest.mark.parametrize("param", ["batch=1e-9", "heartbeat=1e-9", "heartbeat=1e-300",
                                    "batch=1e308", "heartbeat=1e16", "batch=inf",
                                    "heartbeat=nan", "batch=-1"])
-def test_liquid_periods_are_refused_quickly(files, param):
+def test_liquid_periods_are_refused_quickly(files, param, wall_clock):
     started = time.perf_counter()
     code, _, err = cli("simulate", files["l"], "--policy", "liquid", "--param", param)
     bad_input(code, err, param.split("=")[0], param.split("=")[1])
-    assert time.perf_counter() - started < 5
+    wall_clock.below(time.perf_counter() - started, 5)
 
 
 @pytest.mark.parametrize("param", ["heartbeat=1e15", "batch=1e15"])
@@ -184,25 +184,25 @@ def late(files, tmp_path_factory: pytest.TempPathFactory) -> dict[str, Path]:
 
 
 @pytest.mark.parametrize("argv", [("--tick", "1", "--heartbeat"), ("--tick", "1")])
-def test_ticks_before_late_arrivals_are_skipped_quickly(late, argv):
+def test_ticks_before_late_arrivals_are_skipped_quickly(late, argv, wall_clock):
     started = time.perf_counter()
     code, _, err = cli("simulate", late["i"], "--policy", "hlas", *argv)
     assert code == 0, err
-    assert time.perf_counter() - started < 5
+    wall_clock.below(time.perf_counter() - started, 5)
 
 
-def test_heartbeats_before_late_arrivals_are_skipped_quickly(late):
+def test_heartbeats_before_late_arrivals_are_skipped_quickly(late, wall_clock):
     started = time.perf_counter()
     code, _, err = cli("simulate", late["l"], "--policy", "liquid", "--param", "heartbeat=5")
     assert code == 0, err
-    assert time.perf_counter() - started < 5
+    wall_clock.below(time.perf_counter() - started, 5)
 
 
-def test_periods_below_the_time_resolution_are_refused(far):
+def test_periods_below_the_time_resolution_are_refused(far, wall_clock):
     started = time.perf_counter()
     code, _, err = cli("simulate", far["i"], "--policy", "hlas", "--tick", "0.001")
     bad_input(code, err, "--tick", "0.001")
     code, _, err = cli("simulate", far["l"], "--policy", "liquid", "--param",
                        "heartbeat=0.001")
     bad_input(code, err, "heartbeat", "0.001")
-    assert time.perf_counter() - started < 5
+    wall_clock.below(time.perf_counter() - started, 5)

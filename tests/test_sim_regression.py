@@ -22,6 +22,7 @@ from optsched.online.baselines import FIFO, SRTF, AlloX, FIFORandom, Homo, Tires
 from optsched.online.hlas import HLAS, quantile_thresholds
 from optsched.online.simulator import SizeDistribution, run_simulation
 from optsched.testing import instances
+from tests.conftest import DATA, n_examples
 
 
 def _fastest(order, view, taken=None, left=None):
@@ -288,7 +289,7 @@ OPTIONS = st.sampled_from([{}, {"tick": 2.5, "event_driven": False}, {"tick": 1.
 BIG = {"max_jobs": 7, "max_gpus": 5, "max_rounds": 4}
 
 
-@settings(max_examples=60, deadline=None)
+@settings(max_examples=n_examples(60), deadline=None)
 @given(instances(mode="relaxed", **BIG), OPTIONS,
        st.sampled_from([0.0, 0.05, 0.5, 2.0]), st.sampled_from([None, (2.0,), (1.0, 6.0)]))
 def test_hlas_decides_as_its_definition(inst, options, starvation, thresholds):
@@ -301,7 +302,7 @@ def test_hlas_decides_as_its_definition(inst, options, starvation, thresholds):
                                 calibration=calibration), **options)
 
 
-@settings(max_examples=60, deadline=None)
+@settings(max_examples=n_examples(60), deadline=None)
 @given(instances(mode="gang", **BIG), OPTIONS, st.sampled_from([0.0, 0.1, 1.0]))
 def test_tiresias_decides_as_its_definition(inst, options, starvation):
     for thresholds in ((2.0,), (1.0, 8.0)):
@@ -309,14 +310,14 @@ def test_tiresias_decides_as_its_definition(inst, options, starvation):
               **options)
 
 
-@settings(max_examples=60, deadline=None)
+@settings(max_examples=n_examples(60), deadline=None)
 @given(instances(mode="gang", **BIG), OPTIONS, st.integers(0, 3))
 def test_fifo_decides_as_its_definition(inst, options, seed):
     _same(inst, FIFORandom(seed), PlainFIFORandom(seed), **options)
     _same(inst, FIFO(), PlainFIFO(), **options)
 
 
-@settings(max_examples=60, deadline=None)
+@settings(max_examples=n_examples(60), deadline=None)
 @given(instances(**BIG), OPTIONS)
 def test_clairvoyant_baselines_decide_as_their_definitions(inst, options):
     _same(inst, SRTF(), PlainSRTF(), **options)
@@ -339,7 +340,7 @@ def test_a_starving_job_is_promoted_at_the_same_decision():
     assert fast._entered and fast._entered == pytest.approx(plain.entered)
 
 
-@pytest.mark.parametrize("seed", [0, 1])
+@pytest.mark.parametrize("seed", [0, pytest.param(1, marks=pytest.mark.slow)])  # 3 s each
 def test_a_hare_workload_is_decided_as_the_definitions_do(seed):
     """30 jobs of the Hare generator on 12 GPUs (jobs spanning GPU types, queues that build
     up), event-driven and at heartbeats."""
@@ -356,3 +357,22 @@ def test_a_hare_workload_is_decided_as_the_definitions_do(seed):
               **options)
         _same(inst, HLAS((20.0, 100.0), 0.5), PlainHLAS((20.0, 100.0), 0.5), **options)
         _same(inst, AlloX(), PlainAlloX(), **options)
+
+
+@pytest.mark.xfail(strict=True, reason="known: with calibration=history, noise and a "
+                   "switch cost, HLAS (mapping A, queues) orders two starts of one instant "
+                   "differently from its definition (same tasks, GPUs and times)")
+def test_hlas_history_tie_order_counterexample():
+    """A counterexample hypothesis found: the fast HLAS and its plain definition start the
+    same tasks on the same GPUs at the same times, but decide two starts of one instant in
+    the opposite order, so their priority orders differ there."""
+    from optsched.io import load_instance
+
+    inst = load_instance(DATA / "hlas-history-tie.instance.json")
+    options = {"noise": 0.3, "switch_cost": 0.1, "seed": 2}
+    fast = run_simulation(inst, HLAS(None, 0.05, "A", "queues", calibration="history"),
+                          **options)
+    plain = run_simulation(inst, PlainHLAS(None, 0.05, "A", "queues",
+                                           calibration="history"), **options)
+    assert sorted(_tasks(fast)) == sorted(_tasks(plain))  # the same schedule
+    assert _tasks(fast) == _tasks(plain)  # fails: the order of one instant's decisions

@@ -24,7 +24,7 @@ from tests.conftest import n_examples
 @settings(deadline=None, max_examples=n_examples(40))
 @given(instances(max_jobs=4, integer=True), st.integers(0, 3))
 def test_checker_clean_and_between_the_optimum_and_ect(instance, seed):
-    optimum = solve(instance, "cpsat", time_limit=20)
+    optimum = solve(instance, "cpsat", time_limit=5)
     result = solve(instance, "task-search", params={"steps": 60}, seed=seed)
     assert_schedule(instance, result.schedule, bound=optimum.bound)
     assert result.objective <= solve(instance, "ect").objective * (1 + 1e-12)

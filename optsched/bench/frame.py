@@ -33,7 +33,7 @@ def flatten(row: Mapping[str, Any], prefix: str = "") -> dict[str, Any]:
     return out
 
 
-def to_frame(rows: str | Path | Iterable[Mapping[str, Any] | Result]) -> Any:
+def to_frame(rows: str | Path | Iterable[Mapping[str, Any] | Result[Any]]) -> Any:
     """A pandas DataFrame with one row per record or result.
 
     ``rows``: a records file written by ``optsched bench run`` (path), or records (dicts),

@@ -287,24 +287,24 @@ class Grid:
             return float(spec.jobs) if per_host is None else max(1.0, per_host * spec.hosts)
 
         if self.family == "exact":
-            return float(spec.jobs) * (1 + spec.gpu_types) + spec.gpus
+            return float(float(spec.jobs) * (1 + spec.gpu_types) + spec.gpus)
         if self.family == "hare":
-            return float(spec.jobs) + spec.gpus
+            return float(float(spec.jobs) + spec.gpus)
         gpus = float(spec.hosts) * spec.gpus_per_host
         if self.family == "placement":
-            return n_jobs() * (1 + spec.workers[1]) + gpus
-        return n_jobs() + gpus + spec.predict_from
+            return float(n_jobs() * (1 + spec.workers[1]) + gpus)
+        return float(n_jobs() + gpus + spec.predict_from)
 
     def _tasks(self, spec: Any) -> float:
         """An upper estimate of the tasks (Σ rounds × tasks per round) of one instance of
         ``spec`` (0 for families whose jobs are single rounds)."""
         if self.family == "exact":
-            return float(spec.jobs) * spec.rounds[1] * min(spec.tasks[1], spec.gpus)
+            return float(float(spec.jobs) * spec.rounds[1] * min(spec.tasks[1], spec.gpus))
         if self.family == "hare":
             total = (spec.total_tasks if spec.tasks_per_job is None
                      else spec.tasks_per_job * spec.jobs)
             # Σ_j u_j k_j · total / Σ_i u_i k_i = total; rounding adds at most k_j per job
-            return float(total) + spec.jobs * max(spec.tasks_per_round)
+            return float(float(total) + spec.jobs * max(spec.tasks_per_round))
         return 0.0
 
     def size(self) -> float:

@@ -17,7 +17,7 @@ from pathlib import Path
 from typing import Any
 
 from optsched.bench.manifest import Manifest, best_bound
-from optsched.result import absolute_gap, gap, is_optimal
+from optsched.result import PLACEMENT_MODE, absolute_gap, gap, is_optimal
 
 
 def _by(by: Mapping[str, Any] | None) -> str:
@@ -42,7 +42,7 @@ def _bound(best: Mapping[str, Mapping[str, Any]], key: str
 
 def _gap(objective: float | None, bound: float | None, key: str) -> float | None:
     """The certified gap: relative, or absolute for placements (costs can be negative)."""
-    if key.startswith("placement"):
+    if key.startswith(PLACEMENT_MODE):
         return absolute_gap(objective, bound)
     return gap(objective, bound)
 
@@ -50,7 +50,7 @@ def _gap(objective: float | None, bound: float | None, key: str) -> float | None
 def _gap_text(value: float | None, key: str) -> str:
     if value is None:
         return "–"
-    return f"{value:.4g}" if key.startswith("placement") else f"{100 * value:.2f} %"
+    return f"{value:.4g}" if key.startswith(PLACEMENT_MODE) else f"{100 * value:.2f} %"
 
 
 def _number(value: float | None) -> str:

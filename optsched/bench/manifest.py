@@ -34,7 +34,7 @@ from optsched.errors import InputError
 from optsched.io import write_json
 from optsched.jsonfile import read_json
 from optsched.limits import MAX_VALUE, is_number
-from optsched.result import OPTIMAL_TOL
+from optsched.result import OPTIMAL_TOL, PLACEMENT_MODE
 
 try:
     import fcntl
@@ -83,7 +83,7 @@ def _check_entry(path: Path, name: Any, entry: Any) -> dict[str, Any]:
     if not isinstance(best, dict) or not all(isinstance(v, dict) for v in best.values()):
         raise InputError(f"{where}: 'best' must be an object of objects")
     return {**entry, "best": {mode: _check_best(f"{where}: best[{mode!r}]", value,
-                                                signed=mode.startswith("placement"))
+                                                signed=mode.startswith(PLACEMENT_MODE))
                               for mode, value in best.items()}}
 
 
@@ -158,7 +158,7 @@ def best_bound(best: Mapping[str, Mapping[str, Any]], key: str
 def best_key(record: Mapping[str, Any]) -> str:
     """Which best values a record competes for: its mode, and for placements the cost it is
     measured with (``placement[cost=code]``: costs of different forms are not comparable)."""
-    if record["mode"] != "placement":
+    if record["mode"] != PLACEMENT_MODE:
         return str(record["mode"])
     params = record.get("params") or {}
     parts = [f"{k}={params.get(k, default)}" for k, default in _COST_KEYS

@@ -34,6 +34,7 @@ from typing import Any
 from optsched.errors import InputError
 from optsched.limits import MAX_VALUE, is_bounded
 from optsched.output import output_target, plain
+from optsched.result import PLACEMENT_MODE
 
 try:
     import fcntl
@@ -70,7 +71,7 @@ def _is_value(value: Any) -> bool:
 
 
 #: Modes whose objective is signed (Liquid's placement cost has negative fitness terms).
-SIGNED_MODES = ("placement",)
+SIGNED_MODES = (PLACEMENT_MODE,)
 
 
 #: The statuses a record may hold (:class:`optsched.result.Status`).

@@ -32,7 +32,7 @@ from typing import Any
 from optsched.bench.manifest import best_bound, best_key
 from optsched.errors import InputError
 from optsched.output import output_target, write_outputs
-from optsched.result import is_optimal
+from optsched.result import PLACEMENT_MODE, is_optimal
 
 FORMATS = ("md", "csv", "tex")
 
@@ -121,7 +121,7 @@ def _mean_ci(values: Sequence[float]) -> tuple[float | None, float | None, float
 def _own_bound(record: Mapping[str, Any]) -> float | None:
     """The bound a run's method proved itself (not the critical path every ``solve`` result
     falls back on): ``extra.bound_method``, or a placement's bound."""
-    if record["mode"] == "placement":
+    if record["mode"] == PLACEMENT_MODE:
         return record.get("bound")
     return (record.get("extra") or {}).get("bound_method")
 
@@ -156,18 +156,18 @@ def gap_rows(records: Iterable[Mapping[str, Any]], manifests: Iterable[Any] = ()
             own = _own_bound(r)
             if own is not None and best["bound"] is not None:
                 short = best["bound"] - own
-                if mode != "placement":
+                if mode != PLACEMENT_MODE:
                     short = short / best["bound"] if best["bound"] > 0 else None
                 if short is not None:
                     shortfalls.append(max(short, 0.0))
             obj = r.get("objective")
             if obj is None:
                 continue
-            if best["bound"] is not None and mode == "placement":
+            if best["bound"] is not None and mode == PLACEMENT_MODE:
                 gaps.append(max(obj - best["bound"], 0.0))
             elif best["bound"] is not None and obj > 0:
                 gaps.append(max((obj - best["bound"]) / obj, 0.0))
-            if best["objective"] and mode != "placement":
+            if best["objective"] and mode != PLACEMENT_MODE:
                 ratios.append(obj / best["objective"])
         gap_mean, gap_low, gap_high, clipped = _mean_ci(gaps)
         rows.append({
@@ -178,7 +178,7 @@ def gap_rows(records: Iterable[Mapping[str, Any]], manifests: Iterable[Any] = ()
             "errors": sum(r["status"] == "error" for r in group),
             "reference": ("optimum" if all(ref[r["instance"], best_key(r)]["optimum_known"]
                                            for r in group) else "best bound"),
-            "gap_kind": "absolute" if mode == "placement" else "relative",
+            "gap_kind": "absolute" if mode == PLACEMENT_MODE else "relative",
             "gap_mean": gap_mean, "gap_ci_low": gap_low, "gap_ci_high": gap_high,
             "gap_ci_clipped": clipped, "gap_max": max(gaps) if gaps else None,
             "obj_over_best": _mean(ratios), "bound_below_best": _mean(shortfalls),

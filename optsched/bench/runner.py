@@ -82,8 +82,8 @@ from optsched.output import json_text
 from optsched.placement.model import INSTANCE_FORMAT as PLACEMENT_INSTANCE_FORMAT
 from optsched.placement.model import placement_instance_from_dict
 from optsched.placement.run import place
-from optsched.registry import Kind, MethodInfo, get_method, load_plugin
-from optsched.result import Result
+from optsched.registry import MethodInfo, get_method, load_plugin
+from optsched.result import PLACEMENT_MODE, Kind, Result
 from optsched.solve import solve
 
 #: Signals that stop the runner cleanly.
@@ -254,7 +254,7 @@ def plan(
     runs: list[Run] = []
     for name, entry in chosen.items():
         data = instances[name]
-        for mode in ["placement"] if placement else modes or [data.get("mode", "relaxed")]:
+        for mode in [PLACEMENT_MODE] if placement else modes or [data.get("mode", "relaxed")]:
             for method in methods:
                 runs.extend(Run(name, data, entry.get("cell", {}), entry.get("seed"), method,
                                 mode, seed, canonical[method], time_limit, tuple(plugins),
@@ -604,13 +604,13 @@ def _dask(runs: Sequence[Run], scheduler: str, stop: _StopFlag
         from distributed import as_completed as dask_completed
     except ImportError:
         raise InputError("--scheduler needs Dask: pip install 'optsched[dask]'") from None
-    with Client(scheduler) as client:
+    with Client(scheduler) as client:  # type: ignore[no-untyped-call, unused-ignore]
         futures = {client.submit(execute, run, key=f"optsched-run-{i}-{run.key}", pure=False):
                    run for i, run in enumerate(runs)}
-        pending = dask_completed(list(futures))
+        pending = dask_completed(list(futures))  # type: ignore[no-untyped-call, unused-ignore]
         try:
-            while not stop.signum and not pending.is_empty():
-                batch = pending.next_batch(block=False)
+            while not stop.signum and not pending.is_empty():  # type: ignore[no-untyped-call, unused-ignore]
+                batch = pending.next_batch(block=False)  # type: ignore[no-untyped-call, unused-ignore]
                 if not batch:
                     time.sleep(_POLL_S)
                 for future in batch:

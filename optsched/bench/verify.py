@@ -18,7 +18,7 @@ from typing import Any
 
 from optsched.bench.manifest import Manifest, best_bound, best_key
 from optsched.errors import InputError
-from optsched.result import absolute_gap, gap, tolerance_of
+from optsched.result import PLACEMENT_MODE, absolute_gap, gap, tolerance_of
 
 
 @dataclass(frozen=True)
@@ -45,7 +45,7 @@ class Verification:
     def gap(self) -> float | None:
         """The objective's relative gap to the best bound (None for a placement, whose cost
         can be negative, or when either is missing)."""
-        if self.key.startswith("placement"):
+        if self.key.startswith(PLACEMENT_MODE):
             return None
         return gap(self.objective, self.best_bound)
 
@@ -114,7 +114,7 @@ def verify(solution_path: str | Path, instance_set: str | Path,
         violations = placed.violations
         objective = None if placed.cost is None or violations else placed.cost.total
         tolerance = None
-        key = best_key({"mode": "placement", "params": options.to_params()})
+        key = best_key({"mode": PLACEMENT_MODE, "params": options.to_params()})
     feasible = objective is not None and not violations
     best = entry["best"].get(key, {})
     known = best.get("objective")

@@ -104,7 +104,7 @@ def print_verdict(violations: Sequence[Any], tail: str) -> None:
     print(f"{'feasible' if not violations else f'{len(violations)} violation(s)'} {tail}")
 
 
-def print_result(result: Result, online: bool = False) -> None:
+def print_result(result: Result[Any], online: bool = False) -> None:
     """The result as aligned lines. Online (``simulate``): the JCT metrics instead of a gap,
     which to a critical path says little about an online policy."""
     print(f"method     {result.method} ({result.mode} mode)")

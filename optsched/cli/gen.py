@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import argparse
+from collections.abc import Callable
 from dataclasses import MISSING, fields
 from typing import Any
 
@@ -80,7 +81,7 @@ def add_parser(sub: Any) -> None:
     p.add_argument("--topology", action="store_true", default=None,
                    help="build a tree topology of the hosts instead of a GPU list")
     p.set_defaults(func=run)
-    helpless = p.format_help
+    helpless: Callable[[], str] = p.format_help
 
     def format_help() -> str:  # the families' defaults, read from their specs when shown
         _state_defaults(p)

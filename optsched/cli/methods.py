@@ -16,7 +16,8 @@ def add_parser(sub: Any) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
-    from optsched.registry import KINDS, methods
+    from optsched.registry import methods
+    from optsched.result import KINDS
 
     infos = methods()
     if args.json:

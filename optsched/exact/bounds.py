@@ -12,6 +12,7 @@ from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
+import numpy.typing as npt
 
 from optsched.critical_path import critical_path, round_lower_bound
 from optsched.errors import InputError
@@ -32,7 +33,7 @@ def horizon(instance: Instance) -> float:
     return total + 1e-9 * work + 4 * math.ulp(total)  # never below it through rounding
 
 
-def deadlines(instance: Instance, upper: float) -> np.ndarray:
+def deadlines(instance: Instance, upper: float) -> npt.NDArray[np.float64]:
     """Per-job deadlines from an incumbent objective.
 
     Every schedule with Σ w C ≤ ``upper`` has C_j ≤ (upper − Σ_{i≠j} w_i LB_i) / w_j, LB the
@@ -47,7 +48,7 @@ def deadlines(instance: Instance, upper: float) -> np.ndarray:
     # the rounding of going back, so that rounding never cuts a deadline short
     origin = min(job.arrival for job in instance.jobs)
     own = (upper - w.sum() * origin - (w @ (lb - origin) - w * (lb - origin))) / w
-    d = origin + own
+    d: npt.NDArray[np.float64] = origin + own
     d = d + 1e-9 * np.abs(own) + 4 * np.spacing(np.abs(d)) + 4 * np.spacing(upper) / w
     return np.minimum(d, horizon(instance))
 

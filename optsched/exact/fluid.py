@@ -31,12 +31,14 @@ import heapq
 import math
 
 import numpy as np
+import numpy.typing as npt
 
 from optsched.budget import Budget
 from optsched.contracts import MethodOutput, SolveContext
 from optsched.critical_path import critical_path
 from optsched.ect import ect_schedule
 from optsched.instance import Instance
+from optsched.options import Options
 from optsched.registry import register
 
 #: Relative margin taken off the bound for floating-point sums (a certified bound must never
@@ -44,8 +46,8 @@ from optsched.registry import register
 _MARGIN = 1e-9
 
 
-def preemptive_wspt_mean_busy(release: np.ndarray, size: np.ndarray, weight: np.ndarray
-                              ) -> np.ndarray:
+def preemptive_wspt_mean_busy(release: npt.NDArray[np.float64], size: npt.NDArray[np.float64],
+                              weight: npt.NDArray[np.float64]) -> npt.NDArray[np.float64]:
     """Each job's mean busy time under preemptive WSPT on one unit-speed machine: at every
     instant the released, unfinished job of largest ``weight / size`` runs (ties: the lower
     index), preempted only when a job arrives. It minimises Σ weight_j M_j over preemptive
@@ -120,7 +122,7 @@ def fluid_bound(instance: Instance, budget: Budget | None = None) -> tuple[float
 
 @register("fluid-bound", description="ECT schedule + the fluid work bound (contention "
                                      "between jobs; any size, both modes)")
-def _fluid_bound(instance: Instance, context: SolveContext) -> MethodOutput:
+def _fluid_bound(instance: Instance, context: SolveContext[Options]) -> MethodOutput:
     budget = Budget(context.time_limit)
     schedule = ect_schedule(instance)
     bound, capacity = fluid_bound(instance, budget)

@@ -35,6 +35,7 @@ import math
 from dataclasses import dataclass
 
 import numpy as np
+import numpy.typing as npt
 
 from optsched.errors import InputError
 from optsched.instance import Instance, Job
@@ -69,7 +70,8 @@ def to_seconds(steps: np.ndarray | float, time_unit: float) -> np.ndarray | floa
 DOWN_ULPS = 2
 
 
-def to_steps(values: np.ndarray | float, time_unit: float, rounding: str) -> np.ndarray:
+def to_steps(values: np.ndarray | float, time_unit: float, rounding: str
+             ) -> npt.NDArray[np.float64]:
     """``values`` (seconds) in grid steps, as floats holding integers (inf stays inf).
 
     ``"up"``: the smallest k with ``to_seconds(k) ≥ value``, exactly, so a time of k steps
@@ -90,7 +92,7 @@ def to_steps(values: np.ndarray | float, time_unit: float, rounding: str) -> np.
 
 
 def _first_at_least(x: np.ndarray, time_unit: float, finite: np.ndarray,
-                    above: bool = False) -> np.ndarray:
+                    above: bool = False) -> npt.NDArray[np.float64]:
     """The smallest k with ``to_seconds(k) ≥ x`` (``> x`` with ``above``) where ``finite``,
     else x itself. x / time_unit is within an ulp or two of the exact quotient, so its ceil
     is off by at most a step or two, corrected here against the conversion the schedules

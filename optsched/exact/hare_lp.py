@@ -47,6 +47,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 import numpy as np
+import numpy.typing as npt
 
 from optsched.budget import MIN_SOLVER_SECONDS, Budget, lp_too_large, size_text
 from optsched.errors import InputError
@@ -218,7 +219,7 @@ class _Model:
         from optsched.exact.quiet import native_stdout_silenced
 
         with native_stdout_silenced():
-            h = highspy.Highs()
+            h = highspy.Highs()  # type: ignore[no-untyped-call, unused-ignore]
         h.setOptionValue("output_flag", False)
         inf = highspy.kHighsInf
         h.addVars(n_cols, lower, np.where(np.isinf(upper), inf, upper))
@@ -345,10 +346,11 @@ class _Model:
             x[self.d_col[rho, q]] += (t.start - self.e[rho]) / self.k[rho]
         return x
 
-    def starts(self, x: np.ndarray) -> np.ndarray:
+    def starts(self, x: np.ndarray) -> npt.NDArray[np.float64]:
         """x̂ of every round: e + Σ_q D."""
         d = np.where(self.d_col >= 0, x[np.maximum(self.d_col, 0)], 0.0)
-        return self.e + d.sum(axis=1)
+        starts: npt.NDArray[np.float64] = self.e + d.sum(axis=1)
+        return starts
 
 
 def _separate(model: _Model, q: int, order: np.ndarray, rel: np.ndarray, load: np.ndarray,

@@ -173,7 +173,7 @@ def linprog(c: np.ndarray, *, A_ub: Any = None, b_ub: np.ndarray | None = None,
     row_upper = np.concatenate(upper) if upper else np.zeros(0)
     inf = highspy.kHighsInf
     with native_stdout_silenced():
-        highs = highspy.Highs()
+        highs = highspy.Highs()  # type: ignore[no-untyped-call, unused-ignore]
     highs.setOptionValue("output_flag", False)
     highs.setOptionValue("presolve", presolve(matrix.nnz))
     highs.setOptionValue("simplex_strategy", 1)  # dual, as scipy's linprog
@@ -225,7 +225,7 @@ def pulp_solver(report: Callable[[float | None, float | None], None] | None = No
     Ctrl-C stopped it."""
     import pulp
 
-    class Interruptible(pulp.HiGHS):
+    class Interruptible(pulp.HiGHS):  # type: ignore[misc, unused-ignore]  # pulp: untyped
         interrupted = False
 
         def callSolver(self, lp: Any) -> None:

@@ -173,8 +173,8 @@ def guarantee(instance: Instance, objective: float, relaxation: float, proved: b
             "holds": holds}
 
 
-def _solve(instance: Instance, ctx: SolveContext, relaxation: str, gpu_choice: str
-           ) -> MethodOutput:
+def _solve(instance: Instance, ctx: SolveContext[HareRlOptions | HareLpEctOptions],
+           relaxation: str, gpu_choice: str) -> MethodOutput:
     options = ctx.options
     budget = Budget(ctx.time_limit)
     started = time.perf_counter()
@@ -364,7 +364,8 @@ def _register(name: str, relaxation: str, gpu_choice: str, description: str) -> 
               default_time_limit=RELAXATION_TIME_LIMIT,
               imports=("ortools.sat.python.cp_model", "highspy") if relaxation == "rl"
               else ("highspy", "scipy.sparse"))
-    def method(instance: Instance, context: SolveContext) -> MethodOutput:
+    def method(instance: Instance, context: SolveContext[HareRlOptions | HareLpEctOptions]
+               ) -> MethodOutput:
         return _solve(instance, context, relaxation, gpu_choice)
 
 

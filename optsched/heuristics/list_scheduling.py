@@ -7,9 +7,10 @@ from __future__ import annotations
 from optsched.contracts import MethodOutput, SolveContext
 from optsched.ect import ect_schedule
 from optsched.instance import Instance
+from optsched.options import Options
 from optsched.registry import register
 
 
 @register("ect", description="earliest-completion-time list scheduling (baseline, both modes)")
-def _ect(instance: Instance, context: SolveContext) -> MethodOutput:
+def _ect(instance: Instance, context: SolveContext[Options]) -> MethodOutput:
     return MethodOutput(schedule=ect_schedule(instance))

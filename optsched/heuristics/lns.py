@@ -40,6 +40,7 @@ from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
+import numpy.typing as npt
 
 from optsched.budget import EXACT_TIME_LIMIT, Budget, OutOfTime, solve_stoppable
 from optsched.check import check
@@ -130,7 +131,7 @@ def _neighbourhood(rule: str, size: int, rng: np.random.Generator, inst: Instanc
 
 
 def _delay_weights(inst: Instance, completion: dict[str, float], lower: Sequence[float]
-                   ) -> np.ndarray:
+                   ) -> npt.NDArray[np.float64]:
     """Probabilities proportional to w_j (C_j − LB_j), each raised by a billionth of their
     mean so that every job can be drawn: finite, positive and summing to 1 whatever the
     completions (a delay below 0, which a feasible schedule of ``inst`` never has, counts as
@@ -142,7 +143,8 @@ def _delay_weights(inst: Instance, completion: dict[str, float], lower: Sequence
     if not 0 < total < math.inf:
         return np.full(inst.n_jobs, 1.0 / inst.n_jobs)
     weights = delay + 1e-9 * total / inst.n_jobs
-    return weights / weights.sum()
+    probabilities: npt.NDArray[np.float64] = weights / weights.sum()
+    return probabilities
 
 
 def _neighbourhood_model(model: _Model, decisions: dict[int, list[Any]], free: set[int],
@@ -155,7 +157,7 @@ def _neighbourhood_model(model: _Model, decisions: dict[int, list[Any]], free: s
             for var in variables:
                 domain = sub.proto.variables[var.index].domain  # [low, high]
                 domain[0] = domain[1] = values[var.index]
-    sub.clear_hints()
+    sub.clear_hints()  # type: ignore[no-untyped-call, unused-ignore]
     for index, value in values.items():
         sub.add_hint(sub.get_int_var_from_proto_index(index), value)
     return sub

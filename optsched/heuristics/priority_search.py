@@ -206,8 +206,9 @@ class _Decoder:
             moment = min(nexts)
         return _Decoded(float(self.weight @ completion), tasks, checkpoints, entry, events)
 
-    def _relaxed_event(self, moment: float, free: np.ndarray, heaps: list[list[tuple]],
-                       queue: list[list[float]], tasks: list[tuple]) -> None:
+    def _relaxed_event(self, moment: float, free: np.ndarray,
+                       heaps: list[list[tuple[float, int]]], queue: list[list[float]],
+                       tasks: list[tuple[int, int, int, int, float]]) -> None:
         """Serve the queue in priority order: each task to the GPU where its result is ready
         earliest, if it is idle now. Greedy: a round whose task would wait stops there.
         Reserve: the task reserves that GPU until it would end, in a copy of the heaps that
@@ -245,7 +246,7 @@ class _Decoder:
                 item[5] = max(item[5], best)
 
     def _gang_event(self, moment: float, free: np.ndarray, queue: list[list[float]],
-                    tasks: list[tuple]) -> None:
+                    tasks: list[tuple[int, int, int, int, float]]) -> None:
         """Serve the queue in priority order: a round starts when the K GPUs that finish it
         earliest are idle now. Greedy: a round that would wait reserves nothing. Reserve: it
         reserves the K GPUs it waits for (idle ones included) until it would end, in a copy

@@ -46,6 +46,7 @@ from typing import Any, NoReturn, Protocol, runtime_checkable
 
 import numpy as np
 
+from optsched.cluster_model import round_flows, round_pace
 from optsched.errors import InputError
 from optsched.instance import Instance
 from optsched.limits import MAX_VALUE
@@ -299,10 +300,10 @@ class _ClusterEngine(Engine):
                     or any(not np.isfinite(r.train_start) for r in self.holders[g])):
                 self._refuse(f"GPU {self.inst.gpus[g].id!r} is neither known vacant nor "
                              f"pre-schedulable (held, with no round waiting) at t={now}")
-        rnd = _Round(j, job.rounds_done, gpus, now, share, self.inst.pace(j, gpus),
+        rnd = _Round(j, job.rounds_done, gpus, now, share, round_pace(self.inst, j, gpus),
                      Holding(job, len(gpus), share))
-        if self.inst.link_contention:
-            rnd.flows = self.inst.flows(j, gpus)
+        if self.inst.cluster.link_contention:
+            rnd.flows = round_flows(self.inst, j, gpus)
         job.waiting = False
         for k, g in enumerate(gpus):
             self.vacant.discard(g)
@@ -316,7 +317,7 @@ class _ClusterEngine(Engine):
         self.push(now + launch, _LAUNCHED, rnd)
 
     def _check_share(self, job: ClusterJob, g: int, now: float) -> None:
-        cap, gpu = self.inst.share_cap, self.inst.gpus[g]
+        cap, gpu = self.inst.cluster.share_cap, self.inst.gpus[g]
         rounds = self.holders[g]
         if cap is None:
             self._refuse("sharing on an instance without share_cap")
@@ -373,7 +374,7 @@ class _ClusterEngine(Engine):
         if not rnd.share or any(len(r.gpus) > 1 for r in trainers):
             return False
         load = self.jobs[rnd.job].util + sum(self.jobs[r.job].util for r in trainers)
-        return load <= (self.inst.share_cap or 1.0) + 1e-9
+        return load <= (self.inst.cluster.share_cap or 1.0) + 1e-9
 
     def _admit(self, now: float) -> None:
         """Start training every launched round whose GPUs allow it (admission on

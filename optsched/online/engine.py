@@ -28,13 +28,17 @@ import sys
 import time
 from collections.abc import Sequence
 from dataclasses import dataclass
-from typing import Any, NamedTuple
+from typing import TYPE_CHECKING, Any, NamedTuple, Protocol, TextIO
 
 import numpy as np
 
+from optsched.contracts import OnlinePolicy
 from optsched.errors import InputError, OptschedError
-from optsched.instance import MODES, Instance
-from optsched.schedule import Schedule, Task
+from optsched.instance import Instance
+from optsched.schedule import MODES, Schedule, Task
+
+if TYPE_CHECKING:
+    from optsched.output import StreamedFile
 
 #: Event kinds the engine itself knows; an execution model numbers its own from MODEL_EVENTS.
 ARRIVE, TICK, WAKE, MODEL_EVENTS = 0, 1, 2, 3
@@ -46,6 +50,20 @@ STALL_INSTANTS = 1000
 
 class PolicyError(OptschedError):
     """A policy made an impossible decision (a bug in the policy, never repaired)."""
+
+
+class Named(Protocol):
+    """What the engine's messages read of a policy: its name."""
+
+    @property
+    def name(self) -> str: ...
+
+
+class EnginePolicy(OnlinePolicy, Named, Protocol):
+    """What the engine itself reads of a policy: ``name`` and ``decide(view)``, whose
+    decisions it checks (:func:`unpack`). Each execution model's contract says more
+    (:class:`~optsched.online.simulator.Policy`,
+    :class:`~optsched.online.cluster.ClusterPolicy`)."""
 
 
 class Start(NamedTuple):
@@ -61,7 +79,7 @@ class Start(NamedTuple):
 Decision = Start | tuple[int, Any] | tuple[int, Any, bool]
 
 
-def unpack(decision: Any, policy: Any) -> tuple[int, Any, bool]:
+def unpack(decision: Any, policy: Named) -> tuple[int, Any, bool]:
     """(job, where, share) of ``policy``'s decision, given as a :class:`Start` or any other
     sequence of 2 or 3 items; anything else is a :class:`PolicyError`."""
     try:
@@ -78,7 +96,7 @@ def unpack(decision: Any, policy: Any) -> tuple[int, Any, bool]:
                       f"share), got {decision!r}")
 
 
-def index_of(value: Any, what: str, policy: Any) -> int:
+def index_of(value: object, what: str, policy: Named) -> int:
     """``value`` as an index (a job's or a GPU's) when it is an integer, Python's or NumPy's;
     anything else (a float such as 0.9 or 1.0, a string, a bool) is a :class:`PolicyError`
     naming the policy, never silently converted."""
@@ -88,7 +106,7 @@ def index_of(value: Any, what: str, policy: Any) -> int:
                       f"{value!r} ({type(value).__name__})")
 
 
-def gpu_indices(where: Any, policy: Any) -> tuple[int, ...]:
+def gpu_indices(where: Any, policy: Named) -> tuple[int, ...]:
     """A decision's sequence of GPU indices (:func:`index_of` each)."""
     try:
         items = tuple(where)
@@ -104,7 +122,7 @@ POLICY_DEFAULTS: dict[str, Any] = {"modes": frozenset(MODES), "clairvoyant": Fal
                                    "tick": None, "event_driven": True}
 
 
-def declared(policy: Any, name: str) -> Any:
+def declared(policy: object, name: str) -> Any:
     """``policy``'s attribute ``name`` (one of :data:`POLICY_DEFAULTS`), or its default: a
     policy need not subclass anything, nor state what it does not need."""
     return getattr(policy, name, POLICY_DEFAULTS[name])
@@ -186,7 +204,7 @@ class ScheduleStreamer(Observer):
     their start) the file is ``optsched/schedule@2`` and each task is written at its
     training start or failure; otherwise ``optsched/schedule@1``, each task at its start."""
 
-    def __init__(self, instance: Instance, out: Any) -> None:
+    def __init__(self, instance: Instance, out: StreamedFile | TextIO) -> None:
         self.instance, self.out, self.tasks = instance, out, 0
         self._open: dict[int, list[dict[str, Any]]] = {}
         self._version = 0  # the format, fixed by the first task (0: nothing written yet)
@@ -303,7 +321,7 @@ class ProgressObserver(Observer):
     """Prints tasks started (failed attempts included), jobs done and simulated time to
     stderr about once a second (as tasks start)."""
 
-    def __init__(self, instance: Instance, stream: Any = None) -> None:
+    def __init__(self, instance: Instance, stream: TextIO | None = None) -> None:
         self.total_tasks, self.total_jobs = instance.n_tasks, instance.n_jobs
         self.stream = stream or sys.stderr
         self.tasks = self.jobs = 0
@@ -370,7 +388,7 @@ class Engine:
     #: How errors name the tick period (the option that sets it).
     period_name = "period (tick, heartbeat)"
 
-    def __init__(self, instance: Instance, policy: Any, tick: float | None, *,
+    def __init__(self, instance: Instance, policy: EnginePolicy, tick: float | None, *,
                  record: bool = True, progress: bool = False,
                  observers: Sequence[Observer] = ()) -> None:
         self.instance, self.policy, self.tick = instance, policy, tick

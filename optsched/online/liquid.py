@@ -221,7 +221,8 @@ class Liquid:
         """Whether ``job`` may share GPU ``g`` on its predictions (strict bounds under the
         code's gates, as ``resource_pool.go`` compares)."""
         rounds = holders[g]
-        if inst.share_cap is None or not rounds or any(h.tasks > 1 for h in rounds):
+        cap = inst.cluster.share_cap
+        if cap is None or not rounds or any(h.tasks > 1 for h in rounds):
             return False
         if not np.isfinite(job.compute[g]):
             return False
@@ -229,8 +230,8 @@ class Liquid:
         memory = job.gpu_memory + sum(h.job.gpu_memory for h in rounds)
         limit = inst.gpus[g].memory
         if self.gates == "code":
-            return load < inst.share_cap and (limit is None or memory < limit)
-        return load <= inst.share_cap + 1e-9 and (limit is None or memory <= limit + 1e-9)
+            return load < cap and (limit is None or memory < limit)
+        return load <= cap + 1e-9 and (limit is None or memory <= limit + 1e-9)
 
     def _share(self, view: ClusterView, job: ClusterJob,
                holders: list[list[Holding]]) -> int | None:

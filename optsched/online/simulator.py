@@ -47,6 +47,7 @@ from dataclasses import dataclass, field
 from typing import Any, Protocol, cast
 
 import numpy as np
+import numpy.typing as npt
 
 from optsched.errors import InputError
 from optsched.instance import Instance, Job
@@ -156,10 +157,11 @@ class Oracle:
 
     def remaining_tasks_of(self, index: np.ndarray, waiting: np.ndarray,
                            rounds_done: np.ndarray, tasks_per_round: np.ndarray
-                           ) -> np.ndarray:
+                           ) -> npt.NDArray[np.int64]:
         """:meth:`remaining_tasks` of many jobs at once, from their state's columns."""
         rest = self._rounds_array[index] - rounds_done - 1
-        return waiting + np.maximum(0, rest) * tasks_per_round
+        remaining: npt.NDArray[np.int64] = waiting + np.maximum(0, rest) * tasks_per_round
+        return remaining
 
 
 class WaitingQueue:
@@ -454,7 +456,7 @@ def run_simulation(instance: Instance, policy: Policy | ClusterPolicy, *, seed: 
         return simulate_cluster(instance, cast(ClusterPolicy, policy), seed=seed,
                                 record=record, progress=progress, observers=observers)
     policy = cast(Policy, policy)
-    if instance.cluster:
+    if instance.needs_cluster_model:
         raise InputError(f"policy {policy.name!r} does not model phases, GPU sharing or "
                          "placement factors (instance@2); use a cluster policy such as liquid")
     if instance.mode not in declared(policy, "modes"):

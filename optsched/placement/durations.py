@@ -14,8 +14,8 @@ from __future__ import annotations
 
 from collections import Counter
 
+from optsched.cluster_model import placement_pattern
 from optsched.errors import InputError, UnknownNameError
-from optsched.instance import placement_pattern
 from optsched.placement.model import Placement, PlacementInstance
 
 PATTERNS = ("s1", "s2", "pww", "pw:w", "p:ww", "p:w:w")
@@ -28,7 +28,7 @@ DURATIONS = {
 
 def placement_mode(ps_host: str, worker_hosts: tuple[str, str]) -> str:
     """The mode of a 1-PS + 2-worker job from the hosts of its PS and workers: the
-    instance's :func:`~optsched.instance.placement_pattern`, the one place patterns are
+    cluster model's :func:`~optsched.cluster_model.placement_pattern`, the one place patterns are
     named."""
     return placement_pattern(("ps", "worker", "worker"), (ps_host, *worker_hosts))
 

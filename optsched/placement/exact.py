@@ -76,7 +76,8 @@ def _chain(instance: PlacementInstance, host: str, variant: str = "paper"
     return out
 
 
-def _values(instance: PlacementInstance, ctx: PlaceContext, host: str) -> dict[str, Fraction]:
+def _values(instance: PlacementInstance, ctx: PlaceContext[Any], host: str
+            ) -> dict[str, Fraction]:
     """Pair cost when the nearest common group of the pair is at each level (and 'far')."""
     model = ctx.model
     if model.variant == "code":
@@ -157,7 +158,7 @@ class _Pulp:
         return expr
 
 
-def model_size(instance: PlacementInstance, ctx: PlaceContext, *, pulp: bool
+def model_size(instance: PlacementInstance, ctx: PlaceContext[Any], *, pulp: bool
                ) -> tuple[int, int]:
     """(variables, non-zeros) of :func:`_build`, an upper estimate made without building:
     x[c, h] for every (container, host), ``both`` per PS–worker pair and group, ``u`` and
@@ -182,7 +183,8 @@ def model_size(instance: PlacementInstance, ctx: PlaceContext, *, pulp: bool
     return variables, nonzeros
 
 
-def _build(instance: PlacementInstance, ctx: PlaceContext, b: Any, budget: Budget | None = None
+def _build(instance: PlacementInstance, ctx: PlaceContext[Any], b: Any,
+           budget: Budget | None = None
            ) -> tuple[dict[tuple[int, str], Any], Fraction, list[tuple[Fraction, Any]]] | None:
     """The placement model on backend ``b``: (x, objective constant, objective terms), or
     None when some container fits on no host. Raises :class:`OutOfTime` (checked per
@@ -322,7 +324,7 @@ def _host_map(instance: PlacementInstance, x: dict[tuple[int, str], Any],
 NO_HOST = PlaceOutput(status=Status.INFEASIBLE, extra={"reason": "a container fits on no host"})
 
 
-def _check_size(instance: PlacementInstance, ctx: PlaceContext, method: str, pulp: bool
+def _check_size(instance: PlacementInstance, ctx: PlaceContext[Any], method: str, pulp: bool
                 ) -> int:
     """The estimated non-zeros of the model; InputError when it is too large."""
     variables, nonzeros = model_size(instance, ctx, pulp=pulp)
@@ -332,7 +334,7 @@ def _check_size(instance: PlacementInstance, ctx: PlaceContext, method: str, pul
     return nonzeros
 
 
-def _fallback(instance: PlacementInstance, ctx: PlaceContext, extra: dict[str, Any],
+def _fallback(instance: PlacementInstance, ctx: PlaceContext[Any], extra: dict[str, Any],
               budget: Budget) -> PlaceOutput:
     """The best-fit placement, when the time limit ran out before the solver could run (built
     within what is left of ``budget``: none when that runs out too)."""
@@ -354,14 +356,15 @@ def _fallback(instance: PlacementInstance, ctx: PlaceContext, extra: dict[str, A
 BUILD_SHARE = 0.5
 
 
-def _budgets(ctx: PlaceContext) -> tuple[Budget, Budget]:
+def _budgets(ctx: PlaceContext[Any]) -> tuple[Budget, Budget]:
     """The method's budget (``ctx.time_limit``) and the model build's (its first
     :data:`BUILD_SHARE`), started together."""
     limit = ctx.time_limit
     return Budget(limit), Budget(None if limit is None else limit * BUILD_SHARE)
 
 
-def solve_placement(instance: PlacementInstance, ctx: PlaceContext) -> PlaceOutput:
+def solve_placement(instance: PlacementInstance, ctx: PlaceContext[CpsatPlaceOptions]
+                    ) -> PlaceOutput:
     """CP-SAT on the exactly integer-scaled objective, within ``ctx.time_limit`` (counted
     from the call: importing OR-Tools, about a second cold, is part of it)."""
     budget, build_budget = _budgets(ctx)
@@ -401,8 +404,8 @@ def solve_placement(instance: PlacementInstance, ctx: PlaceContext) -> PlaceOutp
     return PlaceOutput(placement, bound=bound, extra=extra)
 
 
-def solve_placement_milp(instance: PlacementInstance, ctx: PlaceContext, backend: str
-                         ) -> PlaceOutput:
+def solve_placement_milp(instance: PlacementInstance, ctx: PlaceContext[MilpPlaceOptions],
+                         backend: str) -> PlaceOutput:
     """The same model as a MILP through PuLP (HiGHS or CBC), bound read from the solver,
     within ``ctx.time_limit``."""
     budget, build_budget = _budgets(ctx)
@@ -453,7 +456,8 @@ class MilpPlaceOptions(CostOptions):
           imports=("ortools.sat.python.cp_model",),
           options=CpsatPlaceOptions,
           description="exact placement with CP-SAT for the order-free cost (certified bound)")
-def _place_cpsat(instance: PlacementInstance, ctx: PlaceContext) -> PlaceOutput:
+def _place_cpsat(instance: PlacementInstance, ctx: PlaceContext[CpsatPlaceOptions]
+                 ) -> PlaceOutput:
     return solve_placement(instance, ctx)
 
 
@@ -461,12 +465,14 @@ def _place_cpsat(instance: PlacementInstance, ctx: PlaceContext) -> PlaceOutput:
           imports=("pulp", "highspy"),
           options=MilpPlaceOptions,
           description="exact placement as a MILP through PuLP + HiGHS (certified bound)")
-def _place_milp_highs(instance: PlacementInstance, ctx: PlaceContext) -> PlaceOutput:
+def _place_milp_highs(instance: PlacementInstance, ctx: PlaceContext[MilpPlaceOptions]
+                      ) -> PlaceOutput:
     return solve_placement_milp(instance, ctx, "highs")
 
 
 @register("milp-cbc", kind="place", default_time_limit=EXACT_TIME_LIMIT, imports=("pulp",),
           options=MilpPlaceOptions,
           description="exact placement as a MILP through PuLP + CBC (certified bound)")
-def _place_milp_cbc(instance: PlacementInstance, ctx: PlaceContext) -> PlaceOutput:
+def _place_milp_cbc(instance: PlacementInstance, ctx: PlaceContext[MilpPlaceOptions]
+                    ) -> PlaceOutput:
     return solve_placement_milp(instance, ctx, "cbc")

@@ -247,7 +247,7 @@ STOPPED_BY_TIME = {"stopped": "time limit", "reason": "the time limit ran out be
                    "container was placed"}
 
 
-def _run(instance: PlacementInstance, ctx: PlaceContext, choose: Chooser,
+def _run(instance: PlacementInstance, ctx: PlaceContext[Any], choose: Chooser,
          budget: Budget | None = None, *, line18: bool = False) -> PlaceOutput:
     """The greedy placement within ``ctx.time_limit`` (status unknown, no placement, when the
     limit stops it)."""
@@ -272,20 +272,20 @@ def _place_bestfit(instance: PlacementInstance, ctx: PlaceContext[BestfitOptions
 
 @register("random", kind="place",
           description="each container on a random host that fits (seeded)")
-def _place_random(instance: PlacementInstance, ctx: PlaceContext) -> PlaceOutput:
+def _place_random(instance: PlacementInstance, ctx: PlaceContext[CostOptions]) -> PlaceOutput:
     rng = np.random.default_rng(ctx.seed)
     return _run(instance, ctx, lambda cand, *_: cand[int(rng.integers(len(cand)))])
 
 
 @register("spread", kind="place",
           description="even distribution: the host with the most free GPUs")
-def _place_spread(instance: PlacementInstance, ctx: PlaceContext) -> PlaceOutput:
+def _place_spread(instance: PlacementInstance, ctx: PlaceContext[CostOptions]) -> PlaceOutput:
     return _run(instance, ctx, lambda cand, job, c, so_far, free: min(
         cand, key=lambda h: (-len(free.gpus[h]), -free.cpus[h])))
 
 
 @register("pack", kind="place",
           description="consolidation: the host with the fewest free GPUs that fits")
-def _place_pack(instance: PlacementInstance, ctx: PlaceContext) -> PlaceOutput:
+def _place_pack(instance: PlacementInstance, ctx: PlaceContext[CostOptions]) -> PlaceOutput:
     return _run(instance, ctx, lambda cand, job, c, so_far, free: min(
         cand, key=lambda h: (len(free.gpus[h]), free.cpus[h])))

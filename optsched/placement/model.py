@@ -26,13 +26,13 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
+from optsched.cluster_model import ROLES
 from optsched.errors import InputError, UnknownNameError
 from optsched.limits import MAX_VALUE, is_number
 from optsched.topology import Topology
 
 INSTANCE_FORMAT = "optsched/placement-instance@1"
 PLACEMENT_FORMAT = "optsched/placement@1"
-ROLES = ("ps", "worker")
 
 
 def _amount(value: Any, what: str, *, integer: bool = False) -> float:

@@ -17,7 +17,7 @@ from optsched.placement.check import check_placement
 from optsched.placement.cost import CostOptions
 from optsched.placement.model import Placement, PlacementInstance
 from optsched.registry import prepare
-from optsched.result import Result, Status, is_optimal
+from optsched.result import PLACEMENT_MODE, Result, Status, is_optimal
 from optsched.runtime import check_bound, finite_bound, listener_of, run_timed, start_within
 
 
@@ -58,7 +58,7 @@ def place(instance: PlacementInstance, method: str, *, seed: int = 0,
     if not isinstance(out, PlaceOutput):
         raise MethodError(f"{info.label} returned {type(out).__name__}, not a PlaceOutput")
     bound = finite_bound(info, out.bound)
-    common: dict[str, Any] = dict(method=method, mode="placement", runtime_s=runtime, seed=seed,
+    common: dict[str, Any] = dict(method=method, mode=PLACEMENT_MODE, runtime_s=runtime, seed=seed,
                                   params=params, objective_name=model.objective_name,
                                   kind="place")
     # the only bound of a placement is the method's own
