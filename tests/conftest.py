@@ -42,7 +42,8 @@ def _field(result: Any, name: str) -> Any:
 
 def assert_out_of_time(result: Any) -> None:
     """A result (or its JSON) short of a proof is feasible and used at least half of its
-    share of the time limit: a method that gives up early fails this, a slow machine not."""
+    share of the time limit: a method that gives up early fails this; a slow machine does
+    not."""
     status, runtime = _field(result, "status"), _field(result, "runtime_s")
     share = _field(result, "method_time_limit")
     assert status == "feasible", status
