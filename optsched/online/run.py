@@ -22,11 +22,11 @@ from optsched.schedule import Schedule
 
 
 def simulate(instance: Instance, policy: str, *, mode: str | None = None,
-               params: Mapping[str, str] | None = None,
-               seed: int = 0, noise: float = 0.0, switch_cost: float = 0.0,
-               tick: float | None = None, event_driven: bool = True, record: bool = True,
-               progress: bool = False, stream_to: str | Path | None = None
-               ) -> Result[Schedule]:
+             params: Mapping[str, str] | None = None,
+             seed: int = 0, noise: float = 0.0, switch_cost: float = 0.0,
+             tick: float | None = None, event_driven: bool = True, record: bool = True,
+             progress: bool = False, stream_to: str | Path | None = None
+             ) -> Result[Schedule]:
     """Simulate the registered ``simulate`` method ``policy`` on ``instance`` (in ``mode``,
     default the instance's); the Result
     holds the schedule (``solution``, when recorded) and the

@@ -425,9 +425,9 @@ def realise(instance: Instance, *, noise: float = 0.0, switch_cost: float = 0.0,
 
 
 def run_simulation(instance: Instance, policy: Policy | ClusterPolicy, *, seed: int = 0,
-             noise: float = 0.0, switch_cost: float = 0.0, tick: float | None = None,
-             event_driven: bool = True, record: bool = True, progress: bool = False,
-             observers: Sequence[Observer] = ()) -> Simulation:
+                   noise: float = 0.0, switch_cost: float = 0.0, tick: float | None = None,
+                   event_driven: bool = True, record: bool = True, progress: bool = False,
+                   observers: Sequence[Observer] = ()) -> Simulation:
     """Run ``policy`` online on ``instance`` (in the instance's mode), with its execution
     model: the basic one here, the cluster one (:mod:`optsched.online.cluster`) for a policy
     whose ``execution`` is ``"cluster"``.
