@@ -35,21 +35,30 @@ def exact_table(records: list[dict[str, Any]]) -> list[str]:
     groups: dict[tuple[int, str], list[dict[str, Any]]] = defaultdict(list)
     for r in records:
         groups[r["cell"]["jobs"], r["mode"]].append(r)
-    lines = ["| jobs | mode | proved optimal | median time to proof | "
-             "median certified gap | max gap | median CP-SAT-only gap |",
-             "|---|---|---|---|---|---|---|"]
+    lines = [
+        "| jobs | mode | proved optimal | median time to proof | "
+        "median certified gap | max gap | median CP-SAT-only gap |",
+        "|---|---|---|---|---|---|---|",
+    ]
     for (jobs, mode), group in sorted(groups.items()):
         limit = group[0]["time_limit"]
         times = [r["runtime_s"] if r["status"] == "optimal" else float("inf") for r in group]
         gaps = [r["gap"] for r in group if r["gap"] is not None]
-        own = [(r["objective"] - max(r["extra"]["bound_critical_path"],
-                                     r["extra"].get("solver_bound") or 0)) / r["objective"]
-               for r in group if r["objective"]]
+        own = [
+            (
+                r["objective"]
+                - max(r["extra"]["bound_critical_path"], r["extra"].get("solver_bound") or 0)
+            )
+            / r["objective"]
+            for r in group
+            if r["objective"]
+        ]
         lines.append(
             f"| {jobs} | {mode} | {sum(t < float('inf') for t in times)}/"
             f"{len(group)} | {_fmt_time(_median(times), limit)} | "
             f"{100 * _median(gaps):.2f} % | {100 * max(gaps):.2f} % | "
-            f"{100 * _median(own):.2f} % |")
+            f"{100 * _median(own):.2f} % |"
+        )
     return lines
 
 
@@ -60,8 +69,10 @@ def repeat_table(runs: list[tuple[str, list[dict[str, Any]]]]) -> list[str]:
         group = [r for r in records if r["mode"] == "relaxed" and r["cell"]["jobs"] == 10]
         times = [r["runtime_s"] if r["status"] == "optimal" else float("inf") for r in group]
         medians.append(_median(times))
-        lines.append(f"| {label} | {sum(t < float('inf') for t in times)}/{len(group)} | "
-                     f"{_fmt_time(medians[-1], group[0]['time_limit'])} |")
+        lines.append(
+            f"| {label} | {sum(t < float('inf') for t in times)}/{len(group)} | "
+            f"{_fmt_time(medians[-1], group[0]['time_limit'])} |"
+        )
     lines.append(f"| **median of the runs** | | **{_fmt_time(_median(medians), 60)}** |")
     return lines
 
@@ -70,25 +81,36 @@ def scaling_tables(records: list[dict[str, Any]]) -> list[str]:
     ref = references(records)
     exact_methods = sorted({r["method"] for r in records} - {"lp-bound"})
     sizes = sorted({r["cell"]["jobs"] for r in records})
-    lines = ["| method | mode | " + " | ".join(f"{n} jobs" for n in sizes)
-             + " | largest size fully proved |",
-             "|---|---|" + "---|" * len(sizes) + "---|"]
+    lines = [
+        "| method | mode | "
+        + " | ".join(f"{n} jobs" for n in sizes)
+        + " | largest size fully proved |",
+        "|---|---|" + "---|" * len(sizes) + "---|",
+    ]
     for method in exact_methods:
         for mode in ("relaxed", "gang"):
             cells, largest = [], "none"
             for n in sizes:
-                group = [r for r in records if r["method"] == method and r["mode"] == mode
-                         and r["cell"]["jobs"] == n]
+                group = [
+                    r
+                    for r in records
+                    if r["method"] == method and r["mode"] == mode and r["cell"]["jobs"] == n
+                ]
                 proved = [r for r in group if r["status"] == "optimal"]
                 times = [r["runtime_s"] for r in proved]
-                cells.append(f"{len(proved)}/{len(group)}"
-                             + (f" (≤ {max(times):.1f} s)" if times else ""))
+                cells.append(
+                    f"{len(proved)}/{len(group)}" + (f" (≤ {max(times):.1f} s)" if times else "")
+                )
                 if group and len(proved) == len(group):
                     largest = f"{n} jobs"
             lines.append(f"| {method} | {mode} | " + " | ".join(cells) + f" | {largest} |")
-    lines += ["", "Bound / optimum on the instances whose optimum is known (mean, min):", "",
-              "| mode | critical path | CP-SAT's own bound | time-indexed LP | instances |",
-              "|---|---|---|---|---|"]
+    lines += [
+        "",
+        "Bound / optimum on the instances whose optimum is known (mean, min):",
+        "",
+        "| mode | critical path | CP-SAT's own bound | time-indexed LP | instances |",
+        "|---|---|---|---|---|",
+    ]
     for mode in ("relaxed", "gang"):
         known = {name for (name, m), e in ref.items() if m == mode and e["optimum_known"]}
         ratios: dict[str, list[float]] = defaultdict(list)
@@ -106,32 +128,52 @@ def scaling_tables(records: list[dict[str, Any]]) -> list[str]:
         def cell(values: list[float]) -> str:
             return f"{statistics.mean(values):.3f}, {min(values):.3f}" if values else "–"
 
-        lines.append(f"| {mode} | {cell(ratios['cp'])} | {cell(ratios['cpsat'])} | "
-                     f"{cell(ratios['lp'])} | {len(known)} |")
+        lines.append(
+            f"| {mode} | {cell(ratios['cp'])} | {cell(ratios['cpsat'])} | "
+            f"{cell(ratios['lp'])} | {len(known)} |"
+        )
     return lines
 
 
 def main() -> None:
     folder = Path(sys.argv[1])
-    out = ["# Exact solvers: summary", "",
-           "Generated by `python benchmarks/exact_summary.py` from the records in this folder "
-           "(`bash benchmarks/exact.sh`) on the 2-core reference machine, 60 s wall-clock "
-           "limit per run.", "",
-           "## CP-SAT (`cpsat`) on the exact-solver family", "",
-           "One run at a time, CP-SAT with 2 workers (`records.jsonl`):", ""]
+    out = [
+        "# Exact solvers: summary",
+        "",
+        "Generated by `python benchmarks/exact_summary.py` from the records in this folder "
+        "(`bash benchmarks/exact.sh`) on the 2-core reference machine, 60 s wall-clock "
+        "limit per run.",
+        "",
+        "## CP-SAT (`cpsat`) on the exact-solver family",
+        "",
+        "One run at a time, CP-SAT with 2 workers (`records.jsonl`):",
+        "",
+    ]
     out += exact_table(load_records(folder / "records.jsonl"))
     repeats = sorted((folder / "repeats").glob("*.jsonl"))
     if repeats:
-        out += ["", "Time to proof on 10 jobs, relaxed mode, in three runs of the same "
-                "instances (`records.jsonl` and `repeats/`):", ""]
-        out += repeat_table([("records.jsonl", load_records(folder / "records.jsonl"))]
-                            + [(f"repeats/{p.name}", load_records(p)) for p in repeats])
-    out += ["", "Certified gap = (objective − best bound) / objective with the best of "
-            "CP-SAT's bound, the critical path and the time-indexed LP bound of the final "
-            "incumbent; the CP-SAT-only gap uses CP-SAT's bound and the critical path alone.",
-            "", "## Size scan: every exact method, 3 seeds per size", "",
-            "Two single-thread runs in parallel (`scaling.jsonl`). CP-SAT proved every "
-            "instance of the scan, so its own bound equals the optimum there.", ""]
+        out += [
+            "",
+            "Time to proof on 10 jobs, relaxed mode, in three runs of the same "
+            "instances (`records.jsonl` and `repeats/`):",
+            "",
+        ]
+        out += repeat_table(
+            [("records.jsonl", load_records(folder / "records.jsonl"))]
+            + [(f"repeats/{p.name}", load_records(p)) for p in repeats]
+        )
+    out += [
+        "",
+        "Certified gap = (objective − best bound) / objective with the best of "
+        "CP-SAT's bound, the critical path and the time-indexed LP bound of the final "
+        "incumbent; the CP-SAT-only gap uses CP-SAT's bound and the critical path alone.",
+        "",
+        "## Size scan: every exact method, 3 seeds per size",
+        "",
+        "Two single-thread runs in parallel (`scaling.jsonl`). CP-SAT proved every "
+        "instance of the scan, so its own bound equals the optimum there.",
+        "",
+    ]
     out += scaling_tables(load_records(folder / "scaling.jsonl"))
     print("\n".join(out))
 

@@ -55,48 +55,80 @@ def fingerprints() -> dict[str, str]:
         except Exception as exc:  # a refusal is behaviour too
             out[key] = f"error {type(exc).__name__}: {exc}"
             return
-        out[key] = f"{result.status} {result.objective!r}" if exact else \
-            f"{digest(result)} bound={result.bound!r}"
+        out[key] = (
+            f"{result.status} {result.objective!r}"
+            if exact
+            else f"{digest(result)} bound={result.bound!r}"
+        )
 
     for mode in ("relaxed", "gang"):
         for seed in range(3):
             inst = generate(GeneratorSpec(jobs=6, gpus=4, mode=mode), seed)
-            for m in ("ect", "hare", "hare-ect", "hare-lp", "hare-lp-ect", "fluid-bound",
-                      "capacity-bound", "lp-bound"):
+            for m in (
+                "ect",
+                "hare",
+                "hare-ect",
+                "hare-lp",
+                "hare-lp-ect",
+                "fluid-bound",
+                "capacity-bound",
+                "lp-bound",
+            ):
                 run(f"solve {m} {mode} {seed}", lambda m=m, inst=inst: solve(inst, m))
             tiny = generate(GeneratorSpec(jobs=3, gpus=2, mode=mode), seed)
             for m in ("cpsat", "milp-highs"):
-                run(f"solve {m} {mode} {seed}",
-                    lambda m=m, tiny=tiny: solve(tiny, m, time_limit=60), exact=True)
+                run(
+                    f"solve {m} {mode} {seed}",
+                    lambda m=m, tiny=tiny: solve(tiny, m, time_limit=60),
+                    exact=True,
+                )
             big = generate(GeneratorSpec(jobs=30, gpus=8, mode=mode), seed)
             for p in ("hlas", "fifo-perf", "fifo-random", "tiresias", "srtf", "homo", "allox"):
-                run(f"simulate {p} {mode} {seed}",
-                    lambda p=p, big=big, seed=seed: simulate(big, p, seed=seed))
+                run(
+                    f"simulate {p} {mode} {seed}",
+                    lambda p=p, big=big, seed=seed: simulate(big, p, seed=seed),
+                )
     for seed in range(3):
         liquid = generate_liquid(LiquidSpec(hosts=5, jobs=12), seed)
-        for params in ({}, {"share": "1", "preschedule": "1"},
-                       {"placement": "gga", "batch": "5", "cost": "code"},
-                       {"placement": "random"}, {"gates": "code", "share": "1"},
-                       {"line18": "1"}):
-            run(f"liquid {params} {seed}", lambda params=params, liquid=liquid, seed=seed:
-                simulate(liquid, "liquid", params=params, seed=seed))
+        for params in (
+            {},
+            {"share": "1", "preschedule": "1"},
+            {"placement": "gga", "batch": "5", "cost": "code"},
+            {"placement": "random"},
+            {"gates": "code", "share": "1"},
+            {"line18": "1"},
+        ):
+            run(
+                f"liquid {params} {seed}",
+                lambda params=params, liquid=liquid, seed=seed: simulate(
+                    liquid, "liquid", params=params, seed=seed
+                ),
+            )
         batch = generate_placement(PlacementSpec(jobs=4, hosts=5), seed)
         for m in ("bestfit", "random", "spread", "pack", "gga"):
             params = {"generations": "20"} if m == "gga" else None
-            run(f"place {m} {seed}", lambda m=m, params=params, batch=batch, seed=seed:
-                place(batch, m, seed=seed, params=params))
+            run(
+                f"place {m} {seed}",
+                lambda m=m, params=params, batch=batch, seed=seed: place(
+                    batch, m, seed=seed, params=params
+                ),
+            )
         small = generate_placement(PlacementSpec(jobs=2, hosts=3), seed)
         for m in ("cpsat", "milp-highs"):
-            run(f"place {m} {seed}", lambda m=m, small=small, seed=seed:
-                place(small, m, seed=seed, time_limit=60), exact=True)
+            run(
+                f"place {m} {seed}",
+                lambda m=m, small=small, seed=seed: place(small, m, seed=seed, time_limit=60),
+                exact=True,
+            )
     return out
 
 
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("out", nargs="?", help="write the fingerprints here (JSON)")
-    parser.add_argument("--compare", nargs=2, metavar=("BEFORE", "AFTER"),
-                        help="compare two fingerprint files")
+    parser.add_argument(
+        "--compare", nargs=2, metavar=("BEFORE", "AFTER"), help="compare two fingerprint files"
+    )
     args = parser.parse_args()
     if args.compare:
         before, after = (json.loads(Path(p).read_text()) for p in args.compare)

@@ -27,29 +27,55 @@ from optsched.online.run import simulate
 from optsched.traces import TraceMapping, parse_cluster, read_trace, trace_instance
 
 ROOT = Path(__file__).resolve().parents[1]
-TRACE = ROOT.parent / "shared" / "peer-data" / "gavel" / "generated" / \
-    "gen300_lam120_a2_b4_seed1.trace"
+TRACE = (
+    ROOT.parent
+    / "shared"
+    / "peer-data"
+    / "gavel"
+    / "generated"
+    / "gen300_lam120_a2_b4_seed1.trace"
+)
 OUT = ROOT / "benchmarks" / "results" / "online"
 CLUSTER = "V100:12,P100:12,K80:12"
 GAVEL_LAS_HOURS = 15.9  # max_min_fairness_perf on this trace and cluster (issue 13)
 
 #: (row name, policy, mode, params, what it is)
 RUNS = [
-    ("hlas", "hlas", "relaxed", {}, "default: queues at the 0.5/0.8 size quantiles, "
-     "FIFO inside, starvation 0.5, mapping B"),
+    (
+        "hlas",
+        "hlas",
+        "relaxed",
+        {},
+        "default: queues at the 0.5/0.8 size quantiles, FIFO inside, starvation 0.5, mapping B",
+    ),
     ("hlas mapping=A", "hlas", "relaxed", {"mapping": "A"}, "fastest idle GPU in queue order"),
     ("hlas mapping=C", "hlas", "relaxed", {"mapping": "C"}, "earliest-available GPU"),
     ("hlas starvation=0", "hlas", "relaxed", {"starvation": "0"}, "no promotion"),
     ("hlas starvation=2", "hlas", "relaxed", {"starvation": "2"}, "rarer promotion"),
-    ("hlas form=continuous", "hlas", "relaxed", {"form": "continuous"},
-     "one queue by service: B then matches over every waiting job"),
-    ("hlas form=continuous mapping=A", "hlas", "relaxed",
-     {"form": "continuous", "mapping": "A"}, "the first study's default"),
+    (
+        "hlas form=continuous",
+        "hlas",
+        "relaxed",
+        {"form": "continuous"},
+        "one queue by service: B then matches over every waiting job",
+    ),
+    (
+        "hlas form=continuous mapping=A",
+        "hlas",
+        "relaxed",
+        {"form": "continuous", "mapping": "A"},
+        "the first study's default",
+    ),
     ("fifo-perf", "fifo-perf", "gang", {}, "Gavel's fifo_perf = the Hare paper's Gavel_FIFO"),
     ("fifo-random", "fifo-random", "gang", {}, "Gavel's fifo: one random type per job"),
     ("tiresias", "tiresias", "gang", {}, "thresholds at the 0.5/0.8 GPU-second quantiles"),
-    ("tiresias thresholds=3250,7200", "tiresias", "gang", {"thresholds": "3250,7200"},
-     "Tiresias' simulator's thresholds"),
+    (
+        "tiresias thresholds=3250,7200",
+        "tiresias",
+        "gang",
+        {"thresholds": "3250,7200"},
+        "Tiresias' simulator's thresholds",
+    ),
     ("srtf", "srtf", "gang", {}, "clairvoyant, fastest idle GPUs"),
     ("homo", "homo", "gang", {}, "clairvoyant, heterogeneity-oblivious"),
     ("allox", "allox", "relaxed", {}, "clairvoyant, job-level min-cost matching"),
@@ -95,15 +121,26 @@ def main() -> None:
         sim = result.simulation
         arrival = np.array([job.arrival for job in inst.jobs])
         jct = (sim.completion - arrival) / 3600
-        row = {"name": name, "policy": policy, "mode": mode, "params": params, "what": what,
-               "mean_jct_h": float(jct.mean()), "p50_jct_h": float(np.median(jct)),
-               "p99_jct_h": float(np.percentile(jct, 99)), "max_jct_h": float(jct.max()),
-               "makespan_h": result.metrics["makespan"] / 3600,
-               "checked": result.schedule is not None,
-               "wall_s": round(time.perf_counter() - started, 1)}
+        row = {
+            "name": name,
+            "policy": policy,
+            "mode": mode,
+            "params": params,
+            "what": what,
+            "mean_jct_h": float(jct.mean()),
+            "p50_jct_h": float(np.median(jct)),
+            "p99_jct_h": float(np.percentile(jct, 99)),
+            "max_jct_h": float(jct.max()),
+            "makespan_h": result.metrics["makespan"] / 3600,
+            "checked": result.schedule is not None,
+            "wall_s": round(time.perf_counter() - started, 1),
+        }
         rows.append(row)
-        print(f"{name}: mean JCT {row['mean_jct_h']:.2f} h ({row['wall_s']} s)",
-              file=sys.stderr, flush=True)
+        print(
+            f"{name}: mean JCT {row['mean_jct_h']:.2f} h ({row['wall_s']} s)",
+            file=sys.stderr,
+            flush=True,
+        )
     OUT.mkdir(parents=True, exist_ok=True)
     stem = OUT / "gavel-heavy"
     stem.with_suffix(".jsonl").write_text("".join(json.dumps(r) + "\n" for r in rows))
@@ -126,7 +163,8 @@ def main() -> None:
             f"| `{r['name']}` | {r['mode']} | {r['mean_jct_h']:.2f} | "
             f"{r['mean_jct_h'] / GAVEL_LAS_HOURS:.2f} | {r['p50_jct_h']:.2f} | "
             f"{r['p99_jct_h']:.1f} | {r['max_jct_h']:.1f} | {r['makespan_h']:.1f} | "
-            f"{r['what']} |")
+            f"{r['what']} |"
+        )
     stem.with_suffix(".md").write_text("\n".join(lines + NOTES) + "\n")
     print(f"wrote {stem}.md", file=sys.stderr)
 

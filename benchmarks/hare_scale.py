@@ -52,7 +52,8 @@ def rl_lp_record(inst: Instance) -> dict[str, Any]:
     for tie in GPU_TIES:
         t0 = time.perf_counter()
         schedule, objective = hare_list_schedule(
-            inst, lambda j, r, k: float(starts[j][r]), "earliest-free", tie)
+            inst, lambda j, r, k: float(starts[j][r]), "earliest-free", tie
+        )
         step2[tie] = time.perf_counter() - t0
         report = check(inst, schedule)
         assert report.feasible and report.objective is not None
@@ -62,18 +63,35 @@ def rl_lp_record(inst: Instance) -> dict[str, Any]:
     alpha = heterogeneity_degree(inst)
     factor = None if alpha is None else alpha * (2 + alpha)
     return {
-        "objective": objectives[GPU_TIES[0]], "tie_objectives": objectives,
-        "bound": lp.bound, "bound_critical_path": critical_path_bound(inst),
-        "bound_interval_lp": old.bound, "runtime_s": lp_s + step2[GPU_TIES[0]],
-        "relaxation_s": lp_s, "list_scheduling_s": step2[GPU_TIES[0]],
-        "lp_intervals": None, "lp_variables": None,  # interval-LP fields (hare_summary.py)
-        "lp": {"status": lp.status, "iterations": lp.iterations, "cuts": lp.cuts,
-               "chains": lp.chains, "max_violation": lp.max_violation,
-               "columns": lp.columns, "rows": lp.rows, "nonzeros": lp.nonzeros,
-               "history": lp.history},
-        "guarantee": None if factor is None else {
-            "alpha": alpha, "factor": factor, "covered": False,
-            "ratio": {tie: v / lp.bound for tie, v in objectives.items()}},
+        "objective": objectives[GPU_TIES[0]],
+        "tie_objectives": objectives,
+        "bound": lp.bound,
+        "bound_critical_path": critical_path_bound(inst),
+        "bound_interval_lp": old.bound,
+        "runtime_s": lp_s + step2[GPU_TIES[0]],
+        "relaxation_s": lp_s,
+        "list_scheduling_s": step2[GPU_TIES[0]],
+        "lp_intervals": None,
+        "lp_variables": None,  # interval-LP fields (hare_summary.py)
+        "lp": {
+            "status": lp.status,
+            "iterations": lp.iterations,
+            "cuts": lp.cuts,
+            "chains": lp.chains,
+            "max_violation": lp.max_violation,
+            "columns": lp.columns,
+            "rows": lp.rows,
+            "nonzeros": lp.nonzeros,
+            "history": lp.history,
+        },
+        "guarantee": None
+        if factor is None
+        else {
+            "alpha": alpha,
+            "factor": factor,
+            "covered": False,
+            "ratio": {tie: v / lp.bound for tie, v in objectives.items()},
+        },
         "loadavg": [load_before, os.getloadavg()[0]],
     }
 
@@ -96,11 +114,19 @@ def main(argv: list[str] | None = None) -> int:
             for repeat in range(args.repeats):
                 if (seed, method, repeat) in done:
                     continue
-                base = {"instance": inst.name, "instance_seed": seed, "method": method,
-                        "repeat": repeat, "jobs": inst.n_jobs, "gpus": inst.n_gpus,
-                        "tasks": inst.n_tasks, "rounds": sum(j.rounds for j in inst.jobs),
-                        "spec": repr(spec), "machine": platform.node(),
-                        "cpus": os.cpu_count()}
+                base = {
+                    "instance": inst.name,
+                    "instance_seed": seed,
+                    "method": method,
+                    "repeat": repeat,
+                    "jobs": inst.n_jobs,
+                    "gpus": inst.n_gpus,
+                    "tasks": inst.n_tasks,
+                    "rounds": sum(j.rounds for j in inst.jobs),
+                    "spec": repr(spec),
+                    "machine": platform.node(),
+                    "cpus": os.cpu_count(),
+                }
                 if method == "hare-rl-lp":
                     record = {**base, **rl_lp_record(inst)}
                 else:
@@ -108,9 +134,12 @@ def main(argv: list[str] | None = None) -> int:
                     extra = result.extra
                     relaxation = extra.get("relaxation") or {}
                     record = {
-                        **base, "objective": result.objective, "bound": result.bound,
+                        **base,
+                        "objective": result.objective,
+                        "bound": result.bound,
                         "bound_critical_path": extra["bound_critical_path"],
-                        "bound_method": extra["bound_method"], "runtime_s": result.runtime_s,
+                        "bound_method": extra["bound_method"],
+                        "runtime_s": result.runtime_s,
                         "relaxation_s": relaxation.get("runtime_s"),
                         "list_scheduling_s": extra.get("list_scheduling_s"),
                         "lp_intervals": relaxation.get("intervals"),
@@ -120,8 +149,11 @@ def main(argv: list[str] | None = None) -> int:
                     }
                 with args.out.open("a") as fh:
                     fh.write(json.dumps(record) + "\n")
-                print(f"{inst.name} {method} #{repeat}: obj {record['objective']:.1f} bound "
-                      f"{record['bound']:.1f} in {record['runtime_s']:.2f} s", file=sys.stderr)
+                print(
+                    f"{inst.name} {method} #{repeat}: obj {record['objective']:.1f} bound "
+                    f"{record['bound']:.1f} in {record['runtime_s']:.2f} s",
+                    file=sys.stderr,
+                )
     return 0
 
 

@@ -74,20 +74,56 @@ SHARE_CAP = 1.3  # Liquid's ShareMaxUtilization
 ERRORS = (0.0, 0.1, 0.2)
 
 #: (experiment, case, models, jobs, gap s, [(configuration, liquid params)], metric)
-EXPERIMENTS: tuple[tuple[str, str, tuple[str, ...], int, float,
-                         tuple[tuple[str, dict[str, str]], ...], str], ...] = tuple(
-    [("sharing", case, models, 8, 5.0,
-      (("exclusive", {}), ("shared", {"share": "1"})), "sequence")
-     for case, models in (("cnn", ("cnn",)), ("neumf", ("neumf",)),
-                          ("mixed", ("cnn", "neumf")),
-                          ("neumf-7gb (ours)", ("neumf-7gb",)))]
-    + [("pre-scheduling", case, models, 4, 0.0,
-        (("default", {}), ("pre-scheduled", {"preschedule": "1"})), "idle")
-       for case, models in (("cnn", ("cnn",)), ("lstm", ("lstm",)),
-                            ("resnet50", ("resnet50",)),
-                            ("mixed", ("cnn", "lstm", "resnet50")), ("neumf", ("neumf",)))]
-    + [("event-driven", "neumf", ("neumf",), 8, 3.0,
-        (("heartbeat", {}), ("event-driven", {"heartbeat": "0"})), "idle")])
+EXPERIMENTS: tuple[
+    tuple[str, str, tuple[str, ...], int, float, tuple[tuple[str, dict[str, str]], ...], str], ...
+] = tuple(
+    [
+        (
+            "sharing",
+            case,
+            models,
+            8,
+            5.0,
+            (("exclusive", {}), ("shared", {"share": "1"})),
+            "sequence",
+        )
+        for case, models in (
+            ("cnn", ("cnn",)),
+            ("neumf", ("neumf",)),
+            ("mixed", ("cnn", "neumf")),
+            ("neumf-7gb (ours)", ("neumf-7gb",)),
+        )
+    ]
+    + [
+        (
+            "pre-scheduling",
+            case,
+            models,
+            4,
+            0.0,
+            (("default", {}), ("pre-scheduled", {"preschedule": "1"})),
+            "idle",
+        )
+        for case, models in (
+            ("cnn", ("cnn",)),
+            ("lstm", ("lstm",)),
+            ("resnet50", ("resnet50",)),
+            ("mixed", ("cnn", "lstm", "resnet50")),
+            ("neumf", ("neumf",)),
+        )
+    ]
+    + [
+        (
+            "event-driven",
+            "neumf",
+            ("neumf",),
+            8,
+            3.0,
+            (("heartbeat", {}), ("event-driven", {"heartbeat": "0"})),
+            "idle",
+        )
+    ]
+)
 
 #: The paper's numbers (§7.3): the change of the metric with the optimisation, per case.
 PAPER = {
@@ -108,17 +144,30 @@ def sequence(models: tuple[str, ...], jobs: int, gap: float, seed: int) -> Insta
         name = models[int(rng.integers(len(models)))]
         m = MODELS[name]
         scale = rng.uniform(0.8, 1.2, size=3)
-        profile = ClusterProfile(launch=round(m.launch * scale[0], 3),
-                                 save=round(m.save * scale[2], 3),
-                                 util=round(float(rng.uniform(*m.util)), 3),
-                                 gpu_memory=1024.0 * round(float(rng.uniform(*m.memory_gb)), 2),
-                                 model=name)
-        out.append(Job(id=f"j{k}", arrival=k * gap, compute={"T4": round(m.train * scale[1], 3)},
-                       cluster=profile))
+        profile = ClusterProfile(
+            launch=round(m.launch * scale[0], 3),
+            save=round(m.save * scale[2], 3),
+            util=round(float(rng.uniform(*m.util)), 3),
+            gpu_memory=1024.0 * round(float(rng.uniform(*m.memory_gb)), 2),
+            model=name,
+        )
+        out.append(
+            Job(
+                id=f"j{k}",
+                arrival=k * gap,
+                compute={"T4": round(m.train * scale[1], 3)},
+                cluster=profile,
+            )
+        )
     graph = tree_topology([["T4"]])
     graph.nodes["h0/g0"]["gpu_memory"] = GPU_MEMORY
-    return Instance(f"seq-{'-'.join(models)}-n{jobs}-s{seed}", tuple(out), topology=graph,
-                    mode="gang", cluster=ClusterSpec(share_cap=SHARE_CAP))
+    return Instance(
+        f"seq-{'-'.join(models)}-n{jobs}-s{seed}",
+        tuple(out),
+        topology=graph,
+        mode="gang",
+        cluster=ClusterSpec(share_cap=SHARE_CAP),
+    )
 
 
 def with_error(instance: Instance, error: float, seed: int) -> Instance:
@@ -153,17 +202,25 @@ def run(seeds: int) -> list[dict[str, Any]]:
                     assert sim.schedule is not None
                     report = check(inst, sim.schedule)
                     if not report.feasible:
-                        raise SystemExit(f"{inst.name} {config}: the checker rejects the "
-                                         f"schedule: {report.violations[0]}")
+                        raise SystemExit(
+                            f"{inst.name} {config}: the checker rejects the "
+                            f"schedule: {report.violations[0]}"
+                        )
                     arrivals = min(j.arrival for j in inst.jobs)
-                    records.append({
-                        "experiment": experiment, "case": case, "error": error, "seed": seed,
-                        "config": config, "params": full,
-                        "sequence_s": sim.metrics["makespan"] - arrivals,
-                        "mean_jct_s": sim.metrics["mean_jct"],
-                        "idle_s": training_idle(inst, report),
-                        "oom_failures": sim.metrics.get("oom_failures", 0),
-                    })
+                    records.append(
+                        {
+                            "experiment": experiment,
+                            "case": case,
+                            "error": error,
+                            "seed": seed,
+                            "config": config,
+                            "params": full,
+                            "sequence_s": sim.metrics["makespan"] - arrivals,
+                            "mean_jct_s": sim.metrics["mean_jct"],
+                            "idle_s": training_idle(inst, report),
+                            "oom_failures": sim.metrics.get("oom_failures", 0),
+                        }
+                    )
     return records
 
 
@@ -171,21 +228,28 @@ def summary(records: list[dict[str, Any]], seeds: int) -> str:
     cells: dict[tuple[str, str, float, str], list[dict[str, Any]]] = defaultdict(list)
     for r in records:
         cells[r["experiment"], r["case"], r["error"], r["config"]].append(r)
-    lines = ["# Liquid's §6 optimisations in the paper's setting: job sequences on one GPU", "",
-             f"Generated by `python benchmarks/liquid_sequences.py` ({seeds} seeds per cell; "
-             "every schedule checked). Phase times and utilisations are assumptions (see the "
-             "script's MODELS); prediction error e: actual utilisation and memory drawn around "
-             "the predictions, and pre-scheduling's planned training end, with relative "
-             "error e. Change = with the optimisation vs without, mean over seeds.", ""]
+    lines = [
+        "# Liquid's §6 optimisations in the paper's setting: job sequences on one GPU",
+        "",
+        f"Generated by `python benchmarks/liquid_sequences.py` ({seeds} seeds per cell; "
+        "every schedule checked). Phase times and utilisations are assumptions (see the "
+        "script's MODELS); prediction error e: actual utilisation and memory drawn around "
+        "the predictions, and pre-scheduling's planned training end, with relative "
+        "error e. Change = with the optimisation vs without, mean over seeds.",
+        "",
+    ]
     for experiment in dict.fromkeys(e for e, *_ in EXPERIMENTS):
         rows = [x for x in EXPERIMENTS if x[0] == experiment]
         metric = rows[0][6]
         key = "sequence_s" if metric == "sequence" else "idle_s"
         (base, _), (opt, _) = rows[0][5]
         shown = "sequence time" if metric == "sequence" else "GPU idle between trainings"
-        lines += [f"## {experiment}: {shown} ({base} → {opt})", "",
-                  "| case | " + " | ".join(f"e = {e:.0%}" for e in ERRORS) + " | paper |",
-                  "|---|" + "---|" * (len(ERRORS) + 1)]
+        lines += [
+            f"## {experiment}: {shown} ({base} → {opt})",
+            "",
+            "| case | " + " | ".join(f"e = {e:.0%}" for e in ERRORS) + " | paper |",
+            "|---|" + "---|" * (len(ERRORS) + 1),
+        ]
         for _, case, *_ in rows:
             out = []
             for error in ERRORS:
@@ -196,18 +260,23 @@ def summary(records: list[dict[str, Any]], seeds: int) -> str:
             paper = PAPER.get((experiment, case)) or PAPER.get((experiment, None), "")
             lines.append(f"| {case} | " + " | ".join(out) + f" | {paper} |")
         if experiment == "sharing":
-            lines += ["", "Mean JCT, same runs:", "",
-                      "| case | " + " | ".join(f"e = {e:.0%}" for e in ERRORS) + " |",
-                      "|---|" + "---|" * len(ERRORS)]
+            lines += [
+                "",
+                "Mean JCT, same runs:",
+                "",
+                "| case | " + " | ".join(f"e = {e:.0%}" for e in ERRORS) + " |",
+                "|---|" + "---|" * len(ERRORS),
+            ]
             for _, case, *_ in rows:
                 out = []
                 for error in ERRORS:
-                    b = statistics.mean(r["mean_jct_s"] for r in cells[experiment, case, error,
-                                                                      base])
-                    o = statistics.mean(r["mean_jct_s"] for r in cells[experiment, case, error,
-                                                                      opt])
-                    failures = sum(r["oom_failures"] for r in cells[experiment, case, error,
-                                                                    opt])
+                    b = statistics.mean(
+                        r["mean_jct_s"] for r in cells[experiment, case, error, base]
+                    )
+                    o = statistics.mean(
+                        r["mean_jct_s"] for r in cells[experiment, case, error, opt]
+                    )
+                    failures = sum(r["oom_failures"] for r in cells[experiment, case, error, opt])
                     out.append(f"{b:.1f} → {o:.1f} s ({(o - b) / b:+.0%}; {failures} OOM)")
                 lines.append(f"| {case} | " + " | ".join(out) + " |")
         lines.append("")
@@ -222,8 +291,12 @@ def main(argv: list[str] | None = None) -> int:
     args.out.mkdir(parents=True, exist_ok=True)
     targets = [output_target(args.out / name) for name in ("sequences.jsonl", "sequences.md")]
     records = run(args.seeds)
-    write_outputs([(targets[0], "".join(json_text(r, indent=None) for r in records)),
-                   (targets[1], summary(records, args.seeds))])
+    write_outputs(
+        [
+            (targets[0], "".join(json_text(r, indent=None) for r in records)),
+            (targets[1], summary(records, args.seeds)),
+        ]
+    )
     return 0
 
 

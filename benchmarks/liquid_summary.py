@@ -30,17 +30,36 @@ METRICS = {
 
 EXPERIMENTS = (
     # (set prefix, title, metrics shown, main metric, reference configuration)
-    ("liquid-single-", "Immediate mode, the paper's Fig. 18 setting: one 1 PS + 2 worker job "
-     "alone on hosts × 4 K80, per model (the released `topology_aware` single-job cases)",
-     ("mean execution",), "mean execution", "bestfit [code]"),
-    ("liquid-immediate-", "Immediate mode, our extension: 5 hosts × 4 K80, 20 jobs arriving "
-     "one by one (Poisson)", ("mean execution", "mean JCT"), "mean execution",
-     "bestfit [code]"),
-    ("liquid-batch-", "Batch mode (Fig. 19): hosts × 2 T4, 1.6 jobs per host at once",
-     ("makespan", "mean JCT"), "makespan", "gga batch [paper]"),
-    ("liquid-optimisations-", "System optimisations (§6), our cluster-scale extension: 40 "
-     "single-task jobs, 5 hosts × 2 T4", ("mean JCT", "makespan", "GPU idle"), "GPU idle",
-     "none (heartbeat 5 s)"),
+    (
+        "liquid-single-",
+        "Immediate mode, the paper's Fig. 18 setting: one 1 PS + 2 worker job "
+        "alone on hosts × 4 K80, per model (the released `topology_aware` single-job cases)",
+        ("mean execution",),
+        "mean execution",
+        "bestfit [code]",
+    ),
+    (
+        "liquid-immediate-",
+        "Immediate mode, our extension: 5 hosts × 4 K80, 20 jobs arriving one by one (Poisson)",
+        ("mean execution", "mean JCT"),
+        "mean execution",
+        "bestfit [code]",
+    ),
+    (
+        "liquid-batch-",
+        "Batch mode (Fig. 19): hosts × 2 T4, 1.6 jobs per host at once",
+        ("makespan", "mean JCT"),
+        "makespan",
+        "gga batch [paper]",
+    ),
+    (
+        "liquid-optimisations-",
+        "System optimisations (§6), our cluster-scale extension: 40 "
+        "single-task jobs, 5 hosts × 2 T4",
+        ("mean JCT", "makespan", "GPU idle"),
+        "GPU idle",
+        "none (heartbeat 5 s)",
+    ),
 )
 
 #: The paper's published changes of Liquid against its baselines (§7, seeds: Fig. 18 average
@@ -54,8 +73,10 @@ PAPER = {
     ("liquid-batch-", "mean JCT", "spread"): -25.0,
 }
 #: The configurations that stand for Liquid in the comparison with the paper.
-LIQUID = {"liquid-single-": ("bestfit [code]", "bestfit [paper]", "bestfit [paper, line 18]"),
-          "liquid-batch-": ("gga batch [paper]", "gga batch [code]", "bestfit batch [code]")}
+LIQUID = {
+    "liquid-single-": ("bestfit [code]", "bestfit [paper]", "bestfit [paper, line 18]"),
+    "liquid-batch-": ("gga batch [paper]", "gga batch [code]", "bestfit batch [code]"),
+}
 #: The cells the paper's numbers are for (None: every cell, averaged over models).
 PAPER_CELL = {"liquid-batch-": "hosts 20"}
 
@@ -63,8 +84,11 @@ PAPER_CELL = {"liquid-batch-": "hosts 20"}
 def label(params: Mapping[str, str]) -> str:
     """A configuration's name from its liquid params."""
     if any(k in params for k in ("share", "preschedule", "heartbeat")):
-        parts = [name for key, name in (("share", "sharing"), ("preschedule", "pre-scheduling"))
-                 if params.get(key) == "1"]
+        parts = [
+            name
+            for key, name in (("share", "sharing"), ("preschedule", "pre-scheduling"))
+            if params.get(key) == "1"
+        ]
         if params.get("heartbeat", "0") == "0":
             parts.append("event-driven")
         name = " + ".join(parts) if parts else "none (heartbeat 5 s)"
@@ -85,7 +109,7 @@ def cell_of(record: Mapping[str, Any], prefix: str) -> str:
     """A run's cell: the grid's varied values (and the model, for the single-job sets)."""
     text = " ".join(f"{k} {_show(v)}" for k, v in sorted(record["cell"].items()))
     if prefix == "liquid-single-":
-        model = record["instance"][len(prefix):].split("-")[0]
+        model = record["instance"][len(prefix) :].split("-")[0]
         text = f"{model} {text}"
     return text
 
@@ -94,14 +118,22 @@ def _show(value: Any) -> str:
     return ("on" if value else "off") if isinstance(value, bool) else str(value)
 
 
-def experiment(records: list[dict[str, Any]], prefix: str, title: str, shown: tuple[str, ...],
-               main: str, reference: str) -> list[str]:
+def experiment(
+    records: list[dict[str, Any]],
+    prefix: str,
+    title: str,
+    shown: tuple[str, ...],
+    main: str,
+    reference: str,
+) -> list[str]:
     mine = [r for r in records if r["instance"].startswith(prefix) and r["status"] != "error"]
     errors = sum(r["status"] == "error" for r in records if r["instance"].startswith(prefix))
     if not mine:
         return []
-    cells = sorted({cell_of(r, prefix) for r in mine}, key=lambda c: [
-        int(x) if x.isdigit() else x for x in re.split(r"(\d+)", c)])  # 5 before 10
+    cells = sorted(
+        {cell_of(r, prefix) for r in mine},
+        key=lambda c: [int(x) if x.isdigit() else x for x in re.split(r"(\d+)", c)],
+    )  # 5 before 10
     values: dict[tuple[str, str, str], float] = {}
     runtime: dict[str, list[float]] = defaultdict(list)
     for conf in sorted({label(r["params"]) for r in mine}):
@@ -109,24 +141,31 @@ def experiment(records: list[dict[str, Any]], prefix: str, title: str, shown: tu
             rows = [r for r in mine if label(r["params"]) == conf and cell_of(r, prefix) == cell]
             for metric in shown:
                 if rows:
-                    values[conf, cell, metric] = statistics.mean(METRICS[metric](r)
-                                                                 for r in rows)
+                    values[conf, cell, metric] = statistics.mean(METRICS[metric](r) for r in rows)
             runtime[conf] += [r["runtime_s"] for r in rows]
-    confs = sorted({c for c, _, _ in values},
-                   key=lambda c: statistics.mean(values.get((c, cell, main), float("inf"))
-                                                 for cell in cells))
+    confs = sorted(
+        {c for c, _, _ in values},
+        key=lambda c: statistics.mean(values.get((c, cell, main), float("inf")) for cell in cells),
+    )
     instances = len({r["instance"] for r in mine}) // max(1, len(cells))
     seeds = {c: len({r["seed"] for r in mine if label(r["params"]) == c}) for c in confs}
     seeded = ", ".join(f"{n} method seeds for `{c}`" for c, n in sorted(seeds.items()) if n > 1)
-    lines = [f"## {title}", "",
-             f"Mean over {instances} instance seed(s) per cell"
-             + (f" × {seeded}" if seeded else "")
-             + f"; in brackets the change against `{reference}`."
-             + (f" {errors} runs failed." if errors else ""), ""]
+    lines = [
+        f"## {title}",
+        "",
+        f"Mean over {instances} instance seed(s) per cell"
+        + (f" × {seeded}" if seeded else "")
+        + f"; in brackets the change against `{reference}`."
+        + (f" {errors} runs failed." if errors else ""),
+        "",
+    ]
     for metric in shown:
-        lines += [f"### {metric} (s)", "",
-                  "| configuration | " + " | ".join(cells) + " | sim. runtime |",
-                  "|---|" + "---|" * (len(cells) + 1)]
+        lines += [
+            f"### {metric} (s)",
+            "",
+            "| configuration | " + " | ".join(cells) + " | sim. runtime |",
+            "|---|" + "---|" * (len(cells) + 1),
+        ]
         for conf in confs:
             row = []
             for cell in cells:
@@ -138,13 +177,15 @@ def experiment(records: list[dict[str, Any]], prefix: str, title: str, shown: tu
                     row.append(f"{value:,.0f} ({100 * (value / ref - 1):+.1f} %)")
                 else:
                     row.append(f"{value:,.0f}")
-            lines.append(f"| `{conf}` | " + " | ".join(row)
-                         + f" | {statistics.mean(runtime[conf]):.2f} s |")
+            lines.append(
+                f"| `{conf}` | " + " | ".join(row) + f" | {statistics.mean(runtime[conf]):.2f} s |"
+            )
         lines.append("")
     lines += [f"Ordering by {main} (best first):", ""]
     for cell in cells:
-        ranked = sorted((c for c in confs if (c, cell, main) in values),
-                        key=lambda c: values[c, cell, main])
+        ranked = sorted(
+            (c for c in confs if (c, cell, main) in values), key=lambda c: values[c, cell, main]
+        )
         text = f"`{ranked[0]}`"
         for prev, conf in itertools.pairwise(ranked):
             tie = values[conf, cell, main] - values[prev, cell, main] < 0.5  # seconds
@@ -160,14 +201,22 @@ def verdict(ours: float, paper: float) -> str:
     return "agree" if abs(ours - paper) <= 10 else "direction only"
 
 
-def against_paper(prefix: str, values: Mapping[tuple[str, str, str], float],
-                  cells: list[str], shown: tuple[str, ...]) -> list[str]:
+def against_paper(
+    prefix: str,
+    values: Mapping[tuple[str, str, str], float],
+    cells: list[str],
+    shown: tuple[str, ...],
+) -> list[str]:
     """Liquid's change against random and spread next to the paper's, per cell group."""
     if prefix not in LIQUID:
         return []
-    lines = ["### Against the paper", "",
-             "| cells | metric | Liquid as | vs random (ours / paper) | vs spread (ours / "
-             "paper) | verdicts |", "|---|---|---|---|---|---|"]
+    lines = [
+        "### Against the paper",
+        "",
+        "| cells | metric | Liquid as | vs random (ours / paper) | vs spread (ours / "
+        "paper) | verdicts |",
+        "|---|---|---|---|---|---|",
+    ]
     only = PAPER_CELL.get(prefix)
     groups: dict[str, list[str]] = defaultdict(list)
     for cell in cells:
@@ -191,8 +240,10 @@ def against_paper(prefix: str, values: Mapping[tuple[str, str, str], float],
                     cols.append(f"{ours:+.1f} % / {paper:+.0f} %")
                     verdicts.append(verdict(ours, paper))
                 if verdicts:
-                    lines.append(f"| {key} | {metric} | `{conf}` | {cols[0]} | {cols[1]} | "
-                                 f"{', '.join(verdicts)} |")
+                    lines.append(
+                        f"| {key} | {metric} | `{conf}` | {cols[0]} | {cols[1]} | "
+                        f"{', '.join(verdicts)} |"
+                    )
     return [*lines, ""]
 
 
@@ -201,20 +252,24 @@ def main(argv: list[str]) -> int:
         print(__doc__.strip().splitlines()[2], file=sys.stderr)
         return 2
     records = load_records(Path(argv[1]) / "records.jsonl")
-    out = ["# Liquid's experiments with optsched's liquid policy", "",
-           "Generated by `bash benchmarks/liquid.sh` (grids benchmarks/grids/liquid-*.json). "
-           "Durations: the §2.7 placement → duration table with assumed launch 30 s and save "
-           "10 s phases; one-rack clusters; `link_contention on`: flows of different jobs "
-           "through a host link slow each other (models/cluster-execution.md); in the "
-           "optimisations set, the single-task jobs' predicted utilisation, GPU memory and "
-           "bandwidth weight come from a random forest trained on 300 synthetic past jobs "
-           "(`predict_from`) and execution uses them as the truth; sharing cap 1.3; every "
-           "schedule checked by the independent checker. `[paper]`: the paper's cost "
-           "(eqs. 2–6, λ = 0.5, cross-domain cost = number of hosts); `[code]`: our "
-           "order-free *reconstruction* of the reference code's evaluator (not a transcription); "
-           "`line 18`: best-fit with Alg. 1 line 18 (without it: the reference code's "
-           "behaviour); best-fit scores each job on its own (eq. 3); `gga`: eq. 8 fitness. "
-           "How each disagreement with the paper arises: comparison.md.", ""]
+    out = [
+        "# Liquid's experiments with optsched's liquid policy",
+        "",
+        "Generated by `bash benchmarks/liquid.sh` (grids benchmarks/grids/liquid-*.json). "
+        "Durations: the §2.7 placement → duration table with assumed launch 30 s and save "
+        "10 s phases; one-rack clusters; `link_contention on`: flows of different jobs "
+        "through a host link slow each other (models/cluster-execution.md); in the "
+        "optimisations set, the single-task jobs' predicted utilisation, GPU memory and "
+        "bandwidth weight come from a random forest trained on 300 synthetic past jobs "
+        "(`predict_from`) and execution uses them as the truth; sharing cap 1.3; every "
+        "schedule checked by the independent checker. `[paper]`: the paper's cost "
+        "(eqs. 2–6, λ = 0.5, cross-domain cost = number of hosts); `[code]`: our "
+        "order-free *reconstruction* of the reference code's evaluator (not a transcription); "
+        "`line 18`: best-fit with Alg. 1 line 18 (without it: the reference code's "
+        "behaviour); best-fit scores each job on its own (eq. 3); `gga`: eq. 8 fitness. "
+        "How each disagreement with the paper arises: comparison.md.",
+        "",
+    ]
     for spec in EXPERIMENTS:
         out += experiment(records, *spec)
     print("\n".join(out))

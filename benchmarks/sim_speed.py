@@ -37,19 +37,32 @@ PEER = ROOT.parent / "shared" / "peer-data"
 GAVEL = PEER / "gavel" / "generated"
 CASES = {
     "heavy": (GAVEL / "gen300_lam120_a2_b4_seed1.trace", "V100:12,P100:12,K80:12", 360.0, 1),
-    "heavy-x10": (GAVEL / "gen300_lam120_a2_b4_seed1.trace", "V100:12,P100:12,K80:12",
-                  360.0, 10),
+    "heavy-x10": (GAVEL / "gen300_lam120_a2_b4_seed1.trace", "V100:12,P100:12,K80:12", 360.0, 10),
     "light": (GAVEL / "gen300_lam2400_seed0.trace", "V100:12,P100:12,K80:12", 360.0, 1),
-    "philly": (PEER / "pollux" / "traces" / "philly.csv", "V100:1000,T4:500,K80:250,M60:250",
-               3600.0, 1),
+    "philly": (
+        PEER / "pollux" / "traces" / "philly.csv",
+        "V100:1000,T4:500,K80:250,M60:250",
+        3600.0,
+        1,
+    ),
 }
 #: policy -> its own execution model
-POLICIES = {"fifo-perf": "gang", "fifo-random": "gang", "tiresias": "gang", "srtf": "gang",
-            "homo": "gang", "hlas": "relaxed", "allox": "relaxed"}
+POLICIES = {
+    "fifo-perf": "gang",
+    "fifo-random": "gang",
+    "tiresias": "gang",
+    "srtf": "gang",
+    "homo": "gang",
+    "hlas": "relaxed",
+    "allox": "relaxed",
+}
 #: Gavel's own simulator on the heavy trace, CPU seconds (median of 3, same machine type;
 #: not re-run here: it needs Gavel's code and cvxpy): its counterpart of each policy
-GAVEL_HEAVY_CPU = {"fifo-perf": ("fifo_perf", 2.7), "tiresias": ("max_min_fairness", 3.8),
-                   "hlas": ("max_min_fairness_perf", 3.3)}
+GAVEL_HEAVY_CPU = {
+    "fifo-perf": ("fifo_perf", 2.7),
+    "tiresias": ("max_min_fairness", 3.8),
+    "hlas": ("max_min_fairness_perf", 3.3),
+}
 
 
 def tiled(trace, copies: int):
@@ -61,8 +74,11 @@ def tiled(trace, copies: int):
     arrivals = sorted(job.arrival for job in trace.jobs)
     span = arrivals[-1] - arrivals[0]
     step = span + span / max(1, len(arrivals) - 1)
-    jobs = tuple(replace(job, id=f"{job.id}~{k}", arrival=job.arrival + k * step)
-                 for k in range(copies) for job in trace.jobs)
+    jobs = tuple(
+        replace(job, id=f"{job.id}~{k}", arrival=job.arrival + k * step)
+        for k in range(copies)
+        for job in trace.jobs
+    )
     return Trace(f"{trace.name}x{copies}", jobs, trace.skipped, trace.first_skip)
 
 
@@ -74,17 +90,27 @@ def one(case: str, policy: str) -> dict:
     path, cluster, quantum, copies = CASES[case]
     cpu, wall = time.process_time(), time.perf_counter()
     trace = tiled(read_trace(path), copies)
-    inst = trace_instance(trace, parse_cluster(cluster), TraceMapping(quantum=quantum),
-                          mode=POLICIES[policy])
+    inst = trace_instance(
+        trace, parse_cluster(cluster), TraceMapping(quantum=quantum), mode=POLICIES[policy]
+    )
     result = simulate(inst, policy, record=False)
     sim = result.simulation
-    return {"case": case, "policy": policy, "mode": inst.mode, "jobs": inst.n_jobs,
-            "gpus": inst.n_gpus, "tasks": inst.n_tasks, "events": sim.events,
-            "simulation_s": sim.runtime_s, "events_per_s": sim.events_per_s,
-            "wall_s": time.perf_counter() - wall, "cpu_s": time.process_time() - cpu,
-            "peak_rss_mb": resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024,
-            "mean_jct_h": result.metrics["mean_jct"] / 3600 if result.metrics else None,
-            "objective": result.objective}
+    return {
+        "case": case,
+        "policy": policy,
+        "mode": inst.mode,
+        "jobs": inst.n_jobs,
+        "gpus": inst.n_gpus,
+        "tasks": inst.n_tasks,
+        "events": sim.events,
+        "simulation_s": sim.runtime_s,
+        "events_per_s": sim.events_per_s,
+        "wall_s": time.perf_counter() - wall,
+        "cpu_s": time.process_time() - cpu,
+        "peak_rss_mb": resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024,
+        "mean_jct_h": result.metrics["mean_jct"] / 3600 if result.metrics else None,
+        "objective": result.objective,
+    }
 
 
 def table(path: Path) -> str:
@@ -98,29 +124,40 @@ def table(path: Path) -> str:
     def med(case: str, policy: str, key: str) -> float:
         return statistics.median(r[key] for r in rows[case, policy])
 
-    out = ["# Simulator speed and memory", "",
-           "`python benchmarks/sim_speed.py` (medians of the runs; one fresh process per run; "
-           "schedules not recorded). CPU s: the process's CPU time to read the trace, build "
-           "the instance and simulate. Gavel: its own simulator on the same trace and "
-           "cluster, CPU s (median of 3 on this machine type; not re-run here, it needs "
-           "Gavel's code and cvxpy).", "",
-           "| case | policy | jobs | GPUs | events | simulation s | events/s | CPU s | "
-           "peak MB | runs | Gavel's counterpart, CPU s |",
-           "|---|---|---|---|---|---|---|---|---|---|---|"]
+    out = [
+        "# Simulator speed and memory",
+        "",
+        "`python benchmarks/sim_speed.py` (medians of the runs; one fresh process per run; "
+        "schedules not recorded). CPU s: the process's CPU time to read the trace, build "
+        "the instance and simulate. Gavel: its own simulator on the same trace and "
+        "cluster, CPU s (median of 3 on this machine type; not re-run here, it needs "
+        "Gavel's code and cvxpy).",
+        "",
+        "| case | policy | jobs | GPUs | events | simulation s | events/s | CPU s | "
+        "peak MB | runs | Gavel's counterpart, CPU s |",
+        "|---|---|---|---|---|---|---|---|---|---|---|",
+    ]
     for case, policy in rows:
         first = rows[case, policy][0]
         gavel = GAVEL_HEAVY_CPU.get(policy) if case == "heavy" else None
-        out.append(f"| {case} | {policy} | {first['jobs']:,} | {first['gpus']:,} | "
-                   f"{first['events']:,} | {med(case, policy, 'simulation_s'):.2f} | "
-                   f"{med(case, policy, 'events_per_s'):,.0f} | "
-                   f"{med(case, policy, 'cpu_s'):.2f} | "
-                   f"{med(case, policy, 'peak_rss_mb'):.0f} | {len(rows[case, policy])} | "
-                   f"{f'{gavel[0]}: {gavel[1]}' if gavel else '-'} |")
+        out.append(
+            f"| {case} | {policy} | {first['jobs']:,} | {first['gpus']:,} | "
+            f"{first['events']:,} | {med(case, policy, 'simulation_s'):.2f} | "
+            f"{med(case, policy, 'events_per_s'):,.0f} | "
+            f"{med(case, policy, 'cpu_s'):.2f} | "
+            f"{med(case, policy, 'peak_rss_mb'):.0f} | {len(rows[case, policy])} | "
+            f"{f'{gavel[0]}: {gavel[1]}' if gavel else '-'} |"
+        )
     grown = [p for c, p in rows if c == "heavy-x10" and ("heavy", p) in rows]
     if grown:
-        out += ["", "Ten times longer at the same arrival rate (`heavy-x10` / `heavy`; Gavel's "
-                "simulator: 27–32× the CPU):", "",
-                "| policy | events × | simulation time × |", "|---|---|---|"]
+        out += [
+            "",
+            "Ten times longer at the same arrival rate (`heavy-x10` / `heavy`; Gavel's "
+            "simulator: 27–32× the CPU):",
+            "",
+            "| policy | events × | simulation time × |",
+            "|---|---|---|",
+        ]
         for p in grown:
             events = med("heavy-x10", p, "events") / med("heavy", p, "events")
             seconds = med("heavy-x10", p, "simulation_s") / med("heavy", p, "simulation_s")
@@ -133,8 +170,9 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--repeats", type=int, default=3)
     parser.add_argument("--cases", default=",".join(CASES))
     parser.add_argument("--policies", default=",".join(POLICIES))
-    parser.add_argument("--out", type=Path,
-                        default=ROOT / "benchmarks" / "results" / "online" / "sim-speed.jsonl")
+    parser.add_argument(
+        "--out", type=Path, default=ROOT / "benchmarks" / "results" / "online" / "sim-speed.jsonl"
+    )
     parser.add_argument("--one", nargs=2, metavar=("CASE", "POLICY"), help=argparse.SUPPRESS)
     parser.add_argument("--table", action="store_true", help="only print the table of --out")
     args = parser.parse_args(argv)
@@ -150,14 +188,20 @@ def main(argv: list[str] | None = None) -> int:
             continue
         for policy in args.policies.split(","):
             for repeat in range(args.repeats):
-                done = subprocess.run([sys.executable, __file__, "--one", case, policy],
-                                      capture_output=True, text=True, check=True)
+                done = subprocess.run(
+                    [sys.executable, __file__, "--one", case, policy],
+                    capture_output=True,
+                    text=True,
+                    check=True,
+                )
                 record = json.loads(done.stdout)
                 with args.out.open("a") as fh:
                     fh.write(json.dumps(record) + "\n")
-                print(f"{case} {policy} #{repeat}: simulation {record['simulation_s']:.2f} s,"
-                      f" CPU {record['cpu_s']:.2f} s, {record['peak_rss_mb']:.0f} MB",
-                      file=sys.stderr)
+                print(
+                    f"{case} {policy} #{repeat}: simulation {record['simulation_s']:.2f} s,"
+                    f" CPU {record['cpu_s']:.2f} s, {record['peak_rss_mb']:.0f} MB",
+                    file=sys.stderr,
+                )
     print(table(args.out))
     return 0
 

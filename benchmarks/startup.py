@@ -35,11 +35,14 @@ def cpu_seconds(argv: list[str]) -> float:
 
 def modules(args: list[str]) -> int:
     """How many modules a run of ``optsched ARGS`` has imported when it ends."""
-    code = ("import sys\n"
-            "from optsched.cli import main\ncode = main(sys.argv[1:])\n"
-            "print(len(sys.modules), file=sys.stderr)")
-    proc = subprocess.run([sys.executable, "-c", code, *args], capture_output=True,
-                          text=True, check=True, env=ENV)
+    code = (
+        "import sys\n"
+        "from optsched.cli import main\ncode = main(sys.argv[1:])\n"
+        "print(len(sys.modules), file=sys.stderr)"
+    )
+    proc = subprocess.run(
+        [sys.executable, "-c", code, *args], capture_output=True, text=True, check=True, env=ENV
+    )
     return int(proc.stderr.strip().splitlines()[-1])
 
 
@@ -54,22 +57,36 @@ def main() -> int:
         source = resources.files("optsched") / "data" / "instances" / "hare-toy.instance.json"
         instance.write_text(source.read_text())
         schedule = Path(tmp) / "s.json"
-        subprocess.run([exe, "solve", str(instance), "--method", "ect", "--out", str(schedule)],
-                       check=True, capture_output=True, env=ENV)
-        commands = {"optsched --version": ["--version"],
-                    "optsched check": ["check", str(instance), str(schedule)],
-                    "optsched solve --method ect": ["solve", str(instance), "--method", "ect"]}
+        subprocess.run(
+            [exe, "solve", str(instance), "--method", "ect", "--out", str(schedule)],
+            check=True,
+            capture_output=True,
+            env=ENV,
+        )
+        commands = {
+            "optsched --version": ["--version"],
+            "optsched check": ["check", str(instance), str(schedule)],
+            "optsched solve --method ect": ["solve", str(instance), "--method", "ect"],
+        }
         rows = []
         for name, argv in commands.items():
             cpu_seconds([exe, *argv])  # warm-up: writes the bytecode caches
             times = [cpu_seconds([exe, *argv]) for _ in range(args.repeat)]
-            rows.append(f"| `{name}` | {statistics.median(times):.3f} | "
-                        f"{', '.join(f'{t:.3f}' for t in times)} | {modules(argv)} |")
+            rows.append(
+                f"| `{name}` | {statistics.median(times):.3f} | "
+                f"{', '.join(f'{t:.3f}' for t in times)} | {modules(argv)} |"
+            )
     load = os.getloadavg()[0]
-    table = "\n".join([
-        f"CPU seconds, median of {args.repeat} (load average {load:.2f}, "
-        f"{os.cpu_count()} cores, Python {sys.version.split()[0]})", "",
-        "| command | median CPU s | runs | modules imported |", "|---|---|---|---|", *rows])
+    table = "\n".join(
+        [
+            f"CPU seconds, median of {args.repeat} (load average {load:.2f}, "
+            f"{os.cpu_count()} cores, Python {sys.version.split()[0]})",
+            "",
+            "| command | median CPU s | runs | modules imported |",
+            "|---|---|---|---|",
+            *rows,
+        ]
+    )
     print(table)
     if args.out:
         from optsched.output import write_file

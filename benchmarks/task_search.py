@@ -21,8 +21,11 @@ from optsched import solve
 from optsched.io import load_instance
 from optsched.output import json_text, output_target, write_file
 
-INSTANCES = ("hare-jobs/hare-jobs-jobs100-s0", "hare-gpus/hare-gpus-gpus100-s0",
-             "hare-mix/hare-mix-mix1-1-1-2-s0")
+INSTANCES = (
+    "hare-jobs/hare-jobs-jobs100-s0",
+    "hare-gpus/hare-gpus-gpus100-s0",
+    "hare-mix/hare-mix-mix1-1-1-2-s0",
+)
 
 
 def measure(mode: str, seconds: float) -> list[dict[str, object]]:
@@ -33,30 +36,47 @@ def measure(mode: str, seconds: float) -> list[dict[str, object]]:
         alone = solve(inst, "task-search", time_limit=seconds)
         search = solve(inst, "priority-search", time_limit=seconds)
         polish = solve(inst, "task-search", time_limit=seconds, hint=search.schedule)
-        rows.append({
-            "instance": inst.name, "mode": mode, "seconds": seconds, "tasks": inst.n_tasks,
-            "ect": ect.objective, "task_search": alone.objective,
-            "priority_search": search.objective, "polished": polish.objective,
-            **{f"{key}_{which}": run.extra[key] for which, run in (("alone", alone),
-                                                                   ("polish", polish))
-               for key in ("steps", "improvements", "stopped")},
-            "steps_per_s_alone": alone.extra["steps"] / alone.runtime_s,
-            "steps_per_s_polish": polish.extra["steps"] / polish.runtime_s})
+        rows.append(
+            {
+                "instance": inst.name,
+                "mode": mode,
+                "seconds": seconds,
+                "tasks": inst.n_tasks,
+                "ect": ect.objective,
+                "task_search": alone.objective,
+                "priority_search": search.objective,
+                "polished": polish.objective,
+                **{
+                    f"{key}_{which}": run.extra[key]
+                    for which, run in (("alone", alone), ("polish", polish))
+                    for key in ("steps", "improvements", "stopped")
+                },
+                "steps_per_s_alone": alone.extra["steps"] / alone.runtime_s,
+                "steps_per_s_polish": polish.extra["steps"] / polish.runtime_s,
+            }
+        )
         print(json.dumps(rows[-1]), file=sys.stderr)
     return rows
 
 
 def summary(files: list[str]) -> str:
     rows = [json.loads(line) for f in files for line in Path(f).read_text().splitlines()]
-    out = ["| instance | mode | tasks | ECT | task-search from ECT | priority-search | "
-           "+ task-search | steps/s (alone, polish) |", "|---|---|---|---|---|---|---|---|"]
+    out = [
+        "| instance | mode | tasks | ECT | task-search from ECT | priority-search | "
+        "+ task-search | steps/s (alone, polish) |",
+        "|---|---|---|---|---|---|---|---|",
+    ]
     for r in rows:
+
         def pct(value: float, base: float) -> str:
             return f"{value:,.1f} ({100 * (value - base) / base:+.3f} %)"
-        out.append(f"| {r['instance']} | {r['mode']} | {r['tasks']:,} | {r['ect']:,.1f} | "
-                   f"{pct(r['task_search'], r['ect'])} | {r['priority_search']:,.1f} | "
-                   f"{pct(r['polished'], r['priority_search'])} | "
-                   f"{r['steps_per_s_alone']:.0f}, {r['steps_per_s_polish']:.0f} |")
+
+        out.append(
+            f"| {r['instance']} | {r['mode']} | {r['tasks']:,} | {r['ect']:,.1f} | "
+            f"{pct(r['task_search'], r['ect'])} | {r['priority_search']:,.1f} | "
+            f"{pct(r['polished'], r['priority_search'])} | "
+            f"{r['steps_per_s_alone']:.0f}, {r['steps_per_s_polish']:.0f} |"
+        )
     return "\n".join(out) + "\n"
 
 

@@ -30,13 +30,20 @@ HEURISTIC = Path(__file__).with_name("my_heuristic.py")
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--out", type=Path, default=Path(tempfile.mkdtemp()),
-                        help="folder for the instances, records and report (default: a new "
-                             "temporary folder)")
+    parser.add_argument(
+        "--out",
+        type=Path,
+        default=Path(tempfile.mkdtemp()),
+        help="folder for the instances, records and report (default: a new temporary folder)",
+    )
     args = parser.parse_args()
 
-    grid = Grid("wspt-demo", generator={"gpus": 4, "gpu_types": 2, "hosts": 1},
-                vary={"jobs": [4, 6]}, seeds=(0, 1, 2))
+    grid = Grid(
+        "wspt-demo",
+        generator={"gpus": 4, "gpu_types": 2, "hosts": 1},
+        vary={"jobs": [4, 6]},
+        seeds=(0, 1, 2),
+    )
     manifest = generate_set(grid, args.out / "instances")
     runs = plan(manifest, ["ect", "wspt", "cpsat"], time_limit=5, plugins=[str(HEURISTIC)])
     records = args.out / "records.jsonl"
@@ -47,11 +54,13 @@ def main() -> None:
     print("gap tables and plots:", ", ".join(str(p) for p in written))
 
     frame = to_frame(records)
-    objective = frame.pivot_table(index=["cell.jobs", "instance"], columns="method",
-                                  values="objective")
+    objective = frame.pivot_table(
+        index=["cell.jobs", "instance"], columns="method", values="objective"
+    )
     ratio = objective.div(objective["cpsat"], axis=0).groupby(level="cell.jobs").mean()
     print("\nmean objective / CP-SAT's (proved optimal unless the report says otherwise):")
     print(ratio.round(3).to_string())
+
 
 if __name__ == "__main__":
     main()

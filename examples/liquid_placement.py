@@ -28,22 +28,28 @@ def placement() -> None:
         assert placed is not None and check_placement(instance, placed).feasible
         hosts = len({a.host for a in placed.assignments})
         bound = "-" if result.bound is None else f"{result.bound:.3f}"
-        print(f"{method:<8} {result.objective:>7.3f} {bound:>7} {hosts:>10} "
-              f"{result.runtime_s:>10.3f}")
+        print(
+            f"{method:<8} {result.objective:>7.3f} {bound:>7} {hosts:>10} "
+            f"{result.runtime_s:>10.3f}"
+        )
 
 
 def scheduler() -> None:
-    spec = LiquidSpec(jobs=20, hosts=5, distributed=0.3, interarrival=20,
-                      prediction_error=0.2)
+    spec = LiquidSpec(jobs=20, hosts=5, distributed=0.3, interarrival=20, prediction_error=0.2)
     instance = generate_liquid(spec, seed=0)
     print(f"\n{'liquid with':<26} {'mean JCT s':>10} {'GPU idle s':>10} {'OOM failures':>12}")
-    for label, params in (("nothing", {}), ("sharing", {"share": "1"}),
-                          ("pre-scheduling", {"preschedule": "1"}),
-                          ("sharing + pre-scheduling", {"share": "1", "preschedule": "1"})):
+    for label, params in (
+        ("nothing", {}),
+        ("sharing", {"share": "1"}),
+        ("pre-scheduling", {"preschedule": "1"}),
+        ("sharing + pre-scheduling", {"share": "1", "preschedule": "1"}),
+    ):
         result = simulate(instance, "liquid", params=params, seed=0)
         assert result.extra["checked"]
-        print(f"{label:<26} {result.metrics['mean_jct']:>10.1f} "
-              f"{result.extra['gpu_idle_s']:>10.1f} {result.metrics['oom_failures']:>12}")
+        print(
+            f"{label:<26} {result.metrics['mean_jct']:>10.1f} "
+            f"{result.extra['gpu_idle_s']:>10.1f} {result.metrics['oom_failures']:>12}"
+        )
 
 
 if __name__ == "__main__":

@@ -22,34 +22,47 @@ from optsched.options import Options, choice
 class WsptOptions(Options):
     """The heuristic's options: ``--param work=mean`` on the command line."""
 
-    work: str = choice("a job's work per task: fastest (its fastest GPU; default) or mean "
-                       "(its mean over the GPUs it can use)", ("fastest", "mean"))
+    work: str = choice(
+        "a job's work per task: fastest (its fastest GPU; default) or mean "
+        "(its mean over the GPUs it can use)",
+        ("fastest", "mean"),
+    )
 
 
-@register("wspt", modes=["relaxed"], options=WsptOptions,
-          description="WSPT list scheduling (example plug-in)")
+@register(
+    "wspt",
+    modes=["relaxed"],
+    options=WsptOptions,
+    description="WSPT list scheduling (example plug-in)",
+)
 def wspt(instance: Instance, context: SolveContext[WsptOptions]) -> MethodOutput:
     options = context.options
 
     def smith(j: int) -> float:
         job, times = instance.jobs[j], instance.compute[j]
-        per_task = float(times.min() if options.work == "fastest" else
-                         times[np.isfinite(times)].mean())
+        per_task = float(
+            times.min() if options.work == "fastest" else times[np.isfinite(times)].mean()
+        )
         return job.weight / (job.rounds * job.tasks_per_round * per_task)
 
-    free = [0.0] * instance.n_gpus       # when each GPU finishes its current task
+    free = [0.0] * instance.n_gpus  # when each GPU finishes its current task
     tasks = []
     for j in sorted(range(instance.n_jobs), key=smith, reverse=True):
         job, ready = instance.jobs[j], instance.jobs[j].arrival
         for r in range(job.rounds):
-            done = ready                  # when every result of this round is ready
+            done = ready  # when every result of this round is ready
             for k in range(job.tasks_per_round):
                 # the eligible GPU where this task's result (compute + sync) is ready first
-                result, start, g = min((max(free[g], ready) + instance.compute[j, g]
-                                        + instance.sync[j, g], max(free[g], ready), g)
-                                       for g in instance.eligible(j))
+                result, start, g = min(
+                    (
+                        max(free[g], ready) + instance.compute[j, g] + instance.sync[j, g],
+                        max(free[g], ready),
+                        g,
+                    )
+                    for g in instance.eligible(j)
+                )
                 done = max(done, result)
-                free[g] = start + instance.compute[j, g]   # the sync overlaps the next task
+                free[g] = start + instance.compute[j, g]  # the sync overlaps the next task
                 tasks.append(Task(job.id, r, k, instance.gpus[g].id, start))
             ready = done
     return MethodOutput(schedule=Schedule(instance.name, tasks, context.mode))

@@ -26,14 +26,21 @@ class RoundRobinOptions(CostOptions):
     stride: int = count("hosts to move on after each container (default 1)", 1)
 
 
-@register("round-robin", kind="place", options=RoundRobinOptions,
-          description="containers on the hosts in turn (example plug-in)")
-def round_robin(instance: PlacementInstance, context: PlaceContext[RoundRobinOptions]
-                ) -> PlaceOutput:
+@register(
+    "round-robin",
+    kind="place",
+    options=RoundRobinOptions,
+    description="containers on the hosts in turn (example plug-in)",
+)
+def round_robin(
+    instance: PlacementInstance, context: PlaceContext[RoundRobinOptions]
+) -> PlaceOutput:
     hosts = sorted(instance.host_gpus)
     # what each host has left: the memory of each free GPU, CPUs, memory
-    gpus = {h: sorted(instance.gpu_memory(g) for g in instance.host_gpus[h]
-                      if g not in instance.busy) for h in hosts}
+    gpus = {
+        h: sorted(instance.gpu_memory(g) for g in instance.host_gpus[h] if g not in instance.busy)
+        for h in hosts
+    }
     cpus = {h: instance.capacity(h, "cpus") for h in hosts}
     memory = {h: instance.capacity(h, "memory") for h in hosts}
     chosen: dict[tuple[str, str], str] = {}
@@ -43,7 +50,7 @@ def round_robin(instance: PlacementInstance, context: PlaceContext[RoundRobinOpt
             h = hosts[(at + step) % len(hosts)]
             fitting = [m for m in gpus[h] if m >= c.gpu_memory]  # smallest first
             if len(fitting) >= c.gpus and cpus[h] >= c.cpus and memory[h] >= c.memory:
-                for m in fitting[:c.gpus]:
+                for m in fitting[: c.gpus]:
                     gpus[h].remove(m)
                 cpus[h] -= c.cpus
                 memory[h] -= c.memory

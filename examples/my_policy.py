@@ -27,7 +27,9 @@ class WeightedLasOptions(Options):
 
     gpu: Literal["fastest", "any"] = choice(
         "which idle GPU a task takes: fastest (where it computes fastest; default) or any "
-        "(the idle GPU with the lowest index it can use)", ("fastest", "any"))
+        "(the idle GPU with the lowest index it can use)",
+        ("fastest", "any"),
+    )
 
 
 class WeightedLas:
@@ -46,13 +48,21 @@ class WeightedLas:
                 usable = [g for g in idle if np.isfinite(job.compute[g])]
                 if not usable:
                     break
-                gpu = min(usable, key=lambda g: job.compute[g]) \
-                    if self.options.gpu == "fastest" else usable[0]
+                gpu = (
+                    min(usable, key=lambda g: job.compute[g])
+                    if self.options.gpu == "fastest"
+                    else usable[0]
+                )
                 idle.remove(gpu)
                 yield job.index, gpu  # applies at once: job.waiting falls by one
 
 
-@register("weighted-las", kind="simulate", modes=["relaxed"], options=WeightedLasOptions,
-          description="weighted least attained service (example plug-in)")
+@register(
+    "weighted-las",
+    kind="simulate",
+    modes=["relaxed"],
+    options=WeightedLasOptions,
+    description="weighted least attained service (example plug-in)",
+)
 def weighted_las(options: WeightedLasOptions, seed: int) -> WeightedLas:
     return WeightedLas(options)

@@ -22,9 +22,15 @@ import numpy as np
 from optsched.online import run_simulation, simulate
 from optsched.traces import TraceMapping, parse_cluster, read_trace, trace_instance
 
-JOB_TYPES = ("ResNet-18 (batch size 64)", "ResNet-50 (batch size 32)",
-             "Transformer (batch size 64)", "LM (batch size 20)",
-             "Recommendation (batch size 1024)", "CycleGAN", "A3C")
+JOB_TYPES = (
+    "ResNet-18 (batch size 64)",
+    "ResNet-50 (batch size 32)",
+    "Transformer (batch size 64)",
+    "LM (batch size 20)",
+    "Recommendation (batch size 1024)",
+    "CycleGAN",
+    "A3C",
+)
 
 
 def synthetic_trace(path: Path, jobs: int = 60, seed: int = 0) -> None:
@@ -36,8 +42,22 @@ def synthetic_trace(path: Path, jobs: int = 60, seed: int = 0) -> None:
         job_type = JOB_TYPES[int(rng.integers(len(JOB_TYPES)))]
         scale = int(rng.choice([1, 1, 1, 2, 4]))
         steps = int(rng.integers(2_000, 60_000))
-        lines.append("\t".join([job_type, "python train.py", "workdir", "--num_steps", "1",
-                                str(steps), str(scale), "1", "-1", f"{arrival:.0f}"]))
+        lines.append(
+            "\t".join(
+                [
+                    job_type,
+                    "python train.py",
+                    "workdir",
+                    "--num_steps",
+                    "1",
+                    str(steps),
+                    str(scale),
+                    "1",
+                    "-1",
+                    f"{arrival:.0f}",
+                ]
+            )
+        )
         arrival += float(rng.exponential(180.0))
     path.write_text("\n".join(lines) + "\n")
 
@@ -48,7 +68,7 @@ class LeastWorkFirst:
     ``decide(view)``, which yields ``(job, gpus)`` decisions."""
 
     name = "least-work-first"
-    clairvoyant = True      # it reads view.oracle, which non-clairvoyant policies never get
+    clairvoyant = True  # it reads view.oracle, which non-clairvoyant policies never get
     modes = frozenset({"gang"})
 
     def decide(self, view):
@@ -57,10 +77,11 @@ class LeastWorkFirst:
 
         idle = set(view.idle)
         for job in sorted(view.waiting, key=work_left):
-            usable = sorted((g for g in idle if np.isfinite(job.compute[g])),
-                            key=lambda g: (job.compute[g], g))
+            usable = sorted(
+                (g for g in idle if np.isfinite(job.compute[g])), key=lambda g: (job.compute[g], g)
+            )
             if len(usable) >= job.tasks_per_round:
-                gpus = tuple(usable[:job.tasks_per_round])
+                gpus = tuple(usable[: job.tasks_per_round])
                 idle.difference_update(gpus)
                 yield (job.index, gpus)
 
@@ -68,8 +89,12 @@ class LeastWorkFirst:
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--trace", type=Path, help="a Gavel trace (default: a synthetic one)")
-    parser.add_argument("--out", type=Path, default=Path(tempfile.mkdtemp()),
-                        help="folder for the synthetic trace and the plot")
+    parser.add_argument(
+        "--out",
+        type=Path,
+        default=Path(tempfile.mkdtemp()),
+        help="folder for the synthetic trace and the plot",
+    )
     args = parser.parse_args()
     args.out.mkdir(parents=True, exist_ok=True)
     if args.trace is None:
@@ -81,8 +106,7 @@ def main() -> None:
     mapping = TraceMapping(quantum=360.0)
     relaxed = trace_instance(trace, cluster, mapping, mode="relaxed")
     gang = trace_instance(trace, cluster, mapping, mode="gang")
-    print(f"{trace.name}: {relaxed.n_jobs} jobs, {relaxed.n_tasks} tasks on "
-          f"{relaxed.n_gpus} GPUs")
+    print(f"{trace.name}: {relaxed.n_jobs} jobs, {relaxed.n_tasks} tasks on {relaxed.n_gpus} GPUs")
 
     jcts = {}
     print(f"{'policy':<22} {'mode':<8} {'wJCT (h)':>9} {'mean JCT (h)':>13} {'makespan (h)':>13}")
@@ -92,8 +116,10 @@ def main() -> None:
         assert result.extra["checked"]
         jcts[policy] = sim.completion - np.array([job.arrival for job in instance.jobs])
         m = result.metrics
-        print(f"{policy:<22} {instance.mode:<8} {m['total_weighted_jct'] / 3600:>9.1f} "
-              f"{m['mean_jct'] / 3600:>13.2f} {m['makespan'] / 3600:>13.2f}")
+        print(
+            f"{policy:<22} {instance.mode:<8} {m['total_weighted_jct'] / 3600:>9.1f} "
+            f"{m['mean_jct'] / 3600:>13.2f} {m['makespan'] / 3600:>13.2f}"
+        )
 
     from optsched import check
 
@@ -102,14 +128,19 @@ def main() -> None:
     assert report.feasible
     jcts[LeastWorkFirst.name] = sim.completion - np.array([j.arrival for j in gang.jobs])
     m = report.metrics
-    print(f"{LeastWorkFirst.name:<22} {'gang':<8} {m['total_weighted_jct'] / 3600:>9.1f} "
-          f"{m['mean_jct'] / 3600:>13.2f} {m['makespan'] / 3600:>13.2f}")
+    print(
+        f"{LeastWorkFirst.name:<22} {'gang':<8} {m['total_weighted_jct'] / 3600:>9.1f} "
+        f"{m['mean_jct'] / 3600:>13.2f} {m['makespan'] / 3600:>13.2f}"
+    )
 
     try:
         from optsched.plot import plot_jct_cdf
 
-        plot_jct_cdf({k: list(v / 3600) for k, v in jcts.items()}, args.out / "jct-cdf.png",
-                     title="JCT (hours)")
+        plot_jct_cdf(
+            {k: list(v / 3600) for k, v in jcts.items()},
+            args.out / "jct-cdf.png",
+            title="JCT (hours)",
+        )
         print(f"JCT CDFs: {args.out / 'jct-cdf.png'}")
     except ImportError:  # matplotlib is an optional extra
         pass

@@ -32,4 +32,3 @@ def test_wspt_is_checker_clean_and_above_the_critical_path(instance):
 def test_wspt_is_never_below_the_optimum(instance):
     optimum = solve(instance, "cpsat", time_limit=10)
     assert_result(instance, solve(instance, "wspt"), bound=optimum.bound)
-

@@ -31,8 +31,11 @@ def lazy_exports(package: str, exports: Mapping[str, str]) -> None:
             return value
 
         def __setattr__(self, name: str, value: Any) -> None:
-            if name in exports and isinstance(value, ModuleType) \
-                    and value.__name__ == f"{package}.{name}":
+            if (
+                name in exports
+                and isinstance(value, ModuleType)
+                and value.__name__ == f"{package}.{name}"
+            ):
                 return  # the import system binding a submodule: the export keeps the name
             super().__setattr__(name, value)
 

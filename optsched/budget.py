@@ -57,8 +57,10 @@ def lp_too_large(variables: int, nonzeros: int, *, pulp: bool = False) -> bool:
 def size_text(variables: int, nonzeros: int, *, pulp: bool = False) -> str:
     """``about 3.7e+06 non-zeros, 1e+06 variables, ~2.4 GiB; at most … fit`` for messages."""
     gib = lp_bytes(variables, nonzeros, pulp=pulp) / 2**30
-    return (f"about {fmt(nonzeros)} non-zeros and {fmt(variables)} variables (~{gib:.2g} GiB; "
-            f"at most {fmt(MAX_NONZEROS)} non-zeros and {MAX_MODEL_BYTES / 2**30:g} GiB fit)")
+    return (
+        f"about {fmt(nonzeros)} non-zeros and {fmt(variables)} variables (~{gib:.2g} GiB; "
+        f"at most {fmt(MAX_NONZEROS)} non-zeros and {MAX_MODEL_BYTES / 2**30:g} GiB fit)"
+    )
 
 
 #: Optional intervals (task or round × group of GPUs) above which the CP-SAT scheduling model
@@ -101,14 +103,19 @@ def check_time_limit(time_limit: Any) -> None:
     (0, MAX_VALUE]; None means unlimited."""
     if time_limit is None:
         return
-    if isinstance(time_limit, bool) or not isinstance(time_limit, numbers.Real) \
-            or not math.isfinite(float(time_limit)) or not 0 < float(time_limit) <= MAX_VALUE:
-        raise InputError(f"--time-limit: time limit must be > 0 and a finite number of "
-                         f"seconds at most {MAX_VALUE:g}, got {time_limit!r}")
+    if (
+        isinstance(time_limit, bool)
+        or not isinstance(time_limit, numbers.Real)
+        or not math.isfinite(float(time_limit))
+        or not 0 < float(time_limit) <= MAX_VALUE
+    ):
+        raise InputError(
+            f"--time-limit: time limit must be > 0 and a finite number of "
+            f"seconds at most {MAX_VALUE:g}, got {time_limit!r}"
+        )
 
 
-def method_share(time_limit: float | None, started: float | None, reserve: float
-                 ) -> float | None:
+def method_share(time_limit: float | None, started: float | None, reserve: float) -> float | None:
     """The seconds a method gets of ``time_limit`` (None: unlimited) counted from
     ``started`` (a ``time.perf_counter()`` value; None: now), ``reserve`` seconds kept for
     what follows it; at least :data:`MIN_METHOD_SECONDS`, so a method always returns its
@@ -176,8 +183,10 @@ def stopped_by_ctrl_c(solver: Any, status: str) -> bool:
     """Whether a CP-SAT search that ended with ``status`` (its name) was stopped by a Ctrl-C
     (CP-SAT catches SIGINT and returns its best solution): it ended without proof well
     before its own time limit."""
-    return status in ("FEASIBLE", "UNKNOWN") and \
-        solver.wall_time < 0.95 * solver.parameters.max_time_in_seconds - 0.1
+    return (
+        status in ("FEASIBLE", "UNKNOWN")
+        and solver.wall_time < 0.95 * solver.parameters.max_time_in_seconds - 0.1
+    )
 
 
 def solve_stoppable(solver: Any, model: Any, callback: Any = None) -> tuple[Any, bool]:
@@ -193,8 +202,9 @@ def solve_stoppable(solver: Any, model: Any, callback: Any = None) -> tuple[Any,
 
     def search() -> None:
         try:
-            out["status"] = solver.solve(model, callback) if callback is not None \
-                else solver.solve(model)
+            out["status"] = (
+                solver.solve(model, callback) if callback is not None else solver.solve(model)
+            )
         except BaseException as exc:  # handed to the waiting thread
             out["error"] = exc
         finally:

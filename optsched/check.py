@@ -122,8 +122,14 @@ class Violation:
     def to_dict(self) -> dict[str, Any]:
         """The ``check --json`` object: kind, job, round, task, gpu, message, and container
         and host for a placement's violations."""
-        out = {"kind": self.kind, "job": self.job, "round": self.round, "task": self.task,
-               "gpu": self.gpu, "message": self.message}
+        out = {
+            "kind": self.kind,
+            "job": self.job,
+            "round": self.round,
+            "task": self.task,
+            "gpu": self.gpu,
+            "message": self.message,
+        }
         if self.container is not None or self.host is not None:
             out.update(container=self.container, host=self.host)
         return out
@@ -161,13 +167,19 @@ class CheckReport(Verdict):
     metrics: dict[str, Any] | None = field(default=None, repr=False)
     tolerance: float | None = None
     timeline: dict[tuple[str, int, int], tuple[float, float, float, float]] = field(
-        default_factory=dict, repr=False)
+        default_factory=dict, repr=False
+    )
 
     def to_dict(self) -> dict[str, Any]:
         """The ``optsched check --json`` object."""
-        return {"feasible": self.feasible, "mode": self.mode, "objective": self.objective,
-                "tolerance": self.tolerance, "metrics": self.metrics,
-                "violations": [v.to_dict() for v in self.violations]}
+        return {
+            "feasible": self.feasible,
+            "mode": self.mode,
+            "objective": self.objective,
+            "tolerance": self.tolerance,
+            "metrics": self.metrics,
+            "violations": [v.to_dict() for v in self.violations],
+        }
 
 
 def _name(t: Task) -> str:
@@ -185,33 +197,60 @@ def _time(t: float) -> str:
     return repr(float(t))
 
 
-def _start_rules(out: list[Violation], t: Task, job: Job, duration: float,
-                 prev: tuple[float, float] | None) -> None:
+def _start_rules(
+    out: list[Violation], t: Task, job: Job, duration: float, prev: tuple[float, float] | None
+) -> None:
     """A task (of ``duration``) starts after its job arrives and after the previous round is
     ready (``prev``: its ready time and the duration of the interval that ends then)."""
     if before(t.start, job.arrival, duration):
-        _flag(out, "arrival", f"{_name(t)} starts at {_time(t.start)}, before job {t.job!r} "
-                              f"arrives at {_time(job.arrival)}", t)
+        _flag(
+            out,
+            "arrival",
+            f"{_name(t)} starts at {_time(t.start)}, before job {t.job!r} "
+            f"arrives at {_time(job.arrival)}",
+            t,
+        )
     if prev is not None and before(t.start, prev[0], min(duration, prev[1])):
-        _flag(out, "barrier", f"{_name(t)} starts at {_time(t.start)}, before round "
-                              f"{t.round - 1} of job {t.job!r} is ready at {_time(prev[0])}",
-              t)
+        _flag(
+            out,
+            "barrier",
+            f"{_name(t)} starts at {_time(t.start)}, before round "
+            f"{t.round - 1} of job {t.job!r} is ready at {_time(prev[0])}",
+            t,
+        )
 
 
-def _gang_rules(out: list[Violation], job: Job, r: int, pace: float,
-                entries: list[tuple[Task, int]], trains: list[float] | None = None) -> None:
+def _gang_rules(
+    out: list[Violation],
+    job: Job,
+    r: int,
+    pace: float,
+    entries: list[tuple[Task, int]],
+    trains: list[float] | None = None,
+) -> None:
     """A gang round's tasks (each lasting ``pace``) start (and train) together on distinct
     GPUs."""
     for what, values in (("start", [t.start for t, _ in entries]), ("train", trains or [])):
         if values and before(min(values), max(values), pace):
-            out.append(Violation("gang-start", f"gang round {r} of job {job.id!r}: tasks "
-                                 f"{what} at {_time(min(values))}..{_time(max(values))}, "
-                                 "not together", job.id, r))
+            out.append(
+                Violation(
+                    "gang-start",
+                    f"gang round {r} of job {job.id!r}: tasks "
+                    f"{what} at {_time(min(values))}..{_time(max(values))}, "
+                    "not together",
+                    job.id,
+                    r,
+                )
+            )
     seen: dict[int, Task] = {}
     for t, g in entries:
         if g in seen:
-            _flag(out, "gang-distinct", f"{_name(t)} shares GPU {t.gpu!r} with "
-                                        f"{_name(seen[g])} in one gang round", t)
+            _flag(
+                out,
+                "gang-distinct",
+                f"{_name(t)} shares GPU {t.gpu!r} with {_name(seen[g])} in one gang round",
+                t,
+            )
         seen.setdefault(g, t)
 
 
@@ -221,15 +260,17 @@ def _resolve(instance: Instance, t: Task, duration: float, latest: float) -> Non
     if resolved(duration, latest):
         return
     first = min(job.arrival for job in instance.jobs)
-    move = (f"move time zero to the first arrival (shift every arrival and start by "
-            f"-{_time(first)})"
-            if first > 0 and resolved(duration, latest - first)
-            else "bring its times closer to time zero or lengthen the task")
+    move = (
+        f"move time zero to the first arrival (shift every arrival and start by -{_time(first)})"
+        if first > 0 and resolved(duration, latest - first)
+        else "bring its times closer to time zero or lengthen the task"
+    )
     raise ResolutionError(
         f"{_name(t)} on GPU {t.gpu!r} lasts {duration:.6g} s but its times reach "
         f"{_time(latest)} s, where float rounding ({ULPS * math.ulp(2.0 * latest):.3g} s) "
         f"is not below {RESOLUTION:g} of its duration: an overlap of 0.01 % of it cannot be "
-        f"checked there; {move}")
+        f"checked there; {move}"
+    )
 
 
 def check(instance: Instance, schedule: Schedule) -> CheckReport:
@@ -245,8 +286,7 @@ def check(instance: Instance, schedule: Schedule) -> CheckReport:
         _flag(out, kind, message, t)
 
     if schedule.instance != instance.name:
-        flag("instance", f"schedule is for instance {schedule.instance!r}, "
-                         f"not {instance.name!r}")
+        flag("instance", f"schedule is for instance {schedule.instance!r}, not {instance.name!r}")
 
     # 1. references, indices, eligibility; group the timed tasks by round, the failed
     #    attempts (schedule@2 failed_at) by round and start
@@ -258,8 +298,11 @@ def check(instance: Instance, schedule: Schedule) -> CheckReport:
         """Flag (and say) that job j's task ``t`` may not run on GPU g."""
         if instance.compute[j, g] != float("inf"):
             return False
-        flag("ineligible", f"{what}: job {t.job!r} cannot run on GPU {t.gpu!r} "
-                           f"(type {instance.gpus[g].type!r})", t)
+        flag(
+            "ineligible",
+            f"{what}: job {t.job!r} cannot run on GPU {t.gpu!r} (type {instance.gpus[g].type!r})",
+            t,
+        )
         return True
 
     for t in schedule.tasks:
@@ -273,8 +316,12 @@ def check(instance: Instance, schedule: Schedule) -> CheckReport:
             continue
         job = instance.jobs[j]
         if not (0 <= t.round < job.rounds and 0 <= t.task < job.tasks_per_round):
-            flag("unknown-index", f"{_name(t)}: job {t.job!r} has rounds 0..{job.rounds - 1} "
-                                  f"and tasks 0..{job.tasks_per_round - 1}", t)
+            flag(
+                "unknown-index",
+                f"{_name(t)}: job {t.job!r} has rounds 0..{job.rounds - 1} "
+                f"and tasks 0..{job.tasks_per_round - 1}",
+                t,
+            )
             continue
         if t.failed_at is not None:
             if g is not None and not ineligible(t, j, g, f"failed attempt {_name(t)}"):
@@ -294,20 +341,31 @@ def check(instance: Instance, schedule: Schedule) -> CheckReport:
             for k in range(job.tasks_per_round):
                 if (job.id, r, k) not in count:
                     complete = False
-                    out.append(Violation("missing", f"task ({job.id!r}, round {r}, task {k}) "
-                                         "is not scheduled", job.id, r, k))
+                    out.append(
+                        Violation(
+                            "missing",
+                            f"task ({job.id!r}, round {r}, task {k}) is not scheduled",
+                            job.id,
+                            r,
+                            k,
+                        )
+                    )
 
     # 2. timing: arrival, round barriers, gang rules; GPU occupancy
     ready: dict[tuple[int, int], float] = {}
     occupancy: dict[int, list[tuple[float, float, Task]]] = defaultdict(list)
     timeline: dict[tuple[str, int, int], tuple[float, float, float, float]] = {}
     cluster = instance.needs_cluster_model or any(
-        t.train_start is not None or t.failed_at is not None for t in schedule.tasks)
+        t.train_start is not None or t.failed_at is not None for t in schedule.tasks
+    )
     lost = (0, 0.0)
     if cluster:
         if mode != "gang":
-            flag("instance", "phases, sharing, training starts and failed attempts "
-                             "(instance@2, schedule@2) are checked in gang mode only")
+            flag(
+                "instance",
+                "phases, sharing, training starts and failed attempts "
+                "(instance@2, schedule@2) are checked in gang mode only",
+            )
         ready, lost = _cluster_rounds(instance, rounds, failed, occupancy, timeline, out)
     # each round's ready time and the length of the result interval that ends then
     spans: dict[tuple[int, int], tuple[float, float]] = {}
@@ -334,9 +392,13 @@ def check(instance: Instance, schedule: Schedule) -> CheckReport:
         for iv in intervals[1:]:
             if before(iv[0], holder[1], min(iv[1] - iv[0], holder[1] - holder[0])):
                 other = holder[2]
-                flag("overlap", f"{_name(iv[2])} on GPU {instance.gpus[g].id!r} starts at "
-                                f"{_time(iv[0])}, while {_name(other)} occupies it until "
-                                f"{_time(holder[1])}", iv[2])
+                flag(
+                    "overlap",
+                    f"{_name(iv[2])} on GPU {instance.gpus[g].id!r} starts at "
+                    f"{_time(iv[0])}, while {_name(other)} occupies it until "
+                    f"{_time(holder[1])}",
+                    iv[2],
+                )
             if iv[1] > holder[1]:
                 holder = iv
 
@@ -348,8 +410,10 @@ def check(instance: Instance, schedule: Schedule) -> CheckReport:
         completion,
         {job.id: job.arrival for job in instance.jobs},
         {job.id: job.weight for job in instance.jobs},
-        {gpu.id: [(a, b) for a, b, _ in occupancy.get(g, [])]
-         for g, gpu in enumerate(instance.gpus)},
+        {
+            gpu.id: [(a, b) for a, b, _ in occupancy.get(g, [])]
+            for g, gpu in enumerate(instance.gpus)
+        },
     )
     if cluster:  # failed attempts (out of actual GPU memory) and the GPU-seconds they held
         metrics["oom_failures"], metrics["lost_gpu_s"] = lost
@@ -357,27 +421,30 @@ def check(instance: Instance, schedule: Schedule) -> CheckReport:
     return CheckReport(mode, tuple(out), objective, completion, metrics, tolerance, timeline)
 
 
-def objective_tolerance(instance: Instance, completion: dict[str, float],
-                        objective: float) -> float:
+def objective_tolerance(
+    instance: Instance, completion: dict[str, float], objective: float
+) -> float:
     """How far above a lower bound an objective Σ w_j C_j may be and still be optimal
     (docs/model.md, *Optimality*): Σ_j w_j × :func:`time_tolerance` (C_j − a_j, C_j) (each
     completion's rounding and 1e-9 of the job's time in the system) plus the rounding of
     the sum (one unit in the last place of the objective per job). It is absolute: a
     distant time origin adds only the coarser float spacing there, never a share of the
     objective."""
-    total = sum(job.weight * time_tolerance(completion[job.id] - job.arrival,
-                                            completion[job.id])
-                for job in instance.jobs)
+    total = sum(
+        job.weight * time_tolerance(completion[job.id] - job.arrival, completion[job.id])
+        for job in instance.jobs
+    )
     return total + len(instance.jobs) * math.ulp(objective)
 
 
-def _cluster_rounds(instance: Instance,
-                    rounds: dict[tuple[int, int], list[tuple[Task, int]]],
-                    failed: dict[tuple[int, int, float], list[tuple[Task, int]]],
-                    occupancy: dict[int, list[tuple[float, float, Task]]],
-                    timeline: dict[tuple[str, int, int], tuple[float, float, float, float]],
-                    out: list[Violation]) -> tuple[dict[tuple[int, int], float],
-                                                   tuple[int, float]]:
+def _cluster_rounds(
+    instance: Instance,
+    rounds: dict[tuple[int, int], list[tuple[Task, int]]],
+    failed: dict[tuple[int, int, float], list[tuple[Task, int]]],
+    occupancy: dict[int, list[tuple[float, float, Task]]],
+    timeline: dict[tuple[str, int, int], tuple[float, float, float, float]],
+    out: list[Violation],
+) -> tuple[dict[tuple[int, int], float], tuple[int, float]]:
     """Timing of a cluster instance (the gang mode of docs/model.md with instance@2's fields,
     or any schedule@2); returns each round's ready time and (failed attempts, GPU-seconds they
     held), and fills ``occupancy`` with each task's held interval and ``timeline`` with its
@@ -400,6 +467,7 @@ def _cluster_rounds(instance: Instance,
     GPUs from its start to ``failed_at``, when the actual memory held on one of its GPUs plus
     its own exceeded the GPU's; the round's next attempt starts no earlier.
     """
+
     def flag(kind: str, message: str, t: Task | None = None) -> None:
         _flag(out, kind, message, t)
 
@@ -416,21 +484,30 @@ def _cluster_rounds(instance: Instance,
         order = sorted(entries, key=lambda e: e[0].task)
         gpus = [g for _, g in order]
         complete = len(order) == job.tasks_per_round
-        pace = paces[j, r] = round_pace(instance, j, gpus) if complete \
+        pace = paces[j, r] = (
+            round_pace(instance, j, gpus)
+            if complete
             else max(float(instance.compute[j, g] + instance.sync[j, g]) for g in gpus)
+        )
         earliest = job.profile.launch if r == 0 else 0.0
         trains = []
         for t, g in order:
             train = t.start + earliest if t.train_start is None else t.train_start
             if before(train, t.start + earliest, pace):
-                flag("launch", f"{_name(t)} trains at {_time(train)}, before its start "
-                               f"{_time(t.start)} + launch {earliest:g}", t)
-            on_gpu[g].append((train, pace, job.profile.actual_util,
-                              not shared or len(entries) > 1, t, j))
+                flag(
+                    "launch",
+                    f"{_name(t)} trains at {_time(train)}, before its start "
+                    f"{_time(t.start)} + launch {earliest:g}",
+                    t,
+                )
+            on_gpu[g].append(
+                (train, pace, job.profile.actual_util, not shared or len(entries) > 1, t, j)
+            )
             trains.append(train)
         _gang_rules(out, job, r, pace, entries, trains)
-        flows = round_flows(instance, j, gpus) if instance.cluster.link_contention and complete \
-            else {}
+        flows = (
+            round_flows(instance, j, gpus) if instance.cluster.link_contention and complete else {}
+        )
         if flows:
             flowing.append((max(trains), pace, job.profile.actual_flow_time, flows))
             flowing_keys.append((j, r))
@@ -442,8 +519,11 @@ def _cluster_rounds(instance: Instance,
     holds: dict[int, list[tuple[float, float, float, float, bool, Task, float, float]]] = {}
     for g, items in on_gpu.items():
         gpu = instance.gpus[g]
-        fixed = {i: contended[j, t.round] for i, (*_, t, j) in enumerate(items)
-                 if (j, t.round) in contended}
+        fixed = {
+            i: contended[j, t.round]
+            for i, (*_, t, j) in enumerate(items)
+            if (j, t.round) in contended
+        }
         train_end = _progress([(a, p, u, x) for a, p, u, x, _, _ in items], fixed)
         held = holds[g] = []
         for (a, p, _, x, t, j), b in zip(items, train_end, strict=True):
@@ -453,34 +533,63 @@ def _cluster_rounds(instance: Instance,
             ends[t.key] = end
             occupancy[g].append((t.start, end, t))
             timeline[t.key] = (t.start, a, b, end)
-            held.append((a, b, end, profile.util, x, t, profile.gpu_memory,
-                         profile.actual_gpu_memory))
+            held.append(
+                (a, b, end, profile.util, x, t, profile.gpu_memory, profile.actual_gpu_memory)
+            )
         for a, b, *_, t, _, _ in held:
             # the tasks training at a (a task ending at a no longer trains)
-            training = [h for h in held if not before(a, h[0], min(b - a, h[1] - h[0]))
-                        and before(a, h[1], min(b - a, h[1] - h[0]))]
+            training = [
+                h
+                for h in held
+                if not before(a, h[0], min(b - a, h[1] - h[0]))
+                and before(a, h[1], min(b - a, h[1] - h[0]))
+            ]
             if len(training) < 2:
                 continue
             if not shared:
-                flag("overlap", f"{_name(t)} trains on GPU {gpu.id!r} from {_time(a)} while "
-                                f"{len(training) - 1} other task(s) train there", t)
+                flag(
+                    "overlap",
+                    f"{_name(t)} trains on GPU {gpu.id!r} from {_time(a)} while "
+                    f"{len(training) - 1} other task(s) train there",
+                    t,
+                )
             elif any(h[4] for h in training):
-                flag("share-gang", f"on GPU {gpu.id!r} at {_time(a)} a multi-GPU round "
-                                   f"trains together with another task", t)
+                flag(
+                    "share-gang",
+                    f"on GPU {gpu.id!r} at {_time(a)} a multi-GPU round "
+                    f"trains together with another task",
+                    t,
+                )
             elif _exceeds(load := sum(h[3] for h in training), cap):
-                flag("share-cap", f"on GPU {gpu.id!r} at {_time(a)} tasks training together "
-                                  f"use {load:g} > share_cap {cap:g}", t)
+                flag(
+                    "share-cap",
+                    f"on GPU {gpu.id!r} at {_time(a)} tasks training together "
+                    f"use {load:g} > share_cap {cap:g}",
+                    t,
+                )
         if gpu.memory is not None:
             for a, b, *_, t, _, _ in held:
-                holding = [h for h in held if not before(a, h[0], min(b - a, h[2] - h[0]))
-                           and before(a, h[2], min(b - a, h[2] - h[0]))]
+                holding = [
+                    h
+                    for h in held
+                    if not before(a, h[0], min(b - a, h[2] - h[0]))
+                    and before(a, h[2], min(b - a, h[2] - h[0]))
+                ]
                 if _exceeds(need := sum(h[6] for h in holding), gpu.memory):
-                    flag("gpu-memory", f"on GPU {gpu.id!r} at {_time(a)} tasks hold {need:g} "
-                                       f"MB of GPU memory > {gpu.memory:g}", t)
+                    flag(
+                        "gpu-memory",
+                        f"on GPU {gpu.id!r} at {_time(a)} tasks hold {need:g} "
+                        f"MB of GPU memory > {gpu.memory:g}",
+                        t,
+                    )
                 elif _exceeds(need := sum(h[7] for h in holding), gpu.memory):
-                    flag("oom", f"{_name(t)} starts training on GPU {gpu.id!r} at {_time(a)} "
-                                f"while the tasks holding memory there need {need:g} MB of "
-                                f"actual GPU memory > {gpu.memory:g}: it runs out of memory", t)
+                    flag(
+                        "oom",
+                        f"{_name(t)} starts training on GPU {gpu.id!r} at {_time(a)} "
+                        f"while the tasks holding memory there need {need:g} MB of "
+                        f"actual GPU memory > {gpu.memory:g}: it runs out of memory",
+                        t,
+                    )
 
     ready: dict[tuple[int, int], float] = {}
     for (j, r), entries in rounds.items():
@@ -489,19 +598,19 @@ def _cluster_rounds(instance: Instance,
         prev = (ready[j, r - 1], paces[j, r - 1]) if (j, r - 1) in ready else None
         for t, _ in entries:
             _start_rules(out, t, jobs[j], paces[j, r], prev)
-    return ready, _failed_attempts(instance, rounds, failed, holds, ready, paces, occupancy,
-                                   out)
+    return ready, _failed_attempts(instance, rounds, failed, holds, ready, paces, occupancy, out)
 
 
-def _failed_attempts(instance: Instance,
-                     rounds: dict[tuple[int, int], list[tuple[Task, int]]],
-                     failed: dict[tuple[int, int, float], list[tuple[Task, int]]],
-                     holds: dict[int, list[tuple[float, float, float, float, bool, Task, float,
-                                                 float]]],
-                     ready: dict[tuple[int, int], float],
-                     paces: dict[tuple[int, int], float],
-                     occupancy: dict[int, list[tuple[float, float, Task]]],
-                     out: list[Violation]) -> tuple[int, float]:
+def _failed_attempts(
+    instance: Instance,
+    rounds: dict[tuple[int, int], list[tuple[Task, int]]],
+    failed: dict[tuple[int, int, float], list[tuple[Task, int]]],
+    holds: dict[int, list[tuple[float, float, float, float, bool, Task, float, float]]],
+    ready: dict[tuple[int, int], float],
+    paces: dict[tuple[int, int], float],
+    occupancy: dict[int, list[tuple[float, float, Task]]],
+    out: list[Violation],
+) -> tuple[int, float]:
     """Check the failed attempts (tasks with ``failed_at``), one per (job, round, start): a
     whole gang round (one task of each index, distinct GPUs, failing together) that started
     like any attempt (arrival, previous round ready, launch phase done by ``failed_at``), held
@@ -510,6 +619,7 @@ def _failed_attempts(instance: Instance,
     simultaneous events) plus its own exceeds the GPU's.
     Every later attempt of the round starts no earlier than it failed. Returns the number of
     failed attempts and the GPU-seconds they held."""
+
     def flag(kind: str, message: str, t: Task | None = None) -> None:
         _flag(out, kind, message, t)
 
@@ -524,11 +634,13 @@ def _failed_attempts(instance: Instance,
         what = f"failed attempt of round {r} of job {job.id!r} started at {_time(s)}"
         indices = [t.task for t, _ in order]
         if indices != list(range(job.tasks_per_round)):
-            flag("failed-attempt", f"{what} has tasks {indices}, not one of each of its "
-                                   f"{job.tasks_per_round}", first)
+            flag(
+                "failed-attempt",
+                f"{what} has tasks {indices}, not one of each of its {job.tasks_per_round}",
+                first,
+            )
         fails = [t.failed_at for t, _ in order if t.failed_at is not None]
-        d = pace[j, r] = max(float(instance.compute[j, g] + instance.sync[j, g])
-                             for _, g in order)
+        d = pace[j, r] = max(float(instance.compute[j, g] + instance.sync[j, g]) for _, g in order)
         _gang_rules(out, job, r, d, entries, fails)
         earliest = job.profile.launch if r == 0 else 0.0
         prev = (ready[j, r - 1], paces[j, r - 1]) if (j, r - 1) in ready else None
@@ -539,12 +651,20 @@ def _failed_attempts(instance: Instance,
             _resolve(instance, t, d, max(abs(t.start), abs(f)))
             _start_rules(out, t, job, d, prev)
             if t.train_start is not None:
-                flag("failed-attempt", f"{what}: {_name(t)} has a train_start; a failed "
-                                       "attempt never trains (failed_at is its training "
-                                       "start)", t)
+                flag(
+                    "failed-attempt",
+                    f"{what}: {_name(t)} has a train_start; a failed "
+                    "attempt never trains (failed_at is its training "
+                    "start)",
+                    t,
+                )
             if before(f, t.start + earliest, d):
-                flag("launch", f"failed attempt {_name(t)} fails at {_time(f)}, before its "
-                               f"start {_time(t.start)} + launch {earliest:g}", t)
+                flag(
+                    "launch",
+                    f"failed attempt {_name(t)} fails at {_time(f)}, before its "
+                    f"start {_time(t.start)} + launch {earliest:g}",
+                    t,
+                )
             occupancy[g].append((t.start, max(t.start, f), t))
             lost += max(0.0, f - t.start)
             memory = instance.gpus[g].memory
@@ -552,15 +672,20 @@ def _failed_attempts(instance: Instance,
                 # a hold ending at f itself counts: simultaneous events may be processed
                 # in either order
                 need = job.profile.actual_gpu_memory + sum(
-                    h[7] for h in holds.get(g, ())
+                    h[7]
+                    for h in holds.get(g, ())
                     if not before(f, h[0], min(d, h[2] - h[0]))
-                    and not before(h[2], f, min(d, h[2] - h[0])))
+                    and not before(h[2], f, min(d, h[2] - h[0]))
+                )
                 overflow.append(_exceeds(need, memory))
         if not any(overflow):
-            flag("failed-attempt", f"{what} did not run out of GPU memory at "
-                                   f"{_time(max(fails))}: "
-                                   "the actual memory held on its GPUs plus its own fits",
-                 first)
+            flag(
+                "failed-attempt",
+                f"{what} did not run out of GPU memory at "
+                f"{_time(max(fails))}: "
+                "the actual memory held on its GPUs plus its own fits",
+                first,
+            )
         attempts[j, r].append((s, max(fails), first))
     for (j, r), tries in attempts.items():
         tries.sort(key=lambda a: a[:2])
@@ -570,9 +695,13 @@ def _failed_attempts(instance: Instance,
             later.append((final.start, final))
         for (_, f, _), (s, t) in zip(tries, later, strict=False):
             if before(s, f, pace[j, r]):
-                flag("failed-attempt", f"round {r} of job {jobs[j].id!r} starts again at "
-                                       f"{_time(s)}, before its failed attempt failed at "
-                                       f"{_time(f)}", t)
+                flag(
+                    "failed-attempt",
+                    f"round {r} of job {jobs[j].id!r} starts again at "
+                    f"{_time(s)}, before its failed attempt failed at "
+                    f"{_time(f)}",
+                    t,
+                )
     return len(failed), lost
 
 
@@ -615,8 +744,9 @@ def _contended(items: list[tuple[float, float, float, dict[str, int]]]) -> list[
     return end
 
 
-def _progress(items: list[tuple[float, float, float, bool]],
-              given: dict[int, float] | None = None) -> list[float]:
+def _progress(
+    items: list[tuple[float, float, float, bool]], given: dict[int, float] | None = None
+) -> list[float]:
     """Training end of each (train start, work, util, exclusive) task on one GPU: exclusive
     tasks take exactly their work (or end at ``given[i]`` where given: link contention); the
     others progress at 1 / max(1, summed utilisation of the tasks training) (processor

@@ -56,8 +56,9 @@ class ClusterSpec:
                 raise InputError(f"share_cap must be a number >= 1, got {self.share_cap!r}")
             object.__setattr__(self, "share_cap", float(self.share_cap))
         if not isinstance(self.link_contention, bool):
-            raise InputError(f"link_contention must be true or false, got "
-                             f"{self.link_contention!r}")
+            raise InputError(
+                f"link_contention must be true or false, got {self.link_contention!r}"
+            )
 
 
 @dataclass(frozen=True)
@@ -122,28 +123,32 @@ class ClusterProfile:
         for name in ("launch", "save", "gpu_memory", "flow_time"):
             value = getattr(self, name)
             if not is_bounded(value) or value < 0:
-                raise InputError(f"{name} must be a number in [0, {MAX_VALUE:g}], "
-                                 f"got {value!r}")
+                raise InputError(f"{name} must be a number in [0, {MAX_VALUE:g}], got {value!r}")
             set_(self, name, float(value))
         if not is_bounded(self.util) or not 0 < self.util <= 1:
             raise InputError(f"util must be a number in (0, 1], got {self.util!r}")
         set_(self, "util", float(self.util))
         if not is_bounded(self.bandwidth) or self.bandwidth < MIN_POSITIVE:
-            raise InputError(f"bandwidth must be a number in [{MIN_POSITIVE:g}, "
-                             f"{MAX_VALUE:g}], got {self.bandwidth!r}")
+            raise InputError(
+                f"bandwidth must be a number in [{MIN_POSITIVE:g}, "
+                f"{MAX_VALUE:g}], got {self.bandwidth!r}"
+            )
         set_(self, "bandwidth", float(self.bandwidth))
         if self.roles is not None:
             roles = tuple(self.roles) if isinstance(self.roles, list | tuple) else ()
             if not roles or not all(isinstance(r, str) and r in ROLES for r in roles):
-                raise InputError(f"roles must list 'ps' or 'worker' for each task of a round, "
-                                 f"got {self.roles!r}")
+                raise InputError(
+                    f"roles must list 'ps' or 'worker' for each task of a round, "
+                    f"got {self.roles!r}"
+                )
             set_(self, "roles", roles)
         if self.placement_factor is not None:
             factors = seconds_map(self.placement_factor, "placement_factor", positive=True)
             for pattern, value in factors.items():
                 if value > MAX_FACTOR:
-                    raise InputError(f"placement_factor[{pattern!r}] must be <= "
-                                     f"{MAX_FACTOR:g}, got {value!r}")
+                    raise InputError(
+                        f"placement_factor[{pattern!r}] must be <= {MAX_FACTOR:g}, got {value!r}"
+                    )
             set_(self, "placement_factor", factors)
         if self.actual is not None:
             set_(self, "actual", _actuals(self.actual))
@@ -213,8 +218,9 @@ def round_pace(instance: Instance, j: int, gpus: Sequence[int]) -> float:
     """Training time of one gang round of job ``j`` on ``gpus`` (task k on ``gpus[k]``): the
     slowest compute + sync × the job's factor for the round's placement pattern."""
     job, cls = instance.jobs[j], instance.gpu_class
-    base = max(float(instance.class_compute[j, cls[g]] + instance.class_sync[j, cls[g]])
-               for g in gpus)
+    base = max(
+        float(instance.class_compute[j, cls[g]] + instance.class_sync[j, cls[g]]) for g in gpus
+    )
     factors = job.profile.placement_factor
     if not factors:
         return base

@@ -87,8 +87,7 @@ class MethodOutput:
 class SolveMethod(Protocol[O]):
     """A ``solve`` method: schedules ``instance`` (in ``context.mode``)."""
 
-    def __call__(self, instance: Instance, context: SolveContext[O], /
-                 ) -> MethodOutput: ...
+    def __call__(self, instance: Instance, context: SolveContext[O], /) -> MethodOutput: ...
 
 
 class OnlinePolicy(Protocol):
@@ -145,5 +144,6 @@ class PlaceOutput:
 class PlaceMethod(Protocol[C]):
     """A ``place`` method: places the containers of ``instance``'s jobs on its hosts."""
 
-    def __call__(self, instance: PlacementInstance, context: PlaceContext[C], /
-                 ) -> PlaceOutput: ...
+    def __call__(
+        self, instance: PlacementInstance, context: PlaceContext[C], /
+    ) -> PlaceOutput: ...

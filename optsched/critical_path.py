@@ -41,8 +41,12 @@ def critical_path(instance: Instance) -> np.ndarray:
     after all results of round r are ready) and every round takes at least
     :func:`round_lower_bound`, whatever else runs on the cluster.
     """
-    return np.array([job.arrival + job.rounds * round_lower_bound(instance, j)
-                     for j, job in enumerate(instance.jobs)])
+    return np.array(
+        [
+            job.arrival + job.rounds * round_lower_bound(instance, j)
+            for j, job in enumerate(instance.jobs)
+        ]
+    )
 
 
 def critical_path_bound(instance: Instance) -> float:

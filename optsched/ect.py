@@ -27,8 +27,9 @@ from optsched.instance import Instance
 from optsched.schedule import Schedule, Task
 
 
-def _gang_round(pace: np.ndarray, free: np.ndarray, ready: float, k_tasks: int
-                ) -> tuple[float, float, list[int]]:
+def _gang_round(
+    pace: np.ndarray, free: np.ndarray, ready: float, k_tasks: int
+) -> tuple[float, float, list[int]]:
     """(start, pace, GPUs) of the earliest-finishing gang start for one round."""
     eligible = np.flatnonzero(np.isfinite(pace))
     order = eligible[np.lexsort((eligible, free[eligible]))]
@@ -66,8 +67,9 @@ def ect_schedule(instance: Instance) -> Schedule:
         ready, smith_key, j, r = heapq.heappop(heap)
         job = instance.jobs[j]
         if gang:
-            start, pace, chosen = _gang_round(compute[j] + sync[j], free, ready,
-                                              job.tasks_per_round)
+            start, pace, chosen = _gang_round(
+                compute[j] + sync[j], free, ready, job.tasks_per_round
+            )
             for k, g in enumerate(chosen):
                 tasks.append(Task(job.id, r, k, instance.gpus[g].id, start))
                 free[g] = start + pace
@@ -124,8 +126,7 @@ class Incumbent:
     origin: str = "ect"
 
 
-def incumbent(instance: Instance, hint: Schedule | None = None, budget: Any = None
-              ) -> Incumbent:
+def incumbent(instance: Instance, hint: Schedule | None = None, budget: Any = None) -> Incumbent:
     """The ECT schedule, or ``hint`` when it is feasible (checked) and better; without a
     hint, nothing is checked, so this costs one ECT schedule. ``budget`` (a
     :class:`~optsched.budget.Budget`): a hint is not even looked at once it has
@@ -138,7 +139,11 @@ def incumbent(instance: Instance, hint: Schedule | None = None, budget: Any = No
         return best
     own = Schedule(instance.name, hint.tasks, instance.mode)
     report = check(instance, own)
-    if report.feasible and report.objective is not None and report.metrics is not None \
-            and report.objective < best.objective:
+    if (
+        report.feasible
+        and report.objective is not None
+        and report.metrics is not None
+        and report.objective < best.objective
+    ):
         return Incumbent(own, report.objective, report.metrics["makespan"], "hint")
     return best

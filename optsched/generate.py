@@ -61,38 +61,57 @@ def _show(value: Any) -> str:
 def _integer(spec: Any, name: str, low: int = 1, high: int | None = None) -> None:
     """``spec.name`` is an int (not a bool) in [low, high]."""
     value = getattr(spec, name)
-    if isinstance(value, bool) or not isinstance(value, int) or value < low or (
-            high is not None and value > high):
+    if (
+        isinstance(value, bool)
+        or not isinstance(value, int)
+        or value < low
+        or (high is not None and value > high)
+    ):
         upper = "" if high is None else f" and <= {high:,}"
-        raise InputError(f"{_opt(name)} {value!r}: {name} must be >= {low}{upper} (an "
-                         "integer)")
+        raise InputError(f"{_opt(name)} {value!r}: {name} must be >= {low}{upper} (an integer)")
 
 
-def _number(spec: Any, name: str, low: float, high: float = MAX_VALUE, *,
-            open_low: bool = False) -> None:
+def _number(
+    spec: Any, name: str, low: float, high: float = MAX_VALUE, *, open_low: bool = False
+) -> None:
     """``spec.name`` is a finite number in [low, high] ((low, high] with ``open_low``)."""
     value = getattr(spec, name)
     ok = is_number(value) and (value > low if open_low else value >= low) and value <= high
     if not ok:
         bracket = "(" if open_low else "["
-        raise InputError(f"{_opt(name)} {value!r}: must be a finite number in "
-                         f"{bracket}{low:g}, {high:g}]")
+        raise InputError(
+            f"{_opt(name)} {value!r}: must be a finite number in {bracket}{low:g}, {high:g}]"
+        )
 
 
-def _range(spec: Any, name: str, low: float, high: float = MAX_VALUE, *, integer: bool = False,
-           open_low: bool = False) -> tuple[Any, Any]:
+def _range(
+    spec: Any,
+    name: str,
+    low: float,
+    high: float = MAX_VALUE,
+    *,
+    integer: bool = False,
+    open_low: bool = False,
+) -> tuple[Any, Any]:
     """``spec.name`` is a pair ``lo <= hi`` of finite numbers (integers) in the bounds."""
     pair = getattr(spec, name)
     if not isinstance(pair, tuple | list) or len(pair) != 2:
         raise InputError(f"{_opt(name)} {pair!r}: must be a pair LOW HIGH")
     lo, hi = pair
-    ok = all(is_number(v) and (isinstance(v, int) or not integer)
-             and (v > low if open_low else v >= low) and v <= high for v in pair)
+    ok = all(
+        is_number(v)
+        and (isinstance(v, int) or not integer)
+        and (v > low if open_low else v >= low)
+        and v <= high
+        for v in pair
+    )
     if not ok or lo > hi:
         what = "integers" if integer else "finite numbers"
         bracket = "(" if open_low else "["
-        raise InputError(f"{_opt(name)} {_show(pair)}: must be {what} LOW <= HIGH in "
-                         f"{bracket}{low:g}, {high:g}]")
+        raise InputError(
+            f"{_opt(name)} {_show(pair)}: must be {what} LOW <= HIGH in "
+            f"{bracket}{low:g}, {high:g}]"
+        )
     return lo, hi
 
 
@@ -103,16 +122,18 @@ def check_generation_size(options: str, *, jobs: float, gpus: float, tasks: floa
     e.g. :class:`~optsched.placement.generate.PlacementSpec`)."""
     cap = "over the generators' cap of"
     if jobs > MAX_GEN_JOBS:
-        raise InputError(f"{options}: {jobs:.3g} jobs (about {tasks:.3g} tasks), {cap} "
-                         f"{MAX_GEN_JOBS:.0e} jobs")
+        raise InputError(
+            f"{options}: {jobs:.3g} jobs (about {tasks:.3g} tasks), {cap} {MAX_GEN_JOBS:.0e} jobs"
+        )
     if gpus > MAX_GEN_GPUS:
         raise InputError(f"{options}: {gpus:.3g} GPUs, {cap} {MAX_GEN_GPUS:.0e} GPUs")
     if tasks > MAX_GEN_TASKS:
-        raise InputError(f"{options}: about {tasks:.3g} tasks, {cap} {MAX_GEN_TASKS:.0e} "
-                         "tasks")
+        raise InputError(f"{options}: about {tasks:.3g} tasks, {cap} {MAX_GEN_TASKS:.0e} tasks")
     if jobs * gpus > MAX_GEN_CELLS:
-        raise InputError(f"{options}: {jobs:.3g} jobs × {gpus:.3g} GPUs = {jobs * gpus:.3g} "
-                         f"compute entries, {cap} {MAX_GEN_CELLS:.0e}")
+        raise InputError(
+            f"{options}: {jobs:.3g} jobs × {gpus:.3g} GPUs = {jobs * gpus:.3g} "
+            f"compute entries, {cap} {MAX_GEN_CELLS:.0e}"
+        )
 
 
 @dataclass(frozen=True)
@@ -148,19 +169,27 @@ class GeneratorSpec:
             _integer(self, name)
         if self.gpu_types > self.gpus or self.hosts > self.gpus:
             name = "gpu_types" if self.gpu_types > self.gpus else "hosts"
-            raise InputError(f"{_opt(name)} {getattr(self, name)}: must not exceed --gpus "
-                             f"{self.gpus}")
+            raise InputError(
+                f"{_opt(name)} {getattr(self, name)}: must not exceed --gpus {self.gpus}"
+            )
         rounds = _range(self, "rounds", 1, integer=True)
         tasks = _range(self, "tasks", 1, integer=True)
         if tasks[0] > self.gpus:
-            raise InputError(f"--tasks {_show(tasks)}: at least {tasks[0]} tasks per round "
-                             f"need that many GPUs, got --gpus {self.gpus}")
-        for name, low, open_low in (("task_time", 0, True), ("sync_time", 0, False),
-                                    ("weight", 0, True)):
+            raise InputError(
+                f"--tasks {_show(tasks)}: at least {tasks[0]} tasks per round "
+                f"need that many GPUs, got --gpus {self.gpus}"
+            )
+        for name, low, open_low in (
+            ("task_time", 0, True),
+            ("sync_time", 0, False),
+            ("weight", 0, True),
+        ):
             lo, hi = _range(self, name, low, open_low=open_low)
             if self.integer and math.ceil(lo) > math.floor(hi):
-                raise InputError(f"{_opt(name)} {_show((lo, hi))}: holds no integer (integer "
-                                 "times are drawn; pass --continuous for real values)")
+                raise InputError(
+                    f"{_opt(name)} {_show((lo, hi))}: holds no integer (integer "
+                    "times are drawn; pass --continuous for real values)"
+                )
         _number(self, "load", 1 / MAX_FACTOR, MAX_FACTOR)
         if self.heterogeneity is not None:
             _number(self, "heterogeneity", 1, MAX_FACTOR)
@@ -170,13 +199,19 @@ class GeneratorSpec:
             raise InputError(f"--mode {self.mode!r}: must be one of {MODES}")
         k_high = min(tasks[1], self.gpus)
         expected = self.jobs * (rounds[0] + rounds[1]) / 2 * (tasks[0] + k_high) / 2
-        check_generation_size(f"--jobs {self.jobs} --gpus {self.gpus} --rounds "
-                              f"{_show(rounds)} --tasks {_show(tasks)}", jobs=self.jobs,
-                              gpus=self.gpus, tasks=expected)
+        check_generation_size(
+            f"--jobs {self.jobs} --gpus {self.gpus} --rounds "
+            f"{_show(rounds)} --tasks {_show(tasks)}",
+            jobs=self.jobs,
+            gpus=self.gpus,
+            tasks=expected,
+        )
         if rounds[1] * k_high > MAX_TASKS:
-            raise InputError(f"--rounds {_show(rounds)} --tasks {_show(tasks)}: a job may have "
-                             f"{rounds[1] * k_high:.3g} tasks; at most {MAX_TASKS:.0e} fit in "
-                             "an instance")
+            raise InputError(
+                f"--rounds {_show(rounds)} --tasks {_show(tasks)}: a job may have "
+                f"{rounds[1] * k_high:.3g} tasks; at most {MAX_TASKS:.0e} fit in "
+                "an instance"
+            )
 
 
 def generate(spec: GeneratorSpec, seed: int, *, name: str | None = None) -> Instance:
@@ -195,7 +230,7 @@ def generate(spec: GeneratorSpec, seed: int, *, name: str | None = None) -> Inst
     types = [f"T{t}" for t in range(spec.gpu_types)]
     per_host = math.ceil(spec.gpus / spec.hosts)
     gpu_type = [types[(i * spec.gpu_types) // spec.gpus] for i in range(spec.gpus)]
-    host_gpus = [gpu_type[h * per_host:(h + 1) * per_host] for h in range(spec.hosts)]
+    host_gpus = [gpu_type[h * per_host : (h + 1) * per_host] for h in range(spec.hosts)]
     host_gpus = [h for h in host_gpus if h]
 
     jobs_data = []
@@ -221,15 +256,17 @@ def generate(spec: GeneratorSpec, seed: int, *, name: str | None = None) -> Inst
     jobs = []
     for i, (rounds, tasks, times, syncs, weight) in enumerate(jobs_data):
         arrival = float(rng.uniform(0.0, horizon))
-        jobs.append(Job(
-            id=f"j{i}",
-            arrival=float(math.floor(arrival)) if spec.integer else arrival,
-            weight=weight,
-            rounds=rounds,
-            tasks_per_round=tasks,
-            compute={t: float(v) for t, v in zip(types, times, strict=True)},
-            sync={t: float(v) for t, v in zip(types, syncs, strict=True)},
-        ))
+        jobs.append(
+            Job(
+                id=f"j{i}",
+                arrival=float(math.floor(arrival)) if spec.integer else arrival,
+                weight=weight,
+                rounds=rounds,
+                tasks_per_round=tasks,
+                compute={t: float(v) for t, v in zip(types, times, strict=True)},
+                sync={t: float(v) for t, v in zip(types, syncs, strict=True)},
+            )
+        )
     label = name or f"gen-s{seed}-j{spec.jobs}-g{spec.gpus}"
     if spec.topology:
         return Instance(label, tuple(jobs), topology=tree_topology(host_gpus), mode=spec.mode)
@@ -237,14 +274,18 @@ def generate(spec: GeneratorSpec, seed: int, *, name: str | None = None) -> Inst
     return Instance(label, tuple(jobs), gpus, mode=spec.mode)
 
 
-
 #: Hare's eight workloads (HPDC'22 Table 2) with their parameter counts in millions, an
 #: assumption (standard architectures at the paper's datasets: VGG-19 and ResNet-50/Inception-V3
 #: for CIFAR, BERT-base, Transformer-base, DeepSpeech, two-layer GCNs on Cora), used for sync.
 HARE_WORKLOADS = {
-    "Hare/VGG-19": 20.0, "Hare/ResNet-50": 23.7, "Hare/Inception-V3": 22.0,
-    "Hare/BERT-base": 110.0, "Hare/Transformer": 65.0, "Hare/DeepSpeech": 47.0,
-    "Hare/FastGCN": 0.023, "Hare/GraphSAGE": 0.046,
+    "Hare/VGG-19": 20.0,
+    "Hare/ResNet-50": 23.7,
+    "Hare/Inception-V3": 22.0,
+    "Hare/BERT-base": 110.0,
+    "Hare/Transformer": 65.0,
+    "Hare/DeepSpeech": 47.0,
+    "Hare/FastGCN": 0.023,
+    "Hare/GraphSAGE": 0.046,
 }
 #: Hare's four workload classes (HPDC'22 Table 2), for job-mix ratios CV:NLP:Speech:Rec.
 HARE_CLASSES = {
@@ -255,8 +296,11 @@ HARE_CLASSES = {
 }
 #: Heterogeneity levels of HPDC'22 Fig. 16 (low = V100 only, middle = V100 + K80, high = all
 #: four), with the testbed's proportions 8 V100 : 4 T4 : 1 K80 : 2 M60 among the types used.
-HARE_LEVELS = {"low": {"V100": 8}, "middle": {"V100": 8, "K80": 1},
-               "high": {"V100": 8, "T4": 4, "K80": 1, "M60": 2}}
+HARE_LEVELS = {
+    "low": {"V100": 8},
+    "middle": {"V100": 8, "K80": 1},
+    "high": {"V100": 8, "T4": 4, "K80": 1, "M60": 2},
+}
 #: The high level at 160 GPUs: 85 V100, 43 T4, 11 K80, 21 M60.
 HARE_CLUSTER = {"V100": 85, "T4": 43, "K80": 11, "M60": 21}
 #: Default compute time of one task on the job's fastest GPU, in seconds (``task_seconds``).
@@ -290,8 +334,7 @@ def _apportion(total: int, weights: list[float]) -> list[int]:
     """Largest-remainder split of ``total`` in proportion to ``weights`` (ties: first)."""
     share = [total * w / sum(weights) for w in weights]
     counts = [math.floor(x) for x in share]
-    for i in sorted(range(len(share)), key=lambda i: counts[i] - share[i])[
-            :total - sum(counts)]:
+    for i in sorted(range(len(share)), key=lambda i: counts[i] - share[i])[: total - sum(counts)]:
         counts[i] += 1
     return counts
 
@@ -299,8 +342,9 @@ def _apportion(total: int, weights: list[float]) -> list[int]:
 def hare_cluster(gpus: int, level: str = "high") -> tuple[tuple[str, int], ...]:
     """(type, count) of a ``gpus``-GPU cluster at a heterogeneity level of HPDC'22 Fig. 16."""
     if level not in HARE_LEVELS:
-        raise InputError(f"heterogeneity level must be one of {sorted(HARE_LEVELS)}, "
-                         f"got {level!r}")
+        raise InputError(
+            f"heterogeneity level must be one of {sorted(HARE_LEVELS)}, got {level!r}"
+        )
     types = HARE_LEVELS[level]
     counts = _apportion(gpus, list(types.values()))
     if min(counts) < 1:
@@ -327,7 +371,6 @@ def hare_iterations(spec: HareSpec, workload: str, fastest: float) -> int:
         return spec.iters_per_task
     floor_sync = math.floor(hare_sync(workload, spec.bandwidth_gbps) / fastest) + 1
     return max(round(spec.task_seconds / fastest), floor_sync)
-
 
 
 #: Tasks per job of the paper's setting (~50,000 tasks over 300 jobs, HPDC'22 §7): what
@@ -412,16 +455,26 @@ class HareSpec:
         if self.tasks_per_job is not None:
             _number(self, "tasks_per_job", 1, MAX_TASKS)
         if self.mix is not None and (
-                not isinstance(self.mix, tuple) or len(self.mix) != len(HARE_CLASSES)
-                or not all(is_bounded(x) and x >= 0
-                           for x in self.mix) or not sum(self.mix) > 0):
-            raise InputError(f"--mix {self.mix!r}: needs 4 finite ratios >= 0, not all 0 "
-                             "(CV, NLP, Speech, Rec)")
-        if not isinstance(self.tasks_per_round, tuple) or not self.tasks_per_round or not all(
+            not isinstance(self.mix, tuple)
+            or len(self.mix) != len(HARE_CLASSES)
+            or not all(is_bounded(x) and x >= 0 for x in self.mix)
+            or not sum(self.mix) > 0
+        ):
+            raise InputError(
+                f"--mix {self.mix!r}: needs 4 finite ratios >= 0, not all 0 (CV, NLP, Speech, Rec)"
+            )
+        if (
+            not isinstance(self.tasks_per_round, tuple)
+            or not self.tasks_per_round
+            or not all(
                 isinstance(k, int) and not isinstance(k, bool) and 1 <= k <= MAX_TASKS
-                for k in self.tasks_per_round):
-            raise InputError(f"--tasks-per-round {self.tasks_per_round!r}: must be integers "
-                             f"in [1, {MAX_TASKS:.0e}]")
+                for k in self.tasks_per_round
+            )
+        ):
+            raise InputError(
+                f"--tasks-per-round {self.tasks_per_round!r}: must be integers "
+                f"in [1, {MAX_TASKS:.0e}]"
+            )
         _range(self, "weight", 1, MAX_VALUE, integer=True)
         _number(self, "load", 1 / MAX_FACTOR, MAX_FACTOR)
         _number(self, "bandwidth_gbps", 0, MAX_VALUE, open_low=True)
@@ -429,26 +482,32 @@ class HareSpec:
         _number(self, "nlp_rounds", 1 / MAX_FACTOR, MAX_FACTOR)
         if self.arrival_rate is not None:
             _number(self, "arrival_rate", 1e-9, MAX_VALUE)
-        total = self.total_tasks if self.tasks_per_job is None else \
-            self.tasks_per_job * self.jobs
+        total = self.total_tasks if self.tasks_per_job is None else self.tasks_per_job * self.jobs
         mean_k = sum(self.tasks_per_round) / len(self.tasks_per_round)
         option = "--total-tasks" if self.tasks_per_job is None else "--tasks-per-job"
         value = self.total_tasks if self.tasks_per_job is None else self.tasks_per_job
         # every job has at least one round: at least K_j tasks each
-        check_generation_size(f"--jobs {self.jobs} --gpus {self.gpus} {option} {value:g}",
-                              jobs=self.jobs, gpus=self.gpus, tasks=total + self.jobs * mean_k)
+        check_generation_size(
+            f"--jobs {self.jobs} --gpus {self.gpus} {option} {value:g}",
+            jobs=self.jobs,
+            gpus=self.gpus,
+            tasks=total + self.jobs * mean_k,
+        )
         hare_cluster(self.gpus, self.heterogeneity_level)  # validates both
         try:
             hare_cluster(self.load_gpus, "high")
         except InputError:
-            raise InputError(f"--load-gpus {self.load_gpus}: the reference cluster needs at "
-                             "least 4 GPUs (one of each type at the high level)") from None
+            raise InputError(
+                f"--load-gpus {self.load_gpus}: the reference cluster needs at "
+                "least 4 GPUs (one of each type at the high level)"
+            ) from None
 
     @property
     def tasks_per_job_mean(self) -> float:
         """Tasks per job the spec aims at (``tasks_per_job``, else ``total_tasks`` / jobs)."""
-        return self.tasks_per_job if self.tasks_per_job is not None else \
-            self.total_tasks / self.jobs
+        return (
+            self.tasks_per_job if self.tasks_per_job is not None else self.total_tasks / self.jobs
+        )
 
     def rate(self) -> float:
         """The Poisson arrival rate in jobs/s (see the class docstring, *Arrivals*)."""
@@ -465,8 +524,9 @@ class HareSpec:
                 fastest = min(catalog.seconds(w, t) or math.inf for t in types)
                 times.append(hare_iterations(self, w, fastest) * fastest)
                 best = min(catalog.seconds(w, t) or math.inf for t, _ in reference)
-                capacity = sum(n * best / (catalog.seconds(w, t) or math.inf)
-                               for t, n in reference)
+                capacity = sum(
+                    n * best / (catalog.seconds(w, t) or math.inf) for t, n in reference
+                )
                 seconds_per_work += 1 / (len(HARE_CLASSES) * len(members) * capacity)
         mean_work = self.tasks_per_job_mean * sum(times) / len(times)
         return self.load / (mean_work * seconds_per_work)
@@ -506,23 +566,33 @@ def generate_hare(spec: HareSpec, seed: int, *, name: str | None = None) -> Inst
     present = [c for c in range(len(HARE_CLASSES)) if counts[c] and mix[c] > 0]
     share = {c: mix[c] / sum(mix[i] for i in present) for c in present}
     uk = size * k
-    per_class = {c: (float(uk[job_class == c].sum()),
-                     float((uk * task_time)[job_class == c].sum())) for c in present}
+    per_class = {
+        c: (float(uk[job_class == c].sum()), float((uk * task_time)[job_class == c].sum()))
+        for c in present
+    }
     total = spec.tasks_per_job_mean * spec.jobs
     work = total / sum(share[c] * per_class[c][0] / per_class[c][1] for c in present)
-    factor = np.array([work * share[c] / per_class[c][1] if c in share else 0.0
-                       for c in job_class])
+    factor = np.array(
+        [work * share[c] / per_class[c][1] if c in share else 0.0 for c in job_class]
+    )
     rounds = np.maximum(1, np.round(size * factor)).astype(int)
     gaps = rng.exponential(1.0 / spec.rate(), size=spec.jobs)
     arrival = np.cumsum(gaps) - gaps[0]
     jobs = []
     for j in range(spec.jobs):
         sync = hare_sync(workload[j], spec.bandwidth_gbps)
-        jobs.append(Job(
-            id=f"j{j}", arrival=float(arrival[j]), weight=float(weight[j]),
-            rounds=int(rounds[j]), tasks_per_round=int(k[j]), workload=workload[j],
-            iters_per_task=iters[workload[j]], sync={t: sync for t in types},
-        ))
+        jobs.append(
+            Job(
+                id=f"j{j}",
+                arrival=float(arrival[j]),
+                weight=float(weight[j]),
+                rounds=int(rounds[j]),
+                tasks_per_round=int(k[j]),
+                workload=workload[j],
+                iters_per_task=iters[workload[j]],
+                sync={t: sync for t in types},
+            )
+        )
     gpus = tuple(GPU(f"{t}-{i}", t) for t, n in cluster for i in range(n))
     return Instance(name or f"hare-s{seed}-j{spec.jobs}-g{spec.gpus}", tuple(jobs), gpus)
 
@@ -602,33 +672,49 @@ class LiquidSpec:
         _integer(self, "predict_from", 0)
         _number(self, "prediction_error", 0, MAX_PREDICTION_ERROR)
         if not isinstance(self.link_contention, bool):
-            raise InputError(f"--link-contention {self.link_contention!r}: must be true or "
-                             "false")
+            raise InputError(f"--link-contention {self.link_contention!r}: must be true or false")
         if self.predict_from > MAX_GEN_PAST_JOBS:
-            raise InputError(f"--predict-from {self.predict_from:.3g}: past jobs to train on, "
-                             f"over the generators' cap of {MAX_GEN_PAST_JOBS:.0e}")
+            raise InputError(
+                f"--predict-from {self.predict_from:.3g}: past jobs to train on, "
+                f"over the generators' cap of {MAX_GEN_PAST_JOBS:.0e}"
+            )
         _range(self, "util", 1, 10, integer=True)
         _range(self, "gpu_memory_gb", 0, MAX_VALUE / 1024, integer=True)
-        n_jobs = self.jobs if self.jobs_per_host is None else max(
-            1, round(self.jobs_per_host * self.hosts))
-        jobs_text = f"--jobs {self.jobs}" if self.jobs_per_host is None else \
-            f"--jobs-per-host {self.jobs_per_host:g}"
-        check_generation_size(f"{jobs_text} --hosts {self.hosts} --gpus-per-host "
-                              f"{self.gpus_per_host}", jobs=n_jobs,
-                              gpus=self.hosts * self.gpus_per_host, tasks=3 * n_jobs)
+        n_jobs = (
+            self.jobs
+            if self.jobs_per_host is None
+            else max(1, round(self.jobs_per_host * self.hosts))
+        )
+        jobs_text = (
+            f"--jobs {self.jobs}"
+            if self.jobs_per_host is None
+            else f"--jobs-per-host {self.jobs_per_host:g}"
+        )
+        check_generation_size(
+            f"{jobs_text} --hosts {self.hosts} --gpus-per-host {self.gpus_per_host}",
+            jobs=n_jobs,
+            gpus=self.hosts * self.gpus_per_host,
+            tasks=3 * n_jobs,
+        )
         for model, count in self.mix:
             if model not in DURATIONS or count < 0:
-                raise InputError(f"liquid generator: mix entry {model!r}: a model of "
-                                 f"{sorted(DURATIONS)} with a count >= 0")
+                raise InputError(
+                    f"liquid generator: mix entry {model!r}: a model of "
+                    f"{sorted(DURATIONS)} with a count >= 0"
+                )
         if not sum(c for _, c in self.mix) > 0 or not 0 <= self.distributed <= 1:
             raise InputError("liquid generator: mix needs a count > 0; distributed in [0, 1]")
         if not 1 <= self.util[0] <= self.util[1] <= 10:
             raise InputError("liquid generator: util is a range within 1..10 (tenths)")
         shortest = min(DURATIONS[m]["s1"] for m, _ in self.mix)
-        if min(self.launch, self.save, self.interarrival) < 0 \
-                or self.launch + self.save >= shortest:
-            raise InputError(f"liquid generator: launch + save must be >= 0 and below the "
-                             f"shortest job ({shortest:g} s); interarrival >= 0")
+        if (
+            min(self.launch, self.save, self.interarrival) < 0
+            or self.launch + self.save >= shortest
+        ):
+            raise InputError(
+                f"liquid generator: launch + save must be >= 0 and below the "
+                f"shortest job ({shortest:g} s); interarrival >= 0"
+            )
         if self.predict_from < 0:
             raise InputError("liquid generator: predict_from must be >= 0")
         if self.durations not in ("table", "contention"):
@@ -642,23 +728,32 @@ def generate_liquid(spec: LiquidSpec, seed: int, *, name: str | None = None) -> 
     from optsched.placement.durations import DURATIONS, contention_durations
 
     rng = np.random.default_rng(seed)
-    n_jobs = spec.jobs if spec.jobs_per_host is None else max(
-        1, round(spec.jobs_per_host * spec.hosts))
+    n_jobs = (
+        spec.jobs if spec.jobs_per_host is None else max(1, round(spec.jobs_per_host * spec.hosts))
+    )
     counts = _apportion(n_jobs, [float(c) for _, c in spec.mix])
-    models = rng.permutation([m for (m, _), c in zip(spec.mix, counts, strict=True)
-                              for _ in range(c)])
+    models = rng.permutation(
+        [m for (m, _), c in zip(spec.mix, counts, strict=True) for _ in range(c)]
+    )
     distributed = rng.permutation(np.arange(n_jobs) < round(spec.distributed * n_jobs))
-    gaps = rng.exponential(spec.interarrival, size=n_jobs) if spec.interarrival else \
-        np.zeros(n_jobs)
+    gaps = (
+        rng.exponential(spec.interarrival, size=n_jobs) if spec.interarrival else np.zeros(n_jobs)
+    )
     arrival = np.cumsum(gaps) - gaps[0]
     phases = spec.launch + spec.save
     jobs = []
     for j, model in enumerate(str(m) for m in models):
         table = DURATIONS[model]
-        flags = {"batch_size": 4 * int(rng.integers(1, 9)),
-                 "num_batches": 50 * int(rng.integers(4, 21))}
-        profile = ClusterProfile(launch=spec.launch, save=spec.save, model=model,
-                                 bandwidth=round(max(table.values()) / table["pww"], 2))
+        flags = {
+            "batch_size": 4 * int(rng.integers(1, 9)),
+            "num_batches": 50 * int(rng.integers(4, 21)),
+        }
+        profile = ClusterProfile(
+            launch=spec.launch,
+            save=spec.save,
+            model=model,
+            bandwidth=round(max(table.values()) / table["pww"], 2),
+        )
         common: dict[str, Any] = dict(id=f"j{j}", arrival=float(arrival[j]), meta=flags)
         if distributed[j]:
             if spec.durations == "contention":
@@ -667,24 +762,44 @@ def generate_liquid(spec: LiquidSpec, seed: int, *, name: str | None = None) -> 
             # the per-flow time: the differences between modes are all training time
             flow = contention_durations(model)[0] if spec.link_contention else 0.0
             factors = {m: (table[m] - phases) / train for m in ("pww", "pw:w", "p:ww", "p:w:w")}
-            jobs.append(Job(**common, tasks_per_round=3, compute={spec.gpu_type: train},
-                            cluster=replace(profile, roles=("ps", "worker", "worker"),
-                                            gpu_memory=8192.0, placement_factor=factors,
-                                            flow_time=flow)))
+            jobs.append(
+                Job(
+                    **common,
+                    tasks_per_round=3,
+                    compute={spec.gpu_type: train},
+                    cluster=replace(
+                        profile,
+                        roles=("ps", "worker", "worker"),
+                        gpu_memory=8192.0,
+                        placement_factor=factors,
+                        flow_time=flow,
+                    ),
+                )
+            )
         else:
             util = int(rng.integers(spec.util[0], spec.util[1] + 1)) / 10
-            memory = 1024.0 * int(rng.integers(spec.gpu_memory_gb[0],
-                                               spec.gpu_memory_gb[1] + 1))
-            jobs.append(Job(**common, compute={spec.gpu_type: table["s1"] - phases},
-                            cluster=replace(profile, util=util, gpu_memory=memory)))
-    graph = tree_topology([[spec.gpu_type] * spec.gpus_per_host] * spec.hosts,
-                          hosts_per_rack=spec.hosts_per_rack or spec.hosts)
+            memory = 1024.0 * int(rng.integers(spec.gpu_memory_gb[0], spec.gpu_memory_gb[1] + 1))
+            jobs.append(
+                Job(
+                    **common,
+                    compute={spec.gpu_type: table["s1"] - phases},
+                    cluster=replace(profile, util=util, gpu_memory=memory),
+                )
+            )
+    graph = tree_topology(
+        [[spec.gpu_type] * spec.gpus_per_host] * spec.hosts,
+        hosts_per_rack=spec.hosts_per_rack or spec.hosts,
+    )
     for _, attrs in graph.nodes(data=True):
         if attrs["kind"] == "gpu":
             attrs["gpu_memory"] = spec.gpu_memory
-    instance = Instance(name or f"liquid-s{seed}-j{n_jobs}-h{spec.hosts}", tuple(jobs),
-                        topology=graph, mode="gang",
-                        cluster=ClusterSpec(spec.share_cap or None, spec.link_contention))
+    instance = Instance(
+        name or f"liquid-s{seed}-j{n_jobs}-h{spec.hosts}",
+        tuple(jobs),
+        topology=graph,
+        mode="gang",
+        cluster=ClusterSpec(spec.share_cap or None, spec.link_contention),
+    )
     if spec.predict_from:
         from optsched.estimation.forest import ResourceEstimator, with_predictions
         from optsched.estimation.runs import synthetic_runs
@@ -710,25 +825,33 @@ def with_actuals(instance: Instance, error: float, seed: int) -> Instance:
 
     Raises InputError for an error outside [0, :data:`MAX_PREDICTION_ERROR`] or a bad seed.
     """
-    if isinstance(error, bool) or not isinstance(error, int | float) \
-            or not 0 <= error <= MAX_PREDICTION_ERROR:
-        raise InputError(f"prediction error must be a number in [0, "
-                         f"{MAX_PREDICTION_ERROR:g}], got {error!r}")
+    if (
+        isinstance(error, bool)
+        or not isinstance(error, int | float)
+        or not 0 <= error <= MAX_PREDICTION_ERROR
+    ):
+        raise InputError(
+            f"prediction error must be a number in [0, {MAX_PREDICTION_ERROR:g}], got {error!r}"
+        )
     check_seed(seed)
     if not error:
-        return replace(instance, jobs=tuple(replace(job, cluster=replace(job.profile,
-                                                                         actual=None))
-                                            for job in instance.jobs))
+        return replace(
+            instance,
+            jobs=tuple(
+                replace(job, cluster=replace(job.profile, actual=None)) for job in instance.jobs
+            ),
+        )
     rng = np.random.default_rng([seed, 0xAC7])  # a stream of its own for the seed
     jobs = []
     for j, job in enumerate(instance.jobs):
         eps = rng.normal(0.0, error, size=3)
-        limits = [m for g in instance.eligible(j)
-                  if (m := instance.gpus[g].memory) is not None]
+        limits = [m for g in instance.eligible(j) if (m := instance.gpus[g].memory) is not None]
         p = job.profile
         memory = min([max(0.0, p.gpu_memory * (1 + eps[1])), *limits])
-        actual = {"util": float(min(1.0, max(ACTUAL_FLOOR, p.util * (1 + eps[0])))),
-                  "gpu_memory": float(memory),
-                  "bandwidth": float(p.bandwidth * max(ACTUAL_FLOOR, 1 + eps[2]))}
+        actual = {
+            "util": float(min(1.0, max(ACTUAL_FLOOR, p.util * (1 + eps[0])))),
+            "gpu_memory": float(memory),
+            "bandwidth": float(p.bandwidth * max(ACTUAL_FLOOR, 1 + eps[2])),
+        }
         jobs.append(replace(job, cluster=replace(p, actual=actual)))
     return replace(instance, jobs=tuple(jobs))

@@ -63,8 +63,10 @@ class GPU:
             raise InputError(f"GPU {self.id!r}: host must be a non-empty string")
         if self.memory is not None:
             if not _is_number(self.memory) or self.memory <= 0:
-                raise InputError(f"GPU {self.id!r}: memory must be a number in "
-                                 f"(0, {MAX_VALUE:g}], got {self.memory!r}")
+                raise InputError(
+                    f"GPU {self.id!r}: memory must be a number in "
+                    f"(0, {MAX_VALUE:g}], got {self.memory!r}"
+                )
             object.__setattr__(self, "memory", float(self.memory))
 
 
@@ -103,59 +105,80 @@ class Job:
             raise InputError(f"job id must be a non-empty string, got {self.id!r}")
         where = f"job {self.id!r}"
         if not _is_number(self.arrival) or self.arrival < 0:
-            raise InputError(f"{where}: arrival must be a number in [0, {MAX_VALUE:g}], "
-                             f"got {self.arrival!r}")
+            raise InputError(
+                f"{where}: arrival must be a number in [0, {MAX_VALUE:g}], got {self.arrival!r}"
+            )
         if not _is_number(self.weight) or self.weight < MIN_POSITIVE:
-            raise InputError(f"{where}: weight must be a number in [{MIN_POSITIVE:g}, "
-                             f"{MAX_VALUE:g}], got {self.weight!r}")
+            raise InputError(
+                f"{where}: weight must be a number in [{MIN_POSITIVE:g}, "
+                f"{MAX_VALUE:g}], got {self.weight!r}"
+            )
         for name in ("rounds", "tasks_per_round"):
             value = getattr(self, name)
             if not _is_int(value) or not 1 <= value <= MAX_TASKS:
-                raise InputError(f"{where}: {name} must be an integer in [1, {MAX_TASKS:,}], "
-                                 f"got {value!r}")
+                raise InputError(
+                    f"{where}: {name} must be an integer in [1, {MAX_TASKS:,}], got {value!r}"
+                )
         if self.rounds * self.tasks_per_round > MAX_TASKS:
-            raise InputError(f"{where}: rounds × tasks_per_round = "
-                             f"{self.rounds * self.tasks_per_round:,} tasks; at most "
-                             f"{MAX_TASKS:,} tasks fit in memory")
+            raise InputError(
+                f"{where}: rounds × tasks_per_round = "
+                f"{self.rounds * self.tasks_per_round:,} tasks; at most "
+                f"{MAX_TASKS:,} tasks fit in memory"
+            )
         if (self.compute is None) == (self.workload is None):
             raise InputError(f"{where}: give exactly one of 'compute' and 'workload'")
         if self.compute is not None:
-            object.__setattr__(self, "compute",
-                               seconds_map(self.compute, f"{where}: compute", positive=True))
+            object.__setattr__(
+                self, "compute", seconds_map(self.compute, f"{where}: compute", positive=True)
+            )
             if self.iters_per_task is not None:
                 raise InputError(f"{where}: iters_per_task goes with 'workload', not 'compute'")
         else:
             if not isinstance(self.workload, str) or not self.workload:
                 raise InputError(f"{where}: workload must be a non-empty string")
             if self.iters_per_task is not None and (
-                    not _is_int(self.iters_per_task)
-                    or not 1 <= self.iters_per_task <= MAX_FACTOR):
-                raise InputError(f"{where}: iters_per_task must be an integer in "
-                                 f"[1, {MAX_FACTOR:g}], got {self.iters_per_task!r}")
+                not _is_int(self.iters_per_task) or not 1 <= self.iters_per_task <= MAX_FACTOR
+            ):
+                raise InputError(
+                    f"{where}: iters_per_task must be an integer in "
+                    f"[1, {MAX_FACTOR:g}], got {self.iters_per_task!r}"
+                )
         given = [k for k in ("sync", "sync_by_gpu", "sync_bytes") if getattr(self, k) is not None]
         if len(given) > 1:
-            raise InputError(f"{where}: give at most one of 'sync', 'sync_by_gpu', "
-                             f"'sync_bytes' (got {', '.join(given)})")
+            raise InputError(
+                f"{where}: give at most one of 'sync', 'sync_by_gpu', "
+                f"'sync_bytes' (got {', '.join(given)})"
+            )
         for name in ("sync", "sync_by_gpu"):
             if getattr(self, name) is not None:
-                object.__setattr__(self, name, seconds_map(getattr(self, name), f"{where}: {name}",
-                                                      positive=False))
+                object.__setattr__(
+                    self,
+                    name,
+                    seconds_map(getattr(self, name), f"{where}: {name}", positive=False),
+                )
         if (self.sync_bytes is None) != (self.ps is None):
             raise InputError(f"{where}: 'sync_bytes' and 'ps' go together")
-        if self.sync_bytes is not None and (not _is_number(self.sync_bytes)
-                                            or self.sync_bytes < 0):
-            raise InputError(f"{where}: sync_bytes must be a number in [0, {MAX_VALUE:g}], "
-                             f"got {self.sync_bytes!r}")
+        if self.sync_bytes is not None and (
+            not _is_number(self.sync_bytes) or self.sync_bytes < 0
+        ):
+            raise InputError(
+                f"{where}: sync_bytes must be a number in [0, {MAX_VALUE:g}], "
+                f"got {self.sync_bytes!r}"
+            )
         if self.ps is not None and (not isinstance(self.ps, str) or not self.ps):
             raise InputError(f"{where}: ps must be a host id")
         if self.cluster is not None:
             if not isinstance(self.cluster, ClusterProfile):
-                raise InputError(f"{where}: cluster must be a ClusterProfile or None, got "
-                                 f"{type(self.cluster).__name__}")
+                raise InputError(
+                    f"{where}: cluster must be a ClusterProfile or None, got "
+                    f"{type(self.cluster).__name__}"
+                )
             roles = self.cluster.roles
             if roles is not None and len(roles) != self.tasks_per_round:
-                raise InputError(f"{where}: roles must list 'ps' or 'worker' for each of the "
-                                 f"{self.tasks_per_round} tasks of a round, got {roles!r}")
+                raise InputError(
+                    f"{where}: roles must list 'ps' or 'worker' for each of the "
+                    f"{self.tasks_per_round} tasks of a round, got {roles!r}"
+                )
             if self.cluster == NO_PROFILE:
                 object.__setattr__(self, "cluster", None)
         if isinstance(self.meta, Mapping):  # free-form; a mapping is frozen at the top
@@ -243,8 +266,7 @@ class Instance:
                 raise InputError(f"jobs must be Job objects, got {type(job).__name__}")
         tasks = sum(job.n_tasks for job in jobs)
         if tasks > MAX_TASKS:
-            raise InputError(f"instance has {tasks:,} tasks; at most {MAX_TASKS:,} fit in "
-                             "memory")
+            raise InputError(f"instance has {tasks:,} tasks; at most {MAX_TASKS:,} fit in memory")
         set_(self, "jobs", jobs)
         topo = self.topology
         if topo is not None and not isinstance(topo, Topology):
@@ -257,16 +279,21 @@ class Instance:
         if not isinstance(self.cluster, ClusterSpec):
             raise InputError(f"cluster must be a ClusterSpec, got {self.cluster!r}")
         if self.cluster.link_contention and any(g.host is None for g in self.gpus):
-            raise InputError("link_contention needs every GPU's host (a topology or 'host' "
-                             "in 'gpus')")
+            raise InputError(
+                "link_contention needs every GPU's host (a topology or 'host' in 'gpus')"
+            )
         if self.needs_cluster_model:
             if self.mode != "gang":
-                raise InputError("the cluster fields of instance@2 (GPU sharing and memory, "
-                                 "link contention, a job's cluster profile) need gang mode")
-            if any(j.profile.placement_factor for j in jobs) \
-                    and any(g.host is None for g in self.gpus):
-                raise InputError("placement_factor needs every GPU's host (a topology or "
-                                 "'host' in 'gpus')")
+                raise InputError(
+                    "the cluster fields of instance@2 (GPU sharing and memory, "
+                    "link contention, a job's cluster profile) need gang mode"
+                )
+            if any(j.profile.placement_factor for j in jobs) and any(
+                g.host is None for g in self.gpus
+            ):
+                raise InputError(
+                    "placement_factor needs every GPU's host (a topology or 'host' in 'gpus')"
+                )
         set_(self, "job_index", MappingProxyType(_index(jobs, "job")))
         set_(self, "gpu_index", MappingProxyType(_index(self.gpus, "GPU")))
         set_(self, "_dense", {})
@@ -291,8 +318,9 @@ class Instance:
             if not gpus:
                 raise InputError("instance needs 'gpus' or 'topology'")
             return gpus
-        from_topo = {g: (t, topo.host_of[g]) for g, t in zip(topo.gpus, topo.gpu_types,
-                                                                strict=True)}
+        from_topo = {
+            g: (t, topo.host_of[g]) for g, t in zip(topo.gpus, topo.gpu_types, strict=True)
+        }
         memory = {g: topo.graph.nodes[g].get("gpu_memory") for g in topo.gpus}
         if not gpus:
             return tuple(GPU(g, t, h, memory[g]) for g, (t, h) in from_topo.items())
@@ -302,17 +330,24 @@ class Instance:
                 raise InputError(f"GPU {gpu.id!r} is in 'gpus' but not in the topology")
             ttype, host = from_topo[gpu.id]
             if gpu.type != ttype:
-                raise InputError(f"GPU {gpu.id!r}: type {gpu.type!r} in 'gpus' but {ttype!r} "
-                                 "in the topology")
+                raise InputError(
+                    f"GPU {gpu.id!r}: type {gpu.type!r} in 'gpus' but {ttype!r} in the topology"
+                )
             if gpu.host is not None and gpu.host != host:
-                raise InputError(f"GPU {gpu.id!r}: host {gpu.host!r} in 'gpus' but {host!r} "
-                                 "in the topology")
+                raise InputError(
+                    f"GPU {gpu.id!r}: host {gpu.host!r} in 'gpus' but {host!r} in the topology"
+                )
         missing = [g for g in from_topo if g not in listed]
         if missing:
             raise InputError(f"GPU {missing[0]!r} is in the topology but not in 'gpus'")
-        return tuple(replace(g, host=from_topo[g.id][1],
-                             memory=g.memory if g.memory is not None else memory[g.id])
-                     for g in gpus)
+        return tuple(
+            replace(
+                g,
+                host=from_topo[g.id][1],
+                memory=g.memory if g.memory is not None else memory[g.id],
+            )
+            for g in gpus
+        )
 
     def _types(self) -> tuple[list[str], np.ndarray]:
         """The distinct GPU types, and each GPU's index into them."""
@@ -323,8 +358,7 @@ class Instance:
     def _classes(self) -> np.ndarray:
         """Each GPU's class: its type's index, or its own index when some job's sync is per
         GPU (``sync_by_gpu``, ``sync_bytes``)."""
-        if any(job.sync_by_gpu is not None or job.sync_bytes is not None
-               for job in self.jobs):
+        if any(job.sync_by_gpu is not None or job.sync_bytes is not None for job in self.jobs):
             return np.arange(len(self.gpus))
         return self._types()[1]
 
@@ -336,8 +370,7 @@ class Instance:
             members[c].append(g)
         return tuple(tuple(m) for m in members)
 
-    def _compute_matrix(self, catalog: Catalog, members: Sequence[Sequence[int]]
-                        ) -> np.ndarray:
+    def _compute_matrix(self, catalog: Catalog, members: Sequence[Sequence[int]]) -> np.ndarray:
         types = self._types()[0]
         class_type = [self.gpus[m[0]].type for m in members]
         size = np.array([len(m) for m in members])
@@ -348,17 +381,22 @@ class Instance:
             else:
                 assert job.workload is not None  # guaranteed by Job
                 if job.workload not in catalog.workloads:
-                    raise UnknownNameError(f"job {job.id!r}: unknown workload "
-                                           f"{job.workload!r} (not in the catalog; "
-                                           "optsched workloads lists it)")
+                    raise UnknownNameError(
+                        f"job {job.id!r}: unknown workload "
+                        f"{job.workload!r} (not in the catalog; "
+                        "optsched workloads lists it)"
+                    )
                 iters = job.iters_per_task or 1
-                per_type = {t: iters * (catalog.seconds(job.workload, t) or math.inf)
-                            for t in types}
+                per_type = {
+                    t: iters * (catalog.seconds(job.workload, t) or math.inf) for t in types
+                }
             compute[j] = [per_type[t] for t in class_type]
             finite = np.isfinite(compute[j])
             if job.workload is not None and (compute[j][finite] > MAX_VALUE).any():
-                raise InputError(f"job {job.id!r}: iters_per_task {job.iters_per_task} × "
-                                 f"workload {job.workload!r} exceeds {MAX_VALUE:g} s a task")
+                raise InputError(
+                    f"job {job.id!r}: iters_per_task {job.iters_per_task} × "
+                    f"workload {job.workload!r} exceeds {MAX_VALUE:g} s a task"
+                )
             eligible = int(size[finite].sum())
             need = job.tasks_per_round if self.mode == "gang" else 1
             if eligible < need:
@@ -366,11 +404,11 @@ class Instance:
                 raise InputError(
                     f"job {job.id!r}: {eligible} eligible GPU(s), needs {need} in {self.mode} "
                     f"mode (its GPU types in the cluster: {own or 'none'}; cluster types: "
-                    f"{types})")
+                    f"{types})"
+                )
         return compute
 
-    def _check_actual_memory(self, compute: np.ndarray, members: Sequence[Sequence[int]]
-                             ) -> None:
+    def _check_actual_memory(self, compute: np.ndarray, members: Sequence[Sequence[int]]) -> None:
         """A job's predicted GPU memory must fit enough of the GPUs it can run on for one
         round (else no scheduler could start it), and with ``actual`` values its actual GPU
         memory must fit alone on every GPU it can run on: a round that runs out of memory is
@@ -382,13 +420,17 @@ class Instance:
             usable = np.flatnonzero(np.isfinite(compute[j])).tolist()
             profile = job.profile
             if profile.gpu_memory:
-                room = sum(len(limits[c]) - bisect.bisect_left(limits[c], profile.gpu_memory)
-                           for c in usable)
+                room = sum(
+                    len(limits[c]) - bisect.bisect_left(limits[c], profile.gpu_memory)
+                    for c in usable
+                )
                 if room < job.tasks_per_round:
-                    raise InputError(f"job {job.id!r}: predicted GPU memory "
-                                     f"{profile.gpu_memory:g} MB fits {room} of the GPUs it can "
-                                     f"run on, fewer than its {job.tasks_per_round} tasks per "
-                                     "round (it could never be started)")
+                    raise InputError(
+                        f"job {job.id!r}: predicted GPU memory "
+                        f"{profile.gpu_memory:g} MB fits {room} of the GPUs it can "
+                        f"run on, fewer than its {job.tasks_per_round} tasks per "
+                        "round (it could never be started)"
+                    )
             if profile.actual is None:
                 continue
             need = profile.actual_gpu_memory
@@ -397,12 +439,13 @@ class Instance:
             for g in sorted(g for c in usable for g in members[c]):
                 gpu = self.gpus[g]
                 if need > _limit(gpu.memory):
-                    raise InputError(f"job {job.id!r}: actual GPU memory {need:g} MB exceeds "
-                                     f"the {gpu.memory:g} MB of GPU {gpu.id!r}, which it can "
-                                     "run on (it could never train there)")
+                    raise InputError(
+                        f"job {job.id!r}: actual GPU memory {need:g} MB exceeds "
+                        f"the {gpu.memory:g} MB of GPU {gpu.id!r}, which it can "
+                        "run on (it could never train there)"
+                    )
 
-    def _sync_matrix(self, compute: np.ndarray, members: Sequence[Sequence[int]]
-                     ) -> np.ndarray:
+    def _sync_matrix(self, compute: np.ndarray, members: Sequence[Sequence[int]]) -> np.ndarray:
         sync = np.zeros_like(compute)
         for j, job in enumerate(self.jobs):
             where = f"job {job.id!r}"
@@ -411,8 +454,10 @@ class Instance:
                 for c in usable:
                     gpu = self.gpus[members[c][0]]
                     if gpu.type not in job.sync:
-                        raise InputError(f"{where}: sync has no value for GPU type "
-                                         f"{gpu.type!r} (eligible GPU {gpu.id!r})")
+                        raise InputError(
+                            f"{where}: sync has no value for GPU type "
+                            f"{gpu.type!r} (eligible GPU {gpu.id!r})"
+                        )
                     sync[j, c] = job.sync[gpu.type]
             elif job.sync_by_gpu is not None:  # one GPU per class
                 for gid in job.sync_by_gpu:
@@ -421,8 +466,9 @@ class Instance:
                 for c in usable:
                     gpu = self.gpus[members[c][0]]
                     if gpu.id not in job.sync_by_gpu:
-                        raise InputError(f"{where}: sync_by_gpu has no value for eligible "
-                                         f"GPU {gpu.id!r}")
+                        raise InputError(
+                            f"{where}: sync_by_gpu has no value for eligible GPU {gpu.id!r}"
+                        )
                     sync[j, c] = job.sync_by_gpu[gpu.id]
             elif job.sync_bytes is not None:  # one GPU per class
                 for c in usable:
@@ -436,14 +482,15 @@ class Instance:
             raise InputError(f"job {job.id!r}: sync_bytes + ps needs a topology")
         assert job.ps is not None and job.sync_bytes is not None  # guaranteed by Job
         if job.ps not in topo.hosts:
-            raise UnknownNameError(f"job {job.id!r}: ps {job.ps!r} is not a host of the "
-                                   "topology")
+            raise UnknownNameError(f"job {job.id!r}: ps {job.ps!r} is not a host of the topology")
         gbps = topo.bottleneck_gbps(gpu.id, job.ps)
         seconds = 2 * 8 * job.sync_bytes / (1e9 * gbps) + topo.latency_s(gpu.id, job.ps)
         if not seconds <= MAX_VALUE:
-            raise InputError(f"job {job.id!r}: sync_bytes {job.sync_bytes:g} over "
-                             f"{gbps:g} Gbit/s to ps {job.ps!r} takes {seconds:g} s > "
-                             f"{MAX_VALUE:g} s")
+            raise InputError(
+                f"job {job.id!r}: sync_bytes {job.sync_bytes:g} over "
+                f"{gbps:g} Gbit/s to ps {job.ps!r} takes {seconds:g} s > "
+                f"{MAX_VALUE:g} s"
+            )
         return seconds
 
     def _check_horizon(self, compute: np.ndarray, sync: np.ndarray) -> None:
@@ -453,22 +500,33 @@ class Instance:
         stays representable."""
         work = []
         # link contention: at most every remote PS-worker pair of the instance at once
-        flows = sum((job.profile.roles or ()).count("ps")
-                    * (job.profile.roles or ()).count("worker")
-                    for job in self.jobs) if self.cluster.link_contention else 0
+        flows = (
+            sum(
+                (job.profile.roles or ()).count("ps") * (job.profile.roles or ()).count("worker")
+                for job in self.jobs
+            )
+            if self.cluster.link_contention
+            else 0
+        )
         for j, job in enumerate(self.jobs):
             row = compute[j] + sync[j]
             slowest = float(row[np.isfinite(row)].max())
             profile = job.profile
             factor = max((profile.placement_factor or {}).values(), default=1.0)
-            work.append(job.n_tasks * slowest * max(1.0, factor) + profile.launch + profile.save
-                        + job.rounds * profile.actual_flow_time * flows)
+            work.append(
+                job.n_tasks * slowest * max(1.0, factor)
+                + profile.launch
+                + profile.save
+                + job.rounds * profile.actual_flow_time * flows
+            )
         total = max(job.arrival for job in self.jobs) + sum(work)
         if not total <= MAX_VALUE:
             largest = self.jobs[int(np.argmax(work))].id
-            raise InputError(f"instance {self.name!r}: latest arrival + all work done one task "
-                             f"after another is {total:.3g} s > {MAX_VALUE:g} s (largest: "
-                             f"job {largest!r}, {max(work):.3g} s)")
+            raise InputError(
+                f"instance {self.name!r}: latest arrival + all work done one task "
+                f"after another is {total:.3g} s > {MAX_VALUE:g} s (largest: "
+                f"job {largest!r}, {max(work):.3g} s)"
+            )
 
     # -- derived views ----------------------------------------------------------------------
 
@@ -522,8 +580,10 @@ class Instance:
 
         Groups are in order of their first GPU; GPUs inside a group in index order.
         """
-        key_of = [self.class_compute[:, c].tobytes() + self.class_sync[:, c].tobytes()
-                  for c in range(self.class_compute.shape[1])]
+        key_of = [
+            self.class_compute[:, c].tobytes() + self.class_sync[:, c].tobytes()
+            for c in range(self.class_compute.shape[1])
+        ]
         groups: dict[bytes, list[int]] = {}
         for g, c in enumerate(self.gpu_class.tolist()):
             groups.setdefault(key_of[c], []).append(g)
@@ -534,8 +594,11 @@ class Instance:
         """Whether the instance uses instance@2's cluster fields (sharing, GPU memory, link
         contention, or a job with a cluster profile: phases, placement factors, actuals, …);
         only cluster simulations handle those."""
-        return (self.cluster != ClusterSpec() or any(g.memory is not None for g in self.gpus)
-                or any(job.cluster is not None for job in self.jobs))
+        return (
+            self.cluster != ClusterSpec()
+            or any(g.memory is not None for g in self.gpus)
+            or any(job.cluster is not None for job in self.jobs)
+        )
 
     def with_mode(self, mode: str) -> Instance:
         """The same instance in another execution mode (re-validated)."""

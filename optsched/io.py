@@ -48,8 +48,17 @@ _INSTANCE_KEYS_2 = {*_INSTANCE_KEYS, "share_cap", "link_contention"}
 _GPU_KEYS = {"id", "type"}
 _GPU_KEYS_2 = {*_GPU_KEYS, "host", "memory"}
 _JOB_REQUIRED = ("id", "arrival", "weight", "rounds", "tasks_per_round")
-_JOB_KEYS = {*_JOB_REQUIRED, "compute", "workload", "iters_per_task", "sync", "sync_by_gpu",
-             "sync_bytes", "ps", "meta"}
+_JOB_KEYS = {
+    *_JOB_REQUIRED,
+    "compute",
+    "workload",
+    "iters_per_task",
+    "sync",
+    "sync_by_gpu",
+    "sync_bytes",
+    "ps",
+    "meta",
+}
 #: instance@2's per-job cluster keys, flat in the job object: the ClusterProfile fields
 #: and their defaults.
 _JOB_CLUSTER = {f.name: f.default for f in fields(ClusterProfile)}
@@ -65,8 +74,9 @@ def _object(value: Any, where: str) -> Mapping[str, Any]:
     return value
 
 
-def _keys(obj: Mapping[str, Any], allowed: set[str], required: tuple[str, ...],
-          where: str) -> None:
+def _keys(
+    obj: Mapping[str, Any], allowed: set[str], required: tuple[str, ...], where: str
+) -> None:
     unknown = sorted(set(obj) - allowed)
     if unknown:
         raise InputError(f"{where}: unknown key {unknown[0]!r}")
@@ -90,6 +100,7 @@ def _format(obj: Mapping[str, Any], known: tuple[str, ...], where: str) -> str:
 
 # -- instance ----------------------------------------------------------------------------------
 
+
 def instance_from_dict(data: Any, *, catalog: Catalog | None = None) -> Instance:
     """Build an :class:`Instance` from an ``optsched/instance@1`` or ``@2`` object."""
     obj = _object(data, "instance")
@@ -110,13 +121,21 @@ def instance_from_dict(data: Any, *, catalog: Catalog | None = None) -> Instance
         _keys(j, _JOB_KEYS_2 if v2 else _JOB_KEYS, _JOB_REQUIRED, where)
         job = {k: v for k, v in j.items() if k not in _JOB_CLUSTER}
         if v2:
-            given = {**_meta_fallback(j.get("meta")),
-                     **{k: v for k, v in j.items() if k in _JOB_CLUSTER}}
+            given = {
+                **_meta_fallback(j.get("meta")),
+                **{k: v for k, v in j.items() if k in _JOB_CLUSTER},
+            }
             job["cluster"] = _profile(given, where) if given else None
         jobs.append(Job(**job))
-    return Instance(obj["name"], tuple(jobs), tuple(gpus), topology,
-                    obj.get("mode", "relaxed"), catalog,
-                    ClusterSpec(obj.get("share_cap"), obj.get("link_contention", False)))
+    return Instance(
+        obj["name"],
+        tuple(jobs),
+        tuple(gpus),
+        topology,
+        obj.get("mode", "relaxed"),
+        catalog,
+        ClusterSpec(obj.get("share_cap"), obj.get("link_contention", False)),
+    )
 
 
 def instance_to_dict(instance: Instance) -> dict[str, Any]:
@@ -130,8 +149,12 @@ def instance_to_dict(instance: Instance) -> dict[str, Any]:
             gpus[-1]["memory"] = g.memory
         if v2 and g.host is not None and instance.topology is None:
             gpus[-1]["host"] = g.host
-    out: dict[str, Any] = {"format": INSTANCE_FORMATS[v2], "name": instance.name,
-                           "mode": instance.mode, "gpus": gpus}
+    out: dict[str, Any] = {
+        "format": INSTANCE_FORMATS[v2],
+        "name": instance.name,
+        "mode": instance.mode,
+        "gpus": gpus,
+    }
     if instance.cluster.share_cap is not None:
         out["share_cap"] = instance.cluster.share_cap
     if instance.cluster.link_contention:
@@ -140,14 +163,20 @@ def instance_to_dict(instance: Instance) -> dict[str, Any]:
         out["topology"] = instance.topology.to_node_link()
     jobs = []
     for job in instance.jobs:
-        optional = {k: v for k in _JOB_KEYS - set(_JOB_REQUIRED)
-                    if (v := getattr(job, k)) is not None}
+        optional = {
+            k: v for k in _JOB_KEYS - set(_JOB_REQUIRED) if (v := getattr(job, k)) is not None
+        }
         if v2:
             optional |= _profile_keys(job)
         d: dict[str, Any] = {k: getattr(job, k) for k in _JOB_REQUIRED}
         for key, value in sorted(optional.items()):
-            d[key] = (dict(value) if isinstance(value, Mapping)
-                      else list(value) if isinstance(value, tuple) else value)
+            d[key] = (
+                dict(value)
+                if isinstance(value, Mapping)
+                else list(value)
+                if isinstance(value, tuple)
+                else value
+            )
         jobs.append(d)
     out["jobs"] = jobs
     return out
@@ -183,12 +212,15 @@ def _profile_keys(job: Job) -> dict[str, Any]:
     and any that the reader's meta fallback would otherwise change (so that a job with
     ``meta["bandwidth"]`` but the default bandwidth reads back equal)."""
     profile, fallback = job.profile, _meta_fallback(job.meta)
-    return {key: value for key, default in _JOB_CLUSTER.items()
-            if (value := getattr(profile, key)) != default
-            or fallback.get(key, default) != value}
+    return {
+        key: value
+        for key, default in _JOB_CLUSTER.items()
+        if (value := getattr(profile, key)) != default or fallback.get(key, default) != value
+    }
 
 
 # -- schedule ----------------------------------------------------------------------------------
+
 
 def schedule_from_dict(data: Any) -> Schedule:
     """Build a :class:`Schedule` from an ``optsched/schedule@1`` or ``@2`` object."""
@@ -198,13 +230,18 @@ def schedule_from_dict(data: Any) -> Schedule:
     tasks = []
     for i, t in enumerate(_list(obj["tasks"], "schedule 'tasks'")):
         t = _object(t, f"tasks[{i}]")
-        _keys(t, _TASK_KEYS_2 if v2 else _TASK_KEYS, tuple(sorted(_TASK_KEYS)),
-              f"schedule tasks[{i}]")
+        _keys(
+            t,
+            _TASK_KEYS_2 if v2 else _TASK_KEYS,
+            tuple(sorted(_TASK_KEYS)),
+            f"schedule tasks[{i}]",
+        )
         tasks.append(Task(**t))
     return Schedule(obj["instance"], tasks, obj.get("mode"))
 
 
 # -- files -------------------------------------------------------------------------------------
+
 
 def load_instance(path: str | Path, *, catalog: Catalog | None = None) -> Instance:
     """Read an instance file."""
@@ -227,10 +264,12 @@ def load_any(path: str | Path) -> Any:
         An unreadable file, an unknown format, or content its format refuses (naming the
         file).
     """
-    readers: dict[Any, Any] = {**dict.fromkeys(INSTANCE_FORMATS, instance_from_dict),
-                               **dict.fromkeys(SCHEDULE_FORMATS, schedule_from_dict),
-                               INSTANCE_FORMAT: placement_instance_from_dict,
-                               PLACEMENT_FORMAT: placement_from_dict}
+    readers: dict[Any, Any] = {
+        **dict.fromkeys(INSTANCE_FORMATS, instance_from_dict),
+        **dict.fromkeys(SCHEDULE_FORMATS, schedule_from_dict),
+        INSTANCE_FORMAT: placement_instance_from_dict,
+        PLACEMENT_FORMAT: placement_from_dict,
+    }
 
     def read(data: Any) -> Any:
         kind = data.get("format") if isinstance(data, dict) else None

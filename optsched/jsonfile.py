@@ -29,8 +29,10 @@ def read_text(path: str | Path, what: str = "file") -> str:
         return raw.decode("utf-8-sig")
     except UnicodeDecodeError as exc:
         line = raw.count(b"\n", 0, exc.start) + 1
-        raise InputError(f"{path}:{line}: not UTF-8 (byte 0x{raw[exc.start]:02x} at offset "
-                         f"{exc.start}); save the {what} as UTF-8") from None
+        raise InputError(
+            f"{path}:{line}: not UTF-8 (byte 0x{raw[exc.start]:02x} at offset "
+            f"{exc.start}); save the {what} as UTF-8"
+        ) from None
 
 
 def read_json(path: str | Path) -> Any:
@@ -43,8 +45,9 @@ def read_json(path: str | Path) -> Any:
     try:
         data = json.loads(text, object_pairs_hook=_unique_keys)
     except json.JSONDecodeError as exc:
-        raise InputError(f"{path}: malformed JSON: {exc.msg} at line {exc.lineno} "
-                         f"column {exc.colno}") from None
+        raise InputError(
+            f"{path}: malformed JSON: {exc.msg} at line {exc.lineno} column {exc.colno}"
+        ) from None
     except _DuplicateKey as exc:
         raise InputError(f"{path}: key {exc.args[0]!r} appears twice in one object") from None
     except RecursionError:
@@ -54,8 +57,9 @@ def read_json(path: str | Path) -> Any:
         found = re.search(rf"(?<![\d.])\d{{{limit + 1},}}(?![\d.eE])", text)
         line = text.count("\n", 0, found.start()) + 1 if found else 0
         at = f" at line {line}" if found else ""
-        raise InputError(f"{path}: an integer literal{at} has more than {limit:,} digits"
-                         ) from None
+        raise InputError(
+            f"{path}: an integer literal{at} has more than {limit:,} digits"
+        ) from None
     if _SUSPECT.search(text):  # only then can a value be out of range or not text
         _check_values(path, data)
     return data
@@ -81,8 +85,10 @@ def _check_values(path: str | Path, data: Any) -> None:
             if isinstance(value, str) and not _is_text(value):
                 problem = f"{value!a} is not Unicode text (a lone surrogate escape)"
             elif isinstance(value, int) and abs(value) > sys.float_info.max:
-                problem = (f"a {len(str(abs(value)))}-digit integer, beyond the range of "
-                           f"floating-point numbers ({sys.float_info.max:.2g})")
+                problem = (
+                    f"a {len(str(abs(value)))}-digit integer, beyond the range of "
+                    f"floating-point numbers ({sys.float_info.max:.2g})"
+                )
             else:
                 continue
             raise InputError(f"{path}: {ascii(where or 'top level')[1:-1]}: {problem}")

@@ -38,8 +38,11 @@ MAX_SEED = 2**31 - 1
 def is_number(value: object) -> TypeGuard[int | float]:
     """A finite int or float (a bool is not a number here). An int is never converted to a
     float, so one beyond float range (``10**400``) is a number, not an OverflowError."""
-    return (isinstance(value, int | float) and not isinstance(value, bool)
-            and (isinstance(value, int) or math.isfinite(value)))
+    return (
+        isinstance(value, int | float)
+        and not isinstance(value, bool)
+        and (isinstance(value, int) or math.isfinite(value))
+    )
 
 
 def is_bounded(value: object, bound: float = MAX_VALUE) -> TypeGuard[int | float]:
@@ -68,7 +71,8 @@ def seconds_map(values: Any, what: str, *, positive: bool) -> Mapping[str, float
             raise InputError(f"{what}: key {key!r} must be a non-empty string")
         if not is_bounded(value) or value < 0 or (positive and value < MIN_POSITIVE):
             sign = f">= {MIN_POSITIVE:g}" if positive else ">= 0"
-            raise InputError(f"{what}[{key!r}] must be a number {sign} and <= {MAX_VALUE:g}, "
-                             f"got {value!r}")
+            raise InputError(
+                f"{what}[{key!r}] must be a number {sign} and <= {MAX_VALUE:g}, got {value!r}"
+            )
         out[key] = float(value)
     return MappingProxyType(out)

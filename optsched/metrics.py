@@ -40,6 +40,8 @@ def schedule_metrics(
         "total_weighted_jct": sum(weight[j] * jct[j] for j in jct),
         "mean_jct": sum(jct.values()) / len(jct),
         "makespan": makespan,
-        "utilisation": {g: (union_length(iv) / makespan if makespan > 0 else 0.0)
-                        for g, iv in gpu_intervals.items()},
+        "utilisation": {
+            g: (union_length(iv) / makespan if makespan > 0 else 0.0)
+            for g, iv in gpu_intervals.items()
+        },
     }

@@ -85,8 +85,10 @@ def _option(default: _T, spec: OptionSpec) -> _T:
 def _spec(f: Any) -> OptionSpec:
     spec = f.metadata.get(_SPEC)
     if not isinstance(spec, OptionSpec):
-        raise TypeError(f"option field {f.name!r} must be declared with one of "
-                        "optsched.options' helpers (choice, switch, count, number, ...)")
+        raise TypeError(
+            f"option field {f.name!r} must be declared with one of "
+            "optsched.options' helpers (choice, switch, count, number, ...)"
+        )
     return spec
 
 
@@ -129,13 +131,15 @@ class Options:
         out: dict[str, str | None] = {}
         for f in fields(cls):
             inner = _group(f)
-            out.update(inner.defaults() if inner else {
-                _key(f): None if _default(f) is None else _spec(f).render(_default(f))})
+            out.update(
+                inner.defaults()
+                if inner
+                else {_key(f): None if _default(f) is None else _spec(f).render(_default(f))}
+            )
         return out
 
     @classmethod
-    def parse(cls, params: Mapping[str, Any] | None = None, *, owner: str | None = None
-              ) -> Self:
+    def parse(cls, params: Mapping[str, Any] | None = None, *, owner: str | None = None) -> Self:
         """The options of ``params`` (command-line key → text or typed value); absent keys
         take their defaults.
 
@@ -149,8 +153,9 @@ class Options:
         for key in params or {}:
             if key not in keys:
                 known = ", ".join(sorted(keys)) or "none"
-                raise InputError(f"{owner or cls.__name__} has no parameter {key!r} "
-                                 f"(known: {known})")
+                raise InputError(
+                    f"{owner or cls.__name__} has no parameter {key!r} (known: {known})"
+                )
         groups = {f.name: inner for f in fields(cls) if (inner := _group(f)) is not None}
         given: dict[str, Any] = {}
         grouped: dict[str, dict[str, Any]] = {}
@@ -175,10 +180,16 @@ class Options:
                 flat.update({_key(g): (inner, g) for g in fields(inner)})
             else:
                 flat[_key(f)] = (self, f)
-        chosen = list(keys) if keys is not None else [
-            k for k, (owner, f) in flat.items() if getattr(owner, f.name) != _default(f)]
-        return {k: _spec(flat[k][1]).render(getattr(flat[k][0], flat[k][1].name))
-                for k in chosen if getattr(flat[k][0], flat[k][1].name) is not None}
+        chosen = (
+            list(keys)
+            if keys is not None
+            else [k for k, (owner, f) in flat.items() if getattr(owner, f.name) != _default(f)]
+        )
+        return {
+            k: _spec(flat[k][1]).render(getattr(flat[k][0], flat[k][1].name))
+            for k in chosen
+            if getattr(flat[k][0], flat[k][1].name) is not None
+        }
 
 
 def _key(f: Any) -> str:
@@ -204,38 +215,43 @@ def group(cls: type[OptionsT], help: str) -> OptionsT:
     """Another method's options inside these: their keys are these options' own keys (on the
     command line ``--param KEY=VALUE`` as if declared here), their values an instance of
     ``cls`` (default ``cls()``), handed over typed, e.g. to the method a policy calls."""
+
     def convert(name: str, value: Any) -> Options:
         if not isinstance(value, cls):
             raise InputError(f"{name} must be {cls.__name__} options, got {value!r}")
         return value
-    return field(default_factory=cls,
-                 metadata={_SPEC: OptionSpec(help, convert), _GROUP: cls})
+
+    return field(default_factory=cls, metadata={_SPEC: OptionSpec(help, convert), _GROUP: cls})
 
 
-def choice(help: str, options: Sequence[Choice], default: Choice | None = None, *,
-           key: str | None = None) -> Choice:
+def choice(
+    help: str, options: Sequence[Choice], default: Choice | None = None, *, key: str | None = None
+) -> Choice:
     """One of ``options`` (text); the default is ``default``, else the first option. The
     field's type is that of the options: declare ``Literal["a", "b"]`` choices as a tuple of
     that type (``MODES: tuple[Literal["a", "b"], ...] = ("a", "b")``) to have a type checker
     see every value."""
+
     def convert(name: str, value: Any) -> str:
         if value not in options:
             listed = " or ".join(repr(o) for o in options)
             raise InputError(f"{name} must be {listed}, got {value!r}")
         return str(value)
-    return _option(options[0] if default is None else default,
-                   OptionSpec(help, convert, key=key))
+
+    return _option(options[0] if default is None else default, OptionSpec(help, convert, key=key))
 
 
 def switch(help: str, default: bool = False) -> bool:
     """On or off: ``1``/``0`` on the command line; a bool, or the integer 0 or 1, in
     Python."""
+
     def convert(name: str, value: Any) -> bool:
         if isinstance(value, bool):
             return value
         if value in ("0", "1") or (isinstance(value, Integral) and value in (0, 1)):
             return value in ("1", 1)
         raise InputError(f"{name} must be '0' or '1', got {value!r}")
+
     return _option(default, OptionSpec(help, convert, lambda v: "1" if v else "0"))
 
 
@@ -262,9 +278,10 @@ def count(help: str, default: int | None = 1, *, high: int | float = MAX_VALUE) 
     """An integer in [1, ``high``] (at most :data:`MAX_THREADS` when its key is ``workers``
     or ``threads``), default ``default`` (1; None: optional). The help text states the
     default; pass the same value here."""
+
     def convert(name: str, value: Any) -> int:
-        return _integer(name, value, 1, min(high, MAX_THREADS) if name in _THREAD_KEYS
-                        else high)
+        return _integer(name, value, 1, min(high, MAX_THREADS) if name in _THREAD_KEYS else high)
+
     return _option(default, OptionSpec(help, convert))
 
 
@@ -277,30 +294,55 @@ def _float(name: str, value: Any) -> float:
     except ValueError:
         raise InputError(f"{name} must be a number, got {value!r}") from None
     if not math.isfinite(number) or abs(number) > MAX_VALUE:
-        raise InputError(f"{name} must be a finite number of magnitude at most {MAX_VALUE:g}, "
-                         f"got {value!r}")
+        raise InputError(
+            f"{name} must be a finite number of magnitude at most {MAX_VALUE:g}, got {value!r}"
+        )
     return number
 
 
 @overload
-def number(help: str, default: float, *, low: float = 0.0, high: float = MAX_VALUE,
-           open_low: bool = False, key: str | None = None) -> float: ...
+def number(
+    help: str,
+    default: float,
+    *,
+    low: float = 0.0,
+    high: float = MAX_VALUE,
+    open_low: bool = False,
+    key: str | None = None,
+) -> float: ...
 @overload
-def number(help: str, default: None = None, *, low: float = 0.0, high: float = MAX_VALUE,
-           open_low: bool = False, key: str | None = None) -> float | None: ...
-def number(help: str, default: float | None = None, *, low: float = 0.0,
-           high: float = MAX_VALUE, open_low: bool = False, key: str | None = None) -> Any:
+def number(
+    help: str,
+    default: None = None,
+    *,
+    low: float = 0.0,
+    high: float = MAX_VALUE,
+    open_low: bool = False,
+    key: str | None = None,
+) -> float | None: ...
+def number(
+    help: str,
+    default: float | None = None,
+    *,
+    low: float = 0.0,
+    high: float = MAX_VALUE,
+    open_low: bool = False,
+    key: str | None = None,
+) -> Any:
     """A number in [``low``, ``high``] (``open_low``: in (``low``, ``high``]); a None
     default makes it optional."""
+
     def convert(name: str, value: Any) -> float:
         out = _float(name, value)
         if not (out > low if open_low else out >= low) or out > high:
             if high == MAX_VALUE:  # _float already refused values above MAX_VALUE
-                raise InputError(f"{name} must be {'>' if open_low else '>='} {low:g}, "
-                                 f"got {value!r}")
+                raise InputError(
+                    f"{name} must be {'>' if open_low else '>='} {low:g}, got {value!r}"
+                )
             bounds = f"{'(' if open_low else '['}{low:g}, {high:g}]"
             raise InputError(f"{name} must be in {bounds}, got {value!r}")
         return out
+
     return _option(default, OptionSpec(help, convert, _number_text, key=key))
 
 
@@ -311,26 +353,31 @@ def _number_text(value: float) -> str:
 
 def period(help: str) -> float:
     """A period in seconds: 0 (off, the default) or in [:data:`MIN_PERIOD`, MAX_VALUE]."""
+
     def convert(name: str, value: Any) -> float:
         out = _float(name, value)
         if not (out == 0 or MIN_PERIOD <= out <= MAX_VALUE):
-            raise InputError(f"{name} must be 0 (off) or in [{MIN_PERIOD:g}, {MAX_VALUE:g}] s, "
-                             f"got {value!r}")
+            raise InputError(
+                f"{name} must be 0 (off) or in [{MIN_PERIOD:g}, {MAX_VALUE:g}] s, got {value!r}"
+            )
         return out
+
     return _option(0.0, OptionSpec(help, convert, _number_text))
 
 
 def numbers(help: str) -> tuple[float, ...] | None:
     """Increasing numbers in (0, MAX_VALUE]: comma-separated text or a sequence; ``auto``
     (the default, None) lets the method derive them."""
+
     def convert(name: str, value: Any) -> tuple[float, ...] | None:
         if value == "auto":
             return None
         if isinstance(value, str):
             items: Sequence[Any] = value.split(",")
             if any(not item.strip() for item in items):
-                raise InputError(f"{name} must be comma-separated numbers with no empty "
-                                 f"item, got {value!r}")
+                raise InputError(
+                    f"{name} must be comma-separated numbers with no empty item, got {value!r}"
+                )
             items = [item.strip() for item in items]
         elif isinstance(value, Sequence) and value:
             items = value
@@ -343,16 +390,19 @@ def numbers(help: str) -> tuple[float, ...] | None:
         if any(not v > 0 for v in out) or list(out) != sorted(out):
             raise InputError(f"{name} must be increasing positive numbers, got {value!r}")
         return out
+
     return _option(None, OptionSpec(help, convert, lambda v: ",".join(map(_number_text, v))))
 
 
 def text(help: str, check: Callable[[str, str], None] | None = None) -> str | None:
     """Free text, e.g. a path (optional: default None); ``check(key, value)`` may refuse it
     with an InputError."""
+
     def convert(name: str, value: Any) -> str:
         if not isinstance(value, str) or not value:
             raise InputError(f"{name} must be a non-empty string, got {value!r}")
         if check is not None:
             check(name, value)
         return value
+
     return _option(None, OptionSpec(help, convert))

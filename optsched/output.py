@@ -52,8 +52,9 @@ def json_text(data: Any, *, indent: int | None = 1) -> str:
     try:
         return json.dumps(data, indent=indent, allow_nan=False, default=plain) + "\n"
     except ValueError:
-        raise ValueError("refusing to write a non-finite number (NaN or Infinity) as JSON"
-                         ) from None
+        raise ValueError(
+            "refusing to write a non-finite number (NaN or Infinity) as JSON"
+        ) from None
 
 
 def _resolve(path: str | Path) -> Path:
@@ -72,8 +73,9 @@ def _same(a: Path, b: Path) -> bool:
         return False
 
 
-def output_target(path: str | Path | None, option: str = "--out", *,
-                  inputs: Iterable[str | Path | None] = ()) -> Path:
+def output_target(
+    path: str | Path | None, option: str = "--out", *, inputs: Iterable[str | Path | None] = ()
+) -> Path:
     """Check that ``path`` (given as ``option``) can be written, before any work is done.
 
     Returns the path. Raises :class:`InputError` naming ``option`` and the path when it is
@@ -107,8 +109,9 @@ def output_target(path: str | Path | None, option: str = "--out", *,
         raise InputError(f"{where}: folder {str(folder)!r} is not writable")
     for given in inputs:
         if given is not None and str(given) and _same(real, Path(given)):
-            raise InputError(f"{where} is the input file {str(given)!r}: refusing to "
-                             "overwrite an input")
+            raise InputError(
+                f"{where} is the input file {str(given)!r}: refusing to overwrite an input"
+            )
     return target
 
 
@@ -152,8 +155,9 @@ class _Staged:
         if stat.S_ISCHR(mode) or stat.S_ISFIFO(mode):
             return
         keep = stat.S_IMODE(mode) if stat.S_ISREG(mode) else _umask_mode()
-        fd, self.tmp = tempfile.mkstemp(prefix=f".{self.real.name}.", suffix=".tmp",
-                                        dir=self.real.parent)
+        fd, self.tmp = tempfile.mkstemp(
+            prefix=f".{self.real.name}.", suffix=".tmp", dir=self.real.parent
+        )
         try:
             with os.fdopen(fd, "wb") as fh:
                 fh.write(self.data)
@@ -213,8 +217,9 @@ class StreamedFile:
             self.fh = open(self.real, "w", encoding="utf-8")  # noqa: SIM115
             return
         self.keep = stat.S_IMODE(mode) if stat.S_ISREG(mode) else _umask_mode()
-        fd, self.tmp = tempfile.mkstemp(prefix=f".{self.real.name}.", suffix=".tmp",
-                                        dir=self.real.parent)
+        fd, self.tmp = tempfile.mkstemp(
+            prefix=f".{self.real.name}.", suffix=".tmp", dir=self.real.parent
+        )
         self.fh = os.fdopen(fd, "w", encoding="utf-8")
 
     def write(self, text: str) -> None:

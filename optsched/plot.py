@@ -42,8 +42,10 @@ def image_format(path: str | Path, option: str = "--out") -> str:
     if not suffix:
         return "png"
     if suffix not in supported:
-        raise InputError(f"{option} {str(path)!r}: cannot write .{suffix} images (supported: "
-                         f"{', '.join(sorted(supported))})")
+        raise InputError(
+            f"{option} {str(path)!r}: cannot write .{suffix} images (supported: "
+            f"{', '.join(sorted(supported))})"
+        )
     return suffix
 
 
@@ -57,15 +59,13 @@ def render(fig: Any, fmt: str) -> bytes:
     return buf.getvalue()
 
 
-def plot_jct_cdf(jcts: Mapping[str, Sequence[float]], path: str | Path,
-                 title: str = "") -> None:
+def plot_jct_cdf(jcts: Mapping[str, Sequence[float]], path: str | Path, title: str = "") -> None:
     """Empirical CDFs of job completion times (C_j − a_j), one step curve per label, as the
     Hare paper's JCT CDFs draw them; saved to ``path``."""
     write_file(path, jct_cdf_image(jcts, image_format(path), title))
 
 
-def jct_cdf_image(jcts: Mapping[str, Sequence[float]], fmt: str = "png",
-                  title: str = "") -> bytes:
+def jct_cdf_image(jcts: Mapping[str, Sequence[float]], fmt: str = "png", title: str = "") -> bytes:
     """:func:`plot_jct_cdf`'s chart as image bytes of format ``fmt``."""
     import numpy as np
 
@@ -114,44 +114,79 @@ def gantt_image(instance: Instance, schedule: Schedule, fmt: str = "png") -> byt
     lanes: dict[int, list[float]] = {}  # per GPU: when each lane is free again
     for t in sorted(schedule.tasks, key=lambda t: t.start):
         j, g = instance.job_index.get(t.job), instance.gpu_index.get(t.gpu)
-        phases = (t.start, t.failed_at, t.failed_at, t.failed_at) if t.failed_at is not None \
+        phases = (
+            (t.start, t.failed_at, t.failed_at, t.failed_at)
+            if t.failed_at is not None
             else report.timeline.get(t.key)
+        )
         if j is None or g is None or phases is None:
             continue
         free = lanes.setdefault(g, [])
         lane = next((k for k, f in enumerate(free) if f <= phases[0] + 1e-9), len(free))
-        free[lane:lane + 1] = [phases[3]]
+        free[lane : lane + 1] = [phases[3]]
         placed.append((t, j, g, phases, lane))
     for t, j, g, (start, train, trained, held), lane in placed:
         height = 0.7 / len(lanes[g])
         y = g - 0.35 + height * (lane + 0.5)
         if t.failed_at is not None:
-            ax.barh(y, held - start, left=start, height=height, color=color[t.job], alpha=0.3,
-                    hatch="xx", edgecolor="black", linewidth=0.5)
-            ax.text((start + held) / 2, y, "OOM", ha="center", va="center", fontsize=7,
-                    clip_on=True)
+            ax.barh(
+                y,
+                held - start,
+                left=start,
+                height=height,
+                color=color[t.job],
+                alpha=0.3,
+                hatch="xx",
+                edgecolor="black",
+                linewidth=0.5,
+            )
+            ax.text(
+                (start + held) / 2, y, "OOM", ha="center", va="center", fontsize=7, clip_on=True
+            )
             end = max(end, held)
             continue
         for a, b, alpha in ((start, train, 0.3), (trained, held, 0.3), (train, trained, 1.0)):
             if b > a:
-                ax.barh(y, b - a, left=a, height=height, color=color[t.job], alpha=alpha,
-                        edgecolor="black", linewidth=0.5)
+                ax.barh(
+                    y,
+                    b - a,
+                    left=a,
+                    height=height,
+                    color=color[t.job],
+                    alpha=alpha,
+                    edgecolor="black",
+                    linewidth=0.5,
+                )
         sync = float(instance.sync[j, g]) if mode == "relaxed" else 0.0
         if sync > 0:
             ax.barh(g + 0.4, sync, left=trained, height=0.1, color=color[t.job])
-        ax.text((train + trained) / 2, y, f"{t.job}:{t.round}.{t.task}", ha="center",
-                va="center", fontsize=7, clip_on=True)
+        ax.text(
+            (train + trained) / 2,
+            y,
+            f"{t.job}:{t.round}.{t.task}",
+            ha="center",
+            va="center",
+            fontsize=7,
+            clip_on=True,
+        )
         end = max(end, held + sync)
     ax.set_yticks(range(instance.n_gpus), [f"{gpu.id} ({gpu.type})" for gpu in instance.gpus])
     ax.invert_yaxis()
     ax.set_xlim(0, end * 1.02 or 1)
     ax.set_xlabel("time (s)")
     objective = "n/a" if report.objective is None else f"{report.objective:g}"
-    ax.set_title(f"{instance.name} ({mode}): Σ w·C = {objective}, "
-                 f"{len(report.violations)} violation(s)")
+    ax.set_title(
+        f"{instance.name} ({mode}): Σ w·C = {objective}, {len(report.violations)} violation(s)"
+    )
     if instance.n_jobs <= 20:
         handles = [plt.Rectangle((0, 0), 1, 1, color=color[job.id]) for job in instance.jobs]
-        ax.legend(handles, [job.id for job in instance.jobs], loc="upper left",
-                  bbox_to_anchor=(1.01, 1), fontsize=8, frameon=False)
+        ax.legend(
+            handles,
+            [job.id for job in instance.jobs],
+            loc="upper left",
+            bbox_to_anchor=(1.01, 1),
+            fontsize=8,
+            frameon=False,
+        )
     fig.tight_layout()
     return render(fig, fmt)

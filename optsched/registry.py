@@ -110,9 +110,11 @@ class MethodInfo(Generic[F]):
     def check_mode(self, mode: str) -> None:
         """Refuse a mode the method does not support (InputError naming it)."""
         if mode not in self.modes:
-            raise InputError(f"method {self.name!r} does not support mode {mode!r} "
-                             f"(supports: {', '.join(sorted(self.modes))}; choose the mode "
-                             "with --mode, or mode= in Python)")
+            raise InputError(
+                f"method {self.name!r} does not support mode {mode!r} "
+                f"(supports: {', '.join(sorted(self.modes))}; choose the mode "
+                "with --mode, or mode= in Python)"
+            )
 
 
 _REGISTRY: dict[tuple[Kind, str], MethodInfo[Any]] = {}
@@ -132,20 +134,41 @@ def _origin(func: Callable[..., Any]) -> str | None:
 
 
 @overload
-def register(name: str, *, description: str, kind: Literal["solve"] = ...,
-             modes: Iterable[str] = ..., options: type[Options] | None = ...,
-             replace: bool = ..., default_time_limit: float | None = ...,
-             imports: Iterable[str] = ...) -> Callable[[S], S]: ...
+def register(
+    name: str,
+    *,
+    description: str,
+    kind: Literal["solve"] = ...,
+    modes: Iterable[str] = ...,
+    options: type[Options] | None = ...,
+    replace: bool = ...,
+    default_time_limit: float | None = ...,
+    imports: Iterable[str] = ...,
+) -> Callable[[S], S]: ...
 @overload
-def register(name: str, *, description: str, kind: Literal["simulate"],
-             modes: Iterable[str] = ..., options: type[Options] | None = ...,
-             replace: bool = ..., default_time_limit: float | None = ...,
-             imports: Iterable[str] = ...) -> Callable[[P], P]: ...
+def register(
+    name: str,
+    *,
+    description: str,
+    kind: Literal["simulate"],
+    modes: Iterable[str] = ...,
+    options: type[Options] | None = ...,
+    replace: bool = ...,
+    default_time_limit: float | None = ...,
+    imports: Iterable[str] = ...,
+) -> Callable[[P], P]: ...
 @overload
-def register(name: str, *, description: str, kind: Literal["place"],
-             modes: Iterable[str] = ..., options: type[Options] | None = ...,
-             replace: bool = ..., default_time_limit: float | None = ...,
-             imports: Iterable[str] = ...) -> Callable[[L], L]: ...
+def register(
+    name: str,
+    *,
+    description: str,
+    kind: Literal["place"],
+    modes: Iterable[str] = ...,
+    options: type[Options] | None = ...,
+    replace: bool = ...,
+    default_time_limit: float | None = ...,
+    imports: Iterable[str] = ...,
+) -> Callable[[L], L]: ...
 def register(
     name: str,
     *,
@@ -196,16 +219,26 @@ def register(
     if not (isinstance(options, type) and issubclass(options, Options)):
         raise InputError(f"method {name!r}: options must be a subclass of Options")
     if any(isinstance(v, dataclasses.Field) for v in vars(options).values()):
-        raise TypeError(f"method {name!r}: options class {options.__name__} must be "
-                        "decorated with @dataclass(frozen=True)")
+        raise TypeError(
+            f"method {name!r}: options class {options.__name__} must be "
+            "decorated with @dataclass(frozen=True)"
+        )
     options.describe()  # every field declared with an option helper (TypeError otherwise)
 
     def decorate(func: F) -> F:
         if (kind, name) in _REGISTRY and not replace:
             raise InputError(f"a {kind} method named {name!r} is already registered")
         _REGISTRY[kind, name] = MethodInfo(
-            kind, name, func, description, modes, options, _origin(func),
-            default_time_limit, tuple(imports))
+            kind,
+            name,
+            func,
+            description,
+            modes,
+            options,
+            _origin(func),
+            default_time_limit,
+            tuple(imports),
+        )
         return func
 
     return decorate
@@ -244,6 +277,7 @@ def _load(kind: Kind | None = None) -> None:
     """Import the built-in methods of ``kind`` (None: every kind), and the entry points'
     plug-ins (once, after every built-in, so that a plug-in never takes a built-in's name;
     a failure is reported again on the next call)."""
+
     def builtins(kinds: tuple[Kind, ...]) -> None:
         for k in kinds:
             if k not in _loaded:
@@ -260,9 +294,12 @@ def _load(kind: Kind | None = None) -> None:
         if points:
             builtins(KINDS)
         for ep in points:
-            _import_plugin(ep.module, ep.load,
-                           f"cannot load plug-in entry point {ep.name!r} ({ep.value}) of "
-                           "group optsched.methods")
+            _import_plugin(
+                ep.module,
+                ep.load,
+                f"cannot load plug-in entry point {ep.name!r} ({ep.value}) of "
+                "group optsched.methods",
+            )
     except BaseException:
         _loaded.discard("plugins")  # report the failure again on the next call
         raise
@@ -289,19 +326,24 @@ def load_plugin(module: str) -> None:
             raise InputError(f"cannot import plug-in file {module!r}: no such file")
         name = path.stem
         if not name.isidentifier():
-            raise InputError(f"cannot import plug-in file {module!r}: {name!r} is not a "
-                             "valid module name")
+            raise InputError(
+                f"cannot import plug-in file {module!r}: {name!r} is not a valid module name"
+            )
         loaded = sys.modules.get(name)
         if loaded is not None:  # imported once already (like a module name), or a clash
             if Path(getattr(loaded, "__file__", None) or "").resolve() == path.resolve():
                 return
-            raise InputError(f"cannot import plug-in file {module!r}: a module named {name!r} "
-                             "is already imported; rename the file")
-        _import_plugin(name, lambda: _import_file(name, path),
-                       f"cannot import plug-in file {module!r}")
+            raise InputError(
+                f"cannot import plug-in file {module!r}: a module named {name!r} "
+                "is already imported; rename the file"
+            )
+        _import_plugin(
+            name, lambda: _import_file(name, path), f"cannot import plug-in file {module!r}"
+        )
         return
-    _import_plugin(module, lambda: _import_here(module),
-                   f"cannot import plug-in module {module!r}")
+    _import_plugin(
+        module, lambda: _import_here(module), f"cannot import plug-in module {module!r}"
+    )
 
 
 def _import_file(name: str, path: Path) -> None:
@@ -365,8 +407,7 @@ def get_method(name: str, kind: Kind = "solve") -> MethodInfo[Any]:
         known = ", ".join(i.name for i in methods(kind)) or "none"
         other = [k for k in KINDS if (k, name) in _REGISTRY]
         hint = f"; {name!r} is a {other[0]} method" if other else ""
-        raise UnknownNameError(f"unknown {kind} method {name!r}{hint} (known: {known})") \
-            from None
+        raise UnknownNameError(f"unknown {kind} method {name!r}{hint} (known: {known})") from None
 
 
 @dataclass(frozen=True)
@@ -381,16 +422,40 @@ class Prepared(Generic[F]):
 
 
 @overload
-def prepare(method: str, kind: Literal["solve"], *, seed: int, time_limit: float | None,
-            params: Mapping[str, Any] | Options | None) -> Prepared[SolveMethod[Any]]: ...
+def prepare(
+    method: str,
+    kind: Literal["solve"],
+    *,
+    seed: int,
+    time_limit: float | None,
+    params: Mapping[str, Any] | Options | None,
+) -> Prepared[SolveMethod[Any]]: ...
 @overload
-def prepare(method: str, kind: Literal["simulate"], *, seed: int, time_limit: float | None,
-            params: Mapping[str, Any] | Options | None) -> Prepared[PolicyFactory[Any]]: ...
+def prepare(
+    method: str,
+    kind: Literal["simulate"],
+    *,
+    seed: int,
+    time_limit: float | None,
+    params: Mapping[str, Any] | Options | None,
+) -> Prepared[PolicyFactory[Any]]: ...
 @overload
-def prepare(method: str, kind: Literal["place"], *, seed: int, time_limit: float | None,
-            params: Mapping[str, Any] | Options | None) -> Prepared[PlaceMethod[Any]]: ...
-def prepare(method: str, kind: Kind, *, seed: int, time_limit: float | None,
-            params: Mapping[str, Any] | Options | None) -> Prepared[Any]:
+def prepare(
+    method: str,
+    kind: Literal["place"],
+    *,
+    seed: int,
+    time_limit: float | None,
+    params: Mapping[str, Any] | Options | None,
+) -> Prepared[PlaceMethod[Any]]: ...
+def prepare(
+    method: str,
+    kind: Kind,
+    *,
+    seed: int,
+    time_limit: float | None,
+    params: Mapping[str, Any] | Options | None,
+) -> Prepared[Any]:
     """What every verb does before it runs a method: look it up, check the seed, the time
     limit (None: the method's default) and the options (InputError naming what is wrong).
 
@@ -406,11 +471,14 @@ def prepare(method: str, kind: Kind, *, seed: int, time_limit: float | None,
     limit = info.default_time_limit if time_limit is None else time_limit
     if isinstance(params, Options):
         if type(params) is not info.options:
-            raise InputError(f"{info.label} takes {info.options.__name__}, not "
-                             f"{type(params).__name__}")
+            raise InputError(
+                f"{info.label} takes {info.options.__name__}, not {type(params).__name__}"
+            )
         return Prepared(info, limit, params, params.to_params())
     if params is not None and not isinstance(params, Mapping):
-        raise InputError(f"params must be a mapping or {info.options.__name__}, got "
-                         f"{type(params).__name__} {params!r}")
+        raise InputError(
+            f"params must be a mapping or {info.options.__name__}, got "
+            f"{type(params).__name__} {params!r}"
+        )
     options = info.parse_options(params or {})
     return Prepared(info, limit, options, options.to_params(list(params or {})))

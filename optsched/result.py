@@ -34,8 +34,21 @@ SolutionT = TypeVar("SolutionT")
 #: (:attr:`optsched.check.CheckReport.tolerance`).
 OPTIMAL_TOL = 1e-6
 OBJECTIVE_NAME = "total_weighted_completion_time"
-_RESULT_KEYS = {"status", "objective", "objective_name", "bound", "gap", "absolute_gap",
-                "tolerance", "runtime_s", "method", "mode", "seed", "params", "metrics"}
+_RESULT_KEYS = {
+    "status",
+    "objective",
+    "objective_name",
+    "bound",
+    "gap",
+    "absolute_gap",
+    "tolerance",
+    "runtime_s",
+    "method",
+    "mode",
+    "seed",
+    "params",
+    "metrics",
+}
 
 
 class Status(StrEnum):
@@ -60,8 +73,9 @@ def tolerance_of(objective: float, tolerance: float | None) -> float:
     return relative_tolerance(objective) if tolerance is None else tolerance
 
 
-def gap(objective: float | None, bound: float | None,
-        tolerance: float | None = None) -> float | None:
+def gap(
+    objective: float | None, bound: float | None, tolerance: float | None = None
+) -> float | None:
     """(objective − bound) / objective, exactly; ``None`` when either is missing or
     objective ≤ 0. An objective within ``tolerance`` of its bound (:func:`is_optimal`) has
     gap 0, never a residue like 1e-16 or a negative one."""
@@ -72,8 +86,9 @@ def gap(objective: float | None, bound: float | None,
     return (objective - bound) / objective
 
 
-def absolute_gap(objective: float | None, bound: float | None,
-                 tolerance: float | None = None) -> float | None:
+def absolute_gap(
+    objective: float | None, bound: float | None, tolerance: float | None = None
+) -> float | None:
     """objective − bound (0 when :func:`is_optimal`, a bound above the objective by less than
     ``tolerance`` included); ``None`` when either is missing. The gap of objectives that may
     be ≤ 0, such as Liquid's placement cost, where a ratio means nothing."""
@@ -84,8 +99,9 @@ def absolute_gap(objective: float | None, bound: float | None,
     return objective - bound
 
 
-def is_optimal(objective: float | None, bound: float | None,
-               tolerance: float | None = None) -> bool:
+def is_optimal(
+    objective: float | None, bound: float | None, tolerance: float | None = None
+) -> bool:
     """Optimal (docs/model.md): objective − bound ≤ ``tolerance``, the absolute tolerance of
     the objective (a schedule's: Σ w_j × the checker's time tolerance at C_j, see
     :attr:`optsched.check.CheckReport.tolerance`); without one, :func:`relative_tolerance`
@@ -139,8 +155,9 @@ class Result(Generic[SolutionT]):
         has_schedule = self.status in (Status.OPTIMAL, Status.FEASIBLE)
         if has_schedule and self.objective is None:
             raise ValueError(f"status {self.status} needs an objective")
-        if self.status is Status.OPTIMAL and not is_optimal(self.objective, self.bound,
-                                                            self.tolerance):
+        if self.status is Status.OPTIMAL and not is_optimal(
+            self.objective, self.bound, self.tolerance
+        ):
             raise ValueError("status optimal needs objective - bound within tolerance")
         clash = sorted(set(self.extra) & _RESULT_KEYS)
         if clash:
@@ -174,8 +191,7 @@ class Result(Generic[SolutionT]):
     def gap(self) -> float | None:
         """The relative gap (:func:`gap`); ``None`` for a placement, whose cost can be zero or
         negative (see :attr:`absolute_gap`)."""
-        return None if self.kind == "place" else gap(self.objective, self.bound,
-                                                      self.tolerance)
+        return None if self.kind == "place" else gap(self.objective, self.bound, self.tolerance)
 
     @property
     def absolute_gap(self) -> float | None:

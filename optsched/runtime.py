@@ -96,8 +96,9 @@ def _sigint_watch() -> Iterator[list[bool]]:
 
 
 @contextmanager
-def method_running(method: Named, passthrough: tuple[type[BaseException], ...] = ()
-                   ) -> Iterator[None]:
+def method_running(
+    method: Named, passthrough: tuple[type[BaseException], ...] = ()
+) -> Iterator[None]:
     """Run the body as ``method``: an :class:`InputError`, a :class:`MethodError`, one of
     ``passthrough`` and a genuine Ctrl-C propagate; anything else raised (``SystemExit`` and a
     ``KeyboardInterrupt`` the method raised itself included) becomes a :class:`MethodError`
@@ -132,8 +133,9 @@ def start_up(method: Named, imports: tuple[str, ...]) -> float:
     return time.perf_counter() - started
 
 
-def start_within(start: Callable[[], float], time_limit: float | None,
-                 started: float | None, reserve: float) -> tuple[float | None, float]:
+def start_within(
+    start: Callable[[], float], time_limit: float | None, started: float | None, reserve: float
+) -> tuple[float | None, float]:
     """Import a method's solver packages (``start``, returning the seconds it took) and work
     out its share of ``time_limit`` (:func:`~optsched.budget.method_share`: counted from
     ``started``, ``reserve`` seconds kept for checking). Returns (the share, the start-up
@@ -152,38 +154,50 @@ def finite_bound(method: Named, bound: object) -> float | None:
     if bound is None:
         return None
     if isinstance(bound, bool) or not isinstance(bound, numbers.Real):
-        raise MethodError(f"{method.label} returned a bound of type {type(bound).__name__}, "
-                          "not a number")
+        raise MethodError(
+            f"{method.label} returned a bound of type {type(bound).__name__}, not a number"
+        )
     value = float(bound)
     if not math.isfinite(value):
         raise MethodError(f"{method.label} returned a non-finite bound {value}")
     return value
 
 
-def check_bound(method: Named, bound: float | None, objective: float,
-                what: str = "objective", tolerance: float | None = None) -> None:
+def check_bound(
+    method: Named,
+    bound: float | None,
+    objective: float,
+    what: str = "objective",
+    tolerance: float | None = None,
+) -> None:
     """Refuse (:class:`MethodError` naming the method) a checked ``objective`` that is not
     finite, or a ``bound`` above it beyond the objective's optimality ``tolerance`` (None:
     :func:`~optsched.result.relative_tolerance`, for placement costs)."""
     if not math.isfinite(objective):
         raise MethodError(f"{method.label}: the checked {what} is not finite ({objective})")
     if bound is not None and bound - objective > tolerance_of(objective, tolerance):
-        raise MethodError(f"{method.label}: bound {bound} exceeds the checked {what} "
-                          f"{objective}")
+        raise MethodError(f"{method.label}: bound {bound} exceeds the checked {what} {objective}")
 
 
-def checked(instance: Instance, schedule: Schedule, method: Named
-            ) -> tuple[float, dict[str, Any], float]:
+def checked(
+    instance: Instance, schedule: Schedule, method: Named
+) -> tuple[float, dict[str, Any], float]:
     """The checker's objective, metrics and optimality tolerance
     (:func:`~optsched.check.objective_tolerance`) of a method's schedule; an infeasible or
     incomplete schedule, or a non-finite objective, is a bug in the method and raises
     :class:`MethodError` (an :class:`~optsched.errors.OptschedError`), never repaired."""
     report = check(instance, schedule)
-    if not report.feasible or report.objective is None or report.metrics is None \
-            or report.tolerance is None:
+    if (
+        not report.feasible
+        or report.objective is None
+        or report.metrics is None
+        or report.tolerance is None
+    ):
         first = report.violations[0].message if report.violations else "incomplete"
-        raise MethodError(f"{method.label} produced an infeasible schedule "
-                          f"({len(report.violations)} violations; first: {first})")
+        raise MethodError(
+            f"{method.label} produced an infeasible schedule "
+            f"({len(report.violations)} violations; first: {first})"
+        )
     check_bound(method, None, report.objective)
     return report.objective, report.metrics, report.tolerance
 
@@ -224,8 +238,9 @@ class ProgressLine:
     def __call__(self, incumbent: float | None, bound: float | None) -> None:
         with self._lock:
             if incumbent is not None and math.isfinite(incumbent):
-                self.incumbent = incumbent if self.incumbent is None else \
-                    min(self.incumbent, incumbent)
+                self.incumbent = (
+                    incumbent if self.incumbent is None else min(self.incumbent, incumbent)
+                )
             if bound is not None and math.isfinite(bound):
                 self.bound = bound if self.bound is None else max(self.bound, bound)
         self._print()
@@ -239,19 +254,23 @@ class ProgressLine:
             elapsed = f"{now - self.started:7.1f} s"
             if self.bound is None:
                 line = f"{elapsed}  incumbent " + (
-                    "-" if self.incumbent is None else f"{self.incumbent:.6g}")
+                    "-" if self.incumbent is None else f"{self.incumbent:.6g}"
+                )
             elif self.incumbent is None:
                 line = f"{elapsed}  bound {self.bound:.6g}"
             else:
                 gap = (self.incumbent - self.bound) / max(abs(self.incumbent), 1e-12)
-                line = (f"{elapsed}  incumbent {self.incumbent:.6g}  bound "
-                        f"{self.bound:.6g}  gap {100 * max(gap, 0.0):.2f} %")
+                line = (
+                    f"{elapsed}  incumbent {self.incumbent:.6g}  bound "
+                    f"{self.bound:.6g}  gap {100 * max(gap, 0.0):.2f} %"
+                )
             print(line, file=self.stream, flush=True)
 
     def __enter__(self) -> ProgressLine:
         def beat() -> None:
-            while not self._stopped.wait(max(self.every - (time.perf_counter() - self.last),
-                                             0.05)):
+            while not self._stopped.wait(
+                max(self.every - (time.perf_counter() - self.last), 0.05)
+            ):
                 self._print()
 
         self._beat = threading.Thread(target=beat, name="optsched-progress", daemon=True)
@@ -264,8 +283,9 @@ class ProgressLine:
             self._beat.join()
 
 
-def listener_of(progress: TextIO | Listener | None, floor: Callable[[], float | None]
-                ) -> Listener | None:
+def listener_of(
+    progress: TextIO | Listener | None, floor: Callable[[], float | None]
+) -> Listener | None:
     """What a verb's ``progress`` argument becomes: a callable as it is, None as None, a text
     stream a :class:`ProgressLine` on it (``floor()``: its bound before the method reports
     one)."""
@@ -274,13 +294,13 @@ def listener_of(progress: TextIO | Listener | None, floor: Callable[[], float | 
     return ProgressLine(progress, floor())
 
 
-def run_timed(method: Named, call: Callable[[], T], listener: Listener | None = None
-              ) -> tuple[T, float]:
+def run_timed(
+    method: Named, call: Callable[[], T], listener: Listener | None = None
+) -> tuple[T, float]:
     """Run ``call`` (the method) as every verb does: timed under :func:`method_running` (and
     a :class:`ProgressLine` heartbeat when ``listener`` is one). Returns (its output,
     runtime_s)."""
     started = time.perf_counter()
-    with method_running(method), listener if isinstance(listener, ProgressLine) else \
-            nullcontext():
+    with method_running(method), listener if isinstance(listener, ProgressLine) else nullcontext():
         out = call()
     return out, time.perf_counter() - started

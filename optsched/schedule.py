@@ -46,21 +46,25 @@ class Task:
     def __post_init__(self) -> None:
         for name in ("job", "gpu"):
             if not isinstance(getattr(self, name), str):
-                raise InputError(f"schedule task {name} must be a string, "
-                                 f"got {getattr(self, name)!r}")
+                raise InputError(
+                    f"schedule task {name} must be a string, got {getattr(self, name)!r}"
+                )
         for name in ("round", "task"):
             value = getattr(self, name)
             if isinstance(value, bool) or not isinstance(value, int):
-                raise InputError(f"schedule task of job {self.job!r}: {name} must be an "
-                                 f"integer, got {value!r}")
+                raise InputError(
+                    f"schedule task of job {self.job!r}: {name} must be an integer, got {value!r}"
+                )
         for name in ("start", "train_start", "failed_at"):
             value = getattr(self, name)
             if value is None and name != "start":
                 continue
             if not is_bounded(value, MAX_START):
-                raise InputError(f"schedule task ({self.job!r}, round {self.round}, task "
-                                 f"{self.task}): {name} must be a number in "
-                                 f"[-{MAX_START:g}, {MAX_START:g}], got {value!r}")
+                raise InputError(
+                    f"schedule task ({self.job!r}, round {self.round}, task "
+                    f"{self.task}): {name} must be a number in "
+                    f"[-{MAX_START:g}, {MAX_START:g}], got {value!r}"
+                )
             object.__setattr__(self, name, float(value))
 
     @property
@@ -95,21 +99,38 @@ class Schedule:
 
     def sorted(self) -> Schedule:
         """The same schedule with tasks ordered by (job, round, task, gpu, start)."""
-        return Schedule(self.instance, sorted(self.tasks, key=lambda t: (
-            t.key, t.gpu, t.start, -math.inf if t.train_start is None else t.train_start,
-            math.inf if t.failed_at is None else t.failed_at)), self.mode)
+        return Schedule(
+            self.instance,
+            sorted(
+                self.tasks,
+                key=lambda t: (
+                    t.key,
+                    t.gpu,
+                    t.start,
+                    -math.inf if t.train_start is None else t.train_start,
+                    math.inf if t.failed_at is None else t.failed_at,
+                ),
+            ),
+            self.mode,
+        )
 
     def to_dict(self) -> dict[str, Any]:
         """The ``optsched/schedule@1`` JSON object (``@2`` when a task has a train_start or
         a failed_at)."""
         v2 = any(t.train_start is not None or t.failed_at is not None for t in self.tasks)
-        out: dict[str, Any] = {"format": f"optsched/schedule@{1 + v2}",
-                               "instance": self.instance}
+        out: dict[str, Any] = {"format": f"optsched/schedule@{1 + v2}", "instance": self.instance}
         if self.mode is not None:
             out["mode"] = self.mode
-        out["tasks"] = [{"job": t.job, "round": t.round, "task": t.task, "gpu": t.gpu,
-                         "start": t.start,
-                         **({} if t.train_start is None else {"train_start": t.train_start}),
-                         **({} if t.failed_at is None else {"failed_at": t.failed_at})}
-                        for t in self.tasks]
+        out["tasks"] = [
+            {
+                "job": t.job,
+                "round": t.round,
+                "task": t.task,
+                "gpu": t.gpu,
+                "start": t.start,
+                **({} if t.train_start is None else {"train_start": t.train_start}),
+                **({} if t.failed_at is None else {"failed_at": t.failed_at}),
+            }
+            for t in self.tasks
+        ]
         return out

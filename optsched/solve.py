@@ -40,8 +40,9 @@ def check_hint(instance: Instance, hint: Schedule) -> None:
     """Refuse (InputError naming the hint) a hint schedule of another instance, or one naming
     jobs or GPUs the instance does not have."""
     if hint.instance != instance.name:
-        raise InputError(f"--hint: the schedule is for instance {hint.instance!r}, not "
-                         f"{instance.name!r}")
+        raise InputError(
+            f"--hint: the schedule is for instance {hint.instance!r}, not {instance.name!r}"
+        )
     for t in hint.tasks:
         if t.job not in instance.job_index:
             raise InputError(f"--hint: unknown job {t.job!r}")
@@ -93,15 +94,16 @@ def solve(
     mode = mode or instance.mode
     info.check_mode(mode)
     if instance.needs_cluster_model:
-        raise InputError(f"method {method!r} does not model phases, GPU sharing or placement "
-                         "factors (instance@2); simulate a cluster policy such as liquid")
+        raise InputError(
+            f"method {method!r} does not model phases, GPU sharing or placement "
+            "factors (instance@2); simulate a cluster policy such as liquid"
+        )
     if hint is not None:
         check_hint(instance, hint)
     inst = instance if mode == instance.mode else instance.with_mode(mode)
     listener = listener_of(progress, lambda: critical_path_bound(inst))
     share, startup = start_within(info.start_up, time_limit, started, check_seconds(inst))
-    ctx = SolveContext(mode, ready.options, share, seed, MappingProxyType(params), hint,
-                       listener)
+    ctx = SolveContext(mode, ready.options, share, seed, MappingProxyType(params), hint, listener)
     out, runtime = run_timed(info, lambda: info.func(inst, ctx), listener)
     _check_output(info, out)
     if out.extra.get("interrupted") and out.schedule is not None:
@@ -109,28 +111,47 @@ def solve(
     method_bound = finite_bound(info, out.bound)
 
     bound = critical_path_bound(inst)
-    extra: dict[str, Any] = {**out.extra, "bound_critical_path": bound,
-                             "bound_method": method_bound, "time_limit": time_limit,
-                             "method_time_limit": share, "startup_s": startup}
+    extra: dict[str, Any] = {
+        **out.extra,
+        "bound_critical_path": bound,
+        "bound_method": method_bound,
+        "time_limit": time_limit,
+        "method_time_limit": share,
+        "startup_s": startup,
+    }
     # the gap is to the better of the two bounds; say which
     extra["bound_source"] = "critical_path"
     if method_bound is not None and method_bound > bound:
         bound, extra["bound_source"] = method_bound, "method"
-    common: dict[str, Any] = {"method": method, "mode": mode, "runtime_s": runtime,
-                              "seed": seed, "params": params, "extra": extra}
+    common: dict[str, Any] = {
+        "method": method,
+        "mode": mode,
+        "runtime_s": runtime,
+        "seed": seed,
+        "params": params,
+        "extra": extra,
+    }
     if out.schedule is None:
         status = Status(out.status or Status.UNKNOWN)
         if status in (Status.OPTIMAL, Status.FEASIBLE):
             raise MethodError(f"{info.label} reported {status} without a schedule")
-        return Result(status, objective=None,
-                      bound=None if status is Status.INFEASIBLE else bound, **common)
+        return Result(
+            status, objective=None, bound=None if status is Status.INFEASIBLE else bound, **common
+        )
 
     schedule = Schedule(out.schedule.instance, out.schedule.tasks, mode)
     objective, metrics, tolerance = checked(inst, schedule, info)
     check_bound(info, bound, objective, tolerance=tolerance)
     status = Status.OPTIMAL if is_optimal(objective, bound, tolerance) else Status.FEASIBLE
-    return Result(status, objective=objective, bound=bound, metrics=metrics,
-                  solution=schedule, tolerance=tolerance, **common)
+    return Result(
+        status,
+        objective=objective,
+        bound=bound,
+        metrics=metrics,
+        solution=schedule,
+        tolerance=tolerance,
+        **common,
+    )
 
 
 def _check_output(info: MethodInfo[Any], out: object) -> None:
@@ -139,15 +160,20 @@ def _check_output(info: MethodInfo[Any], out: object) -> None:
     if not isinstance(out, MethodOutput):
         raise MethodError(f"{info.label} returned {type(out).__name__}, not a MethodOutput")
     if out.schedule is not None and not isinstance(out.schedule, Schedule):
-        raise MethodError(f"{info.label} returned a schedule of type "
-                          f"{type(out.schedule).__name__}, not a Schedule")
+        raise MethodError(
+            f"{info.label} returned a schedule of type "
+            f"{type(out.schedule).__name__}, not a Schedule"
+        )
     if out.status is not None and out.status not in tuple(Status):
-        raise MethodError(f"{info.label} returned status {out.status!r} (one of "
-                          f"{', '.join(Status)})")
+        raise MethodError(
+            f"{info.label} returned status {out.status!r} (one of {', '.join(Status)})"
+        )
     if not isinstance(out.extra, Mapping):
-        raise MethodError(f"{info.label} returned extra of type {type(out.extra).__name__}, "
-                          "not a mapping")
+        raise MethodError(
+            f"{info.label} returned extra of type {type(out.extra).__name__}, not a mapping"
+        )
     clash = sorted(_RESULT_KEYS & set(out.extra))
     if clash:
-        raise MethodError(f"{info.label} returned extra field {clash[0]!r}, which clashes "
-                          "with a Result field")
+        raise MethodError(
+            f"{info.label} returned extra field {clash[0]!r}, which clashes with a Result field"
+        )

@@ -83,13 +83,13 @@ class Topology:
                 raise InputError(f"topology node id {node!r} must be a non-empty string")
             kind = attrs.get("kind")
             if kind not in NODE_KINDS:
-                raise InputError(f"topology node {node!r}: kind must be one of {NODE_KINDS}, "
-                                 f"got {kind!r}")
+                raise InputError(
+                    f"topology node {node!r}: kind must be one of {NODE_KINDS}, got {kind!r}"
+                )
             if kind == "gpu":
                 gtype = attrs.get("gpu_type")
                 if not isinstance(gtype, str) or not gtype:
-                    raise InputError(f"topology GPU {node!r}: gpu_type must be a non-empty "
-                                     "string")
+                    raise InputError(f"topology GPU {node!r}: gpu_type must be a non-empty string")
             level = attrs.get("level")
             if level is not None and not isinstance(level, str):
                 raise InputError(f"topology node {node!r}: level must be a string")
@@ -99,10 +99,10 @@ class Topology:
                 raise InputError(f"topology edge {u!r}-{v!r} is a self-loop")
             if "bandwidth" not in attrs:
                 raise InputError(f"topology edge {u!r}-{v!r} has no bandwidth")
-            bw = _number(attrs["bandwidth"], f"topology edge {u!r}-{v!r} bandwidth",
-                         positive=True)
-            lat = _number(attrs.get("latency", 0.0), f"topology edge {u!r}-{v!r} latency",
-                          positive=False)
+            bw = _number(attrs["bandwidth"], f"topology edge {u!r}-{v!r} bandwidth", positive=True)
+            lat = _number(
+                attrs.get("latency", 0.0), f"topology edge {u!r}-{v!r} latency", positive=False
+            )
             g.add_edge(u, v, **{**attrs, "bandwidth": bw, "latency": lat})
         kind = nx.get_node_attributes(g, "kind")
         gpus = [n for n in g if kind[n] == "gpu"]
@@ -112,13 +112,17 @@ class Topology:
         for n in gpus:
             nbrs = list(g.neighbors(n))
             if len(nbrs) != 1 or kind[nbrs[0]] != "host":
-                raise InputError(f"topology GPU {n!r} must have exactly one edge, to a host; "
-                                 f"it is linked to {sorted(nbrs)}")
+                raise InputError(
+                    f"topology GPU {n!r} must have exactly one edge, to a host; "
+                    f"it is linked to {sorted(nbrs)}"
+                )
             host_of[n] = nbrs[0]
         if not nx.is_connected(g):
             parts = sorted(sorted(c)[0] for c in nx.connected_components(g))
-            raise InputError(f"topology is disconnected: {len(parts)} components, containing "
-                             f"{', '.join(repr(p) for p in parts[:4])}")
+            raise InputError(
+                f"topology is disconnected: {len(parts)} components, containing "
+                f"{', '.join(repr(p) for p in parts[:4])}"
+            )
         self._graph = nx.freeze(g)
         self._kind: dict[str, str] = kind
         self.gpus: tuple[str, ...] = tuple(gpus)
@@ -133,8 +137,7 @@ class Topology:
 
         if not isinstance(other, Topology):
             return NotImplemented
-        return self.gpus == other.gpus and bool(nx.utils.graphs_equal(self._graph,
-                                                                       other._graph))
+        return self.gpus == other.gpus and bool(nx.utils.graphs_equal(self._graph, other._graph))
 
     __hash__ = None  # type: ignore[assignment]
 
@@ -166,8 +169,11 @@ class Topology:
                 sub = self._graph.edge_subgraph(
                     (u, v) for u, v, d in self._graph.edges(data=True) if d["bandwidth"] >= b
                 )
-                dist = (nx.single_source_dijkstra_path_length(sub, source, weight="latency")
-                        if source in sub else {})
+                dist = (
+                    nx.single_source_dijkstra_path_length(sub, source, weight="latency")
+                    if source in sub
+                    else {}
+                )
                 for node, w in width.items():
                     if w == b:
                         latency[node] = dist.get(node, 0.0)
@@ -248,8 +254,10 @@ class Topology:
         if not isinstance(data, Mapping):
             raise InputError("topology must be a JSON object (networkx node-link data)")
         if "edges" not in data or "nodes" not in data:
-            raise InputError("topology must have 'nodes' and 'edges' (node-link data written "
-                             "with edges=\"edges\")")
+            raise InputError(
+                "topology must have 'nodes' and 'edges' (node-link data written "
+                'with edges="edges")'
+            )
         if data.get("directed") or data.get("multigraph"):
             raise InputError("topology must be undirected and not a multigraph")
         nodes = data["nodes"]
@@ -263,13 +271,14 @@ class Topology:
             if isinstance(node_id, Hashable):
                 seen.add(node_id)
         try:
-            graph = nx.node_link_graph(dict(data), directed=False, multigraph=False,
-                                       edges="edges")
+            graph = nx.node_link_graph(dict(data), directed=False, multigraph=False, edges="edges")
         except (KeyError, TypeError, ValueError, nx.NetworkXError) as exc:
             raise InputError(f"topology is not valid node-link data: {exc}") from None
         if graph.number_of_edges() != len(data["edges"]):
-            raise InputError(f"topology lists {len(data['edges'])} edges but "
-                             f"{graph.number_of_edges()} are distinct")
+            raise InputError(
+                f"topology lists {len(data['edges'])} edges but "
+                f"{graph.number_of_edges()} are distinct"
+            )
         return cls(graph)
 
 
@@ -294,10 +303,13 @@ def _widest(graph: nx.Graph, source: str) -> dict[str, float]:
 #: Default link parameters of :func:`tree_topology`, by the lower end of the link. Assumed
 #: values: PCIe 3.0 x16 (~128 Gbit/s) between a GPU and its host, 25 Gbit/s host NICs (the Hare
 #: testbed), 100 Gbit/s rack and 400 Gbit/s domain uplinks.
-DEFAULT_BANDWIDTH: Mapping[str, float] = {"gpu": 128.0, "host": 25.0, "rack": 100.0,
-                                          "domain": 400.0}
-DEFAULT_LATENCY: Mapping[str, float] = {"gpu": 1e-6, "host": 5e-6, "rack": 1e-5,
-                                        "domain": 2e-5}
+DEFAULT_BANDWIDTH: Mapping[str, float] = {
+    "gpu": 128.0,
+    "host": 25.0,
+    "rack": 100.0,
+    "domain": 400.0,
+}
+DEFAULT_LATENCY: Mapping[str, float] = {"gpu": 1e-6, "host": 5e-6, "rack": 1e-5, "domain": 2e-5}
 
 
 def tree_topology(
@@ -327,16 +339,17 @@ def tree_topology(
     for key in ("gpu", "host", "rack", "domain"):
         if key not in bandwidth:
             raise InputError(f"tree_topology: bandwidth has no value for level {key!r}")
-    for name, value in (("hosts_per_rack", hosts_per_rack), ("racks_per_domain",
-                                                              racks_per_domain)):
+    for name, value in (
+        ("hosts_per_rack", hosts_per_rack),
+        ("racks_per_domain", racks_per_domain),
+    ):
         if value is not None and (not isinstance(value, int) or value < 1):
             raise InputError(f"tree_topology: {name} must be a positive integer")
     g = nx.Graph()
     g.add_node("core", kind="switch", level="core")
 
     def link(u: str, v: str, level: str) -> None:
-        g.add_edge(u, v, bandwidth=float(bandwidth[level]),
-                   latency=float(latency.get(level, 0.0)))
+        g.add_edge(u, v, bandwidth=float(bandwidth[level]), latency=float(latency.get(level, 0.0)))
 
     n_racks = 0
     for h, types in enumerate(host_gpus):
@@ -365,8 +378,9 @@ def tree_topology(
     return g
 
 
-def hosts_of(types: Mapping[str, int] | Iterable[tuple[str, int]], gpus_per_host: int
-             ) -> list[list[str]]:
+def hosts_of(
+    types: Mapping[str, int] | Iterable[tuple[str, int]], gpus_per_host: int
+) -> list[list[str]]:
     """Pack GPU counts by type onto hosts of ``gpus_per_host`` GPUs, one type per host.
 
     ``hosts_of({"V100": 8, "K80": 4}, 4)`` gives two V100 hosts and one K80 host; a last,

@@ -58,8 +58,16 @@ from optsched.workloads import (
 )
 
 #: Hare's eight workloads: the default pool for duration-only traces.
-DEFAULT_WORKLOADS = ("Hare/VGG-19", "Hare/ResNet-50", "Hare/Inception-V3", "Hare/BERT-base",
-                     "Hare/Transformer", "Hare/DeepSpeech", "Hare/FastGCN", "Hare/GraphSAGE")
+DEFAULT_WORKLOADS = (
+    "Hare/VGG-19",
+    "Hare/ResNet-50",
+    "Hare/Inception-V3",
+    "Hare/BERT-base",
+    "Hare/Transformer",
+    "Hare/DeepSpeech",
+    "Hare/FastGCN",
+    "Hare/GraphSAGE",
+)
 
 
 @dataclass(frozen=True)
@@ -90,8 +98,15 @@ def _shifted(name: str, jobs: list[TraceJob], skipped: int, why: str | None) -> 
         raise InputError(f"trace {name!r}: no usable job ({skipped} skipped; {why})")
     jobs.sort(key=lambda job: job.arrival)
     first = jobs[0].arrival
-    return Trace(name, tuple(TraceJob(j.id, j.arrival - first, j.gpus, j.weight, j.workload,
-                                      j.steps, j.duration) for j in jobs), skipped, why)
+    return Trace(
+        name,
+        tuple(
+            TraceJob(j.id, j.arrival - first, j.gpus, j.weight, j.workload, j.steps, j.duration)
+            for j in jobs
+        ),
+        skipped,
+        why,
+    )
 
 
 #: Most steps a step job may have: :data:`MAX_TASKS` rounds of :data:`MAX_FACTOR` steps.
@@ -105,8 +120,9 @@ def _number(text: str, what: str, where: str, high: float = MAX_VALUE) -> float:
     except ValueError:
         raise InputError(f"{where}: {what} must be a number, got {text!r}") from None
     if not (math.isfinite(value) and abs(value) <= high):
-        raise InputError(f"{where}: {what} must be a finite number of magnitude at most "
-                         f"{high:g}, got {text!r}")
+        raise InputError(
+            f"{where}: {what} must be a finite number of magnitude at most {high:g}, got {text!r}"
+        )
     return value
 
 
@@ -115,8 +131,10 @@ def _gpus(text: str, what: str, where: str) -> int:
     than an instance holds is refused as it is read."""
     count = int(_number(text, what, where, math.inf))
     if count > MAX_TASKS:
-        raise InputError(f"{where}: {what} must be at most {MAX_TASKS:,} (GPUs of one job; "
-                         f"an instance holds at most {MAX_TASKS:,} tasks), got {text!r}")
+        raise InputError(
+            f"{where}: {what} must be at most {MAX_TASKS:,} (GPUs of one job; "
+            f"an instance holds at most {MAX_TASKS:,} tasks), got {text!r}"
+        )
     return count
 
 
@@ -128,28 +146,52 @@ def read_gavel_trace(path: str | Path) -> Trace:
         where = f"{path.name}:{line_no}"
         fields = line.split("\t")
         if len(fields) == 10:
-            job_type, steps, scale, weight, arrival = (fields[0], fields[5], fields[6],
-                                                       fields[7], fields[9])
+            job_type, steps, scale, weight, arrival = (
+                fields[0],
+                fields[5],
+                fields[6],
+                fields[7],
+                fields[9],
+            )
         elif len(fields) == 7:
-            job_type, steps, arrival, scale, weight = (fields[0], fields[4], fields[5],
-                                                       fields[6], "1")
+            job_type, steps, arrival, scale, weight = (
+                fields[0],
+                fields[4],
+                fields[5],
+                fields[6],
+                "1",
+            )
         else:
-            raise InputError(f"{where}: a Gavel trace line has 10 or 7 tab-separated fields, "
-                             f"got {len(fields)}")
-        k, total = _gpus(scale, "scale_factor", where), int(_number(steps, "steps", where,
-                                                                   MAX_STEPS))
+            raise InputError(
+                f"{where}: a Gavel trace line has 10 or 7 tab-separated fields, got {len(fields)}"
+            )
+        k, total = (
+            _gpus(scale, "scale_factor", where),
+            int(_number(steps, "steps", where, MAX_STEPS)),
+        )
         if k < 1 or total < 1:
             skipped += 1
             why = why or f"{where}: scale factor {k}, {total} steps"
             continue
-        jobs.append(TraceJob(f"j{n - 1}", _number(arrival, "arrival", where), k,
-                             _number(weight, "priority_weight", where), job_type.strip(),
-                             steps=total))
+        jobs.append(
+            TraceJob(
+                f"j{n - 1}",
+                _number(arrival, "arrival", where),
+                k,
+                _number(weight, "priority_weight", where),
+                job_type.strip(),
+                steps=total,
+            )
+        )
     return _shifted(path.stem, jobs, skipped, why)
 
 
-def _duration_trace(path: Path, gpus: str, arrival: Callable[[dict[str, str], str], float],
-                    job_id: Callable[[dict[str, str], int], str]) -> Trace:
+def _duration_trace(
+    path: Path,
+    gpus: str,
+    arrival: Callable[[dict[str, str], str], float],
+    job_id: Callable[[dict[str, str], int], str],
+) -> Trace:
     """A CSV of jobs with a GPU count column ``gpus``, ``duration`` and an arrival."""
     jobs, skipped, why = [], 0, None
     for n, (line_no, row) in enumerate(_csv(path, (gpus, "duration")), 2):
@@ -166,14 +208,17 @@ def _duration_trace(path: Path, gpus: str, arrival: Callable[[dict[str, str], st
 
 def read_tiresias_csv(path: str | Path) -> Trace:
     """Read a Tiresias job CSV (``job_id,num_gpu,submit_time,...,duration,...``)."""
-    return _duration_trace(Path(path), "num_gpu",
-                           lambda row, where: _number(_column(row, "submit_time", where),
-                                                      "submit_time", where),
-                           lambda row, n: f"j{_column(row, 'job_id', str(n))}")
+    return _duration_trace(
+        Path(path),
+        "num_gpu",
+        lambda row, where: _number(_column(row, "submit_time", where), "submit_time", where),
+        lambda row, n: f"j{_column(row, 'job_id', str(n))}",
+    )
 
 
 def read_philly_csv(path: str | Path) -> Trace:
     """Read Pollux's per-job Philly summary (``timestamp,duration,num_gpus,...``)."""
+
     def arrival(row: dict[str, str], where: str) -> float:
         stamp = _column(row, "timestamp", where)
         try:
@@ -204,8 +249,7 @@ def read_trace(path: str | Path, kind: str = "auto") -> Trace:
             kind = "philly"
         else:
             raise InputError(f"{path}: not a Gavel, Tiresias or Philly trace")
-    readers = {"gavel": read_gavel_trace, "tiresias": read_tiresias_csv,
-               "philly": read_philly_csv}
+    readers = {"gavel": read_gavel_trace, "tiresias": read_tiresias_csv, "philly": read_philly_csv}
     if kind not in readers:
         raise InputError(f"trace kind must be auto or one of {sorted(readers)}, got {kind!r}")
     return readers[kind](path)
@@ -231,8 +275,10 @@ def _csv(path: Path, needed: Sequence[str]) -> list[tuple[int, dict[str, str]]]:
                 if header is None:
                     header = fields
                 elif len(fields) != len(header):
-                    raise InputError(f"{path.name}:{line}: {len(fields)} fields, but the "
-                                     f"header has {len(header)}")
+                    raise InputError(
+                        f"{path.name}:{line}: {len(fields)} fields, but the "
+                        f"header has {len(header)}"
+                    )
                 else:
                     rows.append((line, dict(zip(header, fields, strict=True))))
             line = reader.line_num + 1
@@ -240,8 +286,10 @@ def _csv(path: Path, needed: Sequence[str]) -> list[tuple[int, dict[str, str]]]:
         raise InputError(f"{path.name}:{line}: malformed CSV: {exc}") from None
     missing = [c for c in needed if header is not None and c not in header]
     if not rows or missing:
-        raise InputError(f"{path}: expected CSV columns {', '.join(needed)}"
-                         + (f" (missing {', '.join(missing)})" if missing else " and rows"))
+        raise InputError(
+            f"{path}: expected CSV columns {', '.join(needed)}"
+            + (f" (missing {', '.join(missing)})" if missing else " and rows")
+        )
     return rows
 
 
@@ -281,14 +329,21 @@ class TraceMapping:
 
     def __post_init__(self) -> None:
         if not 0 < self.quantum <= MAX_VALUE:
-            raise InputError(f"quantum (--quantum) must be in (0, {MAX_VALUE:g}] s, "
-                             f"got {self.quantum!r}")
+            raise InputError(
+                f"quantum (--quantum) must be in (0, {MAX_VALUE:g}] s, got {self.quantum!r}"
+            )
         if not self.workloads:
             raise InputError("the workload pool is empty")
 
 
-def trace_instance(trace: Trace, gpus: Sequence[GPU], mapping: TraceMapping | None = None,
-                   *, mode: str = "relaxed", catalog: Catalog | None = None) -> Instance:
+def trace_instance(
+    trace: Trace,
+    gpus: Sequence[GPU],
+    mapping: TraceMapping | None = None,
+    *,
+    mode: str = "relaxed",
+    catalog: Catalog | None = None,
+) -> Instance:
     """The instance of ``trace`` on ``gpus`` under ``mapping`` (module docstring)."""
     mapping = mapping or TraceMapping()
     catalog = catalog or default_catalog()
@@ -302,8 +357,10 @@ def trace_instance(trace: Trace, gpus: Sequence[GPU], mapping: TraceMapping | No
     profiled = {t for w in catalog.workloads.values() for t in w.cells}
     unknown = [t for t in types if t not in profiled]
     if unknown:
-        raise InputError(f"--cluster: no workload of the catalog has a profile for GPU type "
-                         f"{unknown[0]!r} (profiled: {', '.join(sorted(profiled))})")
+        raise InputError(
+            f"--cluster: no workload of the catalog has a profile for GPU type "
+            f"{unknown[0]!r} (profiled: {', '.join(sorted(profiled))})"
+        )
     jobs = []
     tasks = 0
     for tj in trace.jobs:
@@ -318,11 +375,21 @@ def trace_instance(trace: Trace, gpus: Sequence[GPU], mapping: TraceMapping | No
         base = tj.duration / rounds / w.cells[ref].seconds
         compute = {t: base * w.cells[t].seconds for t in types if t in w.cells}
         if not compute:
-            raise InputError(f"trace job {tj.id}: its workload {w.name!r} has no profile for "
-                             f"the --cluster types {', '.join(types)}")
-        jobs.append(Job(id=tj.id, arrival=tj.arrival, weight=tj.weight, rounds=rounds,
-                        tasks_per_round=tj.gpus, compute=compute,
-                        meta={"workload": w.name, "duration": tj.duration}))
+            raise InputError(
+                f"trace job {tj.id}: its workload {w.name!r} has no profile for "
+                f"the --cluster types {', '.join(types)}"
+            )
+        jobs.append(
+            Job(
+                id=tj.id,
+                arrival=tj.arrival,
+                weight=tj.weight,
+                rounds=rounds,
+                tasks_per_round=tj.gpus,
+                compute=compute,
+                meta={"workload": w.name, "duration": tj.duration},
+            )
+        )
     return Instance(trace.name, tuple(jobs), tuple(gpus), mode=mode, catalog=catalog)
 
 
@@ -356,53 +423,86 @@ def split_steps(steps: int, step_seconds: float, quantum: float) -> tuple[int, i
     rounds = max(1, round(steps / iters))
     if abs(rounds * iters - steps) <= tol:
         return rounds, iters
-    best = min((r for r in range(1, steps + 1) if error(r) <= tol),
-               key=lambda r: (abs(math.log(r / target)), r))
+    best = min(
+        (r for r in range(1, steps + 1) if error(r) <= tol),
+        key=lambda r: (abs(math.log(r / target)), r),
+    )
     return best, max(1, round(steps / best))
 
 
-def _step_job(tj: TraceJob, catalog: Catalog, ref: str, types: Sequence[str],
-              mapping: TraceMapping) -> Job:
+def _step_job(
+    tj: TraceJob, catalog: Catalog, ref: str, types: Sequence[str], mapping: TraceMapping
+) -> Job:
     """A Gavel step job (module docstring): its K-GPU workload and :func:`split_steps`."""
     assert tj.steps is not None
     name = gavel_workload_name(tj.workload or "", tj.gpus)
     scale = tj.gpus
     if name not in catalog and tj.gpus > 1:
-        profiled = [k for k in range(tj.gpus - 1, 0, -1)
-                    if gavel_workload_name(tj.workload or "", k) in catalog]
+        profiled = [
+            k
+            for k in range(tj.gpus - 1, 0, -1)
+            if gavel_workload_name(tj.workload or "", k) in catalog
+        ]
         if profiled:
             scale = profiled[0]
     w = catalog[gavel_workload_name(tj.workload or "", scale)]
     if ref not in w.cells:
-        raise InputError(f"trace job {tj.id}: workload {w.name!r} has no {ref} profile "
-                         f"(reference type)")
+        raise InputError(
+            f"trace job {tj.id}: workload {w.name!r} has no {ref} profile (reference type)"
+        )
     factor = scale / tj.gpus  # step time: linear scaling from k to K GPUs
     rounds, iters = split_steps(tj.steps, w.cells[ref].seconds * factor, mapping.quantum)
     if scale == tj.gpus:
-        return Job(id=tj.id, arrival=tj.arrival, weight=tj.weight, rounds=rounds,
-                   tasks_per_round=tj.gpus, workload=w.name, iters_per_task=iters)
+        return Job(
+            id=tj.id,
+            arrival=tj.arrival,
+            weight=tj.weight,
+            rounds=rounds,
+            tasks_per_round=tj.gpus,
+            workload=w.name,
+            iters_per_task=iters,
+        )
     compute = {t: iters * w.cells[t].seconds * factor for t in types if t in w.cells}
     if not compute:
-        raise InputError(f"trace job {tj.id}: its workload {w.name!r} has no profile for "
-                         f"the --cluster types {', '.join(types)}")
-    return Job(id=tj.id, arrival=tj.arrival, weight=tj.weight, rounds=rounds,
-               tasks_per_round=tj.gpus, compute=compute,
-               meta={"workload": w.name, "steps": tj.steps, "iters_per_task": iters,
-                     "throughput": f"scale factor {scale} scaled linearly to {tj.gpus}"})
+        raise InputError(
+            f"trace job {tj.id}: its workload {w.name!r} has no profile for "
+            f"the --cluster types {', '.join(types)}"
+        )
+    return Job(
+        id=tj.id,
+        arrival=tj.arrival,
+        weight=tj.weight,
+        rounds=rounds,
+        tasks_per_round=tj.gpus,
+        compute=compute,
+        meta={
+            "workload": w.name,
+            "steps": tj.steps,
+            "iters_per_task": iters,
+            "throughput": f"scale factor {scale} scaled linearly to {tj.gpus}",
+        },
+    )
 
 
 def _count(tasks: int, more: int, mapping: TraceMapping) -> int:
     """Running task count of a mapped trace; refuses (naming --quantum) more than an
     instance can hold."""
     if tasks + more > MAX_TASKS:
-        raise InputError(f"--quantum {mapping.quantum:g}: the trace maps to more than "
-                         f"{MAX_TASKS:,} tasks; use a larger quantum")
+        raise InputError(
+            f"--quantum {mapping.quantum:g}: the trace maps to more than "
+            f"{MAX_TASKS:,} tasks; use a larger quantum"
+        )
     return tasks + more
 
 
-def load_workload(path: str | Path, *, cluster: str | Sequence[GPU] | None = None,
-                  trace_format: str = "auto", mapping: TraceMapping | None = None,
-                  mode: str | None = None) -> tuple[Instance, Trace | None]:
+def load_workload(
+    path: str | Path,
+    *,
+    cluster: str | Sequence[GPU] | None = None,
+    trace_format: str = "auto",
+    mapping: TraceMapping | None = None,
+    mode: str | None = None,
+) -> tuple[Instance, Trace | None]:
     """What ``optsched simulate`` runs: an instance file (``.json``), or a trace (any other
     file, read by :func:`read_trace` in ``trace_format``) mapped onto ``cluster`` (GPUs, or
     ``TYPE:COUNT,...`` as :func:`parse_cluster` reads it) by ``mapping``. ``mode`` (default:
@@ -419,8 +519,7 @@ def load_workload(path: str | Path, *, cluster: str | Sequence[GPU] | None = Non
 
     if str(path).endswith(".json"):
         if cluster:
-            raise InputError("--cluster goes with a trace; an instance (.json) has its own "
-                             "GPUs")
+            raise InputError("--cluster goes with a trace; an instance (.json) has its own GPUs")
         instance = load_instance(path)
         return (instance if mode is None else instance.with_mode(mode)), None
     if not cluster:

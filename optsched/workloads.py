@@ -42,11 +42,13 @@ class Cell:
 
     def __post_init__(self) -> None:
         if not (is_bounded(self.seconds) and self.seconds > 0):
-            raise InputError(f"catalog cell seconds must be in (0, {MAX_VALUE:g}], got "
-                             f"{self.seconds!r}")
+            raise InputError(
+                f"catalog cell seconds must be in (0, {MAX_VALUE:g}], got {self.seconds!r}"
+            )
         if self.provenance not in PROVENANCES:
-            raise InputError(f"catalog cell provenance must be one of {PROVENANCES}, got "
-                             f"{self.provenance!r}")
+            raise InputError(
+                f"catalog cell provenance must be one of {PROVENANCES}, got {self.provenance!r}"
+            )
         if not self.note:
             raise InputError("catalog cell needs a note (citation, derivation or reason)")
 
@@ -107,8 +109,10 @@ class Catalog:
             raise InputError(f"unknown workload catalog format {data.get('format')!r}")
         out = {}
         for name, w in data["workloads"].items():
-            cells = {canonical_gpu_type(t): Cell(c["seconds"], c["provenance"], c["note"])
-                     for t, c in w["seconds_per_batch"].items()}
+            cells = {
+                canonical_gpu_type(t): Cell(c["seconds"], c["provenance"], c["note"])
+                for t, c in w["seconds_per_batch"].items()
+            }
             out[name] = Workload(name, w.get("description", ""), cells)
         return cls(out)
 
@@ -120,8 +124,10 @@ def default_catalog() -> Catalog:
     return Catalog.from_dict(json.loads(text))
 
 
-GAVEL_CITATION = ("Gavel simulation_throughputs.json (Narayanan et al., OSDI'20; "
-                  "stanford-futuredata/gavel@c4fa400, MIT)")
+GAVEL_CITATION = (
+    "Gavel simulation_throughputs.json (Narayanan et al., OSDI'20; "
+    "stanford-futuredata/gavel@c4fa400, MIT)"
+)
 
 
 def gavel_workload_name(job_type: str, scale_factor: int) -> str:
@@ -173,11 +179,15 @@ def read_gavel_throughputs(path: str | Path, *, citation: str = GAVEL_CITATION) 
             if scale > 1 and tput == 0:
                 continue  # Gavel's 0: the job does not run on k GPUs of this type
             if not is_bounded(tput) or tput <= 0:
-                raise InputError(f"{path}: {gtype} {key}: isolated throughput ('null') must "
-                                 f"be a positive number, got {tput!r}")
+                raise InputError(
+                    f"{path}: {gtype} {key}: isolated throughput ('null') must "
+                    f"be a positive number, got {tput!r}"
+                )
             cells.setdefault(gavel_workload_name(job_type, scale), {})[
-                canonical_gpu_type(gtype)] = Cell(
-                1.0 / tput, "published",
+                canonical_gpu_type(gtype)
+            ] = Cell(
+                1.0 / tput,
+                "published",
                 f"{citation}; isolated {tput:.6g} steps/s on {gtype}"
                 + (f" (scale factor {scale}, consolidated)" if scale > 1 else "")
                 + "; seconds = 1/steps",
@@ -185,7 +195,16 @@ def read_gavel_throughputs(path: str | Path, *, citation: str = GAVEL_CITATION) 
             scales[gavel_workload_name(job_type, scale)] = scale
     if not any(k == 1 for k in scales.values()):
         raise InputError(f"{path}: no single-GPU job types found")
-    return Catalog({name: Workload(name, "Gavel job type, one GPU" if scales[name] == 1 else
-                                   f"Gavel job type, {scales[name]} GPUs (consolidated); "
-                                   "seconds per step of the whole job", c)
-                    for name, c in cells.items()})
+    return Catalog(
+        {
+            name: Workload(
+                name,
+                "Gavel job type, one GPU"
+                if scales[name] == 1
+                else f"Gavel job type, {scales[name]} GPUs (consolidated); "
+                "seconds per step of the whole job",
+                c,
+            )
+            for name, c in cells.items()
+        }
+    )

@@ -20,10 +20,12 @@ PEER_DATA = ROOT.parent / "shared" / "peer-data"
 #: property, for the default run; ``thorough`` draws many, for a long run (README, "Run the
 #: tests"). Neither has a deadline: a slow example on a loaded machine is not a failure.
 PROFILE = os.environ.get("OPTSCHED_HYPOTHESIS", "fast")
-settings.register_profile("fast", max_examples=10, deadline=None,
-                          suppress_health_check=[HealthCheck.too_slow])
-settings.register_profile("thorough", max_examples=200, deadline=None,
-                          suppress_health_check=[HealthCheck.too_slow])
+settings.register_profile(
+    "fast", max_examples=10, deadline=None, suppress_health_check=[HealthCheck.too_slow]
+)
+settings.register_profile(
+    "thorough", max_examples=200, deadline=None, suppress_health_check=[HealthCheck.too_slow]
+)
 settings.load_profile(PROFILE)
 
 
@@ -82,9 +84,14 @@ class WallClock:
 
 def pytest_generate_tests(metafunc: pytest.Metafunc) -> None:
     if "wall_clock" in metafunc.fixturenames:
-        metafunc.parametrize("wall_clock", [
-            pytest.param(False, id="untimed"),
-            pytest.param(True, id="timed", marks=pytest.mark.slow)], indirect=True)
+        metafunc.parametrize(
+            "wall_clock",
+            [
+                pytest.param(False, id="untimed"),
+                pytest.param(True, id="timed", marks=pytest.mark.slow),
+            ],
+            indirect=True,
+        )
 
 
 @pytest.fixture

@@ -38,8 +38,12 @@ def strip(record):
 
 def test_generate_set_writes_instances_and_manifest(tiny_set):
     folder = tiny_set.path.parent
-    assert sorted(tiny_set.instances) == ["tiny-jobs2-s0", "tiny-jobs2-s1", "tiny-jobs3-s0",
-                                          "tiny-jobs3-s1"]
+    assert sorted(tiny_set.instances) == [
+        "tiny-jobs2-s0",
+        "tiny-jobs2-s1",
+        "tiny-jobs3-s0",
+        "tiny-jobs3-s1",
+    ]
     inst = load_instance(folder / "tiny-jobs3-s1.json")
     assert inst.n_jobs == 3 and inst.n_gpus == 4 and inst.name == "tiny-jobs3-s1"
     assert tiny_set.instances["tiny-jobs3-s1"]["cell"] == {"jobs": 3}
@@ -48,15 +52,18 @@ def test_generate_set_writes_instances_and_manifest(tiny_set):
         generate_set(load_grid(TINY_GRID), folder)
 
 
-@pytest.mark.parametrize("kwargs,match", [
-    (dict(generator={"colour": 1}), "unknown generator parameter 'colour'"),
-    (dict(vary={"jobs": []}), "must be a non-empty list"),
-    (dict(seeds=()), "seeds must be"),
-    (dict(vary={"gpus": [0]}), "gpus must be >= 1"),
-    (dict(name="a b"), "grid name"),
-    (dict(family="other"), "family must be one of"),
-    (dict(family="hare", generator={"task_time": [1, 2]}), "unknown generator parameter"),
-])
+@pytest.mark.parametrize(
+    "kwargs,match",
+    [
+        (dict(generator={"colour": 1}), "unknown generator parameter 'colour'"),
+        (dict(vary={"jobs": []}), "must be a non-empty list"),
+        (dict(seeds=()), "seeds must be"),
+        (dict(vary={"gpus": [0]}), "gpus must be >= 1"),
+        (dict(name="a b"), "grid name"),
+        (dict(family="other"), "family must be one of"),
+        (dict(family="hare", generator={"task_time": [1, 2]}), "unknown generator parameter"),
+    ],
+)
 def test_bad_grids(kwargs, match):
     base = dict(name="g", generator={}, vary={"jobs": [2]}, seeds=(0,))
     with pytest.raises(InputError, match=match):
@@ -74,8 +81,13 @@ def test_plan_refuses_bad_requests(tiny_set):
 
 def test_hare_grids_and_online_policies_run_through_the_runner(tmp_path):
     """A hare-family grid; simulate methods (online policies) run like solve methods."""
-    grid = Grid("h", {"jobs": 8, "gpus": 20, "total_tasks": 40},
-                {"mix": [[1, 0, 0, 1], [1, 1, 1, 1]]}, (0,), family="hare")
+    grid = Grid(
+        "h",
+        {"jobs": 8, "gpus": 20, "total_tasks": 40},
+        {"mix": [[1, 0, 0, 1], [1, 1, 1, 1]]},
+        (0,),
+        family="hare",
+    )
     manifest = generate_set(grid, tmp_path / "set")
     assert load_instance(tmp_path / "set" / "h-mix1-0-0-1-s0.json").n_gpus == 20
     runs = plan(manifest, ["hlas", "hare-lp"], modes=["relaxed"])
@@ -124,12 +136,30 @@ def test_torn_last_line_is_cut_and_bad_lines_are_errors(tiny_set, tmp_path):
 def test_killed_runner_loses_nothing_on_restart(tiny_set, tmp_path):
     """SIGKILL the CLI runner mid-run, restart it: every run recorded exactly once."""
     records = tmp_path / "r.jsonl"
-    argv = [sys.executable, "-m", "optsched.cli", "--plugin", "tests.slow_method", "bench",
-            "run", str(tiny_set.path.parent), "--method", "test-slow-ect", "--mode", "relaxed",
-            "--mode", "gang", "--records", str(records), "--workers", "1"]
+    argv = [
+        sys.executable,
+        "-m",
+        "optsched.cli",
+        "--plugin",
+        "tests.slow_method",
+        "bench",
+        "run",
+        str(tiny_set.path.parent),
+        "--method",
+        "test-slow-ect",
+        "--mode",
+        "relaxed",
+        "--mode",
+        "gang",
+        "--records",
+        str(records),
+        "--workers",
+        "1",
+    ]
     env = {**os.environ, "PYTHONPATH": str(ROOT)}
-    proc = subprocess.Popen(argv, env=env, stdout=subprocess.DEVNULL,
-                            stderr=subprocess.DEVNULL, start_new_session=True)
+    proc = subprocess.Popen(
+        argv, env=env, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, start_new_session=True
+    )
     deadline = time.monotonic() + 60
     while time.monotonic() < deadline and len(load_records(records)) < 2:
         time.sleep(0.05)
@@ -151,13 +181,17 @@ def test_processes_threads_and_dask_give_identical_records(tiny_set, tmp_path):
     for name, kwargs in (("inline", {"workers": 1}), ("processes", {"workers": 2})):
         run_benchmark(runs, tmp_path / f"{name}.jsonl", progress=None, **kwargs)
         out[name] = load_records(tmp_path / f"{name}.jsonl")
-    with distributed.LocalCluster(n_workers=2, threads_per_worker=1, processes=True,
-                                  dashboard_address=None) as cluster:
-        run_benchmark(runs, tmp_path / "dask.jsonl", scheduler=cluster.scheduler_address,
-                      progress=None)
+    with distributed.LocalCluster(
+        n_workers=2, threads_per_worker=1, processes=True, dashboard_address=None
+    ) as cluster:
+        run_benchmark(
+            runs, tmp_path / "dask.jsonl", scheduler=cluster.scheduler_address, progress=None
+        )
     out["dask"] = load_records(tmp_path / "dask.jsonl")
-    canon = {name: sorted((strip(r) for r in recs), key=lambda r: r["key"])
-             for name, recs in out.items()}
+    canon = {
+        name: sorted((strip(r) for r in recs), key=lambda r: r["key"])
+        for name, recs in out.items()
+    }
     assert len(canon["inline"]) == 16
     assert canon["processes"] == canon["inline"]
     assert canon["dask"] == canon["inline"]
@@ -170,27 +204,45 @@ def test_errors_are_recorded_not_raised(tiny_set, tmp_path):
     def crash(instance, context):
         raise RuntimeError("kaput")
 
-    summary = run_benchmark(plan(tiny_set, ["test-crash"]), tmp_path / "r.jsonl", workers=1,
-                            progress=None)
+    summary = run_benchmark(
+        plan(tiny_set, ["test-crash"]), tmp_path / "r.jsonl", workers=1, progress=None
+    )
     assert summary.errors == 4
     (first, *_) = load_records(tmp_path / "r.jsonl")
     assert first["status"] == "error"
-    assert first["error"].endswith("method 'test-crash' (plug-in tests.test_bench) raised "
-                                   "RuntimeError: kaput")
+    assert first["error"].endswith(
+        "method 'test-crash' (plug-in tests.test_bench) raised RuntimeError: kaput"
+    )
 
 
-def record(instance, method, objective, bound, status="feasible", cell=None, mode="relaxed",
-           runtime=1.0):
-    return {"format": "optsched/bench-record@1", "key": f"{instance}/{method}/{mode}",
-            "instance": instance, "cell": cell or {"jobs": 4}, "instance_seed": 0,
-            "method": method, "mode": mode, "seed": 0, "params": {}, "status": status,
-            "objective": objective, "bound": bound, "runtime_s": runtime}
+def record(
+    instance, method, objective, bound, status="feasible", cell=None, mode="relaxed", runtime=1.0
+):
+    return {
+        "format": "optsched/bench-record@1",
+        "key": f"{instance}/{method}/{mode}",
+        "instance": instance,
+        "cell": cell or {"jobs": 4},
+        "instance_seed": 0,
+        "method": method,
+        "mode": mode,
+        "seed": 0,
+        "params": {},
+        "status": status,
+        "objective": objective,
+        "bound": bound,
+        "runtime_s": runtime,
+    }
 
 
 def test_gap_rows_by_hand():
     """Reference = best bound over all methods: i1 has 90 (from 'b'), i2 has 100 = optimum."""
-    recs = [record("i1", "a", 100, 80), record("i1", "b", 95, 90),
-            record("i2", "a", 125, 100), record("i2", "b", 100, 100, status="optimal")]
+    recs = [
+        record("i1", "a", 100, 80),
+        record("i1", "b", 95, 90),
+        record("i2", "a", 125, 100),
+        record("i2", "b", 100, 100, status="optimal"),
+    ]
     cols, rows = gap_rows(recs)
     assert cols == ["jobs"]
     a, b = rows
@@ -199,7 +251,7 @@ def test_gap_rows_by_hand():
     assert a["gap_max"] == pytest.approx(0.2)
     # 95 % t-interval of {0.1, 0.2}: t(0.975, 1) = 12.706, sd = 0.0707, n = 2 -> ± 0.635,
     # which crosses 0: shown clipped at 0 and marked
-    half = 12.7062 * 0.070711 / 2 ** 0.5
+    half = 12.7062 * 0.070711 / 2**0.5
     assert a["gap_ci_high"] == pytest.approx(0.15 + half, rel=1e-3)
     assert a["gap_ci_low"] == 0.0 and a["gap_ci_clipped"]
     assert a["obj_over_best"] == pytest.approx((100 / 95 + 125 / 100) / 2)
@@ -216,8 +268,10 @@ def test_a_manifest_s_best_bound_is_the_reference():
     from types import SimpleNamespace
 
     recs = [record("i1", "ect", 110, 80)]
-    manifest = SimpleNamespace(path="set/manifest.json", instances={"i1": {"best": {
-        "relaxed": {"objective": 100.0, "bound": 100.0}}}})
+    manifest = SimpleNamespace(
+        path="set/manifest.json",
+        instances={"i1": {"best": {"relaxed": {"objective": 100.0, "bound": 100.0}}}},
+    )
     (_, (alone,)) = gap_rows(recs)
     cols, (row,) = gap_rows(recs, [manifest])
     assert alone["gap_mean"] == pytest.approx(30 / 110) and alone["reference"] == "best bound"
@@ -228,8 +282,10 @@ def test_a_manifest_s_best_bound_is_the_reference():
 
 def test_placement_gaps_are_absolute():
     """Liquid's cost can be negative: a placement row's gap is cost − best bound."""
-    recs = [record("p1", "bestfit", 2.0, None, mode="placement"),
-            record("p1", "cpsat", -1.5, -1.5, status="optimal", mode="placement")]
+    recs = [
+        record("p1", "bestfit", 2.0, None, mode="placement"),
+        record("p1", "cpsat", -1.5, -1.5, status="optimal", mode="placement"),
+    ]
     cols, rows = gap_rows(recs)
     best, exact = rows
     assert best["gap_kind"] == "absolute" and best["gap_mean"] == pytest.approx(3.5)
@@ -246,10 +302,15 @@ def test_placement_manifests_and_parameters_are_kept_apart():
     from optsched.bench.manifest import best_key
 
     paper = record("p1", "bestfit", 2.0, None, mode="placement")
-    code = {**record("p1", "bestfit", 0.0, None, mode="placement"),
-            "key": "p1/bestfit/code", "params": {"cost": "code"}}
-    manifest = SimpleNamespace(path="ps/manifest.json", instances={"p1": {"best": {
-        best_key(paper): {"objective": -1.5, "bound": -1.5}}}})
+    code = {
+        **record("p1", "bestfit", 0.0, None, mode="placement"),
+        "key": "p1/bestfit/code",
+        "params": {"cost": "code"},
+    }
+    manifest = SimpleNamespace(
+        path="ps/manifest.json",
+        instances={"p1": {"best": {best_key(paper): {"objective": -1.5, "bound": -1.5}}}},
+    )
     _, rows = gap_rows([paper, code], [manifest])
     by_method = {r["method"]: r for r in rows}
     assert by_method["bestfit"]["gap_mean"] == pytest.approx(3.5)
@@ -259,8 +320,9 @@ def test_placement_manifests_and_parameters_are_kept_apart():
 
 def test_report_regenerates_from_records_alone(tiny_set, tmp_path):
     records = tmp_path / "r.jsonl"
-    run_benchmark(plan(tiny_set, ["ect"], modes=["relaxed", "gang"]), records, workers=1,
-                  progress=None)
+    run_benchmark(
+        plan(tiny_set, ["ect"], modes=["relaxed", "gang"]), records, workers=1, progress=None
+    )
     written = write_report(load_records(records), tmp_path / "a")
     names = sorted(p.name for p in written)
     assert names == ["gaps.csv", "gaps.md", "gaps.png", "gaps.tex", "profile.png"]
@@ -278,18 +340,78 @@ def test_bench_cli_end_to_end(tmp_path, capsys):
     assert main(["bench", "gen", str(TINY_GRID), "--out", str(folder)]) == 0
     assert main(["bench", "gen", str(TINY_GRID), "--out", str(folder)]) == 2
     rec = tmp_path / "r.jsonl"
-    assert main(["bench", "run", str(folder), "--method", "ect", "--records", str(rec),
-                 "--workers", "1", "--seeds", "0", "1"]) == 0
+    assert (
+        main(
+            [
+                "bench",
+                "run",
+                str(folder),
+                "--method",
+                "ect",
+                "--records",
+                str(rec),
+                "--workers",
+                "1",
+                "--seeds",
+                "0",
+                "1",
+            ]
+        )
+        == 0
+    )
     assert len(load_records(rec)) == 8
     only = tmp_path / "only.jsonl"
     first = sorted(load_records(rec), key=lambda r: r["instance"])[0]["instance"]
-    assert main(["bench", "run", str(folder), "--method", "ect", "--records", str(only),
-                 "--workers", "1", "--only", first]) == 0
+    assert (
+        main(
+            [
+                "bench",
+                "run",
+                str(folder),
+                "--method",
+                "ect",
+                "--records",
+                str(only),
+                "--workers",
+                "1",
+                "--only",
+                first,
+            ]
+        )
+        == 0
+    )
     assert {r["instance"] for r in load_records(only)} == {first}
-    assert main(["bench", "run", str(folder), "--method", "ect", "--records", str(only),
-                 "--only", "nothing-*"]) == 2
-    assert main(["bench", "report", str(rec), "--out", str(tmp_path / "rep"),
-                 "--format", "md", "--no-plots"]) == 0
+    assert (
+        main(
+            [
+                "bench",
+                "run",
+                str(folder),
+                "--method",
+                "ect",
+                "--records",
+                str(only),
+                "--only",
+                "nothing-*",
+            ]
+        )
+        == 2
+    )
+    assert (
+        main(
+            [
+                "bench",
+                "report",
+                str(rec),
+                "--out",
+                str(tmp_path / "rep"),
+                "--format",
+                "md",
+                "--no-plots",
+            ]
+        )
+        == 0
+    )
     assert sorted(p.name for p in (tmp_path / "rep").iterdir()) == ["gaps.md"]
     out = capsys.readouterr().out
     assert "8 runs finished (0 errors)" in out
@@ -298,8 +420,9 @@ def test_bench_cli_end_to_end(tmp_path, capsys):
 def test_placement_grids_and_methods_run_through_the_runner(tmp_path):
     """A placement-family grid; place methods (kind place) run on it, cpsat meaning the
     exact placement there."""
-    grid = Grid("p", {"jobs_per_host": 0.5, "gpus_per_host": 2}, {"hosts": [4]}, (0,),
-                family="placement")
+    grid = Grid(
+        "p", {"jobs_per_host": 0.5, "gpus_per_host": 2}, {"hosts": [4]}, (0,), family="placement"
+    )
     manifest = generate_set(grid, tmp_path / "set")
     runs = plan(manifest, ["bestfit", "cpsat"], params={"cost": "code"})
     assert {r.mode for r in runs} == {"placement"}
@@ -315,8 +438,9 @@ def test_placement_grids_and_methods_run_through_the_runner(tmp_path):
 def test_placement_costs_may_be_negative_and_keep_their_own_best_per_cost_form(tmp_path):
     """The paper's placement cost has negative fitness terms: records and manifests accept
     negative costs, and the best values of the two cost forms are kept apart."""
-    grid = Grid("p", {"jobs_per_host": 0.5, "gpus_per_host": 4}, {"hosts": [4]}, (0,),
-                family="placement")
+    grid = Grid(
+        "p", {"jobs_per_host": 0.5, "gpus_per_host": 4}, {"hosts": [4]}, (0,), family="placement"
+    )
     manifest = generate_set(grid, tmp_path / "set")
     for cost in ("paper", "code"):
         runs = plan(manifest, ["gga", "cpsat"], params={"cost": cost}, time_limit=20)
@@ -324,8 +448,9 @@ def test_placement_costs_may_be_negative_and_keep_their_own_best_per_cost_form(t
     records = load_records(tmp_path / "r.jsonl")
     assert min(r["objective"] for r in records) < 0  # paper form: a negative optimum
     best = next(iter(Manifest.load(tmp_path / "set" / "manifest.json").instances.values()))
-    paper, code = (best["best"][f"placement[cost={c},lambda=0.5,contention=0]"]
-                   for c in ("paper", "code"))
+    paper, code = (
+        best["best"][f"placement[cost={c},lambda=0.5,contention=0]"] for c in ("paper", "code")
+    )
     by_cost = {c: [r for r in records if r["params"]["cost"] == c] for c in ("paper", "code")}
     assert paper["objective"] == min(r["objective"] for r in by_cost["paper"])
     assert code["objective"] == min(r["objective"] for r in by_cost["code"])
@@ -335,10 +460,11 @@ def test_placement_costs_may_be_negative_and_keep_their_own_best_per_cost_form(t
 def test_each_method_s_own_bound_is_shown_beside_the_best():
     """A method's own bound (extra.bound_method) is measured against the best bound; a
     heuristic without one shows none; a placement's is absolute."""
-    recs = [{**record("i1", "lp-bound", 110, 90), "extra": {"bound_method": 90.0}},
-            {**record("i1", "cpsat", 100, 100, status="optimal"),
-             "extra": {"bound_method": 100.0}},
-            {**record("i1", "ect", 110, 80), "extra": {"bound_method": None}}]
+    recs = [
+        {**record("i1", "lp-bound", 110, 90), "extra": {"bound_method": 90.0}},
+        {**record("i1", "cpsat", 100, 100, status="optimal"), "extra": {"bound_method": 100.0}},
+        {**record("i1", "ect", 110, 80), "extra": {"bound_method": None}},
+    ]
     cols, rows = gap_rows(recs)
     by_method = {r["method"]: r for r in rows}
     assert by_method["lp-bound"]["bound_below_best"] == pytest.approx(0.1)
@@ -346,16 +472,22 @@ def test_each_method_s_own_bound_is_shown_beside_the_best():
     assert by_method["ect"]["bound_below_best"] is None
     md = to_markdown(cols, rows)
     assert "own bound below best" in md and "| 10.00 % |" in md
-    placed = gap_rows([record("p1", "cpsat", -1.5, -1.5, status="optimal", mode="placement"),
-                       record("p1", "gga", -1.0, -2.0, mode="placement")])[1]
+    placed = gap_rows(
+        [
+            record("p1", "cpsat", -1.5, -1.5, status="optimal", mode="placement"),
+            record("p1", "gga", -1.0, -2.0, mode="placement"),
+        ]
+    )[1]
     assert {r["method"]: r["bound_below_best"] for r in placed} == {"cpsat": 0.0, "gga": 0.5}
 
 
 def test_a_relaxed_bound_is_a_gang_bound():
     """The relaxed optimum is never above the gang optimum: a gang row's reference is the
     better of the two modes' bounds."""
-    recs = [record("i1", "cpsat", 105, 100, mode="relaxed"),
-            record("i1", "cpsat", 120, 90, mode="gang")]
+    recs = [
+        record("i1", "cpsat", 105, 100, mode="relaxed"),
+        record("i1", "cpsat", 120, 90, mode="gang"),
+    ]
     rows = {r["mode"]: r for r in gap_rows(recs)[1]}
     assert rows["gang"]["gap_mean"] == pytest.approx(20 / 120)
     assert rows["relaxed"]["gap_mean"] == pytest.approx(5 / 105)

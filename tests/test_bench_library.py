@@ -32,8 +32,9 @@ def tiny(tmp_path: Path) -> Path:
     folder = tmp_path / "set"
     manifest = generate_set(load_grid(ROOT / "benchmarks" / "grids" / "tiny.json"), folder)
     runs = plan(manifest, ["ect"], modes=["relaxed"])
-    run_benchmark(runs, tmp_path / "r.jsonl", workers=1, manifest=manifest, progress=None,
-                  inline=True)
+    run_benchmark(
+        runs, tmp_path / "r.jsonl", workers=1, manifest=manifest, progress=None, inline=True
+    )
     return folder
 
 
@@ -71,8 +72,9 @@ def test_every_committed_set_has_best_values_traced_to_committed_runs():
                     by = best[f"{what}_by"]
                     where = f"{path.parent.name}/{name} [{key}] {what}"
                     assert by["runtime_s"] >= 0 and by["finished_at"][:2] == "20", where
-                    assert best[what] in values.get((by["key"], what), ()), \
+                    assert best[what] in values.get((by["key"], what), ()), (
                         f"{where}: no committed run {by['key']} with {best[what]}"
+                    )
 
 
 def test_verify_says_whether_a_schedule_improves_the_best_known(tiny, tmp_path):
@@ -86,11 +88,13 @@ def test_verify_says_whether_a_schedule_improves_the_best_known(tiny, tmp_path):
     assert found.best_objective == known
     assert found.improves == (best.objective < known - 1e-6 * max(1.0, known))
     # the same schedule again, as the CLI prints it
-    assert main(["bench", "verify", str(tmp_path / "s.json"), "--set", str(tiny),
-                 "--json"]) == 0
+    assert main(["bench", "verify", str(tmp_path / "s.json"), "--set", str(tiny), "--json"]) == 0
     # every task at time 0 on the first GPU: refused by the checker, exit 1
-    stacked = Schedule(instance.name, [Task(t.job, t.round, t.task, t.gpu, 0.0)
-                                       for t in best.schedule.tasks], "relaxed")
+    stacked = Schedule(
+        instance.name,
+        [Task(t.job, t.round, t.task, t.gpu, 0.0) for t in best.schedule.tasks],
+        "relaxed",
+    )
     save_schedule(tmp_path / "bad.json", stacked)
     bad = verify(tmp_path / "bad.json", tiny)
     assert not bad.feasible and bad.objective is None and bad.violations > 0 and bad.first

@@ -31,9 +31,17 @@ def test_never_above_the_optimum(instance):
 
 def _contended() -> Instance:
     """Five two-task jobs of 3 rounds at once; two fast GPUs and two four times slower."""
-    jobs = tuple(Job(f"j{k}", weight=1 + k % 3, rounds=3, tasks_per_round=2,
-                     compute={"fast": 1.0, "slow": 4.0}, sync={"fast": 0.5, "slow": 0.5})
-                 for k in range(5))
+    jobs = tuple(
+        Job(
+            f"j{k}",
+            weight=1 + k % 3,
+            rounds=3,
+            tasks_per_round=2,
+            compute={"fast": 1.0, "slow": 4.0},
+            sync={"fast": 0.5, "slow": 0.5},
+        )
+        for k in range(5)
+    )
     gpus = (GPU("f0", "fast"), GPU("f1", "fast"), GPU("s0", "slow"), GPU("s1", "slow"))
     return Instance("contended", jobs, gpus)
 
@@ -61,8 +69,7 @@ def test_bound_is_the_dual_certificate_of_the_lp_optimum():
     assert finer.bound >= lp.bound * 0.99
     short = capacity_bound(inst, upper=1e4, horizon=5.0, intervals=40)  # most work beyond
     assert short.bound is not None and critical_path_bound(inst) <= short.bound * (1 + 1e-9)
-    late = Instance("late", tuple(replace(job, arrival=1000.0) for job in inst.jobs),
-                    inst.gpus)
+    late = Instance("late", tuple(replace(job, arrival=1000.0) for job in inst.jobs), inst.gpus)
     shifted = capacity_bound(late, upper=1e6, horizon=1040.0, intervals=40)
     weight = sum(job.weight for job in inst.jobs)
     assert shifted.bound == pytest.approx(lp.bound + 1000.0 * weight, rel=1e-6)

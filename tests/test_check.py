@@ -13,8 +13,15 @@ from tests.conftest import EXAMPLES, ROOT
 TINY = Instance(
     "tiny",
     (
-        Job("J1", arrival=1, weight=2, rounds=2, tasks_per_round=2,
-            compute={"A": 2, "B": 3}, sync={"A": 1, "B": 0}),
+        Job(
+            "J1",
+            arrival=1,
+            weight=2,
+            rounds=2,
+            tasks_per_round=2,
+            compute={"A": 2, "B": 3},
+            sync={"A": 1, "B": 0},
+        ),
         Job("J2", arrival=0, weight=1, rounds=1, tasks_per_round=1, compute={"A": 1}),
     ),
     (GPU("g0", "A"), GPU("g1", "B")),
@@ -107,11 +114,13 @@ def test_objective_only_when_every_task_appears_exactly_once():
 
 
 def test_every_violation_is_reported_not_just_the_first():
-    sched = schedule({("J2", 0, 0): ("g0", 1.5), ("J1", 1, 0): ("g0", 3.5)},
-                     drop=[("J1", 1, 1)], extra=[("JX", 0, 0, "g9", 0.0)])
+    sched = schedule(
+        {("J2", 0, 0): ("g0", 1.5), ("J1", 1, 0): ("g0", 3.5)},
+        drop=[("J1", 1, 1)],
+        extra=[("JX", 0, 0, "g9", 0.0)],
+    )
     kinds = [v.kind for v in check(TINY, sched).violations]
-    assert sorted(set(kinds)) == ["barrier", "missing", "overlap", "unknown-gpu",
-                                  "unknown-job"]
+    assert sorted(set(kinds)) == ["barrier", "missing", "overlap", "unknown-gpu", "unknown-job"]
 
 
 def test_gang_start_and_distinct():
@@ -150,8 +159,9 @@ def test_half_open_intervals_may_touch():
     assert check(TINY, schedule({("J2", 0, 0): ("g0", 3.0)})).feasible
 
 
-@pytest.mark.parametrize("name,optimum", [("example-1", 206), ("example-2", 343),
-                                          ("example-3", 83)])
+@pytest.mark.parametrize(
+    "name,optimum", [("example-1", 206), ("example-2", 343), ("example-3", 83)]
+)
 def test_examples_proven_optima_are_accepted(name, optimum):
     inst = load_instance(EXAMPLES / f"{name}.instance.json")
     report = check(inst, load_schedule(EXAMPLES / f"{name}.optimal.schedule.json"))
@@ -170,8 +180,10 @@ def test_hare_toy_paper_schedule_is_accepted_with_8_5():
 
 
 def test_bundled_demo_copies_match_instances_folder():
-    for folder, name in (("hare-toy", "hare-toy.instance.json"),
-                         ("hare-toy", "hare-fig1.schedule.json"),
-                         ("liquid-demo", "liquid-demo.instance.json")):
+    for folder, name in (
+        ("hare-toy", "hare-toy.instance.json"),
+        ("hare-toy", "hare-fig1.schedule.json"),
+        ("liquid-demo", "liquid-demo.instance.json"),
+    ):
         shipped = (ROOT / "optsched/data/instances" / name).read_text()
         assert shipped == (ROOT / "instances" / folder / name).read_text()

@@ -31,8 +31,18 @@ EPOCH = 1_700_000_000.0
 
 
 def _one_gpu(n: int, compute: float, arrival: float, rounds: int = 1) -> Instance:
-    jobs = tuple(Job(f"j{i}", arrival=arrival, weight=1, rounds=rounds, tasks_per_round=1,
-                     compute={"A": compute}, sync={"A": 0.0}) for i in range(n))
+    jobs = tuple(
+        Job(
+            f"j{i}",
+            arrival=arrival,
+            weight=1,
+            rounds=rounds,
+            tasks_per_round=1,
+            compute={"A": compute},
+            sync={"A": 0.0},
+        )
+        for i in range(n)
+    )
     return Instance("t", jobs, (GPU("g", "A"),))
 
 
@@ -49,8 +59,7 @@ def test_stacked_tasks_at_1e12_break_overlap_and_barriers():
     """Six 10 s tasks (three jobs of two rounds) within 10 s on one GPU at t = 1e12."""
     t0 = 1e12
     inst = _one_gpu(3, 10.0, t0, rounds=2)
-    tasks = [Task(f"j{i}", r, 0, "g", t0 + 2.0 * (2 * i + r)) for i in range(3)
-             for r in range(2)]
+    tasks = [Task(f"j{i}", r, 0, "g", t0 + 2.0 * (2 * i + r)) for i in range(3) for r in range(2)]
     report = check(inst, Schedule("t", tasks))
     assert {"overlap", "barrier"} <= report.kinds()
     assert sum(v.kind == "barrier" for v in report.violations) == 3
@@ -67,19 +76,25 @@ def _stacked(short: float, long: float, launch: float = 0.0) -> Instance:
     type nobody uses (``long`` s there) or by a launch phase (``launch`` s, gang mode; its
     task then trains for ``long`` s, long enough to be checked after the launch)."""
     jobs = [Job(f"j{i}", compute={"A": short}) for i in range(3)]
-    jobs.append(Job("long", compute={"A": long if launch else short, "slow": long},
-                    cluster=ClusterProfile(launch=launch) if launch else None))
-    return Instance("t", tuple(jobs), (GPU("g", "A"), GPU("other", "A")),
-                    mode="gang" if launch else "relaxed")
+    jobs.append(
+        Job(
+            "long",
+            compute={"A": long if launch else short, "slow": long},
+            cluster=ClusterProfile(launch=launch) if launch else None,
+        )
+    )
+    return Instance(
+        "t", tuple(jobs), (GPU("g", "A"), GPU("other", "A")), mode="gang" if launch else "relaxed"
+    )
 
 
 def _stacked_tasks() -> list[Task]:
-    return [*(Task(f"j{i}", 0, 0, "g", 0.0) for i in range(3)),
-            Task("long", 0, 0, "other", 0.0)]
+    return [*(Task(f"j{i}", 0, 0, "g", 0.0) for i in range(3)), Task("long", 0, 0, "other", 0.0)]
 
 
-@pytest.mark.parametrize("short, long, launch", [(1.0, 1e9, 0.0), (1e-9, 1e9, 0.0),
-                                                 (1.0, 1e9, 1e12)])
+@pytest.mark.parametrize(
+    "short, long, launch", [(1.0, 1e9, 0.0), (1e-9, 1e9, 0.0), (1.0, 1e9, 1e12)]
+)
 def test_a_long_time_elsewhere_hides_no_overlap(short, long, launch):
     """Three tasks stacked at t = 0 on one GPU beside a job with a 1e9 s time on an unused
     type (1 s and 1e-9 s tasks) or with a 1e12 s launch phase: both overlaps are caught."""
@@ -115,8 +130,9 @@ def test_a_method_returning_stacked_tasks_at_large_times_is_not_optimal():
         solve(inst, "test-stacked")
 
 
-@pytest.mark.parametrize("arrival, start, length, apart", [
-    (9e14, 9e14, 1.0, 0.5), (0.0, 9.9e15, 10.0, 4.0)])
+@pytest.mark.parametrize(
+    "arrival, start, length, apart", [(9e14, 9e14, 1.0, 0.5), (0.0, 9.9e15, 10.0, 4.0)]
+)
 def test_times_too_coarse_for_the_durations_are_refused(arrival, start, length, apart):
     """Two overlapping tasks where floats are spaced too widely to check them to 0.01 % of
     their length (arrival 9e14; start 9.9e15): refused, naming the task."""
@@ -149,27 +165,30 @@ def test_check_refuses_coarse_times_with_exit_2(tmp_path, capsys):
 
 
 # durations from 1e-9 s to 1e15 s, on a log scale
-DURATIONS = st.floats(-9, 15).map(lambda e: float(f"{10 ** e:.6g}"))
+DURATIONS = st.floats(-9, 15).map(lambda e: float(f"{10**e:.6g}"))
 
 
 @settings(max_examples=300, deadline=None)
-@given(DURATIONS, DURATIONS, DURATIONS, st.floats(1e-4, 1.0), st.floats(0, 15),
-       st.booleans())
+@given(DURATIONS, DURATIONS, DURATIONS, st.floats(1e-4, 1.0), st.floats(0, 15), st.booleans())
 def test_no_overlap_or_early_start_of_a_ten_thousandth_is_accepted(
-        d1, d2, other, fraction, log_origin, barrier):
+    d1, d2, other, fraction, log_origin, barrier
+):
     """Random durations (1e-9 to 1e15 s), a random long time on an unused type, a time
     origin up to 1e15 s, and a second interval that starts at least 0.01 % of the shorter
     one before the first ends (on the same GPU, or as the job's next round on another GPU):
     the checker reports it or refuses the schedule, never accepts it."""
-    origin = float(int(10 ** log_origin))
+    origin = float(int(10**log_origin))
     assume(origin + 2 * (d1 + d2) + other + 1 <= MAX_VALUE)
     if barrier:  # round 1 (on GPU h) starts before round 0 (on g) is ready
-        jobs: tuple[Job, ...] = (Job("a", rounds=2, arrival=origin,
-                                     compute={"A": d1, "B": d2, "slow": other}),)
+        jobs: tuple[Job, ...] = (
+            Job("a", rounds=2, arrival=origin, compute={"A": d1, "B": d2, "slow": other}),
+        )
     else:
-        jobs = (Job("a", compute={"A": d1}, arrival=origin),
-                Job("b", compute={"A": d2}, arrival=origin),
-                Job("c", compute={"A": 1.0, "slow": other}, arrival=origin))
+        jobs = (
+            Job("a", compute={"A": d1}, arrival=origin),
+            Job("b", compute={"A": d2}, arrival=origin),
+            Job("c", compute={"A": 1.0, "slow": other}, arrival=origin),
+        )
     inst = Instance("t", jobs, (GPU("g", "A"), GPU("h", "B"), GPU("x", "A")))
     second = origin + d1 - fraction * min(d1, d2)
     assume(second >= origin)
@@ -178,8 +197,11 @@ def test_no_overlap_or_early_start_of_a_ten_thousandth_is_accepted(
     if barrier:
         tasks = [Task("a", 0, 0, "g", origin), Task("a", 1, 0, "h", second)]
     else:
-        tasks = [Task("a", 0, 0, "g", origin), Task("b", 0, 0, "g", second),
-                 Task("c", 0, 0, "x", origin)]
+        tasks = [
+            Task("a", 0, 0, "g", origin),
+            Task("b", 0, 0, "g", second),
+            Task("c", 0, 0, "x", origin),
+        ]
     try:
         report = check(inst, Schedule("t", tasks))
     except ResolutionError:
@@ -190,13 +212,16 @@ def test_no_overlap_or_early_start_of_a_ten_thousandth_is_accepted(
 def _shifted(inst: Instance, schedule: Schedule, c: float) -> tuple[Instance, Schedule]:
     jobs = tuple(dataclasses.replace(j, arrival=j.arrival + c) for j in inst.jobs)
     tasks = [dataclasses.replace(t, start=t.start + c) for t in schedule.tasks]
-    return (Instance(inst.name, jobs, inst.gpus, mode=inst.mode),
-            Schedule(schedule.instance, tasks, schedule.mode))
+    return (
+        Instance(inst.name, jobs, inst.gpus, mode=inst.mode),
+        Schedule(schedule.instance, tasks, schedule.mode),
+    )
 
 
 def _found(report) -> list[tuple]:
-    return sorted((v.kind, v.job or "", v.round or 0, v.task or 0, v.gpu or "")
-                  for v in report.violations)
+    return sorted(
+        (v.kind, v.job or "", v.round or 0, v.task or 0, v.gpu or "") for v in report.violations
+    )
 
 
 # Shifts up to 1e12: integer data on a 1/8 grid shifted by an integer stays exact, so the
@@ -227,16 +252,21 @@ def test_shifting_time_changes_no_verdict(inst, data, shift):
     assert _found(report) == _found(base)
     if base.objective is not None:
         total = sum(j.weight for j in inst.jobs)
-        assert report.objective == pytest.approx(base.objective + total * shift, rel=1e-15,
-                                                 abs=1e-9)
+        assert report.objective == pytest.approx(
+            base.objective + total * shift, rel=1e-15, abs=1e-9
+        )
 
 
 def test_processor_sharing_ends_where_a_step_is_below_the_float_spacing():
     """Processor sharing at t = 1e16 (float spacing 2 s; inputs that large are refused, but
     the checker's loop must end on any times): every task ends, none before it starts."""
     t0 = 1e16
-    items = [(t0, 1.0, 0.6, False), (t0, 1.0, 0.6, False), (t0 + 8, 1.0, 0.6, False),
-             (t0 + 8, 0.3, 0.5, False)]
+    items = [
+        (t0, 1.0, 0.6, False),
+        (t0, 1.0, 0.6, False),
+        (t0 + 8, 1.0, 0.6, False),
+        (t0 + 8, 0.3, 0.5, False),
+    ]
     ends = _progress(items)
     assert all(e >= a for e, (a, *_) in zip(ends, items, strict=True))
 

@@ -54,15 +54,23 @@ def test_check_rejects_with_exit_1_and_named_violations(capsys, tmp_path):
     assert code == 1 and "missing: task ('J1', round 0, task 0) is not scheduled" in out
 
 
-@pytest.mark.parametrize("content,match", [
-    ("{", "malformed JSON"),
-    ('{"format": "optsched/instance@9", "name": "x", "jobs": []}', "unknown format"),
-    ('{"format": "optsched/instance@1", "name": "x", "jobs": [], "extra": 1}',
-     "unknown key 'extra'"),
-    ('{"format": "optsched/instance@1", "name": "x", "gpus": [{"id": "g", "type": "A"}], '
-     '"jobs": [{"id": "J", "arrival": 0, "weight": 0, "rounds": 1, "tasks_per_round": 1, '
-     '"compute": {"A": 1}}]}', "job 'J': weight must be"),
-])
+@pytest.mark.parametrize(
+    "content,match",
+    [
+        ("{", "malformed JSON"),
+        ('{"format": "optsched/instance@9", "name": "x", "jobs": []}', "unknown format"),
+        (
+            '{"format": "optsched/instance@1", "name": "x", "jobs": [], "extra": 1}',
+            "unknown key 'extra'",
+        ),
+        (
+            '{"format": "optsched/instance@1", "name": "x", "gpus": [{"id": "g", "type": "A"}], '
+            '"jobs": [{"id": "J", "arrival": 0, "weight": 0, "rounds": 1, "tasks_per_round": 1, '
+            '"compute": {"A": 1}}]}',
+            "job 'J': weight must be",
+        ),
+    ],
+)
 def test_bad_input_is_one_line_exit_2(capsys, tmp_path, content, match):
     path = tmp_path / "bad.json"
     path.write_text(content)
@@ -85,8 +93,9 @@ def test_missing_file_and_usage_errors_exit_2(capsys):
     code, _, err = run(capsys, "check", "/nonexistent.json", FIG1)
     assert code == 2 and "cannot read" in err
     code, _, err = run(capsys, "solve", TOY)  # --method missing
-    assert code == 2 and err.strip() == ("optsched solve: error: the following arguments are "
-                                         "required: --method")
+    assert code == 2 and err.strip() == (
+        "optsched solve: error: the following arguments are required: --method"
+    )
     code, _, err = run(capsys, "solve", TOY, "--method", "nope")
     assert code == 2 and "unknown solve method 'nope'" in err
     code, _, err = run(capsys, "solve", TOY, "--method", "ect", "--param", "x=1")
@@ -98,8 +107,20 @@ def test_missing_file_and_usage_errors_exit_2(capsys):
 @pytest.mark.parametrize("mode", ["relaxed", "gang"])
 def test_solve_json_matches_schema_and_out_checks(capsys, tmp_path, mode):
     out_path = tmp_path / "s.json"
-    code, out, _ = run(capsys, "solve", str(EXAMPLES / "example-2.instance.json"), "--method",
-                       "ect", "--mode", mode, "--json", "--out", str(out_path), "--seed", "3")
+    code, out, _ = run(
+        capsys,
+        "solve",
+        str(EXAMPLES / "example-2.instance.json"),
+        "--method",
+        "ect",
+        "--mode",
+        mode,
+        "--json",
+        "--out",
+        str(out_path),
+        "--seed",
+        "3",
+    )
     result = json.loads(out)
     assert code == 0
     jsonschema.validate(result, schema("result"))
@@ -107,8 +128,9 @@ def test_solve_json_matches_schema_and_out_checks(capsys, tmp_path, mode):
     assert result["bound"] <= result["objective"]
     written = json.loads(out_path.read_text())
     jsonschema.validate(written, schema("schedule"))
-    code, out, _ = run(capsys, "check", str(EXAMPLES / "example-2.instance.json"),
-                       str(out_path), "--json")
+    code, out, _ = run(
+        capsys, "check", str(EXAMPLES / "example-2.instance.json"), str(out_path), "--json"
+    )
     assert code == 0 and json.loads(out)["objective"] == result["objective"]
 
 
@@ -121,16 +143,42 @@ def test_instances_and_schedules_match_schemas():
 
 def test_gen_then_solve(capsys, tmp_path):
     path = tmp_path / "g.json"
-    code, out, _ = run(capsys, "gen", "--seed", "4", "--jobs", "6", "--gpus", "4",
-                       "--topology", "--rounds", "1", "2", "--out", str(path))
+    code, out, _ = run(
+        capsys,
+        "gen",
+        "--seed",
+        "4",
+        "--jobs",
+        "6",
+        "--gpus",
+        "4",
+        "--topology",
+        "--rounds",
+        "1",
+        "2",
+        "--out",
+        str(path),
+    )
     assert code == 0 and "6 jobs" in out
     data = json.loads(path.read_text())
     jsonschema.validate(data, schema("instance"))
     assert "topology" in data
     code, out, _ = run(capsys, "solve", str(path), "--method", "ect")
     assert code == 0 and ("status     feasible" in out or "status     optimal" in out)
-    code, out, _ = run(capsys, "gen", "--seed", "4", "--jobs", "6", "--gpus", "4",
-                       "--topology", "--rounds", "1", "2")
+    code, out, _ = run(
+        capsys,
+        "gen",
+        "--seed",
+        "4",
+        "--jobs",
+        "6",
+        "--gpus",
+        "4",
+        "--topology",
+        "--rounds",
+        "1",
+        "2",
+    )
     assert json.loads(out) == data  # same seed, same instance
     code, _, err = run(capsys, "gen", "--seed", "1", "--gpus", "0")
     assert code == 2 and "gpus must be >= 1" in err
@@ -160,7 +208,8 @@ def test_plugin_module_and_internal_error(capsys, tmp_path, monkeypatch):
         "from optsched import register\n"
         "@register('explodes', description='raises', replace=True)\n"
         "def explodes(instance, context):\n"
-        "    raise RuntimeError('boom\\nsecond line')\n")
+        "    raise RuntimeError('boom\\nsecond line')\n"
+    )
     monkeypatch.syspath_prepend(str(tmp_path))
     code, _, err = run(capsys, "--plugin", "my_methods", "solve", TOY, "--method", "explodes")
     assert code == 70 and "RuntimeError: boom" in err and len(err.strip().splitlines()) == 1
@@ -188,8 +237,9 @@ def test_solve_exact_methods_and_export(capsys, tmp_path):
     assert code == 0
     assert_optimum(result, 85)  # example-3's gang optimum
     model = tmp_path / "m.lp"
-    code, out, _ = run(capsys, "solve", inst, "--method", "milp-highs", "--json", "--export",
-                       str(model))
+    code, out, _ = run(
+        capsys, "solve", inst, "--method", "milp-highs", "--json", "--export", str(model)
+    )
     assert code == 0 and model.stat().st_size > 0
     assert_optimum(json.loads(out), 83)  # its relaxed optimum
     code, _, err = run(capsys, "solve", inst, "--method", "cpsat", "--export", str(model))
@@ -197,11 +247,13 @@ def test_solve_exact_methods_and_export(capsys, tmp_path):
 
 
 def test_python_dash_m_runs_the_cli():
-    proc = subprocess.run([sys.executable, "-m", "optsched", "methods"], capture_output=True,
-                          text=True, timeout=60)
+    proc = subprocess.run(
+        [sys.executable, "-m", "optsched", "methods"], capture_output=True, text=True, timeout=60
+    )
     assert proc.returncode == 0 and "hlas" in proc.stdout
-    proc = subprocess.run([sys.executable, "-m", "optsched", "nonsense"], capture_output=True,
-                          text=True, timeout=60)
+    proc = subprocess.run(
+        [sys.executable, "-m", "optsched", "nonsense"], capture_output=True, text=True, timeout=60
+    )
     assert proc.returncode == 2 and proc.stderr.startswith("optsched: error")
 
 
@@ -211,10 +263,14 @@ def test_gen_hare_keeps_the_papers_job_sizes_and_rate_for_any_number_of_jobs(tmp
     from optsched.generate import HARE_TASKS_PER_JOB, HareSpec
 
     out = tmp_path / "h.json"
-    code, _, _ = run(capsys, "gen", "--family", "hare", "--seed", "0", "--jobs", "100",
-                     "--out", str(out))
+    code, _, _ = run(
+        capsys, "gen", "--family", "hare", "--seed", "0", "--jobs", "100", "--out", str(out)
+    )
     jobs = json.loads(out.read_text())["jobs"]
     tasks = sum(j["rounds"] * j["tasks_per_round"] for j in jobs)
     assert code == 0 and len(jobs) == 100 and abs(tasks / 100 - HARE_TASKS_PER_JOB) < 5
-    assert HareSpec(jobs=100, tasks_per_job=HARE_TASKS_PER_JOB).rate() == \
-        pytest.approx(HareSpec().rate()) == pytest.approx(0.898, abs=1e-3)
+    assert (
+        HareSpec(jobs=100, tasks_per_job=HARE_TASKS_PER_JOB).rate()
+        == pytest.approx(HareSpec().rate())
+        == pytest.approx(0.898, abs=1e-3)
+    )

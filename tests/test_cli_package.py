@@ -29,32 +29,41 @@ def test_every_option_has_help_that_states_its_default():
     for title, parser in all_parsers():
         parser.format_help()  # gen states its families' defaults when its help is shown
         for action in parser._actions:
-            if isinstance(action, (argparse._HelpAction, argparse._VersionAction,
-                                   argparse._SubParsersAction)):
+            if isinstance(
+                action, (argparse._HelpAction, argparse._VersionAction, argparse._SubParsersAction)
+            ):
                 continue
             where = f"{title} {'/'.join(action.option_strings) or action.dest}"
             assert action.help, f"{where} has no help text"
-            if action.option_strings and action.default not in (None, False, [],
-                                                                argparse.SUPPRESS):
+            if action.option_strings and action.default not in (
+                None,
+                False,
+                [],
+                argparse.SUPPRESS,
+            ):
                 assert "default" in action.help, f"{where} does not state its default"
 
 
-@pytest.mark.skipif(sys.version_info[:2] != (3, 11),
-                    reason="argparse's help layout differs between Python versions; the page "
-                           "is generated with 3.11, the version CI runs")
+@pytest.mark.skipif(
+    sys.version_info[:2] != (3, 11),
+    reason="argparse's help layout differs between Python versions; the page "
+    "is generated with 3.11, the version CI runs",
+)
 def test_the_reference_page_is_generated_from_the_parser():
     page = (ROOT / "docs" / "cli-reference.md").read_text()
     assert page == reference(), "rerun python scripts/cli_reference.py"
 
 
 def test_a_plugin_may_come_after_the_command(tmp_path, monkeypatch, capsys):
-    (tmp_path / "pl_after.py").write_text(textwrap.dedent('''
+    (tmp_path / "pl_after.py").write_text(
+        textwrap.dedent("""
         from optsched.contracts import MethodOutput
         from optsched.registry import register
         @register("pl-after", description="registered from after the command", replace=True)
         def nothing(instance, context):
             return MethodOutput()
-    '''))
+    """)
+    )
     monkeypatch.chdir(tmp_path)
     try:
         assert main(["methods", "--plugin", "pl_after.py"]) == 0
@@ -67,7 +76,7 @@ def test_a_plugin_may_come_after_the_command(tmp_path, monkeypatch, capsys):
 def test_methods_lists_shared_parameters_once(capsys):
     assert main(["methods"]) == 0
     out = capsys.readouterr().out
-    place = out[out.index("place:"):]
+    place = out[out.index("place:") :]
     assert "shared by every place method" in place
     assert place.count("--param lambda=") == 1
 

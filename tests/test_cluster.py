@@ -55,8 +55,13 @@ def reprofile(job, **changes):
 
 
 def one_gpu(*jobs, share_cap=None, memory=None):
-    return Instance("c", jobs, (GPU("g", "T4", "h", memory),), mode="gang",
-                    cluster=ClusterSpec(share_cap=share_cap))
+    return Instance(
+        "c",
+        jobs,
+        (GPU("g", "T4", "h", memory),),
+        mode="gang",
+        cluster=ClusterSpec(share_cap=share_cap),
+    )
 
 
 def kinds(inst, tasks):
@@ -64,6 +69,7 @@ def kinds(inst, tasks):
 
 
 # -- formats -----------------------------------------------------------------------------------
+
 
 def test_placement_patterns():
     roles = ("ps", "worker", "worker")
@@ -100,8 +106,7 @@ def test_cluster_fields_are_validated():
     with pytest.raises(InputError, match="gang mode"):
         Instance("c", (single("a", launch=1),), (GPU("g", "T4"),))
     with pytest.raises(InputError, match="host"):
-        Instance("c", (single("a", placement_factor={"w": 2}),), (GPU("g", "T4"),),
-                 mode="gang")
+        Instance("c", (single("a", placement_factor={"w": 2}),), (GPU("g", "T4"),), mode="gang")
     with pytest.raises(InputError, match="share_cap"):
         one_gpu(single("a"), share_cap=0.5)
 
@@ -121,11 +126,13 @@ def test_other_methods_refuse_cluster_instances():
     with pytest.raises(InputError, match="cluster policy"):
         run_simulation(inst, FIFO())
     from optsched.solve import solve
+
     with pytest.raises(InputError, match="cluster policy"):
         solve(inst, "ect")
 
 
 # -- the checker's cluster rules -----------------------------------------------------------------
+
 
 def test_phases_and_pre_scheduling_by_hand():
     inst = one_gpu(single("a", launch=30, save=10), single("b", launch=30, save=10))
@@ -135,35 +142,46 @@ def test_phases_and_pre_scheduling_by_hand():
     assert report.feasible and report.completion == {"a": 140.0, "b": 240.0}
     assert kinds(inst, [Task("a", 0, 0, "g", 0.0), Task("b", 0, 0, "g", 80.0)]) == {"overlap"}
     assert kinds(inst, [Task("a", 0, 0, "g", 0.0, 20.0), Task("b", 0, 0, "g", 200.0)]) == {
-        "launch"}
+        "launch"
+    }
 
 
 def test_sharing_slows_by_summed_utilisation():
     a, b = single("a", util=0.6), single("b", util=0.6)
     inst = one_gpu(a, b, share_cap=1.3)
-    report = check(inst, Schedule("c", [Task("a", 0, 0, "g", 0.0), Task("b", 0, 0, "g", 0.0)],
-                                  "gang"))
+    report = check(
+        inst, Schedule("c", [Task("a", 0, 0, "g", 0.0), Task("b", 0, 0, "g", 0.0)], "gang")
+    )
     assert report.feasible and report.completion == pytest.approx({"a": 120.0, "b": 120.0})
     # b joins at 50: a ran 50 alone, then both at 1/1.2 → a ends at 50 + 60 = 110, b alone
     # from 110 having done 50 → ends at 160
-    report = check(inst, Schedule("c", [Task("a", 0, 0, "g", 0.0), Task("b", 0, 0, "g", 50.0)],
-                                  "gang"))
+    report = check(
+        inst, Schedule("c", [Task("a", 0, 0, "g", 0.0), Task("b", 0, 0, "g", 50.0)], "gang")
+    )
     assert report.completion == pytest.approx({"a": 110.0, "b": 160.0})
     heavy = one_gpu(single("a", util=0.8), single("b", util=0.8), share_cap=1.3)
     assert kinds(heavy, [Task("a", 0, 0, "g", 0.0), Task("b", 0, 0, "g", 0.0)]) == {"share-cap"}
 
 
 def test_memory_and_gang_sharing_rules():
-    inst = one_gpu(single("a", util=0.5, gpu_memory=6000), single("b", util=0.5,
-                                                                    gpu_memory=6000),
-                   share_cap=1.3, memory=10000)
-    assert kinds(inst, [Task("a", 0, 0, "g", 0.0), Task("b", 0, 0, "g", 0.0)]) == {
-        "gpu-memory"}
+    inst = one_gpu(
+        single("a", util=0.5, gpu_memory=6000),
+        single("b", util=0.5, gpu_memory=6000),
+        share_cap=1.3,
+        memory=10000,
+    )
+    assert kinds(inst, [Task("a", 0, 0, "g", 0.0), Task("b", 0, 0, "g", 0.0)]) == {"gpu-memory"}
     gpus = (GPU("g0", "T4", "h"), GPU("g1", "T4", "h"))
-    two = Instance("c", (Job("p", tasks_per_round=2, compute={"T4": 50},
-                             cluster=ClusterProfile(util=0.5)),
-                         single("s", util=0.5)), gpus, mode="gang",
-                         cluster=ClusterSpec(share_cap=1.3))
+    two = Instance(
+        "c",
+        (
+            Job("p", tasks_per_round=2, compute={"T4": 50}, cluster=ClusterProfile(util=0.5)),
+            single("s", util=0.5),
+        ),
+        gpus,
+        mode="gang",
+        cluster=ClusterSpec(share_cap=1.3),
+    )
     tasks = [Task("p", 0, 0, "g0", 0.0), Task("p", 0, 1, "g1", 0.0), Task("s", 0, 0, "g0", 0.0)]
     assert kinds(two, tasks) == {"share-gang"}
 
@@ -173,16 +191,23 @@ def test_placement_factors_reproduce_the_duration_table():
     table = DURATIONS["vgg16"]
     graph = tree_topology([["T4"]] * 3)
     phases = 30.0 + 10.0
-    profile = ClusterProfile(launch=30, save=10, roles=("ps", "worker", "worker"),
-                             placement_factor={m: (table[m] - phases) / (table["pww"] - phases)
-                                               for m in ("pww", "pw:w", "p:ww", "p:w:w")})
+    profile = ClusterProfile(
+        launch=30,
+        save=10,
+        roles=("ps", "worker", "worker"),
+        placement_factor={
+            m: (table[m] - phases) / (table["pww"] - phases)
+            for m in ("pww", "pw:w", "p:ww", "p:w:w")
+        },
+    )
     job = Job("v", tasks_per_round=3, compute={"T4": table["pww"] - phases}, cluster=profile)
     inst = Instance("v", (job,), topology=graph, mode="gang")
     gpus = [g.id for g in inst.gpus]
     for hosts, mode in (((0, 1, 1), "p:ww"), ((0, 1, 2), "p:w:w")):
         tasks = [Task("v", 0, k, gpus[h], 0.0) for k, h in enumerate(hosts)]
         assert check(inst, Schedule("v", tasks, "gang")).completion["v"] == pytest.approx(
-            table[mode])
+            table[mode]
+        )
 
 
 @given(st.integers(0, 10_000), st.floats(0, 3))
@@ -190,13 +215,22 @@ def test_cluster_rules_reduce_to_gang_mode(seed, shift):
     """With cluster fields that change nothing, the cluster checker agrees with the gang
     checker on FIFO's schedules and on perturbed ones."""
     inst = generate(GeneratorSpec(jobs=4, gpus=3, mode="gang"), seed)
-    cluster = Instance(inst.name, inst.jobs, tuple(dataclasses.replace(g, memory=1.0)
-                                                   for g in inst.gpus), mode="gang")
+    cluster = Instance(
+        inst.name,
+        inst.jobs,
+        tuple(dataclasses.replace(g, memory=1.0) for g in inst.gpus),
+        mode="gang",
+    )
     assert cluster.needs_cluster_model
     sched = run_simulation(inst, FIFO()).schedule
-    moved = Schedule(sched.instance, [dataclasses.replace(t, start=t.start - shift)
-                                      if t.job == sched.tasks[-1].job else t
-                                      for t in sched.tasks], "gang")
+    moved = Schedule(
+        sched.instance,
+        [
+            dataclasses.replace(t, start=t.start - shift) if t.job == sched.tasks[-1].job else t
+            for t in sched.tasks
+        ],
+        "gang",
+    )
     for s in (sched, moved):
         plain, rich = check(inst, s), check(cluster, s)
         assert plain.feasible == rich.feasible
@@ -207,10 +241,16 @@ def test_cluster_rules_reduce_to_gang_mode(seed, shift):
 
 # -- the cluster simulator and the liquid policy ------------------------------------------------
 
+
 def test_sharing_and_pre_scheduling_decisions():
     a, b = single("a", util=0.5, launch=30, save=10), single("b", util=0.5, launch=30, save=10)
-    inst = Instance("c", (a, b), topology=tree_topology([["T4"]]), mode="gang",
-                    cluster=ClusterSpec(share_cap=1.3))
+    inst = Instance(
+        "c",
+        (a, b),
+        topology=tree_topology([["T4"]]),
+        mode="gang",
+        cluster=ClusterSpec(share_cap=1.3),
+    )
     alone = simulate_cluster(inst, Liquid())
     assert alone.completion.tolist() == [140.0, 280.0]  # b waits for a to release the GPU
     shared = simulate_cluster(inst, Liquid(share=True))
@@ -222,12 +262,17 @@ def test_sharing_and_pre_scheduling_decisions():
     assert starts["b"] == (85.0, 130.0) and pre.completion.tolist() == [140.0, 240.0]
     for sim in (alone, shared, pre):
         assert check(inst, sim.schedule).completion == pytest.approx(
-            dict(zip("ab", sim.completion, strict=True)))
+            dict(zip("ab", sim.completion, strict=True))
+        )
 
 
 def test_heartbeat_delays_freed_gpus_to_the_next_report():
-    inst = Instance("c", (single("a", work=12), single("b", work=12)),
-                    topology=tree_topology([["T4"]]), mode="gang")
+    inst = Instance(
+        "c",
+        (single("a", work=12), single("b", work=12)),
+        topology=tree_topology([["T4"]]),
+        mode="gang",
+    )
     assert simulate_cluster(inst, Liquid()).completion.tolist() == [12.0, 24.0]
     assert simulate_cluster(inst, Liquid(heartbeat=5)).completion.tolist() == [12.0, 27.0]
 
@@ -257,50 +302,115 @@ def test_impossible_decisions_raise():
         simulate_cluster(inst, Greedy())
 
 
-@given(seed=st.integers(0, 1000), hosts=st.integers(2, 4), jobs=st.integers(1, 7),
-       distributed=st.sampled_from([0.0, 0.5, 1.0]), interarrival=st.sampled_from([0, 40]),
-       placement=st.sampled_from(["bestfit", "gga", "random", "spread", "pack"]),
-       batch=st.sampled_from([0, 5]), share=st.booleans(), pre=st.booleans(),
-       heartbeat=st.sampled_from([0, 5]), cost=st.sampled_from(["paper", "code"]),
-       rounds=st.integers(1, 3))
-def test_liquid_schedules_pass_the_checker(seed, hosts, jobs, distributed, interarrival,
-                                           placement, batch, share, pre, heartbeat, cost,
-                                           rounds):
+@given(
+    seed=st.integers(0, 1000),
+    hosts=st.integers(2, 4),
+    jobs=st.integers(1, 7),
+    distributed=st.sampled_from([0.0, 0.5, 1.0]),
+    interarrival=st.sampled_from([0, 40]),
+    placement=st.sampled_from(["bestfit", "gga", "random", "spread", "pack"]),
+    batch=st.sampled_from([0, 5]),
+    share=st.booleans(),
+    pre=st.booleans(),
+    heartbeat=st.sampled_from([0, 5]),
+    cost=st.sampled_from(["paper", "code"]),
+    rounds=st.integers(1, 3),
+)
+def test_liquid_schedules_pass_the_checker(
+    seed,
+    hosts,
+    jobs,
+    distributed,
+    interarrival,
+    placement,
+    batch,
+    share,
+    pre,
+    heartbeat,
+    cost,
+    rounds,
+):
     """Every switch combination yields a checked schedule whose completion times the
     checker recomputes independently (jobs of several rounds too)."""
-    inst = generate_liquid(LiquidSpec(hosts=hosts, jobs=jobs, distributed=distributed,
-                                      interarrival=interarrival), seed)
-    inst = dataclasses.replace(inst, jobs=tuple(dataclasses.replace(j, rounds=rounds)
-                                                for j in inst.jobs))
-    params = {"placement": placement, "batch": str(batch), "share": str(int(share)),
-              "preschedule": str(int(pre)), "heartbeat": str(heartbeat), "cost": cost}
+    inst = generate_liquid(
+        LiquidSpec(hosts=hosts, jobs=jobs, distributed=distributed, interarrival=interarrival),
+        seed,
+    )
+    inst = dataclasses.replace(
+        inst, jobs=tuple(dataclasses.replace(j, rounds=rounds) for j in inst.jobs)
+    )
+    params = {
+        "placement": placement,
+        "batch": str(batch),
+        "share": str(int(share)),
+        "preschedule": str(int(pre)),
+        "heartbeat": str(heartbeat),
+        "cost": cost,
+    }
     result = simulate(inst, "liquid", params=params, seed=seed)
     sim = result.simulation
     report = check(inst, sim.schedule)
     assert report.feasible
     assert [report.completion[j.id] for j in inst.jobs] == pytest.approx(sim.completion)
     assert result.objective == pytest.approx(sim.objective)
-    assert np.all(sim.completion >= [j.arrival + j.profile.launch + j.profile.save
-                                     for j in inst.jobs])
+    assert np.all(
+        sim.completion >= [j.arrival + j.profile.launch + j.profile.save for j in inst.jobs]
+    )
 
 
 def test_cli_gen_simulate_check_round_trip(tmp_path, capsys):
     from optsched.cli import main
 
     inst, sched = tmp_path / "l.json", tmp_path / "s.json"
-    assert main(["gen", "--family", "liquid", "--seed", "2", "--hosts", "3", "--jobs", "5",
-                 "--distributed", "0.4", "--interarrival", "30", "--mix",
-                 "vgg16:1,resnet50:1", "--out", str(inst)]) == 0
+    assert (
+        main(
+            [
+                "gen",
+                "--family",
+                "liquid",
+                "--seed",
+                "2",
+                "--hosts",
+                "3",
+                "--jobs",
+                "5",
+                "--distributed",
+                "0.4",
+                "--interarrival",
+                "30",
+                "--mix",
+                "vgg16:1,resnet50:1",
+                "--out",
+                str(inst),
+            ]
+        )
+        == 0
+    )
     jsonschema.validate(json.loads(inst.read_text()), schema("instance-v2"))
     capsys.readouterr()
-    assert main(["simulate", str(inst), "--policy", "liquid", "--param", "share=1",
-                 "--param", "preschedule=1", "--out", str(sched), "--json"]) == 0
+    assert (
+        main(
+            [
+                "simulate",
+                str(inst),
+                "--policy",
+                "liquid",
+                "--param",
+                "share=1",
+                "--param",
+                "preschedule=1",
+                "--out",
+                str(sched),
+                "--json",
+            ]
+        )
+        == 0
+    )
     result = json.loads(capsys.readouterr().out)
     jsonschema.validate(result, schema("result"))
     jsonschema.validate(json.loads(sched.read_text()), schema("schedule-v2"))
     assert main(["check", str(inst), str(sched), "--json"]) == 0
-    assert json.loads(capsys.readouterr().out)["objective"] == pytest.approx(
-        result["objective"])
+    assert json.loads(capsys.readouterr().out)["objective"] == pytest.approx(result["objective"])
     assert main(["gen", "--family", "liquid", "--seed", "0", "--mix", "bert:1"]) == 2
     assert main(["simulate", str(inst), "--policy", "liquid", "--param", "share=2"]) == 2
 
@@ -340,8 +450,13 @@ def test_gantt_chart_of_a_cluster_schedule(tmp_path):
     assert (tmp_path / "g.png").stat().st_size > 1000
 
 
-@given(st.lists(st.tuples(st.integers(0, 20), st.integers(1, 30), st.integers(1, 10)),
-                min_size=1, max_size=6))
+@given(
+    st.lists(
+        st.tuples(st.integers(0, 20), st.integers(1, 30), st.integers(1, 10)),
+        min_size=1,
+        max_size=6,
+    )
+)
 def test_processor_sharing_gives_every_task_its_work(tasks):
     """The checker's training ends satisfy the sharing model's definition: integrating
     1 / max(1, U(t)) from each task's start to its end gives its work."""

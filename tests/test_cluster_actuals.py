@@ -27,8 +27,9 @@ from tests.test_cluster import cluster_job, one_gpu, reprofile, schema, single
 
 
 def ps2(name, work=100.0, **kw):
-    return cluster_job(name, tasks_per_round=3, compute={"T4": work},
-                       roles=("ps", "worker", "worker"), **kw)
+    return cluster_job(
+        name, tasks_per_round=3, compute={"T4": work}, roles=("ps", "worker", "worker"), **kw
+    )
 
 
 def hosts(n, per_host=2):
@@ -72,12 +73,19 @@ def agrees(inst, sim):
 
 # -- formats -----------------------------------------------------------------------------------
 
+
 def test_actuals_flow_time_and_contention_round_trip_and_match_the_schema():
     gpus = hosts(2)
-    inst = Instance("a", (ps2("p", flow_time=12.5, actual={"bandwidth": 3.0}, bandwidth=2.0),
-                          single("s", util=0.5, gpu_memory=4000,
-                                 actual={"util": 0.7, "gpu_memory": 5000})),
-                    gpus, mode="gang", cluster=ClusterSpec(share_cap=1.3, link_contention=True))
+    inst = Instance(
+        "a",
+        (
+            ps2("p", flow_time=12.5, actual={"bandwidth": 3.0}, bandwidth=2.0),
+            single("s", util=0.5, gpu_memory=4000, actual={"util": 0.7, "gpu_memory": 5000}),
+        ),
+        gpus,
+        mode="gang",
+        cluster=ClusterSpec(share_cap=1.3, link_contention=True),
+    )
     data = instance_to_dict(inst)
     assert data["link_contention"] is True
     assert data["jobs"][0]["flow_time"] == 12.5
@@ -105,16 +113,27 @@ def test_actuals_are_validated():
     with pytest.raises(InputError, match="actual GPU memory"):
         one_gpu(single("a", gpu_memory=4000, actual={"gpu_memory": 12000}), memory=10000)
     with pytest.raises(InputError, match="host"):
-        Instance("c", (single("a"),), (GPU("g", "T4"),), mode="gang",
-                 cluster=ClusterSpec(link_contention=True))
+        Instance(
+            "c",
+            (single("a"),),
+            (GPU("g", "T4"),),
+            mode="gang",
+            cluster=ClusterSpec(link_contention=True),
+        )
     with pytest.raises(InputError, match="link_contention"):
-        Instance("c", (single("a"),), (GPU("g", "T4", "h"),), mode="gang",
-                 cluster=ClusterSpec(link_contention=1))
+        Instance(
+            "c",
+            (single("a"),),
+            (GPU("g", "T4", "h"),),
+            mode="gang",
+            cluster=ClusterSpec(link_contention=1),
+        )
 
 
 def test_failed_attempts_round_trip_and_match_the_schema():
-    sched = Schedule("c", [Task("a", 0, 0, "g", 0.0, failed_at=20.0),
-                           Task("a", 0, 0, "g", 100.0)], "gang")
+    sched = Schedule(
+        "c", [Task("a", 0, 0, "g", 0.0, failed_at=20.0), Task("a", 0, 0, "g", 100.0)], "gang"
+    )
     data = sched.to_dict()
     assert data["format"] == "optsched/schedule@2"
     assert data["tasks"][0]["failed_at"] == 20.0 and "failed_at" not in data["tasks"][1]
@@ -128,19 +147,20 @@ def test_flows_count_remote_ps_worker_pairs_on_worker_links():
     inst = Instance("f", (ps2("p"),), hosts(3), mode="gang")
     by_host = {"pww": (0, 1, 1), "pw:w": (0, 1, 2), "p:ww": (0, 2, 3), "p:w:w": (0, 2, 4)}
     flows = {m: round_flows(inst, 0, gpus) for m, gpus in by_host.items()}
-    assert flows == {"pww": {}, "pw:w": {"h1": 1}, "p:ww": {"h1": 2},
-                     "p:w:w": {"h1": 1, "h2": 1}}
+    assert flows == {"pww": {}, "pw:w": {"h1": 1}, "p:ww": {"h1": 2}, "p:w:w": {"h1": 1, "h2": 1}}
 
 
 # -- drawing actuals ---------------------------------------------------------------------------
+
 
 def test_with_actuals_draws_around_predictions_reproducibly():
     inst = generate_liquid(LiquidSpec(jobs=40, distributed=0.3), 2)
     drawn = with_actuals(inst, 0.2, 7)
     assert drawn == with_actuals(inst, 0.2, 7) and drawn != with_actuals(inst, 0.2, 8)
     ratios = []
-    for pred, job in zip((j.profile for j in inst.jobs), (j.profile for j in drawn.jobs),
-                         strict=True):
+    for pred, job in zip(
+        (j.profile for j in inst.jobs), (j.profile for j in drawn.jobs), strict=True
+    ):
         assert set(job.actual) == {"util", "gpu_memory", "bandwidth"}
         assert dataclasses.replace(job, actual=None) == pred
         assert 0.01 <= job.actual_util <= 1
@@ -162,13 +182,16 @@ def test_liquid_generator_flags():
     data = instance_to_dict(plain)
     assert "link_contention" not in data
     assert all("actual" not in j and "flow_time" not in j for j in data["jobs"])
-    noisy = generate_liquid(LiquidSpec(jobs=6, distributed=0.5, prediction_error=0.3,
-                                       link_contention=True), 3)
+    noisy = generate_liquid(
+        LiquidSpec(jobs=6, distributed=0.5, prediction_error=0.3, link_contention=True), 3
+    )
     assert noisy.cluster.link_contention
     assert [(j.profile.util, j.profile.gpu_memory) for j in noisy.jobs] == [
-        (j.profile.util, j.profile.gpu_memory) for j in plain.jobs]
+        (j.profile.util, j.profile.gpu_memory) for j in plain.jobs
+    ]
     assert all(j.profile.actual is not None for j in noisy.jobs)
     from optsched.placement.durations import contention_durations
+
     for p in (job.profile for job in noisy.jobs):
         assert p.model is not None
         assert p.flow_time == (contention_durations(p.model)[0] if p.roles else 0.0)
@@ -183,8 +206,9 @@ def test_liquid_generator_flags():
 def test_actuals_are_drawn_around_the_forest_predictions():
     pytest.importorskip("sklearn")
     predicted = generate_liquid(LiquidSpec(jobs=6, distributed=0.5, predict_from=100), 3)
-    noisy = generate_liquid(LiquidSpec(jobs=6, distributed=0.5, predict_from=100,
-                                       prediction_error=0.2), 3)
+    noisy = generate_liquid(
+        LiquidSpec(jobs=6, distributed=0.5, predict_from=100, prediction_error=0.2), 3
+    )
     assert noisy == with_actuals(predicted, 0.2, 3)
     assert [j.profile.util for j in noisy.jobs] == [j.profile.util for j in predicted.jobs]
 
@@ -193,21 +217,39 @@ def test_cli_generates_actuals_and_contention(tmp_path, capsys):
     from optsched.cli import main
 
     inst = tmp_path / "l.json"
-    assert main(["gen", "--family", "liquid", "--seed", "2", "--jobs", "6",
-                 "--distributed", "0.5", "--prediction-error", "0.3", "--link-contention",
-                 "--out", str(inst)]) == 0
+    assert (
+        main(
+            [
+                "gen",
+                "--family",
+                "liquid",
+                "--seed",
+                "2",
+                "--jobs",
+                "6",
+                "--distributed",
+                "0.5",
+                "--prediction-error",
+                "0.3",
+                "--link-contention",
+                "--out",
+                str(inst),
+            ]
+        )
+        == 0
+    )
     data = json.loads(inst.read_text())
     jsonschema.validate(data, schema("instance-v2"))
     assert data["link_contention"] and all("actual" in j for j in data["jobs"])
     capsys.readouterr()
-    assert main(["simulate", str(inst), "--policy", "liquid", "--param", "share=1",
-                 "--json"]) == 0
+    assert main(["simulate", str(inst), "--policy", "liquid", "--param", "share=1", "--json"]) == 0
     metrics = json.loads(capsys.readouterr().out)["metrics"]
     assert {"oom_failures", "lost_gpu_s"} <= set(metrics)
     assert main(["gen", "--family", "exact", "--seed", "0", "--link-contention"]) == 2
 
 
 # -- interference by actual utilisation --------------------------------------------------------
+
 
 def test_actual_utilisation_above_the_prediction_slows_a_shared_gpu():
     """Two 60 %-predicted jobs share a GPU under the 1.3 cap as planned (1.2 → 120 s each);
@@ -219,14 +261,20 @@ def test_actual_utilisation_above_the_prediction_slows_a_shared_gpu():
     assert sim.completion.tolist() == pytest.approx([160.0, 160.0])
     agrees(inst, sim)
     planned = one_gpu(single("a", util=0.6), single("b", util=0.6), share_cap=1.3)
-    assert simulate_cluster(planned, Scripted({0: (0,), 1: (0,)})).completion.tolist() == \
-        pytest.approx([120.0, 120.0])
+    assert simulate_cluster(
+        planned, Scripted({0: (0,), 1: (0,)})
+    ).completion.tolist() == pytest.approx([120.0, 120.0])
     # the cap is checked on predictions: 1.6 actual is no share-cap violation
     report = check(inst, sim.schedule)
     assert report.feasible
     # and the liquid policy, which shares on the same predictions, sees the same slowdown
-    topo = Instance("c", (a, b), topology=tree_topology([["T4"]]), mode="gang",
-                    cluster=ClusterSpec(share_cap=1.3))
+    topo = Instance(
+        "c",
+        (a, b),
+        topology=tree_topology([["T4"]]),
+        mode="gang",
+        cluster=ClusterSpec(share_cap=1.3),
+    )
     result = simulate(topo, "liquid", params={"share": "1"})
     shared = result.simulation
     assert shared.completion.tolist() == pytest.approx([160.0, 160.0])
@@ -236,14 +284,18 @@ def test_actual_utilisation_above_the_prediction_slows_a_shared_gpu():
 def test_unequal_actual_utilisations_by_hand():
     """a (actual 0.9, 100 s of work) and b (actual 0.5, 150 s) share from 0 at rates 1/1.4:
     a ends at 140, when b has done 100; b finishes alone at 140 + 50 = 190."""
-    inst = one_gpu(single("a", util=0.6, actual={"util": 0.9}),
-                   single("b", 150.0, util=0.6, actual={"util": 0.5}), share_cap=1.3)
+    inst = one_gpu(
+        single("a", util=0.6, actual={"util": 0.9}),
+        single("b", 150.0, util=0.6, actual={"util": 0.5}),
+        share_cap=1.3,
+    )
     sim = simulate_cluster(inst, Scripted({0: (0,), 1: (0,)}))
     assert sim.completion.tolist() == pytest.approx([140.0, 190.0])
     agrees(inst, sim)
 
 
 # -- out of memory -----------------------------------------------------------------------------
+
 
 def oom_instance(launch_b=20.0):
     a = single("a", util=0.5, gpu_memory=4000, save=10, actual={"gpu_memory": 6000})
@@ -269,8 +321,7 @@ def test_a_round_out_of_actual_memory_fails_at_its_training_start_and_is_requeue
     report = agrees(inst, sim)
     assert report.metrics["oom_failures"] == 1 and report.metrics["lost_gpu_s"] == 20.0
     # predictions alone: no failure, b trains at 20 next to a
-    exact = one_gpu(*(reprofile(j, actual=None) for j in inst.jobs),
-                    share_cap=1.3, memory=10000)
+    exact = one_gpu(*(reprofile(j, actual=None) for j in inst.jobs), share_cap=1.3, memory=10000)
     plain = simulate_cluster(exact, Scripted({0: (0,), 1: (0,)}))
     assert plain.metrics["oom_failures"] == 0 and plain.completion[1] < 220
 
@@ -284,8 +335,7 @@ def test_a_requeued_round_is_not_retried_in_the_instant_it_failed():
     sim = simulate_cluster(inst, policy)
     assert sim.completion.tolist() == pytest.approx([110.0, 210.0])
     assert sim.metrics["oom_failures"] == 2 and sim.metrics["lost_gpu_s"] == 0.0
-    assert [t.failed_at for t in sim.schedule.tasks if t.failed_at is not None] == [0.0,
-                                                                                    100.0]
+    assert [t.failed_at for t in sim.schedule.tasks if t.failed_at is not None] == [0.0, 100.0]
     assert [t for t, j in policy.log if j == "b"] == [0.0, 100.0, 110.0]
     agrees(inst, sim)
 
@@ -293,8 +343,15 @@ def test_a_requeued_round_is_not_retried_in_the_instant_it_failed():
 def test_multi_gpu_round_fails_when_one_of_its_gpus_overflows():
     gpus = tuple(GPU(f"g{k}", "T4", "h", 10000.0) for k in range(3))
     s = single("s", util=0.5, gpu_memory=5000, actual={"gpu_memory": 7000})
-    p = cluster_job("p", arrival=1.0, tasks_per_round=3, compute={"T4": 50}, gpu_memory=4000,
-                    launch=10, actual={"gpu_memory": 4000})
+    p = cluster_job(
+        "p",
+        arrival=1.0,
+        tasks_per_round=3,
+        compute={"T4": 50},
+        gpu_memory=4000,
+        launch=10,
+        actual={"gpu_memory": 4000},
+    )
     inst = Instance("m", (s, p), gpus, mode="gang")
     plan = {0: (0,), 1: (0, 1, 2)}
 
@@ -319,8 +376,11 @@ def test_multi_gpu_round_fails_when_one_of_its_gpus_overflows():
 
 def test_the_checker_verifies_failed_attempts():
     inst = oom_instance()
-    good = [Task("a", 0, 0, "g", 0.0), Task("b", 0, 0, "g", 0.0, failed_at=20.0),
-            Task("b", 0, 0, "g", 100.0, 120.0)]
+    good = [
+        Task("a", 0, 0, "g", 0.0),
+        Task("b", 0, 0, "g", 0.0, failed_at=20.0),
+        Task("b", 0, 0, "g", 100.0, 120.0),
+    ]
     report = check(inst, Schedule("c", good, "gang"))
     assert report.feasible and report.completion == pytest.approx({"a": 110.0, "b": 220.0})
     assert report.metrics["utilisation"]["g"] == pytest.approx(1.0)
@@ -329,31 +389,41 @@ def test_the_checker_verifies_failed_attempts():
         return check(inst, Schedule("c", tasks, "gang")).kinds()
 
     # a failure where actual memory fits (a has left at 110)
-    assert kinds([good[0], Task("b", 0, 0, "g", 100.0, failed_at=120.0),
-                  Task("b", 0, 0, "g", 120.0, 140.0)]) == {"failed-attempt"}
+    assert kinds(
+        [good[0], Task("b", 0, 0, "g", 100.0, failed_at=120.0), Task("b", 0, 0, "g", 120.0, 140.0)]
+    ) == {"failed-attempt"}
     # training on where it should have failed
     assert kinds([good[0], Task("b", 0, 0, "g", 0.0, 20.0)]) == {"oom"}
     # re-run before the failure
-    assert kinds([good[0], Task("b", 0, 0, "g", 0.0, failed_at=20.0),
-                  Task("b", 0, 0, "g", 10.0, 120.0)]) == {"failed-attempt"}
+    assert kinds(
+        [good[0], Task("b", 0, 0, "g", 0.0, failed_at=20.0), Task("b", 0, 0, "g", 10.0, 120.0)]
+    ) == {"failed-attempt"}
     # failing before the launch phase is over
     assert kinds([good[0], Task("b", 0, 0, "g", 0.0, failed_at=10.0), good[2]]) == {"launch"}
     # a failed attempt with a training start
     assert kinds([good[0], Task("b", 0, 0, "g", 0.0, 20.0, failed_at=20.0), good[2]]) == {
-        "failed-attempt"}
+        "failed-attempt"
+    }
     # a failed attempt alone is no substitute for the round
     assert "missing" in kinds(good[:2])
     # a failed attempt of a multi-GPU round must be whole
     gpus = tuple(GPU(f"g{k}", "T4", "h", 100.0) for k in range(2))
-    two = Instance("t", (cluster_job("p", tasks_per_round=2, compute={"T4": 5},
-                                     gpu_memory=10),),
-                   gpus, mode="gang")
-    part = [Task("p", 0, 0, "g0", 0.0, failed_at=0.0), Task("p", 0, 0, "g0", 1.0),
-            Task("p", 0, 1, "g1", 1.0)]
+    two = Instance(
+        "t",
+        (cluster_job("p", tasks_per_round=2, compute={"T4": 5}, gpu_memory=10),),
+        gpus,
+        mode="gang",
+    )
+    part = [
+        Task("p", 0, 0, "g0", 0.0, failed_at=0.0),
+        Task("p", 0, 0, "g0", 1.0),
+        Task("p", 0, 1, "g1", 1.0),
+    ]
     assert check(two, Schedule("t", part, "gang")).kinds() == {"failed-attempt"}
 
 
 # -- link contention ---------------------------------------------------------------------------
+
 
 def contention_instance(on=True, b_flow=20.0, **b_kw):
     a = ps2("a", flow_time=10.0)
@@ -379,8 +449,10 @@ def test_two_jobs_on_one_worker_link_slow_each_other_by_hand():
     off = contention_instance(on=False)
     assert simulate_cluster(off, Scripted(plan)).completion.tolist() == [100.0, 100.0]
     # workers on different links (a's on h1, b's on h3): nothing changes
-    apart = simulate_cluster(inst, Scripted({0: on(inst, "h0/g0", "h1/g0", "h1/g1"),
-                                             1: on(inst, "h0/g1", "h3/g0", "h3/g1")}))
+    apart = simulate_cluster(
+        inst,
+        Scripted({0: on(inst, "h0/g0", "h1/g0", "h1/g1"), 1: on(inst, "h0/g1", "h3/g0", "h3/g1")}),
+    )
     assert apart.completion.tolist() == [100.0, 100.0]
     agrees(inst, apart)
 
@@ -389,8 +461,10 @@ def test_contention_changes_rates_as_rounds_start_and_stop():
     """b arrives at 50: a alone [0, 50) at rate 1, then both (a 100/110, b 100/120): a ends
     at 50 + 55 = 105; b has 55·100/120 done then and ends at 105 + 100 − 45.83."""
     inst = contention_instance(arrival=50.0)
-    sim = simulate_cluster(inst, Scripted({0: on(inst, "h0/g0", "h1/g0", "h2/g0"),
-                                           1: on(inst, "h3/g0", "h1/g1", "h2/g1")}))
+    sim = simulate_cluster(
+        inst,
+        Scripted({0: on(inst, "h0/g0", "h1/g0", "h2/g0"), 1: on(inst, "h3/g0", "h1/g1", "h2/g1")}),
+    )
     assert sim.completion.tolist() == pytest.approx([105.0, 105.0 + 100.0 - 55.0 / 1.2])
     agrees(inst, sim)
 
@@ -400,8 +474,10 @@ def test_contention_counts_the_busiest_link_and_actual_bandwidth():
     flows, 1 more than its own 2 (+10 s); b's has 3 on h1 against its own 1 (+2 flows ×
     flow_time). b's actual bandwidth twice its prediction doubles its flow time: 2·2·20."""
     inst = contention_instance(b_flow=20.0, actual={"bandwidth": 2.0})
-    sim = simulate_cluster(inst, Scripted({0: on(inst, "h0/g0", "h1/g0", "h1/g1"),
-                                           1: on(inst, "h3/g0", "h1/g2", "h2/g0")}))
+    sim = simulate_cluster(
+        inst,
+        Scripted({0: on(inst, "h0/g0", "h1/g0", "h1/g1"), 1: on(inst, "h3/g0", "h1/g2", "h2/g0")}),
+    )
     # a: rate 100/110 → 110; b: rate 100/180 until 110, then alone
     assert sim.completion.tolist() == pytest.approx([110.0, 110.0 + 100.0 - 110.0 / 1.8])
     agrees(inst, sim)
@@ -409,26 +485,59 @@ def test_contention_counts_the_busiest_link_and_actual_bandwidth():
 
 # -- properties --------------------------------------------------------------------------------
 
-@given(seed=st.integers(0, 1000), hosts_=st.integers(2, 4), jobs=st.integers(2, 8),
-       distributed=st.sampled_from([0.0, 0.3, 1.0]), interarrival=st.sampled_from([0, 20]),
-       error=st.sampled_from([0.0, 0.2, 0.6]), memory=st.sampled_from([(2, 8), (5, 10)]),
-       share=st.booleans(), pre=st.booleans(), contention=st.booleans(),
-       heartbeat=st.sampled_from([0, 5]), placement=st.sampled_from(["bestfit", "random"]),
-       rounds=st.integers(1, 3))
+
+@given(
+    seed=st.integers(0, 1000),
+    hosts_=st.integers(2, 4),
+    jobs=st.integers(2, 8),
+    distributed=st.sampled_from([0.0, 0.3, 1.0]),
+    interarrival=st.sampled_from([0, 20]),
+    error=st.sampled_from([0.0, 0.2, 0.6]),
+    memory=st.sampled_from([(2, 8), (5, 10)]),
+    share=st.booleans(),
+    pre=st.booleans(),
+    contention=st.booleans(),
+    heartbeat=st.sampled_from([0, 5]),
+    placement=st.sampled_from(["bestfit", "random"]),
+    rounds=st.integers(1, 3),
+)
 def test_liquid_with_actuals_and_contention_passes_the_checker(
-        seed, hosts_, jobs, distributed, interarrival, error, memory, share, pre,
-        contention, heartbeat, placement, rounds):
+    seed,
+    hosts_,
+    jobs,
+    distributed,
+    interarrival,
+    error,
+    memory,
+    share,
+    pre,
+    contention,
+    heartbeat,
+    placement,
+    rounds,
+):
     """Every switch combination of mispredictions, sharing, pre-scheduling and link
     contention yields a schedule the checker passes, with the simulator's completion times,
     failures and lost work."""
-    spec = LiquidSpec(hosts=hosts_, jobs=jobs, distributed=distributed,
-                      interarrival=interarrival, prediction_error=error,
-                      gpu_memory_gb=memory, link_contention=contention)
+    spec = LiquidSpec(
+        hosts=hosts_,
+        jobs=jobs,
+        distributed=distributed,
+        interarrival=interarrival,
+        prediction_error=error,
+        gpu_memory_gb=memory,
+        link_contention=contention,
+    )
     inst = generate_liquid(spec, seed)
-    inst = dataclasses.replace(inst, jobs=tuple(dataclasses.replace(j, rounds=rounds)
-                                                for j in inst.jobs))
-    params = {"placement": placement, "share": str(int(share)),
-              "preschedule": str(int(pre)), "heartbeat": str(heartbeat)}
+    inst = dataclasses.replace(
+        inst, jobs=tuple(dataclasses.replace(j, rounds=rounds) for j in inst.jobs)
+    )
+    params = {
+        "placement": placement,
+        "share": str(int(share)),
+        "preschedule": str(int(pre)),
+        "heartbeat": str(heartbeat),
+    }
     result = simulate(inst, "liquid", params=params, seed=seed)
     sim = result.simulation
     agrees(inst, sim)
@@ -448,13 +557,17 @@ class RandomCluster:
     def decide(self, view):
         out, taken = [], set()
         for job in view.waiting:
-            eligible = [g for g in range(len(view.holders)) if np.isfinite(job.compute[g])
-                        and g not in taken]
+            eligible = [
+                g
+                for g in range(len(view.holders))
+                if np.isfinite(job.compute[g]) and g not in taken
+            ]
             vacant = [g for g in eligible if g in view.vacant]
             if job.tasks_per_round > 1:
                 if len(vacant) >= job.tasks_per_round and view.rng.random() < 0.8:
-                    gpus = tuple(int(g) for g in view.rng.permutation(vacant)
-                                 [:job.tasks_per_round])
+                    gpus = tuple(
+                        int(g) for g in view.rng.permutation(vacant)[: job.tasks_per_round]
+                    )
                     out.append((job.index, gpus, False))
                     taken |= set(gpus)
                 continue
@@ -464,10 +577,13 @@ class RandomCluster:
             rounds = view.holders[g]
             if g in view.vacant:
                 out.append((job.index, (g,), False))
-            elif (view.instance.cluster.share_cap is not None and rounds
-                  and all(h.tasks == 1 for h in rounds)
-                  and job.util + sum(h.job.util for h in rounds)
-                  <= view.instance.cluster.share_cap and view.rng.random() < 0.7):
+            elif (
+                view.instance.cluster.share_cap is not None
+                and rounds
+                and all(h.tasks == 1 for h in rounds)
+                and job.util + sum(h.job.util for h in rounds) <= view.instance.cluster.share_cap
+                and view.rng.random() < 0.7
+            ):
                 out.append((job.index, (g,), True))
             elif rounds and all(h.training or not np.isnan(h.train_end) for h in rounds):
                 out.append((job.index, (g,), False))
@@ -479,29 +595,55 @@ class RandomCluster:
         return out
 
 
-@given(seed=st.integers(0, 10_000), jobs=st.integers(2, 10), error=st.sampled_from([0.3, 1.0]),
-       contention=st.booleans(), launch=st.sampled_from([0.0, 5.0]),
-       rounds=st.integers(1, 3), distributed=st.sampled_from([0.0, 0.4]))
-def test_random_sharing_with_actuals_passes_the_checker(seed, jobs, error, contention, launch,
-                                                        rounds, distributed):
+@given(
+    seed=st.integers(0, 10_000),
+    jobs=st.integers(2, 10),
+    error=st.sampled_from([0.3, 1.0]),
+    contention=st.booleans(),
+    launch=st.sampled_from([0.0, 5.0]),
+    rounds=st.integers(1, 3),
+    distributed=st.sampled_from([0.0, 0.4]),
+)
+def test_random_sharing_with_actuals_passes_the_checker(
+    seed, jobs, error, contention, launch, rounds, distributed
+):
     """A policy that shares and pre-schedules at random on small GPUs: many out-of-memory
     failures, every one verified by the checker, same completion times."""
-    spec = LiquidSpec(hosts=2, jobs=jobs, distributed=distributed, interarrival=5,
-                      prediction_error=error, gpu_memory=12288.0, gpu_memory_gb=(3, 6),
-                      launch=launch, save=5.0, link_contention=contention,
-                      share_cap=2.0 if seed % 2 else 1.3)
+    spec = LiquidSpec(
+        hosts=2,
+        jobs=jobs,
+        distributed=distributed,
+        interarrival=5,
+        prediction_error=error,
+        gpu_memory=12288.0,
+        gpu_memory_gb=(3, 6),
+        launch=launch,
+        save=5.0,
+        link_contention=contention,
+        share_cap=2.0 if seed % 2 else 1.3,
+    )
     inst = generate_liquid(spec, seed)
-    inst = dataclasses.replace(inst, jobs=tuple(dataclasses.replace(j, rounds=rounds)
-                                                for j in inst.jobs))
+    inst = dataclasses.replace(
+        inst, jobs=tuple(dataclasses.replace(j, rounds=rounds) for j in inst.jobs)
+    )
     sim = simulate_cluster(inst, RandomCluster(), seed=seed)
     agrees(inst, sim)
 
 
 def test_random_sharing_does_run_out_of_memory():
     """The property above exercises failures: over a few seeds, some rounds fail."""
-    spec = LiquidSpec(hosts=2, jobs=10, distributed=0.0, interarrival=5,
-                      prediction_error=1.0, gpu_memory=12288.0, gpu_memory_gb=(3, 6),
-                      launch=5.0, save=5.0, share_cap=2.0)
+    spec = LiquidSpec(
+        hosts=2,
+        jobs=10,
+        distributed=0.0,
+        interarrival=5,
+        prediction_error=1.0,
+        gpu_memory=12288.0,
+        gpu_memory_gb=(3, 6),
+        launch=5.0,
+        save=5.0,
+        share_cap=2.0,
+    )
     failures = 0
     for seed in range(5):
         inst = generate_liquid(spec, seed)
@@ -515,17 +657,22 @@ def test_random_sharing_does_run_out_of_memory():
 def test_explicit_actuals_equal_to_predictions_change_nothing(seed, share, pre):
     """actual = predicted (given explicitly) and contention with no flow time simulate
     exactly as the plain instance."""
-    inst = generate_liquid(LiquidSpec(hosts=3, jobs=6, distributed=0.5, interarrival=20),
-                           seed)
-    same = dataclasses.replace(inst, jobs=tuple(
-        reprofile(j, actual={"util": j.profile.util, "gpu_memory": j.profile.gpu_memory})
-        for j in inst.jobs), cluster=ClusterSpec(link_contention=True))
+    inst = generate_liquid(LiquidSpec(hosts=3, jobs=6, distributed=0.5, interarrival=20), seed)
+    same = dataclasses.replace(
+        inst,
+        jobs=tuple(
+            reprofile(j, actual={"util": j.profile.util, "gpu_memory": j.profile.gpu_memory})
+            for j in inst.jobs
+        ),
+        cluster=ClusterSpec(link_contention=True),
+    )
     params = {"share": str(int(share)), "preschedule": str(int(pre))}
     a = simulate(inst, "liquid", params=params, seed=seed).simulation
     b = simulate(same, "liquid", params=params, seed=seed).simulation
     assert a.completion.tolist() == b.completion.tolist()
-    assert [dataclasses.astuple(t) for t in a.schedule.tasks] == \
-        [dataclasses.astuple(t) for t in b.schedule.tasks]
+    assert [dataclasses.astuple(t) for t in a.schedule.tasks] == [
+        dataclasses.astuple(t) for t in b.schedule.tasks
+    ]
 
 
 def test_holds_ending_at_a_training_start_are_released_first():
@@ -534,8 +681,9 @@ def test_holds_ending_at_a_training_start_are_released_first():
     MB: a and b release their 3000 + 3000 at that instant, so c fits and trains."""
     a = single("a", util=0.5, gpu_memory=3000)
     b = single("b", util=0.5, gpu_memory=3000)
-    c = single("c", arrival=80.0, util=0.5, gpu_memory=3000, launch=20,
-               actual={"gpu_memory": 8000})
+    c = single(
+        "c", arrival=80.0, util=0.5, gpu_memory=3000, launch=20, actual={"gpu_memory": 8000}
+    )
     inst = one_gpu(a, b, c, share_cap=2.0, memory=10000)
     sim = simulate_cluster(inst, Scripted({0: (0,), 1: (0,), 2: (0,)}))
     assert sim.metrics["oom_failures"] == 0
@@ -543,7 +691,9 @@ def test_holds_ending_at_a_training_start_are_released_first():
     agrees(inst, sim)
     # a failure recorded at that instant is accepted too (simultaneous events)
     tasks = [t for t in sim.schedule.tasks if t.job != "c"] + [
-        Task("c", 0, 0, "g", 80.0, failed_at=100.0), Task("c", 0, 0, "g", 100.0)]
+        Task("c", 0, 0, "g", 80.0, failed_at=100.0),
+        Task("c", 0, 0, "g", 100.0),
+    ]
     assert check(inst, Schedule("c", tasks, "gang")).feasible
 
 

@@ -18,36 +18,60 @@ pytest.importorskip("mkdocstrings")
 
 @pytest.mark.slow  # 7 s; CI builds the site after the default run (.ci/run)
 def test_the_site_builds_without_warnings(tmp_path):
-    run = subprocess.run([sys.executable, "-m", "mkdocs", "build", "--strict",
-                          "-d", str(tmp_path / "site")], cwd=ROOT, capture_output=True,
-                         text=True, timeout=300)
+    run = subprocess.run(
+        [sys.executable, "-m", "mkdocs", "build", "--strict", "-d", str(tmp_path / "site")],
+        cwd=ROOT,
+        capture_output=True,
+        text=True,
+        timeout=300,
+    )
     assert run.returncode == 0 and "WARNING" not in run.stderr, run.stderr
     assert (tmp_path / "site" / "api" / "online" / "index.html").exists()
     page = (tmp_path / "site" / "api" / "optsched" / "index.html").read_text()
     assert ":func:" not in page and ":class:" not in page  # Sphinx roles rendered as code
 
 
-@pytest.mark.parametrize("page", [
-    pytest.param("getting-started.md", marks=pytest.mark.slow),  # 7 s; CI runs it (.ci/run)
-    "methods/online.md", "methods/liquid.md"])
+@pytest.mark.parametrize(
+    "page",
+    [
+        pytest.param("getting-started.md", marks=pytest.mark.slow),  # 7 s; CI runs it (.ci/run)
+        "methods/online.md",
+        "methods/liquid.md",
+    ],
+)
 def test_the_python_in_the_docs_runs_as_written(page, tmp_path):
     """Each page's Python blocks, in order, in a fresh interpreter (files they write land in
     a temporary folder)."""
     text = (ROOT / "docs" / page).read_text()
     blocks = re.findall(r"```python\n(.*?)```", text, flags=re.S)
     assert blocks
-    run = subprocess.run([sys.executable, "-c", "\n".join(blocks)], capture_output=True,
-                         text=True, cwd=tmp_path, timeout=300,
-                         env={**os.environ, "PYTHONPATH": str(ROOT)})
+    run = subprocess.run(
+        [sys.executable, "-c", "\n".join(blocks)],
+        capture_output=True,
+        text=True,
+        cwd=tmp_path,
+        timeout=300,
+        env={**os.environ, "PYTHONPATH": str(ROOT)},
+    )
     assert run.returncode == 0, run.stderr
 
 
 def test_nothing_shipped_points_to_documents_that_do_not_ship():
-    unshipped = re.compile(r"DESIGN\.md|formulations\.md|seeds\.md|peers\.md|style\.md|"
-                           r"fidelity-review|\.\./shared/")
-    files = [*ROOT.glob("optsched/**/*.py"), *ROOT.glob("models/*.md"),
-             *ROOT.glob("docs/**/*.md"), ROOT / "README.md", ROOT / "CHANGELOG.md"]
-    offenders = [f"{p.relative_to(ROOT)}:{n}" for p in files
-                 for n, line in enumerate(p.read_text().splitlines(), 1)
-                 if unshipped.search(line)]
+    unshipped = re.compile(
+        r"DESIGN\.md|formulations\.md|seeds\.md|peers\.md|style\.md|"
+        r"fidelity-review|\.\./shared/"
+    )
+    files = [
+        *ROOT.glob("optsched/**/*.py"),
+        *ROOT.glob("models/*.md"),
+        *ROOT.glob("docs/**/*.md"),
+        ROOT / "README.md",
+        ROOT / "CHANGELOG.md",
+    ]
+    offenders = [
+        f"{p.relative_to(ROOT)}:{n}"
+        for p in files
+        for n, line in enumerate(p.read_text().splitlines(), 1)
+        if unshipped.search(line)
+    ]
     assert not offenders, offenders

@@ -34,12 +34,23 @@ from tests.test_online import TOY, load_instance
 
 def liquid_instance(seed, rounds=2, error=1.0):
     """Small GPUs, mispredicted memory: sharing and pre-scheduling fail now and then."""
-    spec = LiquidSpec(hosts=2, jobs=8, distributed=0.3, interarrival=5,
-                      prediction_error=error, gpu_memory=12288.0, gpu_memory_gb=(3, 6),
-                      launch=5.0, save=5.0, share_cap=2.0, link_contention=seed % 2 == 1)
+    spec = LiquidSpec(
+        hosts=2,
+        jobs=8,
+        distributed=0.3,
+        interarrival=5,
+        prediction_error=error,
+        gpu_memory=12288.0,
+        gpu_memory_gb=(3, 6),
+        launch=5.0,
+        save=5.0,
+        share_cap=2.0,
+        link_contention=seed % 2 == 1,
+    )
     inst = generate_liquid(spec, seed)
-    return dataclasses.replace(inst, jobs=tuple(dataclasses.replace(j, rounds=rounds)
-                                                for j in inst.jobs))
+    return dataclasses.replace(
+        inst, jobs=tuple(dataclasses.replace(j, rounds=rounds) for j in inst.jobs)
+    )
 
 
 class Counter(Observer):
@@ -86,8 +97,7 @@ def test_cluster_observers_stream_and_count_what_is_recorded(seed, rounds):
     assert sorted_tasks(streamed) == sorted_tasks(sim.schedule)
     report = check(inst, streamed)
     assert report.feasible, report.violations[:3]
-    assert report.metrics["oom_failures"] == sim.metrics["oom_failures"] == \
-        counter.calls["fail"]
+    assert report.metrics["oom_failures"] == sim.metrics["oom_failures"] == counter.calls["fail"]
     attempts = {(t.job, t.round, t.start) for t in sim.schedule.tasks}
     assert counter.calls["train"] + counter.calls["fail"] == len(attempts)
     assert counter.calls["task"] == len(sim.schedule.tasks)
@@ -200,8 +210,12 @@ def test_metrics_observer_is_the_one_place_for_metrics():
     plain = MetricsObserver(inst).metrics().keys()
     assert basic.metrics.keys() == plain
     assert cluster.metrics.keys() == PhaseMetricsObserver(inst).metrics().keys()
-    assert set(cluster.metrics) - set(plain) == {"gpu_idle_s", "mean_execution_s",
-                                                 "oom_failures", "lost_gpu_s"}
+    assert set(cluster.metrics) - set(plain) == {
+        "gpu_idle_s",
+        "mean_execution_s",
+        "oom_failures",
+        "lost_gpu_s",
+    }
 
 
 def test_a_cluster_plug_in_needs_no_execution_attribute():
@@ -209,8 +223,13 @@ def test_a_cluster_plug_in_needs_no_execution_attribute():
     ClusterPolicy protocol) runs under the cluster model, as before ``execution`` existed."""
     from optsched.registry import register
 
-    @register("test-random-cluster", kind="simulate", modes=("gang",), replace=True,
-              description="random cluster policy (tests only)")
+    @register(
+        "test-random-cluster",
+        kind="simulate",
+        modes=("gang",),
+        replace=True,
+        description="random cluster policy (tests only)",
+    )
     def _make(options, seed):
         return RandomCluster()
 

@@ -24,8 +24,9 @@ def test_runs_csv_round_trip_and_string_features(tmp_path):
     path = tmp_path / "runs.csv"
     write_runs(path, runs)
     again = read_runs(path)
-    assert [(r.job, r.job_type, r.role) for r in again] == [(r.job, r.job_type, r.role)
-                                                              for r in runs]
+    assert [(r.job, r.job_type, r.role) for r in again] == [
+        (r.job, r.job_type, r.role) for r in runs
+    ]
     assert again[0].features == pytest.approx(runs[0].features)
     assert again[0].labels == pytest.approx(runs[0].labels)
     path.write_text("job_type,role,optimizer,gpu_mem\nvgg16,worker,adam,100\n")
@@ -58,11 +59,12 @@ def test_predictions_become_requests_and_bandwidth_weights():
     est = ResourceEstimator("linear", seed=1).fit(runs)  # forests: test_estimate_cli
     (pred,) = est.predict([runs[0]])
     assert set(pred) == set(est.labels)
-    assert to_request({"cpu": 250, "mem": 1500, "gpu_util": 57.2, "gpu_mem": 3000,
-                       "bw_rx": 250_001}) == {"cpus": 3.0, "memory": 2048, "gpu_util": 50,
-                                              "gpu_memory": 3072, "bandwidth": 3.0}
+    assert to_request(
+        {"cpu": 250, "mem": 1500, "gpu_util": 57.2, "gpu_mem": 3000, "bw_rx": 250_001}
+    ) == {"cpus": 3.0, "memory": 2048, "gpu_util": 50, "gpu_memory": 3072, "bandwidth": 3.0}
     assert to_request({})["bandwidth"] == 1.0 and to_request({})["gpu_util"] == 100.0
     from tests.test_placement import spread_instance
+
     inst = with_bandwidth(spread_instance(), {"j0": 7.0})
     assert inst.jobs[0].bandwidth == 7.0
     with pytest.raises(InputError, match="unknown job"):
@@ -76,12 +78,26 @@ def test_estimate_cli(tmp_path, capsys):
     assert main(["estimate", "gen", "--jobs", "80", "--out", str(runs)]) == 0
     # linear models: 42 forests take 4 s whatever the data (test_cluster's forest-predicted
     # instances train them)
-    assert main(["estimate", "eval", str(runs), "--test-jobs", "20", "--step", "60",
-                 "--model", "linear", "--json"]) == 0
+    assert (
+        main(
+            [
+                "estimate",
+                "eval",
+                str(runs),
+                "--test-jobs",
+                "20",
+                "--step",
+                "60",
+                "--model",
+                "linear",
+                "--json",
+            ]
+        )
+        == 0
+    )
     out = capsys.readouterr().out
-    rows = json.loads(out[out.index("["):])
+    rows = json.loads(out[out.index("[") :])
     assert {r["train_jobs"] for r in rows} == {60} and {r["model"] for r in rows} == {"linear"}
-    assert main(["estimate", "predict", str(runs), "--query", str(runs), "--model",
-                 "linear"]) == 0
+    assert main(["estimate", "predict", str(runs), "--query", str(runs), "--model", "linear"]) == 0
     assert main(["estimate", "eval"]) == 2
     assert main(["estimate", "gen"]) == 2

@@ -36,17 +36,24 @@ def params(method):
 
 
 #: (engine, example, mode) that take 10-30 s to prove on a quiet machine: slow checks only
-HEAVY = {("cpsat", "example-2", "relaxed"), ("cpsat-pergpu", "example-2", "relaxed"),
-         ("milp-highs", "example-2", "gang"), ("milp-cbc", "example-2", "gang")}
-CASES = [(method, name, mode) for method in EXACT for name in sorted(OPTIMA)
-         for mode in ("relaxed", "gang")
-         if not (method.startswith("milp") and (name, mode) == ("example-2", "relaxed"))]
+HEAVY = {
+    ("cpsat", "example-2", "relaxed"),
+    ("cpsat-pergpu", "example-2", "relaxed"),
+    ("milp-highs", "example-2", "gang"),
+    ("milp-cbc", "example-2", "gang"),
+}
+CASES = [
+    (method, name, mode)
+    for method in EXACT
+    for name in sorted(OPTIMA)
+    for mode in ("relaxed", "gang")
+    if not (method.startswith("milp") and (name, mode) == ("example-2", "relaxed"))
+]
 #: CP-SAT's core-based search is a third CP-SAT engine for the proofs
 ENGINES = [*EXACT, "cpsat-core"]
 
 
-@pytest.mark.parametrize(("method", "name", "mode"),
-                         [case for case in CASES if case not in HEAVY])
+@pytest.mark.parametrize(("method", "name", "mode"), [case for case in CASES if case not in HEAVY])
 def test_examples_optima_are_reproduced(method, name, mode):
     """Every exact engine finds the shared examples' optimum in both modes, or runs out of
     time with bound ≤ optimum ≤ objective (the milp engines leave out the 17-task
@@ -58,23 +65,34 @@ def test_examples_optima_are_reproduced(method, name, mode):
 
 
 @pytest.mark.slow
-@pytest.mark.parametrize(("method", "name", "mode"),
-                         [(m, n, o) for m in ENGINES for (e, n, o) in CASES
-                          if e == m or (m == "cpsat-core" and e == "cpsat")])
+@pytest.mark.parametrize(
+    ("method", "name", "mode"),
+    [
+        (m, n, o)
+        for m in ENGINES
+        for (e, n, o) in CASES
+        if e == m or (m == "cpsat-core" and e == "cpsat")
+    ],
+)
 def test_every_engine_proves_the_examples_optima_within_a_minute(method, name, mode):
     """On a quiet machine each engine proves every example's optimum within 60 s."""
     inst = load_instance(EXAMPLES / f"{name}.instance.json")
-    engine, extra = (("cpsat", {"search": "core"}) if method == "cpsat-core"
-                     else (method, {}))
+    engine, extra = ("cpsat", {"search": "core"}) if method == "cpsat-core" else (method, {})
     result = solve(inst, engine, mode=mode, time_limit=60, params={**params(engine), **extra})
     assert result.status is Status.OPTIMAL
     assert result.objective == pytest.approx(OPTIMA[name][mode == "gang"])
     assert check(inst.with_mode(mode), result.schedule).objective == result.objective
 
 
-@pytest.mark.parametrize(("mode", "name"), [
-    pytest.param(*case, marks=pytest.mark.slow) if case == ("gang", "example-2")  # a 5 s LP
-    else case for case in [(mode, name) for mode in ("relaxed", "gang") for name in OPTIMA]])
+@pytest.mark.parametrize(
+    ("mode", "name"),
+    [
+        pytest.param(*case, marks=pytest.mark.slow)
+        if case == ("gang", "example-2")  # a 5 s LP
+        else case
+        for case in [(mode, name) for mode in ("relaxed", "gang") for name in OPTIMA]
+    ],
+)
 def test_bounds_are_below_the_optimum(name, mode):
     inst = load_instance(EXAMPLES / f"{name}.instance.json").with_mode(mode)
     optimum = OPTIMA[name][mode == "gang"]
@@ -151,9 +169,20 @@ def test_one_task_jobs_without_sync_or_arrivals_match_the_assignment_oracle(inst
 
 
 def test_one_job_alone_is_its_critical_path():
-    inst = Instance("one", (Job("J", arrival=2, rounds=3, tasks_per_round=3,
-                                compute={"A": 2, "B": 3}, sync={"A": 1, "B": 0}),),
-                    (GPU("a", "A"), GPU("b", "B")))
+    inst = Instance(
+        "one",
+        (
+            Job(
+                "J",
+                arrival=2,
+                rounds=3,
+                tasks_per_round=3,
+                compute={"A": 2, "B": 3},
+                sync={"A": 1, "B": 0},
+            ),
+        ),
+        (GPU("a", "A"), GPU("b", "B")),
+    )
     for method in ("cpsat", "milp-cbc"):
         assert_optimum(solve(inst, method, params=params(method)), critical_path_bound(inst))
 
@@ -228,10 +257,14 @@ def test_cpsat_hint_from_a_schedule_and_makespan_objective():
 
 
 def test_real_valued_data_use_a_millisecond_grid():
-    inst = Instance("real", (Job("J", rounds=2, tasks_per_round=2, compute={"A": 1.2345,
-                                                                           "B": 2.5}),
-                             Job("K", arrival=0.5, compute={"A": 0.75})),
-                    (GPU("a", "A"), GPU("b", "B")))
+    inst = Instance(
+        "real",
+        (
+            Job("J", rounds=2, tasks_per_round=2, compute={"A": 1.2345, "B": 2.5}),
+            Job("K", arrival=0.5, compute={"A": 0.75}),
+        ),
+        (GPU("a", "A"), GPU("b", "B")),
+    )
     assert default_time_unit(inst) == 0.001
     assert not scale(inst, 0.001).exact  # 1.2345 is not on the grid
     result = solve(inst, "cpsat", params=NO_LP)
@@ -254,8 +287,12 @@ def test_scale_down_is_a_lower_bound_and_refuses_coarse_grids():
 
 def test_assign_gpus_colours_any_feasible_load():
     """Intervals with at most m overlapping always fit on m GPUs."""
-    items = [(i, 0, s, e, d) for i, (s, e, d) in enumerate(
-        [(0, 4, 1), (0, 2, 1), (2, 5, 1), (5, 7, 2), (7, 8, 1), (4, 5, 1)])]
+    items = [
+        (i, 0, s, e, d)
+        for i, (s, e, d) in enumerate(
+            [(0, 4, 1), (0, 2, 1), (2, 5, 1), (5, 7, 2), (7, 8, 1), (4, 5, 1)]
+        )
+    ]
     # at most 2 overlap at any time
     out = assign_gpus(items, [(7, 8)])
     for (a, _, sa, ea, _), (b, _, sb, eb, _) in itertools.combinations(items, 2):
@@ -283,15 +320,18 @@ def test_milp_lp_relaxation_is_a_valid_but_weak_bound(method):
     assert result.bound == max(lp, critical_path_bound(inst))
 
 
-@pytest.mark.parametrize("method,param,match", [
-    ("cpsat", {"workers": "two"}, "workers must be an integer"),
-    ("cpsat", {"workers": "0"}, "workers must be >= 1"),
-    ("cpsat", {"time_unit": "-1"}, "time_unit must be > 0"),
-    ("cpsat", {"lp_bound": "on"}, "lp_bound must be '0' or '1'"),
-    ("milp-highs", {"threads": "x"}, "threads must be an integer"),
-    ("milp-cbc", {"relaxation": "qp"}, "relaxation must be 'none' or 'lp'"),
-    ("lp-bound", {"time_unit": "abc"}, "time_unit must be a number"),
-])
+@pytest.mark.parametrize(
+    "method,param,match",
+    [
+        ("cpsat", {"workers": "two"}, "workers must be an integer"),
+        ("cpsat", {"workers": "0"}, "workers must be >= 1"),
+        ("cpsat", {"time_unit": "-1"}, "time_unit must be > 0"),
+        ("cpsat", {"lp_bound": "on"}, "lp_bound must be '0' or '1'"),
+        ("milp-highs", {"threads": "x"}, "threads must be an integer"),
+        ("milp-cbc", {"relaxation": "qp"}, "relaxation must be 'none' or 'lp'"),
+        ("lp-bound", {"time_unit": "abc"}, "time_unit must be a number"),
+    ],
+)
 def test_bad_parameters_are_input_errors(method, param, match):
     inst = load_instance(EXAMPLES / "example-3.instance.json")
     with pytest.raises(InputError, match=match):
@@ -302,9 +342,17 @@ def test_a_small_weight_does_not_stretch_deadlines_past_the_horizon():
     """One job of weight 0.001 among five: its deadline from the incumbent grows as 1/w, but
     some optimal schedule (a semi-active one) completes every job by the horizon, so the
     time-indexed LP stays small (it had 5.7e6 non-zeros and timed out without a bound)."""
-    jobs = tuple(Job(f"j{i}", arrival=float(i), weight=0.001 if i == 0 else 1.0, rounds=3,
-                     compute={"A": 3.0 + i, "B": 5.0 + i}, sync={"A": 0.5, "B": 0.5})
-                 for i in range(5))
+    jobs = tuple(
+        Job(
+            f"j{i}",
+            arrival=float(i),
+            weight=0.001 if i == 0 else 1.0,
+            rounds=3,
+            compute={"A": 3.0 + i, "B": 5.0 + i},
+            sync={"A": 0.5, "B": 0.5},
+        )
+        for i in range(5)
+    )
     inst = Instance("w", jobs, (GPU("g1", "A"), GPU("g2", "B")))
     ect = solve(inst, "ect")
     assert max(check(inst, ect.schedule).completion.values()) <= horizon(inst)
@@ -314,9 +362,17 @@ def test_a_small_weight_does_not_stretch_deadlines_past_the_horizon():
 
 
 def _offset_instance(origin: float) -> Instance:
-    jobs = tuple(Job(f"j{i}", arrival=origin + 100.0 * i, weight=1.0 + i, rounds=2,
-                     compute={"A": 1000.0 + 300 * i, "B": 1500.0 + 200 * i},
-                     sync={"A": 50.0, "B": 60.0}) for i in range(4))
+    jobs = tuple(
+        Job(
+            f"j{i}",
+            arrival=origin + 100.0 * i,
+            weight=1.0 + i,
+            rounds=2,
+            compute={"A": 1000.0 + 300 * i, "B": 1500.0 + 200 * i},
+            sync={"A": 50.0, "B": 60.0},
+        )
+        for i in range(4)
+    )
     return Instance("w", jobs, (GPU("g1", "A"), GPU("g2", "B")))
 
 

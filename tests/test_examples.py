@@ -16,31 +16,42 @@ from tests.conftest import ROOT
 
 EXAMPLES = ROOT / "examples"
 #: the modules a tutorial may import from optsched: the documented public surface
-PUBLIC = {"optsched", "optsched.online", "optsched.placement", "optsched.traces",
-          "optsched.bench", "optsched.plot", "optsched.testing", "optsched.options",
-          "optsched.contracts"}
+PUBLIC = {
+    "optsched",
+    "optsched.online",
+    "optsched.placement",
+    "optsched.traces",
+    "optsched.bench",
+    "optsched.plot",
+    "optsched.testing",
+    "optsched.options",
+    "optsched.contracts",
+}
 
 
-def run(*args: str, cwd: Path = ROOT, env: dict[str, str] | None = None
-        ) -> subprocess.CompletedProcess[str]:
-    proc = subprocess.run([sys.executable, *args], cwd=cwd, capture_output=True, text=True,
-                          timeout=300, env=env)
+def run(
+    *args: str, cwd: Path = ROOT, env: dict[str, str] | None = None
+) -> subprocess.CompletedProcess[str]:
+    proc = subprocess.run(
+        [sys.executable, *args], cwd=cwd, capture_output=True, text=True, timeout=300, env=env
+    )
     assert proc.returncode == 0, proc.stderr
     return proc
 
 
-@pytest.mark.parametrize("script", sorted(str(p.relative_to(EXAMPLES))
-                                          for p in EXAMPLES.rglob("*.py")))
+@pytest.mark.parametrize(
+    "script", sorted(str(p.relative_to(EXAMPLES)) for p in EXAMPLES.rglob("*.py"))
+)
 def test_examples_import_public_names_only(script):
     tree = ast.parse((EXAMPLES / script).read_text())
     for node in ast.walk(tree):
-        if isinstance(node, ast.ImportFrom) and node.module and \
-                node.module.startswith("optsched"):
+        if isinstance(node, ast.ImportFrom) and node.module and node.module.startswith("optsched"):
             assert node.module in PUBLIC, f"{script} imports from {node.module}"
 
 
 # The four longest tutorials (5-15 s each) are slow checks; CI runs them after the default
 # run (.ci/run), so every tutorial still runs in CI.
+
 
 @pytest.mark.slow
 def test_solve_and_compare(tmp_path):
@@ -61,8 +72,9 @@ def test_benchmark_my_heuristic(tmp_path):
 
 @pytest.mark.slow
 def test_property_tests_of_my_heuristic():
-    out = run("-m", "pytest", "-q", "-p", "no:cacheprovider",
-              "examples/test_my_heuristic.py").stdout
+    out = run(
+        "-m", "pytest", "-q", "-p", "no:cacheprovider", "examples/test_my_heuristic.py"
+    ).stdout
     assert "2 passed" in out
 
 
@@ -85,36 +97,91 @@ def test_plugin_package_entry_point(tmp_path):
     project = tomllib.loads((package / "pyproject.toml").read_text())["project"]
     dist = tmp_path / f"{project['name'].replace('-', '_')}-{project['version']}.dist-info"
     dist.mkdir()
-    (dist / "METADATA").write_text(f"Metadata-Version: 2.1\nName: {project['name']}\n"
-                                   f"Version: {project['version']}\n")
+    (dist / "METADATA").write_text(
+        f"Metadata-Version: 2.1\nName: {project['name']}\nVersion: {project['version']}\n"
+    )
     points = project["entry-points"]["optsched.methods"]
     (dist / "entry_points.txt").write_text(
-        "[optsched.methods]\n" + "".join(f"{k} = {v}\n" for k, v in points.items()))
+        "[optsched.methods]\n" + "".join(f"{k} = {v}\n" for k, v in points.items())
+    )
     for module in points.values():
         (tmp_path / f"{module}.py").write_text((package / f"{module}.py").read_text())
     env = {**os.environ, "PYTHONPATH": os.pathsep.join([str(tmp_path), str(ROOT)])}
     assert "random-list" in run("-m", "optsched", "methods", env=env).stdout
-    out = run("-m", "optsched", "solve", str(ROOT / "instances/hare-toy/hare-toy.instance.json"),
-              "--method", "random-list", "--seed", "3", env=env).stdout
+    out = run(
+        "-m",
+        "optsched",
+        "solve",
+        str(ROOT / "instances/hare-toy/hare-toy.instance.json"),
+        "--method",
+        "random-list",
+        "--seed",
+        "3",
+        env=env,
+    ).stdout
     assert "feasible" in out or "optimal" in out
 
 
 def test_policy_plugin(tmp_path):
     """The example policy runs from the command line as a plug-in, checked."""
     instance = tmp_path / "i.json"
-    run("-m", "optsched", "gen", "--seed", "0", "--jobs", "6", "--gpus", "3",
-        "--out", str(instance))
+    run(
+        "-m",
+        "optsched",
+        "gen",
+        "--seed",
+        "0",
+        "--jobs",
+        "6",
+        "--gpus",
+        "3",
+        "--out",
+        str(instance),
+    )
     for gpu in ("fastest", "any"):
-        out = run("-m", "optsched", "--plugin", "examples/my_policy.py", "simulate",
-                  str(instance), "--policy", "weighted-las", "--param", f"gpu={gpu}").stdout
+        out = run(
+            "-m",
+            "optsched",
+            "--plugin",
+            "examples/my_policy.py",
+            "simulate",
+            str(instance),
+            "--policy",
+            "weighted-las",
+            "--param",
+            f"gpu={gpu}",
+        ).stdout
         assert "status     feasible" in out
 
 
 def test_placement_plugin(tmp_path):
     """The example placement method runs from the command line as a plug-in, checked."""
     instance = tmp_path / "p.json"
-    run("-m", "optsched", "gen", "--family", "placement", "--seed", "0", "--hosts", "5",
-        "--jobs", "4", "--out", str(instance))
-    out = run("-m", "optsched", "--plugin", "examples/my_placement.py", "place",
-              str(instance), "--method", "round-robin", "--param", "stride=2").stdout
+    run(
+        "-m",
+        "optsched",
+        "gen",
+        "--family",
+        "placement",
+        "--seed",
+        "0",
+        "--hosts",
+        "5",
+        "--jobs",
+        "4",
+        "--out",
+        str(instance),
+    )
+    out = run(
+        "-m",
+        "optsched",
+        "--plugin",
+        "examples/my_placement.py",
+        "place",
+        str(instance),
+        "--method",
+        "round-robin",
+        "--param",
+        "stride=2",
+    ).stdout
     assert "status     feasible" in out

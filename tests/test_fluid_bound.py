@@ -17,11 +17,13 @@ from tests.conftest import assert_optimum, n_examples
 
 def test_preemptive_wspt_mean_busy_times():
     # both at 0: the larger w/p first
-    assert list(preemptive_wspt_mean_busy(np.array([0.0, 0.0]), np.array([1.0, 2.0]),
-                                          np.array([1.0, 1.0]))) == [0.5, 2.0]
+    assert list(
+        preemptive_wspt_mean_busy(np.array([0.0, 0.0]), np.array([1.0, 2.0]), np.array([1.0, 1.0]))
+    ) == [0.5, 2.0]
     # job 1 runs [0, 1], job 0 (w/p 2) arrives and runs [1, 2], job 1 resumes [2, 3]
-    assert list(preemptive_wspt_mean_busy(np.array([1.0, 0.0]), np.array([1.0, 2.0]),
-                                          np.array([2.0, 1.0]))) == [1.5, 1.5]
+    assert list(
+        preemptive_wspt_mean_busy(np.array([1.0, 0.0]), np.array([1.0, 2.0]), np.array([2.0, 1.0]))
+    ) == [1.5, 1.5]
 
 
 @settings(deadline=None, max_examples=n_examples(40))
@@ -40,8 +42,10 @@ def test_never_above_the_optimum(instance):
 def test_exact_for_single_task_jobs_on_one_gpu():
     """1||Σ w_j C_j: WSPT is optimal, and so is the bound. WSPT's order j2, j0, j3, j1
     completes at 1, 3, 4, 8: Σ w_j C_j = 2 + 9 + 4 + 8 = 23."""
-    jobs = tuple(Job(f"j{k}", weight=w, compute={"V100": p})
-                 for k, (w, p) in enumerate([(3, 2.0), (1, 4.0), (2, 1.0), (1, 1.0)]))
+    jobs = tuple(
+        Job(f"j{k}", weight=w, compute={"V100": p})
+        for k, (w, p) in enumerate([(3, 2.0), (1, 4.0), (2, 1.0), (1, 1.0)])
+    )
     inst = Instance("one-gpu", jobs, (GPU("g", "V100"),))
     assert_optimum(solve(inst, "cpsat"), 23.0)
     assert fluid_bound(inst)[0] == pytest.approx(23.0, rel=1e-8)

@@ -17,15 +17,20 @@ pd = pytest.importorskip("pandas")
 
 def test_results_become_rows():
     inst = load_instance(TOY)
-    results = [solve(inst, method, mode=mode) for method in ("ect", "cpsat")
-               for mode in ("relaxed", "gang")]
+    results = [
+        solve(inst, method, mode=mode)
+        for method in ("ect", "cpsat")
+        for mode in ("relaxed", "gang")
+    ]
     df = to_frame(results)
     assert len(df) == 4 and list(df["method"]) == ["ect", "ect", "cpsat", "cpsat"]
     assert list(df["objective"]) == [r.objective for r in results]
     assert "metrics.makespan" in df and "extra.bound_critical_path" in df
     assert df["extra.solver_status"].iloc[2] in ("OPTIMAL", "FEASIBLE")
-    assert df.groupby("method")["objective"].min()["cpsat"] <= \
-        df.groupby("method")["objective"].min()["ect"]
+    assert (
+        df.groupby("method")["objective"].min()["cpsat"]
+        <= df.groupby("method")["objective"].min()["ect"]
+    )
 
 
 def test_records_file_becomes_rows(tmp_path):

@@ -37,8 +37,14 @@ from tests.conftest import assert_out_of_time
 GRID_METHODS = ("cpsat", "cpsat-pergpu", "hare", "hare-ect", "lns", "lp-bound")
 RELAXED_ONLY = ("hare", "hare-ect")
 #: Short runs: tiny instances are proved (or bounded) well within them.
-PARAMS = {"cpsat": {}, "cpsat-pergpu": {}, "hare": {}, "hare-ect": {}, "lp-bound": {},
-          "lns": {"steps": "3", "step": "0.05"}}
+PARAMS = {
+    "cpsat": {},
+    "cpsat-pergpu": {},
+    "hare": {},
+    "hare-ect": {},
+    "lp-bound": {},
+    "lns": {"steps": "3", "step": "0.05"},
+}
 UNITS = (1.0, 0.5, 0.25, 0.1, 0.001, 0.3, 2.0, 1e-6)
 #: Far time origins: the reported one, one past 2^30 s with a fraction, and their integer parts.
 ORIGINS = (0.0, 1000000.0004, 1000000.0006, 1_700_000_000.3217, 1000000.0, 1_700_000_000.0)
@@ -47,16 +53,29 @@ ORIGINS = (0.0, 1000000.0004, 1000000.0006, 1_700_000_000.3217, 1000000.0, 1_700
 def _two_jobs(arrival: float, second: float | None = None, fast: float = 0.5) -> Instance:
     """Two jobs (weights 1 and 2) on two GPUs, J1 arriving at ``arrival``, J2 at ``second``
     (default: the same), the faster GPU computing J2's tasks in ``fast`` s."""
-    return Instance("far", (
-        Job("J1", arrival=arrival, rounds=2, compute={"T1": 1.5, "T2": 2.0}),
-        Job("J2", arrival=arrival if second is None else second, weight=2.0,
-            tasks_per_round=2, compute={"T1": 1.0, "T2": fast})),
-        (GPU("G1", "T1"), GPU("G2", "T2")))
+    return Instance(
+        "far",
+        (
+            Job("J1", arrival=arrival, rounds=2, compute={"T1": 1.5, "T2": 2.0}),
+            Job(
+                "J2",
+                arrival=arrival if second is None else second,
+                weight=2.0,
+                tasks_per_round=2,
+                compute={"T1": 1.0, "T2": fast},
+            ),
+        ),
+        (GPU("G1", "T1"), GPU("G2", "T2")),
+    )
 
 
 def _shifted(inst: Instance, origin: float) -> Instance:
-    return Instance(inst.name, tuple(dataclasses.replace(job, arrival=job.arrival + origin)
-                                     for job in inst.jobs), inst.gpus, mode=inst.mode)
+    return Instance(
+        inst.name,
+        tuple(dataclasses.replace(job, arrival=job.arrival + origin) for job in inst.jobs),
+        inst.gpus,
+        mode=inst.mode,
+    )
 
 
 def _bounds(result) -> list[float]:
@@ -78,15 +97,20 @@ def _slack(value: float) -> float:
 
 # -- rounding, exactly at every magnitude ---------------------------------------------------
 
+
 def test_the_grid_methods_are_every_method_with_a_time_unit():
-    assert tuple(sorted(info.name for info in methods("solve")
-                        if "time_unit" in info.params)) == GRID_METHODS
+    assert (
+        tuple(sorted(info.name for info in methods("solve") if "time_unit" in info.params))
+        == GRID_METHODS
+    )
 
 
 @settings(max_examples=300, deadline=None)
-@given(st.sampled_from(UNITS),
-       st.floats(0, 1e15, allow_nan=False) | st.sampled_from(ORIGINS).flatmap(
-           lambda o: st.floats(0, 10).map(lambda f: o + round(f, 4))))
+@given(
+    st.sampled_from(UNITS),
+    st.floats(0, 1e15, allow_nan=False)
+    | st.sampled_from(ORIGINS).flatmap(lambda o: st.floats(0, 10).map(lambda f: o + round(f, 4))),
+)
 def test_up_is_the_first_step_at_or_above_and_down_the_last_at_or_below(unit, value):
     assume(value / unit <= 1e15)  # beyond MAX_VALUE steps: refused by scale()
     up, down = float(to_steps(value, unit, "up")), float(to_steps(value, unit, "down"))
@@ -109,11 +133,13 @@ def test_decimal_times_on_the_grid_are_exact_and_off_it_are_not():
     assert not on_grid([1_700_000_000.3217], 0.001) and not on_grid([0.25], 0.5)
     # 1000000.0004 is not an integer, whatever its magnitude: the 1 ms grid, not 1 s
     assert default_time_unit(_two_jobs(1000000.0004)) == 0.001
-    whole = Instance("w", (Job("J", arrival=123456789012345.0, compute={"T": 2.0}),),
-                     (GPU("g", "T"),))
+    whole = Instance(
+        "w", (Job("J", arrival=123456789012345.0, compute={"T": 2.0}),), (GPU("g", "T"),)
+    )
     assert default_time_unit(whole) == 1.0
-    half = Instance("h", (Job("J", arrival=123456789012345.5, compute={"T": 2.0}),),
-                    (GPU("g", "T"),))
+    half = Instance(
+        "h", (Job("J", arrival=123456789012345.5, compute={"T": 2.0}),), (GPU("g", "T"),)
+    )
     assert default_time_unit(half) == 0.001
     # float noise of decimal data is rounded up a step for schedules, but costs no bound
     assert to_steps(2.6999999999999997, 0.1, "down") == 27
@@ -139,19 +165,28 @@ def test_scaled_arrivals_and_times_are_rounded_the_right_way(origin, unit):
 
 def test_weights_are_scaled_exactly_or_rounded_down_for_bounds():
     inst = _two_jobs(0.0)
-    tenth = Instance("w", tuple(dataclasses.replace(j, weight=w) for j, w in
-                                zip(inst.jobs, (1.1, 1000000.0004), strict=True)), inst.gpus)
+    tenth = Instance(
+        "w",
+        tuple(
+            dataclasses.replace(j, weight=w)
+            for j, w in zip(inst.jobs, (1.1, 1000000.0004), strict=True)
+        ),
+        inst.gpus,
+    )
     sc = scale(tenth, 0.5)
     assert sc.exact and sc.weight_scale == 10**4
     assert [j.weight for j in sc.instance.jobs] == [11000.0, 10000000004.0]
-    third = Instance("w", tuple(dataclasses.replace(j, weight=1 / 3) for j in inst.jobs),
-                     inst.gpus)
+    third = Instance(
+        "w", tuple(dataclasses.replace(j, weight=1 / 3) for j in inst.jobs), inst.gpus
+    )
     down = scale(third, 0.5, "down")
-    assert not down.exact and all(j.weight / down.weight_scale <= 1 / 3
-                                  for j in down.instance.jobs)
+    assert not down.exact and all(
+        j.weight / down.weight_scale <= 1 / 3 for j in down.instance.jobs
+    )
 
 
 # -- the reported failures ------------------------------------------------------------------
+
 
 @pytest.mark.parametrize("method", GRID_METHODS)
 @pytest.mark.parametrize("origin", [1000000.0004, 1000000.0006, 1_700_000_000.3217])
@@ -167,8 +202,12 @@ def test_a_far_time_origin_off_the_grid_gives_a_feasible_schedule(method, origin
     if "grid_exact" in result.extra:
         assert result.extra["grid_exact"] is False
     # the optimum, from the integer-shifted copy (exact on the 0.1 ms grid) plus the shift
-    base = solve(_two_jobs(round(origin - math.floor(origin), 4)), "cpsat", time_limit=3,
-                 params={"time_unit": "0.0001", "lp_bound": "0"})
+    base = solve(
+        _two_jobs(round(origin - math.floor(origin), 4)),
+        "cpsat",
+        time_limit=3,
+        params={"time_unit": "0.0001", "lp_bound": "0"},
+    )
     assert base.extra["grid_exact"]
     if base.status is not Status.OPTIMAL:
         assert_out_of_time(base)
@@ -182,30 +221,43 @@ def test_a_far_time_origin_off_the_grid_gives_a_feasible_schedule(method, origin
 def test_lns_improving_on_a_non_unit_grid_returns_seconds_once(unit):
     """The reported exit 70: an improved schedule was converted to seconds twice, and the
     delay neighbourhood then drew from negative probabilities."""
-    inst = Instance("toy", (
-        Job("J1", rounds=2, compute={"T1": 1.5, "T2": 2, "T3": 1}),
-        Job("J2", rounds=3, compute={"T1": 1, "T2": 2, "T3": 1}),
-        Job("J3", rounds=2, tasks_per_round=2, compute={"T1": 2, "T2": 1.5, "T3": 0.5})),
-        (GPU("G1", "T1"), GPU("G2", "T2"), GPU("G3", "T3")))
+    inst = Instance(
+        "toy",
+        (
+            Job("J1", rounds=2, compute={"T1": 1.5, "T2": 2, "T3": 1}),
+            Job("J2", rounds=3, compute={"T1": 1, "T2": 2, "T3": 1}),
+            Job("J3", rounds=2, tasks_per_round=2, compute={"T1": 2, "T2": 1.5, "T3": 0.5}),
+        ),
+        (GPU("G1", "T1"), GPU("G2", "T2"), GPU("G3", "T3")),
+    )
     ect = solve(inst, "ect")
     for seed in range(2):
-        result = solve(inst, "lns", seed=seed, time_limit=3,
-                       params={"time_unit": unit, "steps": "6", "step": "0.1", "size": "2"})
+        result = solve(
+            inst,
+            "lns",
+            seed=seed,
+            time_limit=3,
+            params={"time_unit": unit, "steps": "6", "step": "0.1", "size": "2"},
+        )
         assert_result(inst, result)
         assert result.extra["improvements"] >= 1 and result.objective < ect.objective
 
 
-@pytest.mark.parametrize("completion", [
-    {"a": 5.0, "b": 7.0, "c": 9.0},          # ordinary delays
-    {"a": 1.0, "b": 1.0, "c": 1.0},          # below the critical path: negative delays
-    {"a": 2.0, "b": 2.0, "c": 2.0},          # no delay at all
-    {"a": math.nan, "b": 3.0, "c": 4.0},     # a NaN
-    {"a": math.inf, "b": 3.0, "c": 4.0},     # an overflow
-    {"a": 1e300, "b": 1e300, "c": 1e300},    # a sum that overflows
-])
+@pytest.mark.parametrize(
+    "completion",
+    [
+        {"a": 5.0, "b": 7.0, "c": 9.0},  # ordinary delays
+        {"a": 1.0, "b": 1.0, "c": 1.0},  # below the critical path: negative delays
+        {"a": 2.0, "b": 2.0, "c": 2.0},  # no delay at all
+        {"a": math.nan, "b": 3.0, "c": 4.0},  # a NaN
+        {"a": math.inf, "b": 3.0, "c": 4.0},  # an overflow
+        {"a": 1e300, "b": 1e300, "c": 1e300},  # a sum that overflows
+    ],
+)
 def test_the_delay_neighbourhood_draws_from_valid_probabilities(completion):
-    inst = Instance("d", tuple(Job(j, weight=1e15, compute={"T": 1.0}) for j in "abc"),
-                    (GPU("g", "T"),))
+    inst = Instance(
+        "d", tuple(Job(j, weight=1e15, compute={"T": 1.0}) for j in "abc"), (GPU("g", "T"),)
+    )
     p = _delay_weights(inst, completion, [2.0, 2.0, 2.0])
     assert np.all(np.isfinite(p)) and np.all(p > 0) and math.isclose(p.sum(), 1.0)
     np.random.default_rng(0).choice(3, 2, replace=False, p=p)  # numpy accepts it
@@ -213,20 +265,25 @@ def test_the_delay_neighbourhood_draws_from_valid_probabilities(completion):
 
 # -- every grid method, continuous data, non-unit grids, far origins ------------------------
 
+
 def _optimum(inst: Instance) -> float | None:
     """The optimum of a 3-decimal instance near time zero: CP-SAT on its exact 1 ms grid
     (default search: the core search takes seconds on such tiny models)."""
-    result = solve(inst, "cpsat", time_limit=3, params={"time_unit": "0.001",
-                                                        "lp_bound": "0",
-                                                        "search": "default"})
+    result = solve(
+        inst,
+        "cpsat",
+        time_limit=3,
+        params={"time_unit": "0.001", "lp_bound": "0", "search": "default"},
+    )
     return result.objective if result.status is Status.OPTIMAL else None
 
 
 @pytest.mark.parametrize("unit", [None, "0.5", "0.001"])
 @pytest.mark.parametrize("method", GRID_METHODS)
 @settings(max_examples=3, deadline=None)
-@given(inst=instances(max_jobs=3, max_gpus=2, max_rounds=2, max_k=2),
-       origin=st.sampled_from(ORIGINS))
+@given(
+    inst=instances(max_jobs=3, max_gpus=2, max_rounds=2, max_k=2), origin=st.sampled_from(ORIGINS)
+)
 def test_grid_methods_are_feasible_and_bounded_by_the_optimum(method, unit, inst, origin):
     """On continuous or integer data, on the default, 0.5 s and 1 ms grids, at time zero and
     far from it: the schedule passes the checker (solve() runs it) and every bound reported is

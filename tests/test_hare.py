@@ -28,8 +28,14 @@ def job(name, compute, sync=None, **kw):
 
 def test_alpha_is_the_worst_compute_or_sync_ratio():
     gpus = (GPU("a", "A"), GPU("b", "B"))
-    inst = Instance("x", (job("j0", {"A": 2, "B": 6}, {"A": 1, "B": 1}),
-                          job("j1", {"A": 1, "B": 1}, {"A": 1, "B": 5})), gpus)
+    inst = Instance(
+        "x",
+        (
+            job("j0", {"A": 2, "B": 6}, {"A": 1, "B": 1}),
+            job("j1", {"A": 1, "B": 1}, {"A": 1, "B": 5}),
+        ),
+        gpus,
+    )
     assert heterogeneity_degree(inst) == 5.0
     no_sync = Instance("x", (job("j0", {"A": 2, "B": 6}),), gpus)
     assert heterogeneity_degree(no_sync) == 3.0  # all syncs 0: sync ratio 1
@@ -42,8 +48,14 @@ def test_alpha_is_the_worst_compute_or_sync_ratio():
 def test_earliest_free_ignores_speed_and_ties_go_to_the_lowest_index():
     """Algorithm 1 line 12: argmin φ_m, whatever the GPU's speed."""
     gpus = (GPU("slow", "K80"), GPU("fast", "V100"))
-    inst = Instance("x", (job("j0", {"K80": 10, "V100": 1}, {"K80": 1, "V100": 1}),
-                          job("j1", {"K80": 10, "V100": 1}, {"K80": 1, "V100": 1})), gpus)
+    inst = Instance(
+        "x",
+        (
+            job("j0", {"K80": 10, "V100": 1}, {"K80": 1, "V100": 1}),
+            job("j1", {"K80": 10, "V100": 1}, {"K80": 1, "V100": 1}),
+        ),
+        gpus,
+    )
     schedule, objective = hare_list_schedule(inst, lambda j, r, k: 0.0)
     placed = {t.job: (t.gpu, t.start) for t in schedule.tasks}
     assert placed == {"j0": ("slow", 0.0), "j1": ("fast", 0.0)}  # both free at 0: index order
@@ -57,8 +69,11 @@ def test_earliest_free_ignores_speed_and_ties_go_to_the_lowest_index():
 
 def test_ties_in_h_follow_job_round_task_order_and_rounds_wait_for_sync():
     gpus = (GPU("g", "A"),)
-    inst = Instance("x", (job("j0", {"A": 2}, {"A": 3}, rounds=2),
-                          job("j1", {"A": 1}, {"A": 0}, arrival=1)), gpus)
+    inst = Instance(
+        "x",
+        (job("j0", {"A": 2}, {"A": 3}, rounds=2), job("j1", {"A": 1}, {"A": 0}, arrival=1)),
+        gpus,
+    )
     estimates = {(0, 0): 0.0, (0, 1): 5.0, (1, 0): 0.5}  # H: j0r0 1, j1r0 1, j0r1 6
     schedule, _ = hare_list_schedule(inst, lambda j, r, k: estimates[j, r])
     starts = {(t.job, t.round): t.start for t in schedule.tasks}
@@ -125,8 +140,17 @@ def test_interval_lp_is_a_bound_and_orders_rounds(name):
         assert np.all(np.diff(starts) >= 0) and starts[0] >= inst.jobs[j].arrival
 
 
-@given(instances(mode="relaxed", max_jobs=3, max_gpus=3, max_rounds=2, max_k=2,
-                 integer=True, positive_sync=True))
+@given(
+    instances(
+        mode="relaxed",
+        max_jobs=3,
+        max_gpus=3,
+        max_rounds=2,
+        max_k=2,
+        integer=True,
+        positive_sync=True,
+    )
+)
 def test_hare_between_optimum_and_its_guarantee(inst):
     """Checker passes (solve checks), RL ≤ OPT ≤ Hare ≤ α(2+α)·RL, LP bound ≤ OPT. OPT lies
     between CP-SAT's bound and objective (equal once proved; integer data: a result short
@@ -152,7 +176,8 @@ def test_hare_between_optimum_and_its_guarantee(inst):
         if method == "hare":
             target(g["ratio"] / g["factor"])  # steer the search towards violations
             assert g["covered"] and g["holds"], (
-                f"Hare's α(2+α) guarantee fails: ratio {g['ratio']} > factor {g['factor']}")
+                f"Hare's α(2+α) guarantee fails: ratio {g['ratio']} > factor {g['factor']}"
+            )
 
 
 def test_hare_setting_generator_follows_the_paper_mix():
@@ -184,19 +209,74 @@ def test_cli_generates_the_hare_family(tmp_path):
     from optsched.cli import main
 
     out = tmp_path / "h.json"
-    assert main(["gen", "--family", "hare", "--seed", "0", "--jobs", "16",
-                 "--total-tasks", "100", "--out", str(out)]) == 0
+    assert (
+        main(
+            [
+                "gen",
+                "--family",
+                "hare",
+                "--seed",
+                "0",
+                "--jobs",
+                "16",
+                "--total-tasks",
+                "100",
+                "--out",
+                str(out),
+            ]
+        )
+        == 0
+    )
     assert load_instance(out).n_gpus == 160
     assert main(["gen", "--family", "hare", "--seed", "0", "--heterogeneity", "3"]) == 2
-    assert main(["gen", "--family", "hare", "--seed", "0", "--jobs", "8", "--total-tasks", "40",
-                 "--gpus", "20", "--heterogeneity-level", "middle", "--mix", "1,0,0,1",
-                 "--out", str(out)]) == 0
+    assert (
+        main(
+            [
+                "gen",
+                "--family",
+                "hare",
+                "--seed",
+                "0",
+                "--jobs",
+                "8",
+                "--total-tasks",
+                "40",
+                "--gpus",
+                "20",
+                "--heterogeneity-level",
+                "middle",
+                "--mix",
+                "1,0,0,1",
+                "--out",
+                str(out),
+            ]
+        )
+        == 0
+    )
     mixed = load_instance(out)
     assert {g.type for g in mixed.gpus} == {"V100", "K80"} and mixed.n_gpus == 20
-    assert {j.workload for j in mixed.jobs} <= {"Hare/VGG-19", "Hare/ResNet-50",
-                                                "Hare/Inception-V3", "Hare/FastGCN",
-                                                "Hare/GraphSAGE"}
+    assert {j.workload for j in mixed.jobs} <= {
+        "Hare/VGG-19",
+        "Hare/ResNet-50",
+        "Hare/Inception-V3",
+        "Hare/FastGCN",
+        "Hare/GraphSAGE",
+    }
     assert main(["gen", "--family", "hare", "--seed", "0", "--mix", "1,2"]) == 2
-    assert main(["gen", "--family", "hare", "--seed", "0", "--gpus", "2",
-                 "--heterogeneity-level", "high"]) == 2
+    assert (
+        main(
+            [
+                "gen",
+                "--family",
+                "hare",
+                "--seed",
+                "0",
+                "--gpus",
+                "2",
+                "--heterogeneity-level",
+                "high",
+            ]
+        )
+        == 2
+    )
     assert main(["solve", str(out), "--method", "hare-lp", "--json"]) == 0

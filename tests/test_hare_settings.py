@@ -62,9 +62,14 @@ def test_generated_instances_follow_the_published_settings(spec, seed):
     assert heterogeneity_degree(inst) is not None
     arrivals = [j.arrival for j in inst.jobs]
     assert arrivals[0] == 0.0 and arrivals == sorted(arrivals)
-    assert spec.rate() == pytest.approx(HareSpec(
-        jobs=spec.jobs + 7, gpus=160, tasks_per_job=spec.tasks_per_job,
-        bandwidth_gbps=spec.bandwidth_gbps).rate())  # one rate per figure
+    assert spec.rate() == pytest.approx(
+        HareSpec(
+            jobs=spec.jobs + 7,
+            gpus=160,
+            tasks_per_job=spec.tasks_per_job,
+            bandwidth_gbps=spec.bandwidth_gbps,
+        ).rate()
+    )  # one rate per figure
     if spec.nlp_rounds > 1 and {"NLP", "CV"} <= set(present) and spec.jobs >= 30:
         rounds = defaultdict(list)
         for job in inst.jobs:
@@ -92,12 +97,16 @@ def test_one_arrival_rate_per_figure_makes_more_jobs_more_load():
     """Fig. 15: 100 → 300 jobs at one rate span three times as long; Fig. 14: the rate does
     not change with the number of GPUs."""
     base = dict(gpus=160, tasks_per_job=166.67)
-    rates = {HareSpec(jobs=n, **base).rate() for n in (100, 300)} | {
-        HareSpec(jobs=200, tasks_per_job=166.67, gpus=g).rate() for g in (100, 180)} | {
-        HareSpec(jobs=200, tasks_per_job=166.67, mix=(2.0, 1.0, 1.0, 1.0)).rate()}
+    rates = (
+        {HareSpec(jobs=n, **base).rate() for n in (100, 300)}
+        | {HareSpec(jobs=200, tasks_per_job=166.67, gpus=g).rate() for g in (100, 180)}
+        | {HareSpec(jobs=200, tasks_per_job=166.67, mix=(2.0, 1.0, 1.0, 1.0)).rate()}
+    )
     assert max(rates) == pytest.approx(min(rates))
-    span = {n: max(j.arrival for j in generate_hare(HareSpec(jobs=n, **base), 0).jobs)
-            for n in (100, 300)}
+    span = {
+        n: max(j.arrival for j in generate_hare(HareSpec(jobs=n, **base), 0).jobs)
+        for n in (100, 300)
+    }
     assert 2 < span[300] / span[100] < 4.5
     fixed = HareSpec(jobs=50, total_tasks=2000, arrival_rate=0.25)
     assert fixed.rate() == 0.25
@@ -125,23 +134,38 @@ def test_fastest_tie_takes_the_fastest_gpu_among_the_earliest_starts():
     """Line 12 ties: both GPUs are free at 0; lowest-index takes the K80, fastest the V100.
     A GPU that frees later is not a tie, however fast."""
     gpus = (GPU("slow", "K80"), GPU("fast", "V100"))
-    inst = Instance("x", (job("j0", {"K80": 10, "V100": 1}, {"K80": 1, "V100": 1}),
-                          job("j1", {"K80": 10, "V100": 1}, {"K80": 1, "V100": 1})), gpus)
+    inst = Instance(
+        "x",
+        (
+            job("j0", {"K80": 10, "V100": 1}, {"K80": 1, "V100": 1}),
+            job("j1", {"K80": 10, "V100": 1}, {"K80": 1, "V100": 1}),
+        ),
+        gpus,
+    )
     literal, literal_obj = hare_list_schedule(inst, lambda j, r, k: 0.0)
     fast, fast_obj = hare_list_schedule(inst, lambda j, r, k: 0.0, gpu_tie="fastest")
-    assert {t.job: (t.gpu, t.start) for t in literal.tasks} == {"j0": ("slow", 0.0),
-                                                                 "j1": ("fast", 0.0)}
+    assert {t.job: (t.gpu, t.start) for t in literal.tasks} == {
+        "j0": ("slow", 0.0),
+        "j1": ("fast", 0.0),
+    }
     # j0 takes the V100 at 0; j1 then starts at 0 on the K80, earlier than the V100 at 1
-    assert {t.job: (t.gpu, t.start) for t in fast.tasks} == {"j0": ("fast", 0.0),
-                                                              "j1": ("slow", 0.0)}
+    assert {t.job: (t.gpu, t.start) for t in fast.tasks} == {
+        "j0": ("fast", 0.0),
+        "j1": ("slow", 0.0),
+    }
     assert (literal_obj, fast_obj) == (11 + 2, 2 + 11)
     assert check(inst, fast).objective == pytest.approx(fast_obj)
     # j0 → K80 [0, 2), j1 → V100 [0, 4) under both rules; j2, released at 5, starts at 5 on
     # either GPU: literal line 12 takes the K80 (φ 2 < 4), the fastest tie the V100
-    late = Instance("x", (job("j0", {"K80": 2, "V100": 4}, {"K80": 1, "V100": 1}),
-                          job("j1", {"K80": 10, "V100": 4}, {"K80": 1, "V100": 1}),
-                          job("j2", {"K80": 10, "V100": 1}, {"K80": 1, "V100": 1},
-                              arrival=5.0)), gpus)
+    late = Instance(
+        "x",
+        (
+            job("j0", {"K80": 2, "V100": 4}, {"K80": 1, "V100": 1}),
+            job("j1", {"K80": 10, "V100": 4}, {"K80": 1, "V100": 1}),
+            job("j2", {"K80": 10, "V100": 1}, {"K80": 1, "V100": 1}, arrival=5.0),
+        ),
+        gpus,
+    )
     order = {0: 0.0, 1: 0.5, 2: 5.0}
     for tie, expected in (("lowest-index", "slow"), ("fastest", "fast")):
         schedule, _ = hare_list_schedule(late, lambda j, r, k: order[j], gpu_tie=tie)
@@ -150,8 +174,9 @@ def test_fastest_tie_takes_the_fastest_gpu_among_the_earliest_starts():
 
 
 def test_gpu_tie_is_a_parameter_of_the_earliest_free_methods_only():
-    inst = Instance("x", (job("j0", {"A": 1, "B": 2}, {"A": 1, "B": 1}),),
-                    (GPU("a", "A"), GPU("b", "B")))
+    inst = Instance(
+        "x", (job("j0", {"A": 1, "B": 2}, {"A": 1, "B": 1}),), (GPU("a", "A"), GPU("b", "B"))
+    )
     for method in ("hare", "hare-lp"):
         for tie in GPU_TIES:
             result = solve(inst, method, params={"gpu_tie": tie})
@@ -164,8 +189,17 @@ def test_gpu_tie_is_a_parameter_of_the_earliest_free_methods_only():
         solve(inst, "hare-ect", params={"gpu_tie": "fastest"})
 
 
-@given(instances(mode="relaxed", max_jobs=3, max_gpus=3, max_rounds=2, max_k=2,
-                 integer=True, positive_sync=True))
+@given(
+    instances(
+        mode="relaxed",
+        max_jobs=3,
+        max_gpus=3,
+        max_rounds=2,
+        max_k=2,
+        integer=True,
+        positive_sync=True,
+    )
+)
 def test_both_tie_rules_pass_the_checker_and_the_guarantee(inst):
     """Both readings of line 12 give checked schedules, the same start for each task given
     the GPUs' φ, and Σ w C ≤ α(2+α) × Hare_Sched_RL where the relaxation is proved."""
@@ -178,5 +212,8 @@ def test_both_tie_rules_pass_the_checker_and_the_guarantee(inst):
         if relax["proved"]:
             assert g["covered"] and g["holds"], (tie, g)
             for value in result.extra["tie_objectives"].values():
-                assert relax["objective"] - TOL <= value <= g["factor"] * relax["objective"] \
-                    * (1 + 1e-9)
+                assert (
+                    relax["objective"] - TOL
+                    <= value
+                    <= g["factor"] * relax["objective"] * (1 + 1e-9)
+                )

@@ -24,7 +24,8 @@ SMALL = sorted((ROOT / "instances" / "hare-small").glob("hare-small-jobs[34]-s*.
 def _algorithm1(inst, lp):
     """Step 2 of Algorithm 1 (published GPU rule) ordered by the LP's x̂; checked."""
     schedule, objective = hare_list_schedule(
-        inst, lambda j, r, k: float(lp.round_starts[j][r]), "earliest-free")
+        inst, lambda j, r, k: float(lp.round_starts[j][r]), "earliest-free"
+    )
     report = check(inst, schedule)
     assert report.feasible, report.violations[:3]
     assert report.objective == pytest.approx(objective, rel=1e-9)
@@ -61,8 +62,17 @@ def test_lp_bound_below_the_optimum_and_hare_within_its_factor(path):
 
 
 @settings(max_examples=n_examples(25), deadline=None)
-@given(instances(mode="relaxed", max_jobs=3, max_gpus=3, max_rounds=2, max_k=2,
-                 integer=True, positive_sync=True))
+@given(
+    instances(
+        mode="relaxed",
+        max_jobs=3,
+        max_gpus=3,
+        max_rounds=2,
+        max_k=2,
+        integer=True,
+        positive_sync=True,
+    )
+)
 def test_lp_bound_below_the_optimum_on_random_instances(inst):
     _assert_step1(inst, solve(inst, "cpsat", time_limit=5, params={"lp_bound": "0"}))
 
@@ -81,8 +91,7 @@ def test_every_schedule_satisfies_every_cut(inst):
         orders += [rng.permutation(orders[0]) for _ in range(3)]
         for order in orders:
             a, b = model.terms(x, q, order)
-            assert np.all(np.cumsum(b) ** 2 / (2 * model.m[q])
-                          <= np.cumsum(a) * (1 + 1e-9) + 1e-9)
+            assert np.all(np.cumsum(b) ** 2 / (2 * model.m[q]) <= np.cumsum(a) * (1 + 1e-9) + 1e-9)
 
 
 def test_bound_at_least_the_earliest_finish_and_lemma_2_prefix_inequality():
@@ -101,8 +110,9 @@ def test_bound_at_least_the_earliest_finish_and_lemma_2_prefix_inequality():
     tmin = np.array([inst.compute[j, inst.eligible(j)].min() for j in range(inst.n_jobs)])
     tmax = np.array([inst.compute[j, inst.eligible(j)].max() for j in range(inst.n_jobs)])
     h = np.concatenate([lp.round_starts[j] + 0.5 * tmax[j] for j in range(inst.n_jobs)])
-    work = np.concatenate([np.full(job.rounds, job.tasks_per_round * tmin[j])
-                           for j, job in enumerate(inst.jobs)])
+    work = np.concatenate(
+        [np.full(job.rounds, job.tasks_per_round * tmin[j]) for j, job in enumerate(inst.jobs)]
+    )
     order = np.argsort(h, kind="stable")
     prefix = np.cumsum(work[order])
     assert np.all(prefix <= 2 * alpha * inst.n_gpus * h[order] * (1 + 1e-3) + 1e-9)

@@ -15,11 +15,14 @@ from optsched.online.run import simulate
 from optsched.online.simulator import run_simulation, size_distribution
 from optsched.testing import instances
 
-OPTIONS = st.builds(HLAS, thresholds=st.sampled_from([None, (1.0,), (2.0, 6.0)]),
-                    starvation=st.sampled_from([0.0, 0.5, 2.0]),
-                    mapping=st.sampled_from(["A", "B", "C"]),
-                    form=st.sampled_from(["queues", "continuous"]),
-                    quantiles=st.sampled_from([(0.5, 0.8), (0.5,), (0.2, 0.4, 0.9)]))
+OPTIONS = st.builds(
+    HLAS,
+    thresholds=st.sampled_from([None, (1.0,), (2.0, 6.0)]),
+    starvation=st.sampled_from([0.0, 0.5, 2.0]),
+    mapping=st.sampled_from(["A", "B", "C"]),
+    form=st.sampled_from(["queues", "continuous"]),
+    quantiles=st.sampled_from([(0.5, 0.8), (0.5,), (0.2, 0.4, 0.9)]),
+)
 
 
 def job(name, compute, **kw):
@@ -87,8 +90,7 @@ def test_history_thresholds_are_the_quantiles_of_the_jobs_finished_so_far():
             size[inst.job_index[t.job]] += 1.0 if mode == "relaxed" else time[t.gpu]
         order = sorted(range(10), key=lambda j: sim.completion[j])
         for k in (1, 2, 4, 8):
-            assert seen[k - 1] == quantile_thresholds([size[j] for j in order[:k]],
-                                                      (0.5, 0.8))
+            assert seen[k - 1] == quantile_thresholds([size[j] for j in order[:k]], (0.5, 0.8))
         assert seen[-1] == seen[7]
 
 
@@ -106,8 +108,10 @@ def test_queues_serve_fifo_and_promotion_acts():
         return [t.job for t in tasks]
 
     no_promotion = order(HLAS(thresholds=(2.5,), starvation=0.0))
-    assert no_promotion == ["long"] * 3 + ["s0", "s0", "s1", "s1", "s2", "s2", "s3", "s3"] \
-        + ["long"] * 3  # FIFO inside queue 0; the long job waits for every short one
+    assert (
+        no_promotion
+        == ["long"] * 3 + ["s0", "s0", "s1", "s1", "s2", "s2", "s3", "s3"] + ["long"] * 3
+    )  # FIFO inside queue 0; the long job waits for every short one
     promoted = order(HLAS(thresholds=(2.5,), starvation=1.0))
     assert promoted.index("long", 3) < no_promotion.index("long", 3)
     # continuous LAS orders by service alone: after one unit each, the long job alternates
@@ -116,8 +120,14 @@ def test_queues_serve_fifo_and_promotion_acts():
 
 def test_mapping_b_gives_the_fast_gpu_to_the_job_that_gains_most():
     gpus = (GPU("v", "V100"), GPU("k", "K80"))
-    inst = Instance("x", (job("flat", {"V100": 1.0, "K80": 1.5}),
-                          job("steep", {"V100": 1.0, "K80": 8.0}, arrival=0.0)), gpus)
+    inst = Instance(
+        "x",
+        (
+            job("flat", {"V100": 1.0, "K80": 1.5}),
+            job("steep", {"V100": 1.0, "K80": 8.0}, arrival=0.0),
+        ),
+        gpus,
+    )
     where = {t.job: t.gpu for t in run_simulation(inst, HLAS()).schedule.tasks}
     assert where == {"steep": "v", "flat": "k"}
     where_a = {t.job: t.gpu for t in run_simulation(inst, HLAS(mapping="A")).schedule.tasks}
@@ -126,9 +136,15 @@ def test_mapping_b_gives_the_fast_gpu_to_the_job_that_gains_most():
 
 def test_fifo_random_keeps_its_gpu_type_and_fifo_is_fifo_perf():
     gpus = (GPU("v0", "V100"), GPU("v1", "V100"), GPU("k0", "K80"), GPU("k1", "K80"))
-    inst = Instance("x", tuple(job(f"j{n}", {"V100": 1.0, "K80": 4.0}, rounds=3,
-                                   tasks_per_round=2, arrival=float(n)) for n in range(3)),
-                    gpus, mode="gang")
+    inst = Instance(
+        "x",
+        tuple(
+            job(f"j{n}", {"V100": 1.0, "K80": 4.0}, rounds=3, tasks_per_round=2, arrival=float(n))
+            for n in range(3)
+        ),
+        gpus,
+        mode="gang",
+    )
     for seed in range(4):
         sim = run_simulation(inst, FIFORandom(seed=seed))
         types = {}
@@ -136,8 +152,12 @@ def test_fifo_random_keeps_its_gpu_type_and_fifo_is_fifo_perf():
             types.setdefault(t.job, set()).add(t.gpu[0])
         assert all(len(v) == 1 for v in types.values())
         assert check(inst, sim.schedule).feasible
-    draws = {tuple(sorted((t.job, t.gpu) for t in run_simulation(inst, FIFORandom(seed=s))
-                          .schedule.tasks)) for s in range(8)}
+    draws = {
+        tuple(
+            sorted((t.job, t.gpu) for t in run_simulation(inst, FIFORandom(seed=s)).schedule.tasks)
+        )
+        for s in range(8)
+    }
     assert len(draws) > 1  # the type really is drawn
     perf = simulate(inst, "fifo-perf")
     alias = simulate(inst, "fifo")
@@ -148,8 +168,12 @@ def test_fifo_random_keeps_its_gpu_type_and_fifo_is_fifo_perf():
 def test_params_reach_the_policies():
     gpus = (GPU("v", "V100"),)
     inst = Instance("x", (job("a", {"V100": 1.0}, rounds=3),), gpus)
-    for params in ({}, {"form": "continuous"}, {"thresholds": "1,2", "starvation": "0"},
-                   {"thresholds": "auto", "mapping": "A"}):
+    for params in (
+        {},
+        {"form": "continuous"},
+        {"thresholds": "1,2", "starvation": "0"},
+        {"thresholds": "auto", "mapping": "A"},
+    ):
         result = simulate(inst, "hlas", params=params)
         assert result.objective == 3.0
     result = simulate(inst.with_mode("gang"), "tiresias", params={"thresholds": "auto"})

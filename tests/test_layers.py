@@ -20,27 +20,77 @@ PACKAGE = ROOT / "optsched"
 
 #: Bottom to top. A module belongs to the first entry that names it or a package above it.
 LAYERS: list[tuple[str, tuple[str, ...]]] = [
-    ("base", ("optsched.errors", "optsched.limits", "optsched.output", "optsched.jsonfile",
-              "optsched.options",
-              "optsched.metrics", "optsched.workloads", "optsched._exports")),
-    ("model", ("optsched.topology", "optsched.cluster_model", "optsched.instance",
-               "optsched.schedule", "optsched.check",
-               "optsched.critical_path", "optsched.result", "optsched.io", "optsched.traces",
-               "optsched.placement.model", "optsched.placement.cost",
-               "optsched.placement.check", "optsched.placement.durations",
-               "optsched.placement")),
-    ("runtime", ("optsched.budget", "optsched.contracts", "optsched.runtime",
-                 "optsched.registry", "optsched.ect", "optsched.solve")),
+    (
+        "base",
+        (
+            "optsched.errors",
+            "optsched.limits",
+            "optsched.output",
+            "optsched.jsonfile",
+            "optsched.options",
+            "optsched.metrics",
+            "optsched.workloads",
+            "optsched._exports",
+        ),
+    ),
+    (
+        "model",
+        (
+            "optsched.topology",
+            "optsched.cluster_model",
+            "optsched.instance",
+            "optsched.schedule",
+            "optsched.check",
+            "optsched.critical_path",
+            "optsched.result",
+            "optsched.io",
+            "optsched.traces",
+            "optsched.placement.model",
+            "optsched.placement.cost",
+            "optsched.placement.check",
+            "optsched.placement.durations",
+            "optsched.placement",
+        ),
+    ),
+    (
+        "runtime",
+        (
+            "optsched.budget",
+            "optsched.contracts",
+            "optsched.runtime",
+            "optsched.registry",
+            "optsched.ect",
+            "optsched.solve",
+        ),
+    ),
     # the method families, in the order in which they may build on each other
     ("estimation", ("optsched.estimation",)),
     ("exact", ("optsched.exact",)),
     ("heuristics", ("optsched.heuristics",)),
-    ("placement methods", ("optsched.placement.heuristics", "optsched.placement.exact",
-                           "optsched.placement.gga", "optsched.placement.run")),
+    (
+        "placement methods",
+        (
+            "optsched.placement.heuristics",
+            "optsched.placement.exact",
+            "optsched.placement.gga",
+            "optsched.placement.run",
+        ),
+    ),
     ("online", ("optsched.online",)),
-    ("tools", ("optsched.generate", "optsched.placement.generate", "optsched.plot",
-               "optsched.demo", "optsched.testing", "optsched.bench", "optsched.cli",
-               "optsched.__main__", "optsched")),
+    (
+        "tools",
+        (
+            "optsched.generate",
+            "optsched.placement.generate",
+            "optsched.plot",
+            "optsched.demo",
+            "optsched.testing",
+            "optsched.bench",
+            "optsched.cli",
+            "optsched.__main__",
+            "optsched",
+        ),
+    ),
 ]
 
 
@@ -77,11 +127,14 @@ def imports(path: Path) -> list[tuple[int, str]]:
             base = node.module or ""
             if node.level:
                 parts = package.split(".")
-                base = ".".join(parts[:len(parts) - node.level + 1] + ([base] if base else []))
+                base = ".".join(parts[: len(parts) - node.level + 1] + ([base] if base else []))
             found.append((node.lineno, base))
             # ``from optsched.x import y`` where y is a module imports optsched.x.y
-            found.extend((node.lineno, f"{base}.{a.name}") for a in node.names
-                         if _is_module(f"{base}.{a.name}"))
+            found.extend(
+                (node.lineno, f"{base}.{a.name}")
+                for a in node.names
+                if _is_module(f"{base}.{a.name}")
+            )
         for child in ast.iter_child_nodes(node):
             visit(child)
 
@@ -100,18 +153,24 @@ SOURCES = sorted(PACKAGE.rglob("*.py"))
 @pytest.mark.parametrize("path", SOURCES, ids=[module_name(p) for p in SOURCES])
 def test_no_module_imports_from_a_layer_above_its_own(path):
     own = layer_of(module_name(path))
-    upward = [f"line {line}: {module} ({LAYERS[layer_of(module)][0]})"
-              for line, module in imports(path) if layer_of(module) > own]
-    assert not upward, (f"{module_name(path)} ({LAYERS[own][0]}) imports from above: "
-                        + "; ".join(upward))
+    upward = [
+        f"line {line}: {module} ({LAYERS[layer_of(module)][0]})"
+        for line, module in imports(path)
+        if layer_of(module) > own
+    ]
+    assert not upward, f"{module_name(path)} ({LAYERS[own][0]}) imports from above: " + "; ".join(
+        upward
+    )
 
 
 def test_the_check_sees_an_upward_import(tmp_path, monkeypatch):
     """The scan finds imports inside functions and relative ones, and skips type-only ones."""
     fake = ROOT / "optsched" / "errors.py"
-    source = ("from typing import TYPE_CHECKING\n"
-              "if TYPE_CHECKING:\n    from optsched.solve import solve\n"
-              "def f():\n    from .online import run\n")
+    source = (
+        "from typing import TYPE_CHECKING\n"
+        "if TYPE_CHECKING:\n    from optsched.solve import solve\n"
+        "def f():\n    from .online import run\n"
+    )
     monkeypatch.setattr(Path, "read_text", lambda self, *a, **k: source)
     found = [m for _, m in imports(fake)]
     assert found == ["optsched.online", "optsched.online.run"]
@@ -126,7 +185,7 @@ def test_no_two_modules_import_each_other_in_a_cycle():
 
     def walk(module: str, path: list[str]) -> None:
         if module in path:
-            cycle = [*path[path.index(module):], module]
+            cycle = [*path[path.index(module) :], module]
             pytest.fail("import cycle: " + " -> ".join(cycle))
         if module in done:
             return
@@ -141,8 +200,9 @@ def test_no_two_modules_import_each_other_in_a_cycle():
 
 def _fresh(code: str) -> str:
     """Run ``code`` in a fresh interpreter; its stdout."""
-    proc = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
-                          timeout=120, cwd=ROOT)
+    proc = subprocess.run(
+        [sys.executable, "-c", code], capture_output=True, text=True, timeout=120, cwd=ROOT
+    )
     assert proc.returncode == 0, proc.stderr
     return proc.stdout
 
@@ -151,10 +211,12 @@ def test_the_verbs_are_functions_whatever_was_imported_first():
     """optsched.solve, .check, .generate share their names with modules, .simulate and
     .place are imported on first use: each is the function, before and after its module is
     imported."""
-    out = _fresh("import optsched, optsched.solve, optsched.check, optsched.generate, "
-                 "optsched.online.run, optsched.placement.run\n"
-                 "print(*(n for n in ('check', 'generate', 'place', 'simulate', 'solve')"
-                 " if callable(getattr(optsched, n))))")
+    out = _fresh(
+        "import optsched, optsched.solve, optsched.check, optsched.generate, "
+        "optsched.online.run, optsched.placement.run\n"
+        "print(*(n for n in ('check', 'generate', 'place', 'simulate', 'solve')"
+        " if callable(getattr(optsched, n))))"
+    )
     assert out.split() == ["check", "generate", "place", "simulate", "solve"]
     assert set(optsched.__all__) <= set(dir(optsched))
 
@@ -162,12 +224,14 @@ def test_the_verbs_are_functions_whatever_was_imported_first():
 def test_start_up_loads_only_what_a_command_uses():
     """``import optsched`` loads no NumPy; looking up a solve method loads no online or
     placement method; the command line's parser loads no method family."""
-    out = _fresh("import sys, optsched\nprint('numpy' in sys.modules)\n"
-                 "optsched.get_method('ect')\n"
-                 "print(sorted({m.split('.')[1] for m in sys.modules if m.startswith('optsched.')"
-                 " and m.count('.') > 1}))\n"
-                 "from optsched.cli import build_parser\nbuild_parser()\n"
-                 "print('optsched.bench.runner' in sys.modules)")
+    out = _fresh(
+        "import sys, optsched\nprint('numpy' in sys.modules)\n"
+        "optsched.get_method('ect')\n"
+        "print(sorted({m.split('.')[1] for m in sys.modules if m.startswith('optsched.')"
+        " and m.count('.') > 1}))\n"
+        "from optsched.cli import build_parser\nbuild_parser()\n"
+        "print('optsched.bench.runner' in sys.modules)"
+    )
     numpy_loaded, families, runner = out.splitlines()
     assert numpy_loaded == "False"
     assert "online" not in families and "placement" not in families

@@ -26,8 +26,9 @@ def cluster(jobs, n=1, memory=(), share_cap=None):
     graph = tree_topology([["T4"] * n])
     for k, mb in enumerate(memory):
         graph.nodes[f"h0/g{k}"]["gpu_memory"] = mb
-    return Instance("c", tuple(jobs), topology=graph, mode="gang",
-                    cluster=ClusterSpec(share_cap=share_cap))
+    return Instance(
+        "c", tuple(jobs), topology=graph, mode="gang", cluster=ClusterSpec(share_cap=share_cap)
+    )
 
 
 def starts(sim):
@@ -82,10 +83,21 @@ def test_code_gates_pre_schedule_only_above_the_load_ratio():
     b = single("b", launch=30.0, arrival=1.0, gpu_memory=2.0)
     # two GPUs; g1 cannot run b (memory), so b is pre-scheduled onto g0 at ratio 1/2
     inst = cluster((a, b), 2, memory=(4.0, 1.0))
-    assert starts(checked(inst, simulate_cluster(
-        inst, Liquid(preschedule=True, gates="code", preschedule_ratio=0.5))))["b"][1] == 85.0
-    late = checked(inst, simulate_cluster(
-        inst, Liquid(preschedule=True, gates="code", preschedule_ratio=0.75)))
+    assert (
+        starts(
+            checked(
+                inst,
+                simulate_cluster(
+                    inst, Liquid(preschedule=True, gates="code", preschedule_ratio=0.5)
+                ),
+            )
+        )["b"][1]
+        == 85.0
+    )
+    late = checked(
+        inst,
+        simulate_cluster(inst, Liquid(preschedule=True, gates="code", preschedule_ratio=0.75)),
+    )
     assert starts(late)["b"][1] == 140.0  # not pre-scheduled: b starts at a's release
 
 
@@ -107,39 +119,87 @@ def test_predicted_end_moves_the_pre_scheduling_moment():
     assert again.schedule == sim.schedule  # drawn once per (instance, job): reproducible
 
 
-@pytest.mark.parametrize("params, message", [
-    ({"gates": "yes"}, "gates"), ({"share_ratio": "1.5"}, "share_ratio"),
-    ({"preschedule_ratio": "-1"}, "preschedule_ratio"), ({"end_error": "nan"}, "end_error"),
-    ({"end_error": "11"}, "end_error")])
+@pytest.mark.parametrize(
+    "params, message",
+    [
+        ({"gates": "yes"}, "gates"),
+        ({"share_ratio": "1.5"}, "share_ratio"),
+        ({"preschedule_ratio": "-1"}, "preschedule_ratio"),
+        ({"end_error": "nan"}, "end_error"),
+        ({"end_error": "11"}, "end_error"),
+    ],
+)
 def test_bad_gate_params_are_refused(params, message):
     inst = cluster((single("a"),))
     with pytest.raises(InputError, match=message):
         simulate(inst, "liquid", params=params)
 
 
-@given(seed=st.integers(0, 1000), hosts=st.integers(2, 3), jobs=st.integers(1, 7),
-       distributed=st.sampled_from([0.0, 0.5]), interarrival=st.sampled_from([0, 20]),
-       gates=st.sampled_from(["paper", "code"]), share=st.booleans(), pre=st.booleans(),
-       share_ratio=st.sampled_from(["0", "0.5", "0.75"]),
-       preschedule_ratio=st.sampled_from(["0", "0.5", "1"]),
-       end_error=st.sampled_from(["0", "0.1", "0.4"]), heartbeat=st.sampled_from([0, 5]),
-       placement=st.sampled_from([{}, {"line18": "1"}, {"placement": "gga", "batch": "5"},
-                                  {"placement": "gga", "repair": "firstfit", "line18": "1"},
-                                  {"placement": "gga", "fitness": "cost", "cost": "code"}]),
-       error=st.sampled_from([0.0, 0.3]), contention=st.booleans())
-def test_gated_liquid_schedules_pass_the_checker(seed, hosts, jobs, distributed, interarrival,
-                                                 gates, share, pre, share_ratio,
-                                                 preschedule_ratio, end_error, heartbeat,
-                                                 placement, error, contention):
+@given(
+    seed=st.integers(0, 1000),
+    hosts=st.integers(2, 3),
+    jobs=st.integers(1, 7),
+    distributed=st.sampled_from([0.0, 0.5]),
+    interarrival=st.sampled_from([0, 20]),
+    gates=st.sampled_from(["paper", "code"]),
+    share=st.booleans(),
+    pre=st.booleans(),
+    share_ratio=st.sampled_from(["0", "0.5", "0.75"]),
+    preschedule_ratio=st.sampled_from(["0", "0.5", "1"]),
+    end_error=st.sampled_from(["0", "0.1", "0.4"]),
+    heartbeat=st.sampled_from([0, 5]),
+    placement=st.sampled_from(
+        [
+            {},
+            {"line18": "1"},
+            {"placement": "gga", "batch": "5"},
+            {"placement": "gga", "repair": "firstfit", "line18": "1"},
+            {"placement": "gga", "fitness": "cost", "cost": "code"},
+        ]
+    ),
+    error=st.sampled_from([0.0, 0.3]),
+    contention=st.booleans(),
+)
+def test_gated_liquid_schedules_pass_the_checker(
+    seed,
+    hosts,
+    jobs,
+    distributed,
+    interarrival,
+    gates,
+    share,
+    pre,
+    share_ratio,
+    preschedule_ratio,
+    end_error,
+    heartbeat,
+    placement,
+    error,
+    contention,
+):
     """Every gate, placement variant and prediction-error setting yields a checked schedule
     whose completion times the checker recomputes independently."""
     # line 18 puts each container of a 1 PS + 2 worker job on a host of its own
     assume(hosts >= 3 or "line18" not in placement or not distributed)
-    inst = generate_liquid(LiquidSpec(hosts=hosts, jobs=jobs, distributed=distributed,
-                                      interarrival=interarrival, prediction_error=error,
-                                      link_contention=contention), seed)
-    params = {"gates": gates, "share": str(int(share)), "preschedule": str(int(pre)),
-              "end_error": end_error, "heartbeat": str(heartbeat), **placement}
+    inst = generate_liquid(
+        LiquidSpec(
+            hosts=hosts,
+            jobs=jobs,
+            distributed=distributed,
+            interarrival=interarrival,
+            prediction_error=error,
+            link_contention=contention,
+        ),
+        seed,
+    )
+    params = {
+        "gates": gates,
+        "share": str(int(share)),
+        "preschedule": str(int(pre)),
+        "end_error": end_error,
+        "heartbeat": str(heartbeat),
+        **placement,
+    }
     if gates == "code":  # the ratios are the code gates' thresholds
         params.update(share_ratio=share_ratio, preschedule_ratio=preschedule_ratio)
     result = simulate(inst, "liquid", params=params, seed=seed)
@@ -153,8 +213,12 @@ def test_gated_liquid_schedules_pass_the_checker(seed, hosts, jobs, distributed,
 def test_placement_parameters_are_passed_through():
     """One 1 PS + 2 worker job alone on 3 hosts × 4 GPUs: best-fit in the code form keeps it
     on one host (pww); with Alg. 1 line 18 each container takes a host of its own (p:w:w)."""
-    inst = generate_liquid(LiquidSpec(jobs=1, hosts=3, gpus_per_host=4, gpu_type="K80",
-                                      gpu_memory=12288, mix=(("vgg16", 1),)), 0)
+    inst = generate_liquid(
+        LiquidSpec(
+            jobs=1, hosts=3, gpus_per_host=4, gpu_type="K80", gpu_memory=12288, mix=(("vgg16", 1),)
+        ),
+        0,
+    )
 
     def hosts(params):
         sim = simulate(inst, "liquid", params=params).simulation

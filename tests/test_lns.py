@@ -28,8 +28,10 @@ def test_lns_is_feasible_no_worse_than_ect_and_no_better_than_the_optimum(instan
 
 def test_lns_is_reproducible_for_a_seed_and_improves_a_committed_instance():
     instance = load_instance(ROOT / "instances" / "exact" / "exact-jobs10-s0.json")
-    runs = [solve(instance, "lns", seed=7, params={"steps": 4, "step": 0.1, "size": 2})
-            for _ in range(2)]
+    runs = [
+        solve(instance, "lns", seed=7, params={"steps": 4, "step": 0.1, "size": 2})
+        for _ in range(2)
+    ]
     assert runs[0].schedule == runs[1].schedule  # a fixed number of steps: deterministic
     ect = solve(instance, "ect")
     assert runs[0].objective < ect.objective
@@ -58,8 +60,11 @@ def test_a_better_hint_off_the_grid_is_never_lost():
     The hint: priority search for a fixed number of moves (seeded: the same on any machine)."""
     instance = load_instance(ROOT / "instances" / "exact" / "exact-jobs10-s0.json")
     best = solve(instance, "priority-search", seed=7, params={"steps": 200}).schedule
-    shifted = Schedule(best.instance, [Task(t.job, t.round, t.task, t.gpu, t.start + 0.5)
-                                       for t in best.tasks], best.mode)
+    shifted = Schedule(
+        best.instance,
+        [Task(t.job, t.round, t.task, t.gpu, t.start + 0.5) for t in best.tasks],
+        best.mode,
+    )
     given = check(instance, shifted)
     assert given.feasible and given.objective < solve(instance, "ect").objective
     result = solve(instance, "lns", hint=shifted, params={"steps": 2, "step": 0.05})

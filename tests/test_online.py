@@ -25,12 +25,19 @@ from tests.conftest import ROOT, n_examples
 TOY = ROOT / "optsched" / "data" / "instances" / "hare-toy.instance.json"
 # explicit thresholds: derived ones read the workload's size distribution, which changing a
 # job's rounds changes (tests/test_hlas.py covers the derived form)
-NON_CLAIRVOYANT = [HLAS(thresholds=(2.0, 6.0), mapping="A"), HLAS(thresholds=(2.0, 6.0)),
-                   HLAS(thresholds=(2.0, 6.0), mapping="C", starvation=0.0),
-                   HLAS(form="continuous", mapping="A"),
-                   HLAS(thresholds=(2.0, 6.0), starvation=1.0, form="continuous")]
-NON_CLAIRVOYANT_GANG = [FIFO(), FIFORandom(), FIFORandom(seed=3),
-                        Tiresias(thresholds=(3.0,), starvation=1.0)]
+NON_CLAIRVOYANT = [
+    HLAS(thresholds=(2.0, 6.0), mapping="A"),
+    HLAS(thresholds=(2.0, 6.0)),
+    HLAS(thresholds=(2.0, 6.0), mapping="C", starvation=0.0),
+    HLAS(form="continuous", mapping="A"),
+    HLAS(thresholds=(2.0, 6.0), starvation=1.0, form="continuous"),
+]
+NON_CLAIRVOYANT_GANG = [
+    FIFO(),
+    FIFORandom(),
+    FIFORandom(seed=3),
+    Tiresias(thresholds=(3.0,), starvation=1.0),
+]
 
 
 @dataclasses.dataclass
@@ -54,25 +61,40 @@ def starts(schedule):
 def test_relaxed_semantics_by_hand():
     """GPU busy for compute only; the next round waits for every result incl. sync."""
     gpus = (GPU("fast", "V100"), GPU("slow", "K80"))
-    inst = Instance("x", (job("a", {"V100": 1, "K80": 3}, {"V100": 2, "K80": 2}, rounds=2,
-                              tasks_per_round=2),
-                          job("b", {"V100": 1, "K80": 1}, arrival=0.5)), gpus)
+    inst = Instance(
+        "x",
+        (
+            job("a", {"V100": 1, "K80": 3}, {"V100": 2, "K80": 2}, rounds=2, tasks_per_round=2),
+            job("b", {"V100": 1, "K80": 1}, arrival=0.5),
+        ),
+        gpus,
+    )
     sim = run_simulation(inst, HLAS())
     # t=0: a's two tasks on fast [0,1) and slow [0,3); t=0.5: b waits; t=1: fast frees → b
     # [1,2); a's round-0 results ready at max(1+2, 3+2) = 5; round 1 at 5 on fast and slow
     assert starts(sim.schedule) == {
-        ("a", 0, 0): ("fast", 0.0), ("a", 0, 1): ("slow", 0.0), ("b", 0, 0): ("fast", 1.0),
-        ("a", 1, 0): ("fast", 5.0), ("a", 1, 1): ("slow", 5.0)}
+        ("a", 0, 0): ("fast", 0.0),
+        ("a", 0, 1): ("slow", 0.0),
+        ("b", 0, 0): ("fast", 1.0),
+        ("a", 1, 0): ("fast", 5.0),
+        ("a", 1, 1): ("slow", 5.0),
+    }
     assert sim.completion.tolist() == [10.0, 2.0]
     assert sim.objective == check(inst, sim.schedule).objective == 12.0
 
 
 def test_gang_fifo_is_strict_and_uses_the_fastest_gpus():
     gpus = tuple(GPU(f"g{i}", t) for i, t in enumerate(["K80", "V100", "V100"]))
-    inst = Instance("x", (
-        job("a", {"V100": 2, "K80": 4}, tasks_per_round=2),
-        job("b", {"V100": 2, "K80": 4}, tasks_per_round=3, arrival=1),
-        job("c", {"V100": 1, "K80": 1}, arrival=1.5)), gpus, mode="gang")
+    inst = Instance(
+        "x",
+        (
+            job("a", {"V100": 2, "K80": 4}, tasks_per_round=2),
+            job("b", {"V100": 2, "K80": 4}, tasks_per_round=3, arrival=1),
+            job("c", {"V100": 1, "K80": 1}, arrival=1.5),
+        ),
+        gpus,
+        mode="gang",
+    )
     sim = run_simulation(inst, FIFO())
     s = starts(sim.schedule)
     assert {s["a", 0, 0][0], s["a", 0, 1][0]} == {"g1", "g2"}  # the two V100s
@@ -83,8 +105,12 @@ def test_gang_fifo_is_strict_and_uses_the_fastest_gpus():
 
 def test_toy_every_policy_is_checked_and_above_the_bound():
     inst = load_instance(TOY)
-    for policy, params in [("hlas", {}), ("hlas", {"mapping": "B"}), ("hlas", {"mapping": "C"}),
-                           ("srtf", {})]:
+    for policy, params in [
+        ("hlas", {}),
+        ("hlas", {"mapping": "B"}),
+        ("hlas", {"mapping": "C"}),
+        ("srtf", {}),
+    ]:
         result = simulate(inst, policy, params=params)
         sim = result.simulation
         assert result.bound is None and result.gap is None  # judged by JCT, not a gap
@@ -96,8 +122,15 @@ def test_toy_every_policy_is_checked_and_above_the_bound():
 
 @given(instances(mode="relaxed"))
 def test_relaxed_policies_pass_the_checker(inst):
-    for policy in [*NON_CLAIRVOYANT, HLAS(), HLAS(mapping="A"), HLAS(mapping="C"), SRTF(),
-                   Homo(), AlloX()]:
+    for policy in [
+        *NON_CLAIRVOYANT,
+        HLAS(),
+        HLAS(mapping="A"),
+        HLAS(mapping="C"),
+        SRTF(),
+        Homo(),
+        AlloX(),
+    ]:
         sim = run_simulation(inst, policy)
         report = check(sim.instance, sim.schedule)
         assert report.feasible, report.violations[:1]
@@ -107,8 +140,15 @@ def test_relaxed_policies_pass_the_checker(inst):
 
 @given(instances(mode="gang"))
 def test_gang_policies_pass_the_checker(inst):
-    for policy in (FIFO(), FIFORandom(), FIFORandom(seed=1), Tiresias(),
-                   Tiresias(thresholds=(3.0,), starvation=1.0), SRTF(), Homo()):
+    for policy in (
+        FIFO(),
+        FIFORandom(),
+        FIFORandom(seed=1),
+        Tiresias(),
+        Tiresias(thresholds=(3.0,), starvation=1.0),
+        SRTF(),
+        Homo(),
+    ):
         sim = run_simulation(inst, policy)
         report = check(sim.instance, sim.schedule)
         assert report.feasible and report.objective == pytest.approx(sim.objective)
@@ -122,6 +162,7 @@ def test_replaying_a_schedule_never_starts_a_task_later(inst):
     offline = ect_schedule(inst)
     sim = run_simulation(inst, Replay(offline))
     assert check(inst, sim.schedule).feasible
+
     def by_gpu(schedule):
         out = {}
         for t in sorted(schedule.tasks, key=lambda t: t.start):
@@ -142,8 +183,9 @@ def test_non_clairvoyant_decisions_ignore_hidden_sizes(inst):
     for policy in NON_CLAIRVOYANT:
         target = inst.jobs[0]
         for rounds in {1, target.rounds + 2}:
-            other = dataclasses.replace(inst, jobs=(dataclasses.replace(target, rounds=rounds),
-                                                    *inst.jobs[1:]))
+            other = dataclasses.replace(
+                inst, jobs=(dataclasses.replace(target, rounds=rounds), *inst.jobs[1:])
+            )
             a, b = run_simulation(inst, policy), run_simulation(other, policy)
             horizon = min(a.completion[0], b.completion[0])
             before_a = {k: v for k, v in starts(a.schedule).items() if v[1] < horizon}
@@ -175,7 +217,12 @@ NON_CLAIRVOYANT_REGISTERED = _registered_non_clairvoyant()
 
 def test_every_built_in_non_clairvoyant_policy_is_differentially_tested():
     assert {name for name, _ in NON_CLAIRVOYANT_REGISTERED} == {
-        "hlas", "tiresias", "fifo", "fifo-perf", "fifo-random"}
+        "hlas",
+        "tiresias",
+        "fifo",
+        "fifo-perf",
+        "fifo-random",
+    }
 
 
 @settings(max_examples=n_examples(40), deadline=None)
@@ -188,20 +235,28 @@ def test_default_non_clairvoyant_decisions_ignore_later_rounds(data):
     name, mode = data.draw(st.sampled_from(NON_CLAIRVOYANT_REGISTERED))
     inst = data.draw(instances(mode=mode, max_rounds=4))
     target = inst.jobs[data.draw(st.integers(0, inst.n_jobs - 1))]
-    other = dataclasses.replace(inst, jobs=tuple(
-        dataclasses.replace(j, rounds=j.rounds + 3) if j is target else j for j in inst.jobs))
+    other = dataclasses.replace(
+        inst,
+        jobs=tuple(
+            dataclasses.replace(j, rounds=j.rounds + 3) if j is target else j for j in inst.jobs
+        ),
+    )
     a, b = simulate(inst, name), simulate(other, name)
     index = inst.job_index[target.id]
     horizon = a.simulation.completion[index]
-    assert ({k: v for k, v in starts(a.schedule).items() if v[1] < horizon}
-            == {k: v for k, v in starts(b.schedule).items() if v[1] < horizon})
+    assert {k: v for k, v in starts(a.schedule).items() if v[1] < horizon} == {
+        k: v for k, v in starts(b.schedule).items() if v[1] < horizon
+    }
 
 
 def test_workload_calibration_reads_future_sizes_and_history_does_not():
     """calibration=workload (thresholds from every job's size, the earlier default) sees a
     job's hidden rounds before it finishes; the default history does not."""
-    jobs = (job("a", {"V100": 1.0}, rounds=1), job("b", {"V100": 1.0}, rounds=6),
-            job("c", {"V100": 1.0}, rounds=2, arrival=0.5))
+    jobs = (
+        job("a", {"V100": 1.0}, rounds=1),
+        job("b", {"V100": 1.0}, rounds=6),
+        job("c", {"V100": 1.0}, rounds=2, arrival=0.5),
+    )
     inst = Instance("leak", jobs, (GPU("g", "V100"),))
     sizes = {c: HLAS(calibration=c) for c in ("workload", "history")}
     for policy in sizes.values():
@@ -213,12 +268,14 @@ def test_workload_calibration_reads_future_sizes_and_history_does_not():
 def test_non_clairvoyant_gang_decisions_ignore_hidden_sizes(inst):
     for policy in NON_CLAIRVOYANT_GANG:
         target = inst.jobs[0]
-        other = dataclasses.replace(inst, jobs=(dataclasses.replace(target, rounds=1),
-                                                *inst.jobs[1:]))
+        other = dataclasses.replace(
+            inst, jobs=(dataclasses.replace(target, rounds=1), *inst.jobs[1:])
+        )
         a, b = run_simulation(inst, policy), run_simulation(other, policy)
         horizon = min(a.completion[0], b.completion[0])
-        assert ({k: v for k, v in starts(a.schedule).items() if v[1] < horizon}
-                == {k: v for k, v in starts(b.schedule).items() if v[1] < horizon})
+        assert {k: v for k, v in starts(a.schedule).items() if v[1] < horizon} == {
+            k: v for k, v in starts(b.schedule).items() if v[1] < horizon
+        }
 
 
 def test_baselines_by_hand():
@@ -229,8 +286,15 @@ def test_baselines_by_hand():
     assert {t.gpu for t in run_simulation(one, Homo()).schedule.tasks} == {"slow", "fast"}
     allox = run_simulation(one, AlloX()).schedule
     assert sorted((t.gpu, t.start) for t in allox.tasks) == [("fast", 0.0), ("fast", 1.0)]
-    gang = Instance("x", (job("big", {"K80": 1, "V100": 1}, tasks_per_round=2, rounds=3),
-                          job("small", {"K80": 1, "V100": 1}, arrival=0.5)), gpus, mode="gang")
+    gang = Instance(
+        "x",
+        (
+            job("big", {"K80": 1, "V100": 1}, tasks_per_round=2, rounds=3),
+            job("small", {"K80": 1, "V100": 1}, arrival=0.5),
+        ),
+        gpus,
+        mode="gang",
+    )
     s = starts(run_simulation(gang, Tiresias(thresholds=(1.5,))).schedule)
     # big holds both GPUs for [0,1) and attains 2 GPU-s ≥ 1.5: small (0 attained) goes first
     # at 1 on the lowest-index GPU; big (needs 2) cannot fit until 2
@@ -290,8 +354,10 @@ def test_bad_decisions_and_stalls_are_policy_errors():
         run_simulation(inst.with_mode("gang"), HLAS())
 
 
-@pytest.mark.parametrize("job, gpu", [(1.0, 0), ("1", 0), (True, 0), (np.float32(1), 0),
-                                      (0, 0.9), (0, 1.0), (0, "0"), (0, False)])
+@pytest.mark.parametrize(
+    "job, gpu",
+    [(1.0, 0), ("1", 0), (True, 0), (np.float32(1), 0), (0, 0.9), (0, 1.0), (0, "0"), (0, False)],
+)
 @pytest.mark.parametrize("mode", ["relaxed", "gang"])
 def test_decisions_that_are_not_integer_indices_are_refused(job, gpu, mode):
     """No silent coercion: a job or GPU index that is a float, a string or a bool is a
@@ -339,17 +405,36 @@ def test_simulate_cli(tmp_path, capsys):
     from optsched.cli import main
 
     out, real = tmp_path / "s.json", tmp_path / "real.json"
-    assert main(["simulate", str(TOY), "--policy", "hlas", "--noise", "0.1",
-                 "--switch-cost", "0.02", "--out", str(out), "--realised", str(real),
-                 "--json"]) == 0
+    assert (
+        main(
+            [
+                "simulate",
+                str(TOY),
+                "--policy",
+                "hlas",
+                "--noise",
+                "0.1",
+                "--switch-cost",
+                "0.02",
+                "--out",
+                str(out),
+                "--realised",
+                str(real),
+                "--json",
+            ]
+        )
+        == 0
+    )
     printed = capsys.readouterr().out
     assert '"events"' in printed
     from importlib import resources
 
     import jsonschema
-    schema = json.loads(resources.files("optsched").joinpath(
-        "data", "schemas", "result.schema.json").read_text())
-    jsonschema.validate(json.loads(printed[printed.index("{"):]), schema)
+
+    schema = json.loads(
+        resources.files("optsched").joinpath("data", "schemas", "result.schema.json").read_text()
+    )
+    jsonschema.validate(json.loads(printed[printed.index("{") :]), schema)
     assert main(["check", str(real), str(out)]) == 0
     cdf = tmp_path / "cdf.png"
     assert main(["simulate", str(TOY), "--policy", "srtf", "--cdf", str(cdf)]) == 0
@@ -399,8 +484,10 @@ def test_compact_instances_expand_to_the_dense_matrices():
     one class per type, or per GPU when a job's sync depends on the GPU."""
     from optsched.generate import HareSpec, generate_hare
 
-    for inst in (load_instance(TOY), generate_hare(HareSpec(jobs=8, gpus=15, load_gpus=15,
-                                                            total_tasks=100), 0)):
+    for inst in (
+        load_instance(TOY),
+        generate_hare(HareSpec(jobs=8, gpus=15, load_gpus=15, total_tasks=100), 0),
+    ):
         cls = inst.gpu_class
         for j in range(inst.n_jobs):
             compute, sync = inst.row(j)
@@ -422,13 +509,38 @@ def test_a_streamed_schedule_is_the_recorded_one(tmp_path):
     for policy, mode in (("hlas", "relaxed"), ("tiresias", "gang")):
         args = ["simulate", str(TOY), "--policy", policy, "--mode", mode, "--noise", "0.2"]
         assert main([*args, "--out", str(kept)]) == 0
-        assert main([*args, "--no-record", "--out", str(streamed),
-                     "--realised", str(tmp_path / "real.json")]) == 0
+        assert (
+            main(
+                [
+                    *args,
+                    "--no-record",
+                    "--out",
+                    str(streamed),
+                    "--realised",
+                    str(tmp_path / "real.json"),
+                ]
+            )
+            == 0
+        )
         assert load_schedule(streamed).tasks == load_schedule(kept).tasks
         assert main(["check", str(tmp_path / "real.json"), str(streamed)]) == 0
     streamed.write_text("old")
-    assert main(["simulate", str(TOY), "--policy", "hlas", "--no-record", "--out",
-                 str(streamed), "--tick", "0"]) == 2
+    assert (
+        main(
+            [
+                "simulate",
+                str(TOY),
+                "--policy",
+                "hlas",
+                "--no-record",
+                "--out",
+                str(streamed),
+                "--tick",
+                "0",
+            ]
+        )
+        == 2
+    )
     assert streamed.read_text() == "old"
     assert not [p for p in tmp_path.iterdir() if p.name.startswith(".")]
 

@@ -44,11 +44,16 @@ class Every(Options):
 finite = st.floats(min_value=1e-3, max_value=1e6, allow_nan=False)
 
 
-@given(mode=st.sampled_from("abc"), on=st.booleans(), n=st.integers(1, 10**9),
-       x=st.floats(0, 10), y=st.none() | finite,
-       p=st.just(0.0) | finite, xs=st.none() | st.lists(finite, min_size=1, max_size=4,
-                                                         unique=True).map(sorted),
-       path=st.none() | st.text(min_size=1).filter(lambda t: "\x00" not in t))
+@given(
+    mode=st.sampled_from("abc"),
+    on=st.booleans(),
+    n=st.integers(1, 10**9),
+    x=st.floats(0, 10),
+    y=st.none() | finite,
+    p=st.just(0.0) | finite,
+    xs=st.none() | st.lists(finite, min_size=1, max_size=4, unique=True).map(sorted),
+    path=st.none() | st.text(min_size=1).filter(lambda t: "\x00" not in t),
+)
 def test_text_round_trip(mode, on, n, x, y, p, xs, path):
     """Options → KEY=VALUE text → the same options, for every kind of field."""
     options = Every(mode, on, n, x, y, p, None if xs is None else tuple(xs), path)
@@ -56,21 +61,24 @@ def test_text_round_trip(mode, on, n, x, y, p, xs, path):
     assert Every.parse({}) == Every() and Every().to_params() == {}
 
 
-@pytest.mark.parametrize("key, value, message", [
-    ("mode", "d", "mode must be 'a' or 'b' or 'c'"),
-    ("on", "yes", "on must be '0' or '1'"),
-    ("n", "0", "n must be >= 1"),
-    ("n", "1.5", "n must be an integer"),
-    ("n", str(10**17), "n must be at most"),
-    ("x", "11", r"x must be in \[0, 10\]"),
-    ("x", "nan", "x must be a finite number"),
-    ("y", "0", "y must be > 0"),
-    ("p", "0.0001", "p must be 0 \\(off\\) or in"),
-    ("xs", "2,1", "xs must be increasing positive numbers"),
-    ("xs", "1,,2", "xs must be comma-separated numbers with no empty item"),
-    ("xs", "1,x", "xs must be a number, got 'x' \\(in xs=1,x\\)"),
-    ("path", "", "path must be a non-empty string"),
-])
+@pytest.mark.parametrize(
+    "key, value, message",
+    [
+        ("mode", "d", "mode must be 'a' or 'b' or 'c'"),
+        ("on", "yes", "on must be '0' or '1'"),
+        ("n", "0", "n must be >= 1"),
+        ("n", "1.5", "n must be an integer"),
+        ("n", str(10**17), "n must be at most"),
+        ("x", "11", r"x must be in \[0, 10\]"),
+        ("x", "nan", "x must be a finite number"),
+        ("y", "0", "y must be > 0"),
+        ("p", "0.0001", "p must be 0 \\(off\\) or in"),
+        ("xs", "2,1", "xs must be increasing positive numbers"),
+        ("xs", "1,,2", "xs must be comma-separated numbers with no empty item"),
+        ("xs", "1,x", "xs must be a number, got 'x' \\(in xs=1,x\\)"),
+        ("path", "", "path must be a non-empty string"),
+    ],
+)
 def test_bad_values_name_the_key(key, value, message):
     with pytest.raises(InputError, match=message):
         Every.parse({key: value})
@@ -117,24 +125,34 @@ def test_records_are_canonical_whatever_the_spelling():
     """Text, typed values and options objects of one setting are recorded alike, so that a
     benchmark resumes them as one configuration."""
     instance = generate(GeneratorSpec(jobs=3, gpus=2), seed=0)
-    spellings = ({"workers": "02", "hint": "ect"}, {"workers": 2, "hint": "ect"},
-                 {"workers": np.int64(2), "hint": "ect"})
+    spellings = (
+        {"workers": "02", "hint": "ect"},
+        {"workers": 2, "hint": "ect"},
+        {"workers": np.int64(2), "hint": "ect"},
+    )
     assert {json.dumps(dict(solve(instance, "cpsat", params=p).params)) for p in spellings} == {
-        json.dumps({"workers": "2", "hint": "ect"})}
+        json.dumps({"workers": "2", "hint": "ect"})
+    }
     typed = solve(instance, "cpsat", params=CpsatOptions(workers=2, hint="ect"))
     assert typed.params == {"workers": "2"}  # an object: what differs from the defaults
     text = {"thresholds": "100,500.0", "starvation": "1"}
-    assert simulate(instance, "hlas", params=text).params == \
-        simulate(instance, "hlas", params={"thresholds": [100, 500], "starvation": 1.0}
-                   ).params == {"thresholds": "100,500", "starvation": "1"}
+    assert (
+        simulate(instance, "hlas", params=text).params
+        == simulate(instance, "hlas", params={"thresholds": [100, 500], "starvation": 1.0}).params
+        == {"thresholds": "100,500", "starvation": "1"}
+    )
     with pytest.raises(InputError, match="params must be a mapping or CpsatOptions"):
         solve(instance, "cpsat", params="workers=2")  # type: ignore[arg-type]
 
 
 def test_the_defaults_are_listed_as_text():
     assert Every.defaults()["n"] == "1" and Every.defaults()["y"] is None
-    assert CostOptions.defaults() == {"cost": "paper", "lambda": "0.5", "cross_domain": None,
-                                      "contention": "0"}
+    assert CostOptions.defaults() == {
+        "cost": "paper",
+        "lambda": "0.5",
+        "cross_domain": None,
+        "contention": "0",
+    }
 
 
 def test_registration_refuses_options_that_are_not_options():
@@ -180,11 +198,16 @@ def test_a_group_holds_another_methods_options_under_their_own_keys():
     from optsched.placement.gga import GgaOptions
     from optsched.placement.heuristics import BestfitOptions
 
-    options = LiquidOptions.parse({"placement": "gga", "repair": "firstfit", "cost": "code",
-                                   "batch": "5"})
+    options = LiquidOptions.parse(
+        {"placement": "gga", "repair": "firstfit", "cost": "code", "batch": "5"}
+    )
     assert options.place == GgaOptions(repair="firstfit", cost="code")
-    assert options.to_params() == {"placement": "gga", "cost": "code", "repair": "firstfit",
-                                   "batch": "5"}
+    assert options.to_params() == {
+        "placement": "gga",
+        "cost": "code",
+        "repair": "firstfit",
+        "batch": "5",
+    }
     assert LiquidOptions.parse(options.to_params()) == options
     assert "repair" in LiquidOptions.describe() and "place" not in LiquidOptions.describe()
     assert placement_options(options) == GgaOptions(repair="firstfit", cost="code")

@@ -40,9 +40,13 @@ def cluster(busy=()):
 
 
 def ps_workers(n_workers):
-    return (Container("ps0", "ps", cpus=4, memory=4096),
-            *(Container(f"w{i}", "worker", gpus=1, cpus=4, memory=4096, gpu_memory=8192)
-              for i in range(n_workers)))
+    return (
+        Container("ps0", "ps", cpus=4, memory=4096),
+        *(
+            Container(f"w{i}", "worker", gpus=1, cpus=4, memory=4096, gpu_memory=8192)
+            for i in range(n_workers)
+        ),
+    )
 
 
 def spread_instance():
@@ -50,8 +54,13 @@ def spread_instance():
     return PlacementInstance("p", cluster(busy={"h3/g0"}), (job,))
 
 
-SPREAD = {("j0", "ps0"): "h0", ("j0", "w0"): "h0", ("j0", "w1"): "h1", ("j0", "w2"): "h2",
-          ("j0", "w3"): "h4"}
+SPREAD = {
+    ("j0", "ps0"): "h0",
+    ("j0", "w0"): "h0",
+    ("j0", "w1"): "h1",
+    ("j0", "w2"): "h2",
+    ("j0", "w3"): "h4",
+}
 
 
 def test_paper_cost_by_hand():
@@ -59,8 +68,7 @@ def test_paper_cost_by_hand():
     8 → 14; fitness −Σ used/total over the 4 hosts used = −1; λ = 0.5 → 6.5."""
     cost = placement_cost(spread_instance(), SPREAD, CostModel("paper", lam=0.5))
     assert (cost.network, cost.load, cost.total) == (7.0, -0.5, 6.5)
-    far = placement_cost(spread_instance(), SPREAD, CostModel("paper", lam=1.0,
-                                                              cross_domain=100))
+    far = placement_cost(spread_instance(), SPREAD, CostModel("paper", lam=1.0, cross_domain=100))
     assert far.total == 0 + 2 + 4 + 100
 
 
@@ -76,35 +84,52 @@ def test_reference_code_cost_by_hand():
 def test_checker_accepts_a_valid_placement_and_recomputes_its_cost():
     inst = spread_instance()
     gpus = {"w0": "h0/g0", "w1": "h1/g0", "w2": "h2/g0", "w3": "h4/g0"}
-    placement = Placement("p", tuple(
-        Assignment("j0", c, h, (gpus[c],) if c in gpus else ()) for (_, c), h in SPREAD.items()))
+    placement = Placement(
+        "p",
+        tuple(
+            Assignment("j0", c, h, (gpus[c],) if c in gpus else ()) for (_, c), h in SPREAD.items()
+        ),
+    )
     report = check_placement(inst, placement)
     assert report.feasible and report.cost.total == 6.5
 
 
 def test_every_violation_kind_is_reported():
-    job = PlacementJob("j0", (*ps_workers(2), Container("big", "worker", cpus=30)),
-                       one_per_host=True)
+    job = PlacementJob(
+        "j0", (*ps_workers(2), Container("big", "worker", cpus=30)), one_per_host=True
+    )
     inst = PlacementInstance("p", cluster(busy={"h1/g0"}), (job,))
-    placement = Placement("p", (
-        Assignment("j0", "ps0", "h0"),
-        Assignment("j0", "w0", "h0", ("h0/g0",)),           # one-per-host with ps0
-        Assignment("j0", "w0", "h2", ("h2/g0",)),           # duplicate
-        Assignment("j0", "w1", "h1", ("h1/g0", "h1/g1")),   # gpu-count, gpu-taken (busy)
-        Assignment("j0", "big", "h5", ("h0/g1",)),          # capacity (cpus), gpu-count, gpu-host
-        Assignment("j0", "nope", "h0"),                     # unknown-container
-        Assignment("jx", "ps0", "h0"),                      # unknown-job
-    ))
+    placement = Placement(
+        "p",
+        (
+            Assignment("j0", "ps0", "h0"),
+            Assignment("j0", "w0", "h0", ("h0/g0",)),  # one-per-host with ps0
+            Assignment("j0", "w0", "h2", ("h2/g0",)),  # duplicate
+            Assignment("j0", "w1", "h1", ("h1/g0", "h1/g1")),  # gpu-count, gpu-taken (busy)
+            Assignment("j0", "big", "h5", ("h0/g1",)),  # capacity (cpus), gpu-count, gpu-host
+            Assignment("j0", "nope", "h0"),  # unknown-container
+            Assignment("jx", "ps0", "h0"),  # unknown-job
+        ),
+    )
     report = check_placement(inst, placement)
     kinds = sorted({v.kind for v in report.violations})
-    assert kinds == ["capacity", "duplicate", "gpu-count", "gpu-host", "gpu-taken",
-                     "one-per-host", "unknown-container", "unknown-job"]
+    assert kinds == [
+        "capacity",
+        "duplicate",
+        "gpu-count",
+        "gpu-host",
+        "gpu-taken",
+        "one-per-host",
+        "unknown-container",
+        "unknown-job",
+    ]
     assert report.cost is not None  # every container placed once on a known host
     missing = check_placement(inst, Placement("p", (Assignment("j0", "ps0", "hX"),)))
     assert {v.kind for v in missing.violations} == {"unknown-host", "missing"}
     assert missing.cost is None
-    small = PlacementInstance("p", cluster(), (PlacementJob("j", (
-        Container("w", "worker", gpus=1, gpu_memory=20000),)),))
+    small = PlacementInstance(
+        "p", cluster(), (PlacementJob("j", (Container("w", "worker", gpus=1, gpu_memory=20000),)),)
+    )
     report = check_placement(small, Placement("p", (Assignment("j", "w", "h0", ("h0/g0",)),)))
     assert [v.kind for v in report.violations] == ["gpu-memory"]
 
@@ -139,15 +164,17 @@ def test_written_placement_formats_match_the_shipped_schemas():
         path = resources.files("optsched").joinpath("data", "schemas", f"{name}.schema.json")
         return json.loads(path.read_text())
 
-    jsonschema.validate(placement_instance_to_dict(spread_instance()),
-                        schema("placement-instance"))
+    jsonschema.validate(
+        placement_instance_to_dict(spread_instance()), schema("placement-instance")
+    )
     placement = Placement("p", (Assignment("j0", "w0", "h0", ("h0/g0",)),))
     jsonschema.validate(placement_to_dict(placement), schema("placement"))
 
 
 def batch_instance(n_jobs=3, busy=()):
-    jobs = tuple(PlacementJob(f"j{i}", ps_workers(2 + i % 2), bandwidth=1.0 + i)
-                 for i in range(n_jobs))
+    jobs = tuple(
+        PlacementJob(f"j{i}", ps_workers(2 + i % 2), bandwidth=1.0 + i) for i in range(n_jobs)
+    )
     return PlacementInstance("batch", cluster(busy), jobs)
 
 
@@ -187,8 +214,9 @@ def test_one_per_host_and_unplaceable_jobs():
     result = place(inst, "bestfit")
     placement = result.placement
     assert len({a.host for a in placement.assignments}) == 3
-    huge = PlacementInstance("p", cluster(), (PlacementJob("j", (
-        Container("w", "worker", gpus=5),)),))
+    huge = PlacementInstance(
+        "p", cluster(), (PlacementJob("j", (Container("w", "worker", gpus=5),)),)
+    )
     result = place(huge, "bestfit")
     placement = result.placement
     assert placement is None and result.status.value == "unknown"
@@ -203,8 +231,7 @@ def test_place_and_check_cli(tmp_path, capsys):
 
     inst_file, out = tmp_path / "inst.json", tmp_path / "placement.json"
     inst_file.write_text(json.dumps(placement_instance_to_dict(batch_instance())))
-    assert main(["place", str(inst_file), "--method", "bestfit", "--out", str(out),
-                 "--json"]) == 0
+    assert main(["place", str(inst_file), "--method", "bestfit", "--out", str(out), "--json"]) == 0
     assert '"objective_name": "liquid_cost_paper"' in capsys.readouterr().out
     assert main(["check", str(inst_file), str(out), "--json"]) == 0
     assert '"feasible": true' in capsys.readouterr().out
@@ -228,8 +255,11 @@ def brute_force(inst, model):
     return best
 
 
-@given(placement_instances(), st.sampled_from(["paper", "code"]),
-       st.sampled_from(["0", "0.3", "0.5", "1"]))
+@given(
+    placement_instances(),
+    st.sampled_from(["paper", "code"]),
+    st.sampled_from(["0", "0.3", "0.5", "1"]),
+)
 def test_exact_placement_matches_brute_force(inst, cost, lam):
     """CP-SAT's proven optimum is the least checked cost over all maps; heuristics ≥ it. (An
     exact result short of a proof has run out of time, its bound ≤ optimum ≤ its cost.)"""
@@ -246,8 +276,13 @@ def test_exact_placement_matches_brute_force(inst, cost, lam):
     assert_optimum(result, best)
     for milp in ("milp-highs", "milp-cbc"):  # the second exact engine agrees
         assert_optimum(place(inst, milp, params=params, time_limit=20), best)
-    for method, extra in (("bestfit", {}), ("pack", {}), ("spread", {}), ("random", {}),
-                          ("gga", {"generations": "10"})):
+    for method, extra in (
+        ("bestfit", {}),
+        ("pack", {}),
+        ("spread", {}),
+        ("random", {}),
+        ("gga", {"generations": "10"}),
+    ):
         other = place(inst, method, params={**params, **extra})
         placed = other.placement
         assert placed is None or other.objective >= best - 1e-9
@@ -283,16 +318,41 @@ def test_placement_generator_and_cli(tmp_path):
     from optsched.cli import main
     from optsched.placement.generate import PlacementSpec, generate_placement
 
-    spec = PlacementSpec(jobs=6, hosts=20, gpus_per_host=2, gpu_type="T4", gpu_memory=16384,
-                         hosts_per_rack=5, racks_per_domain=2, workers=(1, 3), busy=0.2)
+    spec = PlacementSpec(
+        jobs=6,
+        hosts=20,
+        gpus_per_host=2,
+        gpu_type="T4",
+        gpu_memory=16384,
+        hosts_per_rack=5,
+        racks_per_domain=2,
+        workers=(1, 3),
+        busy=0.2,
+    )
     inst = generate_placement(spec, 4)
     assert inst == generate_placement(spec, 4)
     assert len(inst.topology.hosts) == 20 and len(inst.jobs) == 6
     assert all(1 <= len(j.containers) - 1 <= 3 for j in inst.jobs)
     assert inst.busy and all(g in inst.topology.gpus for g in inst.busy)
     out = tmp_path / "p.json"
-    assert main(["gen", "--family", "placement", "--seed", "1", "--hosts", "5", "--jobs", "3",
-                 "--out", str(out)]) == 0
+    assert (
+        main(
+            [
+                "gen",
+                "--family",
+                "placement",
+                "--seed",
+                "1",
+                "--hosts",
+                "5",
+                "--jobs",
+                "3",
+                "--out",
+                str(out),
+            ]
+        )
+        == 0
+    )
     assert main(["place", str(out), "--method", "bestfit"]) == 0
     assert main(["gen", "--family", "placement", "--seed", "1", "--mix", "1,1,1,1"]) == 2
     with pytest.raises(InputError, match="busy"):
@@ -308,14 +368,20 @@ def test_liquid_duration_table_reproduces_the_papers_ratios():
     assert round(vgg["p:w:w"] / vgg["pww"], 2) == 1.59
     assert round(vgg["pw:w"] / vgg["pww"], 2) == 1.5
     assert round(vgg["p:ww"] / vgg["pww"], 2) == 2.33
-    assert [placement_mode(*hosts) for hosts in [("a", ("a", "a")), ("a", ("a", "b")),
-                                                 ("a", ("b", "b")), ("a", ("b", "c"))]] \
-        == ["pww", "pw:w", "p:ww", "p:w:w"]
+    assert [
+        placement_mode(*hosts)
+        for hosts in [("a", ("a", "a")), ("a", ("a", "b")), ("a", ("b", "b")), ("a", ("b", "c"))]
+    ] == ["pww", "pw:w", "p:ww", "p:w:w"]
     inst = batch_instance(n_jobs=1)
     inst = PlacementInstance("d", inst.topology, (PlacementJob("j0", ps_workers(2)),))
-    placement = Placement("d", (Assignment("j0", "ps0", "h0"),
-                                Assignment("j0", "w0", "h1", ("h1/g0",)),
-                                Assignment("j0", "w1", "h1", ("h1/g1",))))
+    placement = Placement(
+        "d",
+        (
+            Assignment("j0", "ps0", "h0"),
+            Assignment("j0", "w0", "h1", ("h1/g0",)),
+            Assignment("j0", "w1", "h1", ("h1/g1",)),
+        ),
+    )
     assert job_duration(inst, placement, "j0", "vgg16") == 1190.0
     with pytest.raises(KeyError, match="no duration table"):
         job_duration(inst, placement, "j0", "bert")
@@ -332,18 +398,25 @@ def test_place_json_matches_the_result_schema(tmp_path, capsys):
     inst_file.write_text(json.dumps(placement_instance_to_dict(batch_instance())))
     assert main(["place", str(inst_file), "--method", "cpsat", "--json"]) == 0
     out = capsys.readouterr().out
-    schema = json.loads(resources.files("optsched").joinpath(
-        "data", "schemas", "result.schema.json").read_text())
-    jsonschema.validate(json.loads(out[out.index("{"):]), schema)
+    schema = json.loads(
+        resources.files("optsched").joinpath("data", "schemas", "result.schema.json").read_text()
+    )
+    jsonschema.validate(json.loads(out[out.index("{") :]), schema)
 
 
 def test_link_contention_weights_pairs_by_the_flows_on_the_worker_link():
     """Code form, one rack (distance 1): p:ww's two flows share the workers' host link (×2
     each → 4); pw:w has one flow (1); a second job's worker on h1 adds a flow there."""
-    inst = PlacementInstance("c", cluster(), (PlacementJob("j0", ps_workers(2)),
-                                              PlacementJob("j1", ps_workers(1))))
-    p_ww = {("j0", "ps0"): "h0", ("j0", "w0"): "h1", ("j0", "w1"): "h1",
-            ("j1", "ps0"): "h2", ("j1", "w0"): "h2"}
+    inst = PlacementInstance(
+        "c", cluster(), (PlacementJob("j0", ps_workers(2)), PlacementJob("j1", ps_workers(1)))
+    )
+    p_ww = {
+        ("j0", "ps0"): "h0",
+        ("j0", "w0"): "h1",
+        ("j0", "w1"): "h1",
+        ("j1", "ps0"): "h2",
+        ("j1", "w0"): "h2",
+    }
     pw_w = {**p_ww, ("j0", "w1"): "h0"}
     plain, contended = CostModel("code"), CostModel("code", contention=True)
     assert placement_cost(inst, p_ww, plain).network == 2.0

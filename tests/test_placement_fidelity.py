@@ -50,6 +50,7 @@ def load(path: Path) -> PlacementInstance:
 
 # -- independent oracles ------------------------------------------------------------------
 
+
 def interleave(job: PlacementJob) -> list[Container]:
     """PS k, then workers [k·W/P, (k+1)·W/P) (``resource_pool.go``'s task order)."""
     ps = [c for c in job.containers if c.role == "ps"]
@@ -59,7 +60,7 @@ def interleave(job: PlacementJob) -> list[Container]:
     order: list[Container] = []
     for k, p in enumerate(ps):
         order.append(p)
-        order.extend(ws[k * len(ws) // len(ps):(k + 1) * len(ws) // len(ps)])
+        order.extend(ws[k * len(ws) // len(ps) : (k + 1) * len(ws) // len(ps)])
     return order
 
 
@@ -69,8 +70,9 @@ class Cluster:
     def __init__(self, inst: PlacementInstance):
         self.inst = inst
         self.hosts = list(inst.topology.hosts)
-        self.free_gpus = {h: [g for g in inst.host_gpus[h] if g not in inst.busy]
-                          for h in self.hosts}
+        self.free_gpus = {
+            h: [g for g in inst.host_gpus[h] if g not in inst.busy] for h in self.hosts
+        }
         self.cpus = {h: inst.capacity(h, "cpus") for h in self.hosts}
         self.mem = {h: inst.capacity(h, "memory") for h in self.hosts}
 
@@ -80,7 +82,7 @@ class Cluster:
 
     def allocate(self, h: str, c: Container) -> None:
         fit = [g for g in self.free_gpus[h] if self.inst.gpu_memory(g) >= c.gpu_memory]
-        for g in fit[:c.gpus]:
+        for g in fit[: c.gpus]:
             self.free_gpus[h].remove(g)
         self.cpus[h] -= c.cpus
         self.mem[h] -= c.memory
@@ -110,8 +112,11 @@ class Evaluator:
     def cost_of_adding(self, h: str, role: str) -> float:
         other = "worker" if role == "ps" else "ps"
         node, rack, domain, everything = (self.count[k][other] for k in self.labels(h))
-        return self.bw * (self.NODE * (rack - node) + self.RACK * (domain - rack)
-                          + self.DOMAIN * (everything - domain))
+        return self.bw * (
+            self.NODE * (rack - node)
+            + self.RACK * (domain - rack)
+            + self.DOMAIN * (everything - domain)
+        )
 
     def add(self, h: str, c: Container, allocated: int) -> None:
         self.network += self.cost_of_adding(h, c.role)
@@ -150,8 +155,9 @@ def reference_bestfit(inst: PlacementInstance) -> dict[tuple[str, str], str] | N
     return out
 
 
-def paper_bestfit(inst: PlacementInstance, lam: float = 0.5, line18: bool = False
-                  ) -> dict[tuple[str, str], str] | None:
+def paper_bestfit(
+    inst: PlacementInstance, lam: float = 0.5, line18: bool = False
+) -> dict[tuple[str, str], str] | None:
     """Alg. 1 per job with eqs. 2–6: Score = λ·Σ pairs Cost(PS, W) + (1 − λ)·Σ_nodes
     −(ReqGPU + UsedGPU)/TotalGPU; ``line18`` removes the chosen node for the job."""
     topo = inst.topology
@@ -166,16 +172,29 @@ def paper_bestfit(inst: PlacementInstance, lam: float = 0.5, line18: bool = Fals
             return float(sum(topo.domain(h) == topo.domain(a) for h in topo.hosts))
         return float(len(topo.hosts))
 
-    def score(job: PlacementJob, c: Container, h: str, mine: dict[str, str],
-              request: dict[str, int], before: dict[str, int]) -> float:
+    def score(
+        job: PlacementJob,
+        c: Container,
+        h: str,
+        mine: dict[str, str],
+        request: dict[str, int],
+        before: dict[str, int],
+    ) -> float:
         role = {x.id: x.role for x in job.containers}
         plan = {**mine, c.id: h}
         req = dict(request)
         req[h] = req.get(h, 0) + c.gpus
-        pairs = sum(cost(plan[p], plan[w]) for p in plan for w in plan
-                    if role[p] == "ps" and role[w] == "worker")
-        fitness = sum(-(req.get(n, 0) + before[n]) / len(inst.host_gpus[n])
-                      for n in set(plan.values()) if inst.host_gpus[n])
+        pairs = sum(
+            cost(plan[p], plan[w])
+            for p in plan
+            for w in plan
+            if role[p] == "ps" and role[w] == "worker"
+        )
+        fitness = sum(
+            -(req.get(n, 0) + before[n]) / len(inst.host_gpus[n])
+            for n in set(plan.values())
+            if inst.host_gpus[n]
+        )
         return lam * pairs + (1 - lam) * fitness
 
     for job in inst.jobs:
@@ -215,6 +234,7 @@ def optsched_plan(inst, **params):
 
 # -- the code form's distances ------------------------------------------------------------
 
+
 def test_unlabelled_hosts_are_one_apart_in_the_code_form_as_in_the_reference():
     """A flat cluster (no rack or domain labels): the reference code's equal empty Rack labels
     make every remote pair cost 1; the paper form prices them cross-domain (all hosts)."""
@@ -233,7 +253,11 @@ def test_unlabelled_hosts_are_one_apart_in_the_code_form_as_in_the_reference():
     # labelled racks keep 0/1/4/40
     topo = cluster()
     assert [code_distance(topo, "h0", h) for h in ("h0", "h1", "h2", "h4")] == [
-        Distance.SAME_HOST, Distance.SAME_RACK, Distance.SAME_DOMAIN, Distance.FARTHER]
+        Distance.SAME_HOST,
+        Distance.SAME_RACK,
+        Distance.SAME_DOMAIN,
+        Distance.FARTHER,
+    ]
 
 
 def test_exact_methods_use_the_code_forms_flat_distances():
@@ -255,6 +279,7 @@ def test_exact_methods_use_the_code_forms_flat_distances():
 
 
 # -- best-fit per job (eq. 3) ---------------------------------------------------------------
+
 
 @pytest.mark.parametrize("path", COMMITTED, ids=lambda p: p.stem)
 def test_bestfit_is_never_worse_than_the_reference_per_job_bestfit(path):
@@ -319,8 +344,13 @@ def test_bestfit_scores_a_job_alone_not_the_whole_batch():
     assert plan == reference_bestfit(inst)
 
 
-@given(placement_instances(), st.sampled_from(["paper", "code"]), st.sampled_from(["0", "1"]),
-       st.sampled_from(["0.5", "1"]), st.sampled_from(["0", "1"]))
+@given(
+    placement_instances(),
+    st.sampled_from(["paper", "code"]),
+    st.sampled_from(["0", "1"]),
+    st.sampled_from(["0.5", "1"]),
+    st.sampled_from(["0", "1"]),
+)
 def test_bestfit_replays_as_per_job_argmins(inst, cost, line18, lam, contention):
     """Random small instances: the checker accepts best-fit's placement; line 18 is respected;
     each container's host is the first least of job_cost over the hosts with room (its own job
@@ -336,15 +366,18 @@ def test_bestfit_replays_as_per_job_argmins(inst, cost, line18, lam, contention)
     for job in inst.jobs:
         mine: dict[str, str] = {}
         for c in interleave(job):
-            before = {h: state.allocated(h) - sum(x.gpus for x in job.containers
-                                                  if mine.get(x.id) == h)
-                      for h in state.hosts}
-            room = [h for h in state.hosts if state.room(h, c)
-                    and not ((line18 == "1" or job.one_per_host) and h in mine.values())]
-            scores = [job_cost(inst, job, {**mine, c.id: h}, before, model).total
-                      for h in room]
-            first = next(h for h, v in zip(room, scores, strict=True)
-                         if v <= min(scores) + 1e-9)
+            before = {
+                h: state.allocated(h) - sum(x.gpus for x in job.containers if mine.get(x.id) == h)
+                for h in state.hosts
+            }
+            room = [
+                h
+                for h in state.hosts
+                if state.room(h, c)
+                and not ((line18 == "1" or job.one_per_host) and h in mine.values())
+            ]
+            scores = [job_cost(inst, job, {**mine, c.id: h}, before, model).total for h in room]
+            first = next(h for h, v in zip(room, scores, strict=True) if v <= min(scores) + 1e-9)
             assert plan[job.id, c.id] == first
             mine[c.id] = first
             state.allocate(first, c)
@@ -366,8 +399,9 @@ def test_bestfit_incremental_scores_equal_job_cost(inst, cost, lam):
         own = defaultdict(int)
         for x, h in placed:
             own[h] += x.gpus
-        in_use = {h: len(inst.host_gpus[h]) - len(free.gpus[h]) - own[h]
-                  for h in inst.topology.hosts}
+        in_use = {
+            h: len(inst.host_gpus[h]) - len(free.gpus[h]) - own[h] for h in inst.topology.hosts
+        }
         score = chooser.scorer(job, c, placed, free)
         for h in candidates:
             expected = job_cost(inst, job, {**mine, c.id: h}, in_use, model).total
@@ -378,6 +412,7 @@ def test_bestfit_incremental_scores_equal_job_cost(inst, cost, lam):
 
 
 # -- the p.json-like instance of the review ----------------------------------------------------
+
 
 def p6() -> PlacementInstance:
     """6 hosts × 4 K80, no racks, 4 jobs of 1 PS + 2 workers, every container 1 GPU (the
@@ -395,12 +430,14 @@ def test_p6_costs_match_the_hand_check():
 
 # -- GGA: eq. 8 fitness and a repair that reaches the optimum --------------------------------
 
+
 def measured_instances(n: int) -> list[PlacementInstance]:
     """The 6-host instance and the first ``n`` small instances of benchmarks/gga_optimum.py."""
     import importlib.util
 
     spec = importlib.util.spec_from_file_location(
-        "gga_optimum", ROOT / "benchmarks" / "gga_optimum.py")
+        "gga_optimum", ROOT / "benchmarks" / "gga_optimum.py"
+    )
     module = importlib.util.module_from_spec(spec)
     spec.loader.exec_module(module)
     return module.instances(n)
@@ -476,9 +513,12 @@ def test_gga_with_line18_seeds_literal_algorithm_1():
     assert ga.extra["best_fitness"] <= fit.objective + hosts + 1e-9
 
 
-@given(placement_instances(), st.sampled_from(["mixed", "jobfit", "randomfit", "bestfit",
-                                          "firstfit"]),
-       st.sampled_from(["paper", "code"]), st.sampled_from(["eq8", "cost"]))
+@given(
+    placement_instances(),
+    st.sampled_from(["mixed", "jobfit", "randomfit", "bestfit", "firstfit"]),
+    st.sampled_from(["paper", "code"]),
+    st.sampled_from(["eq8", "cost"]),
+)
 def test_gga_repairs_give_checked_placements(inst, repair, cost, fitness):
     """Every repair rule keeps the plans feasible (capacities, GPU memory, one per host): the
     checker accepts the result; the GA's fitness is never above its best-fit seed's."""
@@ -497,6 +537,7 @@ def test_gga_repairs_give_checked_placements(inst, repair, cost, fitness):
 
 # -- the checker reports both cost forms ---------------------------------------------------
 
+
 def test_check_cli_reports_both_cost_forms(tmp_path, capsys):
     from optsched.cli import main
     from optsched.placement.model import placement_instance_to_dict, placement_to_dict
@@ -512,7 +553,8 @@ def test_check_cli_reports_both_cost_forms(tmp_path, capsys):
     assert report["cost"] == pytest.approx(6.0)
     assert report["costs"]["liquid_cost_paper"]["total"] == pytest.approx(6.0)
     assert report["costs"]["liquid_cost_code_reconstructed"]["total"] == pytest.approx(
-        placement_cost(inst, plan, CostModel("code")).total)
+        placement_cost(inst, plan, CostModel("code")).total
+    )
     assert main(["check", str(inst_file), str(out)]) == 0
     text = capsys.readouterr().out
     assert "(paper form" in text and "(code form, reconstructed)" in text

@@ -19,14 +19,17 @@ from tests.conftest import n_examples
 
 
 @settings(deadline=None, max_examples=n_examples(40))
-@given(instances(max_jobs=4, integer=True), st.integers(0, 3),
-       st.sampled_from(["auto", "reserve", "greedy"]))
+@given(
+    instances(max_jobs=4, integer=True),
+    st.integers(0, 3),
+    st.sampled_from(["auto", "reserve", "greedy"]),
+)
 def test_checker_clean_and_above_the_optimum(instance, seed, decoder):
     optimum = solve(instance, "cpsat", time_limit=5)
-    result = solve(instance, "priority-search", params={"steps": 30, "decoder": decoder},
-                   seed=seed)
-    assert result.extra["decoder"] in ({"reserve", "greedy"} if decoder == "auto"
-                                       else {decoder})
+    result = solve(
+        instance, "priority-search", params={"steps": 30, "decoder": decoder}, seed=seed
+    )
+    assert result.extra["decoder"] in ({"reserve", "greedy"} if decoder == "auto" else {decoder})
     assert_schedule(instance, result.schedule, bound=optimum.bound)
     ect = solve(instance, "ect")
     assert result.objective <= ect.objective * (1 + 1e-12)
@@ -37,8 +40,9 @@ def test_checker_clean_and_above_the_optimum(instance, seed, decoder):
 @settings(deadline=None, max_examples=n_examples(40))
 @given(st.integers(0, 10**6), st.sampled_from(["relaxed", "gang"]), st.booleans())
 def test_incremental_evaluation_equals_a_full_decode(seed, mode, reserve):
-    inst = generate(GeneratorSpec(jobs=12, gpus=6, gpu_types=3, hosts=2, load=3.0),
-                    seed=seed % 50).with_mode(mode)
+    inst = generate(
+        GeneratorSpec(jobs=12, gpus=6, gpu_types=3, hosts=2, load=3.0), seed=seed % 50
+    ).with_mode(mode)
     decoder = _Decoder(inst, reserve)
     rng = np.random.default_rng(seed)
     priority = smith_priorities(inst)
@@ -74,11 +78,16 @@ def test_seeded_runs_repeat_and_load_lets_priorities_matter():
 def _three_jobs() -> Instance:
     """A fast GPU F and a slow one S; C (first in Smith's order) takes F until 0.2, then A
     waits for F, and B, last, may start on S at once."""
-    compute = [("C", 10.0, {"F": 0.2, "S": 0.3}), ("A", 5.0, {"F": 1.0, "S": 1.5}),
-               ("B", 1.0, {"F": 1.0, "S": 1.5})]
-    return Instance("three", tuple(Job(name, arrival=0.0, weight=w, compute=c)
-                                   for name, w, c in compute),
-                    (GPU("f", "F"), GPU("s", "S")))
+    compute = [
+        ("C", 10.0, {"F": 0.2, "S": 0.3}),
+        ("A", 5.0, {"F": 1.0, "S": 1.5}),
+        ("B", 1.0, {"F": 1.0, "S": 1.5}),
+    ]
+    return Instance(
+        "three",
+        tuple(Job(name, arrival=0.0, weight=w, compute=c) for name, w, c in compute),
+        (GPU("f", "F"), GPU("s", "S")),
+    )
 
 
 def test_reserve_sends_a_lower_priority_round_to_an_idle_slower_gpu():
@@ -100,8 +109,7 @@ def test_a_round_length_lost_in_the_addition_to_its_start(decoder):
     decoder runs without giving its GPU twice, and the result is refused as too coarse to
     check; 1e9 s less (time zero at the first arrival) it is checked and feasible."""
     for origin in (1e9, 0.0):
-        jobs = tuple(Job(name, arrival=origin, compute={"F": 2e-8, "S": 1.0})
-                     for name in "ab")
+        jobs = tuple(Job(name, arrival=origin, compute={"F": 2e-8, "S": 1.0}) for name in "ab")
         inst = Instance("absorb", jobs, (GPU("g0", "F"), GPU("g1", "S")), mode="gang")
         if origin:
             with pytest.raises(ResolutionError, match="time zero to the first arrival"):

@@ -59,8 +59,10 @@ def test_moving_a_task_across_a_round_barrier_is_caught_and_named(inst, data):
     prev_start = min(u.start for u in sched.tasks if u.job == t.job and u.round == t.round - 1)
     moved = Task(t.job, t.round, t.task, t.gpu, prev_start)
     report = check(inst, _replace(sched, i, moved))
-    assert any(v.kind == "barrier" and v.job == t.job and v.round == t.round
-               and v.task == t.task for v in report.violations), report.violations
+    assert any(
+        v.kind == "barrier" and v.job == t.job and v.round == t.round and v.task == t.task
+        for v in report.violations
+    ), report.violations
 
 
 @given(instances(), st.data())
@@ -77,8 +79,11 @@ def test_moving_a_task_onto_a_busy_gpu_is_caught_and_named(inst, data):
         return  # b cannot run there at all: that is another violation
     moved = Task(tb.job, tb.round, tb.task, ta.gpu, ta.start)
     report = check(inst, _replace(sched, b, moved))
-    named = {(v.job, v.round, v.task) for v in report.violations
-             if v.kind in ("overlap", "gang-distinct")}
+    named = {
+        (v.job, v.round, v.task)
+        for v in report.violations
+        if v.kind in ("overlap", "gang-distinct")
+    }
     assert named & {ta.key, tb.key}, report.violations
 
 
@@ -86,9 +91,19 @@ def test_moving_a_task_onto_a_busy_gpu_is_caught_and_named(inst, data):
 def test_checker_never_crashes_on_arbitrary_schedules(inst, data):
     jobs = [j.id for j in inst.jobs] + ["ghost"]
     gpus = [g.id for g in inst.gpus] + ["nowhere"]
-    tasks = data.draw(st.lists(st.builds(
-        Task, st.sampled_from(jobs), st.integers(-1, 3), st.integers(-1, 3),
-        st.sampled_from(gpus), st.floats(-5, 50, allow_nan=False)), max_size=12))
+    tasks = data.draw(
+        st.lists(
+            st.builds(
+                Task,
+                st.sampled_from(jobs),
+                st.integers(-1, 3),
+                st.integers(-1, 3),
+                st.sampled_from(gpus),
+                st.floats(-5, 50, allow_nan=False),
+            ),
+            max_size=12,
+        )
+    )
     report = check(inst, Schedule(inst.name, tasks))
     assert report.feasible == (not report.violations)
     if report.feasible:

@@ -16,8 +16,13 @@ def test_readme_python_examples_run():
     text = (ROOT / "README.md").read_text()
     blocks = re.findall(r"```python\n(.*?)```", text, flags=re.S)
     assert len(blocks) >= 3
-    run = subprocess.run([sys.executable, "-c", "\n".join(blocks)], capture_output=True,
-                         text=True, cwd=ROOT, timeout=300)
+    run = subprocess.run(
+        [sys.executable, "-c", "\n".join(blocks)],
+        capture_output=True,
+        text=True,
+        cwd=ROOT,
+        timeout=300,
+    )
     assert run.returncode == 0, run.stderr
     status = run.stdout.split()[0]
     assert status in ("optimal", "feasible")

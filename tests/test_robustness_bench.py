@@ -30,7 +30,7 @@ from tests.conftest import ROOT
 TINY_GRID = ROOT / "benchmarks" / "grids" / "tiny.json"
 LINUX = sys.platform.startswith("linux")
 
-PLUGIN = '''
+PLUGIN = """
 import os
 import sys
 import time
@@ -76,15 +76,19 @@ def rb_gate(instance, context):
 @register("rb-nan", description="a NaN in extra", replace=True)
 def rb_nan(instance, context):
     return MethodOutput(schedule=ect_schedule(instance), extra={"x": float("nan")})
-'''
+"""
 
 
 # -- helpers ---------------------------------------------------------------------------------
 
+
 def snapshot(folder: Path) -> dict[str, bytes]:
     """Every file under ``folder`` (hidden ones included) with its bytes."""
-    return {str(p.relative_to(folder)): p.read_bytes() for p in sorted(folder.rglob("*"))
-            if p.is_file()}
+    return {
+        str(p.relative_to(folder)): p.read_bytes()
+        for p in sorted(folder.rglob("*"))
+        if p.is_file()
+    }
 
 
 def refused(code: int, err: str, *needles: str) -> None:
@@ -105,15 +109,19 @@ def run_main(capsys, *argv: str) -> tuple[int, str, str]:
 
 
 def env(*paths: Path) -> dict[str, str]:
-    return {**os.environ,
-            "PYTHONPATH": os.pathsep.join([str(ROOT), *map(str, paths)])}
+    return {**os.environ, "PYTHONPATH": os.pathsep.join([str(ROOT), *map(str, paths)])}
 
 
-def cli(*argv: str, extra_path: Path | None = None, timeout: float = 60
-        ) -> subprocess.CompletedProcess[str]:
-    return subprocess.run([sys.executable, "-m", "optsched.cli", *argv],
-                          env=env(*([extra_path] if extra_path else [])),
-                          capture_output=True, text=True, timeout=timeout)
+def cli(
+    *argv: str, extra_path: Path | None = None, timeout: float = 60
+) -> subprocess.CompletedProcess[str]:
+    return subprocess.run(
+        [sys.executable, "-m", "optsched.cli", *argv],
+        env=env(*([extra_path] if extra_path else [])),
+        capture_output=True,
+        text=True,
+        timeout=timeout,
+    )
 
 
 def proc_stat(pid: int) -> tuple[str, int] | None:
@@ -166,12 +174,30 @@ def wait_gone(pids: list[int], timeout: float = 10.0) -> list[int]:
     return alive
 
 
-def start_runner(records: Path, folder: Path, plugins: Path, *extra: str,
-                 group: bool = False) -> subprocess.Popen[str]:
-    argv = [sys.executable, "-m", "optsched.cli", "--plugin", "rbplug", "bench", "run",
-            str(folder), "--records", str(records), *extra]
-    return subprocess.Popen(argv, env=env(plugins), stdout=subprocess.PIPE,
-                            stderr=subprocess.PIPE, text=True, start_new_session=group)
+def start_runner(
+    records: Path, folder: Path, plugins: Path, *extra: str, group: bool = False
+) -> subprocess.Popen[str]:
+    argv = [
+        sys.executable,
+        "-m",
+        "optsched.cli",
+        "--plugin",
+        "rbplug",
+        "bench",
+        "run",
+        str(folder),
+        "--records",
+        str(records),
+        *extra,
+    ]
+    return subprocess.Popen(
+        argv,
+        env=env(plugins),
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+        start_new_session=group,
+    )
 
 
 def wait_records(records: Path, n: int = 1, timeout: float = 60) -> None:
@@ -183,13 +209,23 @@ def wait_records(records: Path, n: int = 1, timeout: float = 60) -> None:
     raise AssertionError(f"no {n} records in {timeout} s")
 
 
-def exactly_once(records: Path, folder: Path, method: str, modes=("relaxed",), seeds=(0,),
-                 time_limit: float | None = None) -> None:
+def exactly_once(
+    records: Path,
+    folder: Path,
+    method: str,
+    modes=("relaxed",),
+    seeds=(0,),
+    time_limit: float | None = None,
+) -> None:
     """Every run of ``method`` on the set is recorded, none twice."""
     keys = [r["key"] for r in load_records(records)]
     assert len(keys) == len(set(keys)), "a run was recorded twice"
-    expected = [run_key(name, method, mode, seed, {}, time_limit)
-                for name in load_manifest(folder).instances for mode in modes for seed in seeds]
+    expected = [
+        run_key(name, method, mode, seed, {}, time_limit)
+        for name in load_manifest(folder).instances
+        for mode in modes
+        for seed in seeds
+    ]
     assert sorted(keys) == sorted(expected)
 
 
@@ -209,8 +245,14 @@ def tiny(tmp_path: Path) -> Path:
 
 
 def write_grid(tmp_path: Path, **fields) -> Path:
-    data = {"format": "optsched/grid@1", "name": "g", "generator": {}, "vary": {"jobs": [2]},
-            "seeds": [0], **fields}
+    data = {
+        "format": "optsched/grid@1",
+        "name": "g",
+        "generator": {},
+        "vary": {"jobs": [2]},
+        "seeds": [0],
+        **fields,
+    }
     path = tmp_path / "grid.json"
     path.write_text(json.dumps(data))
     return path
@@ -218,33 +260,43 @@ def write_grid(tmp_path: Path, **fields) -> Path:
 
 # -- bench gen -------------------------------------------------------------------------------
 
-@pytest.mark.parametrize("fields,needles", [
-    ({"family": "placement", "vary": {"gpu_type": ["../../evil"]}},
-     ["vary['gpu_type']", "../../evil"]),
-    ({"family": "placement", "vary": {"gpu_type": ["a/b"]}}, ["vary['gpu_type']", "a/b"]),
-    ({"name": "../x"}, ["grid name", "../x"]),
-    ({"name": "a/b"}, ["grid name"]),
-    ({"seeds": [True]}, ["seeds", "True"]),
-    ({"seeds": ["1"]}, ["seeds", "'1'"]),
-    ({"seeds": [0, 0]}, ["seeds lists 0 twice"]),
-    ({"seeds": [2**31]}, ["seeds", "2147483648"]),
-    ({"generator": {"rounds": [1, 1_000_000]}, "vary": {"jobs": [200]}},
-     ["jobs': 200", "tasks", "cap"]),
-    ({"seeds": 5}, ["'seeds' must be a list"]),
-    ({"vary": {"jobs": [2.0]}}, ["vary['jobs']", "integer", "2.0"]),
-    ({"vary": {"jobs": [True]}}, ["vary['jobs']", "integer"]),
-    ({"vary": {"jobs": [2, 2]}}, ["vary['jobs'] lists '2' twice"]),
-    ({"vary": {"jobs": 2}}, ["vary['jobs'] must be a non-empty list"]),
-    ({"generator": []}, ["'generator' must be an object"]),
-    ({"generator": {"rounds": [1]}}, ["generator['rounds']", "list of 2"]),
-    ({"generator": {"integer": 1}}, ["generator['integer']", "true or false"]),
-    ({"generator": {"load": "high"}}, ["generator['load']", "number"]),
-    ({"vary": {"jobs": [1_000_000_000]}}, ["jobs': 1000000000", "1e+09 jobs", "cap"]),
-    ({"family": "liquid", "vary": {}, "generator": {"predict_from": 10**8}}, ["1e+08", "cap"]),
-    ({"vary": {"jobs": list(range(2, 1002))}, "seeds": list(range(1000))},
-     ["1000000 instances", "cap"]),
-    ({"vary": {"jobs": [900]}, "seeds": list(range(30_000))}, ["jobs + GPUs in", "cap"]),
-])
+
+@pytest.mark.parametrize(
+    "fields,needles",
+    [
+        (
+            {"family": "placement", "vary": {"gpu_type": ["../../evil"]}},
+            ["vary['gpu_type']", "../../evil"],
+        ),
+        ({"family": "placement", "vary": {"gpu_type": ["a/b"]}}, ["vary['gpu_type']", "a/b"]),
+        ({"name": "../x"}, ["grid name", "../x"]),
+        ({"name": "a/b"}, ["grid name"]),
+        ({"seeds": [True]}, ["seeds", "True"]),
+        ({"seeds": ["1"]}, ["seeds", "'1'"]),
+        ({"seeds": [0, 0]}, ["seeds lists 0 twice"]),
+        ({"seeds": [2**31]}, ["seeds", "2147483648"]),
+        (
+            {"generator": {"rounds": [1, 1_000_000]}, "vary": {"jobs": [200]}},
+            ["jobs': 200", "tasks", "cap"],
+        ),
+        ({"seeds": 5}, ["'seeds' must be a list"]),
+        ({"vary": {"jobs": [2.0]}}, ["vary['jobs']", "integer", "2.0"]),
+        ({"vary": {"jobs": [True]}}, ["vary['jobs']", "integer"]),
+        ({"vary": {"jobs": [2, 2]}}, ["vary['jobs'] lists '2' twice"]),
+        ({"vary": {"jobs": 2}}, ["vary['jobs'] must be a non-empty list"]),
+        ({"generator": []}, ["'generator' must be an object"]),
+        ({"generator": {"rounds": [1]}}, ["generator['rounds']", "list of 2"]),
+        ({"generator": {"integer": 1}}, ["generator['integer']", "true or false"]),
+        ({"generator": {"load": "high"}}, ["generator['load']", "number"]),
+        ({"vary": {"jobs": [1_000_000_000]}}, ["jobs': 1000000000", "1e+09 jobs", "cap"]),
+        ({"family": "liquid", "vary": {}, "generator": {"predict_from": 10**8}}, ["1e+08", "cap"]),
+        (
+            {"vary": {"jobs": list(range(2, 1002))}, "seeds": list(range(1000))},
+            ["1000000 instances", "cap"],
+        ),
+        ({"vary": {"jobs": [900]}, "seeds": list(range(30_000))}, ["jobs + GPUs in", "cap"]),
+    ],
+)
 def test_gen_refuses_bad_grids_before_writing(tmp_path, capsys, fields, needles):
     path = write_grid(tmp_path, **fields)
     before = snapshot(tmp_path)
@@ -257,9 +309,16 @@ def test_gen_names_stay_inside_the_output_folder(tmp_path):
     grid = Grid("g", {}, {"gpu_type": ["T4", "A-100_x.1+"]}, (0, 7), family="placement")
     manifest = generate_set(grid, tmp_path / "out")
     files = sorted(p.name for p in (tmp_path / "out").iterdir())
-    assert files == sorted(["grid.json", "manifest.json", "g-gpu_typeT4-s0.json",
-                            "g-gpu_typeT4-s7.json", "g-gpu_typeA-100_x.1+-s0.json",
-                            "g-gpu_typeA-100_x.1+-s7.json"])
+    assert files == sorted(
+        [
+            "grid.json",
+            "manifest.json",
+            "g-gpu_typeT4-s0.json",
+            "g-gpu_typeT4-s7.json",
+            "g-gpu_typeA-100_x.1+-s0.json",
+            "g-gpu_typeA-100_x.1+-s7.json",
+        ]
+    )
     assert manifest.path == tmp_path / "out" / "manifest.json"
     assert sorted(p.name for p in tmp_path.iterdir()) == ["out"]  # no temporary left
 
@@ -273,8 +332,9 @@ def test_gen_output_folder_rules(tmp_path, capsys):
     refused(code, err, "'" + str(other) + "'", "other files")
     assert snapshot(other) == {"notes.txt": b"mine"}
     # a file is refused
-    code, _, err = run_main(capsys, "bench", "gen", str(TINY_GRID), "--out",
-                            str(other / "notes.txt"))
+    code, _, err = run_main(
+        capsys, "bench", "gen", str(TINY_GRID), "--out", str(other / "notes.txt")
+    )
     refused(code, err, "notes.txt", "not a folder")
     # an empty folder and a missing nested one are fine
     empty = tmp_path / "empty"
@@ -284,8 +344,7 @@ def test_gen_output_folder_rules(tmp_path, capsys):
     assert main(["bench", "gen", str(TINY_GRID), "--out", str(tmp_path / "a" / "b")]) == 0
     # a set is never regenerated in place, whatever its grid
     before = snapshot(empty)
-    code, _, err = run_main(capsys, "bench", "gen", str(write_grid(tmp_path)), "--out",
-                            str(empty))
+    code, _, err = run_main(capsys, "bench", "gen", str(write_grid(tmp_path)), "--out", str(empty))
     refused(code, err, "manifest.json exists", "never regenerated")
     assert snapshot(empty) == before
     assert sorted(p.name for p in tmp_path.iterdir()) == ["a", "empty", "grid.json", "other"]
@@ -317,33 +376,49 @@ def test_gen_failure_midway_leaves_nothing(tmp_path, monkeypatch, error):
 
 # -- bench run: refusals ---------------------------------------------------------------------
 
-@pytest.mark.parametrize("argv,needles", [
-    (["--time-limit", "-1"], ["--time-limit", "-1.0"]),
-    (["--time-limit", "0"], ["--time-limit", "0.0"]),
-    (["--time-limit", "nan"], ["--time-limit", "nan"]),
-    (["--time-limit", "inf"], ["--time-limit", "inf"]),
-    (["--workers", "0"], ["--workers", "0"]),
-    (["--workers", "-3"], ["--workers", "-3"]),
-    (["--seeds", "-1"], ["--seeds", "-1"]),
-    (["--seeds", "1", "1"], ["--seeds lists 1 twice"]),
-    (["--method", "ect"], ["--method lists 'ect' twice"]),
-    (["--param", "nope=1"], ["no parameter 'nope'"]),
-])
+
+@pytest.mark.parametrize(
+    "argv,needles",
+    [
+        (["--time-limit", "-1"], ["--time-limit", "-1.0"]),
+        (["--time-limit", "0"], ["--time-limit", "0.0"]),
+        (["--time-limit", "nan"], ["--time-limit", "nan"]),
+        (["--time-limit", "inf"], ["--time-limit", "inf"]),
+        (["--workers", "0"], ["--workers", "0"]),
+        (["--workers", "-3"], ["--workers", "-3"]),
+        (["--seeds", "-1"], ["--seeds", "-1"]),
+        (["--seeds", "1", "1"], ["--seeds lists 1 twice"]),
+        (["--method", "ect"], ["--method lists 'ect' twice"]),
+        (["--param", "nope=1"], ["no parameter 'nope'"]),
+    ],
+)
 def test_run_refuses_bad_options_before_running(tiny, tmp_path, capsys, argv, needles):
     before = snapshot(tmp_path)
-    code, out, err = run_main(capsys, "bench", "run", str(tiny), "--method", "ect",
-                              "--records", str(tmp_path / "r.jsonl"), *argv)
+    code, out, err = run_main(
+        capsys,
+        "bench",
+        "run",
+        str(tiny),
+        "--method",
+        "ect",
+        "--records",
+        str(tmp_path / "r.jsonl"),
+        *argv,
+    )
     refused(code, err, *needles)
     assert out == "" and snapshot(tmp_path) == before
 
 
 def test_run_refuses_records_that_are_inputs_or_not_files(tiny, tmp_path, capsys):
     before = snapshot(tmp_path)
-    for target, needle in ((tiny / "manifest.json", "is the input file"),
-                           (tiny / "tiny-jobs2-s0.json", "is the input file"),
-                           (tiny, "is a folder")):
-        code, _, err = run_main(capsys, "bench", "run", str(tiny), "--method", "ect",
-                                "--records", str(target))
+    for target, needle in (
+        (tiny / "manifest.json", "is the input file"),
+        (tiny / "tiny-jobs2-s0.json", "is the input file"),
+        (tiny, "is a folder"),
+    ):
+        code, _, err = run_main(
+            capsys, "bench", "run", str(tiny), "--method", "ect", "--records", str(target)
+        )
         refused(code, err, "--records", needle)
     assert snapshot(tmp_path) == before
 
@@ -353,26 +428,52 @@ MANIFEST_CASES = [
     ("[1, 2]", ["not an optsched/manifest@1 file"]),
     ('{"format": "optsched/manifest@2", "grid": "g", "instances": {}}', ["not an optsched"]),
     ('{"format": "optsched/manifest@1", "instances": {}}', ["'grid' must be a string"]),
-    ('{"format": "optsched/manifest@1", "grid": "g", "instances": []}',
-     ["'instances' must be an object"]),
-    ('{"format": "optsched/manifest@1", "grid": "g", "instances": {"a": 1}}',
-     ["instance 'a'", "object"]),
-    ('{"format": "optsched/manifest@1", "grid": "g", "instances": {"a": {"cell": {}}}}',
-     ["instance 'a'", "'file'"]),
-    ('{"format": "optsched/manifest@1", "grid": "g", "instances": {"a": {"file": 3}}}',
-     ["instance 'a'", "'file'"]),
-    ('{"format": "optsched/manifest@1", "grid": "g", "instances": '
-     '{"a": {"file": "../../etc/passwd"}}}', ["instance 'a'", "inside the set's folder"]),
-    ('{"format": "optsched/manifest@1", "grid": "g", "instances": '
-     '{"a": {"file": "/etc/passwd"}}}', ["instance 'a'", "inside the set's folder"]),
-    ('{"format": "optsched/manifest@1", "grid": "g", "instances": '
-     '{"a": {"file": "a.json", "cell": []}}}', ["instance 'a'", "'cell'"]),
-    ('{"format": "optsched/manifest@1", "grid": "g", "instances": '
-     '{"a": {"file": "a.json", "seed": "0"}}}', ["instance 'a'", "'seed'"]),
-    ('{"format": "optsched/manifest@1", "grid": "g", "instances": '
-     '{"a": {"file": "missing.json"}}}', ["missing.json", "cannot read"]),
-    ('{"format": "optsched/manifest@1", "grid": "g", "instances": '
-     '{"a": {"file": "grid.json"}}}', ["grid.json"]),
+    (
+        '{"format": "optsched/manifest@1", "grid": "g", "instances": []}',
+        ["'instances' must be an object"],
+    ),
+    (
+        '{"format": "optsched/manifest@1", "grid": "g", "instances": {"a": 1}}',
+        ["instance 'a'", "object"],
+    ),
+    (
+        '{"format": "optsched/manifest@1", "grid": "g", "instances": {"a": {"cell": {}}}}',
+        ["instance 'a'", "'file'"],
+    ),
+    (
+        '{"format": "optsched/manifest@1", "grid": "g", "instances": {"a": {"file": 3}}}',
+        ["instance 'a'", "'file'"],
+    ),
+    (
+        '{"format": "optsched/manifest@1", "grid": "g", "instances": '
+        '{"a": {"file": "../../etc/passwd"}}}',
+        ["instance 'a'", "inside the set's folder"],
+    ),
+    (
+        '{"format": "optsched/manifest@1", "grid": "g", "instances": '
+        '{"a": {"file": "/etc/passwd"}}}',
+        ["instance 'a'", "inside the set's folder"],
+    ),
+    (
+        '{"format": "optsched/manifest@1", "grid": "g", "instances": '
+        '{"a": {"file": "a.json", "cell": []}}}',
+        ["instance 'a'", "'cell'"],
+    ),
+    (
+        '{"format": "optsched/manifest@1", "grid": "g", "instances": '
+        '{"a": {"file": "a.json", "seed": "0"}}}',
+        ["instance 'a'", "'seed'"],
+    ),
+    (
+        '{"format": "optsched/manifest@1", "grid": "g", "instances": '
+        '{"a": {"file": "missing.json"}}}',
+        ["missing.json", "cannot read"],
+    ),
+    (
+        '{"format": "optsched/manifest@1", "grid": "g", "instances": '
+        '{"a": {"file": "grid.json"}}}',
+        ["grid.json"],
+    ),
 ]
 
 
@@ -380,61 +481,116 @@ MANIFEST_CASES = [
 def test_run_refuses_corrupt_manifests(tiny, tmp_path, capsys, text, needles):
     (tiny / "manifest.json").write_text(text)
     before = snapshot(tmp_path)
-    code, _, err = run_main(capsys, "bench", "run", str(tiny), "--method", "ect",
-                            "--records", str(tmp_path / "r.jsonl"))
+    code, _, err = run_main(
+        capsys,
+        "bench",
+        "run",
+        str(tiny),
+        "--method",
+        "ect",
+        "--records",
+        str(tmp_path / "r.jsonl"),
+    )
     refused(code, err, *needles)
     assert snapshot(tmp_path) == before
 
 
 def test_run_refuses_a_folder_without_a_set(tmp_path, capsys):
-    code, _, err = run_main(capsys, "bench", "run", str(tmp_path / "nope"), "--method", "ect",
-                            "--records", str(tmp_path / "r.jsonl"))
+    code, _, err = run_main(
+        capsys,
+        "bench",
+        "run",
+        str(tmp_path / "nope"),
+        "--method",
+        "ect",
+        "--records",
+        str(tmp_path / "r.jsonl"),
+    )
     refused(code, err, "nope", "not a folder")
-    code, _, err = run_main(capsys, "bench", "run", str(tmp_path), "--method", "ect",
-                            "--records", str(tmp_path / "r.jsonl"))
+    code, _, err = run_main(
+        capsys,
+        "bench",
+        "run",
+        str(tmp_path),
+        "--method",
+        "ect",
+        "--records",
+        str(tmp_path / "r.jsonl"),
+    )
     refused(code, err, "no manifest.json")
     assert list(tmp_path.iterdir()) == []
 
 
-RECORD = {"format": "optsched/bench-record@1", "key": "k1", "instance": "i", "method": "m",
-          "mode": "relaxed", "seed": 0, "params": {}, "status": "feasible", "objective": 10,
-          "bound": 8, "gap": 0.2, "runtime_s": 1.0, "cell": {"jobs": 2}}
+RECORD = {
+    "format": "optsched/bench-record@1",
+    "key": "k1",
+    "instance": "i",
+    "method": "m",
+    "mode": "relaxed",
+    "seed": 0,
+    "params": {},
+    "status": "feasible",
+    "objective": 10,
+    "bound": 8,
+    "gap": 0.2,
+    "runtime_s": 1.0,
+    "cell": {"jobs": 2},
+}
 
 
-@pytest.mark.parametrize("line,needle", [
-    ("not json", "not a JSON record"),
-    ('{"format": "optsched/bench-record@1", "objective": NaN}', "not a JSON record"),
-    ('{"format": "other"}', "not an optsched/bench-record@1 record"),
-    ("[1]", "not an optsched/bench-record@1 record"),
-    (json.dumps({k: v for k, v in RECORD.items() if k != "key"}), "no 'key' field"),
-    (json.dumps({**RECORD, "runtime_s": "1"}), "'runtime_s' must be a number"),
-    (json.dumps({**RECORD, "cell": [2]}), "'cell' must be an object"),
-    (json.dumps({**RECORD, "objective": "10"}), "'objective' must be a number"),
-])
-def test_corrupt_record_lines_are_named_by_path_and_line(tiny, tmp_path, capsys, line,
-                                                         needle):
+@pytest.mark.parametrize(
+    "line,needle",
+    [
+        ("not json", "not a JSON record"),
+        ('{"format": "optsched/bench-record@1", "objective": NaN}', "not a JSON record"),
+        ('{"format": "other"}', "not an optsched/bench-record@1 record"),
+        ("[1]", "not an optsched/bench-record@1 record"),
+        (json.dumps({k: v for k, v in RECORD.items() if k != "key"}), "no 'key' field"),
+        (json.dumps({**RECORD, "runtime_s": "1"}), "'runtime_s' must be a number"),
+        (json.dumps({**RECORD, "cell": [2]}), "'cell' must be an object"),
+        (json.dumps({**RECORD, "objective": "10"}), "'objective' must be a number"),
+    ],
+)
+def test_corrupt_record_lines_are_named_by_path_and_line(tiny, tmp_path, capsys, line, needle):
     records = tmp_path / "r.jsonl"
     records.write_text(json.dumps(RECORD) + "\n" + line + "\n" + json.dumps(RECORD) + "\n")
     before = snapshot(tmp_path)
-    code, _, err = run_main(capsys, "bench", "run", str(tiny), "--method", "ect",
-                            "--records", str(records))
+    code, _, err = run_main(
+        capsys, "bench", "run", str(tiny), "--method", "ect", "--records", str(records)
+    )
     refused(code, err, f"{records}:2:", needle)
-    code, _, err = run_main(capsys, "bench", "report", str(records), "--out",
-                            str(tmp_path / "rep"))
+    code, _, err = run_main(
+        capsys, "bench", "report", str(records), "--out", str(tmp_path / "rep")
+    )
     refused(code, err, f"{records}:2:", needle)
     assert snapshot(tmp_path) == before and not (tmp_path / "rep").exists()
 
 
 # -- bench run: errors are records -------------------------------------------------------
 
-@pytest.mark.parametrize("method,workers", [("rb-exit", "1"), ("rb-exit", "2"),
-                                            ("rb-osexit", "1"), ("rb-osexit", "2"),
-                                            ("rb-nan", "2")])
-def test_methods_that_exit_or_return_non_json_are_error_records(tiny, tmp_path, plugins,
-                                                                 method, workers):
+
+@pytest.mark.parametrize(
+    "method,workers",
+    [("rb-exit", "1"), ("rb-exit", "2"), ("rb-osexit", "1"), ("rb-osexit", "2"), ("rb-nan", "2")],
+)
+def test_methods_that_exit_or_return_non_json_are_error_records(
+    tiny, tmp_path, plugins, method, workers
+):
     records = tmp_path / "r.jsonl"
-    done = cli("--plugin", "rbplug", "bench", "run", str(tiny), "--method", method,
-               "--records", str(records), "--workers", workers, extra_path=plugins)
+    done = cli(
+        "--plugin",
+        "rbplug",
+        "bench",
+        "run",
+        str(tiny),
+        "--method",
+        method,
+        "--records",
+        str(records),
+        "--workers",
+        workers,
+        extra_path=plugins,
+    )
     assert done.returncode == 1, done.stderr
     assert "Traceback" not in done.stderr
     by_instance = {r["instance"]: r for r in load_records(records)}
@@ -443,8 +599,11 @@ def test_methods_that_exit_or_return_non_json_are_error_records(tiny, tmp_path, 
         bad = method == "rb-nan" or "jobs3" in name
         assert (record["status"] == "error") == bad, record
     errors = {r["error"] for r in by_instance.values() if r["error"]}
-    expected = {"rb-exit": "SystemExit: 3", "rb-osexit": "worker process died",
-                "rb-nan": "cannot be written as JSON"}[method]
+    expected = {
+        "rb-exit": "SystemExit: 3",
+        "rb-osexit": "worker process died",
+        "rb-nan": "cannot be written as JSON",
+    }[method]
     assert all(expected in e for e in errors), errors
     summary = "2 errors" if method != "rb-nan" else "4 errors"
     assert f"4 runs finished ({summary})" in done.stdout
@@ -474,6 +633,7 @@ def load_manifest(folder: Path):
 
 # -- bench run: locks, kills, interrupts -------------------------------------------------
 
+
 def test_a_second_writer_on_one_records_file_is_refused(tmp_path):
     records = tmp_path / "r.jsonl"
     with RecordWriter(records):
@@ -492,15 +652,36 @@ def test_second_runner_refused_then_sigterm_stops_cleanly(tiny, tmp_path, plugin
     rb-gate keeps A running until the test opens its gate: after A's first record every
     other run waits, so B and the signal find A still at work however slow the machine."""
     records = tmp_path / "r.jsonl"
-    args = ["--method", "rb-gate", "--mode", "relaxed", "--mode", "gang", "--seeds", "0",
-            "1", "--workers", "2"]
+    args = [
+        "--method",
+        "rb-gate",
+        "--mode",
+        "relaxed",
+        "--mode",
+        "gang",
+        "--seeds",
+        "0",
+        "1",
+        "--workers",
+        "2",
+    ]
     runner = start_runner(records, tiny, plugins, *args)
     try:
         wait_records(records)  # the first run is recorded; the others wait at the gate
         workers = children(runner.pid)
         assert workers
-        second = cli("--plugin", "rbplug", "bench", "run", str(tiny), "--records",
-                     str(records), *args, extra_path=plugins, timeout=30)
+        second = cli(
+            "--plugin",
+            "rbplug",
+            "bench",
+            "run",
+            str(tiny),
+            "--records",
+            str(records),
+            *args,
+            extra_path=plugins,
+            timeout=30,
+        )
         refused(second.returncode, second.stderr, str(records), "another runner holds")
         runner.send_signal(signal.SIGTERM)
         out, err = runner.communicate(timeout=30)
@@ -514,8 +695,17 @@ def test_second_runner_refused_then_sigterm_stops_cleanly(tiny, tmp_path, plugin
     assert finished == 1  # the run before the gate
     assert wait_gone(workers) == [] and holders(records) == []
     (plugins / "open").touch()  # the gate opens for the resumed run
-    done = cli("--plugin", "rbplug", "bench", "run", str(tiny), "--records", str(records),
-               *args, extra_path=plugins)
+    done = cli(
+        "--plugin",
+        "rbplug",
+        "bench",
+        "run",
+        str(tiny),
+        "--records",
+        str(records),
+        *args,
+        extra_path=plugins,
+    )
     assert done.returncode == 0, done.stderr
     assert f"{finished} already recorded" in done.stdout
     exactly_once(records, tiny, "rb-gate", modes=("relaxed", "gang"), seeds=(0, 1))
@@ -526,8 +716,19 @@ def test_sigkill_of_the_runner_leaves_no_worker_behind(tiny, tmp_path, plugins):
     """rb-gate keeps both workers busy until the test opens its gate (see the SIGTERM test):
     the runner cannot finish before it is killed, however slow the machine."""
     records = tmp_path / "r.jsonl"
-    args = ["--method", "rb-gate", "--mode", "relaxed", "--mode", "gang", "--seeds", "0",
-            "1", "--workers", "2"]
+    args = [
+        "--method",
+        "rb-gate",
+        "--mode",
+        "relaxed",
+        "--mode",
+        "gang",
+        "--seeds",
+        "0",
+        "1",
+        "--workers",
+        "2",
+    ]
     runner = start_runner(records, tiny, plugins, *args)
     try:
         wait_records(records)  # the first run is recorded; the others wait at the gate
@@ -541,8 +742,17 @@ def test_sigkill_of_the_runner_leaves_no_worker_behind(tiny, tmp_path, plugins):
     assert wait_gone(workers) == [], "workers outlived the runner"
     assert holders(records) == []
     (plugins / "open").touch()  # the gate opens for the resumed run
-    done = cli("--plugin", "rbplug", "bench", "run", str(tiny), "--records", str(records),
-               *args, extra_path=plugins)
+    done = cli(
+        "--plugin",
+        "rbplug",
+        "bench",
+        "run",
+        str(tiny),
+        "--records",
+        str(records),
+        *args,
+        extra_path=plugins,
+    )
     assert done.returncode == 0, done.stderr
     exactly_once(records, tiny, "rb-gate", modes=("relaxed", "gang"), seeds=(0, 1))
 
@@ -553,9 +763,17 @@ def test_ctrl_c_during_cpsat_stops_cleanly(tmp_path, plugins, wall_clock):
     """SIGINT to the whole process group (as a terminal sends it) while CP-SAT runs in the
     workers: exit 130 within seconds, finished runs kept, workers gone; resume completes."""
     grid = tmp_path / "grid.json"
-    grid.write_text(json.dumps({"format": "optsched/grid@1", "name": "hard",
-                                "generator": {"gpus": 8, "gpu_types": 2, "hosts": 2},
-                                "vary": {"jobs": [25]}, "seeds": [0, 1, 2, 3]}))
+    grid.write_text(
+        json.dumps(
+            {
+                "format": "optsched/grid@1",
+                "name": "hard",
+                "generator": {"gpus": 8, "gpu_types": 2, "hosts": 2},
+                "vary": {"jobs": [25]},
+                "seeds": [0, 1, 2, 3],
+            }
+        )
+    )
     assert main(["bench", "gen", str(grid), "--out", str(tmp_path / "set")]) == 0
     records = tmp_path / "r.jsonl"
     args = ["--method", "cpsat", "--time-limit", "1", "--workers", "2"]
@@ -587,13 +805,16 @@ def with_group_killed(proc: subprocess.Popen[str]) -> None:
 
 # -- bench report ----------------------------------------------------------------------------
 
+
 def test_report_refuses_missing_and_non_file_records(tmp_path, capsys):
     missing = tmp_path / "missing.jsonl"
-    code, _, err = run_main(capsys, "bench", "report", str(missing), "--out",
-                            str(tmp_path / "rep"))
+    code, _, err = run_main(
+        capsys, "bench", "report", str(missing), "--out", str(tmp_path / "rep")
+    )
     refused(code, err, str(missing), "no such records file")
-    code, _, err = run_main(capsys, "bench", "report", str(tmp_path), "--out",
-                            str(tmp_path / "rep"))
+    code, _, err = run_main(
+        capsys, "bench", "report", str(tmp_path), "--out", str(tmp_path / "rep")
+    )
     refused(code, err, str(tmp_path), "is a folder")
     assert list(tmp_path.iterdir()) == []
 
@@ -619,8 +840,7 @@ def test_report_outputs_are_all_or_nothing(tmp_path, capsys, monkeypatch):
     with pytest.raises(RuntimeError):
         write_report(load_records(records), rep)
     assert snapshot(rep) == before  # nothing half-replaced
-    code, _, err = run_main(capsys, "bench", "report", str(records), "--out",
-                            str(records))
+    code, _, err = run_main(capsys, "bench", "report", str(records), "--out", str(records))
     refused(code, err, "not a folder")
 
 
@@ -644,38 +864,56 @@ def test_runners_on_one_set_merge_their_manifest_updates(tiny):
 
 # -- broken promises found by an adversarial tester ------------------------------------------
 
+
 def _set_best(folder: Path, best_text: str) -> None:
     path = folder / "manifest.json"
     data = json.loads(path.read_text())
-    text = json.dumps(data, indent=1).replace('"best": {}', "\"best\": " + best_text, 1)
+    text = json.dumps(data, indent=1).replace('"best": {}', '"best": ' + best_text, 1)
     path.write_text(text)
 
 
-@pytest.mark.parametrize("best,needles", [
-    ('{"relaxed": {"objective": NaN, "bound": 1}}', ["'objective'", "nan"]),
-    ('{"relaxed": {"objective": "x", "bound": 1}}', ["'objective'", "'x'"]),
-    ('{"relaxed": {"objective": NaN}}', ["'objective'"]),
-    ('{"relaxed": {"objective": 5}}', ["no 'bound' field"]),
-    ('{"relaxed": {"objective": 1e308, "bound": 1}}', ["'objective'", "1e+308"]),
-    ('{"relaxed": {"objective": -1, "bound": null}}', ["'objective'", "-1"]),
-    ('{"relaxed": {"objective": 1, "bound": -2}}', ["'bound'", "-2"]),
-    ('{"relaxed": {"objective": 1, "bound": 2}}', ["'bound' 2 exceeds 'objective' 1"]),
-    ('{"relaxed": {"objective": 1, "objective_by": 3, "bound": null}}', ["'objective_by'"]),
-])
+@pytest.mark.parametrize(
+    "best,needles",
+    [
+        ('{"relaxed": {"objective": NaN, "bound": 1}}', ["'objective'", "nan"]),
+        ('{"relaxed": {"objective": "x", "bound": 1}}', ["'objective'", "'x'"]),
+        ('{"relaxed": {"objective": NaN}}', ["'objective'"]),
+        ('{"relaxed": {"objective": 5}}', ["no 'bound' field"]),
+        ('{"relaxed": {"objective": 1e308, "bound": 1}}', ["'objective'", "1e+308"]),
+        ('{"relaxed": {"objective": -1, "bound": null}}', ["'objective'", "-1"]),
+        ('{"relaxed": {"objective": 1, "bound": -2}}', ["'bound'", "-2"]),
+        ('{"relaxed": {"objective": 1, "bound": 2}}', ["'bound' 2 exceeds 'objective' 1"]),
+        ('{"relaxed": {"objective": 1, "objective_by": 3, "bound": null}}', ["'objective_by'"]),
+    ],
+)
 def test_run_refuses_bad_best_values_in_the_manifest(tiny, tmp_path, capsys, best, needles):
     _set_best(tiny, best)
     before = snapshot(tmp_path)
-    code, _, err = run_main(capsys, "bench", "run", str(tiny), "--method", "ect",
-                              "--records", str(tmp_path / "r.jsonl"))
-    refused(code, err, "manifest.json", "instance 'tiny-jobs2-s0'", "best['relaxed']",
-            *needles)
+    code, _, err = run_main(
+        capsys,
+        "bench",
+        "run",
+        str(tiny),
+        "--method",
+        "ect",
+        "--records",
+        str(tmp_path / "r.jsonl"),
+    )
+    refused(code, err, "manifest.json", "instance 'tiny-jobs2-s0'", "best['relaxed']", *needles)
     assert snapshot(tmp_path) == before
 
 
 def test_manifest_never_saves_a_bound_above_the_best_objective(tiny):
     manifest = load_manifest(tiny)
-    base = {"instance": "tiny-jobs2-s0", "mode": "relaxed", "method": "m", "seed": 0,
-            "params": {}, "status": "feasible", "key": "k"}
+    base = {
+        "instance": "tiny-jobs2-s0",
+        "mode": "relaxed",
+        "method": "m",
+        "seed": 0,
+        "params": {},
+        "status": "feasible",
+        "key": "k",
+    }
     manifest.fold([{**base, "objective": 10.0, "bound": None}])
     manifest.fold([{**base, "objective": None, "bound": 20.0}])  # a wrong claim: ignored
     assert manifest.instances["tiny-jobs2-s0"]["best"]["relaxed"]["bound"] is None
@@ -685,34 +923,68 @@ def test_manifest_never_saves_a_bound_above_the_best_objective(tiny):
     assert best["objective"] == 5.0 and best["bound"] is None
 
 
-@pytest.mark.parametrize("address", ["garbage", "tcp://host", "tcp://host:port",
-                                     "tcp://host:0", "tcp://:8786", "foo://h:1", "h:99999"])
+@pytest.mark.parametrize(
+    "address",
+    [
+        "garbage",
+        "tcp://host",
+        "tcp://host:port",
+        "tcp://host:0",
+        "tcp://:8786",
+        "foo://h:1",
+        "h:99999",
+    ],
+)
 def test_run_refuses_a_malformed_scheduler_address(tiny, tmp_path, capsys, address):
-    code, _, err = run_main(capsys, "bench", "run", str(tiny), "--method", "ect",
-                              "--records", str(tmp_path / "r.jsonl"), "--scheduler", address)
+    code, _, err = run_main(
+        capsys,
+        "bench",
+        "run",
+        str(tiny),
+        "--method",
+        "ect",
+        "--records",
+        str(tmp_path / "r.jsonl"),
+        "--scheduler",
+        address,
+    )
     refused(code, err, "--scheduler", repr(address))
     assert not (tmp_path / "r.jsonl").exists()
 
 
-@pytest.mark.parametrize("address", ["tcp://127.0.0.1:8786", "localhost:8786",
-                                     "tls://[::1]:8786", "inproc://10.0.0.1/123/1"])
+@pytest.mark.parametrize(
+    "address",
+    ["tcp://127.0.0.1:8786", "localhost:8786", "tls://[::1]:8786", "inproc://10.0.0.1/123/1"],
+)
 def test_well_formed_scheduler_addresses_pass(address):
     from optsched.bench.runner import check_scheduler
 
     check_scheduler(address)
 
 
-@pytest.mark.parametrize("change,needles", [
-    (("feasible", "weird"), ["field 'status'", "'weird'"]),
-    (("OBJ", "1e308"), ["field 'objective'", "1e+308"]),
-    (("OBJ", "-3.0"), ["field 'objective'", "-3.0"]),
-    (("BOUND", "1e16"), ["field 'bound'", "1e+16"]),
-])
-def test_records_with_bad_status_or_values_are_refused(tiny, tmp_path, capsys, change,
-                                                       needles):
+@pytest.mark.parametrize(
+    "change,needles",
+    [
+        (("feasible", "weird"), ["field 'status'", "'weird'"]),
+        (("OBJ", "1e308"), ["field 'objective'", "1e+308"]),
+        (("OBJ", "-3.0"), ["field 'objective'", "-3.0"]),
+        (("BOUND", "1e16"), ["field 'bound'", "1e+16"]),
+    ],
+)
+def test_records_with_bad_status_or_values_are_refused(tiny, tmp_path, capsys, change, needles):
     good = tmp_path / "good.jsonl"
-    code, _, _ = run_main(capsys, "bench", "run", str(tiny), "--method", "ect",
-                          "--records", str(good), "--workers", "1")
+    code, _, _ = run_main(
+        capsys,
+        "bench",
+        "run",
+        str(tiny),
+        "--method",
+        "ect",
+        "--records",
+        str(good),
+        "--workers",
+        "1",
+    )
     assert code == 0
     lines = good.read_text().splitlines()
     record = json.loads(lines[1])
@@ -727,11 +999,11 @@ def test_records_with_bad_status_or_values_are_refused(tiny, tmp_path, capsys, c
     bad = tmp_path / "bad.jsonl"
     bad.write_text("\n".join(lines) + "\n")
     before = snapshot(tmp_path)
-    code, _, err = run_main(capsys, "bench", "run", str(tiny), "--method", "ect",
-                            "--records", str(bad))
+    code, _, err = run_main(
+        capsys, "bench", "run", str(tiny), "--method", "ect", "--records", str(bad)
+    )
     refused(code, err, f"{bad}:2", *needles)
-    code, _, err = run_main(capsys, "bench", "report", str(bad), "--out",
-                            str(tmp_path / "rep"))
+    code, _, err = run_main(capsys, "bench", "report", str(bad), "--out", str(tmp_path / "rep"))
     refused(code, err, f"{bad}:2", *needles)
     assert snapshot(tmp_path) == before and not (tmp_path / "rep").exists()
 
@@ -741,8 +1013,16 @@ def test_run_refuses_an_instance_file_holding_another_instance(tiny, tmp_path, c
     data = json.loads(path.read_text())
     data["name"] = "someone-else"
     path.write_text(json.dumps(data))
-    code, _, err = run_main(capsys, "bench", "run", str(tiny), "--method", "ect",
-                            "--records", str(tmp_path / "r.jsonl"))
+    code, _, err = run_main(
+        capsys,
+        "bench",
+        "run",
+        str(tiny),
+        "--method",
+        "ect",
+        "--records",
+        str(tmp_path / "r.jsonl"),
+    )
     refused(code, err, "instance 'tiny-jobs2-s0'", "'tiny-jobs2-s0.json'", "'someone-else'")
     assert not (tmp_path / "r.jsonl").exists()
 
@@ -750,25 +1030,56 @@ def test_run_refuses_an_instance_file_holding_another_instance(tiny, tmp_path, c
 def test_empty_paths_and_missing_folders_are_refused(tiny, tmp_path, capsys, monkeypatch):
     monkeypatch.chdir(tmp_path)
     good = tmp_path / "good.jsonl"
-    assert run_main(capsys, "bench", "run", str(tiny), "--method", "ect", "--records",
-                    str(good), "--workers", "1")[0] == 0
+    assert (
+        run_main(
+            capsys,
+            "bench",
+            "run",
+            str(tiny),
+            "--method",
+            "ect",
+            "--records",
+            str(good),
+            "--workers",
+            "1",
+        )[0]
+        == 0
+    )
     before = snapshot(tmp_path)
     for argv, needles in [
         (["bench", "report", str(good), "--out", ""], ["--out: empty path"]),
         (["bench", "gen", str(TINY_GRID), "--out", ""], ["--out: empty path"]),
-        (["bench", "run", str(tiny), "--method", "ect", "--records", ""],
-         ["--records: empty path"]),
-        (["bench", "run", str(tiny), "--method", "ect", "--records",
-          str(tmp_path / "nope" / "r.jsonl")], ["--records", "nope", "does not exist"]),
-        (["bench", "report", str(good), "--out", str(tmp_path / "nope" / "deeper")],
-         ["--out", "nope", "does not exist"]),
+        (
+            ["bench", "run", str(tiny), "--method", "ect", "--records", ""],
+            ["--records: empty path"],
+        ),
+        (
+            [
+                "bench",
+                "run",
+                str(tiny),
+                "--method",
+                "ect",
+                "--records",
+                str(tmp_path / "nope" / "r.jsonl"),
+            ],
+            ["--records", "nope", "does not exist"],
+        ),
+        (
+            ["bench", "report", str(good), "--out", str(tmp_path / "nope" / "deeper")],
+            ["--out", "nope", "does not exist"],
+        ),
     ]:
         code, _, err = run_main(capsys, *argv)
         refused(code, err, *needles)
         assert snapshot(tmp_path) == before and not (tmp_path / "nope").exists()
     # the last level of a report folder is created (like mkdir without -p)
-    assert run_main(capsys, "bench", "report", str(good), "--out", str(tmp_path / "rep"),
-                    "--no-plots")[0] == 0
+    assert (
+        run_main(
+            capsys, "bench", "report", str(good), "--out", str(tmp_path / "rep"), "--no-plots"
+        )[0]
+        == 0
+    )
     assert (tmp_path / "rep" / "gaps.md").is_file()
 
 
@@ -783,8 +1094,9 @@ def test_no_time_limit_means_no_kill():
 
 @pytest.mark.skipif(not LINUX, reason="uses fork and /proc")
 @pytest.mark.parametrize("workers", [pytest.param(1, marks=pytest.mark.slow), 2])
-def test_a_method_ignoring_its_time_limit_is_killed(tiny, tmp_path, plugins, monkeypatch,
-                                                    workers, wall_clock):
+def test_a_method_ignoring_its_time_limit_is_killed(
+    tiny, tmp_path, plugins, monkeypatch, workers, wall_clock
+):
     from optsched.bench import runner
 
     monkeypatch.syspath_prepend(str(plugins))
@@ -811,8 +1123,18 @@ def test_a_method_ignoring_its_time_limit_is_killed(tiny, tmp_path, plugins, mon
 def test_run_refuses_a_method_without_the_instances_own_mode(tiny, tmp_path, capsys):
     """No --mode: each instance runs in its own mode, and a method that lacks it is refused
     before anything runs, not recorded as one error per run."""
-    code, _, err = run_main(capsys, "bench", "run", str(tiny), "--method", "ect", "--method",
-                            "fifo-perf", "--records", str(tmp_path / "r.jsonl"))
+    code, _, err = run_main(
+        capsys,
+        "bench",
+        "run",
+        str(tiny),
+        "--method",
+        "ect",
+        "--method",
+        "fifo-perf",
+        "--records",
+        str(tmp_path / "r.jsonl"),
+    )
     refused(code, err, "fifo-perf", "does not support mode 'relaxed'")
     assert not (tmp_path / "r.jsonl").exists()
 
@@ -820,7 +1142,15 @@ def test_run_refuses_a_method_without_the_instances_own_mode(tiny, tmp_path, cap
 def test_report_refuses_the_manifest_of_another_set(tiny, tmp_path, capsys):
     records = tmp_path / "r.jsonl"
     records.write_text(json.dumps(RECORD) + "\n")
-    code, _, err = run_main(capsys, "bench", "report", str(records), "--out",
-                            str(tmp_path / "rep"), "--manifest", str(tiny))
+    code, _, err = run_main(
+        capsys,
+        "bench",
+        "report",
+        str(records),
+        "--out",
+        str(tmp_path / "rep"),
+        "--manifest",
+        str(tiny),
+    )
     refused(code, err, "--manifest", "none of its instances is in the records")
     assert not (tmp_path / "rep").exists()

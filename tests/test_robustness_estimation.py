@@ -61,18 +61,22 @@ def runs_csv(tmp_path_factory) -> Path:
 
 # -- estimate gen: sizes, options, targets -----------------------------------------------------
 
-@pytest.mark.parametrize(("args", "culprit"), [
-    (["--jobs", "1000000000"], "--jobs 1,000,000,000 is too many: about 4,000,000,000 rows"),
-    (["--jobs", str(MAX_SYNTHETIC_JOBS + 1)], "at most 1,000,000 jobs"),
-    (["--jobs", "0"], "--jobs must be >= 1, got 0"),
-    (["--jobs", "-5"], "--jobs must be >= 1, got -5"),
-    (["--noise", "-0.1"], "--noise must be in [0, 1]"),
-    (["--noise", "nan"], "--noise must be in [0, 1] (a log-normal σ), got nan"),
-    (["--noise", "inf"], "--noise must be in [0, 1] (a log-normal σ), got inf"),
-    (["--noise", "5"], "--noise must be in [0, 1]"),
-    (["--seed", "-1"], "--seed: must be an integer in [0, 2147483647], got '-1'"),
-    (["--seed", str(2**31)], "--seed: must be an integer in [0, 2147483647]"),
-])
+
+@pytest.mark.parametrize(
+    ("args", "culprit"),
+    [
+        (["--jobs", "1000000000"], "--jobs 1,000,000,000 is too many: about 4,000,000,000 rows"),
+        (["--jobs", str(MAX_SYNTHETIC_JOBS + 1)], "at most 1,000,000 jobs"),
+        (["--jobs", "0"], "--jobs must be >= 1, got 0"),
+        (["--jobs", "-5"], "--jobs must be >= 1, got -5"),
+        (["--noise", "-0.1"], "--noise must be in [0, 1]"),
+        (["--noise", "nan"], "--noise must be in [0, 1] (a log-normal σ), got nan"),
+        (["--noise", "inf"], "--noise must be in [0, 1] (a log-normal σ), got inf"),
+        (["--noise", "5"], "--noise must be in [0, 1]"),
+        (["--seed", "-1"], "--seed: must be an integer in [0, 2147483647], got '-1'"),
+        (["--seed", str(2**31)], "--seed: must be an integer in [0, 2147483647]"),
+    ],
+)
 def test_gen_refuses_bad_sizes_before_touching_the_file(capsys, tmp_path, args, culprit):
     target = tmp_path / "f.csv"
     target.write_bytes(OLD)
@@ -86,8 +90,9 @@ def test_gen_validates_the_target_before_the_work(capsys, tmp_path):
     assert "--out" in line and "does not exist" in line
     assert "is a directory" in bad_input(capsys, "estimate", "gen", "--out", str(tmp_path))
     assert "needs --out" in bad_input(capsys, "estimate", "gen")
-    assert "reads no runs CSV" in bad_input(capsys, "estimate", "gen", "x.csv", "--out",
-                                             str(tmp_path / "f.csv"))
+    assert "reads no runs CSV" in bad_input(
+        capsys, "estimate", "gen", "x.csv", "--out", str(tmp_path / "f.csv")
+    )
     assert list(tmp_path.iterdir()) == []
 
 
@@ -95,21 +100,22 @@ def test_gen_replaces_the_file_whole_and_reads_back(capsys, tmp_path):
     target = tmp_path / "f.csv"
     target.write_bytes(OLD)
     os.chmod(target, 0o640)
-    code, out, _ = run(capsys, "estimate", "gen", "--jobs", "30", "--seed", "2", "--out",
-                       str(target))
+    code, out, _ = run(
+        capsys, "estimate", "gen", "--jobs", "30", "--seed", "2", "--out", str(target)
+    )
     assert code == 0 and out.startswith(f"wrote {target}: 30 synthetic jobs")
     assert target.stat().st_mode & 0o777 == 0o640  # an existing file keeps its mode
     assert [p.name for p in tmp_path.iterdir()] == ["f.csv"]  # no temporary left behind
     again = read_runs(target)
     assert len({r.job for r in again}) == 30
-    assert [(r.job, r.labels) for r in again] == [(r.job, r.labels)
-                                                  for r in synthetic_runs(30, 2)]
+    assert [(r.job, r.labels) for r in again] == [(r.job, r.labels) for r in synthetic_runs(30, 2)]
 
 
 def test_streamed_and_listed_generation_write_the_same_bytes(tmp_path):
     a, b = tmp_path / "a.csv", tmp_path / "b.csv"
     assert write_runs(a, synthetic_runs(25, 7, 0.3)) == write_runs(
-        b, iter_synthetic_runs(25, 7, 0.3), features=SYNTHETIC_FEATURES, labels=LABELS)
+        b, iter_synthetic_runs(25, 7, 0.3), features=SYNTHETIC_FEATURES, labels=LABELS
+    )
     assert a.read_bytes() == b.read_bytes() and a.read_bytes().startswith(HEADER + b"\r\n")
     with pytest.raises(InputError, match="jobs must be >= 1"):
         iter_synthetic_runs(0, 0)  # checked at the call, not at the first row
@@ -117,32 +123,44 @@ def test_streamed_and_listed_generation_write_the_same_bytes(tmp_path):
 
 # -- runs CSVs that are not what they claim ------------------------------------------------------
 
-@pytest.mark.parametrize(("content", "culprit"), [
-    (b"job_type,role,gpu_mem\nx,worker,1\nx,worker,inf\n", "bad.csv:3: column 'gpu_mem'"),
-    (b"job_type,role,gpu_mem\nx,worker,nan\n", "bad.csv:2: column 'gpu_mem' must be a finite"),
-    (b"job_type,role,cpu\nx,worker,1e309\n", "bad.csv:2: column 'cpu' must be a finite number"),
-    (b"job_type,role,cpu\nx,worker,-Infinity\n", "got '-Infinity'"),
-    (b"job_type,role,cpu\nx,worker,2e15\n", "magnitude at most 1e+15, got '2e15'"),
-    (b"job_type,role,batch_size,cpu\nx,worker,nan,1\n", "bad.csv:2: feature column "
-                                                       "'batch_size'"),
-    (b"job_type,role,cpu\nx,worker,lots\n", "bad.csv:2: column 'cpu' must be a number, "
-                                           "got 'lots'"),
-    (b"job_type,role,cpu\nx,worker,1\nx\xe9,ps,2\n", "bad.csv:3: not UTF-8 (byte 0xe9"),
-    (b"\xff\xfej\x00o\x00b\x00", "bad.csv:1: not UTF-8 (byte 0xff at offset 0)"),
-    (b"job_type,cpu\nx,1\n", "bad.csv:1: missing required column 'role'"),
-    (b"role,cpu\nps,1\n", "bad.csv:1: missing required column 'job_type'"),
-    (b"job_type,role\nx,ps\n", "bad.csv: no label column"),
-    (b"job_type,role,cpu,cpu\nx,ps,1,2\n", "bad.csv:1: column 'cpu' appears twice"),
-    (b"job_type,role,,cpu\nx,ps,a,1\n", "bad.csv:1: column 3 of the header has no name"),
-    (b"job_type,role,cpu\nx,ps,1,9\n", "bad.csv:2: 4 fields, but the header has 3"),
-    (b"job_type,role,cpu\nx,ps\n", "bad.csv:2: 2 fields, but the header has 3"),
-    (b"job_type,role,cpu\nx,boss,1\n", "bad.csv:2: role must be ps or worker, got 'boss'"),
-    (b"job_type,role,cpu\n", "bad.csv: no rows after the header"),
-    (b"", "bad.csv: empty"),
-    (b'job_type,role,cpu\n"x,ps,1\n', "bad.csv"),
-])
-def test_a_bad_runs_csv_is_refused_naming_file_line_and_column(capsys, tmp_path, monkeypatch,
-                                                              content, culprit):
+
+@pytest.mark.parametrize(
+    ("content", "culprit"),
+    [
+        (b"job_type,role,gpu_mem\nx,worker,1\nx,worker,inf\n", "bad.csv:3: column 'gpu_mem'"),
+        (b"job_type,role,gpu_mem\nx,worker,nan\n", "bad.csv:2: column 'gpu_mem' must be a finite"),
+        (
+            b"job_type,role,cpu\nx,worker,1e309\n",
+            "bad.csv:2: column 'cpu' must be a finite number",
+        ),
+        (b"job_type,role,cpu\nx,worker,-Infinity\n", "got '-Infinity'"),
+        (b"job_type,role,cpu\nx,worker,2e15\n", "magnitude at most 1e+15, got '2e15'"),
+        (
+            b"job_type,role,batch_size,cpu\nx,worker,nan,1\n",
+            "bad.csv:2: feature column 'batch_size'",
+        ),
+        (
+            b"job_type,role,cpu\nx,worker,lots\n",
+            "bad.csv:2: column 'cpu' must be a number, got 'lots'",
+        ),
+        (b"job_type,role,cpu\nx,worker,1\nx\xe9,ps,2\n", "bad.csv:3: not UTF-8 (byte 0xe9"),
+        (b"\xff\xfej\x00o\x00b\x00", "bad.csv:1: not UTF-8 (byte 0xff at offset 0)"),
+        (b"job_type,cpu\nx,1\n", "bad.csv:1: missing required column 'role'"),
+        (b"role,cpu\nps,1\n", "bad.csv:1: missing required column 'job_type'"),
+        (b"job_type,role\nx,ps\n", "bad.csv: no label column"),
+        (b"job_type,role,cpu,cpu\nx,ps,1,2\n", "bad.csv:1: column 'cpu' appears twice"),
+        (b"job_type,role,,cpu\nx,ps,a,1\n", "bad.csv:1: column 3 of the header has no name"),
+        (b"job_type,role,cpu\nx,ps,1,9\n", "bad.csv:2: 4 fields, but the header has 3"),
+        (b"job_type,role,cpu\nx,ps\n", "bad.csv:2: 2 fields, but the header has 3"),
+        (b"job_type,role,cpu\nx,boss,1\n", "bad.csv:2: role must be ps or worker, got 'boss'"),
+        (b"job_type,role,cpu\n", "bad.csv: no rows after the header"),
+        (b"", "bad.csv: empty"),
+        (b'job_type,role,cpu\n"x,ps,1\n', "bad.csv"),
+    ],
+)
+def test_a_bad_runs_csv_is_refused_naming_file_line_and_column(
+    capsys, tmp_path, monkeypatch, content, culprit
+):
     path = tmp_path / "bad.csv"
     path.write_bytes(content)
     monkeypatch.chdir(tmp_path)  # the message names the path as typed
@@ -155,46 +173,65 @@ def test_a_byte_order_mark_is_accepted(capsys, tmp_path, runs_csv):
     bom = tmp_path / "bom.csv"
     bom.write_bytes(b"\xef\xbb\xbf" + runs_csv.read_bytes())
     plain, marked = read_runs(runs_csv), read_runs(bom)
-    assert [(r.job, r.job_type, r.role, r.features, r.labels) for r in marked] == \
-        [(r.job, r.job_type, r.role, r.features, r.labels) for r in plain]
+    assert [(r.job, r.job_type, r.role, r.features, r.labels) for r in marked] == [
+        (r.job, r.job_type, r.role, r.features, r.labels) for r in plain
+    ]
     assert "\ufeff" not in "".join(marked[0].features)
-    code, out, _ = run(capsys, "estimate", "eval", str(bom), "--test-jobs", "20", "--step",
-                       "40", "--model", "linear", "--json")
+    code, out, _ = run(
+        capsys,
+        "estimate",
+        "eval",
+        str(bom),
+        "--test-jobs",
+        "20",
+        "--step",
+        "40",
+        "--model",
+        "linear",
+        "--json",
+    )
     assert code == 0 and {r["train_jobs"] for r in json.loads(out)} == {40}
 
 
 # -- estimate eval / predict options -------------------------------------------------------------
 
-@pytest.mark.parametrize(("args", "culprit"), [
-    (["--test-jobs", "0"], "--test-jobs must be >= 1, got 0"),
-    (["--test-jobs", "-3"], "--test-jobs must be >= 1, got -3"),
-    (["--test-jobs", "60"], "--test-jobs 60: "),
-    (["--test-jobs", "500"], "have 60 jobs, so none would be left to train on"),
-    (["--step", "0"], "--step must be >= 1, got 0"),
-    (["--step", "-50"], "--step must be >= 1, got -50"),
-    (["--test-jobs", "20", "--step", "41"], "--step 41 exceeds the 40 training jobs"),
-    (["--seed", "-2"], "--seed: must be an integer in [0, 2147483647], got '-2'"),
-    (["--out", "x.csv"], "--out is an option of estimate gen"),
-    (["--query", "x.csv"], "--query is an option of estimate predict"),
-])
+
+@pytest.mark.parametrize(
+    ("args", "culprit"),
+    [
+        (["--test-jobs", "0"], "--test-jobs must be >= 1, got 0"),
+        (["--test-jobs", "-3"], "--test-jobs must be >= 1, got -3"),
+        (["--test-jobs", "60"], "--test-jobs 60: "),
+        (["--test-jobs", "500"], "have 60 jobs, so none would be left to train on"),
+        (["--step", "0"], "--step must be >= 1, got 0"),
+        (["--step", "-50"], "--step must be >= 1, got -50"),
+        (["--test-jobs", "20", "--step", "41"], "--step 41 exceeds the 40 training jobs"),
+        (["--seed", "-2"], "--seed: must be an integer in [0, 2147483647], got '-2'"),
+        (["--out", "x.csv"], "--out is an option of estimate gen"),
+        (["--query", "x.csv"], "--query is an option of estimate predict"),
+    ],
+)
 def test_eval_refuses_options_that_would_evaluate_nothing(capsys, runs_csv, args, culprit):
     assert culprit in bad_input(capsys, "estimate", "eval", str(runs_csv), *args)
 
 
 def test_the_library_refuses_an_empty_evaluation(runs_csv):
     runs = read_runs(runs_csv)
-    for kwargs, message in (({"test_jobs": 0}, "test_jobs must be >= 1"),
-                            ({"step": 0}, "step must be >= 1"),
-                            ({"test_jobs": 10, "step": 51}, "step 51 exceeds the 50"),
-                            ({"models": ("forest", "svm")}, "model must be one of"),
-                            ({"seed": -1}, "seed must be an integer in")):
+    for kwargs, message in (
+        ({"test_jobs": 0}, "test_jobs must be >= 1"),
+        ({"step": 0}, "step must be >= 1"),
+        ({"test_jobs": 10, "step": 51}, "step 51 exceeds the 50"),
+        ({"models": ("forest", "svm")}, "model must be one of"),
+        ({"seed": -1}, "seed must be an integer in"),
+    ):
         with pytest.raises(InputError, match=message):
             evaluate(runs, **kwargs)
 
 
 def test_predict_prints_valid_json_and_takes_one_model(capsys, runs_csv):
-    code, out, err = run(capsys, "estimate", "predict", str(runs_csv), "--query", str(runs_csv),
-                         "--model", "linear")
+    code, out, err = run(
+        capsys, "estimate", "predict", str(runs_csv), "--query", str(runs_csv), "--model", "linear"
+    )
     assert code == 0 and err == ""
 
     def no_constants(name: str) -> None:
@@ -202,20 +239,44 @@ def test_predict_prints_valid_json_and_takes_one_model(capsys, runs_csv):
 
     rows = json.loads(out, parse_constant=no_constants)
     assert len(rows) == len(read_runs(runs_csv)) and set(rows[0]["predicted"]) == set(LABELS)
-    assert "one --model, got 2" in bad_input(capsys, "estimate", "predict", str(runs_csv),
-                                              "--query", str(runs_csv), "--model", "forest",
-                                              "--model", "tree")
+    assert "one --model, got 2" in bad_input(
+        capsys,
+        "estimate",
+        "predict",
+        str(runs_csv),
+        "--query",
+        str(runs_csv),
+        "--model",
+        "forest",
+        "--model",
+        "tree",
+    )
     assert "needs --query" in bad_input(capsys, "estimate", "predict", str(runs_csv))
 
 
 # -- a kill while gen works ----------------------------------------------------------------------
 
+
 def _gen(tmp_path: Path, jobs: int) -> subprocess.Popen[bytes]:
     env = dict(os.environ)
     env["PYTHONPATH"] = os.pathsep.join([str(ROOT), env.get("PYTHONPATH", "")])
-    return subprocess.Popen([sys.executable, "-m", "optsched.cli", "estimate", "gen", "--jobs",
-                             str(jobs), "--out", "f.csv"], cwd=tmp_path, env=env,
-                            stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
+    return subprocess.Popen(
+        [
+            sys.executable,
+            "-m",
+            "optsched.cli",
+            "estimate",
+            "gen",
+            "--jobs",
+            str(jobs),
+            "--out",
+            "f.csv",
+        ],
+        cwd=tmp_path,
+        env=env,
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.PIPE,
+    )
 
 
 def _old_or_whole(target: Path, rows: int) -> str:
@@ -251,8 +312,9 @@ def _kill_when_writing(tmp_path: Path, jobs: int) -> tuple[bool, int]:
     deadline = time.monotonic() + 300
     killed = False
     while proc.poll() is None and time.monotonic() < deadline:
-        if (target.stat().st_size != len(OLD)
-                or any(p.name.endswith(".tmp") for p in tmp_path.iterdir())):
+        if target.stat().st_size != len(OLD) or any(
+            p.name.endswith(".tmp") for p in tmp_path.iterdir()
+        ):
             proc.send_signal(signal.SIGKILL)
             killed = True
             break

@@ -48,13 +48,24 @@ def run_cli(capsys, *argv):
 
 # -- the reported case: lp-bound with a fine grid -----------------------------------------------
 
+
 @pytest.mark.slow  # 2 s; test_lp_bound_result_is_checked_and_certified: the same through the API
 def test_lp_bound_with_a_fine_grid_ends_within_its_time_limit(tmp_path, capsys, wall_clock):
     path = tmp_path / "inst.json"
     write_json(path, instance_to_dict(reported_instance()))
     started = time.perf_counter()
-    code, out, _ = run_cli(capsys, "solve", path, "--method", "lp-bound", "--param",
-                           "time_unit=0.01", "--time-limit", "2", "--json")
+    code, out, _ = run_cli(
+        capsys,
+        "solve",
+        path,
+        "--method",
+        "lp-bound",
+        "--param",
+        "time_unit=0.01",
+        "--time-limit",
+        "2",
+        "--json",
+    )
     assert code == 0
     wall_clock.below(time.perf_counter() - started, 2 + MARGIN)
     result = json.loads(out)
@@ -99,11 +110,16 @@ def test_cpsat_keeps_its_lp_bound_within_the_time_limit(wall_clock):
     assert result.status in (Status.FEASIBLE, Status.OPTIMAL)
     assert result.bound <= result.objective
     if result.extra["solver_status"] != "OPTIMAL":
-        assert result.extra["lp_status"] in ("optimal", "time limit (build)",
-                                             "time limit (solver)", "too large")
+        assert result.extra["lp_status"] in (
+            "optimal",
+            "time limit (build)",
+            "time limit (solver)",
+            "too large",
+        )
 
 
 # -- a model build stopped by the time limit returns the incumbent ------------------------------
+
 
 def test_cpsat_build_out_of_time_returns_the_incumbent():
     inst = reported_instance()
@@ -145,12 +161,20 @@ def test_hare_lp_out_of_time_orders_by_ect():
 
 # -- models too large for memory are refused before anything is built --------------------------
 
-@pytest.mark.parametrize("method,spec,params,needles", [
-    ("milp-highs", GeneratorSpec(jobs=200), {}, ["--method milp-highs", "non-zeros", "GiB"]),
-    ("cpsat", GeneratorSpec(jobs=1000, rounds=(1000, 1000), tasks=(1, 1)), {},
-     ["--method cpsat", "intervals"]),
-    ("hare", None, {"step1": "exact"}, ["Hare_Sched_RL", "pairs", "step1=lp"]),
-])
+
+@pytest.mark.parametrize(
+    "method,spec,params,needles",
+    [
+        ("milp-highs", GeneratorSpec(jobs=200), {}, ["--method milp-highs", "non-zeros", "GiB"]),
+        (
+            "cpsat",
+            GeneratorSpec(jobs=1000, rounds=(1000, 1000), tasks=(1, 1)),
+            {},
+            ["--method cpsat", "intervals"],
+        ),
+        ("hare", None, {"step1": "exact"}, ["Hare_Sched_RL", "pairs", "step1=lp"]),
+    ],
+)
 def test_exact_models_too_large_are_refused_fast(method, spec, params, needles, wall_clock):
     inst = generate(spec, 0) if spec else generate_hare(HareSpec(jobs=300), 0)
     started = time.perf_counter()
@@ -176,12 +200,14 @@ def test_a_time_unit_too_fine_for_the_grid_is_refused():
 
 # -- placement: exact methods and the GGA honour the wall clock ---------------------------------
 
+
 def test_placement_methods_honour_their_time_limit(wall_clock):
     from optsched.placement.generate import PlacementSpec, generate_placement
     from optsched.placement.run import place
 
-    inst = generate_placement(PlacementSpec(jobs=40, hosts=40, gpus_per_host=4,
-                                            hosts_per_rack=4, workers=(1, 3)), 0)
+    inst = generate_placement(
+        PlacementSpec(jobs=40, hosts=40, gpus_per_host=4, hosts_per_rack=4, workers=(1, 3)), 0
+    )
     for method, limit in (("milp-highs", 1.0), ("gga", 0.5), ("cpsat", 1.0)):
         started = time.perf_counter()
         with warnings.catch_warnings():
@@ -196,21 +222,27 @@ def test_placement_methods_honour_their_time_limit(wall_clock):
 
 # -- generator size guards and float options ---------------------------------------------------
 
-@pytest.mark.parametrize("argv,needles", [
-    (["--jobs", "1000000000"], ["--jobs 1000000000", "1e+09 jobs", "tasks"]),
-    (["--family", "hare", "--total-tasks", str(10**12)], ["--total-tasks", "1e+12 tasks"]),
-    (["--gpus", "1000000000"], ["--gpus 1000000000", "1e+09 GPUs"]),
-    (["--hosts", "1000000000"], ["--hosts 1000000000"]),
-    (["--rounds", "1", "1000000000000"], ["--rounds 1 1000000000000", "tasks"]),
-    (["--tasks", "1", "1000000000000", "--jobs", "100000", "--gpus", "1000"],
-     ["--tasks 1 1000000000000", "1e+08 tasks"]),
-    (["--jobs", "20000", "--gpus", "5000"], ["--jobs 20000", "1e+08 compute entries"]),
-    (["--family", "hare", "--gpus", "1000000000"], ["--gpus 1000000000", "GPUs"]),
-    (["--family", "hare", "--jobs", "2000000"], ["--jobs 2000000", "2e+06 jobs"]),
-    (["--family", "liquid", "--hosts", "1000000000"], ["--hosts 1000000000", "GPUs"]),
-    (["--family", "liquid", "--predict-from", "1000000000"], ["--predict-from 1e+09"]),
-    (["--family", "hare", "--iters-per-task", "1000000000"], ["--iters-per-task"]),
-])
+
+@pytest.mark.parametrize(
+    "argv,needles",
+    [
+        (["--jobs", "1000000000"], ["--jobs 1000000000", "1e+09 jobs", "tasks"]),
+        (["--family", "hare", "--total-tasks", str(10**12)], ["--total-tasks", "1e+12 tasks"]),
+        (["--gpus", "1000000000"], ["--gpus 1000000000", "1e+09 GPUs"]),
+        (["--hosts", "1000000000"], ["--hosts 1000000000"]),
+        (["--rounds", "1", "1000000000000"], ["--rounds 1 1000000000000", "tasks"]),
+        (
+            ["--tasks", "1", "1000000000000", "--jobs", "100000", "--gpus", "1000"],
+            ["--tasks 1 1000000000000", "1e+08 tasks"],
+        ),
+        (["--jobs", "20000", "--gpus", "5000"], ["--jobs 20000", "1e+08 compute entries"]),
+        (["--family", "hare", "--gpus", "1000000000"], ["--gpus 1000000000", "GPUs"]),
+        (["--family", "hare", "--jobs", "2000000"], ["--jobs 2000000", "2e+06 jobs"]),
+        (["--family", "liquid", "--hosts", "1000000000"], ["--hosts 1000000000", "GPUs"]),
+        (["--family", "liquid", "--predict-from", "1000000000"], ["--predict-from 1e+09"]),
+        (["--family", "hare", "--iters-per-task", "1000000000"], ["--iters-per-task"]),
+    ],
+)
 def test_generators_refuse_sizes_that_cannot_fit(tmp_path, capsys, argv, needles, wall_clock):
     out = tmp_path / "x.json"
     started = time.perf_counter()
@@ -221,23 +253,26 @@ def test_generators_refuse_sizes_that_cannot_fit(tmp_path, capsys, argv, needles
     assert not out.exists()
 
 
-@pytest.mark.parametrize("argv,option", [
-    (["--load", "inf"], "--load"),
-    (["--load", "0"], "--load"),
-    (["--load", "nan"], "--load"),
-    (["--heterogeneity", "nan"], "--heterogeneity"),
-    (["--heterogeneity", "inf"], "--heterogeneity"),
-    (["--sync-ratio", "inf"], "--sync-ratio"),
-    (["--task-time", "1", "inf"], "--task-time"),
-    (["--sync-time", "nan", "1"], "--sync-time"),
-    (["--weight", "1", "inf"], "--weight"),
-    (["--task-time", "2.5", "2.7"], "--task-time"),
-    (["--tasks", "10", "12"], "--tasks"),
-    (["--family", "hare", "--load", "inf"], "--load"),
-    (["--family", "liquid", "--interarrival", "nan"], "--interarrival"),
-    (["--family", "liquid", "--launch", "inf"], "--launch"),
-    (["--family", "liquid", "--share-cap", "0.5"], "--share-cap"),
-])
+@pytest.mark.parametrize(
+    "argv,option",
+    [
+        (["--load", "inf"], "--load"),
+        (["--load", "0"], "--load"),
+        (["--load", "nan"], "--load"),
+        (["--heterogeneity", "nan"], "--heterogeneity"),
+        (["--heterogeneity", "inf"], "--heterogeneity"),
+        (["--sync-ratio", "inf"], "--sync-ratio"),
+        (["--task-time", "1", "inf"], "--task-time"),
+        (["--sync-time", "nan", "1"], "--sync-time"),
+        (["--weight", "1", "inf"], "--weight"),
+        (["--task-time", "2.5", "2.7"], "--task-time"),
+        (["--tasks", "10", "12"], "--tasks"),
+        (["--family", "hare", "--load", "inf"], "--load"),
+        (["--family", "liquid", "--interarrival", "nan"], "--interarrival"),
+        (["--family", "liquid", "--launch", "inf"], "--launch"),
+        (["--family", "liquid", "--share-cap", "0.5"], "--share-cap"),
+    ],
+)
 def test_generators_refuse_non_finite_or_out_of_range_options(capsys, argv, option):
     code, _, err = run_cli(capsys, "gen", "--seed", "0", *argv)
     assert code == 2 and err.startswith(f"optsched: error: {option} ") and err.count("\n") == 1

@@ -44,6 +44,7 @@ def instance():
 
 # -- 1. placement heuristics honour --time-limit --------------------------------------------
 
+
 @pytest.mark.parametrize("method", ["bestfit", "gga"])
 def test_placement_heuristics_stop_at_the_time_limit(big_placement, method, wall_clock):
     started = time.perf_counter()
@@ -75,6 +76,7 @@ def test_placement_heuristics_unchanged_without_a_limit(small_placement):
 
 # -- 2. integer container fields -----------------------------------------------------------
 
+
 @pytest.mark.parametrize("value", [1.0, 2.0, -0.0, True, 1.5, -1, "1"])
 def test_container_gpus_must_be_an_integer(small_placement, value):
     data = placement_instance_to_dict(small_placement)
@@ -93,6 +95,7 @@ def test_container_gpus_integer_accepted(small_placement):
 
 # -- 3. interval_ratio bounded ---------------------------------------------------------------
 
+
 @pytest.mark.parametrize("ratio", ["1", "100.5", "1000"])
 def test_interval_ratio_out_of_range(ratio):
     with pytest.raises(InputError, match="interval_ratio"):
@@ -105,6 +108,7 @@ def test_interval_ratio_in_range():
 
 
 # -- 4. time limits ------------------------------------------------------------------------
+
 
 @pytest.mark.parametrize("limit", [math.inf, math.nan, 0, -5.0, 1e16, True])
 def test_solve_refuses_bad_time_limits(instance, limit):
@@ -119,6 +123,7 @@ def test_place_refuses_bad_time_limits(small_placement, limit):
 
 
 # -- 5. hints ------------------------------------------------------------------------------
+
 
 def _ect(inst):
     result = solve(inst, "ect")
@@ -149,6 +154,7 @@ def test_own_hint_is_accepted(instance):
 
 # -- 6. lp-bound's adaptive grid ------------------------------------------------------------
 
+
 def test_lp_bound_adaptive_grid_message_names_no_unset_parameter():
     from optsched.generate import HareSpec, generate_hare
 
@@ -162,11 +168,11 @@ def test_lp_bound_adaptive_grid_message_names_no_unset_parameter():
 
 # -- 7. interval grid on denormal times ------------------------------------------------------
 
+
 def _stub(compute: float, sync: float, arrivals: list[float]) -> SimpleNamespace:
     n = len(arrivals)
     jobs = [SimpleNamespace(n_tasks=2, arrival=a) for a in arrivals]
-    return SimpleNamespace(jobs=jobs, compute=np.full((n, 2), compute),
-                           sync=np.full((n, 2), sync))
+    return SimpleNamespace(jobs=jobs, compute=np.full((n, 2), compute), sync=np.full((n, 2), sync))
 
 
 @pytest.mark.parametrize("arrivals", [[5e-324, 5e-324], [5e-324, 1e6], [0.0, 1e15]])

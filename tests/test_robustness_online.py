@@ -35,25 +35,32 @@ def bad_input(code: int, err: str, *names: str) -> None:
 @pytest.fixture(scope="module")
 def files(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Path]:
     d = tmp_path_factory.mktemp("online")
-    paths = {"i": d / "i.json", "j": d / "j.json", "l": d / "l.json", "s": d / "s.json",
-             "t": d / "t.json"}
+    paths = {
+        "i": d / "i.json",
+        "j": d / "j.json",
+        "l": d / "l.json",
+        "s": d / "s.json",
+        "t": d / "t.json",
+    }
     assert cli("gen", "--seed", 0, "--jobs", 5, "--gpus", 4, "--out", paths["i"])[0] == 0
     assert cli("gen", "--seed", 1, "--jobs", 5, "--gpus", 3, "--out", paths["j"])[0] == 0
-    assert cli("gen", "--family", "liquid", "--seed", 0, "--hosts", 5,
-               "--out", paths["l"])[0] == 0
+    assert cli("gen", "--family", "liquid", "--seed", 0, "--hosts", 5, "--out", paths["l"])[0] == 0
     assert cli("simulate", paths["i"], "--policy", "hlas", "--out", paths["s"])[0] == 0
     assert cli("simulate", paths["j"], "--policy", "hlas", "--out", paths["t"])[0] == 0
     return paths
 
 
-@pytest.mark.parametrize("argv,name", [
-    (("--policy", "hlas", "--tick", "1e-9"), "--tick"),
-    (("--policy", "hlas", "--tick", "1e-300"), "--tick"),
-    (("--policy", "hlas", "--tick", "1e-300", "--heartbeat"), "--tick"),
-    (("--policy", "hlas", "--tick", "1e-9", "--heartbeat"), "--tick"),
-    (("--policy", "tiresias", "--mode", "gang", "--tick", "1e-6"), "--tick"),
-    (("--policy", "hlas", "--tick", "1e16"), "--tick"),
-])
+@pytest.mark.parametrize(
+    "argv,name",
+    [
+        (("--policy", "hlas", "--tick", "1e-9"), "--tick"),
+        (("--policy", "hlas", "--tick", "1e-300"), "--tick"),
+        (("--policy", "hlas", "--tick", "1e-300", "--heartbeat"), "--tick"),
+        (("--policy", "hlas", "--tick", "1e-9", "--heartbeat"), "--tick"),
+        (("--policy", "tiresias", "--mode", "gang", "--tick", "1e-6"), "--tick"),
+        (("--policy", "hlas", "--tick", "1e16"), "--tick"),
+    ],
+)
 def test_tiny_or_huge_ticks_are_refused_quickly(files, argv, name, wall_clock):
     started = time.perf_counter()
     code, _, err = cli("simulate", files["i"], *argv)
@@ -62,14 +69,25 @@ def test_tiny_or_huge_ticks_are_refused_quickly(files, argv, name, wall_clock):
 
 
 def test_the_shortest_tick_runs(files):
-    code, _, err = cli("simulate", files["i"], "--policy", "hlas", "--tick", "0.001",
-                       "--heartbeat")
+    code, _, err = cli(
+        "simulate", files["i"], "--policy", "hlas", "--tick", "0.001", "--heartbeat"
+    )
     assert code == 0, err
 
 
-@pytest.mark.parametrize("param", ["batch=1e-9", "heartbeat=1e-9", "heartbeat=1e-300",
-                                   "batch=1e308", "heartbeat=1e16", "batch=inf",
-                                   "heartbeat=nan", "batch=-1"])
+@pytest.mark.parametrize(
+    "param",
+    [
+        "batch=1e-9",
+        "heartbeat=1e-9",
+        "heartbeat=1e-300",
+        "batch=1e308",
+        "heartbeat=1e16",
+        "batch=inf",
+        "heartbeat=nan",
+        "batch=-1",
+    ],
+)
 def test_liquid_periods_are_refused_quickly(files, param, wall_clock):
     started = time.perf_counter()
     code, _, err = cli("simulate", files["l"], "--policy", "liquid", "--param", param)
@@ -86,19 +104,34 @@ def test_huge_liquid_periods_run_or_name_the_param(files, param):
         bad_input(code, err, "heartbeat", "batch")
 
 
-@pytest.mark.parametrize("policy,param", [
-    ("hlas", "thresholds=inf"), ("hlas", "thresholds=1,,2"), ("hlas", "thresholds=1,2,"),
-    ("hlas", "thresholds=nan"), ("hlas", "thresholds=1e16"), ("hlas", "starvation=1e308"),
-    ("hlas", "starvation=inf"),
-])
+@pytest.mark.parametrize(
+    "policy,param",
+    [
+        ("hlas", "thresholds=inf"),
+        ("hlas", "thresholds=1,,2"),
+        ("hlas", "thresholds=1,2,"),
+        ("hlas", "thresholds=nan"),
+        ("hlas", "thresholds=1e16"),
+        ("hlas", "starvation=1e308"),
+        ("hlas", "starvation=inf"),
+    ],
+)
 def test_numeric_params_are_finite_and_bounded(files, policy, param):
     code, _, err = cli("simulate", files["i"], "--policy", policy, "--param", param)
     bad_input(code, err, param.split("=")[0], param.split("=")[1])
 
 
 def test_tiresias_thresholds_are_bounded(files):
-    code, _, err = cli("simulate", files["i"], "--mode", "gang", "--policy", "tiresias",
-                       "--param", "thresholds=1e308,1e309")
+    code, _, err = cli(
+        "simulate",
+        files["i"],
+        "--mode",
+        "gang",
+        "--policy",
+        "tiresias",
+        "--param",
+        "thresholds=1e308,1e309",
+    )
     bad_input(code, err, "thresholds", "1e308")
 
 
@@ -124,21 +157,29 @@ def _schedule(path: Path) -> dict:
 
 
 def test_replay_of_another_instances_schedule_is_bad_input(files):
-    code, _, err = cli("simulate", files["i"], "--policy", "replay",
-                       "--param", f"schedule={files['t']}")
+    code, _, err = cli(
+        "simulate", files["i"], "--policy", "replay", "--param", f"schedule={files['t']}"
+    )
     bad_input(code, err, f"--param schedule={files['t']}")
 
 
 def test_replay_of_its_own_schedule_runs(files):
-    code, _, err = cli("simulate", files["i"], "--policy", "replay",
-                       "--param", f"schedule={files['s']}")
+    code, _, err = cli(
+        "simulate", files["i"], "--policy", "replay", "--param", f"schedule={files['s']}"
+    )
     assert code == 0, err
 
 
-@pytest.mark.parametrize("change,problem", [
-    ("duplicate", "twice"), ("missing", "missing"), ("gpu", "unknown GPU"),
-    ("job", "unknown job"), ("instance", "instance"),
-])
+@pytest.mark.parametrize(
+    "change,problem",
+    [
+        ("duplicate", "twice"),
+        ("missing", "missing"),
+        ("gpu", "unknown GPU"),
+        ("job", "unknown job"),
+        ("instance", "instance"),
+    ],
+)
 def test_replay_schedule_problems_are_named(files, tmp_path, change, problem):
     data = _schedule(files["s"])
     tasks = data["tasks"]
@@ -154,8 +195,7 @@ def test_replay_schedule_problems_are_named(files, tmp_path, change, problem):
         data["instance"] = "other"
     path = tmp_path / "bad.json"
     path.write_text(json.dumps(data))
-    code, _, err = cli("simulate", files["i"], "--policy", "replay",
-                       "--param", f"schedule={path}")
+    code, _, err = cli("simulate", files["i"], "--policy", "replay", "--param", f"schedule={path}")
     bad_input(code, err, f"--param schedule={path}", problem)
 
 
@@ -202,7 +242,6 @@ def test_periods_below_the_time_resolution_are_refused(far, wall_clock):
     started = time.perf_counter()
     code, _, err = cli("simulate", far["i"], "--policy", "hlas", "--tick", "0.001")
     bad_input(code, err, "--tick", "0.001")
-    code, _, err = cli("simulate", far["l"], "--policy", "liquid", "--param",
-                       "heartbeat=0.001")
+    code, _, err = cli("simulate", far["l"], "--policy", "liquid", "--param", "heartbeat=0.001")
     bad_input(code, err, "heartbeat", "0.001")
     wall_clock.below(time.perf_counter() - started, 5)

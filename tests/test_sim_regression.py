@@ -62,13 +62,14 @@ def _earliest(order, view):
 def fill_gangs(order, idle, *, strict, rank):
     free, out = list(idle), []
     for job in order:
-        usable = sorted((g for g in free if np.isfinite(job.compute[g])),
-                        key=lambda g: rank(job, g))
+        usable = sorted(
+            (g for g in free if np.isfinite(job.compute[g])), key=lambda g: rank(job, g)
+        )
         if len(usable) < job.tasks_per_round:
             if strict:
                 break
             continue
-        out.append((job.index, tuple(usable[:job.tasks_per_round])))
+        out.append((job.index, tuple(usable[: job.tasks_per_round])))
         free = [g for g in free if g not in out[-1][1]]
     return out
 
@@ -93,17 +94,27 @@ class PlainHLAS:
 
     def calibrate(self, sizes: SizeDistribution) -> None:
         self.entered, self.done = {}, []
-        self.levels = self.thresholds if self.thresholds is not None else (
-            quantile_thresholds(sizes.reference, (0.5, 0.8))
-            if self.form == "queues" and self.calibration == "workload" else ())
+        self.levels = (
+            self.thresholds
+            if self.thresholds is not None
+            else (
+                quantile_thresholds(sizes.reference, (0.5, 0.8))
+                if self.form == "queues" and self.calibration == "workload"
+                else ()
+            )
+        )
 
     def finished(self, job, now):
         """History: thresholds at the quantiles of the finished jobs' sizes, taken anew at
         1, 2, 4, ... finished jobs."""
         self.done.append(job.tasks_started * float(np.min(job.compute)))
         n = len(self.done)
-        if self.thresholds is None and self.form == "queues" \
-                and self.calibration == "history" and n & (n - 1) == 0:
+        if (
+            self.thresholds is None
+            and self.form == "queues"
+            and self.calibration == "history"
+            and n & (n - 1) == 0
+        ):
             self.levels = quantile_thresholds(self.done, (0.5, 0.8))
 
     def key(self, job, now):
@@ -148,13 +159,19 @@ class PlainTiresias:
     def decide(self, view):
         def key(job):
             level = sum(job.attained >= q for q in self.thresholds)
-            if self.starvation > 0 and \
-                    view.time - job.last_start > self.starvation * job.attained > 0:
+            if (
+                self.starvation > 0
+                and view.time - job.last_start > self.starvation * job.attained > 0
+            ):
                 level = 0
             return level, job.arrival, job.index
 
-        return fill_gangs(sorted(view.waiting, key=key), sorted(view.idle), strict=False,
-                          rank=lambda job, g: (view.free_since[g], g))
+        return fill_gangs(
+            sorted(view.waiting, key=key),
+            sorted(view.idle),
+            strict=False,
+            rank=lambda job, g: (view.free_since[g], g),
+        )
 
 
 @dataclass
@@ -164,9 +181,12 @@ class PlainFIFO:
     modes: frozenset[str] = frozenset({"gang"})
 
     def decide(self, view):
-        return fill_gangs(sorted(view.waiting, key=lambda j: (j.arrival, j.index)),
-                          sorted(view.idle), strict=True,
-                          rank=lambda job, g: (job.compute[g] + job.sync[g], g))
+        return fill_gangs(
+            sorted(view.waiting, key=lambda j: (j.arrival, j.index)),
+            sorted(view.idle),
+            strict=True,
+            rank=lambda job, g: (job.compute[g] + job.sync[g], g),
+        )
 
 
 @dataclass
@@ -185,8 +205,11 @@ class PlainFIFORandom:
         order = sorted(view.waiting, key=lambda j: (j.arrival, j.index))
 
         def usable(job, gtype):
-            return [g for g in free if gtype in ("*", view.gpu_types[g])
-                    and np.isfinite(job.compute[g])][:job.tasks_per_round]
+            return [
+                g
+                for g in free
+                if gtype in ("*", view.gpu_types[g]) and np.isfinite(job.compute[g])
+            ][: job.tasks_per_round]
 
         def take(job, gpus):
             out.append((job.index, tuple(gpus)))
@@ -201,10 +224,16 @@ class PlainFIFORandom:
         for job in order:
             if job.index in self.types:
                 continue
-            ok = [t for t in sorted({view.gpu_types[g] for g in free})
-                  if len(usable(job, t)) == job.tasks_per_round]
-            types = [view.gpu_types[g] for g in range(len(view.gpu_types))
-                     if np.isfinite(job.compute[g])]
+            ok = [
+                t
+                for t in sorted({view.gpu_types[g] for g in free})
+                if len(usable(job, t)) == job.tasks_per_round
+            ]
+            types = [
+                view.gpu_types[g]
+                for g in range(len(view.gpu_types))
+                if np.isfinite(job.compute[g])
+            ]
             if not ok and not any(types.count(t) >= job.tasks_per_round for t in types):
                 ok = ["*"]
             if not ok or len(usable(job, "*")) < job.tasks_per_round:
@@ -222,12 +251,21 @@ class PlainSRTF:
 
     def decide(self, view):
         oracle = view.oracle
-        order = sorted(view.waiting, key=lambda j: (
-            oracle.remaining_tasks(j) * float(np.min(j.compute)) / j.weight, j.arrival,
-            j.index))
+        order = sorted(
+            view.waiting,
+            key=lambda j: (
+                oracle.remaining_tasks(j) * float(np.min(j.compute)) / j.weight,
+                j.arrival,
+                j.index,
+            ),
+        )
         if view.mode == "gang":
-            return fill_gangs(order, sorted(view.idle), strict=False,
-                              rank=lambda job, g: (job.compute[g] + job.sync[g], g))
+            return fill_gangs(
+                order,
+                sorted(view.idle),
+                strict=False,
+                rank=lambda job, g: (job.compute[g] + job.sync[g], g),
+            )
         return _fastest(order, view)
 
 
@@ -244,13 +282,13 @@ class PlainHomo:
             if job.tasks_started:
                 return 0, job.first_start, job.arrival, job.index
             estimate = float(np.mean(job.compute[np.isfinite(job.compute)]))
-            return 1, oracle.remaining_tasks(job) * estimate / job.weight, job.arrival, \
-                job.index
+            return 1, oracle.remaining_tasks(job) * estimate / job.weight, job.arrival, job.index
 
         order = sorted(view.waiting, key=key)
         if view.mode == "gang":
-            return fill_gangs(order, sorted(view.idle), strict=False,
-                              rank=lambda job, g: (view.free_since[g], g))
+            return fill_gangs(
+                order, sorted(view.idle), strict=False, rank=lambda job, g: (view.free_since[g], g)
+            )
         return _earliest(order, view)
 
 
@@ -267,12 +305,21 @@ class PlainAlloX:
         if not jobs:
             return []
         idle = sorted(view.idle)
-        cost = np.array([[view.oracle.remaining_tasks(job) * job.compute[g] / job.weight
-                          if np.isfinite(job.compute[g]) else 1e300 for g in idle]
-                         for job in jobs])
+        cost = np.array(
+            [
+                [
+                    view.oracle.remaining_tasks(job) * job.compute[g] / job.weight
+                    if np.isfinite(job.compute[g])
+                    else 1e300
+                    for g in idle
+                ]
+                for job in jobs
+            ]
+        )
         rows, cols = linear_sum_assignment(cost)
-        return [(jobs[r].index, idle[c]) for r, c in zip(rows, cols, strict=True)
-                if cost[r, c] < 1e300]
+        return [
+            (jobs[r].index, idle[c]) for r, c in zip(rows, cols, strict=True) if cost[r, c] < 1e300
+        ]
 
 
 def _tasks(sim):
@@ -280,34 +327,51 @@ def _tasks(sim):
 
 
 def _same(inst, fast, plain, **options):
-    assert _tasks(run_simulation(inst, fast, **options)) == \
-        _tasks(run_simulation(inst, plain, **options))
+    assert _tasks(run_simulation(inst, fast, **options)) == _tasks(
+        run_simulation(inst, plain, **options)
+    )
 
 
-OPTIONS = st.sampled_from([{}, {"tick": 2.5, "event_driven": False}, {"tick": 1.5},
-                           {"noise": 0.3, "switch_cost": 0.1, "seed": 2}])
+OPTIONS = st.sampled_from(
+    [
+        {},
+        {"tick": 2.5, "event_driven": False},
+        {"tick": 1.5},
+        {"noise": 0.3, "switch_cost": 0.1, "seed": 2},
+    ]
+)
 BIG = {"max_jobs": 7, "max_gpus": 5, "max_rounds": 4}
 
 
 @settings(max_examples=n_examples(60), deadline=None)
-@given(instances(mode="relaxed", **BIG), OPTIONS,
-       st.sampled_from([0.0, 0.05, 0.5, 2.0]), st.sampled_from([None, (2.0,), (1.0, 6.0)]))
+@given(
+    instances(mode="relaxed", **BIG),
+    OPTIONS,
+    st.sampled_from([0.0, 0.05, 0.5, 2.0]),
+    st.sampled_from([None, (2.0,), (1.0, 6.0)]),
+)
 def test_hlas_decides_as_its_definition(inst, options, starvation, thresholds):
     for mapping in ("A", "B", "C"):
         for form in ("queues", "continuous"):
             for calibration in ("history", "workload"):
-                _same(inst, HLAS(thresholds, starvation, mapping, form,
-                                 calibration=calibration),
-                      PlainHLAS(thresholds, starvation, mapping, form,
-                                calibration=calibration), **options)
+                _same(
+                    inst,
+                    HLAS(thresholds, starvation, mapping, form, calibration=calibration),
+                    PlainHLAS(thresholds, starvation, mapping, form, calibration=calibration),
+                    **options,
+                )
 
 
 @settings(max_examples=n_examples(60), deadline=None)
 @given(instances(mode="gang", **BIG), OPTIONS, st.sampled_from([0.0, 0.1, 1.0]))
 def test_tiresias_decides_as_its_definition(inst, options, starvation):
     for thresholds in ((2.0,), (1.0, 8.0)):
-        _same(inst, Tiresias(thresholds, starvation), PlainTiresias(thresholds, starvation),
-              **options)
+        _same(
+            inst,
+            Tiresias(thresholds, starvation),
+            PlainTiresias(thresholds, starvation),
+            **options,
+        )
 
 
 @settings(max_examples=n_examples(60), deadline=None)
@@ -332,8 +396,10 @@ def test_a_starving_job_is_promoted_at_the_same_decision():
     from optsched.instance import GPU, Instance, Job
 
     jobs = [Job("long", 0.0, rounds=30, tasks_per_round=1, compute={"A": 1.0})]
-    jobs += [Job(f"s{i}", 0.5 + 0.7 * i, rounds=2, tasks_per_round=1, compute={"A": 1.0})
-             for i in range(20)]
+    jobs += [
+        Job(f"s{i}", 0.5 + 0.7 * i, rounds=2, tasks_per_round=1, compute={"A": 1.0})
+        for i in range(20)
+    ]
     inst = Instance("starve", tuple(jobs), (GPU("g0", "A"),))
     fast, plain = HLAS((2.0,), 0.5), PlainHLAS((2.0,), 0.5)
     _same(inst, fast, plain)
@@ -353,15 +419,17 @@ def test_a_hare_workload_is_decided_as_the_definitions_do(seed):
         _same(gang, FIFO(), PlainFIFO(), **options)
         _same(gang, SRTF(), PlainSRTF(), **options)
         _same(gang, Homo(), PlainHomo(), **options)
-        _same(gang, Tiresias((50.0, 400.0), 1.0), PlainTiresias((50.0, 400.0), 1.0),
-              **options)
+        _same(gang, Tiresias((50.0, 400.0), 1.0), PlainTiresias((50.0, 400.0), 1.0), **options)
         _same(inst, HLAS((20.0, 100.0), 0.5), PlainHLAS((20.0, 100.0), 0.5), **options)
         _same(inst, AlloX(), PlainAlloX(), **options)
 
 
-@pytest.mark.xfail(strict=True, reason="known: with calibration=history, noise and a "
-                   "switch cost, HLAS (mapping A, queues) orders two starts of one instant "
-                   "differently from its definition (same tasks, GPUs and times)")
+@pytest.mark.xfail(
+    strict=True,
+    reason="known: with calibration=history, noise and a "
+    "switch cost, HLAS (mapping A, queues) orders two starts of one instant "
+    "differently from its definition (same tasks, GPUs and times)",
+)
 def test_hlas_history_tie_order_counterexample():
     """A counterexample hypothesis found: the fast HLAS and its plain definition start the
     same tasks on the same GPUs at the same times, but decide two starts of one instant in
@@ -370,9 +438,9 @@ def test_hlas_history_tie_order_counterexample():
 
     inst = load_instance(DATA / "hlas-history-tie.instance.json")
     options = {"noise": 0.3, "switch_cost": 0.1, "seed": 2}
-    fast = run_simulation(inst, HLAS(None, 0.05, "A", "queues", calibration="history"),
-                          **options)
-    plain = run_simulation(inst, PlainHLAS(None, 0.05, "A", "queues",
-                                           calibration="history"), **options)
+    fast = run_simulation(inst, HLAS(None, 0.05, "A", "queues", calibration="history"), **options)
+    plain = run_simulation(
+        inst, PlainHLAS(None, 0.05, "A", "queues", calibration="history"), **options
+    )
     assert sorted(_tasks(fast)) == sorted(_tasks(plain))  # the same schedule
     assert _tasks(fast) == _tasks(plain)  # fails: the order of one instant's decisions

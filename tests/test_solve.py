@@ -44,8 +44,12 @@ def test_critical_path_by_hand():
 def test_relaxed_round_bound_uses_sequential_tasks_on_one_gpu():
     """K=3 on one fast GPU (1 s) and one slow (5 s): tasks 1,2,3 on the fast one → 3."""
     from optsched import GPU, Instance, Job
-    inst = Instance("x", (Job("J", tasks_per_round=3, compute={"F": 1, "S": 5}),),
-                    (GPU("f", "F"), GPU("s", "S")))
+
+    inst = Instance(
+        "x",
+        (Job("J", tasks_per_round=3, compute={"F": 1, "S": 5}),),
+        (GPU("f", "F"), GPU("s", "S")),
+    )
     assert round_lower_bound(inst, 0) == 3
     assert solve(inst, "ect").objective == 3
 
@@ -67,11 +71,15 @@ class KnobOptions(Options):
 
 
 def test_user_plugins_register_and_are_checked():
-    @register("test-relaxed-only", description="test", modes=["relaxed"],
-              options=KnobOptions, replace=True)
+    @register(
+        "test-relaxed-only",
+        description="test",
+        modes=["relaxed"],
+        options=KnobOptions,
+        replace=True,
+    )
     def relaxed_only(instance, context):
-        return MethodOutput(status=Status.UNKNOWN,
-                            extra={"echo": context.options.k})
+        return MethodOutput(status=Status.UNKNOWN, extra={"echo": context.options.k})
 
     result = solve(TINY, "test-relaxed-only", params={"k": "3"})
     assert result.status is Status.UNKNOWN and result.schedule is None
@@ -103,6 +111,7 @@ def test_bound_above_objective_is_a_bug():
     @register("test-overclaim", description="claims too high a bound", replace=True)
     def overclaim(instance, context):
         from optsched.ect import ect_schedule
+
         return MethodOutput(schedule=ect_schedule(instance), bound=1e9)
 
     with pytest.raises(OptschedError, match="exceeds the checked objective"):
@@ -120,6 +129,7 @@ def test_infeasible_status_carries_no_bound():
 
 def test_gang_mode_request_revalidates_the_instance():
     from optsched import GPU, Instance, Job
+
     inst = Instance("x", (Job("J", tasks_per_round=2, compute={"A": 1}),), (GPU("a", "A"),))
     with pytest.raises(InputError, match="needs 2 in gang mode"):
         solve(inst, "ect", mode="gang")
@@ -127,6 +137,7 @@ def test_gang_mode_request_revalidates_the_instance():
 
 def test_result_validation():
     from optsched import Result
+
     with pytest.raises(ValueError, match="clashes with a Result field"):
         Result(Status.UNKNOWN, "m", "relaxed", None, None, 0.0, extra={"gap": 1})
     with pytest.raises(ValueError, match="runtime_s"):
@@ -142,6 +153,6 @@ def test_results_type_the_fields_every_method_may_set():
     assert result.time_limit == 60.0 and result.startup_s >= 0
     assert result.bound_source in ("method", "critical_path")
     assert result.interrupted is False
-    assert result.to_dict()["time_limit"] == 60.0   # the JSON keeps them where they were
+    assert result.to_dict()["time_limit"] == 60.0  # the JSON keeps them where they were
     plain = solve(TINY, "ect")
     assert plain.time_limit is None and plain.bound_source == "critical_path"

@@ -82,23 +82,46 @@ def test_progress_has_a_heartbeat():
 
 
 @pytest.mark.skipif(sys.platform == "win32", reason="SIGINT")
-@pytest.mark.parametrize(("method", "path", "params"), [
-    ("cpsat", HARD, []),
-    # slow checks, 6 s each: HiGHS (test_time_limits interrupts its wait in-process), and
-    # CP-SAT again (in Hare's step 1, in LNS's neighbourhoods)
-    pytest.param("milp-highs", ROOT / "instances" / "exact" / "exact-jobs10-s0.json", [],
-                 marks=pytest.mark.slow),
-    pytest.param("hare", HARD, ["--param", "step1=exact"], marks=pytest.mark.slow),
-    pytest.param("lns", HARD, [], marks=pytest.mark.slow),
-])
+@pytest.mark.parametrize(
+    ("method", "path", "params"),
+    [
+        ("cpsat", HARD, []),
+        # slow checks, 6 s each: HiGHS (test_time_limits interrupts its wait in-process), and
+        # CP-SAT again (in Hare's step 1, in LNS's neighbourhoods)
+        pytest.param(
+            "milp-highs",
+            ROOT / "instances" / "exact" / "exact-jobs10-s0.json",
+            [],
+            marks=pytest.mark.slow,
+        ),
+        pytest.param("hare", HARD, ["--param", "step1=exact"], marks=pytest.mark.slow),
+        pytest.param("lns", HARD, [], marks=pytest.mark.slow),
+    ],
+)
 def test_ctrl_c_returns_the_best_schedule_found(tmp_path, method, path, params, wall_clock):
     """A Ctrl-C during a CP-SAT or HiGHS search ends it: the best schedule so far is printed
     and written, marked interrupted, exit 0."""
     out = tmp_path / "s.json"
-    proc = subprocess.Popen([sys.executable, "-m", "optsched", "solve", str(path), "--method",
-                             method, *params, "--time-limit", "120", "--json", "--out",
-                             str(out)], stdout=subprocess.PIPE, stderr=subprocess.PIPE,
-                            text=True)
+    proc = subprocess.Popen(
+        [
+            sys.executable,
+            "-m",
+            "optsched",
+            "solve",
+            str(path),
+            "--method",
+            method,
+            *params,
+            "--time-limit",
+            "120",
+            "--json",
+            "--out",
+            str(out),
+        ],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+    )
     assert proc.stderr is not None
     # the first progress line with an incumbent: the search is running. (A loaded machine
     # may print one without while it still builds the model, where a Ctrl-C is exit 130.)
@@ -123,8 +146,9 @@ def test_hare_reports_its_relaxation_bounds():
     """Hare's step 1 as the LP with lazy cuts reports each round's LP value: lower bounds
     that never exceed the final certified bound."""
     reports = []
-    result = solve(load_instance(TOY), "hare", params={"step1": "lp"},
-                   progress=lambda i, b: reports.append(b))
+    result = solve(
+        load_instance(TOY), "hare", params={"step1": "lp"}, progress=lambda i, b: reports.append(b)
+    )
     assert reports and all(b is not None for b in reports)
     assert max(reports) <= result.bound + 1e-6
 
@@ -171,12 +195,13 @@ def test_a_placement_gap_is_absolute(tmp_path, capsys):
 def test_solver_start_up_is_reported_apart_from_the_runtime():
     """The first CP-SAT run in a process imports OR-Tools before its clock starts: its
     runtime excludes that, extra.startup_s reports it; a second run has no start-up."""
-    code = ("from optsched import solve, load_instance\n"
-            f"i = load_instance({str(TOY)!r})\n"
-            "a, b = solve(i, 'cpsat'), solve(i, 'cpsat')\n"
-            "print(a.extra['startup_s'], b.extra['startup_s'])")
-    run = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
-                         timeout=120)
+    code = (
+        "from optsched import solve, load_instance\n"
+        f"i = load_instance({str(TOY)!r})\n"
+        "a, b = solve(i, 'cpsat'), solve(i, 'cpsat')\n"
+        "print(a.extra['startup_s'], b.extra['startup_s'])"
+    )
+    run = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120)
     assert run.returncode == 0, run.stderr
     first, second = map(float, run.stdout.split())
     assert first > 0.01 and second < first / 10  # importing OR-Tools against a lookup

@@ -37,8 +37,11 @@ def _random_move(state: SequenceSchedule, rng: np.random.Generator) -> float | N
     o = int(rng.integers(len(state.start)))
     g = state.op_gpus[o][int(rng.integers(len(state.op_gpus[o])))]
     job = state.round_job[state.op_round[o]]
-    choices = [h for h in np.flatnonzero(np.isfinite(state.inst.compute[job])).tolist()
-               if h == g or h not in state.op_gpus[o]]
+    choices = [
+        h
+        for h in np.flatnonzero(np.isfinite(state.inst.compute[job])).tolist()
+        if h == g or h not in state.op_gpus[o]
+    ]
     h = choices[int(rng.integers(len(choices)))]
     lo, hi = state.window(o, g, h)
     try:
@@ -50,8 +53,9 @@ def _random_move(state: SequenceSchedule, rng: np.random.Generator) -> float | N
 @settings(deadline=None, max_examples=n_examples(25))
 @given(st.integers(0, 10**6), st.sampled_from(["relaxed", "gang"]))
 def test_incremental_evaluation_equals_a_full_evaluation(seed, mode):
-    inst = generate(GeneratorSpec(jobs=12, gpus=6, gpu_types=2, hosts=2, load=3.0),
-                    seed=seed % 50).with_mode(mode)
+    inst = generate(
+        GeneratorSpec(jobs=12, gpus=6, gpu_types=2, hosts=2, load=3.0), seed=seed % 50
+    ).with_mode(mode)
     state = SequenceSchedule(inst, ect_schedule(inst))
     assert state.objective <= check(inst, ect_schedule(inst)).objective * (1 + 1e-12)
     rng = np.random.default_rng(seed)
@@ -92,8 +96,15 @@ def test_seeded_runs_repeat_improve_ect_and_polish_a_hint():
 def test_moving_time_zero_changes_nothing():
     # integer times stay exact at 2**30: the same steps, kept and counted alike
     inst = generate(GeneratorSpec(jobs=20, gpus=6, gpu_types=2, hosts=2, load=4.0), seed=3)
-    late = instance_from_dict({**instance_to_dict(inst), "jobs": [
-        {**job, "arrival": job["arrival"] + 2**30} for job in instance_to_dict(inst)["jobs"]]})
+    late = instance_from_dict(
+        {
+            **instance_to_dict(inst),
+            "jobs": [
+                {**job, "arrival": job["arrival"] + 2**30}
+                for job in instance_to_dict(inst)["jobs"]
+            ],
+        }
+    )
     runs = [solve(one, "task-search", params={"steps": 300}, seed=2) for one in (inst, late)]
     assert runs[0].extra["improvements"] == runs[1].extra["improvements"] >= 1
     assert runs[1].objective - runs[0].objective == 2**30 * sum(j.weight for j in inst.jobs)
@@ -102,11 +113,20 @@ def test_moving_time_zero_changes_nothing():
 def test_a_hint_whose_next_round_starts_early_within_the_checkers_tolerance():
     """Round 1 starts 5e-9 s before round 0 is ready (the checker allows 1e-9 of the 10 s
     task): the search reads the hint's order as it is and returns a checked schedule."""
-    jobs = (Job("a", arrival=0.0, rounds=2, compute={"T": 10.0}),
-            Job("b", arrival=0.0, compute={"T": 10.0}))
+    jobs = (
+        Job("a", arrival=0.0, rounds=2, compute={"T": 10.0}),
+        Job("b", arrival=0.0, compute={"T": 10.0}),
+    )
     inst = Instance("tol", jobs, tuple(GPU(f"g{k}", "T") for k in range(3)))
-    hint = Schedule("tol", [Task("a", 0, 0, "g0", 0.0), Task("a", 1, 0, "g1", 10.0 - 5e-9),
-                            Task("b", 0, 0, "g2", 0.0)], "relaxed")
+    hint = Schedule(
+        "tol",
+        [
+            Task("a", 0, 0, "g0", 0.0),
+            Task("a", 1, 0, "g1", 10.0 - 5e-9),
+            Task("b", 0, 0, "g2", 0.0),
+        ],
+        "relaxed",
+    )
     assert check(inst, hint).feasible
     result = solve(inst, "task-search", params={"steps": 10}, hint=hint)
     assert_schedule(inst, result.schedule)

@@ -53,8 +53,9 @@ def test_the_assertions_catch_bad_schedules_and_results(pair):
     first = schedule.tasks[0]
     early = dataclasses.replace(first, start=first.start - 1000.0)
     with pytest.raises(AssertionError, match="infeasible"):
-        assert_schedule(instance, Schedule(schedule.instance, [early, *schedule.tasks[1:]],
-                                           schedule.mode))
+        assert_schedule(
+            instance, Schedule(schedule.instance, [early, *schedule.tasks[1:]], schedule.mode)
+        )
     objective = assert_schedule(instance, schedule)
     with pytest.raises(AssertionError, match="lower bound"):
         assert_schedule(instance, schedule, bound=objective * 1.01 + 1.0)

@@ -52,8 +52,7 @@ def test_evaluate_gives_the_checkers_objective_and_makespan(small, busy):
         assert evaluate(inst, schedule) == (report.objective, report.metrics["makespan"])
 
 
-@pytest.mark.parametrize("name", [info.name for info in methods("solve")
-                                  if info.name != "ect"])
+@pytest.mark.parametrize("name", [info.name for info in methods("solve") if info.name != "ect"])
 def test_a_method_out_of_time_returns_the_ect_schedule_and_says_so(small, name):
     """A limit spent before the method starts (the share is the least, 1 ms, below what any
     solver is started with): every method returns ECT's schedule, ``stopped: time limit``,
@@ -164,8 +163,13 @@ def test_highs_past_its_deadline_is_stopped(small, monkeypatch):
         return real(h, seconds)
 
     monkeypatch.setattr(highs, "wait", wait)
-    result = highs.linprog(np.array([1.0, 1.0]), A_ub=np.array([[-1.0, -1.0]]),
-                           b_ub=np.array([-1.0]), bounds=(0, 1), time_limit=5.0)
+    result = highs.linprog(
+        np.array([1.0, 1.0]),
+        A_ub=np.array([[-1.0, -1.0]]),
+        b_ub=np.array([-1.0]),
+        bounds=(0, 1),
+        time_limit=5.0,
+    )
     assert result.status == 1 and not result.interrupted and np.isnan(result.fun)
     assert 5.0 <= first[0] <= 5.0 + highs.DEADLINE_MARGIN_SECONDS
 
@@ -177,10 +181,10 @@ def test_linprog_agrees_with_scipy():
     a, e = rng.random((12, 20)), rng.random((3, 20))
     c = rng.random(20) - 0.4
     bounds = np.column_stack([np.zeros(20), np.where(rng.random(20) < 0.5, 1.0, np.inf)])
-    ours = highs.linprog(c, A_ub=a, b_ub=a.sum(1) / 2, A_eq=e, b_eq=e.sum(1) / 3,
-                         bounds=bounds)
-    theirs = scipy_linprog(c, A_ub=a, b_ub=a.sum(1) / 2, A_eq=e, b_eq=e.sum(1) / 3,
-                           bounds=bounds, method="highs")
+    ours = highs.linprog(c, A_ub=a, b_ub=a.sum(1) / 2, A_eq=e, b_eq=e.sum(1) / 3, bounds=bounds)
+    theirs = scipy_linprog(
+        c, A_ub=a, b_ub=a.sum(1) / 2, A_eq=e, b_eq=e.sum(1) / 3, bounds=bounds, method="highs"
+    )
     assert ours.status == theirs.status == 0
     assert ours.fun == pytest.approx(theirs.fun, rel=1e-9)
     assert np.allclose(ours.ineqlin.marginals, theirs.ineqlin.marginals)
@@ -188,13 +192,13 @@ def test_linprog_agrees_with_scipy():
     assert highs.presolve(highs.PRESOLVE_MAX_NONZEROS + 1) == "off"
 
 
-def test_a_result_that_cannot_be_checked_in_time_after_a_ctrl_c_is_exit_130(small,
-                                                                            monkeypatch):
+def test_a_result_that_cannot_be_checked_in_time_after_a_ctrl_c_is_exit_130(small, monkeypatch):
     """Stopped by a Ctrl-C, a method's schedule is checked only when that ends the run
     within CTRL_C_SECONDS of the signal; else the run ends at once (KeyboardInterrupt)."""
     _interrupt_waits(monkeypatch)
-    monkeypatch.setattr(importlib.import_module("optsched.runtime"), "check_seconds",
-                        lambda instance: 5.0)
+    monkeypatch.setattr(
+        importlib.import_module("optsched.runtime"), "check_seconds", lambda instance: 5.0
+    )
     with pytest.raises(KeyboardInterrupt):
         solve(small, "lp-bound", time_limit=30)
 
@@ -202,6 +206,7 @@ def test_a_result_that_cannot_be_checked_in_time_after_a_ctrl_c_is_exit_130(smal
 def test_a_cpsat_step_stops_on_ctrl_c():
     """The LNS step's CP-SAT runs in its own thread; a KeyboardInterrupt in the waiting
     thread stops its search (stop_search) and says so."""
+
     class Solver:
         def __init__(self) -> None:
             self.stopped = threading.Event()
@@ -217,16 +222,20 @@ def test_a_cpsat_step_stops_on_ctrl_c():
     threading.Timer(0.1, _thread.interrupt_main).start()
     assert solve_stoppable(solver, object()) == ("FEASIBLE", True)
     assert solver.stopped.is_set()
-    assert solve_stoppable(type("Done", (), {"solve": lambda self, m: "OPTIMAL"})(),
-                           object()) == ("OPTIMAL", False)
+    assert solve_stoppable(type("Done", (), {"solve": lambda self, m: "OPTIMAL"})(), object()) == (
+        "OPTIMAL",
+        False,
+    )
 
 
 def test_capacity_intervals_are_bounded_and_sized_before_any_allocation(small, monkeypatch):
     assert MAX_INTERVALS == 5_000_000
     with pytest.raises(Exception, match="intervals must be at most"):
         solve(small, "capacity-bound", params={"intervals": MAX_INTERVALS + 1})
-    monkeypatch.setattr("optsched.exact.capacity.np.linspace",
-                        lambda *a, **k: pytest.fail("allocated before the size check"))
+    monkeypatch.setattr(
+        "optsched.exact.capacity.np.linspace",
+        lambda *a, **k: pytest.fail("allocated before the size check"),
+    )
     lp = capacity_bound(small, 1e6, 100.0, MAX_INTERVALS)
     assert lp.status == "too large"
     assert (lp.variables, lp.nonzeros) == capacity_lp_size(small, MAX_INTERVALS)
@@ -235,6 +244,7 @@ def test_capacity_intervals_are_bounded_and_sized_before_any_allocation(small, m
 def test_capacity_build_checks_the_clock_per_job_pair(busy, monkeypatch):
     """A budget that expires on its third look: the build stops inside its loop over
     (job, GPU type) pairs, before HiGHS."""
+
     class Budget:
         looks = 0
 
@@ -260,15 +270,17 @@ def test_gga_has_a_default_time_limit_and_reports_progress(capsys):
     assert info.default_time_limit == EXACT_TIME_LIMIT
     inst = generate_placement(PlacementSpec(), 1)
     reports = []
-    result = place(inst, "gga", params={"generations": 3},
-                   progress=lambda cost, bound: reports.append(cost))
+    result = place(
+        inst, "gga", params={"generations": 3}, progress=lambda cost, bound: reports.append(cost)
+    )
     assert result.extra["time_limit"] == EXACT_TIME_LIMIT
     assert len(reports) == 4 and result.placement is not None  # initial + 3 generations
     from optsched.cli import main
 
     assert main(["methods"]) == 0
-    line = next(line for line in capsys.readouterr().out.splitlines()
-                if line.strip().startswith("gga "))
+    line = next(
+        line for line in capsys.readouterr().out.splitlines() if line.strip().startswith("gga ")
+    )
     assert f"default time limit {EXACT_TIME_LIMIT:g} s" in line
 
 

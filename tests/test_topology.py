@@ -41,8 +41,9 @@ def test_widest_path_then_least_latency():
 
 
 def test_tree_topology_levels_and_distances():
-    g = tree_topology([["V100"] * 2, ["V100"] * 2, ["K80"], ["K80"]], hosts_per_rack=2,
-                      racks_per_domain=1)
+    g = tree_topology(
+        [["V100"] * 2, ["V100"] * 2, ["K80"], ["K80"]], hosts_per_rack=2, racks_per_domain=1
+    )
     topo = Topology(g)
     assert topo.gpus == ("h0/g0", "h0/g1", "h1/g0", "h1/g1", "h2/g0", "h3/g0")
     assert topo.distance("h0/g0", "h0/g1") is Distance.SAME_HOST
@@ -66,16 +67,22 @@ def bad(mutate) -> nx.Graph:
     return g
 
 
-@pytest.mark.parametrize("mutate,match", [
-    (lambda g: g.edges["h0/g0", "h0"].pop("bandwidth"), "edge 'h0'-'h0/g0' has no bandwidth"),
-    (lambda g: g.edges["h0", "core"].update(bandwidth=0), "bandwidth must be >= 1e-09"),
-    (lambda g: g.edges["h0", "core"].update(latency=-1), "latency must be >= 0"),
-    (lambda g: g.remove_edge("h1", "core"), "disconnected"),
-    (lambda g: g.add_edge("h0/g0", "h1", bandwidth=1), "GPU 'h0/g0' must have exactly one edge"),
-    (lambda g: g.nodes["h0/g0"].pop("gpu_type"), "GPU 'h0/g0': gpu_type"),
-    (lambda g: g.nodes["h0"].update(kind="server"), "node 'h0': kind must be"),
-    (lambda g: g.add_node(7, kind="host"), "node id 7 must be a non-empty string"),
-])
+@pytest.mark.parametrize(
+    "mutate,match",
+    [
+        (lambda g: g.edges["h0/g0", "h0"].pop("bandwidth"), "edge 'h0'-'h0/g0' has no bandwidth"),
+        (lambda g: g.edges["h0", "core"].update(bandwidth=0), "bandwidth must be >= 1e-09"),
+        (lambda g: g.edges["h0", "core"].update(latency=-1), "latency must be >= 0"),
+        (lambda g: g.remove_edge("h1", "core"), "disconnected"),
+        (
+            lambda g: g.add_edge("h0/g0", "h1", bandwidth=1),
+            "GPU 'h0/g0' must have exactly one edge",
+        ),
+        (lambda g: g.nodes["h0/g0"].pop("gpu_type"), "GPU 'h0/g0': gpu_type"),
+        (lambda g: g.nodes["h0"].update(kind="server"), "node 'h0': kind must be"),
+        (lambda g: g.add_node(7, kind="host"), "node id 7 must be a non-empty string"),
+    ],
+)
 def test_bad_topologies_name_the_culprit(mutate, match):
     with pytest.raises(InputError, match=match):
         Topology(bad(mutate))

@@ -30,11 +30,12 @@ CLUSTER = parse_cluster("V100:2,K80:2")
 def test_gavel_10_and_7_field_traces():
     ten = read_gavel_trace(TRACES / "gavel10.trace")
     assert [(j.arrival, j.gpus, j.weight, j.workload, j.steps) for j in ten.jobs] == [
-        (0.0, 2, 2.0, "ResNet-50 (batch size 64)", 3000), (7.5, 1, 1.0, "A3C", 100)]
+        (0.0, 2, 2.0, "ResNet-50 (batch size 64)", 3000),
+        (7.5, 1, 1.0, "A3C", 100),
+    ]
     assert ten.skipped == 1 and "0 steps" in ten.first_skip
     seven = read_trace(TRACES / "msr7.trace")
-    assert [(j.arrival, j.gpus, j.steps) for j in seven.jobs] == [(0.0, 1, 95121),
-                                                                  (6.0, 4, 10000)]
+    assert [(j.arrival, j.gpus, j.steps) for j in seven.jobs] == [(0.0, 1, 95121), (6.0, 4, 10000)]
 
 
 def test_step_trace_mapping_rule():
@@ -66,8 +67,9 @@ def test_unprofiled_scale_factor_scales_the_nearest_profile(tmp_path):
     """Gavel profiles 1, 2, 4 and 8 GPUs; a 12-GPU job uses 8 GPUs' step time × 8 / 12."""
     trace = tmp_path / "t.trace"
     trace.write_text("ResNet-50 (batch size 64)\tc\tw\t-n\t1\t12000\t12\t1\t-1\t0\n")
-    inst = trace_instance(read_gavel_trace(trace), parse_cluster("V100:12"),
-                          TraceMapping(quantum=600))
+    inst = trace_instance(
+        read_gavel_trace(trace), parse_cluster("V100:12"), TraceMapping(quantum=600)
+    )
     eight = default_catalog()["ResNet-50 (batch size 64) (scale factor 8)"]
     job = inst.jobs[0]
     iters = job.meta["iters_per_task"]
@@ -80,20 +82,25 @@ def test_heavy_gavel_trace_keeps_its_work(peer_data):
     """Gavel's heavy trace at 3,600 s quanta: every job within 1 % of its steps."""
     path = peer_data / "gavel" / "generated" / "gen300_lam120_a2_b4_seed1.trace"
     trace = read_gavel_trace(path)
-    inst = trace_instance(trace, parse_cluster("V100:12,P100:12,K80:12"),
-                          TraceMapping(quantum=3600))
+    inst = trace_instance(
+        trace, parse_cluster("V100:12,P100:12,K80:12"), TraceMapping(quantum=3600)
+    )
     for tj, job in zip(trace.jobs, inst.jobs, strict=True):
         assert abs(job.rounds * job.iters_per_task - tj.steps) <= 0.01 * tj.steps
 
 
 def test_duration_traces_and_their_mapping():
     tiresias = read_tiresias_csv(TRACES / "tiresias.csv")
-    assert [(j.arrival, j.gpus, j.duration) for j in tiresias.jobs] == [(0.0, 1, 7200.0),
-                                                                         (30.0, 4, 1800.0)]
+    assert [(j.arrival, j.gpus, j.duration) for j in tiresias.jobs] == [
+        (0.0, 1, 7200.0),
+        (30.0, 4, 1800.0),
+    ]
     assert tiresias.skipped == 1
     philly = read_philly_csv(TRACES / "philly.csv")
-    assert [(j.arrival, j.gpus, j.duration) for j in philly.jobs] == [(0.0, 2, 10951.0),
-                                                                      (2932.0, 1, 66.0)]
+    assert [(j.arrival, j.gpus, j.duration) for j in philly.jobs] == [
+        (0.0, 2, 10951.0),
+        (2932.0, 1, 66.0),
+    ]
     inst = trace_instance(philly, CLUSTER, TraceMapping(quantum=3600, seed=1))
     job = inst.jobs[0]
     assert job.rounds == 3  # round(10951 / 3600)
@@ -104,8 +111,9 @@ def test_duration_traces_and_their_mapping():
 
 def test_traces_simulate_and_check():
     for name in ("gavel10.trace", "msr7.trace", "tiresias.csv", "philly.csv"):
-        inst = trace_instance(read_trace(TRACES / name), parse_cluster("V100:4,K80:4"),
-                              TraceMapping(quantum=600))
+        inst = trace_instance(
+            read_trace(TRACES / name), parse_cluster("V100:4,K80:4"), TraceMapping(quantum=600)
+        )
         result = simulate(inst, "hlas")
         sim = result.simulation
         assert check(sim.instance, result.schedule).feasible

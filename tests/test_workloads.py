@@ -17,8 +17,16 @@ from optsched.workloads import (
 )
 from tests.conftest import DATA
 
-HARE = ["Hare/VGG-19", "Hare/ResNet-50", "Hare/Inception-V3", "Hare/BERT-base",
-        "Hare/Transformer", "Hare/DeepSpeech", "Hare/FastGCN", "Hare/GraphSAGE"]
+HARE = [
+    "Hare/VGG-19",
+    "Hare/ResNet-50",
+    "Hare/Inception-V3",
+    "Hare/BERT-base",
+    "Hare/Transformer",
+    "Hare/DeepSpeech",
+    "Hare/FastGCN",
+    "Hare/GraphSAGE",
+]
 
 
 def test_every_cell_has_provenance_and_a_note():

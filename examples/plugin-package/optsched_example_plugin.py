@@ -12,8 +12,11 @@ import numpy as np
 from optsched import Instance, MethodOutput, Schedule, SolveContext, Task, register
 
 
-@register("random-list", modes=["relaxed"],
-          description="list scheduling in a seeded random job order (example plug-in)")
+@register(
+    "random-list",
+    modes=["relaxed"],
+    description="list scheduling in a seeded random job order (example plug-in)",
+)
 def random_list(instance: Instance, context: SolveContext) -> MethodOutput:
     rng = np.random.default_rng(context.seed)
     free = np.zeros(instance.n_gpus)

@@ -30,23 +30,26 @@ if TYPE_CHECKING:
     from optsched.bench.verify import Verification as Verification
     from optsched.bench.verify import verify as verify
 
-lazy_exports(__name__, {
-    "to_frame": "optsched.bench.frame",
-    "Grid": "optsched.bench.grid",
-    "generate_set": "optsched.bench.grid",
-    "load_grid": "optsched.bench.grid",
-    "Manifest": "optsched.bench.manifest",
-    "load_records": "optsched.bench.records",
-    "gap_rows": "optsched.bench.report",
-    "write_report": "optsched.bench.report",
-    "Run": "optsched.bench.runner",
-    "RunInterrupted": "optsched.bench.runner",
-    "Summary": "optsched.bench.runner",
-    "plan": "optsched.bench.runner",
-    "run_benchmark": "optsched.bench.runner",
-    "Verification": "optsched.bench.verify",
-    "verify": "optsched.bench.verify",
-})
+lazy_exports(
+    __name__,
+    {
+        "to_frame": "optsched.bench.frame",
+        "Grid": "optsched.bench.grid",
+        "generate_set": "optsched.bench.grid",
+        "load_grid": "optsched.bench.grid",
+        "Manifest": "optsched.bench.manifest",
+        "load_records": "optsched.bench.records",
+        "gap_rows": "optsched.bench.report",
+        "write_report": "optsched.bench.report",
+        "Run": "optsched.bench.runner",
+        "RunInterrupted": "optsched.bench.runner",
+        "Summary": "optsched.bench.runner",
+        "plan": "optsched.bench.runner",
+        "run_benchmark": "optsched.bench.runner",
+        "Verification": "optsched.bench.verify",
+        "verify": "optsched.bench.verify",
+    },
+)
 
 __all__ = [
     "Grid",

@@ -36,18 +36,18 @@ def flatten(row: Mapping[str, Any], prefix: str = "") -> dict[str, Any]:
 def to_frame(rows: str | Path | Iterable[Mapping[str, Any] | Result[Any]]) -> Any:
     """A pandas DataFrame with one row per record or result.
 
-    ``rows``: a records file written by ``optsched bench run`` (path), or records (dicts),
-    or :class:`~optsched.result.Result` objects (their JSON fields; method-specific
-    ``extra`` fields under ``extra.``). Nested fields are flattened (:func:`flatten`); a field
-that is a mapping in some rows and missing or None in the others gives only its dotted
-columns.
+        ``rows``: a records file written by ``optsched bench run`` (path), or records (dicts),
+        or :class:`~optsched.result.Result` objects (their JSON fields; method-specific
+        ``extra`` fields under ``extra.``). Nested fields are flattened (:func:`flatten`); a field
+    that is a mapping in some rows and missing or None in the others gives only its dotted
+    columns.
 
-    Raises
-    ------
-    ImportError
-        pandas is not installed (``pip install 'optsched[frame]'``).
-    InputError
-        A records file that cannot be read.
+        Raises
+        ------
+        ImportError
+            pandas is not installed (``pip install 'optsched[frame]'``).
+        InputError
+            A records file that cannot be read.
     """
     try:
         import pandas as pd
@@ -64,6 +64,9 @@ columns.
         flat.append(flatten(row))
     frame = pd.DataFrame(flat)
     # a field that is a mapping in some rows and None in others: keep its dotted columns only
-    empty = [c for c in frame.columns if frame[c].isna().all()
-             and any(other.startswith(f"{c}.") for other in frame.columns)]
+    empty = [
+        c
+        for c in frame.columns
+        if frame[c].isna().all() and any(other.startswith(f"{c}.") for other in frame.columns)
+    ]
     return frame.drop(columns=empty)

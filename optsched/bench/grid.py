@@ -71,13 +71,17 @@ from optsched.placement.generate import PlacementSpec, generate_placement
 from optsched.placement.model import PlacementInstance, placement_instance_to_dict
 
 GRID_FORMAT = "optsched/grid@1"
-FAMILIES: dict[str, tuple[Any, Any]] = {"exact": (GeneratorSpec, generate),
-                                        "hare": (HareSpec, generate_hare),
-                                        "placement": (PlacementSpec, generate_placement),
-                                        "liquid": (LiquidSpec, generate_liquid)}
+FAMILIES: dict[str, tuple[Any, Any]] = {
+    "exact": (GeneratorSpec, generate),
+    "hare": (HareSpec, generate_hare),
+    "placement": (PlacementSpec, generate_placement),
+    "liquid": (LiquidSpec, generate_liquid),
+}
 
-def family_instance(family: str, options: Mapping[str, Any], seed: int, *,
-                    name: str | None = None) -> Any:
+
+def family_instance(
+    family: str, options: Mapping[str, Any], seed: int, *, name: str | None = None
+) -> Any:
     """The instance ``optsched gen`` makes: family ``family``'s generator on its spec with
     ``options`` (spec field → value, None meaning the spec's default; ``weight`` ranges of
     the other families as integers; ``mix`` as ``MODEL:COUNT,...`` for liquid, comma-separated
@@ -98,22 +102,25 @@ def family_instance(family: str, options: Mapping[str, Any], seed: int, *,
     own = {f.name for f in fields(spec_type)}
     foreign = sorted(set(given) - own)
     if foreign:
-        raise InputError(f"--{foreign[0].replace('_', '-')} is not an option of the {family} "
-                         "family")
+        raise InputError(
+            f"--{foreign[0].replace('_', '-')} is not an option of the {family} family"
+        )
     if family != "exact" and "weight" in given:
         given["weight"] = tuple(int(w) for w in given["weight"])
     if "mix" in given and family == "liquid":
         try:
-            given["mix"] = tuple((m, int(c)) for m, c in (
-                part.split(":") for part in given["mix"].split(",")))
+            given["mix"] = tuple(
+                (m, int(c)) for m, c in (part.split(":") for part in given["mix"].split(","))
+            )
         except ValueError:
             raise InputError(f"--mix expects MODEL:COUNT,..., got {options['mix']!r}") from None
     elif "mix" in given:
         try:
             given["mix"] = tuple(float(x) for x in given["mix"].split(","))
         except ValueError:
-            raise InputError(f"--mix expects 4 comma-separated ratios, got "
-                             f"{options['mix']!r}") from None
+            raise InputError(
+                f"--mix expects 4 comma-separated ratios, got {options['mix']!r}"
+            ) from None
     return make(spec_type(**given), seed, name=name)
 
 
@@ -155,7 +162,8 @@ def _conforms(value: Any, hint: Any) -> bool:
         if len(args) == 2 and args[1] is Ellipsis:
             return all(_conforms(v, args[0]) for v in value)
         return len(value) == len(args) and all(
-            _conforms(v, a) for v, a in zip(value, args, strict=True))
+            _conforms(v, a) for v, a in zip(value, args, strict=True)
+        )
     return True  # an annotation this check does not know: the spec validates it
 
 
@@ -169,8 +177,12 @@ def _describe(hint: Any) -> str:
         if len(args) == 2 and args[1] is Ellipsis:
             return f"a list of ({_describe(args[0])})"
         return f"a list of {len(args)} ({', '.join(_describe(a) for a in args)})"
-    return {bool: "true or false", int: "an integer", float: "a finite number",
-            str: "a string"}.get(hint, str(hint))
+    return {
+        bool: "true or false",
+        int: "an integer",
+        float: "a finite number",
+        str: "a string",
+    }.get(hint, str(hint))
 
 
 def _text(value: Any) -> str:
@@ -195,11 +207,14 @@ class Grid:
 
     def __post_init__(self) -> None:
         if not isinstance(self.family, str) or self.family not in FAMILIES:
-            raise InputError(f"grid: family must be one of {sorted(FAMILIES)}, "
-                             f"got {self.family!r}")
+            raise InputError(
+                f"grid: family must be one of {sorted(FAMILIES)}, got {self.family!r}"
+            )
         if not isinstance(self.name, str) or not _NAME.fullmatch(self.name):
-            raise InputError("grid name must be 1 to 64 ASCII letters, digits and '-' "
-                             f"(starting with a letter or digit), got {self.name!r}")
+            raise InputError(
+                "grid name must be 1 to 64 ASCII letters, digits and '-' "
+                f"(starting with a letter or digit), got {self.name!r}"
+            )
         spec_cls = FAMILIES[self.family][0]
         spec_fields = {f.name for f in fields(spec_cls)}
         hints = get_type_hints(spec_cls)
@@ -208,24 +223,31 @@ class Grid:
                 raise InputError(f"grid: unknown generator parameter {key!r}")
         for key, value in self.generator.items():
             if not _conforms(value, hints[key]):
-                raise InputError(f"grid: generator[{key!r}] must be {_describe(hints[key])}, "
-                                 f"got {value!r}")
+                raise InputError(
+                    f"grid: generator[{key!r}] must be {_describe(hints[key])}, got {value!r}"
+                )
         for key, values in self.vary.items():
             if not isinstance(values, list) or not values:
                 raise InputError(f"grid: vary[{key!r}] must be a non-empty list")
             for value in values:
                 if not _conforms(value, hints[key]):
-                    raise InputError(f"grid: vary[{key!r}] values must be "
-                                     f"{_describe(hints[key])}, got {value!r}")
+                    raise InputError(
+                        f"grid: vary[{key!r}] values must be "
+                        f"{_describe(hints[key])}, got {value!r}"
+                    )
                 if not _NAME_PART.fullmatch(_text(value)):
-                    raise InputError(f"grid: vary[{key!r}] value {value!r} cannot be part of "
-                                     "a file name (letters, digits, '.', '_', '+', '-')")
+                    raise InputError(
+                        f"grid: vary[{key!r}] value {value!r} cannot be part of "
+                        "a file name (letters, digits, '.', '_', '+', '-')"
+                    )
             twice = [t for t, n in Counter(_text(v) for v in values).items() if n > 1]
             if twice:
                 raise InputError(f"grid: vary[{key!r}] lists {twice[0]!r} twice")
         if not isinstance(self.seeds, tuple) or not self.seeds:
-            raise InputError(f"grid: seeds must be a non-empty list of integers in [0, "
-                             f"{MAX_SEED}], got {self.seeds!r}")
+            raise InputError(
+                f"grid: seeds must be a non-empty list of integers in [0, "
+                f"{MAX_SEED}], got {self.seeds!r}"
+            )
         for seed in self.seeds:
             check_seed(seed, "grid: seeds")
         twice_seeds = [s for s, n in Counter(self.seeds).items() if n > 1]
@@ -233,31 +255,41 @@ class Grid:
             raise InputError(f"grid: seeds lists {twice_seeds[0]} twice")
         n_cells = math.prod(len(v) for v in self.vary.values())
         if n_cells * len(self.seeds) > MAX_INSTANCES:
-            raise InputError(f"grid: {n_cells} cells × {len(self.seeds)} seeds = "
-                             f"{n_cells * len(self.seeds)} instances, over the cap of "
-                             f"{MAX_INSTANCES} per set")
+            raise InputError(
+                f"grid: {n_cells} cells × {len(self.seeds)} seeds = "
+                f"{n_cells * len(self.seeds)} instances, over the cap of "
+                f"{MAX_INSTANCES} per set"
+            )
         total = 0.0
         for cell in self.cells():
             spec = self.spec(cell)  # validates every combination up front
             size, tasks = self._size(spec), self._tasks(spec)
             where = f"cell {cell}" if cell else "the generator"
             if size > MAX_INSTANCE_SIZE:
-                raise InputError(f"grid: {where} makes instances of about {size:.3g} jobs + "
-                                 f"GPUs, over the cap of {MAX_INSTANCE_SIZE} per instance")
+                raise InputError(
+                    f"grid: {where} makes instances of about {size:.3g} jobs + "
+                    f"GPUs, over the cap of {MAX_INSTANCE_SIZE} per instance"
+                )
             if tasks > MAX_TASKS:
-                raise InputError(f"grid: {where} makes instances of up to {tasks:.3g} tasks, "
-                                 f"over the cap of {MAX_TASKS:,} per instance")
+                raise InputError(
+                    f"grid: {where} makes instances of up to {tasks:.3g} tasks, "
+                    f"over the cap of {MAX_TASKS:,} per instance"
+                )
             total += size * len(self.seeds)
         if total > MAX_SET_SIZE:
-            raise InputError(f"grid: the set would hold about {total:.3g} jobs + GPUs in "
-                             f"{n_cells * len(self.seeds)} instances, over the cap of "
-                             f"{MAX_SET_SIZE} per set")
+            raise InputError(
+                f"grid: the set would hold about {total:.3g} jobs + GPUs in "
+                f"{n_cells * len(self.seeds)} instances, over the cap of "
+                f"{MAX_SET_SIZE} per set"
+            )
         names = [self.instance_name(cell, seed) for cell in self.cells() for seed in self.seeds]
         longest = max(names, key=len)
         if len(longest) > MAX_NAME:
-            raise InputError(f"grid: instance name {longest[:40]}... is {len(longest)} "
-                             f"characters long (at most {MAX_NAME}): shorten the name or the "
-                             "varied values")
+            raise InputError(
+                f"grid: instance name {longest[:40]}... is {len(longest)} "
+                f"characters long (at most {MAX_NAME}): shorten the name or the "
+                "varied values"
+            )
         same = [n for n, k in Counter(names).items() if k > 1]
         if same:
             raise InputError(f"grid: two cells give the same instance name {same[0]!r}")
@@ -265,8 +297,10 @@ class Grid:
     def cells(self) -> list[dict[str, Any]]:
         """Every combination of the varied parameters, in file order."""
         keys = list(self.vary)
-        return [dict(zip(keys, combo, strict=True))
-                for combo in itertools.product(*(self.vary[k] for k in keys))]
+        return [
+            dict(zip(keys, combo, strict=True))
+            for combo in itertools.product(*(self.vary[k] for k in keys))
+        ]
 
     def spec(self, cell: Mapping[str, Any]) -> Any:
         """The family's spec of one cell (InputError if the spec rejects it)."""
@@ -282,6 +316,7 @@ class Grid:
     def _size(self, spec: Any) -> float:
         """Estimated size units of one instance of ``spec``: jobs (times GPU types for the
         exact family, times containers for placement) + GPUs (+ past runs for liquid)."""
+
         def n_jobs() -> float:
             per_host = getattr(spec, "jobs_per_host", None)
             return float(spec.jobs) if per_host is None else max(1.0, per_host * spec.hosts)
@@ -301,8 +336,9 @@ class Grid:
         if self.family == "exact":
             return float(float(spec.jobs) * spec.rounds[1] * min(spec.tasks[1], spec.gpus))
         if self.family == "hare":
-            total = (spec.total_tasks if spec.tasks_per_job is None
-                     else spec.tasks_per_job * spec.jobs)
+            total = (
+                spec.total_tasks if spec.tasks_per_job is None else spec.tasks_per_job * spec.jobs
+            )
             # Σ_j u_j k_j · total / Σ_i u_i k_i = total; rounding adds at most k_j per job
             return float(float(total) + spec.jobs * max(spec.tasks_per_round))
         return 0.0
@@ -317,8 +353,13 @@ class Grid:
         return "-".join([self.name, *parts, f"s{seed}"])
 
     def to_dict(self) -> dict[str, Any]:
-        out = {"format": GRID_FORMAT, "name": self.name, "generator": dict(self.generator),
-               "vary": dict(self.vary), "seeds": list(self.seeds)}
+        out = {
+            "format": GRID_FORMAT,
+            "name": self.name,
+            "generator": dict(self.generator),
+            "vary": dict(self.vary),
+            "seeds": list(self.seeds),
+        }
         if self.family != "exact":
             out["family"] = self.family
         return out
@@ -334,12 +375,17 @@ def load_grid(path: str | Path) -> Grid:
         raise InputError(f"{path}: unknown key {unknown[0]!r}")
     for key, kind in (("generator", dict), ("vary", dict), ("seeds", list)):
         if key in data and not isinstance(data[key], kind):
-            raise InputError(f"{path}: {key!r} must be "
-                             f"{'an object' if kind is dict else 'a list'}")
+            raise InputError(
+                f"{path}: {key!r} must be {'an object' if kind is dict else 'a list'}"
+            )
     try:
-        return Grid(data.get("name", ""), dict(data.get("generator", {})),
-                    dict(data.get("vary", {})), tuple(data.get("seeds", ())),
-                    data.get("family", "exact"))
+        return Grid(
+            data.get("name", ""),
+            dict(data.get("generator", {})),
+            dict(data.get("vary", {})),
+            tuple(data.get("seeds", ())),
+            data.get("family", "exact"),
+        )
     except InputError as exc:
         raise InputError(f"{path}: {exc}") from None
 
@@ -350,11 +396,15 @@ def _check_out(out: Path) -> None:
         if not out.is_dir():
             raise InputError(f"--out {str(out)!r} exists and is not a folder")
         if (out / "manifest.json").exists():
-            raise InputError(f"{out / 'manifest.json'} exists: an instance set is never "
-                             "regenerated in place; choose another folder")
+            raise InputError(
+                f"{out / 'manifest.json'} exists: an instance set is never "
+                "regenerated in place; choose another folder"
+            )
         if any(out.iterdir()):
-            raise InputError(f"--out {str(out)!r} is a folder with other files: an instance "
-                             "set goes into a new or empty folder")
+            raise InputError(
+                f"--out {str(out)!r} is a folder with other files: an instance "
+                "set goes into a new or empty folder"
+            )
 
 
 def generate_set(grid: Grid, out: str | Path) -> Manifest:
@@ -375,17 +425,20 @@ def generate_set(grid: Grid, out: str | Path) -> Manifest:
             try:
                 folder.mkdir()
             except OSError as exc:
-                raise InputError(f"--out {str(out)!r}: cannot create {folder}: "
-                                 f"{exc.strerror or exc}") from None
+                raise InputError(
+                    f"--out {str(out)!r}: cannot create {folder}: {exc.strerror or exc}"
+                ) from None
             created.append(folder)
     tmp = None
     try:
         try:
-            tmp = Path(tempfile.mkdtemp(prefix=f".{out.name}.", suffix=".tmp",
-                                        dir=out.absolute().parent))
+            tmp = Path(
+                tempfile.mkdtemp(prefix=f".{out.name}.", suffix=".tmp", dir=out.absolute().parent)
+            )
         except OSError as exc:
-            raise InputError(f"--out {str(out)!r}: cannot write beside it: "
-                             f"{exc.strerror or exc}") from None
+            raise InputError(
+                f"--out {str(out)!r}: cannot write beside it: {exc.strerror or exc}"
+            ) from None
         write_json(tmp / "grid.json", grid.to_dict())
         entries = {}
         for cell in grid.cells():
@@ -393,10 +446,12 @@ def generate_set(grid: Grid, out: str | Path) -> Manifest:
             for seed in grid.seeds:
                 name = grid.instance_name(cell, seed)
                 instance = FAMILIES[grid.family][1](spec, seed, name=name)
-                write_json(tmp / f"{name}.json",
-                           placement_instance_to_dict(instance)
-                           if isinstance(instance, PlacementInstance)
-                           else instance_to_dict(instance))
+                write_json(
+                    tmp / f"{name}.json",
+                    placement_instance_to_dict(instance)
+                    if isinstance(instance, PlacementInstance)
+                    else instance_to_dict(instance),
+                )
                 entries[name] = {"file": f"{name}.json", "cell": cell, "seed": seed}
         manifest = Manifest.new(tmp / "manifest.json", grid.name, entries)
         manifest.save()
@@ -406,8 +461,9 @@ def generate_set(grid: Grid, out: str | Path) -> Manifest:
         try:
             os.rename(tmp, out)  # replaces an empty folder atomically (POSIX)
         except OSError as exc:
-            raise InputError(f"--out {str(out)!r}: cannot move the set into place: "
-                             f"{exc.strerror or exc}") from None
+            raise InputError(
+                f"--out {str(out)!r}: cannot move the set into place: {exc.strerror or exc}"
+            ) from None
         tmp = None
         manifest.path = out / "manifest.json"
         return manifest

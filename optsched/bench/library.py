@@ -26,13 +26,17 @@ def _by(by: Mapping[str, Any] | None) -> str:
     params = ",".join(f"{k}={v}" for k, v in sorted(by.get("params", {}).items()))
     date = str(by.get("finished_at", ""))[:10]
     runtime = by.get("runtime_s")
-    parts = [f"`{by['method']}`" + (f" ({params})" if params else ""),
-             f"{runtime:.3g} s" if isinstance(runtime, int | float) else "", date]
+    parts = [
+        f"`{by['method']}`" + (f" ({params})" if params else ""),
+        f"{runtime:.3g} s" if isinstance(runtime, int | float) else "",
+        date,
+    ]
     return ", ".join(p for p in parts if p)
 
 
-def _bound(best: Mapping[str, Mapping[str, Any]], key: str
-           ) -> tuple[float | None, Mapping[str, Any] | None, str]:
+def _bound(
+    best: Mapping[str, Mapping[str, Any]], key: str
+) -> tuple[float | None, Mapping[str, Any] | None, str]:
     """The best bound for ``key`` (a gang one may be the relaxed bound:
     :func:`~optsched.bench.manifest.best_bound`), the run that found it, and where from."""
     value, by = best_bound(best, key)
@@ -60,32 +64,46 @@ def _number(value: float | None) -> str:
 def library_markdown(sets: Sequence[str | Path]) -> str:
     """The Markdown tables of the instance sets in ``sets`` (folders), in the order given."""
     manifests = [Manifest.of_set(folder) for folder in sets]
-    lines = ["| set | mode / cost | instances | best known | proved optimal | median gap "
-             "| largest gap |", "|---|---|---|---|---|---|---|"]
+    lines = [
+        "| set | mode / cost | instances | best known | proved optimal | median gap "
+        "| largest gap |",
+        "|---|---|---|---|---|---|---|",
+    ]
     for manifest in manifests:
         keys = sorted({k for e in manifest.instances.values() for k in e["best"]})
         for key in keys:
-            pairs = [(e["best"].get(key, {}).get("objective"), _bound(e["best"], key)[0])
-                     for e in manifest.instances.values()]
+            pairs = [
+                (e["best"].get(key, {}).get("objective"), _bound(e["best"], key)[0])
+                for e in manifest.instances.values()
+            ]
             known = [(obj, bound) for obj, bound in pairs if obj is not None]
             optimal = sum(is_optimal(obj, bound) for obj, bound in known)
             gaps = [g for obj, bound in known if (g := _gap(obj, bound, key)) is not None]
             median = _gap_text(statistics.median(gaps), key) if gaps else "–"
             largest = _gap_text(max(gaps), key) if gaps else "–"
-            lines.append(f"| {manifest.path.parent.name} | {key} | {len(pairs)} | "
-                         f"{len(known)} | {optimal} | {median} | {largest} |")
+            lines.append(
+                f"| {manifest.path.parent.name} | {key} | {len(pairs)} | "
+                f"{len(known)} | {optimal} | {median} | {largest} |"
+            )
     for manifest in manifests:
-        lines += ["", f"### {manifest.path.parent.name}", "",
-                  f"Grid `{manifest.grid}`, {len(manifest.instances)} instances.", "",
-                  "| instance | mode / cost | best known | found by | best bound | found by "
-                  "| gap |", "|---|---|---|---|---|---|---|"]
+        lines += [
+            "",
+            f"### {manifest.path.parent.name}",
+            "",
+            f"Grid `{manifest.grid}`, {len(manifest.instances)} instances.",
+            "",
+            "| instance | mode / cost | best known | found by | best bound | found by | gap |",
+            "|---|---|---|---|---|---|---|",
+        ]
         for name, entry in manifest.instances.items():
             for key, best in sorted(entry["best"].items()):
                 obj = best.get("objective")
                 bound, by, source = _bound(entry["best"], key)
-                lines.append(f"| {name} | {key} | {_number(obj)} | "
-                             f"{_by(best.get('objective_by'))} | {_number(bound)} | "
-                             f"{_by(by)}{source} | {_gap_text(_gap(obj, bound, key), key)} |")
+                lines.append(
+                    f"| {name} | {key} | {_number(obj)} | "
+                    f"{_by(best.get('objective_by'))} | {_number(bound)} | "
+                    f"{_by(by)}{source} | {_gap_text(_gap(obj, bound, key), key)} |"
+                )
     return "\n".join(lines) + "\n"
 
 
@@ -93,13 +111,15 @@ def library_page(folder: str | Path) -> str:
     """The benchmark library's documentation page: every instance set in ``folder`` (the
     subfolders with a ``manifest.json``, by name)."""
     sets = sorted(p for p in Path(folder).iterdir() if (p / "manifest.json").is_file())
-    return ("# Benchmark library\n\n"
-            "Every committed instance set with the best known objective and the best certified "
-            "lower bound per instance and mode (placements: per cost form), each with the run "
-            "that found it (method and parameters, runtime, date), as the sets' manifests keep "
-            "them. The gap is (best known − best bound) / best known; for placements, whose "
-            "cost can be negative, best known − best bound. Check a schedule or placement of "
-            "your own against these values with `optsched bench verify SOLUTION --set "
-            "instances/SET`; record it with `optsched bench run` to enter it here. This page is "
-            "generated by `scripts/benchmark_library.py`.\n\n"
-            "## Summary\n\n" + library_markdown(sets))
+    return (
+        "# Benchmark library\n\n"
+        "Every committed instance set with the best known objective and the best certified "
+        "lower bound per instance and mode (placements: per cost form), each with the run "
+        "that found it (method and parameters, runtime, date), as the sets' manifests keep "
+        "them. The gap is (best known − best bound) / best known; for placements, whose "
+        "cost can be negative, best known − best bound. Check a schedule or placement of "
+        "your own against these values with `optsched bench verify SOLUTION --set "
+        "instances/SET`; record it with `optsched bench run` to enter it here. This page is "
+        "generated by `scripts/benchmark_library.py`.\n\n"
+        "## Summary\n\n" + library_markdown(sets)
+    )

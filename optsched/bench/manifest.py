@@ -47,8 +47,13 @@ MANIFEST_FORMAT = "optsched/manifest@1"
 def _by(record: Mapping[str, Any]) -> dict[str, Any]:
     """The provenance of a best value: the run (method, seed, parameters, status, record key),
     its runtime and when it finished (for records that say)."""
-    by = {"method": record["method"], "seed": record["seed"], "params": record["params"],
-          "status": record["status"], "key": record["key"]}
+    by = {
+        "method": record["method"],
+        "seed": record["seed"],
+        "params": record["params"],
+        "status": record["status"],
+        "key": record["key"],
+    }
     for name in ("runtime_s", "finished_at"):
         if record.get(name) is not None:
             by[name] = record[name]
@@ -70,10 +75,14 @@ def _check_entry(path: Path, name: Any, entry: Any) -> dict[str, Any]:
     if not isinstance(file, str) or not file:
         raise InputError(f"{where}: needs a 'file' string")
     parts = PurePosixPath(file).parts
-    if (file.startswith(("/", "\\")) or "\\" in file or ".." in parts or not parts
-            or ":" in parts[0]):
-        raise InputError(f"{where}: file {file!r} must be a relative path inside the set's "
-                         "folder")
+    if (
+        file.startswith(("/", "\\"))
+        or "\\" in file
+        or ".." in parts
+        or not parts
+        or ":" in parts[0]
+    ):
+        raise InputError(f"{where}: file {file!r} must be a relative path inside the set's folder")
     if not isinstance(entry.get("cell", {}), dict):
         raise InputError(f"{where}: 'cell' must be an object")
     seed = entry.get("seed")
@@ -82,9 +91,15 @@ def _check_entry(path: Path, name: Any, entry: Any) -> dict[str, Any]:
     best = entry.get("best", {})
     if not isinstance(best, dict) or not all(isinstance(v, dict) for v in best.values()):
         raise InputError(f"{where}: 'best' must be an object of objects")
-    return {**entry, "best": {mode: _check_best(f"{where}: best[{mode!r}]", value,
-                                                signed=mode.startswith(PLACEMENT_MODE))
-                              for mode, value in best.items()}}
+    return {
+        **entry,
+        "best": {
+            mode: _check_best(
+                f"{where}: best[{mode!r}]", value, signed=mode.startswith(PLACEMENT_MODE)
+            )
+            for mode, value in best.items()
+        },
+    }
 
 
 def _check_best(where: str, best: dict[str, Any], *, signed: bool = False) -> dict[str, Any]:
@@ -99,17 +114,24 @@ def _check_best(where: str, best: dict[str, Any], *, signed: bool = False) -> di
             continue
         if not is_number(value) or not (-MAX_VALUE if signed else 0) <= value <= MAX_VALUE:
             low = -MAX_VALUE if signed else 0
-            raise InputError(f"{where}: {name!r} must be null or a finite number in "
-                             f"[{low:g}, {MAX_VALUE:g}], got {value!r}")
+            raise InputError(
+                f"{where}: {name!r} must be null or a finite number in "
+                f"[{low:g}, {MAX_VALUE:g}], got {value!r}"
+            )
         by = best.get(f"{name}_by")
         if by is not None and not isinstance(by, dict):
             raise InputError(f"{where}: '{name}_by' must be an object or null, got {by!r}")
     obj, bound = best["objective"], best["bound"]
     if obj is not None and bound is not None and _above(bound, obj):
-        raise InputError(f"{where}: 'bound' {bound!r} exceeds 'objective' {obj!r} (a lower "
-                         "bound cannot exceed a known objective)")
-    return {**best, "objective_by": best.get("objective_by"),  # the file's key order kept
-            "bound_by": best.get("bound_by")}
+        raise InputError(
+            f"{where}: 'bound' {bound!r} exceeds 'objective' {obj!r} (a lower "
+            "bound cannot exceed a known objective)"
+        )
+    return {
+        **best,
+        "objective_by": best.get("objective_by"),  # the file's key order kept
+        "bound_by": best.get("bound_by"),
+    }
 
 
 def _parse(path: Path, data: Any) -> tuple[str, dict[str, dict[str, Any]]]:
@@ -139,19 +161,21 @@ def _folder_lock(folder: Path) -> Iterator[None]:
 
 
 #: The placement parameters that define what a placement's objective measures.
-_COST_KEYS = (("cost", "paper"), ("lambda", "0.5"), ("cross_domain", None),
-              ("contention", "0"))
+_COST_KEYS = (("cost", "paper"), ("lambda", "0.5"), ("cross_domain", None), ("contention", "0"))
 
 
-def best_bound(best: Mapping[str, Mapping[str, Any]], key: str
-               ) -> tuple[float | None, Mapping[str, Any] | None]:
+def best_bound(
+    best: Mapping[str, Mapping[str, Any]], key: str
+) -> tuple[float | None, Mapping[str, Any] | None]:
     """The best bound for ``key`` among an instance's best values, and the run that found it
     (``bound_by``, when known): for ``gang`` the better of the gang and the relaxed bounds (a
     gang schedule is relaxed-feasible with the same objective, so the relaxed optimum is never
     above the gang optimum)."""
-    found = [(v["bound"], v.get("bound_by")) for k in ((key, "relaxed") if key == "gang"
-                                                       else (key,))
-             if (v := best.get(k, {})).get("bound") is not None]
+    found = [
+        (v["bound"], v.get("bound_by"))
+        for k in ((key, "relaxed") if key == "gang" else (key,))
+        if (v := best.get(k, {})).get("bound") is not None
+    ]
     return max(found, key=lambda f: f[0]) if found else (None, None)
 
 
@@ -161,8 +185,11 @@ def best_key(record: Mapping[str, Any]) -> str:
     if record["mode"] != PLACEMENT_MODE:
         return str(record["mode"])
     params = record.get("params") or {}
-    parts = [f"{k}={params.get(k, default)}" for k, default in _COST_KEYS
-             if params.get(k, default) is not None]
+    parts = [
+        f"{k}={params.get(k, default)}"
+        for k, default in _COST_KEYS
+        if params.get(k, default) is not None
+    ]
     return f"placement[{','.join(parts)}]"
 
 
@@ -184,10 +211,12 @@ class Manifest:
         return st.st_ino, st.st_size, st.st_mtime_ns
 
     @classmethod
-    def new(cls, path: str | Path, grid: str, entries: Mapping[str, Mapping[str, Any]]
-            ) -> Manifest:
-        return cls(Path(path), grid, {name: {**dict(e), "best": {}}
-                                      for name, e in entries.items()})
+    def new(
+        cls, path: str | Path, grid: str, entries: Mapping[str, Mapping[str, Any]]
+    ) -> Manifest:
+        return cls(
+            Path(path), grid, {name: {**dict(e), "best": {}} for name, e in entries.items()}
+        )
 
     @classmethod
     def load(cls, path: str | Path) -> Manifest:
@@ -204,11 +233,13 @@ class Manifest:
         InputError when ``folder`` is not a folder or holds no ``manifest.json``."""
         path = Path(folder)
         if not path.is_dir():
-            raise InputError(f"{folder}: not a folder (an instance set written by optsched "
-                             "bench gen)")
+            raise InputError(
+                f"{folder}: not a folder (an instance set written by optsched bench gen)"
+            )
         if not (path / "manifest.json").is_file():
-            raise InputError(f"{folder}: no manifest.json (not an instance set written by "
-                             "optsched bench gen)")
+            raise InputError(
+                f"{folder}: no manifest.json (not an instance set written by optsched bench gen)"
+            )
         return cls.load(path / "manifest.json")
 
     def files(self) -> list[Path]:
@@ -216,8 +247,9 @@ class Manifest:
         return [self.path, *(self.path.parent / e["file"] for e in self.instances.values())]
 
     def save(self) -> None:
-        write_json(self.path, {"format": MANIFEST_FORMAT, "grid": self.grid,
-                               "instances": self.instances})
+        write_json(
+            self.path, {"format": MANIFEST_FORMAT, "grid": self.grid, "instances": self.instances}
+        )
         self._stamp = self._file_stamp()
 
     def update(self, record: Mapping[str, Any]) -> bool:
@@ -225,8 +257,10 @@ class Manifest:
         entry = self.instances.get(record["instance"])
         if entry is None:
             return False
-        best = entry["best"].setdefault(best_key(record), {
-            "objective": None, "objective_by": None, "bound": None, "bound_by": None})
+        best = entry["best"].setdefault(
+            best_key(record),
+            {"objective": None, "objective_by": None, "bound": None, "bound_by": None},
+        )
         changed = False
         obj, bound = record.get("objective"), record.get("bound")
         if obj is not None and (best["objective"] is None or obj < best["objective"]):
@@ -235,8 +269,11 @@ class Manifest:
             if best["bound"] is not None and _above(best["bound"], obj):
                 # a checked schedule beats the claimed bound: the claim was wrong
                 best["bound"], best["bound_by"] = None, None
-        if (bound is not None and (best["bound"] is None or bound > best["bound"])
-                and (best["objective"] is None or not _above(bound, best["objective"]))):
+        if (
+            bound is not None
+            and (best["bound"] is None or bound > best["bound"])
+            and (best["objective"] is None or not _above(bound, best["objective"]))
+        ):
             best["bound"], best["bound_by"] = bound, _by(record)
             changed = True
         return changed

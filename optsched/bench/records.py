@@ -47,11 +47,19 @@ RECORD_FORMAT = "optsched/bench-record@1"
 TIMING_FIELDS = ("runtime_s", "finished_at", "machine")
 
 
-def run_key(instance: str, method: str, mode: str, seed: int, params: Mapping[str, str],
-            time_limit: float | None) -> str:
+def run_key(
+    instance: str,
+    method: str,
+    mode: str,
+    seed: int,
+    params: Mapping[str, str],
+    time_limit: float | None,
+) -> str:
     """The identity of a run: what a resumed runner compares to skip finished work."""
-    return json.dumps([instance, method, mode, seed, dict(sorted(params.items())), time_limit],
-                      separators=(",", ":"))
+    return json.dumps(
+        [instance, method, mode, seed, dict(sorted(params.items())), time_limit],
+        separators=(",", ":"),
+    )
 
 
 def _not_json(token: str) -> Any:
@@ -85,8 +93,10 @@ _REQUIRED: dict[str, tuple[str, Any]] = {
     "method": ("a string", lambda v: isinstance(v, str)),
     "mode": ("a string", lambda v: isinstance(v, str)),
     "status": (f"one of {', '.join(STATUSES)}", lambda v: v in STATUSES),
-    "seed": ("an integer or null",
-             lambda v: v is None or (isinstance(v, int) and not isinstance(v, bool))),
+    "seed": (
+        "an integer or null",
+        lambda v: v is None or (isinstance(v, int) and not isinstance(v, bool)),
+    ),
     "params": ("an object", lambda v: isinstance(v, dict)),
     "runtime_s": (f"a number in [0, {MAX_VALUE:g}]", _is_value),
 }
@@ -115,8 +125,9 @@ def check_record(record: Any, where: str) -> dict[str, Any]:
     return record
 
 
-def check_records_path(path: str | Path, option: str = "--records", *,
-                       inputs: Iterable[str | Path] = ()) -> Path:
+def check_records_path(
+    path: str | Path, option: str = "--records", *, inputs: Iterable[str | Path] = ()
+) -> Path:
     """Refuse a records path that exists but is not a regular file (a folder, a FIFO, a
     device: records are appended under a lock), and everything
     :func:`~optsched.output.output_target` refuses (an empty path, a missing folder, one of
@@ -135,8 +146,9 @@ def check_records_path(path: str | Path, option: str = "--records", *,
     return output_target(path, option, inputs=inputs)
 
 
-def load_records(path: str | Path, *, repair: bool = False, must_exist: bool = False
-                 ) -> list[dict[str, Any]]:
+def load_records(
+    path: str | Path, *, repair: bool = False, must_exist: bool = False
+) -> list[dict[str, Any]]:
     """Every complete record of a JSON-lines file (missing file: none, or an
     :class:`InputError` with ``must_exist``).
 
@@ -183,8 +195,9 @@ class RecordWriter:
         try:
             self._fh = self.path.open("a", encoding="utf-8")
         except OSError as exc:
-            raise InputError(f"--records {str(self.path)!r}: cannot open for writing: "
-                             f"{exc.strerror or exc}") from None
+            raise InputError(
+                f"--records {str(self.path)!r}: cannot open for writing: {exc.strerror or exc}"
+            ) from None
         self.locked = False
         if fcntl is not None:
             try:
@@ -193,9 +206,11 @@ class RecordWriter:
             except OSError as exc:
                 if exc.errno in (errno.EWOULDBLOCK, errno.EAGAIN, errno.EACCES):
                     self._fh.close()
-                    raise InputError(f"--records {str(self.path)!r}: another runner holds "
-                                     "this records file (it is locked); wait for it to end "
-                                     "or choose another file") from None
+                    raise InputError(
+                        f"--records {str(self.path)!r}: another runner holds "
+                        "this records file (it is locked); wait for it to end "
+                        "or choose another file"
+                    ) from None
 
     def identity(self) -> tuple[int, int, int]:
         """(descriptor, device, inode) of the open file, so a forked worker can let go of
@@ -204,8 +219,9 @@ class RecordWriter:
         return self._fh.fileno(), st.st_dev, st.st_ino
 
     def write(self, record: Mapping[str, Any]) -> None:
-        self._fh.write(json.dumps(record, allow_nan=False, separators=(",", ":"),
-                                  default=plain) + "\n")
+        self._fh.write(
+            json.dumps(record, allow_nan=False, separators=(",", ":"), default=plain) + "\n"
+        )
         self._fh.flush()
         os.fsync(self._fh.fileno())
 
@@ -219,8 +235,9 @@ class RecordWriter:
         self.close()
 
 
-def versions(packages: Sequence[str] = ("optsched", "numpy", "networkx", "ortools", "pulp",
-                                         "highspy")) -> dict[str, str | None]:
+def versions(
+    packages: Sequence[str] = ("optsched", "numpy", "networkx", "ortools", "pulp", "highspy"),
+) -> dict[str, str | None]:
     """Installed versions of the packages a result depends on, and Python's."""
     out: dict[str, str | None] = {"python": sys.version.split()[0]}
     for name in packages:
@@ -233,5 +250,4 @@ def versions(packages: Sequence[str] = ("optsched", "numpy", "networkx", "ortool
 
 def machine() -> dict[str, Any]:
     """Where a run executed."""
-    return {"host": platform.node(), "platform": platform.platform(),
-            "cpus": os.cpu_count()}
+    return {"host": platform.node(), "platform": platform.platform(), "cpus": os.cpu_count()}

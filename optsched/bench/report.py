@@ -48,8 +48,9 @@ def dedupe(records: Iterable[Mapping[str, Any]]) -> list[Mapping[str, Any]]:
     return out
 
 
-def references(records: Iterable[Mapping[str, Any]], manifests: Iterable[Any] = ()
-               ) -> dict[tuple[str, str], dict[str, Any]]:
+def references(
+    records: Iterable[Mapping[str, Any]], manifests: Iterable[Any] = ()
+) -> dict[tuple[str, str], dict[str, Any]]:
     """Per (instance, :func:`~optsched.bench.manifest.best_key`: the mode, and for a
     placement its cost form): best objective, best bound (for gang, the relaxed bound too:
     :func:`~optsched.bench.manifest.best_bound`), and whether the optimum is known, over
@@ -57,31 +58,37 @@ def references(records: Iterable[Mapping[str, Any]], manifests: Iterable[Any] = 
     (:class:`~optsched.bench.manifest.Manifest`)."""
     ref: dict[tuple[str, str], dict[str, Any]] = {}
 
-    def offer(key: tuple[str, str], objective: float | None, bound: float | None,
-              tolerance: float | None = None) -> None:
+    def offer(
+        key: tuple[str, str],
+        objective: float | None,
+        bound: float | None,
+        tolerance: float | None = None,
+    ) -> None:
         entry = ref.setdefault(key, {"objective": None, "bound": None, "tolerance": None})
-        if objective is not None and (entry["objective"] is None
-                                      or objective < entry["objective"]):
+        if objective is not None and (
+            entry["objective"] is None or objective < entry["objective"]
+        ):
             entry["objective"], entry["tolerance"] = objective, tolerance
         if bound is not None and (entry["bound"] is None or bound > entry["bound"]):
             entry["bound"] = bound
 
     for r in records:
-        offer((r["instance"], best_key(r)), r.get("objective"), r.get("bound"),
-              r.get("tolerance"))
+        offer((r["instance"], best_key(r)), r.get("objective"), r.get("bound"), r.get("tolerance"))
     for manifest in manifests:
         for name, entry in manifest.instances.items():
             for mode, best in entry.get("best", {}).items():
                 offer((name, mode), best.get("objective"), best.get("bound"))
     for (name, key), entry in ref.items():  # a relaxed bound bounds the gang optimum too
         if key == "gang":
-            entry["bound"] = best_bound({k: ref.get((name, k), {}) for k in ("gang", "relaxed")},
-                                        "gang")[0]
+            entry["bound"] = best_bound(
+                {k: ref.get((name, k), {}) for k in ("gang", "relaxed")}, "gang"
+            )[0]
     for entry in ref.values():
         # the best objective's own tolerance where its record states one (absolute, see
         # docs/model.md), else the relative one of manifests and older records
-        entry["optimum_known"] = is_optimal(entry["objective"], entry["bound"],
-                                            entry.pop("tolerance"))
+        entry["optimum_known"] = is_optimal(
+            entry["objective"], entry["bound"], entry.pop("tolerance")
+        )
     return ref
 
 
@@ -102,8 +109,7 @@ def _mean(values: Sequence[float]) -> float | None:
     return sum(values) / len(values) if values else None
 
 
-def _mean_ci(values: Sequence[float]) -> tuple[float | None, float | None, float | None,
-                                               bool]:
+def _mean_ci(values: Sequence[float]) -> tuple[float | None, float | None, float | None, bool]:
     """Mean and its 95 % Student-t confidence interval (low, high; None for n < 2) of values
     that cannot be negative (gaps): a low end below 0 is clipped to 0 and said so (the last
     item)."""
@@ -126,8 +132,9 @@ def _own_bound(record: Mapping[str, Any]) -> float | None:
     return (record.get("extra") or {}).get("bound_method")
 
 
-def gap_rows(records: Iterable[Mapping[str, Any]], manifests: Iterable[Any] = ()
-             ) -> tuple[list[str], list[dict[str, Any]]]:
+def gap_rows(
+    records: Iterable[Mapping[str, Any]], manifests: Iterable[Any] = ()
+) -> tuple[list[str], list[dict[str, Any]]]:
     """The cell columns and one aggregated row per (mode, cell, method), against the best
     values of the records and ``manifests`` (:func:`references`)."""
     records = dedupe(records)
@@ -142,8 +149,9 @@ def gap_rows(records: Iterable[Mapping[str, Any]], manifests: Iterable[Any] = ()
 
     def order(key: tuple[Any, ...]) -> tuple[Any, ...]:
         mode, cell, method = key
-        numeric = tuple((0, float(c), "") if c.replace(".", "", 1).isdigit() else (1, 0.0, c)
-                        for c in cell)
+        numeric = tuple(
+            (0, float(c), "") if c.replace(".", "", 1).isdigit() else (1, 0.0, c) for c in cell
+        )
         return (mode, numeric, method)
 
     rows = []
@@ -170,20 +178,31 @@ def gap_rows(records: Iterable[Mapping[str, Any]], manifests: Iterable[Any] = ()
             if best["objective"] and mode != PLACEMENT_MODE:
                 ratios.append(obj / best["objective"])
         gap_mean, gap_low, gap_high, clipped = _mean_ci(gaps)
-        rows.append({
-            "mode": mode, **dict(zip(cell_cols, cell, strict=True)), "method": method,
-            "runs": len(group),
-            "solved": sum(r.get("objective") is not None for r in group),
-            "optimal": sum(r["status"] == "optimal" for r in group),
-            "errors": sum(r["status"] == "error" for r in group),
-            "reference": ("optimum" if all(ref[r["instance"], best_key(r)]["optimum_known"]
-                                           for r in group) else "best bound"),
-            "gap_kind": "absolute" if mode == PLACEMENT_MODE else "relative",
-            "gap_mean": gap_mean, "gap_ci_low": gap_low, "gap_ci_high": gap_high,
-            "gap_ci_clipped": clipped, "gap_max": max(gaps) if gaps else None,
-            "obj_over_best": _mean(ratios), "bound_below_best": _mean(shortfalls),
-            "runtime_mean_s": _mean([r["runtime_s"] for r in group]),
-        })
+        rows.append(
+            {
+                "mode": mode,
+                **dict(zip(cell_cols, cell, strict=True)),
+                "method": method,
+                "runs": len(group),
+                "solved": sum(r.get("objective") is not None for r in group),
+                "optimal": sum(r["status"] == "optimal" for r in group),
+                "errors": sum(r["status"] == "error" for r in group),
+                "reference": (
+                    "optimum"
+                    if all(ref[r["instance"], best_key(r)]["optimum_known"] for r in group)
+                    else "best bound"
+                ),
+                "gap_kind": "absolute" if mode == PLACEMENT_MODE else "relative",
+                "gap_mean": gap_mean,
+                "gap_ci_low": gap_low,
+                "gap_ci_high": gap_high,
+                "gap_ci_clipped": clipped,
+                "gap_max": max(gaps) if gaps else None,
+                "obj_over_best": _mean(ratios),
+                "bound_below_best": _mean(shortfalls),
+                "runtime_mean_s": _mean([r["runtime_s"] for r in group]),
+            }
+        )
     return cell_cols, rows
 
 
@@ -204,39 +223,64 @@ def _display(cell_cols: Sequence[str], row: Mapping[str, Any]) -> list[str]:
         low = _gap(row["gap_ci_low"], kind) + ("*" if row["gap_ci_clipped"] else "")
         ci = f" [{low}, {_gap(row['gap_ci_high'], kind)}]"
     runs = str(row["runs"]) + (f" ({row['errors']} errors)" if row["errors"] else "")
-    return [row["mode"], *(str(row[c]) for c in cell_cols), row["method"], runs,
-            f"{row['optimal']}/{row['runs']}", _gap(row["gap_mean"], kind) + ci,
-            _gap(row["gap_max"], kind), _num(row["obj_over_best"], ".4f"),
-            _gap(row["bound_below_best"], kind), _num(row["runtime_mean_s"], ".3g"),
-            row["reference"]]
+    return [
+        row["mode"],
+        *(str(row[c]) for c in cell_cols),
+        row["method"],
+        runs,
+        f"{row['optimal']}/{row['runs']}",
+        _gap(row["gap_mean"], kind) + ci,
+        _gap(row["gap_max"], kind),
+        _num(row["obj_over_best"], ".4f"),
+        _gap(row["bound_below_best"], kind),
+        _num(row["runtime_mean_s"], ".3g"),
+        row["reference"],
+    ]
 
 
-HEADERS = ["runs", "proved optimal", "gap mean [95% CI]", "gap max", "obj / best",
-           "own bound below best", "runtime s (mean)", "gap vs"]
+HEADERS = [
+    "runs",
+    "proved optimal",
+    "gap mean [95% CI]",
+    "gap max",
+    "obj / best",
+    "own bound below best",
+    "runtime s (mean)",
+    "gap vs",
+]
 
 
 def notes(rows: Sequence[Mapping[str, Any]], sources: Sequence[str] = ()) -> list[str]:
     """The lines that explain a table: where its reference values come from, and what a
     clipped interval or an absolute gap means when the table has one."""
     where = "these records" + (f" and {', '.join(sources)}" if sources else "")
-    out = [f"Gaps are to the best bound known for each instance and mode, over {where}; "
-           "\"gap vs\" says whether that bound is the proved optimum."]
+    out = [
+        f"Gaps are to the best bound known for each instance and mode, over {where}; "
+        '"gap vs" says whether that bound is the proved optimum.'
+    ]
     if any(r["gap_ci_clipped"] for r in rows):
-        out.append("\\* The 95 % Student-t interval reached below 0, which no gap can; its "
-                   "low end is shown clipped at 0.")
+        out.append(
+            "\\* The 95 % Student-t interval reached below 0, which no gap can; its "
+            "low end is shown clipped at 0."
+        )
     if any(r["bound_below_best"] is not None for r in rows):
-        out.append("\"own bound below best\": how far the bound a method proved itself falls "
-                   "short of the best bound (mean; relative to it, absolute for placements); "
-                   "– where a method proves none of its own (its results fall back on the "
-                   "critical path, which this column leaves out).")
+        out.append(
+            '"own bound below best": how far the bound a method proved itself falls '
+            "short of the best bound (mean; relative to it, absolute for placements); "
+            "– where a method proves none of its own (its results fall back on the "
+            "critical path, which this column leaves out)."
+        )
     if any(r["gap_kind"] == "absolute" for r in rows):
-        out.append("Placement gaps are absolute (cost − best bound): Liquid's cost can be "
-                   "zero or negative, where a ratio means nothing.")
+        out.append(
+            "Placement gaps are absolute (cost − best bound): Liquid's cost can be "
+            "zero or negative, where a ratio means nothing."
+        )
     return out
 
 
-def to_markdown(cell_cols: Sequence[str], rows: Sequence[Mapping[str, Any]],
-                sources: Sequence[str] = ()) -> str:
+def to_markdown(
+    cell_cols: Sequence[str], rows: Sequence[Mapping[str, Any]], sources: Sequence[str] = ()
+) -> str:
     header = ["mode", *cell_cols, "method", *HEADERS]
     lines = ["| " + " | ".join(header) + " |", "|" + "---|" * len(header)]
     lines += ["| " + " | ".join(_display(cell_cols, r)) + " |" for r in rows]
@@ -244,29 +288,54 @@ def to_markdown(cell_cols: Sequence[str], rows: Sequence[Mapping[str, Any]],
 
 
 def _tex_escape(text: str) -> str:
-    for a, b in (("\\", r"\textbackslash{}"), ("&", r"\&"), ("%", r"\%"), ("_", r"\_"),
-                 ("#", r"\#"), ("±", r"$\pm$"), ("–", "--"), ("*", r"$^*$")):
+    for a, b in (
+        ("\\", r"\textbackslash{}"),
+        ("&", r"\&"),
+        ("%", r"\%"),
+        ("_", r"\_"),
+        ("#", r"\#"),
+        ("±", r"$\pm$"),
+        ("–", "--"),
+        ("*", r"$^*$"),
+    ):
         text = text.replace(a, b)
     return text
 
 
 def to_latex(cell_cols: Sequence[str], rows: Sequence[Mapping[str, Any]]) -> str:
     header = ["mode", *cell_cols, "method", *HEADERS]
-    lines = [r"\begin{tabular}{" + "l" * (len(cell_cols) + 2) + "r" * (len(HEADERS) - 1)
-             + "l}", r"\toprule",
-             " & ".join(_tex_escape(h) for h in header) + r" \\", r"\midrule"]
-    lines += [" & ".join(_tex_escape(c) for c in _display(cell_cols, r)) + r" \\"
-              for r in rows]
+    lines = [
+        r"\begin{tabular}{" + "l" * (len(cell_cols) + 2) + "r" * (len(HEADERS) - 1) + "l}",
+        r"\toprule",
+        " & ".join(_tex_escape(h) for h in header) + r" \\",
+        r"\midrule",
+    ]
+    lines += [" & ".join(_tex_escape(c) for c in _display(cell_cols, r)) + r" \\" for r in rows]
     lines += [r"\bottomrule", r"\end{tabular}"]
     return "\n".join(lines) + "\n"
 
 
 def csv_text(cell_cols: Sequence[str], rows: Sequence[Mapping[str, Any]]) -> str:
     """The rows as CSV text (``\\r\\n`` line ends, as the csv module writes them)."""
-    fields = ["mode", *cell_cols, "method", "runs", "solved", "optimal", "errors",
-              "reference", "gap_kind", "gap_mean", "gap_ci_low", "gap_ci_high",
-              "gap_ci_clipped", "gap_max", "obj_over_best", "bound_below_best",
-              "runtime_mean_s"]
+    fields = [
+        "mode",
+        *cell_cols,
+        "method",
+        "runs",
+        "solved",
+        "optimal",
+        "errors",
+        "reference",
+        "gap_kind",
+        "gap_mean",
+        "gap_ci_low",
+        "gap_ci_high",
+        "gap_ci_clipped",
+        "gap_max",
+        "obj_over_best",
+        "bound_below_best",
+        "runtime_mean_s",
+    ]
     buf = io.StringIO(newline="")
     writer = csv.DictWriter(buf, fieldnames=fields)
     writer.writeheader()
@@ -301,13 +370,11 @@ def profiles(records: Iterable[Mapping[str, Any]]) -> dict[str, dict[str, list[f
         best = ref[r["instance"], best_key(r)]
         base = best["bound"] if best["bound"] and best["bound"] > 0 else best["objective"]
         obj = r.get("objective")
-        out[r["mode"]][r["method"]].append(obj / base if obj is not None and base
-                                           else math.inf)
+        out[r["mode"]][r["method"]].append(obj / base if obj is not None and base else math.inf)
     return {mode: {m: sorted(v) for m, v in by.items()} for mode, by in out.items()}
 
 
-def plot_profiles(records: Iterable[Mapping[str, Any]], path: Path | None = None
-                  ) -> bytes:
+def plot_profiles(records: Iterable[Mapping[str, Any]], path: Path | None = None) -> bytes:
     """Performance profiles (Dolan & Moré 2002) against the best bound: the share of runs
     whose objective is within τ × the best certified bound of their instance, as PNG bytes
     (also written atomically to ``path`` when given)."""
@@ -339,8 +406,9 @@ def plot_profiles(records: Iterable[Mapping[str, Any]], path: Path | None = None
     return png
 
 
-def plot_gaps(cell_cols: Sequence[str], rows: Sequence[Mapping[str, Any]],
-              path: Path | None = None) -> bytes:
+def plot_gaps(
+    cell_cols: Sequence[str], rows: Sequence[Mapping[str, Any]], path: Path | None = None
+) -> bytes:
     """Mean gap (with 95 % CI) per grid cell, one line per (method, mode), as PNG bytes
     (also written atomically to ``path`` when given)."""
     import matplotlib
@@ -348,25 +416,41 @@ def plot_gaps(cell_cols: Sequence[str], rows: Sequence[Mapping[str, Any]],
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
 
-    cells = list(dict.fromkeys(" ".join(f"{c}={r[c]}" for c in cell_cols) or "all"
-                               for r in rows))
+    cells = list(dict.fromkeys(" ".join(f"{c}={r[c]}" for c in cell_cols) or "all" for r in rows))
     fig, ax = plt.subplots(figsize=(max(5.0, 1.2 * len(cells)), 3.6))
     series: dict[str, dict[str, Mapping[str, Any]]] = defaultdict(dict)
     for r in rows:
         label = " ".join(f"{c}={r[c]}" for c in cell_cols) or "all"
         series[f"{r['method']} ({r['mode']})"][label] = r
     for name, by_cell in sorted(series.items()):
-        xs = [i for i, c in enumerate(cells) if c in by_cell
-              and by_cell[c]["gap_mean"] is not None]
+        xs = [
+            i for i, c in enumerate(cells) if c in by_cell and by_cell[c]["gap_mean"] is not None
+        ]
         scale = [100.0 if by_cell[cells[i]]["gap_kind"] == "relative" else 1.0 for i in xs]
         ys = [k * by_cell[cells[i]]["gap_mean"] for k, i in zip(scale, xs, strict=True)]
-        low = [k * by_cell[cells[i]]["gap_ci_low"] if by_cell[cells[i]]["gap_ci_low"]
-               is not None else y for k, i, y in zip(scale, xs, ys, strict=True)]
-        high = [k * by_cell[cells[i]]["gap_ci_high"] if by_cell[cells[i]]["gap_ci_high"]
-                is not None else y for k, i, y in zip(scale, xs, ys, strict=True)]
-        ax.errorbar(xs, ys, yerr=[[y - lo for y, lo in zip(ys, low, strict=True)],
-                                  [hi - y for y, hi in zip(ys, high, strict=True)]],
-                    marker="o", capsize=3, label=name)
+        low = [
+            k * by_cell[cells[i]]["gap_ci_low"]
+            if by_cell[cells[i]]["gap_ci_low"] is not None
+            else y
+            for k, i, y in zip(scale, xs, ys, strict=True)
+        ]
+        high = [
+            k * by_cell[cells[i]]["gap_ci_high"]
+            if by_cell[cells[i]]["gap_ci_high"] is not None
+            else y
+            for k, i, y in zip(scale, xs, ys, strict=True)
+        ]
+        ax.errorbar(
+            xs,
+            ys,
+            yerr=[
+                [y - lo for y, lo in zip(ys, low, strict=True)],
+                [hi - y for y, hi in zip(ys, high, strict=True)],
+            ],
+            marker="o",
+            capsize=3,
+            label=name,
+        )
     ax.set_xticks(range(len(cells)), cells, rotation=30, ha="right", fontsize=8)
     absolute = all(r["gap_kind"] == "absolute" for r in rows)
     ax.set_ylabel("cost − best bound" if absolute else "gap to best bound (%)")
@@ -378,10 +462,15 @@ def plot_gaps(cell_cols: Sequence[str], rows: Sequence[Mapping[str, Any]],
     return png
 
 
-def write_report(records: Iterable[Mapping[str, Any]], out: str | Path, *,
-                 formats: Sequence[str] = FORMATS, plots: bool = True,
-                 inputs: Sequence[str | Path] = (), manifests: Sequence[Any] = ()
-                 ) -> list[Path]:
+def write_report(
+    records: Iterable[Mapping[str, Any]],
+    out: str | Path,
+    *,
+    formats: Sequence[str] = FORMATS,
+    plots: bool = True,
+    inputs: Sequence[str | Path] = (),
+    manifests: Sequence[Any] = (),
+) -> list[Path]:
     """Write ``gaps.{md,csv,tex}`` and (with matplotlib) ``gaps.png``, ``profile.png``.
 
     Gaps are to the best bound of the records and of ``manifests``
@@ -409,8 +498,10 @@ def write_report(records: Iterable[Mapping[str, Any]], out: str | Path, *,
     names = {r["instance"] for r in records}
     for manifest in manifests:
         if not names & set(manifest.instances):
-            raise InputError(f"--manifest {str(manifest.path)!r}: none of its instances is in "
-                             "the records (the manifest of another instance set?)")
+            raise InputError(
+                f"--manifest {str(manifest.path)!r}: none of its instances is in "
+                "the records (the manifest of another instance set?)"
+            )
     cell_cols, rows = gap_rows(records, manifests)
     sources = [str(m.path) for m in manifests]
     outputs: list[tuple[Path, str | bytes]] = []
@@ -428,13 +519,16 @@ def write_report(records: Iterable[Mapping[str, Any]], out: str | Path, *,
         except ImportError:
             pass
         else:
-            outputs += [(out / "gaps.png", plot_gaps(cell_cols, rows)),
-                        (out / "profile.png", plot_profiles(records))]
+            outputs += [
+                (out / "gaps.png", plot_gaps(cell_cols, rows)),
+                (out / "profile.png", plot_profiles(records)),
+            ]
     try:
         out.mkdir(exist_ok=True)
     except OSError as exc:
-        raise InputError(f"--out {str(out)!r}: cannot create the folder: "
-                         f"{exc.strerror or exc}") from None
+        raise InputError(
+            f"--out {str(out)!r}: cannot create the folder: {exc.strerror or exc}"
+        ) from None
     for path, _ in outputs:
         output_target(path, "--out", inputs=inputs)
     write_outputs(outputs)

@@ -110,8 +110,11 @@ def _overdue(run: Run, started: float, now: float) -> bool:
 
 
 def _timeout_record(run: Run, elapsed: float) -> dict[str, Any]:
-    return error_record(run, f"exceeded its time limit ({run.time_limit:g} s; killed after "
-                        f"{elapsed:.1f} s)", elapsed)
+    return error_record(
+        run,
+        f"exceeded its time limit ({run.time_limit:g} s; killed after {elapsed:.1f} s)",
+        elapsed,
+    )
 
 
 @dataclass(frozen=True)
@@ -133,8 +136,9 @@ class Run:
 
     @property
     def key(self) -> str:
-        return run_key(self.instance, self.method, self.mode, self.seed, self.params,
-                       self.time_limit)
+        return run_key(
+            self.instance, self.method, self.mode, self.seed, self.params, self.time_limit
+        )
 
 
 def _once(values: Sequence[Any], option: str) -> None:
@@ -165,15 +169,21 @@ def check_scheduler(address: str | None) -> None:
             raise InputError(f"{where}: inproc:// needs an address")
         return
     if protocol not in _SCHEDULER_PROTOCOLS:
-        raise InputError(f"{where}: unknown protocol {protocol!r} (expected "
-                         f"{', '.join(_SCHEDULER_PROTOCOLS)} or inproc)")
+        raise InputError(
+            f"{where}: unknown protocol {protocol!r} (expected "
+            f"{', '.join(_SCHEDULER_PROTOCOLS)} or inproc)"
+        )
     host, colon, port = rest.rpartition(":")
     if host.startswith("[") and host.endswith("]"):
         host = host[1:-1]
-    if (not colon or not host or any(c.isspace() or c in "/@?#[]" for c in host)
-            or not port.isdigit() or not 1 <= int(port) <= 65535):
-        raise InputError(f"{where}: not a scheduler address HOST:PORT (e.g. "
-                         "tcp://host:8786)")
+    if (
+        not colon
+        or not host
+        or any(c.isspace() or c in "/@?#[]" for c in host)
+        or not port.isdigit()
+        or not 1 <= int(port) <= 65535
+    ):
+        raise InputError(f"{where}: not a scheduler address HOST:PORT (e.g. tcp://host:8786)")
 
 
 def check_workers(workers: Any) -> None:
@@ -218,8 +228,11 @@ def plan(
     for module in plugins:
         load_plugin(module)
     params = dict(params or {})
-    chosen = {name: entry for name, entry in manifest.instances.items()
-              if only is None or fnmatch.fnmatchcase(name, only)}
+    chosen = {
+        name: entry
+        for name, entry in manifest.instances.items()
+        if only is None or fnmatch.fnmatchcase(name, only)
+    }
     if not chosen:
         raise InputError(f"--only {only!r} matches no instance of {manifest.path.parent}")
     instances = {}
@@ -236,12 +249,13 @@ def plan(
         except InputError as exc:
             raise InputError(f"{path}: {exc}") from None
         if "name" in data and data["name"] != name:
-            raise InputError(f"{manifest.path}: instance {name!r}: its file {entry['file']!r} "
-                             f"holds instance {data['name']!r}, not {name!r}")
+            raise InputError(
+                f"{manifest.path}: instance {name!r}: its file {entry['file']!r} "
+                f"holds instance {data['name']!r}, not {name!r}"
+            )
         instances[name] = data
     # a set holds placement instances (place methods) or scheduling instances (the others)
-    placement = any(data.get("format") == PLACEMENT_INSTANCE_FORMAT
-                    for data in instances.values())
+    placement = any(data.get("format") == PLACEMENT_INSTANCE_FORMAT for data in instances.values())
     own_modes = {data.get("mode", "relaxed") for data in instances.values()}
     canonical = {}  # per method: the options as a Result records them (one key per setting)
     kinds: dict[str, Kind] = {}
@@ -256,10 +270,22 @@ def plan(
         data = instances[name]
         for mode in [PLACEMENT_MODE] if placement else modes or [data.get("mode", "relaxed")]:
             for method in methods:
-                runs.extend(Run(name, data, entry.get("cell", {}), entry.get("seed"), method,
-                                mode, seed, canonical[method], time_limit, tuple(plugins),
-                                kinds[method])
-                            for seed in seeds)
+                runs.extend(
+                    Run(
+                        name,
+                        data,
+                        entry.get("cell", {}),
+                        entry.get("seed"),
+                        method,
+                        mode,
+                        seed,
+                        canonical[method],
+                        time_limit,
+                        tuple(plugins),
+                        kinds[method],
+                    )
+                    for seed in seeds
+                )
     return runs
 
 
@@ -282,23 +308,42 @@ def _error_text(exc: BaseException) -> str:
 
 
 def _base_record(run: Run) -> dict[str, Any]:
-    return {"format": RECORD_FORMAT, "key": run.key, "instance": run.instance,
-            "cell": dict(run.cell), "instance_seed": run.instance_seed, "method": run.method,
-            "mode": run.mode, "seed": run.seed, "params": dict(run.params),
-            "time_limit": run.time_limit}
+    return {
+        "format": RECORD_FORMAT,
+        "key": run.key,
+        "instance": run.instance,
+        "cell": dict(run.cell),
+        "instance_seed": run.instance_seed,
+        "method": run.method,
+        "mode": run.mode,
+        "seed": run.seed,
+        "params": dict(run.params),
+        "time_limit": run.time_limit,
+    }
 
 
 def _finish(record: dict[str, Any]) -> dict[str, Any]:
-    record.update(versions=versions(), machine=machine(),
-                  finished_at=datetime.now(UTC).isoformat(timespec="seconds"))
+    record.update(
+        versions=versions(),
+        machine=machine(),
+        finished_at=datetime.now(UTC).isoformat(timespec="seconds"),
+    )
     return record
 
 
 def error_record(run: Run, message: str, runtime_s: float = 0.0) -> dict[str, Any]:
     """The record of a run that failed with ``message`` (status ``error``)."""
     record = _base_record(run)
-    record.update(status="error", objective=None, bound=None, gap=None, runtime_s=runtime_s,
-                  metrics=None, extra={}, error=message)
+    record.update(
+        status="error",
+        objective=None,
+        bound=None,
+        gap=None,
+        runtime_s=runtime_s,
+        metrics=None,
+        extra={},
+        error=message,
+    )
     return _finish(record)
 
 
@@ -316,23 +361,45 @@ def execute(run: Run) -> dict[str, Any]:
             load_plugin(module)
         result: Result[Any]
         if run.kind == "place":
-            result = place(placement_instance_from_dict(run.instance_data), run.method,
-                           seed=run.seed, time_limit=run.time_limit, params=run.params)
+            result = place(
+                placement_instance_from_dict(run.instance_data),
+                run.method,
+                seed=run.seed,
+                time_limit=run.time_limit,
+                params=run.params,
+            )
         elif run.kind == "simulate":  # online policy: one simulation
-            result = simulate(instance_from_dict(run.instance_data).with_mode(run.mode),
-                              run.method, params=run.params, seed=run.seed)
+            result = simulate(
+                instance_from_dict(run.instance_data).with_mode(run.mode),
+                run.method,
+                params=run.params,
+                seed=run.seed,
+            )
         else:
-            result = solve(instance_from_dict(run.instance_data), run.method, mode=run.mode,
-                           time_limit=run.time_limit, seed=run.seed, params=run.params)
+            result = solve(
+                instance_from_dict(run.instance_data),
+                run.method,
+                mode=run.mode,
+                time_limit=run.time_limit,
+                seed=run.seed,
+                params=run.params,
+            )
         metrics = None
         if result.metrics is not None:
             metrics = {k: v for k, v in result.metrics.items() if k != "utilisation"}
             if "utilisation" in result.metrics:
                 util = list(result.metrics["utilisation"].values())
                 metrics["mean_utilisation"] = sum(util) / len(util)
-        record.update(status=str(result.status), objective=result.objective,
-                      bound=result.bound, gap=result.gap, runtime_s=result.runtime_s,
-                      metrics=metrics, extra=dict(result.extra), error=None)
+        record.update(
+            status=str(result.status),
+            objective=result.objective,
+            bound=result.bound,
+            gap=result.gap,
+            runtime_s=result.runtime_s,
+            metrics=metrics,
+            extra=dict(result.extra),
+            error=None,
+        )
     except KeyboardInterrupt:
         raise
     except BaseException as exc:  # recorded, so the run is not retried blindly
@@ -340,8 +407,11 @@ def execute(run: Run) -> dict[str, Any]:
     try:
         json_text(record, indent=None)  # NaN/Infinity: ValueError; objects: TypeError
     except (TypeError, ValueError) as exc:
-        return error_record(run, f"the result cannot be written as JSON: {_error_text(exc)}",
-                            time.perf_counter() - started)
+        return error_record(
+            run,
+            f"the result cannot be written as JSON: {_error_text(exc)}",
+            time.perf_counter() - started,
+        )
     try:
         check_record(record, "the result")  # a status, objective or bound out of range
     except InputError as exc:
@@ -350,6 +420,7 @@ def execute(run: Run) -> dict[str, Any]:
 
 
 # -- stopping --------------------------------------------------------------------------------
+
 
 class RunInterrupted(KeyboardInterrupt):
     """The runner stopped on SIGINT or SIGTERM after recording every finished run.
@@ -412,6 +483,7 @@ def _signals_held() -> Iterator[None]:
 
 # -- local workers ---------------------------------------------------------------------------
 
+
 def _die_with_parent() -> bool:
     """Ask the kernel to SIGKILL this process when its parent dies (Linux)."""
     if not sys.platform.startswith("linux"):
@@ -456,8 +528,11 @@ class _Pool:
         fork = "fork" in multiprocessing.get_all_start_methods()
         context = multiprocessing.get_context("fork" if fork else None)
         self.executor = ProcessPoolExecutor(
-            max_workers=workers, mp_context=context, initializer=_worker_init,
-            initargs=(os.getpid(), inherited if fork else ()))
+            max_workers=workers,
+            mp_context=context,
+            initializer=_worker_init,
+            initargs=(os.getpid(), inherited if fork else ()),
+        )
 
     def submit(self, run: Run) -> Future[dict[str, Any]]:
         return self.executor.submit(execute, run)
@@ -476,8 +551,7 @@ def _died(codes: Sequence[int | None]) -> str:
         if code is not None and code < 0:
             try:
                 name = signal.Signals(-code).name
-                return f"killed by {name}" + (", e.g. out of memory" if name == "SIGKILL"
-                                              else "")
+                return f"killed by {name}" + (", e.g. out of memory" if name == "SIGKILL" else "")
             except ValueError:
                 return f"killed by signal {-code}"
         if code:
@@ -485,8 +559,9 @@ def _died(codes: Sequence[int | None]) -> str:
     return "cause unknown"
 
 
-def _isolated(run: Run, stop: _StopFlag, inherited: tuple[tuple[int, int, int], ...]
-              ) -> Iterator[tuple[Run, dict[str, Any]]]:
+def _isolated(
+    run: Run, stop: _StopFlag, inherited: tuple[tuple[int, int, int], ...]
+) -> Iterator[tuple[Run, dict[str, Any]]]:
     """Run ``run`` alone in a fresh worker; a worker that dies again makes an error record."""
     pool = _Pool(1, inherited)
     closed = False
@@ -508,8 +583,10 @@ def _isolated(run: Run, stop: _StopFlag, inherited: tuple[tuple[int, int, int], 
         except BrokenProcessPool:
             pool.close(kill=False)  # reaps the dead worker, so its exit code is known
             closed = True
-            record = error_record(run, "the worker process died while running it "
-                                  f"({_died([p.exitcode for p in procs])})")
+            record = error_record(
+                run,
+                f"the worker process died while running it ({_died([p.exitcode for p in procs])})",
+            )
         except Exception as exc:
             record = error_record(run, f"worker failure: {_error_text(exc)}")
         if not closed:
@@ -521,8 +598,9 @@ def _isolated(run: Run, stop: _StopFlag, inherited: tuple[tuple[int, int, int], 
             pool.close(kill=True)
 
 
-def _local(runs: Sequence[Run], workers: int, stop: _StopFlag,
-           inherited: tuple[tuple[int, int, int], ...]) -> Iterator[tuple[Run, dict[str, Any]]]:
+def _local(
+    runs: Sequence[Run], workers: int, stop: _StopFlag, inherited: tuple[tuple[int, int, int], ...]
+) -> Iterator[tuple[Run, dict[str, Any]]]:
     """Runs in ``workers`` worker processes, at most one queued per worker (so a stop
     abandons only the runs in flight). When a worker dies, the runs then in flight are
     retried one by one alone (:func:`_isolated`) before the pool starts afresh. A run that
@@ -597,16 +675,19 @@ def _inline(runs: Sequence[Run], stop: _StopFlag) -> Iterator[tuple[Run, dict[st
         yield run, record
 
 
-def _dask(runs: Sequence[Run], scheduler: str, stop: _StopFlag
-          ) -> Iterator[tuple[Run, dict[str, Any]]]:
+def _dask(
+    runs: Sequence[Run], scheduler: str, stop: _StopFlag
+) -> Iterator[tuple[Run, dict[str, Any]]]:
     try:
         from distributed import Client
         from distributed import as_completed as dask_completed
     except ImportError:
         raise InputError("--scheduler needs Dask: pip install 'optsched[dask]'") from None
     with Client(scheduler) as client:  # type: ignore[no-untyped-call, unused-ignore]
-        futures = {client.submit(execute, run, key=f"optsched-run-{i}-{run.key}", pure=False):
-                   run for i, run in enumerate(runs)}
+        futures = {
+            client.submit(execute, run, key=f"optsched-run-{i}-{run.key}", pure=False): run
+            for i, run in enumerate(runs)
+        }
         pending = dask_completed(list(futures))  # type: ignore[no-untyped-call, unused-ignore]
         try:
             while not stop.signum and not pending.is_empty():  # type: ignore[no-untyped-call, unused-ignore]
@@ -617,8 +698,9 @@ def _dask(runs: Sequence[Run], scheduler: str, stop: _StopFlag
                     try:
                         record = future.result()
                     except Exception as exc:
-                        record = error_record(futures[future],
-                                              f"worker failure: {_error_text(exc)}")
+                        record = error_record(
+                            futures[future], f"worker failure: {_error_text(exc)}"
+                        )
                     yield futures[future], record
         finally:
             client.cancel([f for f in futures if not f.done()])
@@ -640,8 +722,9 @@ class Summary:
         return self.planned - self.skipped - self.finished
 
 
-def _progress(stream: TextIO, done: int, total: int, record: Mapping[str, Any],
-              elapsed: float) -> None:
+def _progress(
+    stream: TextIO, done: int, total: int, record: Mapping[str, Any], elapsed: float
+) -> None:
     left = elapsed / done * (total - done)
     obj = record["objective"]
     gap = record["gap"]
@@ -650,7 +733,8 @@ def _progress(stream: TextIO, done: int, total: int, record: Mapping[str, Any],
         f"seed {record['seed']}: {record['status']}"
         f"{'' if obj is None else f' obj {obj:.6g}'}"
         f"{'' if gap is None else f' gap {100 * gap:.2f}%'} ({record['runtime_s']:.2f} s)"
-        f" | {elapsed:.0f} s elapsed, ~{left:.0f} s left\n")
+        f" | {elapsed:.0f} s elapsed, ~{left:.0f} s left\n"
+    )
     stream.flush()
 
 
@@ -684,8 +768,9 @@ def run_benchmark(
         raise InputError("the plan lists the same run twice")
     with RecordWriter(records) as writer:
         if not writer.locked and progress is not None:
-            progress.write(f"warning: cannot lock {records}: make sure no other runner "
-                           "writes to it\n")
+            progress.write(
+                f"warning: cannot lock {records}: make sure no other runner writes to it\n"
+            )
         existing = load_records(records, repair=True)
         done = {r["key"] for r in existing}
         # in case a run ended after its record was written but before the manifest was saved
@@ -694,12 +779,16 @@ def run_benchmark(
         todo = [run for run in runs if run.key not in done]
         summary = Summary(planned=len(runs), skipped=len(runs) - len(todo))
         if progress is not None and summary.skipped:
-            progress.write(f"resuming: {summary.skipped} of {len(runs)} runs already "
-                           "recorded\n")
-        if (workers > (os.cpu_count() or 1) and progress is not None and not scheduler
-                and len(todo) > 1):
-            progress.write(f"warning: {workers} workers on {os.cpu_count()} CPUs: runtimes "
-                           "will be inflated\n")
+            progress.write(f"resuming: {summary.skipped} of {len(runs)} runs already recorded\n")
+        if (
+            workers > (os.cpu_count() or 1)
+            and progress is not None
+            and not scheduler
+            and len(todo) > 1
+        ):
+            progress.write(
+                f"warning: {workers} workers on {os.cpu_count()} CPUs: runtimes will be inflated\n"
+            )
         started = time.perf_counter()
         with _StopFlag() as stop:
             stream: Iterator[tuple[Run, dict[str, Any]]]
@@ -719,8 +808,13 @@ def run_benchmark(
                     if manifest is not None:
                         manifest.fold([record])
                     if progress is not None:
-                        _progress(progress, summary.finished, len(todo), record,
-                                  time.perf_counter() - started)
+                        _progress(
+                            progress,
+                            summary.finished,
+                            len(todo),
+                            record,
+                            time.perf_counter() - started,
+                        )
             finally:
                 close = getattr(stream, "close", None)
                 if close is not None:

@@ -56,16 +56,26 @@ class Verification:
 
     def to_dict(self) -> dict[str, Any]:
         """The JSON object ``optsched bench verify --json`` prints."""
-        return {"instance": self.instance, "key": self.key, "feasible": self.feasible,
-                "objective": self.objective, "violations": self.violations,
-                "first_violation": self.first, "best_objective": self.best_objective,
-                "best_objective_by": self.best_objective_by, "best_bound": self.best_bound,
-                "best_bound_by": self.best_bound_by, "improves": self.improves,
-                "gap": self.gap, "absolute_gap": self.absolute_gap}
+        return {
+            "instance": self.instance,
+            "key": self.key,
+            "feasible": self.feasible,
+            "objective": self.objective,
+            "violations": self.violations,
+            "first_violation": self.first,
+            "best_objective": self.best_objective,
+            "best_objective_by": self.best_objective_by,
+            "best_bound": self.best_bound,
+            "best_bound_by": self.best_bound_by,
+            "improves": self.improves,
+            "gap": self.gap,
+            "absolute_gap": self.absolute_gap,
+        }
 
 
-def verify(solution_path: str | Path, instance_set: str | Path,
-           params: Mapping[str, str] | None = None) -> Verification:
+def verify(
+    solution_path: str | Path, instance_set: str | Path, params: Mapping[str, str] | None = None
+) -> Verification:
     """Check the schedule or placement file ``solution_path`` on its instance in the set
     ``instance_set`` (a folder written by ``optsched bench gen``) and compare it with the best
     known values. ``params`` are a placement's cost options (``cost``, ``lambda``,
@@ -91,24 +101,26 @@ def verify(solution_path: str | Path, instance_set: str | Path,
         raise InputError(f"{solution_path}: not a schedule or a placement")
     entry = manifest.instances.get(solution.instance)
     if entry is None:
-        raise InputError(f"{solution_path}: instance {solution.instance!r} is not in the set "
-                         f"{instance_set}")
+        raise InputError(
+            f"{solution_path}: instance {solution.instance!r} is not in the set {instance_set}"
+        )
     instance = load_any(manifest.path.parent / entry["file"])
     params = dict(params or {})
     if isinstance(solution, Schedule):
         if params:
             raise InputError("cost options (--param) apply to placements, not schedules")
         if isinstance(instance, PlacementInstance):
-            raise InputError(f"{solution_path}: a schedule, but {solution.instance!r} is a "
-                             "placement instance")
+            raise InputError(
+                f"{solution_path}: a schedule, but {solution.instance!r} is a placement instance"
+            )
         report = check(instance, solution)
-        objective, violations, tolerance = report.objective, report.violations, \
-            report.tolerance
+        objective, violations, tolerance = report.objective, report.violations, report.tolerance
         key = best_key({"mode": solution.mode or instance.mode})
     else:
         if not isinstance(instance, PlacementInstance):
-            raise InputError(f"{solution_path}: a placement, but {solution.instance!r} is a "
-                             "scheduling instance")
+            raise InputError(
+                f"{solution_path}: a placement, but {solution.instance!r} is a scheduling instance"
+            )
         options = CostOptions.parse(params, owner="the placement cost")
         placed = check_placement(instance, solution, options.cost_model())
         violations = placed.violations
@@ -119,8 +131,20 @@ def verify(solution_path: str | Path, instance_set: str | Path,
     best = entry["best"].get(key, {})
     known = best.get("objective")
     bound, bound_by = best_bound(entry["best"], key)
-    improves = feasible and (known is None or (objective is not None and known - objective
-                                               > tolerance_of(known, tolerance)))
-    return Verification(solution.instance, key, feasible, objective if feasible else None,
-                        len(violations), violations[0].message if violations else None,
-                        known, best.get("objective_by"), bound, bound_by, bool(improves))
+    improves = feasible and (
+        known is None
+        or (objective is not None and known - objective > tolerance_of(known, tolerance))
+    )
+    return Verification(
+        solution.instance,
+        key,
+        feasible,
+        objective if feasible else None,
+        len(violations),
+        violations[0].message if violations else None,
+        known,
+        best.get("objective_by"),
+        bound,
+        bound_by,
+        bool(improves),
+    )

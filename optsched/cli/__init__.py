@@ -46,20 +46,30 @@ from optsched.errors import InputError
 # costs more CPU than any command gains from it (no method relies on dense linear algebra).
 os.environ.setdefault("OPENBLAS_NUM_THREADS", "1")
 
-COMMANDS = (check, solve, simulate, place, estimate, methods, gen, plot, workloads, demo,
-            bench)
+COMMANDS = (check, solve, simulate, place, estimate, methods, gen, plot, workloads, demo, bench)
 
 
 def build_parser() -> argparse.ArgumentParser:
-    parser = Parser(prog="optsched", description="Scheduling DL training jobs on "
-                    "heterogeneous GPU clusters: exact methods, heuristics, checker.")
+    parser = Parser(
+        prog="optsched",
+        description="Scheduling DL training jobs on "
+        "heterogeneous GPU clusters: exact methods, heuristics, checker.",
+    )
     parser.add_argument("--version", action="version", version=f"optsched {__version__}")
-    parser.add_argument("--debug", action="store_true",
-                        help="show tracebacks of internal errors (default: one line)")
-    parser.add_argument("--plugin", action="append", default=[], metavar="MODULE|FILE.py",
-                        help="import a module (from the current directory too) or a Python "
-                             "file first, so the methods it registers can be used; "
-                             "repeatable, anywhere on the command line")
+    parser.add_argument(
+        "--debug",
+        action="store_true",
+        help="show tracebacks of internal errors (default: one line)",
+    )
+    parser.add_argument(
+        "--plugin",
+        action="append",
+        default=[],
+        metavar="MODULE|FILE.py",
+        help="import a module (from the current directory too) or a Python "
+        "file first, so the methods it registers can be used; "
+        "repeatable, anywhere on the command line",
+    )
     sub = parser.add_subparsers(dest="command", required=True, parser_class=Parser)
     for command in COMMANDS:
         command.add_parser(sub)
@@ -73,10 +83,16 @@ def reference(width: int = 100) -> str:
     os.environ["COLUMNS"] = str(width)  # argparse wraps help to the terminal's width
     try:
         parser = build_parser()
-        out = ["# Command-line reference", "",
-               "Every command's `--help`, generated from the parser "
-               "(`python scripts/cli_reference.py`).", "",
-               "```text", parser.format_help().rstrip(), "```"]
+        out = [
+            "# Command-line reference",
+            "",
+            "Every command's `--help`, generated from the parser "
+            "(`python scripts/cli_reference.py`).",
+            "",
+            "```text",
+            parser.format_help().rstrip(),
+            "```",
+        ]
         pending = [(f"optsched {name}", p) for name, p in _subparsers(parser)]
         while pending:
             title, p = pending.pop(0)
@@ -91,9 +107,12 @@ def reference(width: int = 100) -> str:
 
 
 def _subparsers(parser: argparse.ArgumentParser) -> list[tuple[str, argparse.ArgumentParser]]:
-    return [(name, p) for action in parser._actions
-            if isinstance(action, argparse._SubParsersAction)
-            for name, p in action.choices.items()]
+    return [
+        (name, p)
+        for action in parser._actions
+        if isinstance(action, argparse._SubParsersAction)
+        for name, p in action.choices.items()
+    ]
 
 
 #: Global options that may come anywhere on the command line.
@@ -109,7 +128,7 @@ def _plugins_first(argv: Sequence[str]) -> list[str]:
     i = 0
     while i < len(args):
         if args[i] == "--plugin" and i + 1 < len(args):  # with its value
-            front += args[i:i + 2]
+            front += args[i : i + 2]
             i += 2
             continue
         glob = args[i] in GLOBAL_FLAGS or args[i].startswith("--plugin=")
@@ -174,6 +193,8 @@ def _main(argv: Sequence[str] | None) -> int:
         if args.debug:
             raise
         text = one_line(str(exc).splitlines()[0]) if str(exc) else ""
-        print(f"optsched: internal error: {type(exc).__name__}: {text} (rerun with --debug)",
-              file=sys.stderr)
+        print(
+            f"optsched: internal error: {type(exc).__name__}: {text} (rerun with --debug)",
+            file=sys.stderr,
+        )
         return EXIT_INTERNAL

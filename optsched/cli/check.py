@@ -39,8 +39,9 @@ def run(args: argparse.Namespace) -> int:
     if args.json:
         print_json(report.to_dict())
     else:
-        print_verdict(report.violations, f"({report.mode} mode); objective "
-                                         f"{fmt(report.objective)}")
+        print_verdict(
+            report.violations, f"({report.mode} mode); objective {fmt(report.objective)}"
+        )
     return EXIT_OK if report.feasible else EXIT_NEGATIVE
 
 
@@ -51,15 +52,35 @@ def _placement(args: argparse.Namespace, instance: PlacementInstance) -> int:
     report = check_placement(instance, placement)
     code = check_placement(instance, placement, CostModel("code")).cost
     cost = None if report.cost is None else report.cost.total
-    forms = {model.objective_name: None if c is None else {
-        "total": c.total, "network": c.network, "load": c.load}
-        for model, c in ((CostModel("paper"), report.cost), (CostModel("code"), code))}
+    forms = {
+        model.objective_name: None
+        if c is None
+        else {"total": c.total, "network": c.network, "load": c.load}
+        for model, c in ((CostModel("paper"), report.cost), (CostModel("code"), code))
+    }
     if args.json:
-        print_json({"feasible": report.feasible, "cost": cost, "costs": forms, "violations": [
-            {"kind": v.kind, "job": v.job, "container": v.container, "host": v.host,
-             "message": v.message} for v in report.violations]})
+        print_json(
+            {
+                "feasible": report.feasible,
+                "cost": cost,
+                "costs": forms,
+                "violations": [
+                    {
+                        "kind": v.kind,
+                        "job": v.job,
+                        "container": v.container,
+                        "host": v.host,
+                        "message": v.message,
+                    }
+                    for v in report.violations
+                ],
+            }
+        )
     else:
-        print_verdict(report.violations, f"(placement); cost {fmt(cost)} (paper form, "
-                                         f"λ = 0.5); {fmt(None if code is None else code.total)}"
-                                         " (code form, reconstructed)")
+        print_verdict(
+            report.violations,
+            f"(placement); cost {fmt(cost)} (paper form, "
+            f"λ = 0.5); {fmt(None if code is None else code.total)}"
+            " (code form, reconstructed)",
+        )
     return EXIT_OK if report.feasible else EXIT_NEGATIVE

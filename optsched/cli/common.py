@@ -30,19 +30,26 @@ def seed(text: str) -> int:
     try:
         return check_seed(int(text), "--seed")
     except (ValueError, InputError):
-        raise argparse.ArgumentTypeError(f"must be an integer in [0, {MAX_SEED}], "
-                                         f"got {text!r}") from None
+        raise argparse.ArgumentTypeError(
+            f"must be an integer in [0, {MAX_SEED}], got {text!r}"
+        ) from None
 
 
 def add_json(p: argparse.ArgumentParser, what: str = "the result") -> None:
-    p.add_argument("--json", action="store_true",
-                   help=f"print {what} as one JSON object (default: aligned text)")
+    p.add_argument(
+        "--json",
+        action="store_true",
+        help=f"print {what} as one JSON object (default: aligned text)",
+    )
 
 
-def add_params(p: argparse.ArgumentParser, what: str = "a method parameter (optsched "
-               "methods lists each method's, with its default)") -> None:
-    p.add_argument("--param", action="append", default=[], metavar="KEY=VALUE",
-                   help=f"{what}; repeatable")
+def add_params(
+    p: argparse.ArgumentParser,
+    what: str = "a method parameter (optsched methods lists each method's, with its default)",
+) -> None:
+    p.add_argument(
+        "--param", action="append", default=[], metavar="KEY=VALUE", help=f"{what}; repeatable"
+    )
 
 
 def add_seed(p: argparse.ArgumentParser, what: str = "randomised methods") -> None:
@@ -113,24 +120,29 @@ def print_result(result: Result[Any], online: bool = False) -> None:
     print(f"objective  {fmt(result.objective)}  ({name})")
     metrics = result.metrics or {}
     if online:
-        for key, label in (("total_weighted_jct", "wJCT"), ("mean_jct", "mean JCT"),
-                           ("makespan", "makespan")):
+        for key, label in (
+            ("total_weighted_jct", "wJCT"),
+            ("mean_jct", "mean JCT"),
+            ("makespan", "makespan"),
+        ):
             if key in metrics:
                 print(f"{label:<10} {fmt(metrics[key])}")
         floor = result.extra.get("bound_critical_path")
         if floor is not None:
-            print(f"floor      {fmt(floor)}  (critical path: every job alone on the "
-                  "fastest GPUs)")
+            print(f"floor      {fmt(floor)}  (critical path: every job alone on the fastest GPUs)")
     else:
-        source = {"method": "the method's certified bound",
-                  "critical_path": "critical path"}.get(result.extra.get("bound_source", ""))
+        source = {"method": "the method's certified bound", "critical_path": "critical path"}.get(
+            result.extra.get("bound_source", "")
+        )
         print(f"bound      {fmt(result.bound)}" + (f"  ({source})" if source else ""))
         if result.kind == "place":  # a cost can be negative: no ratio
             print(f"gap        {fmt(result.absolute_gap)}  (cost − bound)")
         else:
             gap, absolute = result.gap, result.absolute_gap
-            print(f"gap        {'-' if gap is None else f'{100 * gap:.2f} %'}"
-                  + ("" if absolute is None else f"  (objective − bound {fmt(absolute)})"))
+            print(
+                f"gap        {'-' if gap is None else f'{100 * gap:.2f} %'}"
+                + ("" if absolute is None else f"  (objective − bound {fmt(absolute)})")
+            )
     print(f"runtime    {result.runtime_s:.3f} s")
     limit = result.time_limit
     if limit is not None:
@@ -142,4 +154,4 @@ def print_result(result: Result[Any], online: bool = False) -> None:
 def one_line(text: str, limit: int = 500) -> str:
     """An error message as one line of at most ``limit`` characters."""
     text = " ".join(text.split())
-    return text if len(text) <= limit else text[:limit - 1] + "…"
+    return text if len(text) <= limit else text[: limit - 1] + "…"

@@ -21,11 +21,20 @@ def run(args: argparse.Namespace) -> int:
 
     infos = methods()
     if args.json:
-        print_json([{"kind": i.kind, "name": i.name,
-                     "modes": ["placement"] if i.kind == "place" else sorted(i.modes),
-                     "description": i.description, "params": dict(i.params),
-                     "defaults": i.options.defaults(),
-                     "default_time_limit": i.default_time_limit} for i in infos])
+        print_json(
+            [
+                {
+                    "kind": i.kind,
+                    "name": i.name,
+                    "modes": ["placement"] if i.kind == "place" else sorted(i.modes),
+                    "description": i.description,
+                    "params": dict(i.params),
+                    "defaults": i.options.defaults(),
+                    "default_time_limit": i.default_time_limit,
+                }
+                for i in infos
+            ]
+        )
         return EXIT_OK
     for kind in KINDS:
         group = [i for i in infos if i.kind == kind]
@@ -44,8 +53,11 @@ def run(args: argparse.Namespace) -> int:
                 print(f"  {'':<16}   --param {key}=…  {text}")
         for i in group:
             modes = "/".join(sorted(i.modes)) if kind != "place" else "placement"
-            limit = "" if i.default_time_limit is None else \
-                f" (default time limit {i.default_time_limit:g} s)"
+            limit = (
+                ""
+                if i.default_time_limit is None
+                else f" (default time limit {i.default_time_limit:g} s)"
+            )
             print(f"  {i.name:<16} {i.description} [{modes}]{limit}")
             for key, text in i.params.items():
                 if key not in shared:

@@ -13,8 +13,12 @@ def add_parser(sub: Any) -> None:
     p = sub.add_parser("plot", help="draw a schedule as a Gantt chart (needs matplotlib)")
     p.add_argument("instance", help="an instance file")
     p.add_argument("schedule", help="one of its schedules")
-    p.add_argument("--out", required=True, metavar="FILE.png",
-                   help="the image (its extension picks the format; none: PNG)")
+    p.add_argument(
+        "--out",
+        required=True,
+        metavar="FILE.png",
+        help="the image (its extension picks the format; none: PNG)",
+    )
     p.set_defaults(func=run)
 
 

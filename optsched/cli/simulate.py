@@ -20,40 +20,78 @@ from optsched.output import distinct_targets, json_text, output_target, write_ou
 
 def add_parser(sub: Any) -> None:
     p = sub.add_parser("simulate", help="run an online policy in the event-driven simulator")
-    p.add_argument("instance", metavar="INSTANCE_OR_TRACE",
-                   help="an instance (.json) or a Gavel/Tiresias/Philly trace")
+    p.add_argument(
+        "instance",
+        metavar="INSTANCE_OR_TRACE",
+        help="an instance (.json) or a Gavel/Tiresias/Philly trace",
+    )
     p.add_argument("--policy", required=True, help="a simulate method (optsched methods)")
-    p.add_argument("--cluster", metavar="TYPE:COUNT,...",
-                   help="the cluster a trace runs on (required for a trace)")
-    p.add_argument("--trace-format", choices=("auto", "gavel", "tiresias", "philly"),
-                   default="auto", help="a trace's format (default auto: from its content)")
-    p.add_argument("--quantum", type=float, default=3600.0, metavar="S",
-                   help="seconds of work per task on the reference type (traces; default 3600)")
-    p.add_argument("--reference-type", default="K80",
-                   help="GPU type a trace's durations and steps refer to (default K80)")
-    p.add_argument("--mode", choices=("relaxed", "gang"),
-                   help="execution mode (default: the instance's; relaxed for a trace)")
+    p.add_argument(
+        "--cluster",
+        metavar="TYPE:COUNT,...",
+        help="the cluster a trace runs on (required for a trace)",
+    )
+    p.add_argument(
+        "--trace-format",
+        choices=("auto", "gavel", "tiresias", "philly"),
+        default="auto",
+        help="a trace's format (default auto: from its content)",
+    )
+    p.add_argument(
+        "--quantum",
+        type=float,
+        default=3600.0,
+        metavar="S",
+        help="seconds of work per task on the reference type (traces; default 3600)",
+    )
+    p.add_argument(
+        "--reference-type",
+        default="K80",
+        help="GPU type a trace's durations and steps refer to (default K80)",
+    )
+    p.add_argument(
+        "--mode",
+        choices=("relaxed", "gang"),
+        help="execution mode (default: the instance's; relaxed for a trace)",
+    )
     add_seed(p, "the noise, a trace's workload draw and randomised policies")
     add_params(p)
-    p.add_argument("--noise", type=float, default=0.0,
-                   help="task times × U[1-x, 1+x], drawn once per (job, GPU type) (default 0)")
-    p.add_argument("--switch-cost", type=float, default=0.0,
-                   help="task-switch cost as a fraction of each task (Hare: < 0.05; default 0)")
-    p.add_argument("--tick", type=float, metavar="S",
-                   help="periodic scheduling ticks (default: none)")
-    p.add_argument("--heartbeat", action="store_true",
-                   help="decide only at ticks (default: at every event)")
-    p.add_argument("--no-record", action="store_true",
-                   help="do not keep the schedule (large traces; metrics are streamed, not "
-                        "checked; with --out the schedule is written as it is made)")
-    p.add_argument("--progress", action="store_true",
-                   help="progress on stderr (default: none)")
-    p.add_argument("--out", metavar="SCHEDULE",
-                   help="write the schedule here (default: not written)")
-    p.add_argument("--cdf", metavar="PNG",
-                   help="plot the JCT CDF (needs matplotlib; default: no plot)")
-    p.add_argument("--realised", metavar="INSTANCE",
-                   help="write the realised instance (with noise) the schedule is checked on")
+    p.add_argument(
+        "--noise",
+        type=float,
+        default=0.0,
+        help="task times × U[1-x, 1+x], drawn once per (job, GPU type) (default 0)",
+    )
+    p.add_argument(
+        "--switch-cost",
+        type=float,
+        default=0.0,
+        help="task-switch cost as a fraction of each task (Hare: < 0.05; default 0)",
+    )
+    p.add_argument(
+        "--tick", type=float, metavar="S", help="periodic scheduling ticks (default: none)"
+    )
+    p.add_argument(
+        "--heartbeat", action="store_true", help="decide only at ticks (default: at every event)"
+    )
+    p.add_argument(
+        "--no-record",
+        action="store_true",
+        help="do not keep the schedule (large traces; metrics are streamed, not "
+        "checked; with --out the schedule is written as it is made)",
+    )
+    p.add_argument("--progress", action="store_true", help="progress on stderr (default: none)")
+    p.add_argument(
+        "--out", metavar="SCHEDULE", help="write the schedule here (default: not written)"
+    )
+    p.add_argument(
+        "--cdf", metavar="PNG", help="plot the JCT CDF (needs matplotlib; default: no plot)"
+    )
+    p.add_argument(
+        "--realised",
+        metavar="INSTANCE",
+        help="write the realised instance (with noise) the schedule is checked on",
+    )
     add_json(p)
     p.set_defaults(func=run)
 
@@ -73,15 +111,29 @@ def run(args: argparse.Namespace) -> int:
         from optsched.plot import image_format, jct_cdf_image
 
         cdf_format = image_format(args.cdf, "--cdf")
-    mapping = TraceMapping(quantum=args.quantum, reference_type=args.reference_type,
-                           seed=args.seed)
-    instance, trace = load_workload(args.instance, cluster=args.cluster, mapping=mapping,
-                                    trace_format=args.trace_format, mode=args.mode)
+    mapping = TraceMapping(
+        quantum=args.quantum, reference_type=args.reference_type, seed=args.seed
+    )
+    instance, trace = load_workload(
+        args.instance,
+        cluster=args.cluster,
+        mapping=mapping,
+        trace_format=args.trace_format,
+        mode=args.mode,
+    )
     result = simulate(
-   instance, args.policy, params=params, seed=args.seed,
-   noise=args.noise, switch_cost=args.switch_cost, tick=args.tick,
-   event_driven=not args.heartbeat, record=not args.no_record, progress=args.progress,
-   stream_to=args.out if args.no_record else None)
+        instance,
+        args.policy,
+        params=params,
+        seed=args.seed,
+        noise=args.noise,
+        switch_cost=args.switch_cost,
+        tick=args.tick,
+        event_driven=not args.heartbeat,
+        record=not args.no_record,
+        progress=args.progress,
+        stream_to=args.out if args.no_record else None,
+    )
     sim = result.simulation
     assert sim is not None  # simulate always returns its simulation
     outputs: list[tuple[str, str | bytes]] = []
@@ -90,20 +142,34 @@ def run(args: argparse.Namespace) -> int:
     if args.realised is not None:
         outputs.append((args.realised, json_text(instance_to_dict(sim.instance))))
     if args.cdf is not None:
-        outputs.append((args.cdf, jct_cdf_image({args.policy: sim.jct}, cdf_format,
-                                                title=f"{sim.instance.name}: JCT CDF")))
+        outputs.append(
+            (
+                args.cdf,
+                jct_cdf_image(
+                    {args.policy: sim.jct}, cdf_format, title=f"{sim.instance.name}: JCT CDF"
+                ),
+            )
+        )
     write_outputs(outputs)  # all or nothing, after the work succeeded
     if trace is not None and trace.skipped:
-        print(f"trace {trace.name}: {len(trace.jobs)} jobs, {trace.skipped} skipped "
-              f"(first: {trace.first_skip})", file=sys.stderr)
+        print(
+            f"trace {trace.name}: {len(trace.jobs)} jobs, {trace.skipped} skipped "
+            f"(first: {trace.first_skip})",
+            file=sys.stderr,
+        )
     if args.json:
         print_json(result.to_dict())
     else:
         print_result(result, online=True)
-        print("checked    " + ("yes: objective and metrics from the checker" if
-                               result.extra["checked"] else "no (--no-record): the "
-                               "simulator's own numbers" + (
-                                   f"; optsched check the schedule in {args.out}"
-                                   if args.out else "")))
+        print(
+            "checked    "
+            + (
+                "yes: objective and metrics from the checker"
+                if result.extra["checked"]
+                else "no (--no-record): the "
+                "simulator's own numbers"
+                + (f"; optsched check the schedule in {args.out}" if args.out else "")
+            )
+        )
         print(f"{sim.events} events in {sim.runtime_s:.2f} s ({sim.events_per_s:,.0f} events/s)")
     return EXIT_OK

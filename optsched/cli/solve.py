@@ -25,23 +25,38 @@ def add_parser(sub: Any) -> None:
     p = sub.add_parser("solve", help="solve an instance with a registered method")
     p.add_argument("instance", help="an instance file")
     p.add_argument("--method", required=True, help="a solve method (optsched methods)")
-    p.add_argument("--mode", choices=("relaxed", "gang"),
-                   help="execution mode (default: the instance's)")
-    p.add_argument("--time-limit", type=float, metavar="S",
-                   help="seconds for the whole command, start-up and checking included "
-                        "(default: the method's, see optsched methods: 60 for exact "
-                        "methods, 300 for Hare's relaxation, none for heuristics)")
+    p.add_argument(
+        "--mode", choices=("relaxed", "gang"), help="execution mode (default: the instance's)"
+    )
+    p.add_argument(
+        "--time-limit",
+        type=float,
+        metavar="S",
+        help="seconds for the whole command, start-up and checking included "
+        "(default: the method's, see optsched methods: 60 for exact "
+        "methods, 300 for Hare's relaxation, none for heuristics)",
+    )
     add_seed(p)
     add_params(p)
-    p.add_argument("--hint", metavar="SCHEDULE",
-                   help="a schedule to warm-start exact methods with (default: none)")
-    p.add_argument("--quiet", action="store_true",
-                   help="no progress lines on stderr (default: a run longer than 5 s prints "
-                        "one every 5 s: elapsed, incumbent, bound, gap)")
-    p.add_argument("--out", metavar="SCHEDULE",
-                   help="write the schedule here (default: not written)")
-    p.add_argument("--export", metavar="MODEL.lp|.mps",
-                   help="write the MILP model (milp-* methods; same as --param export=...)")
+    p.add_argument(
+        "--hint",
+        metavar="SCHEDULE",
+        help="a schedule to warm-start exact methods with (default: none)",
+    )
+    p.add_argument(
+        "--quiet",
+        action="store_true",
+        help="no progress lines on stderr (default: a run longer than 5 s prints "
+        "one every 5 s: elapsed, incumbent, bound, gap)",
+    )
+    p.add_argument(
+        "--out", metavar="SCHEDULE", help="write the schedule here (default: not written)"
+    )
+    p.add_argument(
+        "--export",
+        metavar="MODEL.lp|.mps",
+        help="write the MILP model (milp-* methods; same as --param export=...)",
+    )
     add_json(p)
     p.set_defaults(func=run)
 
@@ -61,9 +76,17 @@ def run(args: argparse.Namespace) -> int:
     params = parse_params(args.param)
     if args.export:
         params["export"] = args.export
-    result = solve(instance, args.method, mode=args.mode, time_limit=args.time_limit,
-                   seed=args.seed, params=params, hint=hint,
-                   progress=None if args.quiet else sys.stderr, started=command_started())
+    result = solve(
+        instance,
+        args.method,
+        mode=args.mode,
+        time_limit=args.time_limit,
+        seed=args.seed,
+        params=params,
+        hint=hint,
+        progress=None if args.quiet else sys.stderr,
+        started=command_started(),
+    )
     if args.out is not None and result.schedule is not None:
         save_schedule(args.out, result.schedule)
     if args.json:

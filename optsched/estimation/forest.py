@@ -45,9 +45,11 @@ def _sklearn() -> Any:
     try:
         import sklearn  # noqa: F401
     except ImportError:
-        raise InputError("resource estimation needs scikit-learn: "
-                         "pip install 'optsched[estimation]'") from None
+        raise InputError(
+            "resource estimation needs scikit-learn: pip install 'optsched[estimation]'"
+        ) from None
     from sklearn import ensemble, linear_model, tree
+
     return ensemble, linear_model, tree
 
 
@@ -55,8 +57,13 @@ def _make(kind: str, n_features: int, seed: int) -> Any:
     ensemble, linear_model, tree = _sklearn()
     if kind == "forest":
         return ensemble.RandomForestRegressor(
-            n_estimators=70, max_depth=13, min_samples_split=10, min_samples_leaf=5,
-            max_features=max(1, n_features - 1), random_state=seed)
+            n_estimators=70,
+            max_depth=13,
+            min_samples_split=10,
+            min_samples_leaf=5,
+            max_features=max(1, n_features - 1),
+            random_state=seed,
+        )
     if kind == "linear":
         return linear_model.LinearRegression()
     if kind == "tree":
@@ -116,30 +123,38 @@ class ResourceEstimator:
         for job_type, rows in by_type.items():
             x = self._matrix([runs[i] for i in rows])
             for label in self.labels:
-                for i, value in zip(rows, self._fitted[job_type, label].predict(x),
-                                    strict=True):
+                for i, value in zip(rows, self._fitted[job_type, label].predict(x), strict=True):
                     if not math.isfinite(value):
-                        raise InputError(f"job {runs[i].job!r}: the {self.model} prediction "
-                                         f"of {label!r} is not finite ({value}); its features "
-                                         "are far outside the training data")
+                        raise InputError(
+                            f"job {runs[i].job!r}: the {self.model} prediction "
+                            f"of {label!r} is not finite ({value}); its features "
+                            "are far outside the training data"
+                        )
                     out[i][label] = float(value)
         return out
 
 
 def to_request(prediction: Mapping[str, float]) -> dict[str, float]:
     """Liquid's request from predictions (Liquid §4.1; defaults where a label is missing)."""
+
     def up(key: str, unit: float, default: float) -> float:
-        return default if key not in prediction else math.ceil(max(0.0, prediction[key])
-                                                                / unit) * unit
+        return (
+            default
+            if key not in prediction
+            else math.ceil(max(0.0, prediction[key]) / unit) * unit
+        )
+
     util = prediction.get("gpu_util")
-    return {"cpus": up("cpu", 100, 400) / 100, "memory": up("mem", 1024, 4096),
-            "gpu_util": 100.0 if util is None else math.ceil(max(0.0, util)) // 10 * 10,
-            "gpu_memory": up("gpu_mem", 1024, 8192),
-            "bandwidth": max(1.0, up("bw_rx", 100_000, 100_000) / 100_000)}
+    return {
+        "cpus": up("cpu", 100, 400) / 100,
+        "memory": up("mem", 1024, 4096),
+        "gpu_util": 100.0 if util is None else math.ceil(max(0.0, util)) // 10 * 10,
+        "gpu_memory": up("gpu_mem", 1024, 8192),
+        "bandwidth": max(1.0, up("bw_rx", 100_000, 100_000) / 100_000),
+    }
 
 
-def with_bandwidth(instance: PlacementInstance, weights: Mapping[str, float]
-                   ) -> PlacementInstance:
+def with_bandwidth(instance: PlacementInstance, weights: Mapping[str, float]) -> PlacementInstance:
     """The placement instance with each listed job's bandwidth weight replaced."""
     unknown = sorted(set(weights) - {j.id for j in instance.jobs})
     if unknown:
@@ -164,16 +179,23 @@ def with_predictions(instance: Instance, estimator: ResourceEstimator) -> Instan
     for job in instance.jobs:
         meta = job.meta if isinstance(job.meta, Mapping) else {}
         roles = job.profile.roles or ("worker",) * job.tasks_per_round
-        features = {"ps_number": float(roles.count("ps")),
-                    "worker_number": float(roles.count("worker")), "num_gpus": 1.0,
-                    "role": 0.0, **{k: float(meta[k]) for k in ("batch_size", "num_batches")
-                                    if k in meta}}
+        features = {
+            "ps_number": float(roles.count("ps")),
+            "worker_number": float(roles.count("worker")),
+            "num_gpus": 1.0,
+            "role": 0.0,
+            **{k: float(meta[k]) for k in ("batch_size", "num_batches") if k in meta},
+        }
         queries.append(PastRun(job.profile.model or "", "worker", features, {}, job.id))
     jobs = []
     for job, prediction in zip(instance.jobs, estimator.predict(queries), strict=True):
         request = to_request(prediction)
-        profile = replace(job.profile, util=min(1.0, max(10.0, request["gpu_util"]) / 100),
-                          gpu_memory=request["gpu_memory"], bandwidth=request["bandwidth"])
+        profile = replace(
+            job.profile,
+            util=min(1.0, max(10.0, request["gpu_util"]) / 100),
+            gpu_memory=request["gpu_memory"],
+            bandwidth=request["bandwidth"],
+        )
         jobs.append(replace(job, cluster=profile))
     return replace(instance, jobs=tuple(jobs))
 
@@ -189,9 +211,15 @@ class Score:
     r2: float
 
 
-def evaluate(runs: Sequence[PastRun], *, test_jobs: int = 50, step: int = 50,
-             models: Sequence[str] = MODELS, seed: int = 0,
-             names: Mapping[str, str] | None = None) -> list[Score]:
+def evaluate(
+    runs: Sequence[PastRun],
+    *,
+    test_jobs: int = 50,
+    step: int = 50,
+    models: Sequence[str] = MODELS,
+    seed: int = 0,
+    names: Mapping[str, str] | None = None,
+) -> list[Score]:
     """The paper's protocol: jobs shuffled (seeded); the last ``test_jobs`` jobs test, the
     first ``step``, 2·``step``, … train; RMSE and R² per label on the test rows.
 
@@ -210,12 +238,16 @@ def evaluate(runs: Sequence[PastRun], *, test_jobs: int = 50, step: int = 50,
     check_seed(seed)
     jobs = list(dict.fromkeys(r.job for r in runs))
     if len(jobs) <= test_jobs:
-        raise InputError(f"{name['test_jobs']} {test_jobs}: the runs have {len(jobs)} jobs, "
-                         "so none would be left to train on")
+        raise InputError(
+            f"{name['test_jobs']} {test_jobs}: the runs have {len(jobs)} jobs, "
+            "so none would be left to train on"
+        )
     if step > len(jobs) - test_jobs:
-        raise InputError(f"{name['step']} {step} exceeds the {len(jobs) - test_jobs} training "
-                         f"jobs ({len(jobs)} jobs, {name['test_jobs']} {test_jobs}): nothing "
-                         "would be scored")
+        raise InputError(
+            f"{name['step']} {step} exceeds the {len(jobs) - test_jobs} training "
+            f"jobs ({len(jobs)} jobs, {name['test_jobs']} {test_jobs}): nothing "
+            "would be scored"
+        )
     order = [jobs[i] for i in np.random.default_rng(seed).permutation(len(jobs))]
     test_ids = set(order[-test_jobs:])
     test = [r for r in runs if r.job in test_ids]
@@ -234,7 +266,9 @@ def evaluate(runs: Sequence[PastRun], *, test_jobs: int = 50, step: int = 50,
                 spread = float(np.sum((truth - truth.mean()) ** 2))
                 r2 = 1.0 - float(np.sum((truth - guess) ** 2)) / spread if spread else 0.0
                 if not (math.isfinite(rmse) and math.isfinite(r2)):
-                    raise InputError(f"label {label!r}: the {kind} scores are not finite "
-                                     f"(RMSE {rmse}, R² {r2}); the labels are too large")
+                    raise InputError(
+                        f"label {label!r}: the {kind} scores are not finite "
+                        f"(RMSE {rmse}, R² {r2}); the labels are too large"
+                    )
                 scores.append(Score(kind, size, label, rmse, r2))
     return scores

@@ -112,11 +112,13 @@ def read_runs(path: str | Path) -> list[PastRun]:
 def _runs(name: str, reader: Iterator[list[str]]) -> list[PastRun]:
     header = next(reader, None)
     if header is None:
-        raise InputError(f"{name}: empty; a runs CSV needs a header with job_type and role, "
-                         "and rows")
+        raise InputError(
+            f"{name}: empty; a runs CSV needs a header with job_type and role, and rows"
+        )
     if header in ([], [""]):
-        raise InputError(f"{name}:1: blank header line (a runs CSV starts with a header with "
-                         "job_type and role)")
+        raise InputError(
+            f"{name}:1: blank header line (a runs CSV starts with a header with job_type and role)"
+        )
     seen: set[str] = set()
     for i, column in enumerate(header, 1):
         if not column:
@@ -126,8 +128,10 @@ def _runs(name: str, reader: Iterator[list[str]]) -> list[PastRun]:
         seen.add(column)
     for column in ("job_type", "role"):
         if column not in seen:
-            raise InputError(f"{name}:1: missing required column {column!r} (a runs CSV needs "
-                             "job_type, role and a label column)")
+            raise InputError(
+                f"{name}:1: missing required column {column!r} (a runs CSV needs "
+                "job_type, role and a label column)"
+            )
     labels = [k for k in LABELS if k in seen]
     if not labels:
         raise InputError(f"{name}: no label column (one of {', '.join(LABELS)})")
@@ -139,8 +143,9 @@ def _runs(name: str, reader: Iterator[list[str]]) -> list[PastRun]:
         if not fields:
             continue  # a blank line
         if len(fields) != len(header):
-            raise InputError(f"{name}:{line}: {len(fields)} fields, but the header has "
-                             f"{len(header)}")
+            raise InputError(
+                f"{name}:{line}: {len(fields)} fields, but the header has {len(header)}"
+            )
         row = dict(zip(header, fields, strict=True))
         if row["role"] not in ("ps", "worker"):
             raise InputError(f"{name}:{line}: role must be ps or worker, got {row['role']!r}")
@@ -148,11 +153,12 @@ def _runs(name: str, reader: Iterator[list[str]]) -> list[PastRun]:
         for k in labels:
             number = _number(row[k])
             if number is None:
-                raise InputError(f"{name}:{line}: column {k!r} must be a number, "
-                                 f"got {row[k]!r}")
+                raise InputError(f"{name}:{line}: column {k!r} must be a number, got {row[k]!r}")
             if _bad_number(number):
-                raise InputError(f"{name}:{line}: column {k!r} must be a finite number of "
-                                 f"magnitude at most {MAX_VALUE:g}, got {row[k]!r}")
+                raise InputError(
+                    f"{name}:{line}: column {k!r} must be a finite number of "
+                    f"magnitude at most {MAX_VALUE:g}, got {row[k]!r}"
+                )
             values[k] = number
         feats: dict[str, float] = {}
         for k in features:
@@ -160,20 +166,27 @@ def _runs(name: str, reader: Iterator[list[str]]) -> list[PastRun]:
             if number is None:
                 number = float(fnv1a_32(row[k]))
             elif _bad_number(number):
-                raise InputError(f"{name}:{line}: feature column {k!r} must be a finite number "
-                                 f"of magnitude at most {MAX_VALUE:g} (or a string), got "
-                                 f"{row[k]!r}")
+                raise InputError(
+                    f"{name}:{line}: feature column {k!r} must be a finite number "
+                    f"of magnitude at most {MAX_VALUE:g} (or a string), got "
+                    f"{row[k]!r}"
+                )
             feats[k] = number
         feats["role"] = 1.0 if row["role"] == "ps" else 0.0
-        runs.append(PastRun(row["job_type"], row["role"], feats, values,
-                        row.get("job") or f"row{line}"))
+        runs.append(
+            PastRun(row["job_type"], row["role"], feats, values, row.get("job") or f"row{line}")
+        )
     if not runs:
         raise InputError(f"{name}: no rows after the header")
     return runs
 
 
-def runs_csv(runs: Iterable[PastRun], *, features: Sequence[str] | None = None,
-             labels: Sequence[str] | None = None) -> tuple[bytes, int]:
+def runs_csv(
+    runs: Iterable[PastRun],
+    *,
+    features: Sequence[str] | None = None,
+    labels: Sequence[str] | None = None,
+) -> tuple[bytes, int]:
     """The runs as UTF-8 CSV text and the number of rows. Columns: ``job``, ``job_type``,
     ``role``, ``features`` (default: every feature of the runs but ``role``, sorted), ``labels``
     (default: those of :data:`LABELS` some run has). Giving both lets ``runs`` be a stream:
@@ -190,8 +203,15 @@ def runs_csv(runs: Iterable[PastRun], *, features: Sequence[str] | None = None,
     out.writerow(["job", "job_type", "role", *features, *labels])
     count = 0
     for r in runs:
-        out.writerow([r.job, r.job_type, r.role, *(r.features.get(k, 0) for k in features),
-                      *(r.labels.get(k, "") for k in labels)])
+        out.writerow(
+            [
+                r.job,
+                r.job_type,
+                r.role,
+                *(r.features.get(k, 0) for k in features),
+                *(r.labels.get(k, "") for k in labels),
+            ]
+        )
         count += 1
     text.flush()
     data = buffer.getvalue()
@@ -199,9 +219,13 @@ def runs_csv(runs: Iterable[PastRun], *, features: Sequence[str] | None = None,
     return data, count
 
 
-def write_runs(path: str | Path, runs: Iterable[PastRun], *,
-               features: Sequence[str] | None = None,
-               labels: Sequence[str] | None = None) -> int:
+def write_runs(
+    path: str | Path,
+    runs: Iterable[PastRun],
+    *,
+    features: Sequence[str] | None = None,
+    labels: Sequence[str] | None = None,
+) -> int:
     """Write ``runs`` as a runs CSV (:func:`runs_csv`) atomically through
     :func:`optsched.output.write_file`: a kill leaves the old file or the whole new one.
     Returns the number of rows. Validate ``path`` with :func:`optsched.output.output_target`
@@ -211,8 +235,9 @@ def write_runs(path: str | Path, runs: Iterable[PastRun], *,
     return count
 
 
-def check_synthetic(jobs: int, noise: float, *, jobs_name: str = "jobs",
-                    noise_name: str = "noise") -> None:
+def check_synthetic(
+    jobs: int, noise: float, *, jobs_name: str = "jobs", noise_name: str = "noise"
+) -> None:
     """Refuse (InputError naming ``jobs_name`` / ``noise_name``) a job count outside
     [1, :data:`MAX_SYNTHETIC_JOBS`] (with the size it would have) or a noise σ outside
     [0, :data:`MAX_NOISE`] (NaN included)."""
@@ -222,10 +247,12 @@ def check_synthetic(jobs: int, noise: float, *, jobs_name: str = "jobs",
         raise InputError(
             f"{jobs_name} {jobs:,} is too many: about {jobs * _ROWS_PER_JOB:,.0f} rows and "
             f"{jobs * _BYTES_PER_JOB / 1e9:,.3g} GB of CSV, built in memory before the atomic "
-            f"write; at most {MAX_SYNTHETIC_JOBS:,} jobs")
+            f"write; at most {MAX_SYNTHETIC_JOBS:,} jobs"
+        )
     if not 0 <= noise <= MAX_NOISE:
-        raise InputError(f"{noise_name} must be in [0, {MAX_NOISE:g}] (a log-normal σ), "
-                         f"got {noise!r}")
+        raise InputError(
+            f"{noise_name} must be in [0, {MAX_NOISE:g}] (a log-normal σ), got {noise!r}"
+        )
 
 
 def synthetic_runs(jobs: int, seed: int, noise: float = 0.1) -> list[PastRun]:
@@ -252,8 +279,13 @@ def _synthetic(jobs: int, seed: int, noise: float) -> Iterator[PastRun]:
         ps, workers = int(rng.integers(1, 3)), int(rng.integers(1, 5))
         batch, batches = 4 * int(rng.integers(1, 9)), 50 * int(rng.integers(4, 21))
         step = 0.05 + batch * per_sample / 2e4  # seconds per iteration (ground truth)
-        features = {"ps_number": ps, "worker_number": workers, "num_gpus": 1,
-                    "batch_size": batch, "num_batches": batches}
+        features = {
+            "ps_number": ps,
+            "worker_number": workers,
+            "num_gpus": 1,
+            "batch_size": batch,
+            "num_batches": batches,
+        }
 
         def noisy(value: float) -> float:
             return float(value * rng.lognormal(0.0, noise))
@@ -265,11 +297,14 @@ def _synthetic(jobs: int, seed: int, noise: float) -> Iterator[PastRun]:
                 labels = {
                     "cpu": noisy(100 + (30 * share if role == "ps" else 60 + batch)),
                     "mem": noisy(1500 + (2 * size if role == "ps" else 3 * size + 8 * batch)),
-                    "bw_rx": noisy(traffic), "bw_tx": noisy(traffic),
-                    "gpu_util": 0.0 if role == "ps" else min(100.0, noisy(
-                        util * math.sqrt(batch / 32))),
+                    "bw_rx": noisy(traffic),
+                    "bw_tx": noisy(traffic),
+                    "gpu_util": 0.0
+                    if role == "ps"
+                    else min(100.0, noisy(util * math.sqrt(batch / 32))),
                     "gpu_util_std": 0.0 if role == "ps" else noisy(8 + batch / 8),
                     "gpu_mem": 0.0 if role == "ps" else noisy(mem0 + per_sample * batch),
                 }
-                yield PastRun(job_type, role, {**features, "role": float(role == "ps")}, labels,
-                          f"j{j}")
+                yield PastRun(
+                    job_type, role, {**features, "role": float(role == "ps")}, labels, f"j{j}"
+                )

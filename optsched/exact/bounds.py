@@ -73,8 +73,9 @@ class _LPJob:
     data: tuple[tuple[int, int, int, int, int], ...]
 
 
-def _lp_jobs(instance: Instance, upper: float, time_unit: float) -> tuple[Instance, Any,
-                                                                          list[_LPJob]]:
+def _lp_jobs(
+    instance: Instance, upper: float, time_unit: float
+) -> tuple[Instance, Any, list[_LPJob]]:
     from optsched.exact.grid import scale, to_steps
 
     dn = scale(instance, time_unit, "down")
@@ -91,16 +92,24 @@ def _lp_jobs(instance: Instance, upper: float, time_unit: float) -> tuple[Instan
         for q, grp in enumerate(groups):
             if np.isfinite(inst.compute[j, grp[0]]):
                 p, sy = int(inst.compute[j, grp[0]]), int(inst.sync[j, grp[0]])
-                data.append((q, p, sy, min(job.tasks_per_round, len(grp)),
-                             p + sy if gang else p))
+                data.append((q, p, sy, min(job.tasks_per_round, len(grp)), p + sy if gang else p))
         window = d[j] - int(job.arrival) - (job.rounds - 1) * rho
-        out.append(_LPJob(int(job.arrival), window, rho, job.tasks_per_round, job.rounds,
-                          int(job.weight), d[j], tuple(data)))
+        out.append(
+            _LPJob(
+                int(job.arrival),
+                window,
+                rho,
+                job.tasks_per_round,
+                job.rounds,
+                int(job.weight),
+                d[j],
+                tuple(data),
+            )
+        )
     return inst, dn, out
 
 
-def time_indexed_lp_size(instance: Instance, upper: float, time_unit: float
-                         ) -> tuple[int, int]:
+def time_indexed_lp_size(instance: Instance, upper: float, time_unit: float) -> tuple[int, int]:
     """(variables, constraint non-zeros) of the LP :func:`time_indexed_lp_bound` would build,
     counted in closed form without building anything (O(jobs × groups)); an upper estimate
     within a few per cent."""
@@ -121,8 +130,9 @@ def time_indexed_lp_size(instance: Instance, upper: float, time_unit: float
     return variables, nonzeros
 
 
-def lp_time_unit(instance: Instance, horizon: float, given: float | None = None,
-                 *, upper: float | None = None) -> float:
+def lp_time_unit(
+    instance: Instance, horizon: float, given: float | None = None, *, upper: float | None = None
+) -> float:
     """The LP's grid: ``given`` (the ``time_unit`` option), else the data's natural unit
     coarsened ×10 at a time while the ``horizon`` (a makespan), counted from the first
     arrival, spans more than MAX_LP_STEPS steps (or, given
@@ -138,9 +148,9 @@ def lp_time_unit(instance: Instance, horizon: float, given: float | None = None,
     shortest = float(instance.compute[np.isfinite(instance.compute)].min())
     span = horizon - min(job.arrival for job in instance.jobs)  # not the distance from 0
     while unit * 10 <= shortest and (
-            span / unit > MAX_LP_STEPS
-            or (upper is not None
-                and lp_too_large(*time_indexed_lp_size(instance, upper, unit)))):
+        span / unit > MAX_LP_STEPS
+        or (upper is not None and lp_too_large(*time_indexed_lp_size(instance, upper, unit)))
+    ):
         unit *= 10
     return unit
 
@@ -165,8 +175,12 @@ class LPBound:
 
     def extra(self) -> dict[str, Any]:
         """The fields a Result's ``extra`` records about this LP."""
-        return {"lp_bound": self.bound, "lp_status": self.status,
-                "lp_time_unit": self.time_unit, "lp_nonzeros": self.nonzeros}
+        return {
+            "lp_bound": self.bound,
+            "lp_status": self.status,
+            "lp_time_unit": self.time_unit,
+            "lp_nonzeros": self.nonzeros,
+        }
 
 
 class _Rows:
@@ -196,14 +210,20 @@ class _Rows:
         def cat(parts: list[np.ndarray], dtype: Any) -> np.ndarray:
             return np.concatenate(parts) if parts else np.zeros(0, dtype)
 
-        return coo_matrix((cat(self.vals, float), (cat(self.rows, np.int64),
-                                                  cat(self.cols, np.int64))),
-                          shape=(self.n, n_cols)).tocsr()
+        return coo_matrix(
+            (cat(self.vals, float), (cat(self.rows, np.int64), cat(self.cols, np.int64))),
+            shape=(self.n, n_cols),
+        ).tocsr()
 
 
-def solve_time_indexed_lp(instance: Instance, upper: float, time_unit: float, *,
-                          time_limit: float | None = None, check_size: bool = True
-                          ) -> LPBound:
+def solve_time_indexed_lp(
+    instance: Instance,
+    upper: float,
+    time_unit: float,
+    *,
+    time_limit: float | None = None,
+    check_size: bool = True,
+) -> LPBound:
     """The LP relaxation of the grouped time-indexed model (models/time-indexed-lp.md).
 
     Built on the instance rounded *down* to the grid of ``time_unit`` (a lower bound by
@@ -260,8 +280,12 @@ def solve_time_indexed_lp(instance: Instance, upper: float, time_unit: float, *,
         return np.arange(first, n_cols)
 
     base = min((lj.arrival for lj in jobs), default=0)  # capacity rows: (group, t − base)
-    horizon = max((lj.deadline for lj in jobs), default=0) - base + max(
-        (h for lj in jobs for *_, h in lj.data), default=0) + 1
+    horizon = (
+        max((lj.deadline for lj in jobs), default=0)
+        - base
+        + max((h for lj in jobs for *_, h in lj.data), default=0)
+        + 1
+    )
     cap_rows: list[np.ndarray] = []
     cap_cols: list[np.ndarray] = []
     cap_signs: list[np.ndarray] = []
@@ -325,7 +349,7 @@ def solve_time_indexed_lp(instance: Instance, upper: float, time_unit: float, *,
                     cap_rows += [moments, moments[hold:]]
                     cap_cols.append(run[np.minimum(np.arange(n + hold - 1), n - 1)])
                     cap_signs += [np.ones(n + hold - 1), -np.ones(n - 1)]
-                    cap_cols.append(run[:n - 1])
+                    cap_cols.append(run[: n - 1])
                 if gang and blocks:
                     n_y = max(len(x) for x, _ in blocks)
                     y = columns(n_y, 1.0)
@@ -350,9 +374,13 @@ def solve_time_indexed_lp(instance: Instance, upper: float, time_unit: float, *,
         del used, index
     else:  # sparse moments (far-apart arrivals): sort instead of a dense mask
         keys, rows = np.unique(rows, return_inverse=True)
-    ub_cap = coo_matrix((np.concatenate(cap_signs) if cap_signs else np.zeros(0),
-                         (rows, np.concatenate(cap_cols) if cap_cols else rows)),
-                        shape=(len(keys), n_cols)).tocsr()
+    ub_cap = coo_matrix(
+        (
+            np.concatenate(cap_signs) if cap_signs else np.zeros(0),
+            (rows, np.concatenate(cap_cols) if cap_cols else rows),
+        ),
+        shape=(len(keys), n_cols),
+    ).tocsr()
     del rows, cap_rows, cap_cols, cap_signs
     if budget.expired():
         return outcome(None, "time limit (build)")
@@ -368,9 +396,15 @@ def solve_time_indexed_lp(instance: Instance, upper: float, time_unit: float, *,
         left -= handover_seconds(variables, nonzeros)
         if left < MIN_SOLVER_SECONDS:
             return outcome(None, "time limit (build)")
-    res = linprog(np.concatenate(cost), A_ub=a_ub, b_ub=b_ub, A_eq=a_eq,
-                  b_eq=np.concatenate(eq.rhs), bounds=np.column_stack(
-                      [np.concatenate(lo), np.concatenate(hi)]), time_limit=left)
+    res = linprog(
+        np.concatenate(cost),
+        A_ub=a_ub,
+        b_ub=b_ub,
+        A_eq=a_eq,
+        b_eq=np.concatenate(eq.rhs),
+        bounds=np.column_stack([np.concatenate(lo), np.concatenate(hi)]),
+        time_limit=left,
+    )
     if res.interrupted:
         return outcome(None, "interrupted")
     if res.status == 1:
@@ -382,8 +416,9 @@ def solve_time_indexed_lp(instance: Instance, upper: float, time_unit: float, *,
     return outcome(dn.objective_to_original(value), "optimal")
 
 
-def time_indexed_lp_bound(instance: Instance, upper: float, time_unit: float, *,
-                          time_limit: float | None = None) -> float | None:
+def time_indexed_lp_bound(
+    instance: Instance, upper: float, time_unit: float, *, time_limit: float | None = None
+) -> float | None:
     """The bound of :func:`solve_time_indexed_lp`, or ``None`` when it gives none."""
     return solve_time_indexed_lp(instance, upper, time_unit, time_limit=time_limit).bound
 
@@ -427,13 +462,16 @@ def _intervals(instance: Instance, ratio: float, budget: Any = None) -> np.ndarr
     horizon = float(arrival.max() + float(n_tasks @ slowest))
     first = float(instance.compute[finite].min())
     if not (math.isfinite(horizon) and first > 0):
-        raise InputError("interval LP: the instance's times give no finite positive "
-                         "interval grid")
-    count = math.ceil((math.log(horizon) - math.log(first)) / math.log(ratio)) \
-        if horizon > first else 0
+        raise InputError("interval LP: the instance's times give no finite positive interval grid")
+    count = (
+        math.ceil((math.log(horizon) - math.log(first)) / math.log(ratio))
+        if horizon > first
+        else 0
+    )
     if count > MAX_INTERVALS:
-        raise InputError(f"interval_ratio {ratio:g}: {count:.3g} intervals; choose a larger "
-                         "interval_ratio")
+        raise InputError(
+            f"interval_ratio {ratio:g}: {count:.3g} intervals; choose a larger interval_ratio"
+        )
     taus = [0.0, first]
     while taus[-1] < horizon and len(taus) <= count + 2:
         if budget is not None and len(taus) % 10_000 == 0:
@@ -447,8 +485,9 @@ def _intervals(instance: Instance, ratio: float, budget: Any = None) -> np.ndarr
     return np.array(taus)
 
 
-def interval_lp_size(instance: Instance, ratio: float = 1.2, budget: Any = None
-                     ) -> tuple[int, int]:
+def interval_lp_size(
+    instance: Instance, ratio: float = 1.2, budget: Any = None
+) -> tuple[int, int]:
     """(variables, constraint non-zeros) of the larger (bound) LP of :func:`interval_lp`,
     counted without building it."""
     tau = _intervals(instance, ratio, budget)
@@ -460,8 +499,9 @@ def interval_lp_size(instance: Instance, ratio: float = 1.2, budget: Any = None
     return n_y + instance.n_jobs, 4 * n_y + instance.n_jobs
 
 
-def interval_lp(instance: Instance, ratio: float = 1.2, *, time_limit: float | None = None
-                ) -> IntervalLP:
+def interval_lp(
+    instance: Instance, ratio: float = 1.2, *, time_limit: float | None = None
+) -> IntervalLP:
     """Solve the job-level interval-indexed LPs over groups of interchangeable GPUs.
 
     Geometric intervals (τ_k, τ_{k+1}] with τ_1 = the shortest compute time and τ_{k+1} =
@@ -510,8 +550,10 @@ def interval_lp(instance: Instance, ratio: float = 1.2, *, time_limit: float | N
     except OutOfTime:
         return IntervalLP(None, None, 0, 0, "time limit (build)", "time limit (build)")
     if lp_too_large(variables, nonzeros):
-        raise InputError(f"interval_ratio {ratio:g}: the interval LP would have "
-                         f"{size_text(variables, nonzeros)}; choose a larger interval_ratio")
+        raise InputError(
+            f"interval_ratio {ratio:g}: the interval LP would have "
+            f"{size_text(variables, nonzeros)}; choose a larger interval_ratio"
+        )
 
     def options() -> dict[str, Any] | None:
         left = budget.left()
@@ -521,8 +563,15 @@ def interval_lp(instance: Instance, ratio: float = 1.2, *, time_limit: float | N
         return {"time_limit": left} if left >= MIN_SOLVER_SECONDS else None
 
     def status_of(res: Any) -> str:
-        return "optimal" if res.status == 0 else "time limit" if res.status == 1 else \
-            "interrupted" if res.interrupted else f"not optimal: {res.message}"
+        return (
+            "optimal"
+            if res.status == 0
+            else "time limit"
+            if res.status == 1
+            else "interrupted"
+            if res.interrupted
+            else f"not optimal: {res.message}"
+        )
 
     groups = instance.gpu_groups()
     reps = [group[0] for group in groups]
@@ -543,14 +592,24 @@ def interval_lp(instance: Instance, ratio: float = 1.2, *, time_limit: float | N
     y_cols = np.arange(n_y)
     coef = work[j_idx, q_idx]
     # capacity rows (q, k) then K_j-at-once rows (j, k), over y only
-    packing = coo_matrix((np.concatenate([coef, coef]),
-                          (np.concatenate([q_idx * n_int + k_idx,
-                                           len(groups) * n_int + j_idx * n_int + k_idx]),
-                           np.concatenate([y_cols, y_cols]))),
-                         shape=((len(groups) + n_jobs) * n_int, n_y))
-    packing_rhs = np.concatenate([(size[:, None] * np.diff(tau)[None, :]).ravel(),
-                                  (k_tasks[:, None] * np.maximum(0.0, tau[None, 1:] - lo))
-                                  .ravel()])
+    packing = coo_matrix(
+        (
+            np.concatenate([coef, coef]),
+            (
+                np.concatenate(
+                    [q_idx * n_int + k_idx, len(groups) * n_int + j_idx * n_int + k_idx]
+                ),
+                np.concatenate([y_cols, y_cols]),
+            ),
+        ),
+        shape=((len(groups) + n_jobs) * n_int, n_y),
+    )
+    packing_rhs = np.concatenate(
+        [
+            (size[:, None] * np.diff(tau)[None, :]).ravel(),
+            (k_tasks[:, None] * np.maximum(0.0, tau[None, 1:] - lo)).ravel(),
+        ]
+    )
     one_each = coo_matrix((np.ones(n_y), (j_idx, y_cols)), shape=(n_jobs, n_y))
 
     # order LP over y: Σ w_j · (midpoint of the piece's interval)
@@ -559,8 +618,15 @@ def interval_lp(instance: Instance, ratio: float = 1.2, *, time_limit: float | N
     opts = options()
     if opts is not None:
         midpoint = 0.5 * (lo[j_idx, k_idx] + tau[k_idx + 1])
-        order = linprog(weight[j_idx] * midpoint, A_ub=packing.tocsr(), b_ub=packing_rhs,
-                        A_eq=one_each.tocsr(), b_eq=np.ones(n_jobs), bounds=(0, 1), **opts)
+        order = linprog(
+            weight[j_idx] * midpoint,
+            A_ub=packing.tocsr(),
+            b_ub=packing_rhs,
+            A_eq=one_each.tocsr(),
+            b_eq=np.ones(n_jobs),
+            bounds=(0, 1),
+            **opts,
+        )
         order_status = status_of(order)
         if order.interrupted:  # a Ctrl-C: no order, and no bound LP
             return IntervalLP(None, None, n_int, n_y, "interrupted", order_status)
@@ -577,28 +643,45 @@ def interval_lp(instance: Instance, ratio: float = 1.2, *, time_limit: float | N
     bound_status = "time limit"
     opts = options()
     if opts is not None:
-        mean_rows = coo_matrix((np.concatenate([lo[j_idx, k_idx], -np.ones(n_jobs)]),
-                                (np.concatenate([j_idx, np.arange(n_jobs)]),
-                                 np.concatenate([y_cols, n_y + np.arange(n_jobs)]))),
-                               shape=(n_jobs, n_y + n_jobs))
+        mean_rows = coo_matrix(
+            (
+                np.concatenate([lo[j_idx, k_idx], -np.ones(n_jobs)]),
+                (
+                    np.concatenate([j_idx, np.arange(n_jobs)]),
+                    np.concatenate([y_cols, n_y + np.arange(n_jobs)]),
+                ),
+            ),
+            shape=(n_jobs, n_y + n_jobs),
+        )
         no_c = coo_matrix((packing.shape[0], n_jobs))
-        res = linprog(np.concatenate([np.zeros(n_y), weight]),
-                      A_ub=vstack([hstack([packing, no_c]), mean_rows]).tocsr(),
-                      b_ub=np.concatenate([packing_rhs, -min_sync]),
-                      A_eq=hstack([one_each, coo_matrix((n_jobs, n_jobs))]).tocsr(),
-                      b_eq=np.ones(n_jobs),
-                      bounds=np.column_stack([
-                          np.concatenate([np.zeros(n_y), critical_path(instance)]),
-                          np.concatenate([np.ones(n_y), np.full(n_jobs, np.inf)])]),
-                      **opts)
+        res = linprog(
+            np.concatenate([np.zeros(n_y), weight]),
+            A_ub=vstack([hstack([packing, no_c]), mean_rows]).tocsr(),
+            b_ub=np.concatenate([packing_rhs, -min_sync]),
+            A_eq=hstack([one_each, coo_matrix((n_jobs, n_jobs))]).tocsr(),
+            b_eq=np.ones(n_jobs),
+            bounds=np.column_stack(
+                [
+                    np.concatenate([np.zeros(n_y), critical_path(instance)]),
+                    np.concatenate([np.ones(n_y), np.full(n_jobs, np.inf)]),
+                ]
+            ),
+            **opts,
+        )
         bound_status = status_of(res)
         bound = float(res.fun) if res.status == 0 else None
     return IntervalLP(bound, starts, n_int, n_y, bound_status, order_status)
 
 
-def _round_starts(instance: Instance, x: np.ndarray, j_idx: np.ndarray, k_idx: np.ndarray,
-                  lo: np.ndarray, tau: np.ndarray, budget: Any = None
-                  ) -> tuple[np.ndarray, ...]:
+def _round_starts(
+    instance: Instance,
+    x: np.ndarray,
+    j_idx: np.ndarray,
+    k_idx: np.ndarray,
+    lo: np.ndarray,
+    tau: np.ndarray,
+    budget: Any = None,
+) -> tuple[np.ndarray, ...]:
     """x̂_jr = max(a_j, F_j⁻¹(r / R_j)) from the order LP's solution ``x`` (``budget``
     checked per job, raising OutOfTime)."""
     n_int = len(tau) - 1

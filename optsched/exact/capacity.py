@@ -62,9 +62,13 @@ MAX_INTERVALS = MAX_NONZEROS // 4
 class CapacityBoundOptions(Options):
     """Options of ``capacity-bound``."""
 
-    intervals: int = count("intervals of the time grid over the incumbent's makespan "
-                           f"(default 100, at most {MAX_INTERVALS:.0e}; more: tighter and "
-                           "slower)", 100, high=MAX_INTERVALS)
+    intervals: int = count(
+        "intervals of the time grid over the incumbent's makespan "
+        f"(default 100, at most {MAX_INTERVALS:.0e}; more: tighter and "
+        "slower)",
+        100,
+        high=MAX_INTERVALS,
+    )
 
 
 @dataclass(frozen=True)
@@ -93,13 +97,20 @@ def capacity_lp_size(instance: Instance, intervals: int) -> tuple[int, int]:
     pairs = int(np.isfinite(instance.class_compute).sum())
     n_x = pairs * (n_t + 1)
     variables = n_x + n * n_t + n + pairs
-    nonzeros = 4 * n_x + 2 * n * n_t + n + pairs * (instance.class_compute.shape[1] * (n_t + 2)
-                                                     + 2)
+    nonzeros = (
+        4 * n_x + 2 * n * n_t + n + pairs * (instance.class_compute.shape[1] * (n_t + 2) + 2)
+    )
     return variables, nonzeros
 
 
-def capacity_bound(instance: Instance, upper: float, horizon: float, intervals: int, *,
-                   time_limit: float | None = None) -> CapacityLP:
+def capacity_bound(
+    instance: Instance,
+    upper: float,
+    horizon: float,
+    intervals: int,
+    *,
+    time_limit: float | None = None,
+) -> CapacityLP:
     """The class-capacity LP bound (module doc) on a grid of ``intervals`` from the first
     arrival to ``horizon`` (at least the longest critical path); ``upper`` is the objective
     of a feasible schedule (it bounds each C_j of an optimal one by ``upper / w_j``).
@@ -161,9 +172,11 @@ def capacity_bound(instance: Instance, upper: float, horizon: float, intervals: 
         (cap_row[inner], col[inner], np.ones(inner.sum())),
         (slot_row[inner], col[inner], np.ones(inner.sum())),
         (done_row[x_job], col, edges[x_t] * x_rate / work[x_job]),
-        (done_row, c0 + np.arange(n), -np.ones(n)))
-    overlap = np.clip(edges[1:][None, :] - np.maximum(edges[:-1][None, :], arrival[:, None]),
-                      0.0, None)  # (job, t): length of interval t after the job's arrival
+        (done_row, c0 + np.arange(n), -np.ones(n)),
+    )
+    overlap = np.clip(
+        edges[1:][None, :] - np.maximum(edges[:-1][None, :], arrival[:, None]), 0.0, None
+    )  # (job, t): length of interval t after the job's arrival
     # rounds by their slowest class: for each threshold pair (j, c), the tasks of j on classes
     # at least as slow as c (GPU time / compute) lie in rounds whose slowest class is too,
     # K_j tasks each; and C_j ≥ a_j + Σ_q (round duration with slowest class q) · y_jq
@@ -175,18 +188,31 @@ def capacity_bound(instance: Instance, upper: float, horizon: float, intervals: 
             return CapacityLP(None, "time limit", variables, nonzeros)
         slower = np.flatnonzero((pair_job == j) & (pace[j, pair_class] >= pace[j, c]))
         x_cols = (slower[:, None] * (n_t + 1) + np.arange(n_t + 1)[None, :]).ravel()
-        blocks.append((np.full(x_cols.size + slower.size, label_rows + k),
-                       np.concatenate([x_cols, y0 + slower]),
-                       np.concatenate([1.0 / compute[j, x_class[x_cols]],
-                                       np.full(slower.size, -tasks[j])])))
+        blocks.append(
+            (
+                np.full(x_cols.size + slower.size, label_rows + k),
+                np.concatenate([x_cols, y0 + slower]),
+                np.concatenate(
+                    [1.0 / compute[j, x_class[x_cols]], np.full(slower.size, -tasks[j])]
+                ),
+            )
+        )
     duration = np.maximum(round_time[pair_job], pace[pair_job, pair_class])
-    blocks += [(pace_row + pair_job, y0 + np.arange(len(pair_job)), duration),
-               (pace_row + np.arange(n), c0 + np.arange(n), -np.ones(n))]
+    blocks += [
+        (pace_row + pair_job, y0 + np.arange(len(pair_job)), duration),
+        (pace_row + np.arange(n), c0 + np.arange(n), -np.ones(n)),
+    ]
     rows, cols, vals = _rows(*blocks)
     a_ub = coo_matrix((vals, (rows, cols)), shape=(pace_row + n, n_cols)).tocsr()
-    b_ub = np.concatenate([(size[:, None] * np.diff(edges)[None, :]).ravel(),
-                           (tasks[:, None] * overlap).ravel(), -after,
-                           np.zeros(len(pair_job)), -arrival])
+    b_ub = np.concatenate(
+        [
+            (size[:, None] * np.diff(edges)[None, :]).ravel(),
+            (tasks[:, None] * overlap).ravel(),
+            -after,
+            np.zeros(len(pair_job)),
+            -arrival,
+        ]
+    )
     # = rows: all work done (job); Z[j, t] = Z[j, t-1] + work of j in interval t
     z_row = n + x_job * n_t + x_t
     zt = np.arange(n * n_t) % n_t
@@ -197,7 +223,8 @@ def capacity_bound(instance: Instance, upper: float, horizon: float, intervals: 
         (z_row[inner], col[inner], x_rate[inner]),
         (n + np.arange(n * n_t), z0 + np.arange(n * n_t), -np.ones(n * n_t)),
         (n + np.flatnonzero(later), z0 + np.flatnonzero(later) - 1, np.ones(later.sum())),
-        (rounds_row + pair_job, y0 + np.arange(len(pair_job)), np.ones(len(pair_job))))
+        (rounds_row + pair_job, y0 + np.arange(len(pair_job)), np.ones(len(pair_job))),
+    )
     a_eq = coo_matrix((vals, (rows, cols)), shape=(rounds_row + n, n_cols)).tocsr()
     b_eq = np.concatenate([work, np.zeros(n * n_t), rounds])
 
@@ -209,8 +236,9 @@ def capacity_bound(instance: Instance, upper: float, horizon: float, intervals: 
     elapsed = np.clip((edges[1:][None, :] - arrival[:, None]) / round_time[:, None], 0.0, None)
     whole = np.floor(elapsed)
     started = whole + np.minimum(1.0, (elapsed - whole) * (round_time / fastest)[:, None])
-    hi[z0:c0] = (tasks * fastest)[:, None].repeat(n_t, axis=1).ravel() * \
-        np.minimum(started, rounds[:, None]).ravel()
+    hi[z0:c0] = (tasks * fastest)[:, None].repeat(n_t, axis=1).ravel() * np.minimum(
+        started, rounds[:, None]
+    ).ravel()
     lo[c0:y0], hi[c0:y0] = path, np.maximum(path, upper / weight)
     hi[y0:] = rounds[pair_job]
     cost = np.zeros(n_cols)
@@ -221,8 +249,15 @@ def capacity_bound(instance: Instance, upper: float, horizon: float, intervals: 
         left -= handover_seconds(variables, nonzeros)
         if left < MIN_SOLVER_SECONDS:
             return CapacityLP(None, "time limit", variables, nonzeros)
-    res = linprog(cost, A_ub=a_ub, b_ub=b_ub, A_eq=a_eq, b_eq=b_eq,
-                  bounds=np.column_stack([lo, hi]), time_limit=left)
+    res = linprog(
+        cost,
+        A_ub=a_ub,
+        b_ub=b_ub,
+        A_eq=a_eq,
+        b_eq=b_eq,
+        bounds=np.column_stack([lo, hi]),
+        time_limit=left,
+    )
     if res.interrupted:
         return CapacityLP(None, "interrupted", variables, nonzeros)
     if res.status == 1:
@@ -233,34 +268,57 @@ def capacity_bound(instance: Instance, upper: float, horizon: float, intervals: 
     dual_ub = np.minimum(res.ineqlin.marginals, 0.0)
     dual_eq = res.eqlin.marginals
     reduced = cost - a_ub.T @ dual_ub - a_eq.T @ dual_eq
-    value = float(dual_ub @ b_ub + dual_eq @ b_eq
-                  + np.where(reduced >= 0, reduced * lo, reduced * hi).sum())
-    return CapacityLP(value - abs(value) * _MARGIN, "optimal", variables, nonzeros,
-                      float(res.fun))
+    value = float(
+        dual_ub @ b_ub + dual_eq @ b_eq + np.where(reduced >= 0, reduced * lo, reduced * hi).sum()
+    )
+    return CapacityLP(value - abs(value) * _MARGIN, "optimal", variables, nonzeros, float(res.fun))
 
 
-@register("capacity-bound", options=CapacityBoundOptions,
-          default_time_limit=EXACT_TIME_LIMIT, imports=("highspy", "scipy.sparse"),
-          description="ECT schedule + the class-capacity LP bound (contention for each GPU "
-                      "type over time; both modes)")
-def _capacity_bound(instance: Instance, context: SolveContext[CapacityBoundOptions]
-                    ) -> MethodOutput:
+@register(
+    "capacity-bound",
+    options=CapacityBoundOptions,
+    default_time_limit=EXACT_TIME_LIMIT,
+    imports=("highspy", "scipy.sparse"),
+    description="ECT schedule + the class-capacity LP bound (contention for each GPU "
+    "type over time; both modes)",
+)
+def _capacity_bound(
+    instance: Instance, context: SolveContext[CapacityBoundOptions]
+) -> MethodOutput:
     budget = Budget(context.time_limit)
     intervals = context.options.intervals
     variables, nonzeros = capacity_lp_size(instance, intervals)
     if lp_too_large(variables, nonzeros):  # before any work
-        raise InputError(f"capacity-bound: intervals={intervals}: the LP would have "
-                         f"{size_text(variables, nonzeros)}; choose fewer intervals")
+        raise InputError(
+            f"capacity-bound: intervals={intervals}: the LP would have "
+            f"{size_text(variables, nonzeros)}; choose fewer intervals"
+        )
     start = incumbent(instance, context.hint, budget)
-    extra: dict[str, Any] = {"intervals": intervals, "lp_nonzeros": nonzeros,
-                             "start": start.origin}
+    extra: dict[str, Any] = {
+        "intervals": intervals,
+        "lp_nonzeros": nonzeros,
+        "start": start.origin,
+    }
     if budget.expired():  # the incumbent took the time: no LP
-        return MethodOutput(schedule=start.schedule, extra={
-            **extra, "lp_status": "time limit", "stopped": "time limit"})
-    lp = capacity_bound(instance, start.objective, start.makespan, intervals,
-                        time_limit=budget.left())
+        return MethodOutput(
+            schedule=start.schedule,
+            extra={**extra, "lp_status": "time limit", "stopped": "time limit"},
+        )
+    lp = capacity_bound(
+        instance, start.objective, start.makespan, intervals, time_limit=budget.left()
+    )
     interrupted = lp.status == "interrupted"
-    return MethodOutput(schedule=start.schedule, bound=lp.bound, extra={
-        **extra, "lp_status": lp.status, "interrupted": interrupted,
-        "stopped": "interrupted" if interrupted else "time limit" if lp.status == "time limit"
-        else "done"})
+    return MethodOutput(
+        schedule=start.schedule,
+        bound=lp.bound,
+        extra={
+            **extra,
+            "lp_status": lp.status,
+            "interrupted": interrupted,
+            "stopped": "interrupted"
+            if interrupted
+            else "time limit"
+            if lp.status == "time limit"
+            else "done",
+        },
+    )

@@ -72,26 +72,33 @@ from optsched.schedule import Schedule, Task
 class CpsatOptions(Options):
     """Options of ``cpsat`` and ``cpsat-pergpu``."""
 
-    time_unit: float | None = number("grid step in seconds (default 1 for integer data, "
-                                     "else 0.001)", open_low=True)
+    time_unit: float | None = number(
+        "grid step in seconds (default 1 for integer data, else 0.001)", open_low=True
+    )
     workers: int = count("CP-SAT worker threads (default 1)")
     objective: Literal["weighted", "makespan"] = one_of(
-        "weighted (Σ w_j C_j, default) or makespan",
-        ("weighted", "makespan"))
+        "weighted (Σ w_j C_j, default) or makespan", ("weighted", "makespan")
+    )
     hint: Literal["ect", "none"] = one_of(
-        "ect (default: warm start from the ECT schedule) or none",
-        ("ect", "none"))
-    lp_bound: bool = switch("1 (default): unless proved optimal, also compute the "
-                            "time-indexed LP bound from the final incumbent, in the last "
-                            "fifth of the time limit; 0: do not", default=True)
+        "ect (default: warm start from the ECT schedule) or none", ("ect", "none")
+    )
+    lp_bound: bool = switch(
+        "1 (default): unless proved optimal, also compute the "
+        "time-indexed LP bound from the final incumbent, in the last "
+        "fifth of the time limit; 0: do not",
+        default=True,
+    )
     search: Literal["auto", "default", "core"] = one_of(
         "auto (default: core in relaxed mode, default in gang mode), "
         "default, or core (CP-SAT's core-based lower bounding: stronger "
-        "bounds in relaxed mode)", ("auto", "default", "core"))
+        "bounds in relaxed mode)",
+        ("auto", "default", "core"),
+    )
 
 
-def assign_gpus(items: Sequence[tuple[Any, int, int, int, int]],
-                groups: Sequence[Sequence[int]]) -> dict[Any, list[int]]:
+def assign_gpus(
+    items: Sequence[tuple[Any, int, int, int, int]], groups: Sequence[Sequence[int]]
+) -> dict[Any, list[int]]:
     """Interval colouring: give each item ``(key, group, start, end, demand)`` ``demand``
     distinct GPUs of its group that are free during ``[start, end)``.
 
@@ -140,8 +147,14 @@ class _Model:
     boolean (relaxed) or demand (gang) of that unit in group q; a unit is (j, r, k) or (j, r).
     """
 
-    def __init__(self, inst: Instance, groups: Sequence[Sequence[int]], deadline: list[int],
-                 makespan: bool, budget: Budget | None = None) -> None:
+    def __init__(
+        self,
+        inst: Instance,
+        groups: Sequence[Sequence[int]],
+        deadline: list[int],
+        makespan: bool,
+        budget: Budget | None = None,
+    ) -> None:
         from ortools.sat.python import cp_model
 
         self.m = cp_model.CpModel()
@@ -182,8 +195,9 @@ class _Model:
             self.m.add_max_equality(cmax, last)
             self.m.minimize(cmax)
         else:
-            self.m.minimize(sum(int(job.weight) * c for job, c in zip(inst.jobs, last,
-                                                                      strict=True)))
+            self.m.minimize(
+                sum(int(job.weight) * c for job, c in zip(inst.jobs, last, strict=True))
+            )
         #: Seconds freeing this model is expected to take (:data:`TEARDOWN_SHARE`).
         self.teardown = TEARDOWN_SHARE * (time.perf_counter() - begun)
 
@@ -215,14 +229,17 @@ class _Model:
             if k > 0:  # identical tasks of a round: sorted by (start, group)
                 n_groups = len(self.groups)
                 prev = self.choice[j, r, k - 1]
-                m.add(n_groups * self.start[j, r, k - 1] + sum(q * v for q, v in prev.items())
-                      <= n_groups * s + sum(q * v for q, v in choice.items()))
+                m.add(
+                    n_groups * self.start[j, r, k - 1] + sum(q * v for q, v in prev.items())
+                    <= n_groups * s + sum(q * v for q, v in choice.items())
+                )
             ready.append(s + sum(finish))
         self.ready[j, r] = m.new_int_var(earliest, deadline, f"R{j}_{r}")
         m.add_max_equality(self.ready[j, r], ready)
         # redundant: a round lasts at least its critical-path length (models/cpsat.md)
-        m.add(self.ready[j, r] >= (after if after is not None else earliest)
-              + self.round_length[j])
+        m.add(
+            self.ready[j, r] >= (after if after is not None else earliest) + self.round_length[j]
+        )
 
     def _gang_round(self, j: int, r: int, earliest: int, deadline: int, after: Any) -> None:
         m = self.m
@@ -270,8 +287,12 @@ class _Model:
                 budget.check(self.teardown)
             tasks.sort(key=lambda t: (t.start, group_of[inst.gpu_index[t.gpu]]))
             used = [group_of[inst.gpu_index[t.gpu]] for t in tasks]
-            ready = max(t.start + inst.compute[j, inst.gpu_index[t.gpu]]
-                        + inst.sync[j, inst.gpu_index[t.gpu]] for t in tasks)
+            ready = max(
+                t.start
+                + inst.compute[j, inst.gpu_index[t.gpu]]
+                + inst.sync[j, inst.gpu_index[t.gpu]]
+                for t in tasks
+            )
             m.add_hint(self.ready[j, r], int(ready))
             if self.gang:
                 m.add_hint(self.start[j, r], int(tasks[0].start))
@@ -298,8 +319,11 @@ class _Model:
             for q, var in choice.items():
                 n = solver.value(var)
                 if n:
-                    end = start + (solver.value(self.pace[j, r]) if self.gang
-                                   else int(inst.compute[j, self.groups[q][0]]))
+                    end = start + (
+                        solver.value(self.pace[j, r])
+                        if self.gang
+                        else int(inst.compute[j, self.groups[q][0]])
+                    )
                     items.append(((*unit, q), q, start, end, n))
         gpus = assign_gpus(items, self.groups)
         tasks = []
@@ -316,8 +340,13 @@ class _Model:
 #: Solver packages CP-SAT methods load (the LP bound uses HiGHS).
 CPSAT_IMPORTS = ("ortools.sat.python.cp_model", "highspy")
 
-STATUS = {"OPTIMAL": "solution", "FEASIBLE": "solution", "UNKNOWN": "none",
-          "INFEASIBLE": "bug", "MODEL_INVALID": "bug"}
+STATUS = {
+    "OPTIMAL": "solution",
+    "FEASIBLE": "solution",
+    "UNKNOWN": "none",
+    "INFEASIBLE": "bug",
+    "MODEL_INVALID": "bug",
+}
 
 
 #: CP-SAT's integer variables and linear expressions must stay within ±2^62.
@@ -326,24 +355,30 @@ _CPSAT_MAX_INT = 2**62
 
 def _check_intervals(inst: Instance, groups: Sequence[Sequence[int]], method: str) -> None:
     """Refuse (InputError) a model of more than MAX_CPSAT_INTERVALS intervals."""
-    n_groups = [sum(1 for group in groups if math.isfinite(inst.compute[j, group[0]]))
-                for j in range(inst.n_jobs)]
-    units = [job.rounds * (1 if inst.mode == "gang" else job.tasks_per_round)
-             for job in inst.jobs]
+    n_groups = [
+        sum(1 for group in groups if math.isfinite(inst.compute[j, group[0]]))
+        for j in range(inst.n_jobs)
+    ]
+    units = [job.rounds * (1 if inst.mode == "gang" else job.tasks_per_round) for job in inst.jobs]
     intervals = sum(u * g for u, g in zip(units, n_groups, strict=True))
     if intervals > MAX_CPSAT_INTERVALS:
-        raise InputError(f"--method {method}: the CP-SAT model of this instance would have "
-                         f"about {fmt(intervals)} intervals; at most "
-                         f"{fmt(MAX_CPSAT_INTERVALS)} fit in memory (use a heuristic)")
+        raise InputError(
+            f"--method {method}: the CP-SAT model of this instance would have "
+            f"about {fmt(intervals)} intervals; at most "
+            f"{fmt(MAX_CPSAT_INTERVALS)} fit in memory (use a heuristic)"
+        )
 
 
-def _check_integers(inst: Instance, groups: Sequence[Sequence[int]], deadline: list[int],
-                    unit: float) -> None:
+def _check_integers(
+    inst: Instance, groups: Sequence[Sequence[int]], deadline: list[int], unit: float
+) -> None:
     """Refuse (InputError naming time_unit) a horizon that overflows CP-SAT's integers."""
     total = sum(int(job.weight) * d for job, d in zip(inst.jobs, deadline, strict=True))
     if max(deadline, default=0) * (len(groups) + 1) >= _CPSAT_MAX_INT or total >= _CPSAT_MAX_INT:
-        raise InputError(f"time_unit {unit:g} is too fine for CP-SAT: the horizon is "
-                         f"{fmt(max(deadline))} steps; choose a coarser time_unit")
+        raise InputError(
+            f"time_unit {unit:g} is too fine for CP-SAT: the horizon is "
+            f"{fmt(max(deadline))} steps; choose a coarser time_unit"
+        )
 
 
 def _lp_seconds(instance: Instance, objective: float, makespan: float) -> float:
@@ -358,8 +393,7 @@ def _lp_seconds(instance: Instance, objective: float, makespan: float) -> float:
     return handover_seconds(variables, nonzeros) + 5e-6 * nonzeros
 
 
-def _hint_on_grid(hint: Schedule | None, sc: ScaledInstance, *, exact: bool
-                  ) -> Schedule | None:
+def _hint_on_grid(hint: Schedule | None, sc: ScaledInstance, *, exact: bool) -> Schedule | None:
     """``hint`` (starts in seconds) as a schedule of the scaled instance, its starts rounded
     up to the grid (:func:`~optsched.exact.grid.to_steps`); None without a hint, when a start
     is beyond MAX_VALUE steps, or (``exact``) when a start is not on the grid."""
@@ -370,8 +404,11 @@ def _hint_on_grid(hint: Schedule | None, sc: ScaledInstance, *, exact: bool
     if not np.all(steps <= MAX_VALUE) or (exact and not on_grid(seconds, sc.time_unit)):
         return None
     inst = sc.instance
-    return Schedule(inst.name, [dataclasses.replace(t, start=float(k))
-                                for t, k in zip(hint.tasks, steps, strict=True)], inst.mode)
+    return Schedule(
+        inst.name,
+        [dataclasses.replace(t, start=float(k)) for t, k in zip(hint.tasks, steps, strict=True)],
+        inst.mode,
+    )
 
 
 #: Seconds per task the end of a CP-SAT run takes (its schedule read back and converted to
@@ -379,8 +416,9 @@ def _hint_on_grid(hint: Schedule | None, sc: ScaledInstance, *, exact: bool
 FINISH_SECONDS_PER_TASK = 2e-5
 
 
-def solve_cpsat(instance: Instance, ctx: SolveContext[CpsatOptions], *, per_gpu: bool
-                ) -> MethodOutput:
+def solve_cpsat(
+    instance: Instance, ctx: SolveContext[CpsatOptions], *, per_gpu: bool
+) -> MethodOutput:
     """Solve ``instance`` (already in ``ctx.mode``) with the grouped or per-GPU model.
 
     Within ``ctx.time_limit`` (see the module docstring): an incumbent is always returned
@@ -394,27 +432,42 @@ def solve_cpsat(instance: Instance, ctx: SolveContext[CpsatOptions], *, per_gpu:
     budget = Budget(ctx.time_limit)
     options = ctx.options
     unit = time_unit_or_default(instance, options.time_unit)
-    objective, hint, workers, search, lp_bound = (options.objective, options.hint,
-                                                  options.workers, options.search,
-                                                  options.lp_bound)
+    objective, hint, workers, search, lp_bound = (
+        options.objective,
+        options.hint,
+        options.workers,
+        options.search,
+        options.lp_bound,
+    )
     if search == "auto":
         search = "core" if instance.mode == "relaxed" else "default"
     makespan = objective == "makespan"
     use_lp = lp_bound and not makespan
     method = "cpsat-pergpu" if per_gpu else "cpsat"
-    _check_intervals(instance, [(g,) for g in range(instance.n_gpus)] if per_gpu
-                     else instance.gpu_groups(), method)
+    _check_intervals(
+        instance,
+        [(g,) for g in range(instance.n_gpus)] if per_gpu else instance.gpu_groups(),
+        method,
+    )
     sc = scale(instance, unit, "up")
     inst = sc.instance
     groups = [(g,) for g in range(inst.n_gpus)] if per_gpu else inst.gpu_groups()
     extra: dict[str, Any] = {
         "model": "per-gpu" if per_gpu else "grouped",
-        "groups": len(groups), "time_unit": unit, "grid_exact": sc.exact,
-        "workers": workers, "objective_kind": objective, "search": search,
+        "groups": len(groups),
+        "time_unit": unit,
+        "grid_exact": sc.exact,
+        "workers": workers,
+        "objective_kind": objective,
+        "search": search,
     }
     not_built: dict[str, Any] = {
-        "solver_status": "NOT_BUILT", "model": f"{extra['model']}, not built: time limit",
-        "anytime": [], "solver_bound": None, "stopped": "time limit"}
+        "solver_status": "NOT_BUILT",
+        "model": f"{extra['model']}, not built: time limit",
+        "anytime": [],
+        "solver_bound": None,
+        "stopped": "time limit",
+    }
     if use_lp:
         not_built.update(lp_bound=None, lp_status="time limit (build)")
     ect = incumbent(instance) if hint == "ect" else None  # the fallback, in seconds
@@ -460,11 +513,26 @@ def solve_cpsat(instance: Instance, ctx: SolveContext[CpsatOptions], *, per_gpu:
         # the end of the run (its schedule read back) keeps its share; the LP bound the last
         # fifth of the limit, or what it is expected to need if more, but at most half of
         # what is left
-        left = max(left - FINISH_SECONDS_PER_TASK * sum(job.n_tasks for job in inst.jobs)
-                   - model.teardown, 0.5 * left)
-        reserve = max(0.2 * ctx.time_limit, _lp_seconds(
-            instance, ect.objective if ect is not None and not from_hint else
-            sc.objective_to_original(upper), sc.to_seconds(horizon))) if use_lp else 0.0
+        left = max(
+            left
+            - FINISH_SECONDS_PER_TASK * sum(job.n_tasks for job in inst.jobs)
+            - model.teardown,
+            0.5 * left,
+        )
+        reserve = (
+            max(
+                0.2 * ctx.time_limit,
+                _lp_seconds(
+                    instance,
+                    ect.objective
+                    if ect is not None and not from_hint
+                    else sc.objective_to_original(upper),
+                    sc.to_seconds(horizon),
+                ),
+            )
+            if use_lp
+            else 0.0
+        )
         solver.parameters.max_time_in_seconds = max(left - reserve, 0.5 * left)
     solver.parameters.absolute_gap_limit = 0.0
     solver.parameters.relative_gap_limit = 0.0
@@ -480,19 +548,28 @@ def solve_cpsat(instance: Instance, ctx: SolveContext[CpsatOptions], *, per_gpu:
 
     class Log(cp_model.CpSolverSolutionCallback):
         def on_solution_callback(self) -> None:
-            anytime.append([round(time.perf_counter() - started, 4),
-                            real(self.objective_value), real(self.best_objective_bound)])
-            ctx.report(None if makespan else anytime[-1][1],
-                       anytime[-1][2] if exact_bound else None)
+            anytime.append(
+                [
+                    round(time.perf_counter() - started, 4),
+                    real(self.objective_value),
+                    real(self.best_objective_bound),
+                ]
+            )
+            ctx.report(
+                None if makespan else anytime[-1][1], anytime[-1][2] if exact_bound else None
+            )
 
     # CP-SAT stops at Ctrl-C (catch_sigint_signal) and returns its best solution (a
     # best_bound_callback would abort the process then: ortools 9.15)
     status = solver.solve(model.m, Log())
     name = solver.status_name(status)
     interrupted = stopped_by_ctrl_c(solver, name)
-    extra.update(solver_status=name, anytime=anytime, interrupted=interrupted,
-                 stopped="interrupted" if interrupted else "done" if name == "OPTIMAL"
-                 else "time limit")
+    extra.update(
+        solver_status=name,
+        anytime=anytime,
+        interrupted=interrupted,
+        stopped="interrupted" if interrupted else "done" if name == "OPTIMAL" else "time limit",
+    )
     if STATUS[name] == "bug":
         raise OptschedError(f"CP-SAT returned {name} although the incumbent is feasible")
     bound = real(solver.best_objective_bound) if exact_bound else None
@@ -511,9 +588,12 @@ def solve_cpsat(instance: Instance, ctx: SolveContext[CpsatOptions], *, per_gpu:
             extra.update(lp_bound=None, lp_status="time limit (build)")
         else:
             value, span = evaluate(instance, schedule)
-            lp = solve_time_indexed_lp(instance, value,
-                                       lp_time_unit(instance, span, upper=value),
-                                       time_limit=budget.left())
+            lp = solve_time_indexed_lp(
+                instance,
+                value,
+                lp_time_unit(instance, span, upper=value),
+                time_limit=budget.left(),
+            )
             extra.update(lp.extra())
             extra["interrupted"] = lp.status == "interrupted"
             if extra["interrupted"]:
@@ -523,15 +603,23 @@ def solve_cpsat(instance: Instance, ctx: SolveContext[CpsatOptions], *, per_gpu:
     return MethodOutput(schedule=schedule, bound=bound, extra=extra)
 
 
-@register("cpsat", options=CpsatOptions, default_time_limit=EXACT_TIME_LIMIT,
-          imports=CPSAT_IMPORTS,
-          description="CP-SAT over groups of interchangeable GPUs (exact, both modes)")
+@register(
+    "cpsat",
+    options=CpsatOptions,
+    default_time_limit=EXACT_TIME_LIMIT,
+    imports=CPSAT_IMPORTS,
+    description="CP-SAT over groups of interchangeable GPUs (exact, both modes)",
+)
 def _cpsat(instance: Instance, context: SolveContext[CpsatOptions]) -> MethodOutput:
     return solve_cpsat(instance, context, per_gpu=False)
 
 
-@register("cpsat-pergpu", options=CpsatOptions, imports=CPSAT_IMPORTS,
-          default_time_limit=EXACT_TIME_LIMIT,
-          description="CP-SAT with one interval per GPU (exact reference model, both modes)")
+@register(
+    "cpsat-pergpu",
+    options=CpsatOptions,
+    imports=CPSAT_IMPORTS,
+    default_time_limit=EXACT_TIME_LIMIT,
+    description="CP-SAT with one interval per GPU (exact reference model, both modes)",
+)
 def _cpsat_pergpu(instance: Instance, context: SolveContext[CpsatOptions]) -> MethodOutput:
     return solve_cpsat(instance, context, per_gpu=True)

@@ -46,8 +46,11 @@ from optsched.registry import register
 _MARGIN = 1e-9
 
 
-def preemptive_wspt_mean_busy(release: npt.NDArray[np.float64], size: npt.NDArray[np.float64],
-                              weight: npt.NDArray[np.float64]) -> npt.NDArray[np.float64]:
+def preemptive_wspt_mean_busy(
+    release: npt.NDArray[np.float64],
+    size: npt.NDArray[np.float64],
+    weight: npt.NDArray[np.float64],
+) -> npt.NDArray[np.float64]:
     """Each job's mean busy time under preemptive WSPT on one unit-speed machine: at every
     instant the released, unfinished job of largest ``weight / size`` runs (ties: the lower
     index), preempted only when a job arrives. It minimises Σ weight_j M_j over preemptive
@@ -120,12 +123,21 @@ def fluid_bound(instance: Instance, budget: Budget | None = None) -> tuple[float
     return best * (1 - _MARGIN), total
 
 
-@register("fluid-bound", description="ECT schedule + the fluid work bound (contention "
-                                     "between jobs; any size, both modes)")
+@register(
+    "fluid-bound",
+    description="ECT schedule + the fluid work bound (contention "
+    "between jobs; any size, both modes)",
+)
 def _fluid_bound(instance: Instance, context: SolveContext[Options]) -> MethodOutput:
     budget = Budget(context.time_limit)
     schedule = ect_schedule(instance)
     bound, capacity = fluid_bound(instance, budget)
-    return MethodOutput(schedule=schedule, bound=bound,
-                        extra={"fluid_bound": bound, "capacity": capacity,
-                               "stopped": "time limit" if budget.expired() else "done"})
+    return MethodOutput(
+        schedule=schedule,
+        bound=bound,
+        extra={
+            "fluid_bound": bound,
+            "capacity": capacity,
+            "stopped": "time limit" if budget.expired() else "done",
+        },
+    )

@@ -70,8 +70,9 @@ def to_seconds(steps: np.ndarray | float, time_unit: float) -> np.ndarray | floa
 DOWN_ULPS = 2
 
 
-def to_steps(values: np.ndarray | float, time_unit: float, rounding: str
-             ) -> npt.NDArray[np.float64]:
+def to_steps(
+    values: np.ndarray | float, time_unit: float, rounding: str
+) -> npt.NDArray[np.float64]:
     """``values`` (seconds) in grid steps, as floats holding integers (inf stays inf).
 
     ``"up"``: the smallest k with ``to_seconds(k) ≥ value``, exactly, so a time of k steps
@@ -91,12 +92,14 @@ def to_steps(values: np.ndarray | float, time_unit: float, rounding: str
         return np.minimum(up, _first_at_least(limit, time_unit, finite, above=True) - 1)
 
 
-def _first_at_least(x: np.ndarray, time_unit: float, finite: np.ndarray,
-                    above: bool = False) -> npt.NDArray[np.float64]:
+def _first_at_least(
+    x: np.ndarray, time_unit: float, finite: np.ndarray, above: bool = False
+) -> npt.NDArray[np.float64]:
     """The smallest k with ``to_seconds(k) ≥ x`` (``> x`` with ``above``) where ``finite``,
     else x itself. x / time_unit is within an ulp or two of the exact quotient, so its ceil
     is off by at most a step or two, corrected here against the conversion the schedules
     use."""
+
     def reached(k: np.ndarray) -> np.ndarray:
         seconds = to_seconds(k, time_unit)
         return seconds > x if above else seconds >= x
@@ -164,8 +167,11 @@ class ScaledInstance:
 
     def schedule_in_seconds(self, schedule: Schedule) -> Schedule:
         """``schedule`` of :attr:`instance` (starts in steps) with its starts in seconds."""
-        return Schedule(schedule.instance, [dataclasses.replace(t, start=self.to_seconds(t.start))
-                                            for t in schedule.tasks], schedule.mode)
+        return Schedule(
+            schedule.instance,
+            [dataclasses.replace(t, start=self.to_seconds(t.start)) for t in schedule.tasks],
+            schedule.mode,
+        )
 
     def objective_to_original(self, value: float) -> float:
         """A scaled Σ w C (grid steps × scaled weights) in the original units."""
@@ -185,13 +191,17 @@ def scale(instance: Instance, time_unit: float, rounding: str = "up") -> ScaledI
     # rounded down to nothing, or up by more than COARSEST_FACTOR: a grid coarser than the data
     coarse = (c == 0) | (instance.compute * COARSEST_FACTOR < time_unit)
     if np.any(coarse):
-        raise InputError(f"time_unit {time_unit:g} is coarser than a compute time of "
-                         f"{float(instance.compute[coarse].min()):g} s; choose a finer grid")
+        raise InputError(
+            f"time_unit {time_unit:g} is coarser than a compute time of "
+            f"{float(instance.compute[coarse].min()):g} s; choose a finer grid"
+        )
     arrivals = to_steps(arrival, time_unit, rounding)
     steps = max(float(np.max(v[np.isfinite(v)], initial=0.0)) for v in (c, s, arrivals))
     if steps > MAX_VALUE:
-        raise InputError(f"time_unit {time_unit:g} is too fine: a time of {steps:.3g} steps "
-                         f"exceeds {MAX_VALUE:g}; choose a coarser grid")
+        raise InputError(
+            f"time_unit {time_unit:g} is too fine: a time of {steps:.3g} steps "
+            f"exceeds {MAX_VALUE:g}; choose a coarser grid"
+        )
     weights = np.array([job.weight for job in instance.jobs], dtype=float)
     wscale, w_exact = _weight_scale(weights)
     exact = w_exact and on_grid(_times(instance), time_unit)
@@ -208,10 +218,16 @@ def scale(instance: Instance, time_unit: float, rounding: str = "up") -> ScaledI
     for j, job in enumerate(instance.jobs):
         eligible = np.flatnonzero(np.isfinite(c[j]))
         compute = {instance.gpus[g].type: float(c[j, g]) for g in eligible}
-        jobs.append(Job(
-            id=job.id, arrival=float(arrivals[j]), weight=float(wround(weights[j] * wscale)),
-            rounds=job.rounds, tasks_per_round=job.tasks_per_round, compute=compute,
-            sync_by_gpu={instance.gpus[g].id: float(s[j, g]) for g in eligible},
-        ))
+        jobs.append(
+            Job(
+                id=job.id,
+                arrival=float(arrivals[j]),
+                weight=float(wround(weights[j] * wscale)),
+                rounds=job.rounds,
+                tasks_per_round=job.tasks_per_round,
+                compute=compute,
+                sync_by_gpu={instance.gpus[g].id: float(s[j, g]) for g in eligible},
+            )
+        )
     scaled = Instance(instance.name, tuple(jobs), instance.gpus, mode=instance.mode)
     return ScaledInstance(scaled, time_unit, wscale, exact)

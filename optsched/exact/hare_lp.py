@@ -100,11 +100,20 @@ class HareLP:
 
     def extra(self) -> dict[str, Any]:
         """The fields a Result's ``extra`` records about this LP (history left out)."""
-        return {"kind": "hare_sched_rl_lp", "bound": self.bound, "status": self.status,
-                "converged": self.converged, "iterations": self.iterations,
-                "cuts": self.cuts, "chains": self.chains,
-                "max_violation": self.max_violation, "columns": self.columns,
-                "rows": self.rows, "nonzeros": self.nonzeros, "lp_runtime_s": self.runtime_s}
+        return {
+            "kind": "hare_sched_rl_lp",
+            "bound": self.bound,
+            "status": self.status,
+            "converged": self.converged,
+            "iterations": self.iterations,
+            "cuts": self.cuts,
+            "chains": self.chains,
+            "max_violation": self.max_violation,
+            "columns": self.columns,
+            "rows": self.rows,
+            "nonzeros": self.nonzeros,
+            "lp_runtime_s": self.runtime_s,
+        }
 
 
 @dataclass
@@ -200,15 +209,18 @@ class _Model:
         comp = n_rows + np.arange(n)
         add(comp, self.r_col, np.ones(n))
         add(comp[rows_u], self.d_col[rows_u, cols_u], -np.ones(n_pairs))
-        add(comp[rows_u], self.y_col[rows_u, cols_u],
-            -(self.T[rows_u, cols_u] + self.S[rows_u, cols_u]))
+        add(
+            comp[rows_u],
+            self.y_col[rows_u, cols_u],
+            -(self.T[rows_u, cols_u] + self.S[rows_u, cols_u]),
+        )
         lo.append(self.e.copy())
         hi.append(np.full(n, np.inf))
         n_rows += n
 
         full = (self.k[:, None] * self.T).sum(axis=0)  # each group's load if it ran all
         self.full = full
-        self.floor = np.maximum(1e-6 * full ** 2 / (2 * self.m), 1e-12)
+        self.floor = np.maximum(1e-6 * full**2 / (2 * self.m), 1e-12)
         self.n_cols, self.n_rows = n_cols, n_rows
         self.nonzeros = int(sum(len(v) for v in vs))
         self.chains: list[_Chain] = []
@@ -224,13 +236,27 @@ class _Model:
         inf = highspy.kHighsInf
         h.addVars(n_cols, lower, np.where(np.isinf(upper), inf, upper))
         h.changeColsCost(n_cols, np.arange(n_cols, dtype=np.int32), cost)
-        self._add_rows(h, np.concatenate(rs), np.concatenate(cs), np.concatenate(vs),
-                       np.concatenate(lo), np.concatenate(hi), 0)
+        self._add_rows(
+            h,
+            np.concatenate(rs),
+            np.concatenate(cs),
+            np.concatenate(vs),
+            np.concatenate(lo),
+            np.concatenate(hi),
+            0,
+        )
         self.h = h
 
     @staticmethod
-    def _add_rows(h: Any, rows: np.ndarray, cols: np.ndarray, vals: np.ndarray,
-                  lo: np.ndarray, hi: np.ndarray, first: int) -> None:
+    def _add_rows(
+        h: Any,
+        rows: np.ndarray,
+        cols: np.ndarray,
+        vals: np.ndarray,
+        lo: np.ndarray,
+        hi: np.ndarray,
+        first: int,
+    ) -> None:
         """Add rows numbered from ``first`` (row, col, value triplets) to HiGHS."""
         import highspy
 
@@ -239,8 +265,15 @@ class _Model:
         rows, cols, vals = rows[order] - first, cols[order], vals[order]
         starts = np.searchsorted(rows, np.arange(n)).astype(np.int32)
         inf = highspy.kHighsInf
-        h.addRows(n, np.where(np.isinf(lo), -inf, lo), np.where(np.isinf(hi), inf, hi),
-                  len(vals), starts, cols.astype(np.int32), vals.astype(float))
+        h.addRows(
+            n,
+            np.where(np.isinf(lo), -inf, lo),
+            np.where(np.isinf(hi), inf, hi),
+            len(vals),
+            starts,
+            cols.astype(np.int32),
+            vals.astype(float),
+        )
 
     def add_chain(self, q: int, order: np.ndarray, ends: np.ndarray) -> _Chain:
         """Cumulative columns over ``order`` (rounds usable on group q) at the prefix ends
@@ -257,12 +290,26 @@ class _Model:
         ru = first + np.arange(n)
         rv = first + n + np.arange(n)
         rows = [ru, ru[1:], ru[link], ru[link], rv, rv[1:], rv[link]]
-        cols = [u, u[:-1], self.d_col[order, q], self.y_col[order, q], v, v[:-1],
-                self.y_col[order, q]]
+        cols = [
+            u,
+            u[:-1],
+            self.d_col[order, q],
+            self.y_col[order, q],
+            v,
+            v[:-1],
+            self.y_col[order, q],
+        ]
         vals = [np.ones(n), -np.ones(n - 1), -kt, -kt * mid, np.ones(n), -np.ones(n - 1), -kt]
         zero = np.zeros(2 * n)
-        self._add_rows(self.h, np.concatenate(rows), np.concatenate(cols),
-                       np.concatenate(vals), zero, zero, first)
+        self._add_rows(
+            self.h,
+            np.concatenate(rows),
+            np.concatenate(cols),
+            np.concatenate(vals),
+            zero,
+            zero,
+            first,
+        )
         self.n_rows += 2 * n
         self.nonzeros += 4 * n - 2 + 3 * len(order)
         position = np.full(self.n_rounds, -1, dtype=np.int64)
@@ -295,8 +342,15 @@ class _Model:
         n = len(rounds)
         cols = np.concatenate([self.d_col[rounds, q], self.y_col[rounds, q]])
         vals = np.concatenate([scale * kt, scale * kt * mid - kt])
-        self._add_rows(self.h, np.full(2 * n, self.n_rows), cols, vals,
-                       np.array([-0.5 * load]), np.array([np.inf]), self.n_rows)
+        self._add_rows(
+            self.h,
+            np.full(2 * n, self.n_rows),
+            cols,
+            vals,
+            np.array([-0.5 * load]),
+            np.array([np.inf]),
+            self.n_rows,
+        )
         self.n_rows += 1
         self.nonzeros += 2 * n
         self.cuts += 1
@@ -308,12 +362,13 @@ class _Model:
         kt = self.k[order] * self.T[order, q]
         return kt * (d + (self.e[order] + 0.5 * self.T[order, q]) * y), kt * y
 
-    def violations(self, x: np.ndarray, chain_q: int, order: np.ndarray
-                   ) -> tuple[np.ndarray, np.ndarray]:
+    def violations(
+        self, x: np.ndarray, chain_q: int, order: np.ndarray
+    ) -> tuple[np.ndarray, np.ndarray]:
         """(relative violation, load B_k) of every prefix of ``order`` on group q."""
         a, b = self.terms(x, chain_q, order)
         big_a, big_b = np.cumsum(a), np.cumsum(b)
-        need = big_b ** 2 / (2 * self.m[chain_q])
+        need = big_b**2 / (2 * self.m[chain_q])
         # relative to the prefix's own size, but never to less than 1e-6 of the group's full
         # load (HiGHS's feasibility tolerance leaves ~1e-9 shares whose ratios mean nothing)
         rel = (need - big_a) / np.maximum(np.maximum(need, big_a), self.floor[chain_q])
@@ -327,8 +382,11 @@ class _Model:
         d = x[self.d_col[rounds, q]]
         half = 0.5 * self.T[rounds, q]
         share = y > 1e-9
-        key = np.where(share, self.e[rounds] + d / np.where(share, y, 1.0) + half,
-                       self.starts(x)[rounds] + half)
+        key = np.where(
+            share,
+            self.e[rounds] + d / np.where(share, y, 1.0) + half,
+            self.starts(x)[rounds] + half,
+        )
         return rounds[np.lexsort((rounds, key))]
 
     def point(self, schedule: Schedule) -> np.ndarray:
@@ -353,8 +411,15 @@ class _Model:
         return starts
 
 
-def _separate(model: _Model, q: int, order: np.ndarray, rel: np.ndarray, load: np.ndarray,
-              tol: float, stride: int) -> int:
+def _separate(
+    model: _Model,
+    q: int,
+    order: np.ndarray,
+    rel: np.ndarray,
+    load: np.ndarray,
+    tol: float,
+    stride: int,
+) -> int:
     """Cut the violated prefixes of ``order`` (the exact separation order) on group q.
 
     A prefix that is also a link of an existing chain (same set of rounds) gets a 3-non-zero
@@ -381,7 +446,7 @@ def _separate(model: _Model, q: int, order: np.ndarray, rel: np.ndarray, load: n
     rest = pick[todo]
     if len(order) < MIN_CHAIN_ROUNDS:  # short orders: every cut written out is cheap
         for p in rest:
-            model.add_set_cut(q, order[:p + 1], float(load[p]))
+            model.add_set_cut(q, order[: p + 1], float(load[p]))
         return added + len(rest)
     if len(rest) > MAX_SET_CUTS and sum(c.q == q for c in model.chains) < MAX_CHAINS_PER_GROUP:
         ends = np.union1d(_ends(len(order), max(1, min(stride, len(order) // 256))), rest)
@@ -389,7 +454,7 @@ def _separate(model: _Model, q: int, order: np.ndarray, rel: np.ndarray, load: n
         model.add_cuts(chain, chain.link_at[rest], load[rest])
         return added + len(rest)
     for p in rest[np.argsort(-rel[rest])][:MAX_SET_CUTS]:
-        model.add_set_cut(q, order[:p + 1], float(load[p]))
+        model.add_set_cut(q, order[: p + 1], float(load[p]))
         added += 1
     return added
 
@@ -411,11 +476,15 @@ def hare_lp_size(instance: Instance) -> tuple[int, int]:
     return 2 * pairs + n + 2 * pairs, 2 * pairs + n + 2 * n + 2 * pairs + 7 * pairs
 
 
-def solve_hare_lp(instance: Instance, *, time_limit: float | None = None,
-                  tol: float = DEFAULT_TOL, max_iterations: int = DEFAULT_MAX_ITERATIONS,
-                  stride: int = DEFAULT_STRIDE,
-                  report: Callable[[float | None, float | None], None] | None = None
-                  ) -> HareLP:
+def solve_hare_lp(
+    instance: Instance,
+    *,
+    time_limit: float | None = None,
+    tol: float = DEFAULT_TOL,
+    max_iterations: int = DEFAULT_MAX_ITERATIONS,
+    stride: int = DEFAULT_STRIDE,
+    report: Callable[[float | None, float | None], None] | None = None,
+) -> HareLP:
     """Solve the LP relaxation of Hare_Sched_RL with lazily separated Queyranne cuts.
 
     Relaxed mode (the model of HPDC'22 §5.1). See the module docstring for what the result
@@ -434,8 +503,10 @@ def solve_hare_lp(instance: Instance, *, time_limit: float | None = None,
     budget = Budget(time_limit)
     columns, nonzeros = hare_lp_size(instance)
     if lp_too_large(columns, nonzeros):
-        raise InputError("the LP of Hare_Sched_RL would have "
-                         f"{size_text(columns, nonzeros)}; this instance is too large")
+        raise InputError(
+            "the LP of Hare_Sched_RL would have "
+            f"{size_text(columns, nonzeros)}; this instance is too large"
+        )
     model = _Model(instance)
     h = model.h
     h.setOptionValue("presolve", presolve(nonzeros))
@@ -456,8 +527,9 @@ def solve_hare_lp(instance: Instance, *, time_limit: float | None = None,
             break
         h.setOptionValue("time_limit", float(left) if left is not None else highspy.kHighsInf)
         h.setOptionValue("solver", solver)
-        ended = run(h, None if left is None else
-                    time.perf_counter() + left + DEADLINE_MARGIN_SECONDS)
+        ended = run(
+            h, None if left is None else time.perf_counter() + left + DEADLINE_MARGIN_SECONDS
+        )
         if ended != "solved":  # a Ctrl-C, or HiGHS past its time limit: the last LP stands
             status = "interrupted" if ended == "interrupted" else "time limit"
             if bound is None:
@@ -467,8 +539,11 @@ def solve_hare_lp(instance: Instance, *, time_limit: float | None = None,
         solver = "simplex"
         model_status = h.getModelStatus()
         if model_status != highspy.HighsModelStatus.kOptimal:
-            status = "time limit" if model_status == highspy.HighsModelStatus.kTimeLimit \
+            status = (
+                "time limit"
+                if model_status == highspy.HighsModelStatus.kTimeLimit
                 else f"solver: {h.modelStatusToString(model_status)}"
+            )
             if bound is None:
                 status = f"not solved ({status})"
             break
@@ -501,7 +576,7 @@ def solve_hare_lp(instance: Instance, *, time_limit: float | None = None,
         xs = model.starts(best_x)
         round_starts = []
         for j, job in enumerate(instance.jobs):
-            s = xs[model.first[j]:model.first[j] + job.rounds].copy()
+            s = xs[model.first[j] : model.first[j] + job.rounds].copy()
             for r in range(1, job.rounds):  # remove floating-point noise in (6)-(7)
                 s[r] = max(s[r], s[r - 1] + model.fastest[j])
             round_starts.append(s)
@@ -510,6 +585,18 @@ def solve_hare_lp(instance: Instance, *, time_limit: float | None = None,
     del model.h, h
     if not abandoned:
         highspy.Highs.resetGlobalScheduler(True)
-    return HareLP(round_starts, bound, status, status == "converged", len(history), model.cuts,
-                  len(model.chains), max_violation, model.n_cols, model.n_rows,
-                  model.nonzeros, time.perf_counter() - started, history)
+    return HareLP(
+        round_starts,
+        bound,
+        status,
+        status == "converged",
+        len(history),
+        model.cuts,
+        len(model.chains),
+        max_violation,
+        model.n_cols,
+        model.n_rows,
+        model.nonzeros,
+        time.perf_counter() - started,
+        history,
+    )

@@ -55,16 +55,20 @@ class RelaxedSolution:
     interrupted: bool = False  # a Ctrl-C stopped the search (the best solution is kept)
 
 
-def _rl_objective(inst: Instance, starts: dict[tuple[int, int, int], int],
-                  gpu: dict[tuple[int, int, int], int]) -> int:
+def _rl_objective(
+    inst: Instance, starts: dict[tuple[int, int, int], int], gpu: dict[tuple[int, int, int], int]
+) -> int:
     """Σ w_j Ĉ_j of an assignment (no overlap ignored) on the grid of the scaled instance
     ``inst``: an exact integer (Python ints, whatever its size)."""
     total = 0
     for j, job in enumerate(inst.jobs):
         last = job.rounds - 1
         total += int(job.weight) * max(
-            starts[j, last, k] + int(inst.compute[j, gpu[j, last, k]])
-            + int(inst.sync[j, gpu[j, last, k]]) for k in range(job.tasks_per_round))
+            starts[j, last, k]
+            + int(inst.compute[j, gpu[j, last, k]])
+            + int(inst.sync[j, gpu[j, last, k]])
+            for k in range(job.tasks_per_round)
+        )
     return total
 
 
@@ -85,14 +89,22 @@ def check_relaxation_size(instance: Instance) -> None:
     :data:`~optsched.budget.MAX_RL_PAIRS` (task, eligible GPU) pairs."""
     pairs = relaxation_pairs(instance)
     if pairs > MAX_RL_PAIRS:
-        raise InputError(f"Hare_Sched_RL (methods hare, hare-ect, step1=exact) of this "
-                         f"instance would have {fmt(pairs)} (task, GPU) pairs; at most "
-                         f"{fmt(MAX_RL_PAIRS)} fit in memory (use step1=lp or auto)")
+        raise InputError(
+            f"Hare_Sched_RL (methods hare, hare-ect, step1=exact) of this "
+            f"instance would have {fmt(pairs)} (task, GPU) pairs; at most "
+            f"{fmt(MAX_RL_PAIRS)} fit in memory (use step1=lp or auto)"
+        )
 
 
-def solve_hare_relaxation(instance: Instance, feasible: Schedule, *, time_unit: float,
-                          time_limit: float | None = None, seed: int = 0, workers: int = 1
-                          ) -> RelaxedSolution:
+def solve_hare_relaxation(
+    instance: Instance,
+    feasible: Schedule,
+    *,
+    time_unit: float,
+    time_limit: float | None = None,
+    seed: int = 0,
+    workers: int = 1,
+) -> RelaxedSolution:
     """Solve Hare_Sched_RL of ``instance`` (relaxed mode) on the grid of ``time_unit``.
 
     ``feasible`` is a checked feasible schedule of ``instance``; it is feasible for the
@@ -113,17 +125,21 @@ def solve_hare_relaxation(instance: Instance, feasible: Schedule, *, time_unit: 
     sc = scale(instance, time_unit, "up")
     inst = sc.instance
     unit = sc.time_unit
-    hint_start = {(inst.job_index[t.job], t.round, t.task): round(t.start / unit)
-                  for t in feasible.tasks}
-    hint_gpu = {(inst.job_index[t.job], t.round, t.task): inst.gpu_index[t.gpu]
-                for t in feasible.tasks}
+    hint_start = {
+        (inst.job_index[t.job], t.round, t.task): round(t.start / unit) for t in feasible.tasks
+    }
+    hint_gpu = {
+        (inst.job_index[t.job], t.round, t.task): inst.gpu_index[t.gpu] for t in feasible.tasks
+    }
     # the hint on the up-rounded grid: starts may move later to respect rounded-up times
     hint_start = _repair(inst, hint_start, hint_gpu)
     upper = _rl_objective(inst, hint_start, hint_gpu)
 
     weights = [int(job.weight) for job in inst.jobs]
-    fastest_round = [int(min(inst.compute[j, g] + inst.sync[j, g] for g in inst.eligible(j)))
-                     for j in range(inst.n_jobs)]
+    fastest_round = [
+        int(min(inst.compute[j, g] + inst.sync[j, g] for g in inst.eligible(j)))
+        for j in range(inst.n_jobs)
+    ]
     lower = [int(job.arrival) + job.rounds * fastest_round[j] for j, job in enumerate(inst.jobs)]
     slack = upper - sum(w * lb for w, lb in zip(weights, lower, strict=True))
     deadline = [lower[j] + slack // weights[j] for j in range(inst.n_jobs)]  # exact ints
@@ -136,15 +152,16 @@ def solve_hare_relaxation(instance: Instance, feasible: Schedule, *, time_unit: 
     # the largest sums in the model: inequality (9) (Σ T z ≤ load × horizon per GPU, Σ T² y
     # and L² ≤ load²) and the objective (Σ w × horizon); a far time origin alone is no reason
     if max(2 * load * horizon + 2 * load * load, sum(weights) * horizon) >= 2**62:
-        raise InputError(f"time_unit {time_unit:g} is too fine for Hare_Sched_RL: loads of "
-                         f"{load:.3g} steps over a horizon of {horizon:.3g} overflow CP-SAT's "
-                         "62-bit integers; choose a coarser time_unit")
+        raise InputError(
+            f"time_unit {time_unit:g} is too fine for Hare_Sched_RL: loads of "
+            f"{load:.3g} steps over a horizon of {horizon:.3g} overflow CP-SAT's "
+            "62-bit integers; choose a coarser time_unit"
+        )
     try:
         m, start, choice = _build(inst, deadline, fastest_round, weights, budget)
     except OutOfTime:  # nothing solved: the feasible schedule is a relaxation solution
         starts = {key: sc.to_seconds(v) for key, v in hint_start.items()}
-        return RelaxedSolution(starts, sc.objective_to_original(upper), False, None,
-                               "NOT_BUILT")
+        return RelaxedSolution(starts, sc.objective_to_original(upper), False, None, "NOT_BUILT")
     for key, x in start.items():
         m.add_hint(x, hint_start[key])
         for g, y in choice[key].items():
@@ -169,13 +186,23 @@ def solve_hare_relaxation(instance: Instance, feasible: Schedule, *, time_unit: 
         found, value = hint_start, sc.objective_to_original(upper)
     proved = status == "OPTIMAL" and sc.exact
     starts = {key: sc.to_seconds(v) for key, v in found.items()}
-    return RelaxedSolution(starts, value, proved, value if proved else bound, status,
-                           stopped_by_ctrl_c(solver, status))
+    return RelaxedSolution(
+        starts,
+        value,
+        proved,
+        value if proved else bound,
+        status,
+        stopped_by_ctrl_c(solver, status),
+    )
 
 
-def _build(inst: Instance, deadline: list[int], fastest_round: list[int], weights: list[int],
-           budget: Budget) -> tuple[Any, dict[tuple[int, int, int], Any],
-                                    dict[tuple[int, int, int], dict[int, Any]]]:
+def _build(
+    inst: Instance,
+    deadline: list[int],
+    fastest_round: list[int],
+    weights: list[int],
+    budget: Budget,
+) -> tuple[Any, dict[tuple[int, int, int], Any], dict[tuple[int, int, int], dict[int, Any]]]:
     """The CP-SAT model of Hare_Sched_RL on the grid (raises OutOfTime between rounds)."""
     from ortools.sat.python import cp_model
 
@@ -205,8 +232,13 @@ def _build(inst: Instance, deadline: list[int], fastest_round: list[int], weight
                     m.add(z == 0).only_enforce_if(~y)
                     products[g].append((int(inst.compute[j, g]), y, z))
                 m.add_exactly_one(ys.values())  # (5)
-                m.add(ready[j, r] >= x + sum(  # (6)
-                    int(inst.compute[j, g] + inst.sync[j, g]) * y for g, y in ys.items()))
+                m.add(
+                    ready[j, r]
+                    >= x
+                    + sum(  # (6)
+                        int(inst.compute[j, g] + inst.sync[j, g]) * y for g, y in ys.items()
+                    )
+                )
     for g, terms in products.items():  # (9), doubled
         if not terms:
             continue
@@ -215,14 +247,14 @@ def _build(inst: Instance, deadline: list[int], fastest_round: list[int], weight
         m.add(load == sum(p * y for p, y, _ in terms))
         square = m.new_int_var(0, total * total, f"L2_{g}")
         m.add_multiplication_equality(square, [load, load])
-        m.add(2 * sum(p * z for p, _, z in terms) + sum(p * p * y for p, y, _ in terms)
-              >= square)
+        m.add(2 * sum(p * z for p, _, z in terms) + sum(p * p * y for p, y, _ in terms) >= square)
     m.minimize(sum(w * ready[j, inst.jobs[j].rounds - 1] for j, w in enumerate(weights)))
     return m, start, choice
 
 
-def _repair(inst: Instance, starts: dict[tuple[int, int, int], int],
-            gpu: dict[tuple[int, int, int], int]) -> dict[tuple[int, int, int], int]:
+def _repair(
+    inst: Instance, starts: dict[tuple[int, int, int], int], gpu: dict[tuple[int, int, int], int]
+) -> dict[tuple[int, int, int], int]:
     """Delay grid starts so that release dates and barriers hold on the rounded-up grid
     (the no-overlap constraint is not part of the relaxation, so nothing else can break)."""
     out = dict(starts)

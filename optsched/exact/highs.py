@@ -58,6 +58,7 @@ def presolve(nonzeros: int) -> str:
     up to :data:`PRESOLVE_MAX_NONZEROS`, else ``off``."""
     return "on" if nonzeros <= PRESOLVE_MAX_NONZEROS else "off"
 
+
 #: How long past its own time limit :func:`linprog` lets HiGHS run before stopping it (s).
 DEADLINE_MARGIN_SECONDS = 0.1
 
@@ -135,13 +136,26 @@ class LPResult:
 
 
 #: HiGHS's model status → scipy's linprog status.
-_SCIPY_STATUS = {"kOptimal": 0, "kTimeLimit": 1, "kIterationLimit": 1, "kInfeasible": 2,
-                 "kModelError": 2, "kUnbounded": 3}
+_SCIPY_STATUS = {
+    "kOptimal": 0,
+    "kTimeLimit": 1,
+    "kIterationLimit": 1,
+    "kInfeasible": 2,
+    "kModelError": 2,
+    "kUnbounded": 3,
+}
 
 
-def linprog(c: np.ndarray, *, A_ub: Any = None, b_ub: np.ndarray | None = None,
-            A_eq: Any = None, b_eq: np.ndarray | None = None, bounds: Any = (0, None),
-            time_limit: float | None = None) -> LPResult:
+def linprog(
+    c: np.ndarray,
+    *,
+    A_ub: Any = None,
+    b_ub: np.ndarray | None = None,
+    A_eq: Any = None,
+    b_eq: np.ndarray | None = None,
+    bounds: Any = (0, None),
+    time_limit: float | None = None,
+) -> LPResult:
     """Minimise ``c @ x`` subject to ``A_ub @ x ≤ b_ub``, ``A_eq @ x = b_eq`` and
     ``bounds`` (a pair for every column, or an (n, 2) array; None or ±inf: unbounded) with
     HiGHS, as ``scipy.optimize.linprog(method="highs")`` does (dual simplex; presolve on
@@ -190,14 +204,28 @@ def linprog(c: np.ndarray, *, A_ub: Any = None, b_ub: np.ndarray | None = None,
     lp.a_matrix_.index_ = matrix.indices.astype(np.int32)
     lp.a_matrix_.value_ = matrix.data.astype(float)
     if highs.passModel(lp) == highspy.HighsStatus.kError:
-        return LPResult(2, "model error", math.nan, np.empty(0), SimpleNamespace(marginals=None),
-                        SimpleNamespace(marginals=None))
-    ended = run(highs, None if time_limit is None else
-                time.perf_counter() + time_limit + DEADLINE_MARGIN_SECONDS)
+        return LPResult(
+            2,
+            "model error",
+            math.nan,
+            np.empty(0),
+            SimpleNamespace(marginals=None),
+            SimpleNamespace(marginals=None),
+        )
+    ended = run(
+        highs,
+        None if time_limit is None else time.perf_counter() + time_limit + DEADLINE_MARGIN_SECONDS,
+    )
     interrupted = ended == "interrupted"
     if ended == "abandoned":
-        return LPResult(1, "time limit (abandoned)", math.nan, np.empty(0),
-                        SimpleNamespace(marginals=None), SimpleNamespace(marginals=None))
+        return LPResult(
+            1,
+            "time limit (abandoned)",
+            math.nan,
+            np.empty(0),
+            SimpleNamespace(marginals=None),
+            SimpleNamespace(marginals=None),
+        )
     model_status = highs.getModelStatus()
     status = _SCIPY_STATUS.get(model_status.name, 4)
     message = highs.modelStatusToString(model_status)
@@ -206,18 +234,33 @@ def linprog(c: np.ndarray, *, A_ub: Any = None, b_ub: np.ndarray | None = None,
     elif ended == "deadline":
         status, message = 1, "time limit (stopped at the deadline)"
     if status != 0:
-        return LPResult(status, message, math.nan, np.empty(0), SimpleNamespace(marginals=None),
-                        SimpleNamespace(marginals=None), interrupted)
+        return LPResult(
+            status,
+            message,
+            math.nan,
+            np.empty(0),
+            SimpleNamespace(marginals=None),
+            SimpleNamespace(marginals=None),
+            interrupted,
+        )
     solution = highs.getSolution()
     duals = np.asarray(solution.row_dual, dtype=float)
-    return LPResult(0, message, float(highs.getInfo().objective_function_value),
-                    np.asarray(solution.col_value, dtype=float),
-                    SimpleNamespace(marginals=duals[:n_ub]),
-                    SimpleNamespace(marginals=duals[n_ub:]), False)
+    return LPResult(
+        0,
+        message,
+        float(highs.getInfo().objective_function_value),
+        np.asarray(solution.col_value, dtype=float),
+        SimpleNamespace(marginals=duals[:n_ub]),
+        SimpleNamespace(marginals=duals[n_ub:]),
+        False,
+    )
 
 
-def pulp_solver(report: Callable[[float | None, float | None], None] | None = None,
-                constant: float = 0.0, **options: Any) -> Any:
+def pulp_solver(
+    report: Callable[[float | None, float | None], None] | None = None,
+    constant: float = 0.0,
+    **options: Any,
+) -> Any:
     """PuLP's HiGHS interface (``pulp.HiGHS(**options)``, a MILP or, with ``mip=False``, an
     LP) solved through :func:`run`, so that a Ctrl-C cancels the search instead of waiting
     for the time limit; ``report(incumbent, bound)`` receives every improving MIP solution
@@ -231,9 +274,12 @@ def pulp_solver(report: Callable[[float | None, float | None], None] | None = No
         def callSolver(self, lp: Any) -> None:
             highs = lp.solverModel
             if report is not None:
-                highs.cbMipImprovingSolution.subscribe(lambda event: report(
-                    event.data_out.objective_function_value + constant,
-                    event.data_out.mip_dual_bound + constant))
+                highs.cbMipImprovingSolution.subscribe(
+                    lambda event: report(
+                        event.data_out.objective_function_value + constant,
+                        event.data_out.mip_dual_bound + constant,
+                    )
+                )
             self.interrupted = run(highs) == "interrupted"
 
     return Interruptible(**options)

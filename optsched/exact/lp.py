@@ -36,13 +36,16 @@ from optsched.registry import register
 class LpBoundOptions(Options):
     """Options of ``lp-bound``."""
 
-    time_unit: float | None = number("grid step of the LP (default: adaptive)",
-                                     open_low=True)
+    time_unit: float | None = number("grid step of the LP (default: adaptive)", open_low=True)
 
 
-@register("lp-bound", options=LpBoundOptions,
-          default_time_limit=EXACT_TIME_LIMIT, imports=("highspy", "scipy.sparse"),
-          description="ECT schedule + time-indexed LP lower bound (HiGHS), both modes")
+@register(
+    "lp-bound",
+    options=LpBoundOptions,
+    default_time_limit=EXACT_TIME_LIMIT,
+    imports=("highspy", "scipy.sparse"),
+    description="ECT schedule + time-indexed LP lower bound (HiGHS), both modes",
+)
 def _lp_bound(instance: Instance, context: SolveContext[LpBoundOptions]) -> MethodOutput:
     budget = Budget(context.time_limit)
     start = incumbent(instance, context.hint, budget)
@@ -51,23 +54,45 @@ def _lp_bound(instance: Instance, context: SolveContext[LpBoundOptions]) -> Meth
     variables, nonzeros = time_indexed_lp_size(instance, start.objective, unit)
     if lp_too_large(variables, nonzeros):
         if given is not None:
-            raise InputError(f"time_unit {unit:g}: the time-indexed LP would have "
-                             f"{size_text(variables, nonzeros)}; choose a coarser "
-                             "time_unit")
-        raise InputError(f"lp-bound: the adaptive grid could not be made to fit: at its "
-                         f"coarsest (time_unit {unit:g}, no coarser than the shortest compute "
-                         f"time) the time-indexed LP would have "
-                         f"{size_text(variables, nonzeros)}; this instance is too large "
-                         "for lp-bound (try --method hare-lp, whose interval LP scales)")
+            raise InputError(
+                f"time_unit {unit:g}: the time-indexed LP would have "
+                f"{size_text(variables, nonzeros)}; choose a coarser "
+                "time_unit"
+            )
+        raise InputError(
+            f"lp-bound: the adaptive grid could not be made to fit: at its "
+            f"coarsest (time_unit {unit:g}, no coarser than the shortest compute "
+            f"time) the time-indexed LP would have "
+            f"{size_text(variables, nonzeros)}; this instance is too large "
+            "for lp-bound (try --method hare-lp, whose interval LP scales)"
+        )
     extra: dict[str, Any] = {"time_unit": unit, "start": start.origin, "lp_nonzeros": nonzeros}
     if budget.expired():  # the incumbent took the time: no LP
-        return MethodOutput(schedule=start.schedule, extra={
-            **extra, "lp_proved": False, "lp_status": "time limit (build)",
-            "stopped": "time limit"})
-    lp = solve_time_indexed_lp(instance, start.objective, unit, time_limit=budget.left(),
-                               check_size=False)
+        return MethodOutput(
+            schedule=start.schedule,
+            extra={
+                **extra,
+                "lp_proved": False,
+                "lp_status": "time limit (build)",
+                "stopped": "time limit",
+            },
+        )
+    lp = solve_time_indexed_lp(
+        instance, start.objective, unit, time_limit=budget.left(), check_size=False
+    )
     interrupted = lp.status == "interrupted"
-    return MethodOutput(schedule=start.schedule, bound=lp.bound, extra={
-        **extra, "lp_proved": lp.bound is not None, "lp_status": lp.status,
-        "stopped": "interrupted" if interrupted else "time limit" if
-        lp.status.startswith("time limit") else "done", "interrupted": interrupted})
+    return MethodOutput(
+        schedule=start.schedule,
+        bound=lp.bound,
+        extra={
+            **extra,
+            "lp_proved": lp.bound is not None,
+            "lp_status": lp.status,
+            "stopped": "interrupted"
+            if interrupted
+            else "time limit"
+            if lp.status.startswith("time limit")
+            else "done",
+            "interrupted": interrupted,
+        },
+    )

@@ -67,13 +67,15 @@ def _export_target(key: str, path: str) -> None:
 class MilpOptions(Options):
     """Options of ``milp-highs`` and ``milp-cbc``."""
 
-    export: str | None = text("write the model to this .lp or .mps file before solving "
-                              "(default: none)", _export_target)
+    export: str | None = text(
+        "write the model to this .lp or .mps file before solving (default: none)", _export_target
+    )
     threads: int = count("solver threads (default 1)")
     relaxation: Literal["none", "lp"] = choice(
         "lp: solve only the LP relaxation and report it as the bound, "
         "with the ECT schedule (default: none, solve the MILP)",
-        ("none", "lp"))
+        ("none", "lp"),
+    )
 
 
 def map_status(sol_status: int) -> tuple[Status | None, bool]:
@@ -124,15 +126,22 @@ def milp_size(inst: Instance) -> tuple[int, int]:
     eligible = np.isfinite(inst.compute).astype(float)
     common = eligible @ eligible.T  # GPUs two jobs share
     gang = inst.mode == "gang"
-    units = np.array([job.rounds * (1 if gang else job.tasks_per_round) for job in inst.jobs],
-                     dtype=float)
+    units = np.array(
+        [job.rounds * (1 if gang else job.tasks_per_round) for job in inst.jobs], dtype=float
+    )
+
     def pairs(matrix: np.ndarray) -> float:  # Σ_{i<j} u_i u_j matrix_ij
         return (float(units @ matrix @ units) - float(units**2 @ np.diag(matrix))) / 2
 
     across = pairs(common)
-    within = 0.0 if gang else sum(
-        job.rounds * job.tasks_per_round * (job.tasks_per_round - 1) / 2 * common[j, j]
-        for j, job in enumerate(inst.jobs))
+    within = (
+        0.0
+        if gang
+        else sum(
+            job.rounds * job.tasks_per_round * (job.tasks_per_round - 1) / 2 * common[j, j]
+            for j, job in enumerate(inst.jobs)
+        )
+    )
     per_row = 6 if gang else 5
     assignments = float(units @ eligible.sum(axis=1))
     variables = int(pairs((common > 0).astype(float)) + 3 * units.sum() + assignments)
@@ -170,12 +179,16 @@ class _Disjunctive:
                 self.budget.check()
                 end = ready[j, r] = prob.add_variable(f"E_{j}_{r}", 0, float(d[j]))
                 units: list[tuple[int, ...]] = (
-                    [(j, r)] if self.gang else [(j, r, k) for k in range(job.tasks_per_round)])
+                    [(j, r)] if self.gang else [(j, r, k) for k in range(job.tasks_per_round)]
+                )
                 for unit in units:
                     s = self.start[unit] = prob.add_variable(
-                        "S_" + "_".join(map(str, unit)), job.arrival - origin, float(d[j]))
-                    x = self.assign[unit] = {g: prob.add_variable(
-                        "X_" + "_".join(map(str, (*unit, g))), cat="Binary") for g in gpus}
+                        "S_" + "_".join(map(str, unit)), job.arrival - origin, float(d[j])
+                    )
+                    x = self.assign[unit] = {
+                        g: prob.add_variable("X_" + "_".join(map(str, (*unit, g))), cat="Binary")
+                        for g in gpus
+                    }
                     if r > 0:
                         prob += s >= ready[j, r - 1]
                     if self.gang:
@@ -187,13 +200,15 @@ class _Disjunctive:
                     else:
                         prob += pulp.lpSum(x.values()) == 1
                         prob += end >= s + pulp.lpSum(
-                            float(inst.compute[j, g] + inst.sync[j, g]) * x[g] for g in gpus)
+                            float(inst.compute[j, g] + inst.sync[j, g]) * x[g] for g in gpus
+                        )
                         if unit[2] > 0:  # identical tasks: order their starts
                             prob += self.start[j, r, unit[2] - 1] <= s
         self._disjunctions()
-        prob += pulp.lpSum(job.weight * ready[j, job.rounds - 1]
-                           for j, job in enumerate(inst.jobs)) \
+        prob += (
+            pulp.lpSum(job.weight * ready[j, job.rounds - 1] for j, job in enumerate(inst.jobs))
             + sum(job.weight for job in inst.jobs) * origin
+        )
 
     def _occupancy(self, unit: tuple[int, ...], g: int) -> Any:
         """How long ``unit`` holds GPU g when placed there."""
@@ -205,23 +220,30 @@ class _Disjunctive:
         units = list(self.assign)
         for i, a in enumerate(units):
             self.budget.check()
-            for b in units[i + 1:]:
+            for b in units[i + 1 :]:
                 if a[0] == b[0] and a[1] != b[1]:
                     continue  # rounds of one job are ordered by their barrier
                 common = sorted(set(self.assign[a]) & set(self.assign[b]))
                 if not common:
                     continue
                 ordered = a[:2] == b[:2]  # same round (relaxed): starts already ordered
-                y = None if ordered else prob.add_variable(
-                    "Y_" + "_".join(map(str, (*a, *b))), cat="Binary")
+                y = (
+                    None
+                    if ordered
+                    else prob.add_variable("Y_" + "_".join(map(str, (*a, *b))), cat="Binary")
+                )
                 for g in common:
                     both = 2 - self.assign[a][g] - self.assign[b][g]
                     after = 0 if y is None else 1 - y
-                    prob += (self.start[b] >= self.start[a] + self._occupancy(a, g)
-                             - big_m * after - big_m * both)
+                    prob += (
+                        self.start[b]
+                        >= self.start[a] + self._occupancy(a, g) - big_m * after - big_m * both
+                    )
                     if y is not None:
-                        prob += (self.start[a] >= self.start[b] + self._occupancy(b, g)
-                                 - big_m * y - big_m * both)
+                        prob += (
+                            self.start[a]
+                            >= self.start[b] + self._occupancy(b, g) - big_m * y - big_m * both
+                        )
 
     def schedule(self) -> Schedule:
         """The solution decoded exactly: its GPU choices and its order of starts, timed
@@ -248,9 +270,15 @@ class _Disjunctive:
         return Schedule(inst.name, tasks, inst.mode)
 
 
-def solve_pulp(prob: Any, backend: str, *, time_limit: float | None, threads: int,
-               seed: int, report: Callable[[float | None, float | None], None] | None = None
-               ) -> tuple[float | None, str, bool]:
+def solve_pulp(
+    prob: Any,
+    backend: str,
+    *,
+    time_limit: float | None,
+    threads: int,
+    seed: int,
+    report: Callable[[float | None, float | None], None] | None = None,
+) -> tuple[float | None, str, bool]:
     """Solve ``prob`` with ``highs`` or ``cbc``; (the solver's own best bound plus the
     objective constant PuLP keeps outside, or None; the solver's status text; whether a
     Ctrl-C stopped it).
@@ -263,8 +291,16 @@ def solve_pulp(prob: Any, backend: str, *, time_limit: float | None, threads: in
 
     constant = float(prob.objective.constant)
     if backend == "highs":
-        solver = pulp_solver(report, constant, msg=False, timeLimit=time_limit,
-                             threads=threads, gapRel=0.0, gapAbs=1e-9, random_seed=seed)
+        solver = pulp_solver(
+            report,
+            constant,
+            msg=False,
+            timeLimit=time_limit,
+            threads=threads,
+            gapRel=0.0,
+            gapAbs=1e-9,
+            random_seed=seed,
+        )
         with native_stdout_silenced():
             prob.solve(solver)
         highs = prob.solverModel
@@ -278,9 +314,15 @@ def solve_pulp(prob: Any, backend: str, *, time_limit: float | None, threads: in
         log = Path(tmp) / "cbc.log"
         with warnings.catch_warnings():  # the bundled CBC is tested; pulp is pinned
             warnings.simplefilter("ignore", DeprecationWarning)
-            cbc = pulp.PULP_CBC_CMD(msg=False, timeLimit=time_limit, threads=threads,
-                                    gapRel=0.0, gapAbs=0.0, logPath=str(log),
-                                    options=[f"randomSeed {seed + 1}"])
+            cbc = pulp.PULP_CBC_CMD(
+                msg=False,
+                timeLimit=time_limit,
+                threads=threads,
+                gapRel=0.0,
+                gapAbs=0.0,
+                logPath=str(log),
+                options=[f"randomSeed {seed + 1}"],
+            )
         with native_stdout_silenced():
             prob.solve(cbc)
         text = log.read_text(errors="replace") if log.exists() else ""
@@ -296,12 +338,19 @@ def solve_milp(instance: Instance, ctx: SolveContext[MilpOptions], backend: str)
     threads = options.threads
     variables, nonzeros = milp_size(instance)
     if lp_too_large(variables, nonzeros, pulp=True):
-        raise InputError(f"--method milp-{backend}: the disjunctive MILP of this instance would "
-                         f"have {size_text(variables, nonzeros, pulp=True)} (use cpsat)")
+        raise InputError(
+            f"--method milp-{backend}: the disjunctive MILP of this instance would "
+            f"have {size_text(variables, nonzeros, pulp=True)} (use cpsat)"
+        )
     incumbent = ect_schedule(instance)
     upper, _ = evaluate(instance, incumbent)  # the checker's objective, without its checks
-    late = {"backend": backend, "threads": threads, "estimated_nonzeros": nonzeros,
-            "solver_status": "NOT_SOLVED: time limit", "stopped": "time limit"}
+    late = {
+        "backend": backend,
+        "threads": threads,
+        "estimated_nonzeros": nonzeros,
+        "solver_status": "NOT_SOLVED: time limit",
+        "stopped": "time limit",
+    }
     try:
         model = _Disjunctive(instance, upper, budget)
     except OutOfTime:  # what is certified so far: the ECT schedule, the critical path
@@ -309,10 +358,13 @@ def solve_milp(instance: Instance, ctx: SolveContext[MilpOptions], backend: str)
     export = options.export
     if export:
         _export(model.prob, export)
-    extra: dict[str, Any] = {"backend": backend, "threads": threads,
-                             "variables": model.prob.numVariables(),
-                             "constraints": model.prob.numConstraints(),
-                             "estimated_nonzeros": nonzeros}
+    extra: dict[str, Any] = {
+        "backend": backend,
+        "threads": threads,
+        "variables": model.prob.numVariables(),
+        "constraints": model.prob.numConstraints(),
+        "estimated_nonzeros": nonzeros,
+    }
     left = budget.left()
     if left is not None:
         left -= PULP_HANDOVER_SECONDS_PER_NONZERO * nonzeros
@@ -321,14 +373,16 @@ def solve_milp(instance: Instance, ctx: SolveContext[MilpOptions], backend: str)
     if options.relaxation == "lp":
         return _lp_relaxation(model, incumbent, backend, left, extra)
     bound, extra["solver_status"], extra["interrupted"] = solve_pulp(
-        model.prob, backend, time_limit=left, threads=threads, seed=ctx.seed, report=ctx.report)
+        model.prob, backend, time_limit=left, threads=threads, seed=ctx.seed, report=ctx.report
+    )
     status, has_solution = map_status(model.prob.sol_status)
     bound = certified(instance, bound)
     if extra["interrupted"] and not has_solution:  # stopped before a solution: the incumbent
         return MethodOutput(schedule=incumbent, bound=bound, extra=extra)
     if not has_solution:  # no incumbent of its own: the ECT schedule, as on a time-out
-        return MethodOutput(schedule=incumbent, bound=bound if status is Status.UNKNOWN
-                            else None, extra=extra)
+        return MethodOutput(
+            schedule=incumbent, bound=bound if status is Status.UNKNOWN else None, extra=extra
+        )
     return MethodOutput(schedule=model.schedule(), bound=bound, extra=extra)
 
 
@@ -347,8 +401,7 @@ def certified(instance: Instance, bound: float | None) -> float | None:
     the optimum lands on it; one they lifted a hair above it is no longer above it."""
     if bound is None:
         return None
-    constant = sum(job.weight for job in instance.jobs) * min(
-        job.arrival for job in instance.jobs)
+    constant = sum(job.weight for job in instance.jobs) * min(job.arrival for job in instance.jobs)
     safe = bound - SOLVER_TOL * max(1.0, abs(bound - constant))
     grid = scale(instance, default_time_unit(instance))
     scaled = safe * grid.weight_scale
@@ -357,8 +410,13 @@ def certified(instance: Instance, bound: float | None) -> float | None:
     return grid.objective_to_original(float(to_steps(scaled, grid.time_unit, "up")))
 
 
-def _lp_relaxation(model: _Disjunctive, incumbent: Schedule, backend: str,
-                   time_limit: float | None, extra: dict[str, Any]) -> MethodOutput:
+def _lp_relaxation(
+    model: _Disjunctive,
+    incumbent: Schedule,
+    backend: str,
+    time_limit: float | None,
+    extra: dict[str, Any],
+) -> MethodOutput:
     """The incumbent with the (weak) LP relaxation of the disjunctive model as its bound."""
     import pulp
 
@@ -373,8 +431,9 @@ def _lp_relaxation(model: _Disjunctive, incumbent: Schedule, backend: str,
     extra["interrupted"] = getattr(solver, "interrupted", False)
     proved = model.prob.sol_status == pulp.LpSolutionOptimal and not extra["interrupted"]
     extra["lp_relaxation"] = pulp.value(model.prob.objective) if proved else None
-    return MethodOutput(schedule=incumbent, bound=certified(model.inst, extra["lp_relaxation"]),
-                        extra=extra)
+    return MethodOutput(
+        schedule=incumbent, bound=certified(model.inst, extra["lp_relaxation"]), extra=extra
+    )
 
 
 def _export(prob: Any, path: str) -> None:
@@ -389,16 +448,23 @@ def _export(prob: Any, path: str) -> None:
         write_file(path, tmp.read_bytes())
 
 
-@register("milp-highs", options=MilpOptions, default_time_limit=EXACT_TIME_LIMIT,
-          imports=("pulp", "highspy"),
-          description="disjunctive MILP through PuLP + HiGHS (exact, both modes; small sizes)")
+@register(
+    "milp-highs",
+    options=MilpOptions,
+    default_time_limit=EXACT_TIME_LIMIT,
+    imports=("pulp", "highspy"),
+    description="disjunctive MILP through PuLP + HiGHS (exact, both modes; small sizes)",
+)
 def _milp_highs(instance: Instance, context: SolveContext[MilpOptions]) -> MethodOutput:
     return solve_milp(instance, context, "highs")
 
 
-@register("milp-cbc", options=MilpOptions, default_time_limit=EXACT_TIME_LIMIT,
-          imports=("pulp",),
-          description="disjunctive MILP through PuLP + CBC (exact, both modes; small sizes)")
+@register(
+    "milp-cbc",
+    options=MilpOptions,
+    default_time_limit=EXACT_TIME_LIMIT,
+    imports=("pulp",),
+    description="disjunctive MILP through PuLP + CBC (exact, both modes; small sizes)",
+)
 def _milp_cbc(instance: Instance, context: SolveContext[MilpOptions]) -> MethodOutput:
     return solve_milp(instance, context, "cbc")
-

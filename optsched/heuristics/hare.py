@@ -91,9 +91,12 @@ STEP2_SECONDS_PER_TASK = 3e-5
 STEP1_TEARDOWN_SHARE = 0.1
 
 
-def hare_list_schedule(instance: Instance, estimate: Callable[[int, int, int], float],
-                       gpu_choice: str = "earliest-free", gpu_tie: str = "lowest-index"
-                       ) -> tuple[Schedule, float]:
+def hare_list_schedule(
+    instance: Instance,
+    estimate: Callable[[int, int, int], float],
+    gpu_choice: str = "earliest-free",
+    gpu_tie: str = "lowest-index",
+) -> tuple[Schedule, float]:
     """Step 2 of Algorithm 1: the list schedule for start estimates ``estimate(j, r, k)``.
 
     ``gpu_choice`` earliest-free (line 12) or earliest-completion; ``gpu_tie`` the
@@ -116,13 +119,19 @@ def hare_list_schedule(instance: Instance, estimate: Callable[[int, int, int], f
     compute, sync = instance.compute, instance.sync
     groups = instance.gpu_groups()
     heaps = [[(0.0, g) for g in group] for group in groups]  # (φ_m, m), sorted = a heap
-    usable = [[q for q, group in enumerate(groups) if np.isfinite(compute[j, group[0]])]
-              for j in range(instance.n_jobs)]
-    half_slowest = [0.5 * float(compute[j, instance.eligible(j)].max())
-                    for j in range(instance.n_jobs)]
-    order = sorted((estimate(j, r, k) + half_slowest[j], j, r, k)
-                   for j, job in enumerate(instance.jobs)
-                   for r in range(job.rounds) for k in range(job.tasks_per_round))
+    usable = [
+        [q for q, group in enumerate(groups) if np.isfinite(compute[j, group[0]])]
+        for j in range(instance.n_jobs)
+    ]
+    half_slowest = [
+        0.5 * float(compute[j, instance.eligible(j)].max()) for j in range(instance.n_jobs)
+    ]
+    order = sorted(
+        (estimate(j, r, k) + half_slowest[j], j, r, k)
+        for j, job in enumerate(instance.jobs)
+        for r in range(job.rounds)
+        for k in range(job.tasks_per_round)
+    )
     placed = [[0] * job.rounds for job in instance.jobs]
     ready = [[float(job.arrival)] + [0.0] * job.rounds for job in instance.jobs]
     earliest_free = gpu_choice == "earliest-free"
@@ -131,8 +140,10 @@ def hare_list_schedule(instance: Instance, estimate: Callable[[int, int, int], f
     for _, j, r, k in order:
         job = instance.jobs[j]
         if r > 0 and placed[j][r - 1] < job.tasks_per_round:
-            raise OptschedError(f"task {k} of round {r} of job {job.id!r} is listed before "
-                                f"its previous round is complete")
+            raise OptschedError(
+                f"task {k} of round {r} of job {job.id!r} is listed before "
+                f"its previous round is complete"
+            )
         t = ready[j][r]  # arrival for round 0, else all results of round r-1 ready
         best: tuple[Any, ...] | None = None
         for q in usable[j]:
@@ -157,8 +168,9 @@ def hare_list_schedule(instance: Instance, estimate: Callable[[int, int, int], f
     return Schedule(instance.name, tasks, instance.mode), objective
 
 
-def guarantee(instance: Instance, objective: float, relaxation: float, proved: bool,
-              published: bool) -> dict[str, Any] | None:
+def guarantee(
+    instance: Instance, objective: float, relaxation: float, proved: bool, published: bool
+) -> dict[str, Any] | None:
     """The ``guarantee`` field of a Result (``None`` when α is undefined)."""
     alpha = heterogeneity_degree(instance)
     if alpha is None:
@@ -169,12 +181,15 @@ def guarantee(instance: Instance, objective: float, relaxation: float, proved: b
     holds = None
     if covered and ratio is not None:
         holds = ratio <= factor * (1 + GUARANTEE_TOL)
-    return {"alpha": alpha, "factor": factor, "ratio": ratio, "covered": covered,
-            "holds": holds}
+    return {"alpha": alpha, "factor": factor, "ratio": ratio, "covered": covered, "holds": holds}
 
 
-def _solve(instance: Instance, ctx: SolveContext[HareRlOptions | HareLpEctOptions],
-           relaxation: str, gpu_choice: str) -> MethodOutput:
+def _solve(
+    instance: Instance,
+    ctx: SolveContext[HareRlOptions | HareLpEctOptions],
+    relaxation: str,
+    gpu_choice: str,
+) -> MethodOutput:
     options = ctx.options
     budget = Budget(ctx.time_limit)
     started = time.perf_counter()
@@ -183,18 +198,31 @@ def _solve(instance: Instance, ctx: SolveContext[HareRlOptions | HareLpEctOption
     published = relaxation == "rl" and gpu_choice == "earliest-free"
     step1 = options.step1 if isinstance(options, HareRlOptions) else ""
     tie = options.gpu_tie if isinstance(options, HareOptions | HareLpOptions) else None
-    use_lp = relaxation == "rl" and (step1 == "lp" or (step1 == "auto"
-                                                      and not relaxation_fits(instance)))
+    use_lp = relaxation == "rl" and (
+        step1 == "lp" or (step1 == "auto" and not relaxation_fits(instance))
+    )
     if relaxation == "rl" and not use_lp:
         check_relaxation_size(instance)  # before the ECT schedule: fail fast
     # the ECT schedule: the order when step 1 gives none, and the result when the limit is
     # spent before step 1 has given one (nothing checked: one ECT schedule's time)
     ect = incumbent(instance)
     if budget.expired():
-        return _ect_output(instance, ect, {"kind": relaxation, "objective": None,
-                                           "proved": False, "bound": None, "order": "ect",
-                                           "status": "not solved (time limit)"},
-                           gpu_choice, tie, "time limit", time.perf_counter() - started)
+        return _ect_output(
+            instance,
+            ect,
+            {
+                "kind": relaxation,
+                "objective": None,
+                "proved": False,
+                "bound": None,
+                "order": "ect",
+                "status": "not solved (time limit)",
+            },
+            gpu_choice,
+            tie,
+            "time limit",
+            time.perf_counter() - started,
+        )
     ect_starts = _round_starts(instance, ect.schedule)
 
     def step1_left() -> float | None:
@@ -205,6 +233,7 @@ def _solve(instance: Instance, ctx: SolveContext[HareRlOptions | HareLpEctOption
             return None
         step2 = STEP2_SECONDS_PER_TASK * sum(job.n_tasks for job in instance.jobs)
         return max((left - step2) * (1 - STEP1_TEARDOWN_SHARE), 0.0)
+
     if use_lp:
         # Hare_Sched_RL's LP relaxation with lazy Queyranne cuts (models/hare-rl-lp.md): a
         # certified bound, but Theorem 4 is not proved for it, so the guarantee is not covered
@@ -213,28 +242,45 @@ def _solve(instance: Instance, ctx: SolveContext[HareRlOptions | HareLpEctOption
 
         def estimate(j: int, r: int, k: int) -> float:
             return float(rl_starts[j][r])
+
         value, proved, bound = (rllp.bound or 0.0), rllp.bound is not None, rllp.bound
-        info = {**rllp.extra(), "objective": rllp.bound, "proved": proved,
-                "order": "hare_sched_rl_lp" if rllp.round_starts is not None else "ect"}
+        info = {
+            **rllp.extra(),
+            "objective": rllp.bound,
+            "proved": proved,
+            "order": "hare_sched_rl_lp" if rllp.round_starts is not None else "ect",
+        }
         published = False
         interrupted = "interrupted" in rllp.status
     elif relaxation == "rl":
         assert isinstance(options, HareRlOptions)
         unit = time_unit_or_default(instance, options.time_unit)
         workers = options.workers
-        rl = solve_hare_relaxation(instance, ect.schedule, time_unit=unit,
-                                   time_limit=step1_left(), seed=ctx.seed, workers=workers)
+        rl = solve_hare_relaxation(
+            instance,
+            ect.schedule,
+            time_unit=unit,
+            time_limit=step1_left(),
+            seed=ctx.seed,
+            workers=workers,
+        )
         starts = rl.starts
 
         def estimate(j: int, r: int, k: int) -> float:
             return starts[j, r, k]
+
         value, proved, bound = rl.objective, rl.proved, rl.bound
         # CP-SAT found nothing in time (or the model was not built): x̂ is the ECT schedule's
         # starts and "objective" that schedule's relaxation value, not an optimised one
-        info = {"kind": "hare_sched_rl", "objective": value, "proved": proved,
-                "bound": bound, "solver_status": rl.solver_status, "time_unit": unit,
-                "order": "hare_sched_rl" if rl.solver_status in ("OPTIMAL", "FEASIBLE")
-                else "ect"}
+        info = {
+            "kind": "hare_sched_rl",
+            "objective": value,
+            "proved": proved,
+            "bound": bound,
+            "solver_status": rl.solver_status,
+            "time_unit": unit,
+            "order": "hare_sched_rl" if rl.solver_status in ("OPTIMAL", "FEASIBLE") else "ect",
+        }
         interrupted = rl.interrupted
     else:
         assert isinstance(options, HareLpEctOptions)
@@ -244,49 +290,95 @@ def _solve(instance: Instance, ctx: SolveContext[HareRlOptions | HareLpEctOption
 
         def estimate(j: int, r: int, k: int) -> float:
             return float(round_starts[j][r])
+
         value, proved, bound = (lp.bound or 0.0), lp.bound is not None, lp.bound
-        info = {"kind": "interval_lp", "objective": lp.bound, "proved": proved,
-                "bound": bound, "intervals": lp.intervals, "variables": lp.variables,
-                "interval_ratio": ratio, "bound_status": lp.bound_status,
-                "order_status": lp.order_status,
-                "order": "interval_lp" if lp.round_starts is not None else "ect"}
+        info = {
+            "kind": "interval_lp",
+            "objective": lp.bound,
+            "proved": proved,
+            "bound": bound,
+            "intervals": lp.intervals,
+            "variables": lp.variables,
+            "interval_ratio": ratio,
+            "bound_status": lp.bound_status,
+            "order_status": lp.order_status,
+            "order": "interval_lp" if lp.round_starts is not None else "ect",
+        }
         interrupted = "interrupted" in (lp.bound_status, lp.order_status)
     info["runtime_s"] = time.perf_counter() - started
     if info["order"] == "ect" and (interrupted or budget.expired()):
         # step 1 gave no order and no time is left for step 2 in ECT's order: ECT itself
-        return _ect_output(instance, ect, info, gpu_choice, tie,
-                           "interrupted" if interrupted else "time limit", 0.0, bound)
+        return _ect_output(
+            instance,
+            ect,
+            info,
+            gpu_choice,
+            tie,
+            "interrupted" if interrupted else "time limit",
+            0.0,
+            bound,
+        )
     step2 = time.perf_counter()
-    schedule, objective = hare_list_schedule(instance, estimate, gpu_choice,
-                                             tie or GPU_TIES[0])
+    schedule, objective = hare_list_schedule(instance, estimate, gpu_choice, tie or GPU_TIES[0])
     step2_s = time.perf_counter() - step2
     # the other tie rule from the same x̂ (step 2 only), so that the tie's effect is measured
     # without a second relaxation: its Σ w_j C_j per rule (skipped when no time is left)
-    ties = None if tie is None or budget.expired() or interrupted else {
-        rule: objective if rule == tie else
-        hare_list_schedule(instance, estimate, gpu_choice, rule)[1] for rule in GPU_TIES}
-    return MethodOutput(schedule=schedule, bound=bound, extra={
-        "relaxation": info, "gpu_choice": gpu_choice, "gpu_tie": tie,
-        "tie_objectives": ties, "list_scheduling_s": step2_s,
-        "guarantee": guarantee(instance, objective, value, proved, published),
-        "interrupted": interrupted,
-        "stopped": "interrupted" if interrupted else "done",
-    })
+    ties = (
+        None
+        if tie is None or budget.expired() or interrupted
+        else {
+            rule: objective
+            if rule == tie
+            else hare_list_schedule(instance, estimate, gpu_choice, rule)[1]
+            for rule in GPU_TIES
+        }
+    )
+    return MethodOutput(
+        schedule=schedule,
+        bound=bound,
+        extra={
+            "relaxation": info,
+            "gpu_choice": gpu_choice,
+            "gpu_tie": tie,
+            "tie_objectives": ties,
+            "list_scheduling_s": step2_s,
+            "guarantee": guarantee(instance, objective, value, proved, published),
+            "interrupted": interrupted,
+            "stopped": "interrupted" if interrupted else "done",
+        },
+    )
 
 
-def _ect_output(instance: Instance, ect: Incumbent, info: dict[str, Any], gpu_choice: str,
-                tie: str | None, stopped: str, runtime: float, bound: float | None = None
-                ) -> MethodOutput:
+def _ect_output(
+    instance: Instance,
+    ect: Incumbent,
+    info: dict[str, Any],
+    gpu_choice: str,
+    tie: str | None,
+    stopped: str,
+    runtime: float,
+    bound: float | None = None,
+) -> MethodOutput:
     """The ECT schedule as the result, when no time is left for Hare's steps (or a Ctrl-C
     stopped step 1 before it gave an order): ``extra.stopped`` says which."""
     info.setdefault("runtime_s", runtime)
-    return MethodOutput(schedule=ect.schedule, bound=bound, extra={
-        "relaxation": info, "gpu_choice": gpu_choice, "gpu_tie": tie,
-        "tie_objectives": None, "list_scheduling_s": 0.0,
-        "guarantee": guarantee(instance, ect.objective, info.get("objective") or 0.0,
-                               False, False),
-        "interrupted": stopped == "interrupted", "stopped": stopped,
-        "returned": "ect (no order from step 1 in time)"})
+    return MethodOutput(
+        schedule=ect.schedule,
+        bound=bound,
+        extra={
+            "relaxation": info,
+            "gpu_choice": gpu_choice,
+            "gpu_tie": tie,
+            "tie_objectives": None,
+            "list_scheduling_s": 0.0,
+            "guarantee": guarantee(
+                instance, ect.objective, info.get("objective") or 0.0, False, False
+            ),
+            "interrupted": stopped == "interrupted",
+            "stopped": stopped,
+            "returned": "ect (no order from step 1 in time)",
+        },
+    )
 
 
 def _round_starts(instance: Instance, schedule: Schedule) -> list[np.ndarray]:
@@ -302,9 +394,11 @@ def _round_starts(instance: Instance, schedule: Schedule) -> list[np.ndarray]:
 #: Largest accepted ``interval_ratio``: coarser intervals make the LP bound useless, and huge
 #: ratios overflow the interval ends to infinity.
 MAX_INTERVAL_RATIO = 100.0
-_TIE_HELP = ("earliest-free GPU tie rule (Algorithm 1 line 12 leaves it open): lowest-index "
-             "(default, literal) or fastest (least compute among the GPUs where the task "
-             "starts earliest)")
+_TIE_HELP = (
+    "earliest-free GPU tie rule (Algorithm 1 line 12 leaves it open): lowest-index "
+    "(default, literal) or fastest (least compute among the GPUs where the task "
+    "starts earliest)"
+)
 
 
 @dataclass(frozen=True)
@@ -313,9 +407,13 @@ class HareRlOptions(Options):
 
     step1: Literal["auto", "exact", "lp"] = choice(
         "auto (exact CP-SAT relaxation when it fits, else its LP with lazy "
-        "Queyranne cuts; default), exact, or lp", STEP1_CHOICES)
-    time_unit: float | None = number("grid step of the relaxation in seconds (default 1 for "
-                                     "integer data, else 0.001)", open_low=True)
+        "Queyranne cuts; default), exact, or lp",
+        STEP1_CHOICES,
+    )
+    time_unit: float | None = number(
+        "grid step of the relaxation in seconds (default 1 for integer data, else 0.001)",
+        open_low=True,
+    )
     workers: int = count("CP-SAT worker threads for the relaxation (default 1)")
 
 
@@ -330,9 +428,13 @@ class HareOptions(HareRlOptions):
 class HareLpEctOptions(Options):
     """Options of ``hare-lp-ect`` (step 1 on the interval-indexed LP)."""
 
-    interval_ratio: float = number("growth factor of the LP's geometric intervals (default "
-                                   "1.2)", 1.2, low=1.0, high=MAX_INTERVAL_RATIO,
-                                   open_low=True)
+    interval_ratio: float = number(
+        "growth factor of the LP's geometric intervals (default 1.2)",
+        1.2,
+        low=1.0,
+        high=MAX_INTERVAL_RATIO,
+        open_low=True,
+    )
 
 
 @dataclass(frozen=True)
@@ -343,29 +445,52 @@ class HareLpOptions(HareLpEctOptions):
 
 
 _VARIANTS = {
-    "hare": ("rl", "earliest-free", "Hare's Algorithm 1 as published: exact relaxation "
-             "(CP-SAT) + earliest-free GPU (gpu_tie: lowest-index or fastest); α(2+α) "
-             "guarantee"),
-    "hare-ect": ("rl", "earliest-completion", "Hare's ordering (exact relaxation) with "
-                 "earliest-completion GPU choice"),
-    "hare-lp": ("interval-lp", "earliest-free", "Hare's list scheduling ordered by the "
-                "scalable interval-indexed LP, earliest-free GPU"),
-    "hare-lp-ect": ("interval-lp", "earliest-completion", "Hare's list scheduling ordered by "
-                    "the interval-indexed LP, earliest-completion GPU"),
+    "hare": (
+        "rl",
+        "earliest-free",
+        "Hare's Algorithm 1 as published: exact relaxation "
+        "(CP-SAT) + earliest-free GPU (gpu_tie: lowest-index or fastest); α(2+α) "
+        "guarantee",
+    ),
+    "hare-ect": (
+        "rl",
+        "earliest-completion",
+        "Hare's ordering (exact relaxation) with earliest-completion GPU choice",
+    ),
+    "hare-lp": (
+        "interval-lp",
+        "earliest-free",
+        "Hare's list scheduling ordered by the scalable interval-indexed LP, earliest-free GPU",
+    ),
+    "hare-lp-ect": (
+        "interval-lp",
+        "earliest-completion",
+        "Hare's list scheduling ordered by the interval-indexed LP, earliest-completion GPU",
+    ),
 }
 
 
 def _register(name: str, relaxation: str, gpu_choice: str, description: str) -> None:
-    options = {("rl", "earliest-free"): HareOptions, ("rl", "earliest-completion"): HareRlOptions,
-               ("interval-lp", "earliest-free"): HareLpOptions,
-               ("interval-lp", "earliest-completion"): HareLpEctOptions}[relaxation, gpu_choice]
+    options = {
+        ("rl", "earliest-free"): HareOptions,
+        ("rl", "earliest-completion"): HareRlOptions,
+        ("interval-lp", "earliest-free"): HareLpOptions,
+        ("interval-lp", "earliest-completion"): HareLpEctOptions,
+    }[relaxation, gpu_choice]
 
-    @register(name, description=description, modes=("relaxed",), options=options,
-              default_time_limit=RELAXATION_TIME_LIMIT,
-              imports=("ortools.sat.python.cp_model", "highspy") if relaxation == "rl"
-              else ("highspy", "scipy.sparse"))
-    def method(instance: Instance, context: SolveContext[HareRlOptions | HareLpEctOptions]
-               ) -> MethodOutput:
+    @register(
+        name,
+        description=description,
+        modes=("relaxed",),
+        options=options,
+        default_time_limit=RELAXATION_TIME_LIMIT,
+        imports=("ortools.sat.python.cp_model", "highspy")
+        if relaxation == "rl"
+        else ("highspy", "scipy.sparse"),
+    )
+    def method(
+        instance: Instance, context: SolveContext[HareRlOptions | HareLpEctOptions]
+    ) -> MethodOutput:
         return _solve(instance, context, relaxation, gpu_choice)
 
 

@@ -74,14 +74,22 @@ FINISH_SECONDS_PER_TASK = 2e-5
 class LnsOptions(Options):
     """Options of ``lns``."""
 
-    time_unit: float | None = number("grid step in seconds (default 1 for integer data, "
-                                     "else 0.001)", open_low=True)
-    step: float = number("CP-SAT's deterministic time per neighbourhood, about seconds "
-                         "(default 1)", 1.0, low=0.01, high=3600.0)
-    size: int | None = count("jobs freed per neighbourhood at the start (default: a tenth "
-                             "of the jobs, at least 2)", None)
-    steps: int | None = count("stop after this many neighbourhoods (default: none, run to "
-                              "the time limit)", None)
+    time_unit: float | None = number(
+        "grid step in seconds (default 1 for integer data, else 0.001)", open_low=True
+    )
+    step: float = number(
+        "CP-SAT's deterministic time per neighbourhood, about seconds (default 1)",
+        1.0,
+        low=0.01,
+        high=3600.0,
+    )
+    size: int | None = count(
+        "jobs freed per neighbourhood at the start (default: a tenth of the jobs, at least 2)",
+        None,
+    )
+    steps: int | None = count(
+        "stop after this many neighbourhoods (default: none, run to the time limit)", None
+    )
     workers: int = count("CP-SAT worker threads per neighbourhood (default 1)")
 
 
@@ -107,14 +115,21 @@ def _hinted(model: _Model) -> dict[int, int]:
     return dict(zip(hint.vars, hint.values, strict=True))
 
 
-def _neighbourhood(rule: str, size: int, rng: np.random.Generator, inst: Instance,
-                   schedule: Schedule, lower: Sequence[float]) -> list[int]:
+def _neighbourhood(
+    rule: str,
+    size: int,
+    rng: np.random.Generator,
+    inst: Instance,
+    schedule: Schedule,
+    lower: Sequence[float],
+) -> list[int]:
     """``size`` job indices chosen by ``rule`` on the incumbent ``schedule``."""
     n = inst.n_jobs
     if rule == "random":
         return sorted(int(j) for j in rng.choice(n, size, replace=False))
-    completion = {job.id: c for job, c in zip(
-        inst.jobs, completions(inst, schedule).tolist(), strict=True)}
+    completion = {
+        job.id: c for job, c in zip(inst.jobs, completions(inst, schedule).tolist(), strict=True)
+    }
     if rule == "window":
         at = float(rng.uniform(0, max(completion.values())))
         spans: dict[int, list[float]] = {}
@@ -126,18 +141,23 @@ def _neighbourhood(rule: str, size: int, rng: np.random.Generator, inst: Instanc
             spans[j] = [min(first, t.start), max(last, end)]
         distance = {j: max(first - at, at - last, 0.0) for j, (first, last) in spans.items()}
         return sorted(sorted(distance, key=lambda j: (distance[j], j))[:size])
-    return sorted(int(j) for j in rng.choice(n, size, replace=False,
-                                             p=_delay_weights(inst, completion, lower)))
+    return sorted(
+        int(j)
+        for j in rng.choice(n, size, replace=False, p=_delay_weights(inst, completion, lower))
+    )
 
 
-def _delay_weights(inst: Instance, completion: dict[str, float], lower: Sequence[float]
-                   ) -> npt.NDArray[np.float64]:
+def _delay_weights(
+    inst: Instance, completion: dict[str, float], lower: Sequence[float]
+) -> npt.NDArray[np.float64]:
     """Probabilities proportional to w_j (C_j − LB_j), each raised by a billionth of their
     mean so that every job can be drawn: finite, positive and summing to 1 whatever the
     completions (a delay below 0, which a feasible schedule of ``inst`` never has, counts as
     0; no delay at all, or one that overflows, gives the uniform draw)."""
-    delay = np.array([job.weight * (completion[job.id] - lower[j])
-                      for j, job in enumerate(inst.jobs)], dtype=float)
+    delay = np.array(
+        [job.weight * (completion[job.id] - lower[j]) for j, job in enumerate(inst.jobs)],
+        dtype=float,
+    )
     delay = np.where(np.isnan(delay), 0.0, np.maximum(delay, 0.0))
     total = float(delay.sum())
     if not 0 < total < math.inf:
@@ -147,8 +167,9 @@ def _delay_weights(inst: Instance, completion: dict[str, float], lower: Sequence
     return probabilities
 
 
-def _neighbourhood_model(model: _Model, decisions: dict[int, list[Any]], free: set[int],
-                         values: dict[int, int]) -> Any:
+def _neighbourhood_model(
+    model: _Model, decisions: dict[int, list[Any]], free: set[int], values: dict[int, int]
+) -> Any:
     """A copy of ``model`` in which every job outside ``free`` has its decision variables
     fixed at ``values`` (index → value) and every variable is hinted at them."""
     sub = model.m.clone()
@@ -173,12 +194,18 @@ def solve_lns(instance: Instance, ctx: SolveContext[LnsOptions]) -> MethodOutput
     sc = scale(instance, unit, "up")
     inst = sc.instance
     ect = incumbent(instance)  # the fallback, in seconds: one ECT schedule, nothing checked
-    extra: dict[str, Any] = {"groups": len(groups), "time_unit": unit,
-                             "grid_exact": sc.exact, "start": "ect",
-                             "start_objective": ect.objective}
+    extra: dict[str, Any] = {
+        "groups": len(groups),
+        "time_unit": unit,
+        "grid_exact": sc.exact,
+        "start": "ect",
+        "start_objective": ect.objective,
+    }
     if budget.expired():
-        return MethodOutput(schedule=ect.schedule, extra={
-            **extra, "steps": 0, "improvements": 0, "stopped": "time limit (model build)"})
+        return MethodOutput(
+            schedule=ect.schedule,
+            extra={**extra, "steps": 0, "improvements": 0, "stopped": "time limit (model build)"},
+        )
     from ortools.sat.python import cp_model
 
     incumbent_ = ect_schedule(inst)
@@ -204,8 +231,9 @@ def solve_lns(instance: Instance, ctx: SolveContext[LnsOptions]) -> MethodOutput
         budget.check(model.teardown)
     except OutOfTime:
         extra.update(steps=0, improvements=0, stopped="time limit (model build)")
-        return MethodOutput(schedule=in_seconds(incumbent_) if start_from == "hint"
-                            else ect.schedule, extra=extra)
+        return MethodOutput(
+            schedule=in_seconds(incumbent_) if start_from == "hint" else ect.schedule, extra=extra
+        )
     finish += model.teardown  # freeing the model at the end
     decisions = _decisions(model)
     values = _hinted(model)  # the incumbent's value of every decision variable
@@ -224,8 +252,7 @@ def solve_lns(instance: Instance, ctx: SolveContext[LnsOptions]) -> MethodOutput
             if left is not None and left - finish < 0.05:
                 break
             rule = RULES[steps % len(RULES)]
-            free = set(_neighbourhood(rule, min(size, inst.n_jobs), rng, inst, incumbent_,
-                                      lower))
+            free = set(_neighbourhood(rule, min(size, inst.n_jobs), rng, inst, incumbent_, lower))
             sub = _neighbourhood_model(model, decisions, free, values)
             left = budget.left()  # building the neighbourhood takes time on large models
             if left is not None:
@@ -245,15 +272,17 @@ def solve_lns(instance: Instance, ctx: SolveContext[LnsOptions]) -> MethodOutput
             status = solver.status_name(code)
             steps += 1
             if STATUS[status] == "bug":
-                raise RuntimeError(f"LNS: CP-SAT returned {status} on a neighbourhood of a "
-                                   "feasible incumbent")
+                raise RuntimeError(
+                    f"LNS: CP-SAT returned {status} on a neighbourhood of a feasible incumbent"
+                )
             if STATUS[status] == "solution" and solver.objective_value < upper - 0.5:
                 solution = solver.response_proto.solution
                 upper, values = int(solver.objective_value), {i: solution[i] for i in tracked}
                 incumbent_ = model.schedule(solver)
                 improvements += 1
-                anytime.append([round(time.perf_counter() - started, 4),
-                                sc.objective_to_original(upper)])
+                anytime.append(
+                    [round(time.perf_counter() - started, 4), sc.objective_to_original(upper)]
+                )
                 ctx.report(sc.objective_to_original(upper), None)
             if status == "OPTIMAL" and solver.deterministic_time < options.step / 2:
                 size = min(inst.n_jobs, size + 1)
@@ -263,8 +292,14 @@ def solve_lns(instance: Instance, ctx: SolveContext[LnsOptions]) -> MethodOutput
                 raise KeyboardInterrupt
     except KeyboardInterrupt:  # a genuine Ctrl-C: the incumbent is the result
         interrupted, stopped = True, "interrupted"
-    extra.update(steps=steps, improvements=improvements, final_size=size, anytime=anytime,
-                 stopped=stopped, interrupted=interrupted)
+    extra.update(
+        steps=steps,
+        improvements=improvements,
+        final_size=size,
+        anytime=anytime,
+        stopped=stopped,
+        interrupted=interrupted,
+    )
     found = in_seconds(incumbent_) if improvements or start_from == "hint" else ect.schedule
     ours, _ = evaluate(instance, found)
     if ctx.hint is not None and not interrupted:  # never worse than a feasible hint
@@ -278,9 +313,13 @@ def solve_lns(instance: Instance, ctx: SolveContext[LnsOptions]) -> MethodOutput
     return MethodOutput(schedule=found, extra=extra)
 
 
-@register("lns", options=LnsOptions, default_time_limit=EXACT_TIME_LIMIT,
-          imports=CPSAT_IMPORTS,
-          description="large-neighbourhood search: CP-SAT re-optimises a few jobs at a time "
-                      "around the incumbent (anytime, seeded, both modes)")
+@register(
+    "lns",
+    options=LnsOptions,
+    default_time_limit=EXACT_TIME_LIMIT,
+    imports=CPSAT_IMPORTS,
+    description="large-neighbourhood search: CP-SAT re-optimises a few jobs at a time "
+    "around the incumbent (anytime, seeded, both modes)",
+)
 def _lns(instance: Instance, context: SolveContext[LnsOptions]) -> MethodOutput:
     return solve_lns(instance, context)

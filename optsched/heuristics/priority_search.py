@@ -71,16 +71,20 @@ from optsched.schedule import Schedule, Task
 class PrioritySearchOptions(Options):
     """Options of ``priority-search``."""
 
-    steps: int | None = count("stop after this many moves (default: none, run to the time "
-                              "limit)", None)
-    patience: int = count("stop after this many moves in a row without improvement "
-                          "(default 1000)", 1000)
+    steps: int | None = count(
+        "stop after this many moves (default: none, run to the time limit)", None
+    )
+    patience: int = count(
+        "stop after this many moves in a row without improvement (default 1000)", 1000
+    )
     decoder: Literal["auto", "reserve", "greedy"] = choice(
         "the dispatching rule: reserve (a round that waits for busy GPUs "
         "reserves them, so the rounds after it use other, possibly slower, "
         "idle GPUs), greedy (a round that waits reserves nothing), or auto "
         "(the one that decodes Smith's order better; default)",
-        ("auto", "reserve", "greedy"), "auto")
+        ("auto", "reserve", "greedy"),
+        "auto",
+    )
 
 
 #: Events between two looks at the clock in the decoder.
@@ -127,33 +131,44 @@ class _Decoder:
         self.rounds = [job.rounds for job in instance.jobs]
         self.pace = instance.compute + instance.sync  # per GPU (gang)
         compute, sync = instance.class_compute, instance.class_sync
-        self.members = [np.flatnonzero(instance.gpu_class == c)
-                        for c in range(compute.shape[1])]
+        self.members = [np.flatnonzero(instance.gpu_class == c) for c in range(compute.shape[1])]
         # per job: its eligible classes as (class, compute, compute + sync)
         self.class_choices = [
-            [(int(c), float(compute[j, c]), float(compute[j, c] + sync[j, c]))
-             for c in np.flatnonzero(np.isfinite(compute[j]))]
-            for j in range(instance.n_jobs)]
+            [
+                (int(c), float(compute[j, c]), float(compute[j, c] + sync[j, c]))
+                for c in np.flatnonzero(np.isfinite(compute[j]))
+            ]
+            for j in range(instance.n_jobs)
+        ]
         # gang mode, per job: eligible GPUs by pace, and (prefix length, pace) where it rises
         self.by_pace, self.thresholds = [], []
         for j in range(instance.n_jobs):
             eligible = np.flatnonzero(np.isfinite(self.pace[j]))
             order = eligible[np.argsort(self.pace[j, eligible], kind="stable")]
             paces = self.pace[j, order]
-            ends = [i + 1 for i in range(len(order))
-                    if i + 1 == len(order) or paces[i + 1] > paces[i]]
+            ends = [
+                i + 1 for i in range(len(order)) if i + 1 == len(order) or paces[i + 1] > paces[i]
+            ]
             self.by_pace.append(order)
-            self.thresholds.append([(end, float(paces[end - 1])) for end in ends
-                                    if end >= self.tasks_per_round[j]])
+            self.thresholds.append(
+                [(end, float(paces[end - 1])) for end in ends if end >= self.tasks_per_round[j]]
+            )
 
     def start(self) -> _State:
         waiting = [(float(job.arrival), j, 0) for j, job in enumerate(self.inst.jobs)]
         heapq.heapify(waiting)
-        return _State(0.0, np.zeros(self.inst.n_gpus), waiting, [], 0,
-                      np.zeros(self.inst.n_jobs), 0)
+        return _State(
+            0.0, np.zeros(self.inst.n_gpus), waiting, [], 0, np.zeros(self.inst.n_jobs), 0
+        )
 
-    def run(self, priority: np.ndarray, state: _State, before: _Decoded | None,
-            restart: int, deadline: float | None = None) -> _Decoded:
+    def run(
+        self,
+        priority: np.ndarray,
+        state: _State,
+        before: _Decoded | None,
+        restart: int,
+        deadline: float | None = None,
+    ) -> _Decoded:
         """Decode from ``state`` (checkpoint ``restart`` of ``before``, or the start);
         raise :class:`~optsched.budget.OutOfTime` once ``time.perf_counter()`` passes
         ``deadline`` (checked every :data:`CHECK_EVERY` events)."""
@@ -161,10 +176,11 @@ class _Decoder:
         waiting, queue = list(state.waiting), [list(item) for item in state.queue]
         heapq.heapify(waiting)
         completion, events = state.completion.copy(), state.events
-        tasks = before.tasks[:state.tasks] if before is not None else []
+        tasks = before.tasks[: state.tasks] if before is not None else []
         checkpoints = before.checkpoints[:restart] if before is not None else []
-        entry = before.entry.copy() if before is not None else \
-            np.zeros(self.inst.n_jobs, dtype=int)
+        entry = (
+            before.entry.copy() if before is not None else np.zeros(self.inst.n_jobs, dtype=int)
+        )
         # relaxed mode: per class, a heap of (free time, GPU)
         heaps = [sorted((float(free[g]), int(g)) for g in members) for members in self.members]
         since_check = 0
@@ -178,14 +194,23 @@ class _Decoder:
             while waiting and waiting[0][0] <= moment:
                 entering.append(heapq.heappop(waiting))
             if any(r == 0 for _, _, r in entering):  # a job's first entry: a checkpoint
-                checkpoints.append(_State(moment, free.copy(), waiting + entering,
-                                          [list(item) for item in queue], len(tasks),
-                                          completion.copy(), events))
+                checkpoints.append(
+                    _State(
+                        moment,
+                        free.copy(),
+                        waiting + entering,
+                        [list(item) for item in queue],
+                        len(tasks),
+                        completion.copy(),
+                        events,
+                    )
+                )
             for ready, j, r in entering:
                 if r == 0:
                     entry[j] = len(checkpoints) - 1
-                bisect.insort(queue, [-float(priority[j]), j, r, ready,
-                                      self.tasks_per_round[j], ready])
+                bisect.insort(
+                    queue, [-float(priority[j]), j, r, ready, self.tasks_per_round[j], ready]
+                )
             events += 1
             if self.gang:
                 self._gang_event(moment, free, queue, tasks)
@@ -199,16 +224,22 @@ class _Decoder:
                 else:
                     completion[j] = item[5]
             later = free[free > moment]
-            nexts = ([waiting[0][0]] if waiting else []) + \
-                ([float(later.min())] if queue and later.size else [])
+            nexts = ([waiting[0][0]] if waiting else []) + (
+                [float(later.min())] if queue and later.size else []
+            )
             if not nexts:
                 break
             moment = min(nexts)
         return _Decoded(float(self.weight @ completion), tasks, checkpoints, entry, events)
 
-    def _relaxed_event(self, moment: float, free: np.ndarray,
-                       heaps: list[list[tuple[float, int]]], queue: list[list[float]],
-                       tasks: list[tuple[int, int, int, int, float]]) -> None:
+    def _relaxed_event(
+        self,
+        moment: float,
+        free: np.ndarray,
+        heaps: list[list[tuple[float, int]]],
+        queue: list[list[float]],
+        tasks: list[tuple[int, int, int, int, float]],
+    ) -> None:
         """Serve the queue in priority order: each task to the GPU where its result is ready
         earliest, if it is idle now. Greedy: a round whose task would wait stops there.
         Reserve: the task reserves that GPU until it would end, in a copy of the heaps that
@@ -245,8 +276,13 @@ class _Decoder:
                 item[4] -= 1
                 item[5] = max(item[5], best)
 
-    def _gang_event(self, moment: float, free: np.ndarray, queue: list[list[float]],
-                    tasks: list[tuple[int, int, int, int, float]]) -> None:
+    def _gang_event(
+        self,
+        moment: float,
+        free: np.ndarray,
+        queue: list[list[float]],
+        tasks: list[tuple[int, int, int, int, float]],
+    ) -> None:
         """Serve the queue in priority order: a round starts when the K GPUs that finish it
         earliest are idle now. Greedy: a round that would wait reserves nothing. Reserve: it
         reserves the K GPUs it waits for (idle ones included) until it would end, in a copy
@@ -263,8 +299,9 @@ class _Decoder:
             # the earliest finish: for each pace p, the K earliest-free GPUs of pace ≤ p
             best, best_start, best_end = math.inf, math.inf, 0
             for end, pace in self.thresholds[j]:
-                start = max(moment, float(np.partition(virtual[order[:end]], k_tasks - 1)
-                                          [k_tasks - 1]))
+                start = max(
+                    moment, float(np.partition(virtual[order[:end]], k_tasks - 1)[k_tasks - 1])
+                )
                 if start + pace < best:
                     best, best_start, best_end = start + pace, start, end
             eligible = order[:best_end]
@@ -286,9 +323,11 @@ class _Decoder:
 
     def schedule(self, decoded: _Decoded) -> Schedule:
         jobs, gpus = self.inst.jobs, self.inst.gpus
-        return Schedule(self.inst.name, [Task(jobs[j].id, r, k, gpus[g].id, start)
-                                         for j, r, k, g, start in decoded.tasks],
-                        self.inst.mode)
+        return Schedule(
+            self.inst.name,
+            [Task(jobs[j].id, r, k, gpus[g].id, start) for j, r, k, g, start in decoded.tasks],
+            self.inst.mode,
+        )
 
 
 def smith_priorities(instance: Instance) -> np.ndarray:
@@ -323,8 +362,9 @@ def _move(priority: np.ndarray, rng: np.random.Generator) -> tuple[np.ndarray, l
     return out, [a]
 
 
-def priority_search(instance: Instance, context: SolveContext[PrioritySearchOptions]
-                    ) -> MethodOutput:
+def priority_search(
+    instance: Instance, context: SolveContext[PrioritySearchOptions]
+) -> MethodOutput:
     """The ``priority-search`` method (see the module doc).
 
     Time: the ECT schedule comes first (the fallback, evaluated without the checker); the
@@ -337,14 +377,21 @@ def priority_search(instance: Instance, context: SolveContext[PrioritySearchOpti
     budget = Budget(context.time_limit)
     ect = incumbent(instance)
     finish = FINISH_SECONDS_PER_TASK * sum(job.n_tasks for job in instance.jobs)
-    deadline = None if context.time_limit is None else \
-        started + context.time_limit - finish
+    deadline = None if context.time_limit is None else started + context.time_limit - finish
     extra: dict[str, Any] = {"ect_objective": ect.objective}
 
     def fallback(stopped: str) -> MethodOutput:
-        return MethodOutput(schedule=ect.schedule, extra={
-            **extra, "steps": 0, "improvements": 0, "stopped": stopped,
-            "interrupted": stopped == "interrupted", "returned": f"ect ({stopped})"})
+        return MethodOutput(
+            schedule=ect.schedule,
+            extra={
+                **extra,
+                "steps": 0,
+                "improvements": 0,
+                "stopped": stopped,
+                "interrupted": stopped == "interrupted",
+                "returned": f"ect ({stopped})",
+            },
+        )
 
     if deadline is not None and time.perf_counter() >= deadline:  # ECT took the time
         return fallback("time limit")
@@ -353,7 +400,8 @@ def priority_search(instance: Instance, context: SolveContext[PrioritySearchOpti
     decoder, current = None, None
     try:
         for reserve in {"auto": (True, False), "reserve": (True,), "greedy": (False,)}[
-                options.decoder]:  # auto: the decoder that decodes Smith's order better
+            options.decoder
+        ]:  # auto: the decoder that decodes Smith's order better
             trying = _Decoder(instance, reserve)
             decoded = trying.run(priority, trying.start(), None, 0, deadline)
             if current is None or decoded.objective < current.objective:
@@ -369,8 +417,9 @@ def priority_search(instance: Instance, context: SolveContext[PrioritySearchOpti
     # an improvement: more than the checker's time tolerance per unit of weight, at a mean
     # C_j (first / weight) and a mean time in the system
     weight = float(decoder.weight.sum())
-    in_system = first - sum(w * job.arrival for w, job in zip(decoder.weight, instance.jobs,
-                                                               strict=True))
+    in_system = first - sum(
+        w * job.arrival for w, job in zip(decoder.weight, instance.jobs, strict=True)
+    )
     noise = weight * time_tolerance(max(0.0, in_system / weight), first / weight)
     steps = improvements = 0
     replayed: list[float] = []
@@ -397,19 +446,25 @@ def priority_search(instance: Instance, context: SolveContext[PrioritySearchOpti
             if candidate.objective <= current.objective:
                 if candidate.objective < current.objective - noise:
                     improvements, since = improvements + 1, 0
-                    anytime.append([round(time.perf_counter() - started, 4),
-                                    candidate.objective])
+                    anytime.append([round(time.perf_counter() - started, 4), candidate.objective])
                     context.report(candidate.objective, None)
                 priority, current = trial, candidate
     except OutOfTime:  # the move being decoded is dropped
         stopped = "time limit"
     except KeyboardInterrupt:  # a genuine Ctrl-C: the incumbent is the result
         stopped = "interrupted"
-    extra.update({"steps": steps, "improvements": improvements, "smith_objective": first,
-                  "decoder": "reserve" if decoder.reserve else "greedy",
-                  "replayed": float(np.mean(replayed)) if replayed else None,
-                  "anytime": anytime, "stopped": stopped,
-                  "interrupted": stopped == "interrupted"})
+    extra.update(
+        {
+            "steps": steps,
+            "improvements": improvements,
+            "smith_objective": first,
+            "decoder": "reserve" if decoder.reserve else "greedy",
+            "replayed": float(np.mean(replayed)) if replayed else None,
+            "anytime": anytime,
+            "stopped": stopped,
+            "interrupted": stopped == "interrupted",
+        }
+    )
     schedule = decoder.schedule(current)
     # every task as early as its GPU's order and its rounds allow (gang rounds may start late
     # in the decoder, held back for the K GPUs that finish them earliest); skipped after a
@@ -432,9 +487,14 @@ def priority_search(instance: Instance, context: SolveContext[PrioritySearchOpti
     return MethodOutput(schedule=schedule, extra=extra)
 
 
-@register("priority-search", options=PrioritySearchOptions, default_time_limit=EXACT_TIME_LIMIT,
-          description="local search over job priorities of a priority list scheduler, "
-                      "incremental evaluation (anytime, seeded, any size, both modes)")
-def _priority_search(instance: Instance, context: SolveContext[PrioritySearchOptions]
-                     ) -> MethodOutput:
+@register(
+    "priority-search",
+    options=PrioritySearchOptions,
+    default_time_limit=EXACT_TIME_LIMIT,
+    description="local search over job priorities of a priority list scheduler, "
+    "incremental evaluation (anytime, seeded, any size, both modes)",
+)
+def _priority_search(
+    instance: Instance, context: SolveContext[PrioritySearchOptions]
+) -> MethodOutput:
     return priority_search(instance, context)

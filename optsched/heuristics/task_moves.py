@@ -102,17 +102,20 @@ class SequenceSchedule:
         self.arrival = [float(job.arrival) for job in instance.jobs]
         # rounds: one global index per (job, round)
         self.round_first: list[int] = np.cumsum(
-            [0] + [job.rounds for job in instance.jobs]).tolist()
+            [0] + [job.rounds for job in instance.jobs]
+        ).tolist()
         self.round_job = [j for j, job in enumerate(instance.jobs) for _ in range(job.rounds)]
         self.round_ops: list[list[int]] = [[] for _ in self.round_job]
         # operations: tasks (relaxed) or rounds (gang)
         grouped: dict[tuple[int, ...], list[Task]] = defaultdict(list)
         for t in schedule.tasks:
             if t.train_start is not None or t.failed_at is not None:
-                raise ValueError("task moves take schedules without launch phases or failed "
-                                 "attempts")
-            key: tuple[int, ...] = (jobs[t.job], t.round) if self.gang else \
-                (jobs[t.job], t.round, t.task)
+                raise ValueError(
+                    "task moves take schedules without launch phases or failed attempts"
+                )
+            key: tuple[int, ...] = (
+                (jobs[t.job], t.round) if self.gang else (jobs[t.job], t.round, t.task)
+            )
             grouped[key].append(t)
         self.op_round: list[int] = []
         self.op_tasks: list[list[int]] = []  # task indices, in the order of op_gpus
@@ -137,8 +140,9 @@ class SequenceSchedule:
         latest = [-math.inf] * len(self.round_job)  # up to and including the round
         for rid, ops in enumerate(self.round_ops):
             first_round = rid == self.round_first[self.round_job[rid]]
-            latest[rid] = max([-math.inf if first_round else latest[rid - 1]]
-                              + [given[o] for o in ops])
+            latest[rid] = max(
+                [-math.inf if first_round else latest[rid - 1]] + [given[o] for o in ops]
+            )
         raised = []
         for o, rid in enumerate(self.op_round):
             first_round = rid == self.round_first[self.round_job[rid]]
@@ -156,8 +160,9 @@ class SequenceSchedule:
 
     # -- evaluation --------------------------------------------------------------------------
     def _objective(self, ready: list[float]) -> float:
-        return math.fsum(self.weight[j] * ready[self.round_first[j + 1] - 1]
-                         for j in range(self.inst.n_jobs))
+        return math.fsum(
+            self.weight[j] * ready[self.round_first[j + 1] - 1] for j in range(self.inst.n_jobs)
+        )
 
     def _lengths(self, o: int, gpus: list[int]) -> tuple[float, float]:
         """(busy, result) of o on ``gpus``."""
@@ -202,7 +207,8 @@ class SequenceSchedule:
         def free(o: int) -> bool:
             rid = self.op_round[o]
             return heads[o] == len(self.op_gpus[o]) and (
-                rid == self.round_first[self.round_job[rid]] or left[rid - 1] == 0)
+                rid == self.round_first[self.round_job[rid]] or left[rid - 1] == 0
+            )
 
         todo = [o for o in range(n) if free(o)]
         done = 0
@@ -240,8 +246,9 @@ class SequenceSchedule:
         for o, rid in enumerate(self.op_round):
             j = self.round_job[rid]
             for k, g in zip(self.op_tasks[o], self.op_gpus[o], strict=True):
-                tasks.append(Task(jobs[j].id, rid - self.round_first[j], k, gpus[g].id,
-                                  self.start[o]))
+                tasks.append(
+                    Task(jobs[j].id, rid - self.round_first[j], k, gpus[g].id, self.start[o])
+                )
         return Schedule(self.inst.name, tasks, self.inst.mode)
 
     # -- moves -------------------------------------------------------------------------------
@@ -251,10 +258,16 @@ class SequenceSchedule:
         rid = self.op_round[o]
         j = self.round_job[rid]
         start = self.start
-        before = max(start[q] for q in self.round_ops[rid - 1]) \
-            if rid > self.round_first[j] else -math.inf
-        after = min(start[q] for q in self.round_ops[rid + 1]) \
-            if rid + 1 < self.round_first[j + 1] else math.inf
+        before = (
+            max(start[q] for q in self.round_ops[rid - 1])
+            if rid > self.round_first[j]
+            else -math.inf
+        )
+        after = (
+            min(start[q] for q in self.round_ops[rid + 1])
+            if rid + 1 < self.round_first[j + 1]
+            else math.inf
+        )
         for g, i in zip(self.op_gpus[o], self.pos[o], strict=True):
             if g == skip:
                 continue
@@ -271,15 +284,14 @@ class SequenceSchedule:
         if h != g:
             return seq
         i = self.pos[o][self.op_gpus[o].index(g)]
-        return seq[:i] + seq[i + 1:]
+        return seq[:i] + seq[i + 1 :]
 
     def window(self, o: int, g: int, h: int) -> tuple[int, int]:
         """The places in h's sequence (counted without o) where o's place on g may go: a
         closed range of indices that keeps the sequences acyclic (module doc)."""
         before, after = self._neighbours(o, g)
         seq, key = self._others(o, g, h), self.start.__getitem__
-        return (bisect.bisect_right(seq, before, key=key),
-                bisect.bisect_left(seq, after, key=key))
+        return (bisect.bisect_right(seq, before, key=key), bisect.bisect_left(seq, after, key=key))
 
     def gap(self, o: int, g: int, h: int, push: bool = False) -> tuple[int, float]:
         """The first place in h's sequence (counted without o, within the window) where o,
@@ -324,8 +336,15 @@ class SequenceSchedule:
         lo = max(before, self.start[seq[i - 1]] if i > 0 else -math.inf)
         hi = min(after, self.start[seq[i]] if i < len(seq) else math.inf)
         # a time strictly between o's new predecessors' and successors' starts
-        key = (lo + hi) / 2 if math.isfinite(lo + hi) else \
-            hi - 1 if math.isfinite(hi) else lo + 1 if math.isfinite(lo) else 0.0
+        key = (
+            (lo + hi) / 2
+            if math.isfinite(lo + hi)
+            else hi - 1
+            if math.isfinite(hi)
+            else lo + 1
+            if math.isfinite(lo)
+            else 0.0
+        )
         if not lo < key < hi:
             self.seq[g].insert(old, o)
             raise ValueError("place outside the move's window")
@@ -406,8 +425,9 @@ class SequenceSchedule:
             self.objective = f.objective
 
 
-def _best_gap(state: SequenceSchedule, o: int, g: int, pool: np.ndarray, push: bool
-              ) -> tuple[int, int] | None:
+def _best_gap(
+    state: SequenceSchedule, o: int, g: int, pool: np.ndarray, push: bool
+) -> tuple[int, int] | None:
     """(GPU, place) of the earliest-ready gap for o's place on g among g and the GPUs of
     ``pool``, None when none beats where o is now."""
     best, out = state.start[o] + state.result[o], None
@@ -421,10 +441,15 @@ def _best_gap(state: SequenceSchedule, o: int, g: int, pool: np.ndarray, push: b
     return out
 
 
-def improve(state: SequenceSchedule, rng: np.random.Generator, deadline: float | None,
-            steps: int | None = None, patience: int = 10_000, sample: int = 16,
-            report: Callable[[float | None, float | None], None] | None = None
-            ) -> dict[str, Any]:
+def improve(
+    state: SequenceSchedule,
+    rng: np.random.Generator,
+    deadline: float | None,
+    steps: int | None = None,
+    patience: int = 10_000,
+    sample: int = 16,
+    report: Callable[[float | None, float | None], None] | None = None,
+) -> dict[str, Any]:
     """Local search with task moves on ``state``, which ends at the best schedule found.
 
     A step picks a round's straggler (one time in four, any operation) and tries one of:
@@ -454,8 +479,11 @@ def improve(state: SequenceSchedule, rng: np.random.Generator, deadline: float |
                 break
             tried += 1
             since += 1
-            o = straggler(int(rng.integers(n_rounds))) if rng.random() < 0.75 \
+            o = (
+                straggler(int(rng.integers(n_rounds)))
+                if rng.random() < 0.75
                 else int(rng.integers(n_ops))
+            )
             rid = state.op_round[o]
             gpus = state.op_gpus[o]
             g = gpus[int(rng.integers(len(gpus)))]
@@ -514,17 +542,23 @@ FINISH_SECONDS_PER_TASK = 2e-5
 class TaskSearchOptions(Options):
     """Options of ``task-search``."""
 
-    steps: int | None = count("stop after this many steps (default: none, run to the time "
-                              "limit)", None)
-    patience: int = count("stop after this many steps in a row without improvement "
-                          "(default 10000)", 10_000)
+    steps: int | None = count(
+        "stop after this many steps (default: none, run to the time limit)", None
+    )
+    patience: int = count(
+        "stop after this many steps in a row without improvement (default 10000)", 10_000
+    )
     sample: int = count("eligible GPUs sampled per reassign step (default 16)", 16)
 
 
-@register("task-search", options=TaskSearchOptions, default_time_limit=EXACT_TIME_LIMIT,
-          description="local search with task moves (reassign a task to another GPU, "
-                      "resequence it), incremental evaluation, from ECT or a better hint "
-                      "(anytime, seeded, any size, both modes)")
+@register(
+    "task-search",
+    options=TaskSearchOptions,
+    default_time_limit=EXACT_TIME_LIMIT,
+    description="local search with task moves (reassign a task to another GPU, "
+    "resequence it), incremental evaluation, from ECT or a better hint "
+    "(anytime, seeded, any size, both modes)",
+)
 def _task_search(instance: Instance, context: SolveContext[TaskSearchOptions]) -> MethodOutput:
     options = context.options
     budget = Budget(context.time_limit)
@@ -535,21 +569,48 @@ def _task_search(instance: Instance, context: SolveContext[TaskSearchOptions]) -
         origin = "ect (the hint has launch phases)"
     extra: dict[str, Any] = {"start": origin, "start_objective": start.objective}
     if budget.expired():  # the start took the time: it is the result
-        return MethodOutput(schedule=start.schedule, extra={
-            **extra, "steps": 0, "kept": 0, "improvements": 0, "stopped": "time limit",
-            "interrupted": False, "returned": "start (no time left to search)"})
+        return MethodOutput(
+            schedule=start.schedule,
+            extra={
+                **extra,
+                "steps": 0,
+                "kept": 0,
+                "improvements": 0,
+                "stopped": "time limit",
+                "interrupted": False,
+                "returned": "start (no time left to search)",
+            },
+        )
     try:
         state = SequenceSchedule(instance, start.schedule)
     except KeyboardInterrupt:  # a genuine Ctrl-C while reading the start: it is the result
-        return MethodOutput(schedule=start.schedule, extra={
-            **extra, "steps": 0, "kept": 0, "improvements": 0, "stopped": "interrupted",
-            "interrupted": True, "returned": "start (interrupted)"})
+        return MethodOutput(
+            schedule=start.schedule,
+            extra={
+                **extra,
+                "steps": 0,
+                "kept": 0,
+                "improvements": 0,
+                "stopped": "interrupted",
+                "interrupted": True,
+                "returned": "start (interrupted)",
+            },
+        )
     shifted = state.objective
     # the end of the run (the schedule read off the sequences, its objective) keeps its share
     finish = FINISH_SECONDS_PER_TASK * sum(job.n_tasks for job in instance.jobs)
     deadline = None if budget.limit is None else budget.started + budget.limit - finish
-    extra.update(improve(state, np.random.default_rng(context.seed), deadline, options.steps,
-                         options.patience, options.sample, context.report))
+    extra.update(
+        improve(
+            state,
+            np.random.default_rng(context.seed),
+            deadline,
+            options.steps,
+            options.patience,
+            options.sample,
+            context.report,
+        )
+    )
     extra["interrupted"] = extra["stopped"] == "interrupted"
     extra["left_shift"] = start.objective - shifted
     schedule = state.schedule()

@@ -58,8 +58,7 @@ from optsched.registry import register
 from optsched.schedule import Schedule
 
 
-def fill_gangs(order: Iterable[JobState], view: View, *, strict: bool, by: str
-               ) -> list[Decision]:
+def fill_gangs(order: Iterable[JobState], view: View, *, strict: bool, by: str) -> list[Decision]:
     """Each job, in ``order``, on its K eligible idle GPUs first ``by`` ``"speed"`` (smallest
     compute + sync, then index) or ``"age"`` (free the longest, then index); a job that does
     not fit stops everything (``strict``) or is skipped. Reads the idle GPUs' indexes, so a
@@ -80,8 +79,7 @@ def fill_gangs(order: Iterable[JobState], view: View, *, strict: bool, by: str
     return out
 
 
-def _first_usable(job: JobState, view: View, taken: set[int], by: str
-                  ) -> tuple[int, ...] | None:
+def _first_usable(job: JobState, view: View, taken: set[int], by: str) -> tuple[int, ...] | None:
     """The job's K first eligible idle GPUs not ``taken`` in ``by`` order (None: fewer)."""
     k, idle = job.tasks_per_round, view.idle
     gpus: Iterator[int]
@@ -89,9 +87,16 @@ def _first_usable(job: JobState, view: View, taken: set[int], by: str
         gpus = (g for _, g in idle.by_age)
     elif job.sync_by_class is not None:  # sync uniform per class: merge the classes' lists
         pace = job.by_class + job.sync_by_class
-        gpus = (g for _, g in heapq.merge(*(zip(repeat(float(pace[c])), pool)
-                                            for c, pool in enumerate(idle.by_class)
-                                            if pool and pace[c] < math.inf)))
+        gpus = (
+            g
+            for _, g in heapq.merge(
+                *(
+                    zip(repeat(float(pace[c])), pool)
+                    for c, pool in enumerate(idle.by_class)
+                    if pool and pace[c] < math.inf
+                )
+            )
+        )
     else:
         gpus = iter(sorted(idle, key=lambda g: (job.compute[g] + job.sync[g], g)))
     chosen = []
@@ -137,13 +142,13 @@ class FIFORandom:
     clairvoyant: bool = False
     modes: frozenset[str] = field(default_factory=lambda: frozenset({"gang"}))
     _type: dict[int, str] = field(default_factory=dict, init=False, repr=False)
-    _rng: np.random.Generator = field(default_factory=lambda: np.random.default_rng(0),
-                                      init=False, repr=False)
+    _rng: np.random.Generator = field(
+        default_factory=lambda: np.random.default_rng(0), init=False, repr=False
+    )
     _fits: dict[int, bool] = field(default_factory=dict, init=False, repr=False)
     _kind: tuple[object, dict[str, int]] = field(default=(None, {}), init=False, repr=False)
 
-    def priority(self, job: JobState, now: float, oracle: object = None
-                 ) -> tuple[int, str, float]:
+    def priority(self, job: JobState, now: float, oracle: object = None) -> tuple[int, str, float]:
         """Started jobs first, grouped by their type, then the others; by arrival."""
         gtype = self._type.get(job.index)
         return (1, "", job.arrival) if gtype is None else (0, gtype, job.arrival)
@@ -158,8 +163,10 @@ class FIFORandom:
         # per GPU type (a speed class) its idle GPUs; every pick takes the lowest indices of a
         # type, so what is left of a type is the suffix after used[type]
         if self._kind[0] is not view.idle:
-            self._kind = (view.idle, {view.gpu_types[g]: c
-                                      for g, c in enumerate(view.idle.class_of)})
+            self._kind = (
+                view.idle,
+                {view.gpu_types[g]: c for g, c in enumerate(view.idle.class_of)},
+            )
         kind = self._kind[1]
         pools = {t: view.idle.by_class[c] for t, c in kind.items()}
         used = dict.fromkeys(pools, 0)
@@ -173,8 +180,9 @@ class FIFORandom:
         def take(job: JobState, gtype: str) -> tuple[int, ...]:
             """The job's K lowest-index idle GPUs of ``gtype`` ("*": of its types)."""
             types = [gtype] if gtype != "*" else [t for t in pools if eligible(job, t)]
-            gpus = tuple(heapq.merge(*(pools[t][used[t]:used[t] + job.tasks_per_round]
-                                       for t in types)))[:job.tasks_per_round]
+            gpus = tuple(
+                heapq.merge(*(pools[t][used[t] : used[t] + job.tasks_per_round] for t in types))
+            )[: job.tasks_per_round]
             for g in gpus:
                 used[view.gpu_types[g]] += 1
             return gpus
@@ -186,8 +194,10 @@ class FIFORandom:
         # each type's jobs are served on their own, unless a "*" job (any type) waits
         started: list[tuple[tuple[float, int], Decision]] = []
         if next(iter(queue.after((0, "*"))), ((1,),))[0][:2] == (0, "*"):
-            for job in sorted((job for key, job in queue.items() if key[0] == 0),
-                              key=lambda job: (job.arrival, job.index)):
+            for job in sorted(
+                (job for key, job in queue.items() if key[0] == 0),
+                key=lambda job: (job.arrival, job.index),
+            ):
                 gtype = self._type[job.index]
                 if room(job, gtype) >= job.tasks_per_round:
                     started.append(((job.arrival, job.index), (job.index, take(job, gtype))))
@@ -197,8 +207,7 @@ class FIFORandom:
                     if key[:2] != (0, gtype) or not left(gtype):
                         break
                     if room(job, gtype) >= job.tasks_per_round:
-                        started.append(((job.arrival, job.index),
-                                        (job.index, take(job, gtype))))
+                        started.append(((job.arrival, job.index), (job.index, take(job, gtype))))
         out.extend(decision for _, decision in sorted(started))
         for _, job in queue.after((1,)):
             types = sorted(t for t in pools if left(t) and eligible(job, t))
@@ -215,10 +224,14 @@ class FIFORandom:
         """Whether some GPU type has K GPUs the job can use (cached per job)."""
         fits = self._fits.get(job.index)
         if fits is None:
-            types = [view.gpu_types[g] for g in range(len(view.gpu_types))
-                     if np.isfinite(job.compute[g])]
+            types = [
+                view.gpu_types[g]
+                for g in range(len(view.gpu_types))
+                if np.isfinite(job.compute[g])
+            ]
             fits = self._fits[job.index] = any(
-                types.count(t) >= job.tasks_per_round for t in set(types))
+                types.count(t) >= job.tasks_per_round for t in set(types)
+            )
         return fits
 
 
@@ -278,8 +291,10 @@ class Tiresias:
     def __post_init__(self) -> None:
         self.levels = self.thresholds or ()
         if self.calibration not in CALIBRATIONS:
-            raise InputError(f"tiresias: calibration must be one of "
-                             f"{', '.join(CALIBRATIONS)}, got {self.calibration!r}")
+            raise InputError(
+                f"tiresias: calibration must be one of "
+                f"{', '.join(CALIBRATIONS)}, got {self.calibration!r}"
+            )
 
     def calibrate(self, sizes: SizeDistribution) -> None:
         """Set the thresholds for a run: the given ones, or derived (none yet with
@@ -299,8 +314,7 @@ class Tiresias:
         self.levels = self.levels if new is None else new
         return new is not None
 
-    def priority(self, job: JobState, now: float, oracle: object = None
-                 ) -> tuple[int, float]:
+    def priority(self, job: JobState, now: float, oracle: object = None) -> tuple[int, float]:
         """(level, arrival); a starving job is in level 0 until it starts again."""
         level = 0 if self._starving(job, now) else self._level(job)
         return level, job.arrival
@@ -339,8 +353,9 @@ class Homo:
     clairvoyant: bool = True
     modes: frozenset[str] = field(default_factory=lambda: frozenset({"gang", "relaxed"}))
 
-    def priority(self, job: JobState, now: float, oracle: Oracle | None
-                 ) -> tuple[int, float, float]:
+    def priority(
+        self, job: JobState, now: float, oracle: Oracle | None
+    ) -> tuple[int, float, float]:
         assert oracle is not None
         if job.tasks_started:
             return 0, job.first_start, job.arrival
@@ -384,15 +399,25 @@ class AlloX:
         idle = view.idle.array()
         times = queue.times()[free][:, queue.classes(view.idle)[idle]]  # = compute[j, idle]
         remaining = oracle.remaining_tasks_of(
-            index, *(queue.column(name)[free].astype(np.int64)
-                     for name in ("waiting", "rounds_done", "tasks_per_round")))
+            index,
+            *(
+                queue.column(name)[free].astype(np.int64)
+                for name in ("waiting", "rounds_done", "tasks_per_round")
+            ),
+        )
         weights = queue.column("weight")[free]
         with np.errstate(invalid="ignore"):
-            cost = np.where(np.isfinite(times),
-                            remaining[:, None].astype(float) * times / weights[:, None], big)
+            cost = np.where(
+                np.isfinite(times),
+                remaining[:, None].astype(float) * times / weights[:, None],
+                big,
+            )
         rows, cols = linear_sum_assignment(cost)
-        return [(int(index[r]), int(idle[c])) for r, c in zip(rows, cols, strict=True)
-                if cost[r, c] < big]
+        return [
+            (int(index[r]), int(idle[c]))
+            for r, c in zip(rows, cols, strict=True)
+            if cost[r, c] < big
+        ]
 
 
 class _ArrayQueue(WaitingQueue):
@@ -421,7 +446,7 @@ class _ArrayQueue(WaitingQueue):
 
     def times(self) -> np.ndarray:
         """The compute times per GPU class, one row per job."""
-        return self._rows[:, len(self.FIELDS):]
+        return self._rows[:, len(self.FIELDS) :]
 
     def _row(self, job: JobState) -> list[float]:
         return [*(float(getattr(job, name)) for name in self.FIELDS), *job.by_class]
@@ -471,8 +496,9 @@ class Replay:
             raise InputError(f"{where}: {problem}")
 
         if self.schedule.instance != instance.name:
-            refuse(f"it is a schedule of instance {self.schedule.instance!r}, not "
-                   f"{instance.name!r}")
+            refuse(
+                f"it is a schedule of instance {self.schedule.instance!r}, not {instance.name!r}"
+            )
         seen: set[tuple[str, int, int]] = set()
         for t in self.schedule.tasks:
             if t.job not in instance.job_index:
@@ -503,8 +529,9 @@ class Replay:
                 if t.gpu not in index:
                     raise PolicyError(f"replay: the schedule uses unknown GPU {t.gpu!r}")
                 queues[index[t.gpu]].append((t.start, t.job, t.round))
-            self._queues = {g: [(job, r) for _, job, r in sorted(q, reverse=True)]
-                            for g, q in queues.items()}
+            self._queues = {
+                g: [(job, r) for _, job, r in sorted(q, reverse=True)] for g, q in queues.items()
+            }
         return self._queues
 
     def decide(self, view: View) -> list[Decision]:
@@ -522,39 +549,55 @@ class Replay:
             if view.mode == "gang":
                 if len(gpus) < job.tasks_per_round:
                     continue  # some of the round's GPUs are still busy
-                gpus = gpus[:job.tasks_per_round]
+                gpus = gpus[: job.tasks_per_round]
                 out.append((job.index, tuple(gpus)))
             else:
-                gpus = gpus[:job.waiting]
+                gpus = gpus[: job.waiting]
                 out.extend((job.index, g) for g in gpus)
             for g in gpus:
                 queues[g].pop()
         return out
 
 
-@register("fifo-perf", kind="simulate", modes=("gang",),
-          description="Gavel's fifo_perf (the Hare paper's Gavel_FIFO): arrival order, "
-                      "fastest idle GPUs (gang, no backfilling)")
+@register(
+    "fifo-perf",
+    kind="simulate",
+    modes=("gang",),
+    description="Gavel's fifo_perf (the Hare paper's Gavel_FIFO): arrival order, "
+    "fastest idle GPUs (gang, no backfilling)",
+)
 def _fifo_perf(options: Options, seed: int) -> FIFO:
     return FIFO()
 
 
-@register("fifo", kind="simulate", modes=("gang",),
-          description="alias of fifo-perf (Gavel's fifo_perf), kept for old scripts")
+@register(
+    "fifo",
+    kind="simulate",
+    modes=("gang",),
+    description="alias of fifo-perf (Gavel's fifo_perf), kept for old scripts",
+)
 def _fifo(options: Options, seed: int) -> FIFO:
     return FIFO(name="fifo")
 
 
-@register("fifo-random", kind="simulate", modes=("gang",),
-          description="Gavel's fifo: arrival order, one random GPU type per job, kept "
-                      "(gang, no backfilling; the run's seed draws the types)")
+@register(
+    "fifo-random",
+    kind="simulate",
+    modes=("gang",),
+    description="Gavel's fifo: arrival order, one random GPU type per job, kept "
+    "(gang, no backfilling; the run's seed draws the types)",
+)
 def _fifo_random(options: Options, seed: int) -> FIFORandom:
     return FIFORandom(seed)
 
 
-@register("srtf", kind="simulate", modes=("gang", "relaxed"),
-          description="shortest remaining time first (clairvoyant), fastest idle GPUs; "
-                      "gang is its own model, relaxed gets Hare's")
+@register(
+    "srtf",
+    kind="simulate",
+    modes=("gang", "relaxed"),
+    description="shortest remaining time first (clairvoyant), fastest idle GPUs; "
+    "gang is its own model, relaxed gets Hare's",
+)
 def _srtf(options: Options, seed: int) -> SRTF:
     return SRTF()
 
@@ -566,31 +609,47 @@ class TiresiasOptions(Options):
     thresholds: tuple[float, ...] | None = numbers(
         "attained-service thresholds in GPU-seconds, comma-separated, or auto (default: the "
         "0.5 and 0.8 quantiles of job sizes, see calibration; Tiresias' simulator used "
-        "3250,7200)")
+        "3250,7200)"
+    )
     calibration: Literal["history", "workload"] = choice(
         "whose sizes derived thresholds come from: history (the "
         "jobs finished so far; default) or workload (every job of "
-        "the run, arrived or not: leaks future sizes)", CALIBRATIONS)
-    starvation: float = number("promote a job waiting longer than this × its service "
-                               "(default 0: off)", 0.0)
+        "the run, arrived or not: leaks future sizes)",
+        CALIBRATIONS,
+    )
+    starvation: float = number(
+        "promote a job waiting longer than this × its service (default 0: off)", 0.0
+    )
 
 
-@register("tiresias", kind="simulate", modes=("gang",), options=TiresiasOptions,
-          description="Tiresias' discretised 2D-LAS (gang, heterogeneity-oblivious)")
+@register(
+    "tiresias",
+    kind="simulate",
+    modes=("gang",),
+    options=TiresiasOptions,
+    description="Tiresias' discretised 2D-LAS (gang, heterogeneity-oblivious)",
+)
 def _tiresias(options: TiresiasOptions, seed: int) -> Tiresias:
     return Tiresias(options.thresholds, options.starvation, calibration=options.calibration)
 
 
-@register("homo", kind="simulate", modes=("gang", "relaxed"),
-          description="Sched_Homo-like: heterogeneity-oblivious, no job preemption "
-                      "(clairvoyant); gang is its own model, relaxed gets Hare's")
+@register(
+    "homo",
+    kind="simulate",
+    modes=("gang", "relaxed"),
+    description="Sched_Homo-like: heterogeneity-oblivious, no job preemption "
+    "(clairvoyant); gang is its own model, relaxed gets Hare's",
+)
 def _homo(options: Options, seed: int) -> Homo:
     return Homo()
 
 
-@register("allox", kind="simulate", modes=("relaxed",),
-          description="AlloX-like job-level min-cost matching, no intra-job parallelism "
-                      "(clairvoyant)")
+@register(
+    "allox",
+    kind="simulate",
+    modes=("relaxed",),
+    description="AlloX-like job-level min-cost matching, no intra-job parallelism (clairvoyant)",
+)
 def _allox(options: Options, seed: int) -> AlloX:
     return AlloX()
 
@@ -602,8 +661,12 @@ class ReplayOptions(Options):
     schedule: str | None = text("path of the schedule to replay (required)")
 
 
-@register("replay", kind="simulate", options=ReplayOptions,
-          description="replay an offline schedule's per-GPU task order (both modes)")
+@register(
+    "replay",
+    kind="simulate",
+    options=ReplayOptions,
+    description="replay an offline schedule's per-GPU task order (both modes)",
+)
 def _replay(options: ReplayOptions, seed: int) -> Replay:
     from optsched.io import load_schedule
 

@@ -160,9 +160,15 @@ class _Round:
     flows: dict[str, int] = field(default_factory=dict)  # own flows by worker host link
 
 
-def simulate_cluster(instance: Instance, policy: ClusterPolicy, *, seed: int = 0,
-                     record: bool = True, progress: bool = False,
-                     observers: Sequence[Observer] = ()) -> Simulation:
+def simulate_cluster(
+    instance: Instance,
+    policy: ClusterPolicy,
+    *,
+    seed: int = 0,
+    record: bool = True,
+    progress: bool = False,
+    observers: Sequence[Observer] = (),
+) -> Simulation:
     """Run ``policy`` on ``instance`` (gang mode) with Liquid's execution model; randomised
     policies draw from ``view.rng``, seeded with ``seed``. ``record``, ``progress`` and
     ``observers`` as for :func:`~optsched.online.simulator.simulate`; the metrics are
@@ -180,12 +186,15 @@ def simulate_cluster(instance: Instance, policy: ClusterPolicy, *, seed: int = 0
         raise InputError(f"cluster policy {policy.name!r} runs in gang mode only")
     tick, event_driven = declared(policy, "tick"), declared(policy, "event_driven")
     if tick is not None and not MIN_PERIOD <= tick <= MAX_VALUE:
-        raise InputError(f"cluster policy {policy.name!r}: tick must be in [{MIN_PERIOD:g}, "
-                         f"{MAX_VALUE:g}] s, got {tick!r}")
+        raise InputError(
+            f"cluster policy {policy.name!r}: tick must be in [{MIN_PERIOD:g}, "
+            f"{MAX_VALUE:g}] s, got {tick!r}"
+        )
     if not event_driven and tick is None:
         raise InputError("heartbeat reporting needs a heartbeat period")
-    return _ClusterEngine(instance, policy, seed, record=record, progress=progress,
-                          observers=observers).run()
+    return _ClusterEngine(
+        instance, policy, seed, record=record, progress=progress, observers=observers
+    ).run()
 
 
 class _ClusterEngine(Engine):
@@ -194,18 +203,44 @@ class _ClusterEngine(Engine):
     metrics_type = PhaseMetricsObserver
     period_name = "period (heartbeat, batch interval)"
 
-    def __init__(self, instance: Instance, policy: ClusterPolicy, seed: int, *,
-                 record: bool, progress: bool, observers: Sequence[Observer]) -> None:
-        super().__init__(instance, policy, declared(policy, "tick"), record=record,
-                         progress=progress, observers=observers)
+    def __init__(
+        self,
+        instance: Instance,
+        policy: ClusterPolicy,
+        seed: int,
+        *,
+        record: bool,
+        progress: bool,
+        observers: Sequence[Observer],
+    ) -> None:
+        super().__init__(
+            instance,
+            policy,
+            declared(policy, "tick"),
+            record=record,
+            progress=progress,
+            observers=observers,
+        )
         self.event_driven: bool = declared(policy, "event_driven")
         self.inst = instance
         self.rng = np.random.default_rng(seed)
         profiles = [job.profile for job in instance.jobs]
-        self.jobs = [ClusterJob(j, job.id, job.arrival, job.weight, job.tasks_per_round,
-                                p.roles or ("worker",) * job.tasks_per_round, p.util,
-                                p.gpu_memory, p.launch, p.save, read_only(instance.compute[j]))
-                     for j, (job, p) in enumerate(zip(instance.jobs, profiles, strict=True))]
+        self.jobs = [
+            ClusterJob(
+                j,
+                job.id,
+                job.arrival,
+                job.weight,
+                job.tasks_per_round,
+                p.roles or ("worker",) * job.tasks_per_round,
+                p.util,
+                p.gpu_memory,
+                p.launch,
+                p.save,
+                read_only(instance.compute[j]),
+            )
+            for j, (job, p) in enumerate(zip(instance.jobs, profiles, strict=True))
+        ]
         # execution uses the actual values; decisions and admission the predictions
         self.util = [p.actual_util for p in profiles]
         self.memory = [p.actual_gpu_memory for p in profiles]
@@ -267,10 +302,14 @@ class _ClusterEngine(Engine):
         return job.waiting and self.blocked.get(job.index) != now
 
     def _decide(self, now: float) -> None:
-        view = ClusterView(now, self.inst,
-                           [j for j in self.active.values() if self._offered(j, now)],
-                           sorted(self.vacant),
-                           [[r.holding for r in rounds] for rounds in self.holders], self.rng)
+        view = ClusterView(
+            now,
+            self.inst,
+            [j for j in self.active.values() if self._offered(j, now)],
+            sorted(self.vacant),
+            [[r.holding for r in rounds] for rounds in self.holders],
+            self.rng,
+        )
         for decision in self.policy.decide(view):
             j, where, share = unpack(decision, self.policy)
             j = index_of(j, "a decision's job", self.policy)
@@ -288,20 +327,28 @@ class _ClusterEngine(Engine):
         if job is None or not self._offered(job, now):
             self._refuse(f"job {j} has no round waiting at t={now}")
         if len(set(gpus)) != len(gpus) or len(gpus) != job.tasks_per_round:
-            self._refuse(f"job {job.id!r} needs {job.tasks_per_round} distinct GPUs, got "
-                         f"{gpus}")
+            self._refuse(f"job {job.id!r} needs {job.tasks_per_round} distinct GPUs, got {gpus}")
         for g in gpus:
             if not np.isfinite(job.compute[g]):
                 self._refuse(f"job {job.id!r} cannot run on GPU {self.inst.gpus[g].id!r}")
             if share:
                 self._check_share(job, g, now)
             elif g not in self.vacant and (
-                    not self.holders[g]
-                    or any(not np.isfinite(r.train_start) for r in self.holders[g])):
-                self._refuse(f"GPU {self.inst.gpus[g].id!r} is neither known vacant nor "
-                             f"pre-schedulable (held, with no round waiting) at t={now}")
-        rnd = _Round(j, job.rounds_done, gpus, now, share, round_pace(self.inst, j, gpus),
-                     Holding(job, len(gpus), share))
+                not self.holders[g] or any(not np.isfinite(r.train_start) for r in self.holders[g])
+            ):
+                self._refuse(
+                    f"GPU {self.inst.gpus[g].id!r} is neither known vacant nor "
+                    f"pre-schedulable (held, with no round waiting) at t={now}"
+                )
+        rnd = _Round(
+            j,
+            job.rounds_done,
+            gpus,
+            now,
+            share,
+            round_pace(self.inst, j, gpus),
+            Holding(job, len(gpus), share),
+        )
         if self.inst.cluster.link_contention:
             rnd.flows = round_flows(self.inst, j, gpus)
         job.waiting = False
@@ -335,8 +382,9 @@ class _ClusterEngine(Engine):
         cap = self.inst.gpus[g].memory
         if cap is None:
             return True
-        used = sum(self.jobs[r.job].gpu_memory for r in self.holders[g]
-                   if np.isfinite(r.train_start))
+        used = sum(
+            self.jobs[r.job].gpu_memory for r in self.holders[g] if np.isfinite(r.train_start)
+        )
         return used + self.jobs[rnd.job].gpu_memory <= cap + 1e-9
 
     def _holds_memory(self, r: _Round, now: float) -> bool:
@@ -359,8 +407,9 @@ class _ClusterEngine(Engine):
             cap = self.inst.gpus[g].memory
             if cap is None:
                 continue
-            need = own + sum(self.memory[r.job] for r in self.holders[g]
-                             if self._holds_memory(r, now))
+            need = own + sum(
+                self.memory[r.job] for r in self.holders[g] if self._holds_memory(r, now)
+            )
             if need > cap + 1e-9 * max(1.0, need):
                 return True
         return False

@@ -92,8 +92,10 @@ def unpack(decision: Any, policy: Named) -> tuple[int, Any, bool]:
     if n == 3:
         job, where, share = decision
         return job, where, bool(share)
-    raise PolicyError(f"policy {policy.name!r}: a decision is (job, where) or (job, where, "
-                      f"share), got {decision!r}")
+    raise PolicyError(
+        f"policy {policy.name!r}: a decision is (job, where) or (job, where, "
+        f"share), got {decision!r}"
+    )
 
 
 def index_of(value: object, what: str, policy: Named) -> int:
@@ -102,8 +104,10 @@ def index_of(value: object, what: str, policy: Named) -> int:
     naming the policy, never silently converted."""
     if isinstance(value, int | np.integer) and not isinstance(value, bool):
         return int(value)
-    raise PolicyError(f"policy {policy.name!r}: {what} must be an integer index, got "
-                      f"{value!r} ({type(value).__name__})")
+    raise PolicyError(
+        f"policy {policy.name!r}: {what} must be an integer index, got "
+        f"{value!r} ({type(value).__name__})"
+    )
 
 
 def gpu_indices(where: Any, policy: Named) -> tuple[int, ...]:
@@ -111,15 +115,20 @@ def gpu_indices(where: Any, policy: Named) -> tuple[int, ...]:
     try:
         items = tuple(where)
     except TypeError:
-        raise PolicyError(f"policy {policy.name!r}: a round starts on a sequence of GPU "
-                          f"indices, got {where!r}") from None
+        raise PolicyError(
+            f"policy {policy.name!r}: a round starts on a sequence of GPU indices, got {where!r}"
+        ) from None
     return tuple(index_of(g, "a decision's GPU", policy) for g in items)
 
 
 #: What a policy that leaves one of these attributes out is taken to declare: every mode,
 #: not clairvoyant, no tick, decisions as soon as GPUs free up.
-POLICY_DEFAULTS: dict[str, Any] = {"modes": frozenset(MODES), "clairvoyant": False,
-                                   "tick": None, "event_driven": True}
+POLICY_DEFAULTS: dict[str, Any] = {
+    "modes": frozenset(MODES),
+    "clairvoyant": False,
+    "tick": None,
+    "event_driven": True,
+}
 
 
 def declared(policy: object, name: str) -> Any:
@@ -141,8 +150,9 @@ class Observer:
     default). Times are simulated seconds; ``job`` and ``gpu`` are indices into the
     instance's jobs and GPUs."""
 
-    def on_task(self, job: int, round_: int, task: int, gpu: int, start: float,
-                busy_until: float) -> None:
+    def on_task(
+        self, job: int, round_: int, task: int, gpu: int, start: float, busy_until: float
+    ) -> None:
         """A task started on ``gpu``, which stays busy (relaxed) or held (gang) until
         ``busy_until`` — NaN when that is not known yet (cluster model: its training start
         and end follow, :meth:`on_train` or :meth:`on_fail`)."""
@@ -176,12 +186,14 @@ class ScheduleRecorder(Observer):
         self.tasks: list[Task] = []
         self._open: dict[int, list[int]] = {}  # job -> its tasks awaiting a training start
 
-    def on_task(self, job: int, round_: int, task: int, gpu: int, start: float,
-                busy_until: float) -> None:
+    def on_task(
+        self, job: int, round_: int, task: int, gpu: int, start: float, busy_until: float
+    ) -> None:
         if busy_until != busy_until:  # NaN: its training start follows
             self._open.setdefault(job, []).append(len(self.tasks))
-        self.tasks.append(Task(self.instance.jobs[job].id, round_, task,
-                               self.instance.gpus[gpu].id, start))
+        self.tasks.append(
+            Task(self.instance.jobs[job].id, round_, task, self.instance.gpus[gpu].id, start)
+        )
 
     def on_train(self, job: int, start: float) -> None:
         for i in self._open.pop(job, ()):
@@ -211,14 +223,25 @@ class ScheduleStreamer(Observer):
 
     def _head(self, version: int) -> None:
         self._version = version
-        head = json.dumps({"format": f"optsched/schedule@{version}",
-                           "instance": self.instance.name, "mode": self.instance.mode})
+        head = json.dumps(
+            {
+                "format": f"optsched/schedule@{version}",
+                "instance": self.instance.name,
+                "mode": self.instance.mode,
+            }
+        )
         self.out.write(head[:-1] + ', "tasks": [')
 
-    def on_task(self, job: int, round_: int, task: int, gpu: int, start: float,
-                busy_until: float) -> None:
-        item = {"job": self.instance.jobs[job].id, "round": round_, "task": task,
-                "gpu": self.instance.gpus[gpu].id, "start": float(start)}
+    def on_task(
+        self, job: int, round_: int, task: int, gpu: int, start: float, busy_until: float
+    ) -> None:
+        item = {
+            "job": self.instance.jobs[job].id,
+            "round": round_,
+            "task": task,
+            "gpu": self.instance.gpus[gpu].id,
+            "start": float(start),
+        }
         phases = busy_until != busy_until  # NaN: its training start follows
         if not self._version:
             self._head(2 if phases else 1)
@@ -236,8 +259,7 @@ class ScheduleStreamer(Observer):
             self._write({**item, "failed_at": float(at)})
 
     def _write(self, item: dict[str, Any]) -> None:
-        self.out.write(("\n " if not self.tasks else ",\n ") + json.dumps(item,
-                                                                         allow_nan=False))
+        self.out.write(("\n " if not self.tasks else ",\n ") + json.dumps(item, allow_nan=False))
         self.tasks += 1
 
     def close(self) -> None:
@@ -278,8 +300,9 @@ class MetricsObserver(Observer):
             "total_weighted_jct": self.weighted_jct,
             "mean_jct": self.jct_sum / max(1, self.done),
             "makespan": self.makespan,
-            "utilisation": {g.id: float(b / span)
-                            for g, b in zip(self.instance.gpus, self.busy, strict=True)},
+            "utilisation": {
+                g.id: float(b / span) for g, b in zip(self.instance.gpus, self.busy, strict=True)
+            },
         }
 
 
@@ -297,8 +320,9 @@ class PhaseMetricsObserver(MetricsObserver):
         self.oom_failures = 0
         self.lost_gpu_s = 0.0
 
-    def on_task(self, job: int, round_: int, task: int, gpu: int, start: float,
-                busy_until: float) -> None:
+    def on_task(
+        self, job: int, round_: int, task: int, gpu: int, start: float, busy_until: float
+    ) -> None:
         if round_ == 0 and task == 0:
             self.first_start[job] = start  # a failed first round's retry counts from anew
 
@@ -311,9 +335,12 @@ class PhaseMetricsObserver(MetricsObserver):
 
     def metrics(self) -> dict[str, Any]:
         out = super().metrics()
-        out.update(gpu_idle_s=float((self.makespan - self.trained).sum()),
-                   mean_execution_s=float((self.completion - self.first_start).mean()),
-                   oom_failures=self.oom_failures, lost_gpu_s=self.lost_gpu_s)
+        out.update(
+            gpu_idle_s=float((self.makespan - self.trained).sum()),
+            mean_execution_s=float((self.completion - self.first_start).mean()),
+            oom_failures=self.oom_failures,
+            lost_gpu_s=self.lost_gpu_s,
+        )
         return out
 
 
@@ -327,15 +354,20 @@ class ProgressObserver(Observer):
         self.tasks = self.jobs = 0
         self.started = self.last = time.perf_counter()
 
-    def on_task(self, job: int, round_: int, task: int, gpu: int, start: float,
-                busy_until: float) -> None:
+    def on_task(
+        self, job: int, round_: int, task: int, gpu: int, start: float, busy_until: float
+    ) -> None:
         self.tasks += 1
         now = time.perf_counter()
         if now - self.last >= 1.0:
             self.last = now
-            print(f"\rsimulated t={start:.0f} s: {self.tasks}/{self.total_tasks} tasks, "
-                  f"{self.jobs}/{self.total_jobs} jobs done, {now - self.started:.0f} s",
-                  end="", file=self.stream, flush=True)
+            print(
+                f"\rsimulated t={start:.0f} s: {self.tasks}/{self.total_tasks} tasks, "
+                f"{self.jobs}/{self.total_jobs} jobs done, {now - self.started:.0f} s",
+                end="",
+                file=self.stream,
+                flush=True,
+            )
 
     def on_job_done(self, job: int, completion: float) -> None:
         self.jobs += 1
@@ -365,8 +397,10 @@ class Simulation:
     @property
     def jct(self) -> list[float]:
         """Each job's completion time minus its arrival (s), in instance order."""
-        return [float(c) - job.arrival for c, job in zip(self.completion, self.instance.jobs,
-                                                         strict=True)]
+        return [
+            float(c) - job.arrival
+            for c, job in zip(self.completion, self.instance.jobs, strict=True)
+        ]
 
 
 class Engine:
@@ -388,21 +422,41 @@ class Engine:
     #: How errors name the tick period (the option that sets it).
     period_name = "period (tick, heartbeat)"
 
-    def __init__(self, instance: Instance, policy: EnginePolicy, tick: float | None, *,
-                 record: bool = True, progress: bool = False,
-                 observers: Sequence[Observer] = ()) -> None:
+    def __init__(
+        self,
+        instance: Instance,
+        policy: EnginePolicy,
+        tick: float | None,
+        *,
+        record: bool = True,
+        progress: bool = False,
+        observers: Sequence[Observer] = (),
+    ) -> None:
         self.instance, self.policy, self.tick = instance, policy, tick
         self.metrics = self.metrics_type(instance)
         self.recorder = ScheduleRecorder(instance) if record else None
-        everyone = [self.metrics, *([self.recorder] if self.recorder else []),
-                    *([ProgressObserver(instance)] if progress else []), *observers]
+        everyone = [
+            self.metrics,
+            *([self.recorder] if self.recorder else []),
+            *([ProgressObserver(instance)] if progress else []),
+            *observers,
+        ]
         # per hook, the observers that implement it (a no-op hook is never called)
-        self.on_task, self.on_held, self.on_trained, self.on_train, self.on_fail, \
-            self.on_job_done = (
-                [getattr(obs, hook) for obs in everyone
-                 if getattr(type(obs), hook) is not getattr(Observer, hook)]
-                for hook in ("on_task", "on_held", "on_trained", "on_train", "on_fail",
-                             "on_job_done"))
+        (
+            self.on_task,
+            self.on_held,
+            self.on_trained,
+            self.on_train,
+            self.on_fail,
+            self.on_job_done,
+        ) = (
+            [
+                getattr(obs, hook)
+                for obs in everyone
+                if getattr(type(obs), hook) is not getattr(Observer, hook)
+            ]
+            for hook in ("on_task", "on_held", "on_trained", "on_train", "on_fail", "on_job_done")
+        )
         self.heap: list[tuple[float, int, int, Any]] = []
         self.seq = self.events = self.decisions = 0
         self.pending = 0  # events in the heap other than ticks and wake-ups
@@ -457,16 +511,27 @@ class Engine:
                 break
         runtime = time.perf_counter() - started
         if stalled >= STALL_INSTANTS:
-            raise PolicyError(f"policy {self.policy.name!r} stalled: it started nothing for "
-                              f"{stalled} instants in a row while no GPU was busy and no job "
-                              f"was yet to arrive; {self.unfinished} jobs left unfinished")
+            raise PolicyError(
+                f"policy {self.policy.name!r} stalled: it started nothing for "
+                f"{stalled} instants in a row while no GPU was busy and no job "
+                f"was yet to arrive; {self.unfinished} jobs left unfinished"
+            )
         if self.unfinished:
-            raise PolicyError(f"policy {self.policy.name!r} left {self.unfinished} jobs "
-                              "unfinished with nothing left to wait for")
+            raise PolicyError(
+                f"policy {self.policy.name!r} left {self.unfinished} jobs "
+                "unfinished with nothing left to wait for"
+            )
         m = self.metrics
-        return Simulation(self.instance, self.recorder.schedule() if self.recorder else None,
-                          m.objective, m.metrics(), m.completion, self.events, self.decisions,
-                          runtime)
+        return Simulation(
+            self.instance,
+            self.recorder.schedule() if self.recorder else None,
+            m.objective,
+            m.metrics(),
+            m.completion,
+            self.events,
+            self.decisions,
+            runtime,
+        )
 
     def _next_tick(self, now: float, skip: bool) -> float:
         """The tick after ``now``. With ``skip`` (the model says nothing can be decided
@@ -475,9 +540,11 @@ class Engine:
         tick = self.tick or 0.0
         t = now + tick
         if not t > now:
-            raise InputError(f"policy {self.policy.name!r}: its {self.period_name} {tick:g} "
-                             f"s is below the time resolution at t={now:g} s; use a longer "
-                             "one")
+            raise InputError(
+                f"policy {self.policy.name!r}: its {self.period_name} {tick:g} "
+                f"s is below the time resolution at t={now:g} s; use a longer "
+                "one"
+            )
         if skip and self.heap:
             upto = self.heap[0][0]
             if (upto - t) / tick > 1e6:  # far ahead: jump close to it first

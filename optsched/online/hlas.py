@@ -35,8 +35,12 @@ from optsched.options import Options, choice, number, numbers
 from optsched.registry import register
 
 
-def fill_fastest(order: Iterable[JobState], view: View, taken: set[int] | None = None,
-                 left: Mapping[int, int] | None = None) -> list[Decision]:
+def fill_fastest(
+    order: Iterable[JobState],
+    view: View,
+    taken: set[int] | None = None,
+    left: Mapping[int, int] | None = None,
+) -> list[Decision]:
     """In ``order``, each waiting task (``left[job]`` of them, default all) on the fastest
     idle GPU not ``taken`` (ties: lowest index; HLAS's mapping A, also used by the
     baselines). O(speed classes) per task: the idle GPUs are kept by class."""
@@ -72,8 +76,7 @@ def after(now: float, at: float) -> float:
     return max(at - 1e-9 * max(1.0, abs(at)), math.nextafter(now, math.inf))
 
 
-def quantile_thresholds(sizes: Sequence[float], quantiles: Sequence[float]
-                        ) -> tuple[float, ...]:
+def quantile_thresholds(sizes: Sequence[float], quantiles: Sequence[float]) -> tuple[float, ...]:
     """Queue thresholds at the ``quantiles`` of the job ``sizes``: increasing, positive,
     duplicates dropped (empty when there is no size)."""
     if not len(sizes):
@@ -159,8 +162,10 @@ class HLAS:
     def __post_init__(self) -> None:
         self.levels = self.thresholds or ()
         if self.calibration not in CALIBRATIONS:
-            raise InputError(f"hlas: calibration must be one of {', '.join(CALIBRATIONS)}, "
-                             f"got {self.calibration!r}")
+            raise InputError(
+                f"hlas: calibration must be one of {', '.join(CALIBRATIONS)}, "
+                f"got {self.calibration!r}"
+            )
 
     def calibrate(self, sizes: SizeDistribution) -> None:
         """Start a run: the given thresholds, or derived ones (none yet with
@@ -178,8 +183,11 @@ class HLAS:
     def finished(self, job: JobState, now: float) -> bool:
         """A job finished with its service S_j its size: re-derive the thresholds
         (``calibration=history``); True when they changed."""
-        new = None if self._history is None else \
-            self._history.add(job.tasks_started * job.fastest, self.levels)
+        new = (
+            None
+            if self._history is None
+            else self._history.add(job.tasks_started * job.fastest, self.levels)
+        )
         self.levels = self.levels if new is None else new
         return new is not None
 
@@ -187,8 +195,9 @@ class HLAS:
         own = (job.tasks_started * job.fastest - self._entered.get(job.index, 0.0)) / job.weight
         return sum(own >= q for q in self.levels)
 
-    def priority(self, job: JobState, now: float, oracle: object = None
-                 ) -> tuple[float, float, float]:
+    def priority(
+        self, job: JobState, now: float, oracle: object = None
+    ) -> tuple[float, float, float]:
         """(level, then service / w_j for form=continuous else arrival, arrival); a
         starving job re-enters queue 0 here."""
         service = job.tasks_started * job.fastest
@@ -266,8 +275,9 @@ class _LevelClassQueue(WaitingQueue):
         super().drop(j)
 
 
-def _update(entries: list[tuple[float, Any, int]], entry: tuple[float, Any, int], add: bool
-            ) -> None:
+def _update(
+    entries: list[tuple[float, Any, int]], entry: tuple[float, Any, int], add: bool
+) -> None:
     """Insert ``entry`` into the sorted ``entries``, or remove it."""
     if add:
         bisect.insort(entries, entry)
@@ -303,8 +313,11 @@ def _speedup_matching(queue: _LevelClassQueue, view: View) -> list[Decision]:
     level = next(iter(queue.items()))[0][0]
     gain, fast = queue.gain[level], queue.fast[level]
     states = queue._states
-    streams = [zip(repeat(fast[c][0][0] if fast[c] else math.inf), pool, repeat(c))
-               for c, pool in enumerate(view.idle.by_class) if pool]
+    streams = [
+        zip(repeat(fast[c][0][0] if fast[c] else math.inf), pool, repeat(c))
+        for c, pool in enumerate(view.idle.by_class)
+        if pool
+    ]
     left: dict[int, int] = {}  # tasks left of the jobs given some here
     pending = queue.tasks[level]
     cursor = [0] * len(gain)
@@ -333,26 +346,44 @@ class HlasOptions(Options):
     form: Literal["queues", "continuous"] = choice(
         "queues (discretised LAS, FIFO inside a queue; default) or continuous "
         "(one queue ordered by service / weight, unless thresholds are given)",
-        ("queues", "continuous"))
+        ("queues", "continuous"),
+    )
     thresholds: tuple[float, ...] | None = numbers(
         "service thresholds between queues, in reference-GPU seconds, comma-separated, or "
         "auto (default: the 0.5 and 0.8 quantiles of job sizes, see calibration; none for "
-        "form=continuous)")
+        "form=continuous)"
+    )
     calibration: Literal["history", "workload"] = choice(
         "whose sizes derived thresholds come from: history (the "
         "jobs finished so far, re-derived at 1, 2, 4, ... finished "
         "jobs; default) or workload (every job of the run, arrived or "
-        "not: leaks future sizes)", CALIBRATIONS)
-    starvation: float = number("a job in a lower queue waiting longer than this × its "
-                               "service re-enters queue 0 (default 0.5; 0: off)", 0.5)
+        "not: leaks future sizes)",
+        CALIBRATIONS,
+    )
+    starvation: float = number(
+        "a job in a lower queue waiting longer than this × its "
+        "service re-enters queue 0 (default 0.5; 0: off)",
+        0.5,
+    )
     mapping: Literal["B", "A", "C"] = choice(
-        "B (speed-up matching, default), A (fastest idle GPU) or C "
-        "(earliest available)", ("B", "A", "C"))
+        "B (speed-up matching, default), A (fastest idle GPU) or C (earliest available)",
+        ("B", "A", "C"),
+    )
 
 
-@register("hlas", kind="simulate", modes=("relaxed",), options=HlasOptions,
-          description="Hare's heterogeneity-aware least attained service (reconstruction: "
-                      "discretised LAS, speed-up matching)")
+@register(
+    "hlas",
+    kind="simulate",
+    modes=("relaxed",),
+    options=HlasOptions,
+    description="Hare's heterogeneity-aware least attained service (reconstruction: "
+    "discretised LAS, speed-up matching)",
+)
 def _hlas(options: HlasOptions, seed: int) -> HLAS:
-    return HLAS(options.thresholds, options.starvation, options.mapping, options.form,
-                calibration=options.calibration)
+    return HLAS(
+        options.thresholds,
+        options.starvation,
+        options.mapping,
+        options.form,
+        calibration=options.calibration,
+    )

@@ -103,8 +103,9 @@ class Liquid:
         for key in ("batch", "heartbeat"):
             value = getattr(self, key)
             if not (value == 0 or MIN_PERIOD <= value <= MAX_VALUE):
-                raise InputError(f"{key} must be 0 (off) or in [{MIN_PERIOD:g}, "
-                                 f"{MAX_VALUE:g}] s, got {value!r}")
+                raise InputError(
+                    f"{key} must be 0 (off) or in [{MIN_PERIOD:g}, {MAX_VALUE:g}] s, got {value!r}"
+                )
         if self.gates not in GATES:
             raise InputError(f"gates must be one of {GATES}, got {self.gates!r}")
         for key in ("share_ratio", "preschedule_ratio"):
@@ -116,8 +117,10 @@ class Liquid:
         if self.place_options is None:
             self.place_options = own()
         elif type(self.place_options) is not own:
-            raise InputError(f"placement={self.placement} takes {own.__name__}, not "
-                             f"{type(self.place_options).__name__}")
+            raise InputError(
+                f"placement={self.placement} takes {own.__name__}, not "
+                f"{type(self.place_options).__name__}"
+            )
 
     @property
     def settings(self) -> dict[str, object]:
@@ -126,12 +129,21 @@ class Liquid:
         shown = ("cost", "line18", "repair", "fitness")  # always, the others when set
         options = self.place_options or CostOptions()
         every = options.to_params(list(options.keys()))
-        return {"placement": self.placement, "batch": self.batch, "share": self.share,
-                "preschedule": self.preschedule, "heartbeat": self.heartbeat,
-                "gates": self.gates, "share_ratio": self.share_ratio,
-                "preschedule_ratio": self.preschedule_ratio, "end_error": self.end_error,
-                "place_params": {**{k: v for k, v in every.items() if k in shown},
-                                 **options.to_params()}}
+        return {
+            "placement": self.placement,
+            "batch": self.batch,
+            "share": self.share,
+            "preschedule": self.preschedule,
+            "heartbeat": self.heartbeat,
+            "gates": self.gates,
+            "share_ratio": self.share_ratio,
+            "preschedule_ratio": self.preschedule_ratio,
+            "end_error": self.end_error,
+            "place_params": {
+                **{k: v for k, v in every.items() if k in shown},
+                **options.to_params(),
+            },
+        }
 
     @property
     def tick(self) -> float | None:
@@ -143,9 +155,11 @@ class Liquid:
 
     def decide(self, view: ClusterView) -> list[Start]:
         if view.time > MAX_START and (self.batch or self.heartbeat):
-            raise InputError(f"batch={self.batch:g} / heartbeat={self.heartbeat:g} "
-                             f"(--param) delay round starts past {MAX_START:g} s "
-                             f"(t={view.time:g}); use shorter periods")
+            raise InputError(
+                f"batch={self.batch:g} / heartbeat={self.heartbeat:g} "
+                f"(--param) delay round starts past {MAX_START:g} s "
+                f"(t={view.time:g}); use shorter periods"
+            )
         if self.batch:  # decide at multiples of the batch interval only
             k = round(view.time / self.batch)
             if abs(view.time - k * self.batch) > 1e-9 * max(1.0, view.time):
@@ -160,8 +174,11 @@ class Liquid:
         code = self.gates == "code"
         if self.share and code and _load_ratio(holders, vacant) >= self.share_ratio:
             for job in waiting:  # the code's first round: sharing before the vacant GPUs
-                g = self._share(view, job, holders) \
-                    if job.tasks_per_round == 1 and not job.failures else None
+                g = (
+                    self._share(view, job, holders)
+                    if job.tasks_per_round == 1 and not job.failures
+                    else None
+                )
                 if g is not None:
                     out.append(Start(job.index, (g,), True))
                     holders[g].append(Holding(job, 1, True))
@@ -178,21 +195,29 @@ class Liquid:
         vacant -= {g for _, gpus, _ in placed for g in gpus}
         done = {j for j, _, _ in out}
         for job in waiting:
-            if job.index in done or job.tasks_per_round != 1 or job.failures or any(
-                    _fits(inst, job, g) for g in vacant):
+            if (
+                job.index in done
+                or job.tasks_per_round != 1
+                or job.failures
+                or any(_fits(inst, job, g) for g in vacant)
+            ):
                 continue
             where = self._share(view, job, holders) if self.share and not code else None
             share = where is not None
-            if where is None and self.preschedule and (
-                    not code or _load_ratio(holders, vacant) >= self.preschedule_ratio):
+            if (
+                where is None
+                and self.preschedule
+                and (not code or _load_ratio(holders, vacant) >= self.preschedule_ratio)
+            ):
                 where = self._preschedule(view, job, holders)
             if where is not None:
                 out.append(Start(job.index, (where,), share))
                 holders[where].append(Holding(job, 1, share))
         return out
 
-    def _placements(self, view: ClusterView, waiting: list[ClusterJob], vacant: set[int]
-                    ) -> list[Start]:
+    def _placements(
+        self, view: ClusterView, waiting: list[ClusterJob], vacant: set[int]
+    ) -> list[Start]:
         """Immediate mode: each waiting job in turn; batch mode: the waiting jobs together."""
         if not self.batch:
             out: list[Start] = []
@@ -216,8 +241,9 @@ class Liquid:
             batch.pop()
         return []
 
-    def _shareable(self, inst: Instance, job: ClusterJob, g: int,
-                   holders: list[list[Holding]]) -> bool:
+    def _shareable(
+        self, inst: Instance, job: ClusterJob, g: int, holders: list[list[Holding]]
+    ) -> bool:
         """Whether ``job`` may share GPU ``g`` on its predictions (strict bounds under the
         code's gates, as ``resource_pool.go`` compares)."""
         rounds = holders[g]
@@ -233,27 +259,33 @@ class Liquid:
             return load < cap and (limit is None or memory < limit)
         return load <= cap + 1e-9 and (limit is None or memory <= limit + 1e-9)
 
-    def _share(self, view: ClusterView, job: ClusterJob,
-               holders: list[list[Holding]]) -> int | None:
+    def _share(
+        self, view: ClusterView, job: ClusterJob, holders: list[list[Holding]]
+    ) -> int | None:
         """The GPU ``job`` shares: the least utilised qualifying one (paper gates) or the
         first in index order (code gates)."""
-        options = [g for g in range(len(holders))
-                   if self._shareable(view.instance, job, g, holders)]
+        options = [
+            g for g in range(len(holders)) if self._shareable(view.instance, job, g, holders)
+        ]
         if self.gates == "code":
             return options[0] if options else None
-        return min(options, key=lambda g: (sum(h.job.util for h in holders[g]), g),
-                   default=None)
+        return min(options, key=lambda g: (sum(h.job.util for h in holders[g]), g), default=None)
 
-    def _preschedule(self, view: ClusterView, job: ClusterJob, holders: list[list[Holding]]
-                     ) -> int | None:
+    def _preschedule(
+        self, view: ClusterView, job: ClusterJob, holders: list[list[Holding]]
+    ) -> int | None:
         """The GPU to pre-schedule ``job`` on now, if any; otherwise asks to be woken when the
         first GPU qualifies on the predicted ends (Liquid's scheduler polls continuously)."""
+
         def eligible(h: Holding) -> bool:
             saving = not h.training and math.isfinite(h.train_end)
             return h.training or (self.gates == "code" and saving)
 
-        ends = {g: self._predicted_end(view, rounds[0], g) for g, rounds in enumerate(holders)
-                if len(rounds) == 1 and eligible(rounds[0]) and _fits(view.instance, job, g)}
+        ends = {
+            g: self._predicted_end(view, rounds[0], g)
+            for g, rounds in enumerate(holders)
+            if len(rounds) == 1 and eligible(rounds[0]) and _fits(view.instance, job, g)
+        }
         lead = job.launch + PRESCHEDULE_EXTRA
         ready = [g for g, end in ends.items() if end - view.time <= lead]
         if not ready and ends:
@@ -268,8 +300,9 @@ class Liquid:
         error = float(np.random.default_rng(key).normal(0.0, self.end_error))
         return holder.train_end + error * float(holder.job.compute[g])
 
-    def _place(self, view: ClusterView, jobs: list[ClusterJob], vacant: set[int]
-               ) -> list[Start] | None:
+    def _place(
+        self, view: ClusterView, jobs: list[ClusterJob], vacant: set[int]
+    ) -> list[Start] | None:
         inst = view.instance
         pinst, task_of = _placement_instance(inst, jobs, vacant)
         seed = int(view.rng.integers(2**31))
@@ -279,8 +312,10 @@ class Liquid:
         gpus: dict[str, dict[int, int]] = {}
         for a in placement.assignments:
             gpus.setdefault(a.job, {})[task_of[a.container]] = inst.gpu_index[a.gpus[0]]
-        return [Start(job.index, tuple(gpus[job.id][k] for k in range(job.tasks_per_round)))
-                for job in jobs]
+        return [
+            Start(job.index, tuple(gpus[job.id][k] for k in range(job.tasks_per_round)))
+            for job in jobs
+        ]
 
 
 def _load_ratio(holders: list[list[Holding]], vacant: set[int]) -> float:
@@ -294,8 +329,9 @@ def _fits(inst: Instance, job: ClusterJob, g: int) -> bool:
     return bool(np.isfinite(job.compute[g])) and (memory is None or job.gpu_memory <= memory)
 
 
-def _placement_instance(inst: Instance, jobs: list[ClusterJob], vacant: set[int]
-                        ) -> tuple[PlacementInstance, dict[str, int]]:
+def _placement_instance(
+    inst: Instance, jobs: list[ClusterJob], vacant: set[int]
+) -> tuple[PlacementInstance, dict[str, int]]:
     """The placement problem of ``jobs`` on the vacant GPUs they can all use, and the task
     (index in its round) of each container id."""
     if inst.topology is None:
@@ -303,14 +339,21 @@ def _placement_instance(inst: Instance, jobs: list[ClusterJob], vacant: set[int]
     graph = inst.topology.graph.copy()
     for g, gpu in enumerate(inst.gpus):
         usable = g in vacant and all(_fits(inst, job, g) for job in jobs)
-        graph.nodes[gpu.id].update(busy=not usable,
-                                   gpu_memory=gpu.memory if gpu.memory is not None else _UNLIMITED)
+        graph.nodes[gpu.id].update(
+            busy=not usable, gpu_memory=gpu.memory if gpu.memory is not None else _UNLIMITED
+        )
     task_of = {f"t{k}": k for k in range(max((len(job.roles) for job in jobs), default=0))}
-    pjobs = [PlacementJob(job.id, tuple(
-                 Container(container, role, gpus=1, gpu_memory=job.gpu_memory)
-                 for container, role in zip(task_of, job.roles, strict=False)),
-                          inst.jobs[job.index].profile.bandwidth)
-             for job in jobs]
+    pjobs = [
+        PlacementJob(
+            job.id,
+            tuple(
+                Container(container, role, gpus=1, gpu_memory=job.gpu_memory)
+                for container, role in zip(task_of, job.roles, strict=False)
+            ),
+            inst.jobs[job.index].profile.bandwidth,
+        )
+        for job in jobs
+    ]
     return PlacementInstance(inst.name, Topology(graph), tuple(pjobs)), task_of
 
 
@@ -321,45 +364,77 @@ class LiquidOptions(Options):
     ``line18`` and the GGA's; the chosen method receives those it takes)."""
 
     placement: PlacementName = choice(
-        f"placement method: {', '.join(PLACEMENTS)} (default bestfit)",
-        PLACEMENTS)
+        f"placement method: {', '.join(PLACEMENTS)} (default bestfit)", PLACEMENTS
+    )
     place: GgaOptions = group(GgaOptions, "the placement method's options")
-    batch: float = period("batch interval in seconds, 0 or at least 0.001 (default 0: "
-                          "immediate mode)")
-    share: bool = switch("1: share GPUs among single-task jobs under the instance's "
-                         "share_cap (default 0)")
-    preschedule: bool = switch("1: pre-schedule single-task jobs onto GPUs about to be "
-                               "released (default 0)")
-    heartbeat: float = period("report freed GPUs only at heartbeats of this period, s, 0 or "
-                              "at least 0.001 (default 0: event-driven)")
+    batch: float = period(
+        "batch interval in seconds, 0 or at least 0.001 (default 0: immediate mode)"
+    )
+    share: bool = switch(
+        "1: share GPUs among single-task jobs under the instance's share_cap (default 0)"
+    )
+    preschedule: bool = switch(
+        "1: pre-schedule single-task jobs onto GPUs about to be released (default 0)"
+    )
+    heartbeat: float = period(
+        "report freed GPUs only at heartbeats of this period, s, 0 or "
+        "at least 0.001 (default 0: event-driven)"
+    )
     gates: Literal["paper", "code"] = choice(
         "when sharing and pre-scheduling apply: paper (only for jobs no "
         "vacant GPU can take; default) or code (the reference code's "
         "load-ratio thresholds: share first at share_ratio, pre-schedule at "
-        "preschedule_ratio)", GATES)
-    share_ratio: float = number("code gates: load ratio from which sharing is tried first "
-                                "(default 0.75)", CODE_SHARE_RATIO, high=1.0)
-    preschedule_ratio: float = number("code gates: load ratio from which pre-scheduling "
-                                      "applies (default 0.5)", CODE_PRESCHEDULE_RATIO,
-                                      high=1.0)
-    end_error: float = number("relative standard deviation of the training end "
-                              "pre-scheduling plans on (default 0: the true end)", 0.0,
-                              high=10.0)
+        "preschedule_ratio)",
+        GATES,
+    )
+    share_ratio: float = number(
+        "code gates: load ratio from which sharing is tried first (default 0.75)",
+        CODE_SHARE_RATIO,
+        high=1.0,
+    )
+    preschedule_ratio: float = number(
+        "code gates: load ratio from which pre-scheduling applies (default 0.5)",
+        CODE_PRESCHEDULE_RATIO,
+        high=1.0,
+    )
+    end_error: float = number(
+        "relative standard deviation of the training end "
+        "pre-scheduling plans on (default 0: the true end)",
+        0.0,
+        high=10.0,
+    )
 
 
-@register("liquid", kind="simulate", modes=("gang",), options=LiquidOptions,
-          description="Liquid's scheduler: best-fit / GGA placement, GPU sharing, "
-                      "pre-scheduling, event-driven or heartbeat reporting")
+@register(
+    "liquid",
+    kind="simulate",
+    modes=("gang",),
+    options=LiquidOptions,
+    description="Liquid's scheduler: best-fit / GGA placement, GPU sharing, "
+    "pre-scheduling, event-driven or heartbeat reporting",
+)
 def _liquid(options: LiquidOptions, seed: int) -> Liquid:
     if options.gates == "paper":
-        for key, default in (("share_ratio", CODE_SHARE_RATIO),
-                             ("preschedule_ratio", CODE_PRESCHEDULE_RATIO)):
+        for key, default in (
+            ("share_ratio", CODE_SHARE_RATIO),
+            ("preschedule_ratio", CODE_PRESCHEDULE_RATIO),
+        ):
             if getattr(options, key) != default:
-                raise InputError(f"{key} applies to gates=code (the paper's gates have no "
-                                 "load-ratio threshold)")
-    return Liquid(options.placement, options.batch, options.share, options.preschedule,
-                  options.heartbeat, placement_options(options), options.gates,
-                  options.share_ratio, options.preschedule_ratio, options.end_error)
+                raise InputError(
+                    f"{key} applies to gates=code (the paper's gates have no load-ratio threshold)"
+                )
+    return Liquid(
+        options.placement,
+        options.batch,
+        options.share,
+        options.preschedule,
+        options.heartbeat,
+        placement_options(options),
+        options.gates,
+        options.share_ratio,
+        options.preschedule_ratio,
+        options.end_error,
+    )
 
 
 def _options_class(placement: str) -> type[CostOptions]:
@@ -378,6 +453,8 @@ def placement_options(options: LiquidOptions) -> CostOptions:
     for f in fields(options.place):
         if f.name not in taken and getattr(options.place, f.name) != f.default:
             key = next(k for k, name in GgaOptions.keys().items() if name == f.name)
-            raise InputError(f"{key} is not a parameter of placement={options.placement} "
-                             f"(its parameters: {', '.join(sorted(own.keys()))})")
+            raise InputError(
+                f"{key} is not a parameter of placement={options.placement} "
+                f"(its parameters: {', '.join(sorted(own.keys()))})"
+            )
     return own(**{name: getattr(options.place, name) for name in taken})

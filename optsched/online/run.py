@@ -21,12 +21,21 @@ from optsched.runtime import checked, method_running
 from optsched.schedule import Schedule
 
 
-def simulate(instance: Instance, policy: str, *, mode: str | None = None,
-             params: Mapping[str, str] | None = None,
-             seed: int = 0, noise: float = 0.0, switch_cost: float = 0.0,
-             tick: float | None = None, event_driven: bool = True, record: bool = True,
-             progress: bool = False, stream_to: str | Path | None = None
-             ) -> Result[Schedule]:
+def simulate(
+    instance: Instance,
+    policy: str,
+    *,
+    mode: str | None = None,
+    params: Mapping[str, str] | None = None,
+    seed: int = 0,
+    noise: float = 0.0,
+    switch_cost: float = 0.0,
+    tick: float | None = None,
+    event_driven: bool = True,
+    record: bool = True,
+    progress: bool = False,
+    stream_to: str | Path | None = None,
+) -> Result[Schedule]:
     """Simulate the registered ``simulate`` method ``policy`` on ``instance`` (in ``mode``,
     default the instance's); the Result
     holds the schedule (``solution``, when recorded) and the
@@ -64,10 +73,18 @@ def simulate(instance: Instance, policy: str, *, mode: str | None = None,
             # the realised instance has the same name, jobs and GPUs
             streamer = [ScheduleStreamer(instance, out)] if out is not None else []
             # the engine checks the policy against its execution model's contract
-            sim = run_simulation(instance, cast("Policy | ClusterPolicy", chosen), seed=seed,
-                                 noise=noise, switch_cost=switch_cost, tick=tick,
-                                 event_driven=event_driven, record=record,
-                                 progress=progress, observers=streamer)
+            sim = run_simulation(
+                instance,
+                cast("Policy | ClusterPolicy", chosen),
+                seed=seed,
+                noise=noise,
+                switch_cost=switch_cost,
+                tick=tick,
+                event_driven=event_driven,
+                record=record,
+                progress=progress,
+                observers=streamer,
+            )
         if out is not None:
             streamer[0].close()
             out.commit()
@@ -76,28 +93,53 @@ def simulate(instance: Instance, policy: str, *, mode: str | None = None,
             out.discard()
     extra: dict[str, Any]
     if cluster:  # the critical path ignores phases and placement factors: no floor
-        extra = {"gpu_idle_s": sim.metrics["gpu_idle_s"],
-                 "mean_execution_s": sim.metrics["mean_execution_s"],
-                 "tick": declared(chosen, "tick"),
-                 "event_driven": declared(chosen, "event_driven")}
+        extra = {
+            "gpu_idle_s": sim.metrics["gpu_idle_s"],
+            "mean_execution_s": sim.metrics["mean_execution_s"],
+            "tick": declared(chosen, "tick"),
+            "event_driven": declared(chosen, "event_driven"),
+        }
         settings = getattr(chosen, "settings", None)  # a policy's full settings, if it says
         if isinstance(settings, dict):
             extra["settings"] = settings
     else:
-        extra = {"clairvoyant": declared(chosen, "clairvoyant"), "noise": noise,
-                 "switch_cost": switch_cost, "tick": tick, "event_driven": event_driven,
-                 "bound_critical_path": critical_path_bound(sim.instance)}
+        extra = {
+            "clairvoyant": declared(chosen, "clairvoyant"),
+            "noise": noise,
+            "switch_cost": switch_cost,
+            "tick": tick,
+            "event_driven": event_driven,
+            "bound_critical_path": critical_path_bound(sim.instance),
+        }
     objective, metrics, tolerance = sim.objective, sim.metrics, None
     if sim.schedule is not None:
         try:
             objective, metrics, tolerance = checked(sim.instance, sim.schedule, info)
         except ResolutionError as exc:  # say what may have put the tasks that late
-            raise ResolutionError(f"{exc} (the simulated schedule: a long --tick, heartbeat "
-                                  "or batch period may have delayed its starts)") from None
+            raise ResolutionError(
+                f"{exc} (the simulated schedule: a long --tick, heartbeat "
+                "or batch period may have delayed its starts)"
+            ) from None
     # honest output: without a recorded schedule nothing was checked
-    extra.update(checked=sim.schedule is not None, events=sim.events,
-                 decisions=sim.decisions, events_per_s=sim.events_per_s)
-    return Result(Status.FEASIBLE, method=policy, mode=instance.mode, objective=objective,
-                  bound=None, runtime_s=sim.runtime_s, seed=seed, params=params,
-                  metrics=metrics, solution=sim.schedule, extra=extra, simulation=sim,
-                  tolerance=tolerance, kind="simulate")
+    extra.update(
+        checked=sim.schedule is not None,
+        events=sim.events,
+        decisions=sim.decisions,
+        events_per_s=sim.events_per_s,
+    )
+    return Result(
+        Status.FEASIBLE,
+        method=policy,
+        mode=instance.mode,
+        objective=objective,
+        bound=None,
+        runtime_s=sim.runtime_s,
+        seed=seed,
+        params=params,
+        metrics=metrics,
+        solution=sim.schedule,
+        extra=extra,
+        simulation=sim,
+        tolerance=tolerance,
+        kind="simulate",
+    )

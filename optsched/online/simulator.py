@@ -155,9 +155,13 @@ class Oracle:
     def rounds(self, job: JobState) -> int:
         return self._rounds[job.index]
 
-    def remaining_tasks_of(self, index: np.ndarray, waiting: np.ndarray,
-                           rounds_done: np.ndarray, tasks_per_round: np.ndarray
-                           ) -> npt.NDArray[np.int64]:
+    def remaining_tasks_of(
+        self,
+        index: np.ndarray,
+        waiting: np.ndarray,
+        rounds_done: np.ndarray,
+        tasks_per_round: np.ndarray,
+    ) -> npt.NDArray[np.int64]:
         """:meth:`remaining_tasks` of many jobs at once, from their state's columns."""
         rest = self._rounds_array[index] - rounds_done - 1
         remaining: npt.NDArray[np.int64] = waiting + np.maximum(0, rest) * tasks_per_round
@@ -240,8 +244,10 @@ def ordered(view: View, policy: Any) -> WaitingQueue:
     queue = make(states) if callable(make) else WaitingQueue(states)
     priority = getattr(policy, "priority", None)
     for job in states.values():
-        queue.put(job.index, priority(job, view.time, view.oracle) if priority is not None
-                  else (job.arrival,))
+        queue.put(
+            job.index,
+            priority(job, view.time, view.oracle) if priority is not None else (job.arrival,),
+        )
     queue.owner = policy
     return queue
 
@@ -273,8 +279,11 @@ class IdleGPUs:
         return bool(self.by_age)
 
     def __contains__(self, g: object) -> bool:
-        return isinstance(g, (int, np.integer)) and 0 <= int(g) < len(self._idle) \
+        return (
+            isinstance(g, (int, np.integer))
+            and 0 <= int(g) < len(self._idle)
             and self._idle[int(g)]
+        )
 
     def __iter__(self) -> Iterator[int]:
         return heapq.merge(*self.by_class)
@@ -324,10 +333,18 @@ class View:
         "waiting",
     )
 
-    def __init__(self, time: float, idle: IdleGPUs, free_since: np.ndarray,
-                 waiting: WaitingQueue, active: dict[int, JobState],
-                 gpu_ids: tuple[str, ...], gpu_types: tuple[str, ...], mode: str = "relaxed",
-                 oracle: Oracle | None = None) -> None:
+    def __init__(
+        self,
+        time: float,
+        idle: IdleGPUs,
+        free_since: np.ndarray,
+        waiting: WaitingQueue,
+        active: dict[int, JobState],
+        gpu_ids: tuple[str, ...],
+        gpu_types: tuple[str, ...],
+        mode: str = "relaxed",
+        oracle: Oracle | None = None,
+    ) -> None:
         self.time, self.idle, self.free_since, self.waiting = time, idle, free_since, waiting
         self._active = active
         self.gpu_ids, self.gpu_types, self.mode, self.oracle = gpu_ids, gpu_types, mode, oracle
@@ -385,8 +402,9 @@ class Policy(Protocol):
     def decide(self, view: View) -> Iterable[Decision]: ...
 
 
-def realise(instance: Instance, *, noise: float = 0.0, switch_cost: float = 0.0,
-            seed: int = 0) -> Instance:
+def realise(
+    instance: Instance, *, noise: float = 0.0, switch_cost: float = 0.0, seed: int = 0
+) -> Instance:
     """The instance the simulator executes (docs/model.md, *The realised instance*).
 
     Each (job, GPU type) compute time is multiplied once by U[1 − noise, 1 + noise] (seeded)
@@ -397,8 +415,10 @@ def realise(instance: Instance, *, noise: float = 0.0, switch_cost: float = 0.0,
     if not 0 <= noise < 1:
         raise InputError(f"noise (--noise) must be in [0, 1), got {noise!r}")
     if not 0 <= switch_cost <= 1:
-        raise InputError(f"switch_cost (--switch-cost) must be in [0, 1] (a fraction of the "
-                         f"task), got {switch_cost!r}")
+        raise InputError(
+            f"switch_cost (--switch-cost) must be in [0, 1] (a fraction of the "
+            f"task), got {switch_cost!r}"
+        )
     if noise == 0 and switch_cost == 0:
         return instance
     rng = np.random.default_rng(seed)
@@ -410,24 +430,45 @@ def realise(instance: Instance, *, noise: float = 0.0, switch_cost: float = 0.0,
         compute, sync = instance.row(j)
         per_type = {instance.gpus[g].type: float(compute[g]) for g in eligible}
         if max(per_type.values()) * (1 + noise) * (1 + switch_cost) > MAX_VALUE:
-            raise InputError(f"job {job.id!r}: --noise {noise:g} and --switch-cost "
-                             f"{switch_cost:g} make its compute time exceed {MAX_VALUE:g} s")
-        jobs.append(Job(
-            id=job.id, arrival=job.arrival, weight=job.weight, rounds=job.rounds,
-            tasks_per_round=job.tasks_per_round, meta=job.meta,
-            compute={t: per_type[t] * float(f) for t, f in zip(types, factor, strict=True)
-                     if t in per_type},
-            sync=job.sync,
-            sync_by_gpu=None if job.sync_bytes is None and job.sync_by_gpu is None else
-            {instance.gpus[g].id: float(sync[g]) for g in eligible},
-        ))
+            raise InputError(
+                f"job {job.id!r}: --noise {noise:g} and --switch-cost "
+                f"{switch_cost:g} make its compute time exceed {MAX_VALUE:g} s"
+            )
+        jobs.append(
+            Job(
+                id=job.id,
+                arrival=job.arrival,
+                weight=job.weight,
+                rounds=job.rounds,
+                tasks_per_round=job.tasks_per_round,
+                meta=job.meta,
+                compute={
+                    t: per_type[t] * float(f)
+                    for t, f in zip(types, factor, strict=True)
+                    if t in per_type
+                },
+                sync=job.sync,
+                sync_by_gpu=None
+                if job.sync_bytes is None and job.sync_by_gpu is None
+                else {instance.gpus[g].id: float(sync[g]) for g in eligible},
+            )
+        )
     return Instance(instance.name, tuple(jobs), instance.gpus, mode=instance.mode)
 
 
-def run_simulation(instance: Instance, policy: Policy | ClusterPolicy, *, seed: int = 0,
-                   noise: float = 0.0, switch_cost: float = 0.0, tick: float | None = None,
-                   event_driven: bool = True, record: bool = True, progress: bool = False,
-                   observers: Sequence[Observer] = ()) -> Simulation:
+def run_simulation(
+    instance: Instance,
+    policy: Policy | ClusterPolicy,
+    *,
+    seed: int = 0,
+    noise: float = 0.0,
+    switch_cost: float = 0.0,
+    tick: float | None = None,
+    event_driven: bool = True,
+    record: bool = True,
+    progress: bool = False,
+    observers: Sequence[Observer] = (),
+) -> Simulation:
     """Run ``policy`` online on ``instance`` (in the instance's mode), with its execution
     model: the basic one here, the cluster one (:mod:`optsched.online.cluster`) for a policy
     whose ``execution`` is ``"cluster"``.
@@ -450,28 +491,47 @@ def run_simulation(instance: Instance, policy: Policy | ClusterPolicy, *, seed: 
     """
     if execution_model(policy) == "cluster":
         if noise or switch_cost or tick is not None or not event_driven:
-            raise InputError(f"cluster policy {policy.name!r} takes no noise, switch cost, "
-                             "tick or heartbeat option; its heartbeat and batch interval are "
-                             "its params (--param)")
-        return simulate_cluster(instance, cast(ClusterPolicy, policy), seed=seed,
-                                record=record, progress=progress, observers=observers)
+            raise InputError(
+                f"cluster policy {policy.name!r} takes no noise, switch cost, "
+                "tick or heartbeat option; its heartbeat and batch interval are "
+                "its params (--param)"
+            )
+        return simulate_cluster(
+            instance,
+            cast(ClusterPolicy, policy),
+            seed=seed,
+            record=record,
+            progress=progress,
+            observers=observers,
+        )
     policy = cast(Policy, policy)
     if instance.needs_cluster_model:
-        raise InputError(f"policy {policy.name!r} does not model phases, GPU sharing or "
-                         "placement factors (instance@2); use a cluster policy such as liquid")
+        raise InputError(
+            f"policy {policy.name!r} does not model phases, GPU sharing or "
+            "placement factors (instance@2); use a cluster policy such as liquid"
+        )
     if instance.mode not in declared(policy, "modes"):
         raise InputError(f"policy {policy.name!r} does not support mode {instance.mode!r}")
     if tick is not None and not MIN_PERIOD <= tick <= MAX_VALUE:
-        raise InputError(f"tick (--tick) must be in [{MIN_PERIOD:g}, {MAX_VALUE:g}] s, "
-                         f"got {tick!r}")
+        raise InputError(
+            f"tick (--tick) must be in [{MIN_PERIOD:g}, {MAX_VALUE:g}] s, got {tick!r}"
+        )
     if not event_driven and tick is None:
         raise InputError("scheduling only at ticks needs a tick period")
     real = realise(instance, noise=noise, switch_cost=switch_cost, seed=seed)
     calibrate = getattr(policy, "calibrate", None)
     if callable(calibrate):
         calibrate(size_distribution(instance))
-    return _BasicEngine(instance, real, policy, tick, event_driven, record=record,
-                        progress=progress, observers=observers).run()
+    return _BasicEngine(
+        instance,
+        real,
+        policy,
+        tick,
+        event_driven,
+        record=record,
+        progress=progress,
+        observers=observers,
+    ).run()
 
 
 def execution_model(policy: object) -> str:
@@ -498,11 +558,19 @@ class _BasicEngine(Engine):
 
     period_name = "tick (--tick)"
 
-    def __init__(self, profiled: Instance, real: Instance, policy: Policy,
-                 tick: float | None, event_driven: bool, *, record: bool, progress: bool,
-                 observers: Sequence[Observer]) -> None:
-        super().__init__(real, policy, tick, record=record, progress=progress,
-                         observers=observers)
+    def __init__(
+        self,
+        profiled: Instance,
+        real: Instance,
+        policy: Policy,
+        tick: float | None,
+        event_driven: bool,
+        *,
+        record: bool,
+        progress: bool,
+        observers: Sequence[Observer],
+    ) -> None:
+        super().__init__(real, policy, tick, record=record, progress=progress, observers=observers)
         self.profiled, self.real = profiled, real
         self.event_driven = event_driven
         self.gang = real.mode == "gang"
@@ -526,8 +594,9 @@ class _BasicEngine(Engine):
         self.free_since = np.zeros(real.n_gpus)
         self.active: dict[int, JobState] = {}
         make_queue = getattr(policy, "waiting_queue", None)
-        self.waiting = make_queue(self.states) if callable(make_queue) \
-            else WaitingQueue(self.states)
+        self.waiting = (
+            make_queue(self.states) if callable(make_queue) else WaitingQueue(self.states)
+        )
         self.priority = getattr(policy, "priority", None)
         self.waiting.owner = policy  # ordered by its priority, or by arrival without one
         self.revisit = getattr(policy, "revisit", None) if self.priority else None
@@ -565,10 +634,18 @@ class _BasicEngine(Engine):
         compute, sync = self.profiled.row(j)
         per_class = sync[self.first_of_class]
         uniform = np.array_equal(sync, per_class[self.class_array])
-        state = JobState(j, job.id, job.arrival, job.weight, job.tasks_per_round,
-                         read_only(compute), read_only(sync), last_start=job.arrival,
-                         by_class=read_only(compute[self.first_of_class]),
-                         sync_by_class=read_only(per_class) if uniform else None)
+        state = JobState(
+            j,
+            job.id,
+            job.arrival,
+            job.weight,
+            job.tasks_per_round,
+            read_only(compute),
+            read_only(sync),
+            last_start=job.arrival,
+            by_class=read_only(compute[self.first_of_class]),
+            sync_by_class=read_only(per_class) if uniform else None,
+        )
         self.states[j] = state
         state.waiting = state.tasks_per_round
         self.active[j] = state
@@ -582,8 +659,10 @@ class _BasicEngine(Engine):
             return
         key = self.priority(state, now, self.oracle)
         if not isinstance(key, tuple) or any(isinstance(x, float) and x != x for x in key):
-            raise PolicyError(f"policy {self.policy.name!r}: priority must return a tuple "
-                              f"without NaN, got {key!r} for job {state.id!r}")
+            raise PolicyError(
+                f"policy {self.policy.name!r}: priority must return a tuple "
+                f"without NaN, got {key!r} for job {state.id!r}"
+            )
         self.waiting.put(j, key)
         if self.revisit is not None:
             at = self.revisit(state, now)
@@ -619,12 +698,23 @@ class _BasicEngine(Engine):
         if not self.waiting:
             return
         if now > MAX_START and not self.event_driven:
-            raise InputError(f"tick (--tick) {self.tick:g} s with --heartbeat delays task "
-                             f"starts past {MAX_START:g} s (t={now:g})")
+            raise InputError(
+                f"tick (--tick) {self.tick:g} s with --heartbeat delays task "
+                f"starts past {MAX_START:g} s (t={now:g})"
+            )
         if self.revisits:
             self._requeue_due(now)
-        view = View(now, self.idle, self.free_since, self.waiting, self.active, self.gpu_ids,
-                    self.gpu_types, self.real.mode, self.oracle)
+        view = View(
+            now,
+            self.idle,
+            self.free_since,
+            self.waiting,
+            self.active,
+            self.gpu_ids,
+            self.gpu_types,
+            self.real.mode,
+            self.oracle,
+        )
         # decisions apply as the policy yields them (a JobState's waiting count falls at
         # once); the queue and the idle GPUs change only after the last one, so that a
         # policy iterating them meanwhile sees this instant's state
@@ -635,16 +725,23 @@ class _BasicEngine(Engine):
             else:
                 j, where, share = unpack(decision, self.policy)
                 if share:
-                    raise PolicyError(f"policy {self.policy.name!r}: the basic execution "
-                                      "model does not share GPUs")
+                    raise PolicyError(
+                        f"policy {self.policy.name!r}: the basic execution "
+                        "model does not share GPUs"
+                    )
             self.decisions += 1
             j = index_of(j, "a decision's job", self.policy)
             state = self.active.get(j)
             if state is None or not state.waiting:
-                raise PolicyError(f"policy {self.policy.name!r} started a task of job {j}, "
-                                  f"which has no waiting task at t={now}")
-            gpus = gpu_indices(where, self.policy) if self.gang \
+                raise PolicyError(
+                    f"policy {self.policy.name!r} started a task of job {j}, "
+                    f"which has no waiting task at t={now}"
+                )
+            gpus = (
+                gpu_indices(where, self.policy)
+                if self.gang
                 else (index_of(where, "a decision's GPU", self.policy),)
+            )
             if self.gang:
                 self._start_round(state, gpus, now)
             else:
@@ -666,8 +763,10 @@ class _BasicEngine(Engine):
             raise PolicyError(f"policy {self.policy.name!r} used GPU {g}, busy at t={now}")
         c = self.compute[state.index, self.cls[g]]
         if not np.isfinite(c):
-            raise PolicyError(f"policy {self.policy.name!r} put job {state.id!r} on GPU "
-                              f"{self.real.gpus[g].id!r}, which it cannot use")
+            raise PolicyError(
+                f"policy {self.policy.name!r} put job {state.id!r} on GPU "
+                f"{self.real.gpus[g].id!r}, which it cannot use"
+            )
         self.claimed.add(g)
         return float(c)
 
@@ -683,8 +782,7 @@ class _BasicEngine(Engine):
         if state.tasks_started == 1:
             state.first_start = now
         state.last_start = now
-        self.round_ready[j] = max(self.round_ready[j],
-                                  now + c + float(self.sync[j, self.cls[g]]))
+        self.round_ready[j] = max(self.round_ready[j], now + c + float(self.sync[j, self.cls[g]]))
         self.push(now + c, _FREE, g)
         for started in self.on_task:
             started(j, state.rounds_done, task, g, now, now + c)
@@ -696,12 +794,15 @@ class _BasicEngine(Engine):
     def _start_round(self, state: JobState, gpus: tuple[int, ...], now: float) -> None:
         j = state.index
         if len(set(gpus)) != state.tasks_per_round or len(gpus) != state.tasks_per_round:
-            raise PolicyError(f"policy {self.policy.name!r} gave job {state.id!r} "
-                              f"{len(set(gpus))} distinct GPUs for {state.tasks_per_round} "
-                              f"tasks")
+            raise PolicyError(
+                f"policy {self.policy.name!r} gave job {state.id!r} "
+                f"{len(set(gpus))} distinct GPUs for {state.tasks_per_round} "
+                f"tasks"
+            )
         compute = [self._claim(state, g, now) for g in gpus]
-        pace = max(c + float(self.sync[j, self.cls[g]])
-                   for c, g in zip(compute, gpus, strict=True))
+        pace = max(
+            c + float(self.sync[j, self.cls[g]]) for c, g in zip(compute, gpus, strict=True)
+        )
         state.waiting = 0
         state.tasks_started += len(gpus)
         state.attained += pace * len(gpus)

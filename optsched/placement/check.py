@@ -20,8 +20,14 @@ from optsched.placement.model import Placement, PlacementInstance
 TOL = 1e-9
 
 
-def _violation(kind: str, message: str, job: str | None = None, container: str | None = None,
-               host: str | None = None, gpu: str | None = None) -> Violation:
+def _violation(
+    kind: str,
+    message: str,
+    job: str | None = None,
+    container: str | None = None,
+    host: str | None = None,
+    gpu: str | None = None,
+) -> Violation:
     return Violation(kind, message, job, gpu=gpu, container=container, host=host)
 
 
@@ -34,8 +40,9 @@ class PlacementReport(Verdict):
     cost: CostBreakdown | None
 
 
-def check_placement(instance: PlacementInstance, placement: Placement,
-                    model: CostModel | None = None) -> PlacementReport:
+def check_placement(
+    instance: PlacementInstance, placement: Placement, model: CostModel | None = None
+) -> PlacementReport:
     """Check ``placement`` against ``instance``; recompute its cost under ``model``."""
     out: list[Violation] = []
     topo = instance.topology
@@ -49,25 +56,36 @@ def check_placement(instance: PlacementInstance, placement: Placement,
     per_host: dict[tuple[str, str], list[str]] = defaultdict(list)
     misplaced: set[tuple[str, str]] = set()  # reported as unknown-host, not as missing
     if placement.instance != instance.name:
-        out.append(_violation("instance", f"placement is for instance "
-                                      f"{placement.instance!r}, not {instance.name!r}"))
+        out.append(
+            _violation(
+                "instance",
+                f"placement is for instance {placement.instance!r}, not {instance.name!r}",
+            )
+        )
     for a in placement.assignments:
         key = (a.job, a.container)
         if a.job not in jobs:
             out.append(_violation("unknown-job", f"unknown job {a.job!r}", a.job))
             continue
         if key not in wanted:
-            out.append(_violation("unknown-container", f"job {a.job!r} has no "
-                                          f"container {a.container!r}", *key))
+            out.append(
+                _violation(
+                    "unknown-container", f"job {a.job!r} has no container {a.container!r}", *key
+                )
+            )
             continue
         if a.host not in hosts:
             misplaced.add(key)
-            out.append(_violation("unknown-host", f"{a.job}/{a.container}: unknown "
-                                          f"host {a.host!r}", *key, a.host))
+            out.append(
+                _violation(
+                    "unknown-host", f"{a.job}/{a.container}: unknown host {a.host!r}", *key, a.host
+                )
+            )
             continue
         if key in host_of:
-            out.append(_violation("duplicate", f"{a.job}/{a.container} is placed "
-                                          "twice", *key, a.host))
+            out.append(
+                _violation("duplicate", f"{a.job}/{a.container} is placed twice", *key, a.host)
+            )
             continue
         c = wanted[key]
         host_of[key] = a.host
@@ -75,22 +93,50 @@ def check_placement(instance: PlacementInstance, placement: Placement,
         cpus[a.host] += c.cpus
         memory[a.host] += c.memory
         if len(a.gpus) != c.gpus:
-            out.append(_violation("gpu-count", f"{a.job}/{a.container} asks for "
-                                          f"{c.gpus} GPUs, got {len(a.gpus)}", *key, a.host))
+            out.append(
+                _violation(
+                    "gpu-count",
+                    f"{a.job}/{a.container} asks for {c.gpus} GPUs, got {len(a.gpus)}",
+                    *key,
+                    a.host,
+                )
+            )
         for g in a.gpus:
             if g not in topo.host_of or topo.host_of[g] != a.host:
-                out.append(_violation("gpu-host", f"{a.job}/{a.container}: GPU {g!r} "
-                                              f"is not a GPU of host {a.host!r}", *key, a.host, g))
+                out.append(
+                    _violation(
+                        "gpu-host",
+                        f"{a.job}/{a.container}: GPU {g!r} is not a GPU of host {a.host!r}",
+                        *key,
+                        a.host,
+                        g,
+                    )
+                )
                 continue
             if g in instance.busy or g in holder:
                 other = "busy" if g in instance.busy else f"given to {'/'.join(holder[g])}"
-                out.append(_violation("gpu-taken", f"{a.job}/{a.container}: GPU {g!r} "
-                                              f"is {other}", *key, a.host, g))
+                out.append(
+                    _violation(
+                        "gpu-taken",
+                        f"{a.job}/{a.container}: GPU {g!r} is {other}",
+                        *key,
+                        a.host,
+                        g,
+                    )
+                )
             holder.setdefault(g, key)
             if instance.gpu_memory(g) + TOL < c.gpu_memory:
-                out.append(_violation("gpu-memory", f"{a.job}/{a.container} needs "
-                                              f"{c.gpu_memory:g} MB of GPU memory; {g!r} has "
-                                              f"{instance.gpu_memory(g):g}", *key, a.host, g))
+                out.append(
+                    _violation(
+                        "gpu-memory",
+                        f"{a.job}/{a.container} needs "
+                        f"{c.gpu_memory:g} MB of GPU memory; {g!r} has "
+                        f"{instance.gpu_memory(g):g}",
+                        *key,
+                        a.host,
+                        g,
+                    )
+                )
     for key in wanted:
         if key not in host_of and key not in misplaced:
             out.append(_violation("missing", f"{key[0]}/{key[1]} is not placed", *key))
@@ -98,12 +144,21 @@ def check_placement(instance: PlacementInstance, placement: Placement,
         for name, used in (("cpus", cpus[host]), ("memory", memory[host])):
             cap = instance.capacity(host, name)
             if used > cap * (1 + TOL) + TOL:
-                out.append(_violation("capacity", f"host {host!r}: {name} {used:g} > "
-                                              f"capacity {cap:g}", host=host))
+                out.append(
+                    _violation(
+                        "capacity", f"host {host!r}: {name} {used:g} > capacity {cap:g}", host=host
+                    )
+                )
     for (job_id, host), names in sorted(per_host.items()):
         if jobs[job_id].one_per_host and len(names) > 1:
-            out.append(_violation("one-per-host", f"job {job_id!r} has {len(names)} "
-                                          f"containers on host {host!r}", job_id, host=host))
+            out.append(
+                _violation(
+                    "one-per-host",
+                    f"job {job_id!r} has {len(names)} containers on host {host!r}",
+                    job_id,
+                    host=host,
+                )
+            )
     complete = len(host_of) == len(wanted)
     cost = placement_cost(instance, host_of, model) if complete else None
     return PlacementReport(tuple(out), cost)

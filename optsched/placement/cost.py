@@ -71,8 +71,12 @@ VARIANTS: tuple[Literal["paper", "code"], ...] = ("paper", "code")
 #: The Result's ``objective_name`` of each cost form (``cost=code`` keeps its parameter value;
 #: its name says the order-free cost is a reconstruction of the reference code).
 OBJECTIVE_NAMES = {"paper": "liquid_cost_paper", "code": "liquid_cost_code_reconstructed"}
-CODE_DISTANCE = {Distance.SAME_HOST: 0.0, Distance.SAME_RACK: 1.0, Distance.SAME_DOMAIN: 4.0,
-                 Distance.FARTHER: 40.0}
+CODE_DISTANCE = {
+    Distance.SAME_HOST: 0.0,
+    Distance.SAME_RACK: 1.0,
+    Distance.SAME_DOMAIN: 4.0,
+    Distance.FARTHER: 40.0,
+}
 
 
 @dataclass(frozen=True)
@@ -91,8 +95,9 @@ class CostModel:
         if not 0 <= self.lam <= 1:
             raise InputError(f"lambda must be in [0, 1], got {self.lam!r}")
         if self.cross_domain is not None and not 0 <= self.cross_domain <= MAX_VALUE:
-            raise InputError(f"cross_domain must be in [0, {MAX_VALUE:g}], "
-                             f"got {self.cross_domain!r}")
+            raise InputError(
+                f"cross_domain must be in [0, {MAX_VALUE:g}], got {self.cross_domain!r}"
+            )
 
     @property
     def objective_name(self) -> str:
@@ -112,12 +117,17 @@ class CostOptions(Options):
         "paper (eqs. 2-6: λ, rack/domain sizes, fitness; default) or code (a "
         "reconstruction of the reference code's evaluator: 1/4/40 × bandwidth, "
         "order-free PS-spread/worker-pack load; objective "
-        "liquid_cost_code_reconstructed)", VARIANTS)
+        "liquid_cost_code_reconstructed)",
+        VARIANTS,
+    )
     lam: float = number("the paper's λ in [0, 1] (default 0.5)", 0.5, high=1.0, key="lambda")
-    cross_domain: float | None = number("the paper's cost of a cross-domain pair (default: the "
-                                        "number of hosts)")
-    contention: bool = switch("1: weight each remote pair by the flows sharing its worker's "
-                              "host link (default 0; heuristics only)")
+    cross_domain: float | None = number(
+        "the paper's cost of a cross-domain pair (default: the number of hosts)"
+    )
+    contention: bool = switch(
+        "1: weight each remote pair by the flows sharing its worker's "
+        "host link (default 0; heuristics only)"
+    )
 
     def cost_model(self) -> CostModel:
         """The cost model these options describe."""
@@ -170,16 +180,25 @@ def pair_cost(instance: PlacementInstance, model: CostModel, a: str, b: str) -> 
     return float(instance.group_size["rack" if d is Distance.SAME_RACK else "domain", a])
 
 
-def _job_terms(instance: PlacementInstance, model: CostModel, job: PlacementJob,
-               pairs: Sequence[tuple[Container, str]], used: Mapping[str, int],
-               flows: Mapping[str, int], n_containers: int) -> tuple[float, float]:
+def _job_terms(
+    instance: PlacementInstance,
+    model: CostModel,
+    job: PlacementJob,
+    pairs: Sequence[tuple[Container, str]],
+    used: Mapping[str, int],
+    flows: Mapping[str, int],
+    n_containers: int,
+) -> tuple[float, float]:
     """(network, fitness or load) of one job's placed containers ``pairs``: ``used`` = GPUs in
     use per host, ``flows`` = remote PS–worker pairs per worker host (contention only),
     ``n_containers`` = the code form's divisor."""
     ps = [h for c, h in pairs if c.role == "ps"]
     workers = [h for c, h in pairs if c.role == "worker"]
-    job_net = sum(pair_cost(instance, model, p, w) * (flows[w] if model.contention else 1)
-                  for p in ps for w in workers)
+    job_net = sum(
+        pair_cost(instance, model, p, w) * (flows[w] if model.contention else 1)
+        for p in ps
+        for w in workers
+    )
     hosts = {h for _, h in pairs}
 
     def share(host: str) -> float:
@@ -204,8 +223,11 @@ def _flows(pairs: Sequence[tuple[Container, str]], flows: dict[str, int]) -> Non
             flows[w] += sum(p != w for p in ps_hosts)
 
 
-def placement_cost(instance: PlacementInstance, host_of: Mapping[tuple[str, str], str],
-                   model: CostModel | None = None) -> CostBreakdown:
+def placement_cost(
+    instance: PlacementInstance,
+    host_of: Mapping[tuple[str, str], str],
+    model: CostModel | None = None,
+) -> CostBreakdown:
     """The cost of a map (job id, container id) → host id; containers absent from the map are
     left out (a partial placement's cost)."""
     model = model or CostModel()
@@ -213,9 +235,15 @@ def placement_cost(instance: PlacementInstance, host_of: Mapping[tuple[str, str]
     used: dict[str, int] = defaultdict(int)
     for g in instance.busy:
         used[topo.host_of[g]] += 1
-    placed = [(job, pairs) for job in instance.jobs
-              if (pairs := [(c, host_of[job.id, c.id]) for c in job.containers
-                            if (job.id, c.id) in host_of])]  # jobs with nothing placed add 0
+    placed = [
+        (job, pairs)
+        for job in instance.jobs
+        if (
+            pairs := [
+                (c, host_of[job.id, c.id]) for c in job.containers if (job.id, c.id) in host_of
+            ]
+        )
+    ]  # jobs with nothing placed add 0
     for _, pairs in placed:
         for c, h in pairs:
             used[h] += c.gpus
@@ -232,8 +260,13 @@ def placement_cost(instance: PlacementInstance, host_of: Mapping[tuple[str, str]
     return CostBreakdown(network + load, network, load)
 
 
-def job_cost(instance: PlacementInstance, job: PlacementJob, hosts: Mapping[str, str],
-             in_use: Mapping[str, int], model: CostModel | None = None) -> CostBreakdown:
+def job_cost(
+    instance: PlacementInstance,
+    job: PlacementJob,
+    hosts: Mapping[str, str],
+    in_use: Mapping[str, int],
+    model: CostModel | None = None,
+) -> CostBreakdown:
     """The cost of job ``job`` alone — eq. 3's Score_κ (paper form) or the reconstructed code
     form of a single job — with its containers ``hosts`` (container id → host; containers
     absent are left out) and ``in_use[h]`` GPUs already in use on host h (busy GPUs and the

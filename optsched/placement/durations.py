@@ -33,12 +33,14 @@ def placement_mode(ps_host: str, worker_hosts: tuple[str, str]) -> str:
     return placement_pattern(("ps", "worker", "worker"), (ps_host, *worker_hosts))
 
 
-def job_duration(instance: PlacementInstance, placement: Placement, job_id: str,
-                 model: str) -> float:
+def job_duration(
+    instance: PlacementInstance, placement: Placement, job_id: str, model: str
+) -> float:
     """Execution time of job ``job_id`` of ``model`` under ``placement`` (table lookup)."""
     if model not in DURATIONS:
-        raise UnknownNameError(f"no duration table for model {model!r} "
-                               f"(known: {', '.join(DURATIONS)})")
+        raise UnknownNameError(
+            f"no duration table for model {model!r} (known: {', '.join(DURATIONS)})"
+        )
     job = instance.job(job_id)
     hosts = {a.container: a.host for a in placement.assignments if a.job == job_id}
     roles = Counter(c.role for c in job.containers)
@@ -50,8 +52,7 @@ def job_duration(instance: PlacementInstance, placement: Placement, job_id: str,
             raise InputError(f"job {job_id!r}: the table covers single tasks of 1 or 2 GPUs")
         return DURATIONS[model]["s1" if gpus == 1 else "s2"]
     if roles != Counter({"ps": 1, "worker": 2}):
-        raise InputError(f"job {job_id!r}: the table covers 1 PS + 2 workers, got "
-                         f"{dict(roles)}")
+        raise InputError(f"job {job_id!r}: the table covers 1 PS + 2 workers, got {dict(roles)}")
     ps = next(hosts[c.id] for c in job.containers if c.role == "ps")
     w1, w2 = (hosts[c.id] for c in job.containers if c.role == "worker")
     return DURATIONS[model][placement_mode(ps, (w1, w2))]
@@ -72,10 +73,12 @@ def contention_durations(model: str) -> tuple[float, dict[str, float]]:
     predicted durations of the four modes.
     """
     if model not in DURATIONS:
-        raise UnknownNameError(f"no duration table for model {model!r} "
-                               f"(known: {', '.join(DURATIONS)})")
+        raise UnknownNameError(
+            f"no duration table for model {model!r} (known: {', '.join(DURATIONS)})"
+        )
     table = DURATIONS[model]
     loads = WORKER_LINK_FLOWS
     c = sum(n * (table[m] - table["pww"]) for m, n in loads.items()) / sum(
-        n * n for n in loads.values())
+        n * n for n in loads.values()
+    )
     return c, {m: table["pww"] + c * n for m, n in loads.items()}

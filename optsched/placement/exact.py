@@ -58,8 +58,9 @@ def _demand(c: Any) -> tuple[float, ...]:
     return (c.gpus, c.cpus, c.memory, c.gpu_memory)
 
 
-def _chain(instance: PlacementInstance, host: str, variant: str = "paper"
-           ) -> list[tuple[str, Any]]:
+def _chain(
+    instance: PlacementInstance, host: str, variant: str = "paper"
+) -> list[tuple[str, Any]]:
     """(level, group) from the host up. Paper form: ("host", h), ("rack", r)?, ("domain",
     d)? — an unlabelled level is skipped, so unlabelled hosts meet only at "far". Code form:
     always host, rack and domain, by the reference code's labels
@@ -76,18 +77,23 @@ def _chain(instance: PlacementInstance, host: str, variant: str = "paper"
     return out
 
 
-def _values(instance: PlacementInstance, ctx: PlaceContext[Any], host: str
-            ) -> dict[str, Fraction]:
+def _values(instance: PlacementInstance, ctx: PlaceContext[Any], host: str) -> dict[str, Fraction]:
     """Pair cost when the nearest common group of the pair is at each level (and 'far')."""
     model = ctx.model
     if model.variant == "code":
-        return {"host": Fraction(0), "rack": Fraction(int(CODE_DISTANCE[Distance.SAME_RACK])),
-                "domain": Fraction(int(CODE_DISTANCE[Distance.SAME_DOMAIN])),
-                "far": Fraction(int(CODE_DISTANCE[Distance.FARTHER]))}
+        return {
+            "host": Fraction(0),
+            "rack": Fraction(int(CODE_DISTANCE[Distance.SAME_RACK])),
+            "domain": Fraction(int(CODE_DISTANCE[Distance.SAME_DOMAIN])),
+            "far": Fraction(int(CODE_DISTANCE[Distance.FARTHER])),
+        }
     far = len(instance.topology.hosts) if model.cross_domain is None else model.cross_domain
-    return {"host": Fraction(0), "rack": Fraction(instance.group_size["rack", host]),
-            "domain": Fraction(instance.group_size["domain", host]),
-            "far": Fraction(far).limit_denominator(10**6)}
+    return {
+        "host": Fraction(0),
+        "rack": Fraction(instance.group_size["rack", host]),
+        "domain": Fraction(instance.group_size["domain", host]),
+        "far": Fraction(far).limit_denominator(10**6),
+    }
 
 
 class _CpSat:
@@ -107,8 +113,17 @@ class _CpSat:
     def add(self, constraint: Any) -> None:
         self.m.add(constraint)
 
-    def product(self, used: Any, diff: Any, n_gpus: int, n_items: int, name: str,
-                pairs: list[tuple[int, Any]], items: list[Any], busy: int) -> Any:
+    def product(
+        self,
+        used: Any,
+        diff: Any,
+        n_gpus: int,
+        n_items: int,
+        name: str,
+        pairs: list[tuple[int, Any]],
+        items: list[Any],
+        busy: int,
+    ) -> Any:
         u = self.integer(0, n_gpus, f"U{name}")
         d = self.integer(-n_items, n_items, f"d{name}")
         self.add(u == used)
@@ -137,8 +152,17 @@ class _Pulp:
     def add(self, constraint: Any) -> None:
         self.prob += constraint
 
-    def product(self, used: Any, diff: Any, n_gpus: int, n_items: int, name: str,
-                pairs: list[tuple[int, Any]], items: list[Any], busy: int) -> Any:
+    def product(
+        self,
+        used: Any,
+        diff: Any,
+        n_gpus: int,
+        n_items: int,
+        name: str,
+        pairs: list[tuple[int, Any]],
+        items: list[Any],
+        busy: int,
+    ) -> Any:
         """U·diff = busy·diff + Σ_c k_c s_c x_c + Σ_{c≠t} k_c s_t x_c x_t (x binary)."""
         sign = {i: 1 if items[i][1].role == "ps" else -1 for i, _ in pairs}
         expr = busy * diff
@@ -158,8 +182,9 @@ class _Pulp:
         return expr
 
 
-def model_size(instance: PlacementInstance, ctx: PlaceContext[Any], *, pulp: bool
-               ) -> tuple[int, int]:
+def model_size(
+    instance: PlacementInstance, ctx: PlaceContext[Any], *, pulp: bool
+) -> tuple[int, int]:
     """(variables, non-zeros) of :func:`_build`, an upper estimate made without building:
     x[c, h] for every (container, host), ``both`` per PS–worker pair and group, ``u`` and
     ``z`` per (job, host) and, for PuLP with the code form, the linearised products per host (one
@@ -171,8 +196,11 @@ def model_size(instance: PlacementInstance, ctx: PlaceContext[Any], *, pulp: boo
     variant = ctx.model.variant
     levels = max((len(_chain(instance, h, variant)) for h in hosts), default=1)
     n_groups = len({g for h in hosts for g in _chain(instance, h, variant)})
-    pairs = sum(sum(c.role == "ps" for c in job.containers)
-                * sum(c.role == "worker" for c in job.containers) for job in instance.jobs)
+    pairs = sum(
+        sum(c.role == "ps" for c in job.containers)
+        * sum(c.role == "worker" for c in job.containers)
+        for job in instance.jobs
+    )
     variables = n * n_hosts + pairs * n_groups + len(instance.jobs) * n_hosts * 2
     nonzeros = 10 * n * n_hosts + pairs * (3 * n_groups + 4 * n_hosts * levels)
     if ctx.model.variant == "paper":  # z[j, h] ≤ GPUs in use on h: every container of h
@@ -183,16 +211,18 @@ def model_size(instance: PlacementInstance, ctx: PlaceContext[Any], *, pulp: boo
     return variables, nonzeros
 
 
-def _build(instance: PlacementInstance, ctx: PlaceContext[Any], b: Any,
-           budget: Budget | None = None
-           ) -> tuple[dict[tuple[int, str], Any], Fraction, list[tuple[Fraction, Any]]] | None:
+def _build(
+    instance: PlacementInstance, ctx: PlaceContext[Any], b: Any, budget: Budget | None = None
+) -> tuple[dict[tuple[int, str], Any], Fraction, list[tuple[Fraction, Any]]] | None:
     """The placement model on backend ``b``: (x, objective constant, objective terms), or
     None when some container fits on no host. Raises :class:`OutOfTime` (checked per
     container and per job) when ``budget`` is spent."""
     budget = b.budget = budget or Budget(None)
     if ctx.model.contention:
-        raise InputError("exact placement does not model link contention (a product of "
-                         "placement variables); use a heuristic")
+        raise InputError(
+            "exact placement does not model link contention (a product of "
+            "placement variables); use a heuristic"
+        )
     topo = instance.topology
     hosts = list(topo.hosts)
     rack_domains: dict[str | None, set[str | None]] = defaultdict(set)
@@ -200,8 +230,9 @@ def _build(instance: PlacementInstance, ctx: PlaceContext[Any], b: Any,
         rack_domains[topo.rack(h)].add(topo.domain(h))
     for rack, domains in rack_domains.items():
         if rack is not None and len(domains) > 1:
-            raise InputError(f"exact placement needs racks inside one domain; rack {rack!r} "
-                             "spans domains")
+            raise InputError(
+                f"exact placement needs racks inside one domain; rack {rack!r} spans domains"
+            )
     model_kind = ctx.model.variant
     lam = Fraction(ctx.model.lam).limit_denominator(10**6)
     gpus_of = {h: [g for g in instance.host_gpus[h] if g not in instance.busy] for h in hosts}
@@ -215,8 +246,11 @@ def _build(instance: PlacementInstance, ctx: PlaceContext[Any], b: Any,
         budget.check()
         for h in hosts:
             usable = sum(instance.gpu_memory(g) >= c.gpu_memory for g in gpus_of[h])
-            if c.cpus <= instance.capacity(h, "cpus") and c.memory <= instance.capacity(
-                    h, "memory") and c.gpus <= usable:
+            if (
+                c.cpus <= instance.capacity(h, "cpus")
+                and c.memory <= instance.capacity(h, "memory")
+                and c.gpus <= usable
+            ):
                 x[i, h] = b.binary(f"x{i}_{h}")
         options = [x[i, h] for h in hosts if (i, h) in x]
         if not options:
@@ -228,20 +262,29 @@ def _build(instance: PlacementInstance, ctx: PlaceContext[Any], b: Any,
     for h in hosts:
         budget.check()
         for res in ("cpus", "memory"):
-            b.add(sum(math.ceil(getattr(items[i][1], res) * 1000) * v for i, v in on[h])
-                  <= math.floor(instance.capacity(h, res) * 1000 + 1e-6))
+            b.add(
+                sum(math.ceil(getattr(items[i][1], res) * 1000) * v for i, v in on[h])
+                <= math.floor(instance.capacity(h, res) * 1000 + 1e-6)
+            )
         for theta in sorted({items[i][1].gpu_memory for i, _ in on[h]}):
             have = sum(instance.gpu_memory(g) >= theta for g in gpus_of[h])
-            b.add(sum(items[i][1].gpus * v for i, v in on[h] if items[i][1].gpu_memory >= theta)
-                  <= have)
+            b.add(
+                sum(items[i][1].gpus * v for i, v in on[h] if items[i][1].gpu_memory >= theta)
+                <= have
+            )
     # identical containers of a job are interchangeable: their host indices are ordered
     position = {h: k for k, h in enumerate(hosts)}
     for a in range(len(items) - 1):
         budget.check()
-        if items[a][0] is items[a + 1][0] and items[a][1].role == items[a + 1][1].role and \
-                _demand(items[a][1]) == _demand(items[a + 1][1]):
-            b.add(sum(position[h] * v for (i, h), v in x.items() if i == a)
-                  <= sum(position[h] * v for (i, h), v in x.items() if i == a + 1))
+        if (
+            items[a][0] is items[a + 1][0]
+            and items[a][1].role == items[a + 1][1].role
+            and _demand(items[a][1]) == _demand(items[a + 1][1])
+        ):
+            b.add(
+                sum(position[h] * v for (i, h), v in x.items() if i == a)
+                <= sum(position[h] * v for (i, h), v in x.items() if i == a + 1)
+            )
     for job in instance.jobs:
         budget.check()
         if job.one_per_host:
@@ -265,8 +308,7 @@ def _build(instance: PlacementInstance, ctx: PlaceContext[Any], b: Any,
     far = _values(instance, ctx, hosts[0])["far"]
     for job in instance.jobs:
         budget.check()
-        weight = lam if model_kind == "paper" else Fraction(job.bandwidth).limit_denominator(
-            10**6)
+        weight = lam if model_kind == "paper" else Fraction(job.bandwidth).limit_denominator(10**6)
         idx = [i for i, (j, _) in enumerate(items) if j is job]
         for p in (i for i in idx if items[i][1].role == "ps"):
             for w in (i for i in idx if items[i][1].role == "worker"):
@@ -314,8 +356,9 @@ def _build(instance: PlacementInstance, ctx: PlaceContext[Any], b: Any,
     return x, const, terms
 
 
-def _host_map(instance: PlacementInstance, x: dict[tuple[int, str], Any],
-              chosen: Any) -> dict[tuple[str, str], str]:
+def _host_map(
+    instance: PlacementInstance, x: dict[tuple[int, str], Any], chosen: Any
+) -> dict[tuple[str, str], str]:
     items = [(job, c) for job in instance.jobs for c in job.containers]
     return {(items[i][0].id, items[i][1].id): h for (i, h), v in x.items() if chosen(v) > 0.5}
 
@@ -324,18 +367,22 @@ def _host_map(instance: PlacementInstance, x: dict[tuple[int, str], Any],
 NO_HOST = PlaceOutput(status=Status.INFEASIBLE, extra={"reason": "a container fits on no host"})
 
 
-def _check_size(instance: PlacementInstance, ctx: PlaceContext[Any], method: str, pulp: bool
-                ) -> int:
+def _check_size(
+    instance: PlacementInstance, ctx: PlaceContext[Any], method: str, pulp: bool
+) -> int:
     """The estimated non-zeros of the model; InputError when it is too large."""
     variables, nonzeros = model_size(instance, ctx, pulp=pulp)
     if lp_too_large(variables, nonzeros, pulp=pulp):
-        raise InputError(f"--method {method}: the placement model of this instance would have "
-                         f"{size_text(variables, nonzeros, pulp=pulp)} (use gga or bestfit)")
+        raise InputError(
+            f"--method {method}: the placement model of this instance would have "
+            f"{size_text(variables, nonzeros, pulp=pulp)} (use gga or bestfit)"
+        )
     return nonzeros
 
 
-def _fallback(instance: PlacementInstance, ctx: PlaceContext[Any], extra: dict[str, Any],
-              budget: Budget) -> PlaceOutput:
+def _fallback(
+    instance: PlacementInstance, ctx: PlaceContext[Any], extra: dict[str, Any], budget: Budget
+) -> PlaceOutput:
     """The best-fit placement, when the time limit ran out before the solver could run (built
     within what is left of ``budget``: none when that runs out too)."""
     from optsched.placement.heuristics import greedy_plan
@@ -344,8 +391,9 @@ def _fallback(instance: PlacementInstance, ctx: PlaceContext[Any], extra: dict[s
     try:
         plan = greedy_plan(instance, ctx.model, budget)
     except OutOfTime:
-        return PlaceOutput(status=Status.UNKNOWN, extra={
-            **extra, "placement": None, "stopped": "time limit"})
+        return PlaceOutput(
+            status=Status.UNKNOWN, extra={**extra, "placement": None, "stopped": "time limit"}
+        )
     if plan is None:
         return PlaceOutput(status=Status.UNKNOWN, extra=extra)
     return PlaceOutput(placement_from_hosts(instance, plan), extra=extra)
@@ -363,12 +411,14 @@ def _budgets(ctx: PlaceContext[Any]) -> tuple[Budget, Budget]:
     return Budget(limit), Budget(None if limit is None else limit * BUILD_SHARE)
 
 
-def solve_placement(instance: PlacementInstance, ctx: PlaceContext[CpsatPlaceOptions]
-                    ) -> PlaceOutput:
+def solve_placement(
+    instance: PlacementInstance, ctx: PlaceContext[CpsatPlaceOptions]
+) -> PlaceOutput:
     """CP-SAT on the exactly integer-scaled objective, within ``ctx.time_limit`` (counted
     from the call: importing OR-Tools, about a second cold, is part of it)."""
     budget, build_budget = _budgets(ctx)
     from ortools.sat.python import cp_model
+
     _check_size(instance, ctx, "cpsat", pulp=False)
     b = _CpSat()
     try:
@@ -404,12 +454,14 @@ def solve_placement(instance: PlacementInstance, ctx: PlaceContext[CpsatPlaceOpt
     return PlaceOutput(placement, bound=bound, extra=extra)
 
 
-def solve_placement_milp(instance: PlacementInstance, ctx: PlaceContext[MilpPlaceOptions],
-                         backend: str) -> PlaceOutput:
+def solve_placement_milp(
+    instance: PlacementInstance, ctx: PlaceContext[MilpPlaceOptions], backend: str
+) -> PlaceOutput:
     """The same model as a MILP through PuLP (HiGHS or CBC), bound read from the solver,
     within ``ctx.time_limit``."""
     budget, build_budget = _budgets(ctx)
     from optsched.exact.milp import PULP_HANDOVER_SECONDS_PER_NONZERO, map_status, solve_pulp
+
     nonzeros = _check_size(instance, ctx, f"milp-{backend}", pulp=True)
     b = _Pulp()
     try:
@@ -426,14 +478,19 @@ def solve_placement_milp(instance: PlacementInstance, ctx: PlaceContext[MilpPlac
         if left < MIN_SOLVER_SECONDS:
             return _fallback(instance, ctx, {"backend": backend}, budget)
     bound, solver_status, interrupted = solve_pulp(
-        b.prob, backend, time_limit=left, threads=ctx.options.threads,
-        seed=ctx.seed)
-    extra: dict[str, Any] = {"solver_status": solver_status, "backend": backend,
-                             "variables": b.prob.numVariables(), "interrupted": interrupted}
+        b.prob, backend, time_limit=left, threads=ctx.options.threads, seed=ctx.seed
+    )
+    extra: dict[str, Any] = {
+        "solver_status": solver_status,
+        "backend": backend,
+        "variables": b.prob.numVariables(),
+        "interrupted": interrupted,
+    }
     status, has_solution = map_status(b.prob.sol_status)
     if not has_solution:
-        return PlaceOutput(bound=bound if status is Status.UNKNOWN else None, status=status,
-                           extra=extra)
+        return PlaceOutput(
+            bound=bound if status is Status.UNKNOWN else None, status=status, extra=extra
+        )
     placement = placement_from_hosts(instance, _host_map(instance, x, lambda v: v.value()))
     return PlaceOutput(placement, bound=bound, extra=extra)
 
@@ -452,27 +509,41 @@ class MilpPlaceOptions(CostOptions):
     threads: int = count("HiGHS or CBC threads (default 1)")
 
 
-@register("cpsat", kind="place", default_time_limit=EXACT_TIME_LIMIT,
-          imports=("ortools.sat.python.cp_model",),
-          options=CpsatPlaceOptions,
-          description="exact placement with CP-SAT for the order-free cost (certified bound)")
-def _place_cpsat(instance: PlacementInstance, ctx: PlaceContext[CpsatPlaceOptions]
-                 ) -> PlaceOutput:
+@register(
+    "cpsat",
+    kind="place",
+    default_time_limit=EXACT_TIME_LIMIT,
+    imports=("ortools.sat.python.cp_model",),
+    options=CpsatPlaceOptions,
+    description="exact placement with CP-SAT for the order-free cost (certified bound)",
+)
+def _place_cpsat(instance: PlacementInstance, ctx: PlaceContext[CpsatPlaceOptions]) -> PlaceOutput:
     return solve_placement(instance, ctx)
 
 
-@register("milp-highs", kind="place", default_time_limit=EXACT_TIME_LIMIT,
-          imports=("pulp", "highspy"),
-          options=MilpPlaceOptions,
-          description="exact placement as a MILP through PuLP + HiGHS (certified bound)")
-def _place_milp_highs(instance: PlacementInstance, ctx: PlaceContext[MilpPlaceOptions]
-                      ) -> PlaceOutput:
+@register(
+    "milp-highs",
+    kind="place",
+    default_time_limit=EXACT_TIME_LIMIT,
+    imports=("pulp", "highspy"),
+    options=MilpPlaceOptions,
+    description="exact placement as a MILP through PuLP + HiGHS (certified bound)",
+)
+def _place_milp_highs(
+    instance: PlacementInstance, ctx: PlaceContext[MilpPlaceOptions]
+) -> PlaceOutput:
     return solve_placement_milp(instance, ctx, "highs")
 
 
-@register("milp-cbc", kind="place", default_time_limit=EXACT_TIME_LIMIT, imports=("pulp",),
-          options=MilpPlaceOptions,
-          description="exact placement as a MILP through PuLP + CBC (certified bound)")
-def _place_milp_cbc(instance: PlacementInstance, ctx: PlaceContext[MilpPlaceOptions]
-                    ) -> PlaceOutput:
+@register(
+    "milp-cbc",
+    kind="place",
+    default_time_limit=EXACT_TIME_LIMIT,
+    imports=("pulp",),
+    options=MilpPlaceOptions,
+    description="exact placement as a MILP through PuLP + CBC (certified bound)",
+)
+def _place_milp_cbc(
+    instance: PlacementInstance, ctx: PlaceContext[MilpPlaceOptions]
+) -> PlaceOutput:
     return solve_placement_milp(instance, ctx, "cbc")

@@ -51,42 +51,56 @@ class PlacementSpec:
         if not 1 <= self.workers[0] <= self.workers[1]:
             raise InputError("placement generator: workers must be a range of integers >= 1")
         if not 0 <= self.busy < 1:
-            raise InputError("placement generator: busy (--busy) must be in [0, 1), "
-                             f"got {self.busy!r}")
+            raise InputError(
+                f"placement generator: busy (--busy) must be in [0, 1), got {self.busy!r}"
+            )
         for name in ("gpu_memory", "cpus", "memory"):
             value = getattr(self, name)
             if not 0 < value <= MAX_VALUE:
-                raise InputError(f"placement generator: {name} must be in (0, {MAX_VALUE:g}], "
-                                 f"got {value!r}")
+                raise InputError(
+                    f"placement generator: {name} must be in (0, {MAX_VALUE:g}], got {value!r}"
+                )
         if self.host_gbps is not None and not 0 < self.host_gbps <= MAX_VALUE:
-            raise InputError(f"placement generator: host_gbps must be in (0, {MAX_VALUE:g}], "
-                             f"got {self.host_gbps!r}")
+            raise InputError(
+                f"placement generator: host_gbps must be in (0, {MAX_VALUE:g}], "
+                f"got {self.host_gbps!r}"
+            )
         if self.jobs_per_host is not None and not 0 < self.jobs_per_host <= MAX_VALUE:
-            raise InputError(f"placement generator: jobs_per_host must be > 0, "
-                             f"got {self.jobs_per_host!r}")
+            raise InputError(
+                f"placement generator: jobs_per_host must be > 0, got {self.jobs_per_host!r}"
+            )
         check_generation_size(
             f"--jobs {self.n_jobs} --hosts {self.hosts} --gpus-per-host {self.gpus_per_host}",
-            jobs=self.n_jobs, gpus=self.hosts * self.gpus_per_host,
-            tasks=self.n_jobs * (1 + self.workers[1]))
+            jobs=self.n_jobs,
+            gpus=self.hosts * self.gpus_per_host,
+            tasks=self.n_jobs * (1 + self.workers[1]),
+        )
 
     @property
     def n_jobs(self) -> int:
         """The number of jobs: ``jobs``, or ``jobs_per_host`` × ``hosts`` when given."""
-        return self.jobs if self.jobs_per_host is None else max(
-            1, round(self.jobs_per_host * self.hosts))
+        return (
+            self.jobs
+            if self.jobs_per_host is None
+            else max(1, round(self.jobs_per_host * self.hosts))
+        )
 
 
-def generate_placement(spec: PlacementSpec, seed: int, *, name: str | None = None
-                       ) -> PlacementInstance:
+def generate_placement(
+    spec: PlacementSpec, seed: int, *, name: str | None = None
+) -> PlacementInstance:
     """A random placement instance drawn from ``spec`` with ``default_rng(seed)``."""
     rng = np.random.default_rng(seed)
     n_jobs = spec.n_jobs
     links = dict(DEFAULT_BANDWIDTH)
     if spec.host_gbps is not None:
         links["host"] = spec.host_gbps
-    graph = tree_topology([[spec.gpu_type] * spec.gpus_per_host] * spec.hosts,
-                          hosts_per_rack=spec.hosts_per_rack,
-                          racks_per_domain=spec.racks_per_domain, bandwidth=links)
+    graph = tree_topology(
+        [[spec.gpu_type] * spec.gpus_per_host] * spec.hosts,
+        hosts_per_rack=spec.hosts_per_rack,
+        racks_per_domain=spec.racks_per_domain,
+        bandwidth=links,
+    )
     for _, attrs in graph.nodes(data=True):
         if attrs["kind"] == "host":
             attrs.update(cpus=spec.cpus, memory=spec.memory)
@@ -95,11 +109,26 @@ def generate_placement(spec: PlacementSpec, seed: int, *, name: str | None = Non
     jobs = []
     for j in range(n_jobs):
         n_workers = int(rng.integers(spec.workers[0], spec.workers[1] + 1))
-        containers = [Container("ps0", "ps", gpus=spec.ps_gpus, cpus=4, memory=4096,
-                                gpu_memory=8192 if spec.ps_gpus else 0)]
-        containers += [Container(f"w{k}", "worker", gpus=1, cpus=4, memory=4096,
-                                 gpu_memory=8192) for k in range(n_workers)]
-        jobs.append(PlacementJob(f"j{j}", tuple(containers),
-                                 float(rng.integers(spec.bandwidth[0], spec.bandwidth[1] + 1))))
+        containers = [
+            Container(
+                "ps0",
+                "ps",
+                gpus=spec.ps_gpus,
+                cpus=4,
+                memory=4096,
+                gpu_memory=8192 if spec.ps_gpus else 0,
+            )
+        ]
+        containers += [
+            Container(f"w{k}", "worker", gpus=1, cpus=4, memory=4096, gpu_memory=8192)
+            for k in range(n_workers)
+        ]
+        jobs.append(
+            PlacementJob(
+                f"j{j}",
+                tuple(containers),
+                float(rng.integers(spec.bandwidth[0], spec.bandwidth[1] + 1)),
+            )
+        )
     label = name or f"place-s{seed}-j{n_jobs}-h{spec.hosts}"
     return PlacementInstance(label, Topology(graph), tuple(jobs))

@@ -112,16 +112,22 @@ class GgaOptions(BestfitOptions):
     """The GA's options beyond the cost (defaults: see the module docstring); ``line18``
     applies to its best-fit seed."""
 
-    repair: Repair = choice("re-insertion of homeless containers: mixed (whole jobs, each by "
-                            "jobfit or random-fit; default), jobfit (whole jobs on the host "
-                            "of least job cost), randomfit (reference code), bestfit (per "
-                            "container), firstfit (paper Fig. 8)", REPAIRS)
+    repair: Repair = choice(
+        "re-insertion of homeless containers: mixed (whole jobs, each by "
+        "jobfit or random-fit; default), jobfit (whole jobs on the host "
+        "of least job cost), randomfit (reference code), bestfit (per "
+        "container), firstfit (paper Fig. 8)",
+        REPAIRS,
+    )
     fitness: Literal["eq8", "cost"] = choice(
-        "eq8 (cost + hosts used, paper eq. 8; default) or cost", FITNESSES)
-    generations: int | None = count("maximum generations (default 10 × (30 + containers))",
-                                    None)
-    patience: int | None = count("stop after this many generations without improvement "
-                                 "(default 30 + containers, the reference code's)", None)
+        "eq8 (cost + hosts used, paper eq. 8; default) or cost", FITNESSES
+    )
+    generations: int | None = count("maximum generations (default 10 × (30 + containers))", None)
+    patience: int | None = count(
+        "stop after this many generations without improvement "
+        "(default 30 + containers, the reference code's)",
+        None,
+    )
 
 
 @dataclass(frozen=True)
@@ -133,8 +139,13 @@ class _Scored:
 
 
 class _Problem:
-    def __init__(self, instance: PlacementInstance, model: CostModel, config: GgaOptions,
-                 budget: Budget | None = None) -> None:
+    def __init__(
+        self,
+        instance: PlacementInstance,
+        model: CostModel,
+        config: GgaOptions,
+        budget: Budget | None = None,
+    ) -> None:
         self.instance, self.model, self.config = instance, model, config
         self.budget = budget or Budget(None)
         self.hosts = list(instance.topology.hosts)
@@ -143,8 +154,13 @@ class _Problem:
         self.job_items: dict[str, list[int]] = defaultdict(list)
         for i, (job, _) in enumerate(self.items):
             self.job_items[job.id].append(i)
-        self.gpu_mem = [sorted((instance.gpu_memory(g) for g in instance.host_gpus[h]
-                                if g not in instance.busy), reverse=True) for h in self.hosts]
+        self.gpu_mem = [
+            sorted(
+                (instance.gpu_memory(g) for g in instance.host_gpus[h] if g not in instance.busy),
+                reverse=True,
+            )
+            for h in self.hosts
+        ]
         self.busy = [sum(g in instance.busy for g in instance.host_gpus[h]) for h in self.hosts]
         self.cpus = [instance.capacity(h, "cpus") for h in self.hosts]
         self.memory = [instance.capacity(h, "memory") for h in self.hosts]
@@ -156,8 +172,10 @@ class _Problem:
         if job.one_per_host and any(self.items[k][0] is job for k in on):
             return False
         cs: list[Container] = [self.items[k][1] for k in on] + [c]
-        if sum(x.cpus for x in cs) > self.cpus[h] + 1e-9 or \
-                sum(x.memory for x in cs) > self.memory[h] + 1e-9:
+        if (
+            sum(x.cpus for x in cs) > self.cpus[h] + 1e-9
+            or sum(x.memory for x in cs) > self.memory[h] + 1e-9
+        ):
             return False
         for theta in {x.gpu_memory for x in cs}:
             have = sum(m >= theta for m in self.gpu_mem[h])
@@ -165,9 +183,15 @@ class _Problem:
                 return False
         return True
 
-    def insert(self, genome: Genome, order: list[int], rule: str,
-               rng: np.random.Generator, banned: int = -1,
-               pinned: frozenset[int] = frozenset()) -> bool:
+    def insert(
+        self,
+        genome: Genome,
+        order: list[int],
+        rule: str,
+        rng: np.random.Generator,
+        banned: int = -1,
+        pinned: frozenset[int] = frozenset(),
+    ) -> bool:
         """Place the homeless containers ``order`` by ``rule`` on hosts other than
         ``banned``; False when one fits nowhere. ``firstfit``, ``randomfit``, ``bestfit``
         place container by container; ``jobfit`` and ``mixed`` first make every container of
@@ -186,8 +210,9 @@ class _Problem:
                     on[g].append(k)
             for t in rng.permutation(len(jobs)):
                 todo = [k for k in self.job_items[jobs[int(t)]] if genome[k] < 0]
-                how = rule if rule == "jobfit" else ("jobfit" if rng.random() < 0.5
-                                                     else "randomfit")
+                how = (
+                    rule if rule == "jobfit" else ("jobfit" if rng.random() < 0.5 else "randomfit")
+                )
                 if not self._insert_job(genome, on, todo, how, rng, banned):
                     return False
             return True
@@ -212,8 +237,15 @@ class _Problem:
     def _room(self, on: list[list[int]], i: int, banned: int) -> list[int]:
         return [h for h in range(len(self.hosts)) if h != banned and self.fits(on[h], i, h)]
 
-    def _insert_job(self, genome: Genome, on: list[list[int]], todo: list[int], how: str,
-                    rng: np.random.Generator, banned: int) -> bool:
+    def _insert_job(
+        self,
+        genome: Genome,
+        on: list[list[int]],
+        todo: list[int],
+        how: str,
+        rng: np.random.Generator,
+        banned: int,
+    ) -> bool:
         """Re-insert one job's homeless containers ``todo``. ``randomfit``: each on a random
         host with room. ``jobfit``: all on one host when some host has room for all of them
         (the one of least job cost, ties at random), else container by container on the host
@@ -243,31 +275,58 @@ class _Problem:
             hosts = self._room(on, i, banned)
             if not hosts:
                 return False
-            h = (hosts[int(rng.integers(len(hosts)))] if how == "randomfit"
-                 else self._best_host(genome, on, i, hosts, rng))
+            h = (
+                hosts[int(rng.integers(len(hosts)))]
+                if how == "randomfit"
+                else self._best_host(genome, on, i, hosts, rng)
+            )
             genome[i] = h
             on[h].append(i)
         return True
 
-    def _best_host(self, genome: Genome, on: list[list[int]], i: int, hosts: list[int],
-                   rng: np.random.Generator) -> int:
+    def _best_host(
+        self,
+        genome: Genome,
+        on: list[list[int]],
+        i: int,
+        hosts: list[int],
+        rng: np.random.Generator,
+    ) -> int:
         """The host of least cost of container i's own job (the job's placed containers plus
         i; every other container as GPUs in use), ties broken at random."""
         return self._least(genome, on, self.items[i][0], [([i], h) for h in hosts], rng)
 
-    def _least(self, genome: Genome, on: list[list[int]], job: PlacementJob,
-               options: list[tuple[list[int], int]], rng: np.random.Generator) -> int:
+    def _least(
+        self,
+        genome: Genome,
+        on: list[list[int]],
+        job: PlacementJob,
+        options: list[tuple[list[int], int]],
+        rng: np.random.Generator,
+    ) -> int:
         """Of the options (containers of ``job`` to add, host), the host whose option gives
         the least cost of ``job`` alone (:func:`~optsched.placement.cost.job_cost`), ties at
         random."""
-        mine = {self.items[k][1].id: self.hosts[genome[k]]
-                for k in self.job_items[job.id] if genome[k] >= 0}
-        in_use = {self.hosts[h]: self.busy[h] + sum(
-            self.items[k][1].gpus for k in ks if self.items[k][0] is not job)
-            for h, ks in enumerate(on)}
-        scores = [job_cost(self.instance, job, {**mine, **{self.items[i][1].id: self.hosts[h]
-                                                           for i in add}},
-                           in_use, self.model).total for add, h in options]
+        mine = {
+            self.items[k][1].id: self.hosts[genome[k]]
+            for k in self.job_items[job.id]
+            if genome[k] >= 0
+        }
+        in_use = {
+            self.hosts[h]: self.busy[h]
+            + sum(self.items[k][1].gpus for k in ks if self.items[k][0] is not job)
+            for h, ks in enumerate(on)
+        }
+        scores = [
+            job_cost(
+                self.instance,
+                job,
+                {**mine, **{self.items[i][1].id: self.hosts[h] for i in add}},
+                in_use,
+                self.model,
+            ).total
+            for add, h in options
+        ]
         least = min(scores)
         ties = [h for (_, h), v in zip(options, scores, strict=True) if v <= least + TIE]
         return ties[int(rng.integers(len(ties)))]
@@ -287,8 +346,9 @@ def _tournament(population: list[_Scored], rng: np.random.Generator) -> _Scored:
     return min((population[int(p)] for p in picks), key=lambda s: s.fitness)
 
 
-def _vary(prob: _Problem, population: list[_Scored], child: Genome,
-          rng: np.random.Generator) -> bool:
+def _vary(
+    prob: _Problem, population: list[_Scored], child: Genome, rng: np.random.Generator
+) -> bool:
     """Crossover (rate 0.7) and mutation (rate 0.5) of ``child`` in place; False when the
     homeless containers fit nowhere (the child is discarded). Raises :class:`OutOfTime`."""
     n = len(child)
@@ -318,10 +378,15 @@ def _vary(prob: _Problem, population: list[_Scored], child: Genome,
     return True
 
 
-def run_gga(instance: PlacementInstance, model: CostModel, *, seed: int = 0,
-            config: GgaOptions | None = None, time_limit: float | None = None,
-            report: Callable[[float | None, float | None], None] | None = None
-            ) -> tuple[Genome | None, dict[str, Any]]:
+def run_gga(
+    instance: PlacementInstance,
+    model: CostModel,
+    *,
+    seed: int = 0,
+    config: GgaOptions | None = None,
+    time_limit: float | None = None,
+    report: Callable[[float | None, float | None], None] | None = None,
+) -> tuple[Genome | None, dict[str, Any]]:
     """The best genome found by fitness (None when no feasible plan was built) and run
     statistics. ``report(cost, None)`` receives the cost of the best individual after the
     initial population and after every generation (a progress line's incumbent)."""
@@ -333,9 +398,14 @@ def run_gga(instance: PlacementInstance, model: CostModel, *, seed: int = 0,
     size = 30 + n // 2
     patience = 30 + n if config.patience is None else config.patience
     generations = 10 * (30 + n) if config.generations is None else config.generations
-    settings: dict[str, Any] = {"repair": config.repair, "fitness": config.fitness,
-                                "line18": config.line18, "population": size,
-                                "patience": patience, "max_generations": generations}
+    settings: dict[str, Any] = {
+        "repair": config.repair,
+        "fitness": config.fitness,
+        "line18": config.line18,
+        "population": size,
+        "patience": patience,
+        "max_generations": generations,
+    }
     population: list[_Scored] = []
     try:
         seed_plan = greedy_plan(instance, model, budget, line18=config.line18)
@@ -355,8 +425,12 @@ def run_gga(instance: PlacementInstance, model: CostModel, *, seed: int = 0,
         if fitted:
             population.append(prob.score(genome))
     if not population:
-        return None, {**settings, "generations": 0, "evaluations": 0,
-                      "stopped": "time limit" if budget.expired() else "no feasible plan"}
+        return None, {
+            **settings,
+            "generations": 0,
+            "evaluations": 0,
+            "stopped": "time limit" if budget.expired() else "no feasible plan",
+        }
     best = min(population, key=lambda s: s.fitness)
     least_cost = min(s.cost for s in population)
     if report is not None:
@@ -404,21 +478,43 @@ def run_gga(instance: PlacementInstance, model: CostModel, *, seed: int = 0,
                 break
     except KeyboardInterrupt:  # a genuine Ctrl-C: the best individual so far
         stopped = "interrupted"
-    return best.genome, {**settings, "generations": done, "evaluations": evaluations,
-                         "best_fitness": best.fitness, "best_cost": best.cost,
-                         "numnu": best.numnu, "best_cost_seen": least_cost,
-                         "stopped": stopped, "interrupted": stopped == "interrupted"}
+    return best.genome, {
+        **settings,
+        "generations": done,
+        "evaluations": evaluations,
+        "best_fitness": best.fitness,
+        "best_cost": best.cost,
+        "numnu": best.numnu,
+        "best_cost_seen": least_cost,
+        "stopped": stopped,
+        "interrupted": stopped == "interrupted",
+    }
 
 
-@register("gga", kind="place", options=GgaOptions, default_time_limit=EXACT_TIME_LIMIT,
-          description="Liquid's batch mode: grouping genetic algorithm, eq. 8 fitness "
-                      "(seeded, generation counts)")
+@register(
+    "gga",
+    kind="place",
+    options=GgaOptions,
+    default_time_limit=EXACT_TIME_LIMIT,
+    description="Liquid's batch mode: grouping genetic algorithm, eq. 8 fitness "
+    "(seeded, generation counts)",
+)
 def _place_gga(instance: PlacementInstance, ctx: PlaceContext[GgaOptions]) -> PlaceOutput:
-    genome, stats = run_gga(instance, ctx.model, seed=ctx.seed, config=ctx.options,
-                            time_limit=ctx.time_limit, report=ctx.report)
+    genome, stats = run_gga(
+        instance,
+        ctx.model,
+        seed=ctx.seed,
+        config=ctx.options,
+        time_limit=ctx.time_limit,
+        report=ctx.report,
+    )
     if genome is None:
         return PlaceOutput(status=Status.UNKNOWN, extra=stats)
     hosts = list(instance.topology.hosts)
-    host_of = {(job.id, c.id): hosts[h] for (job, c), h in zip(
-        [(job, c) for job in instance.jobs for c in job.containers], genome, strict=True)}
+    host_of = {
+        (job.id, c.id): hosts[h]
+        for (job, c), h in zip(
+            [(job, c) for job in instance.jobs for c in job.containers], genome, strict=True
+        )
+    }
     return PlaceOutput(placement_from_hosts(instance, host_of), extra=stats)

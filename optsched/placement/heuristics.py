@@ -70,20 +70,24 @@ class _Free:
     @classmethod
     def of(cls, instance: PlacementInstance) -> _Free:
         hosts = instance.topology.hosts
-        return cls({h: instance.capacity(h, "cpus") for h in hosts},
-                   {h: instance.capacity(h, "memory") for h in hosts},
-                   {h: [g for g in instance.host_gpus[h] if g not in instance.busy]
-                    for h in hosts})
+        return cls(
+            {h: instance.capacity(h, "cpus") for h in hosts},
+            {h: instance.capacity(h, "memory") for h in hosts},
+            {h: [g for g in instance.host_gpus[h] if g not in instance.busy] for h in hosts},
+        )
 
     def usable_gpus(self, instance: PlacementInstance, host: str, c: Container) -> list[str]:
         return [g for g in self.gpus[host] if instance.gpu_memory(g) >= c.gpu_memory]
 
     def fits(self, instance: PlacementInstance, host: str, c: Container) -> bool:
-        return (self.cpus[host] >= c.cpus and self.memory[host] >= c.memory
-                and len(self.usable_gpus(instance, host, c)) >= c.gpus)
+        return (
+            self.cpus[host] >= c.cpus
+            and self.memory[host] >= c.memory
+            and len(self.usable_gpus(instance, host, c)) >= c.gpus
+        )
 
     def take(self, instance: PlacementInstance, host: str, c: Container) -> tuple[str, ...]:
-        chosen = tuple(self.usable_gpus(instance, host, c)[:c.gpus])
+        chosen = tuple(self.usable_gpus(instance, host, c)[: c.gpus])
         self.cpus[host] -= c.cpus
         self.memory[host] -= c.memory
         self.gpus[host] = [g for g in self.gpus[host] if g not in chosen]
@@ -99,19 +103,23 @@ def liquid_order(job: PlacementJob) -> list[Container]:
     out: list[Container] = []
     for i, p in enumerate(ps):
         out.append(p)
-        out += workers[i * len(workers) // len(ps):(i + 1) * len(workers) // len(ps)]
+        out += workers[i * len(workers) // len(ps) : (i + 1) * len(workers) // len(ps)]
     return out
 
 
-Chooser = Callable[[list[str], PlacementJob, Container, dict[tuple[str, str], str], _Free],
-                   str]
+Chooser = Callable[[list[str], PlacementJob, Container, dict[tuple[str, str], str], _Free], str]
 
 #: Ties within this much of the least score go to the lowest host index.
 TIE = 1e-9
 
 
-def greedy(instance: PlacementInstance, choose: Chooser, budget: Budget | None = None, *,
-           line18: bool = False) -> Placement | None:
+def greedy(
+    instance: PlacementInstance,
+    choose: Chooser,
+    budget: Budget | None = None,
+    *,
+    line18: bool = False,
+) -> Placement | None:
     """Place every container with ``choose(candidates, job, container, so_far, free)``;
     ``line18``: a host that took a container of a job is no candidate for the job's later
     containers (Alg. 1 line 18; always so for ``one_per_host`` jobs). Raises
@@ -126,8 +134,11 @@ def greedy(instance: PlacementInstance, choose: Chooser, budget: Budget | None =
         for c in liquid_order(job):
             if budget is not None:
                 budget.check()
-            candidates = [h for h in instance.topology.hosts
-                          if not (once and h in used) and free.fits(instance, h, c)]
+            candidates = [
+                h
+                for h in instance.topology.hosts
+                if not (once and h in used) and free.fits(instance, h, c)
+            ]
             if not candidates:
                 return None
             host = choose(candidates, job, c, host_of, free)
@@ -137,8 +148,13 @@ def greedy(instance: PlacementInstance, choose: Chooser, budget: Budget | None =
     return Placement(instance.name, tuple(out))
 
 
-def greedy_plan(instance: PlacementInstance, model: CostModel, budget: Budget | None = None,
-                *, line18: bool = False) -> dict[tuple[str, str], str] | None:
+def greedy_plan(
+    instance: PlacementInstance,
+    model: CostModel,
+    budget: Budget | None = None,
+    *,
+    line18: bool = False,
+) -> dict[tuple[str, str], str] | None:
     """The best-fit container → host map (None when some container fits nowhere). Raises
     :class:`~optsched.budget.OutOfTime` once ``budget`` is spent."""
     placement = greedy(instance, BestFit(instance, model, budget), budget, line18=line18)
@@ -163,19 +179,26 @@ class BestFit:
     the hosts the job uses, and equals ``job_cost(...).total`` (property-tested); with link
     contention it is ``job_cost`` itself."""
 
-    def __init__(self, instance: PlacementInstance, model: CostModel,
-                 budget: Budget | None = None) -> None:
+    def __init__(
+        self, instance: PlacementInstance, model: CostModel, budget: Budget | None = None
+    ) -> None:
         self.instance, self.model, self.budget = instance, model, budget
         self.n_gpus = {h: len(g) for h, g in instance.host_gpus.items()}
 
-    def __call__(self, candidates: list[str], job: PlacementJob, c: Container,
-                 so_far: dict[tuple[str, str], str], free: _Free) -> str:
-        placed = [(x, so_far[job.id, x.id]) for x in job.containers
-                  if (job.id, x.id) in so_far]
+    def __call__(
+        self,
+        candidates: list[str],
+        job: PlacementJob,
+        c: Container,
+        so_far: dict[tuple[str, str], str],
+        free: _Free,
+    ) -> str:
+        placed = [(x, so_far[job.id, x.id]) for x in job.containers if (job.id, x.id) in so_far]
         return first_least(candidates, self.scorer(job, c, placed, free))
 
-    def scorer(self, job: PlacementJob, c: Container, placed: list[tuple[Container, str]],
-               free: _Free) -> Callable[[str], float]:
+    def scorer(
+        self, job: PlacementJob, c: Container, placed: list[tuple[Container, str]], free: _Free
+    ) -> Callable[[str], float]:
         """score(h): the job's cost with ``placed`` and ``c`` on host h."""
         inst, model, budget, n_gpus = self.instance, self.model, self.budget, self.n_gpus
 
@@ -193,6 +216,7 @@ class BestFit:
                 if budget is not None:
                     budget.check()
                 return job_cost(inst, job, {**hosts, c.id: h}, others, model).total
+
             return full
 
         ps: dict[str, int] = {}
@@ -209,8 +233,9 @@ class BestFit:
         def score(h: str) -> float:
             if budget is not None:
                 budget.check()
-            network = weight * (net + sum(pair_cost(inst, model, h, o) * k
-                                          for o, k in partners.items()))
+            network = weight * (
+                net + sum(pair_cost(inst, model, h, o) * k for o, k in partners.items())
+            )
             load = 0.0
             for o in {*ps, *workers, h}:
                 total = n_gpus[o]
@@ -225,6 +250,7 @@ class BestFit:
             if model.variant == "code":
                 load += len({*ps, *workers, h}) / n
             return network + load
+
         return score
 
 
@@ -232,9 +258,11 @@ class BestFit:
 class BestfitOptions(CostOptions):
     """Best-fit's options (the GGA's too, for its best-fit seed) beyond the cost."""
 
-    line18: bool = switch("1: Alg. 1 line 18, a host that took a container of a job leaves "
-                          "that job's candidates; 0: the reference code, which keeps it "
-                          "(default 0)")
+    line18: bool = switch(
+        "1: Alg. 1 line 18, a host that took a container of a job leaves "
+        "that job's candidates; 0: the reference code, which keeps it "
+        "(default 0)"
+    )
 
 
 def bestfit_extra(line18: bool) -> dict[str, Any]:
@@ -243,12 +271,20 @@ def bestfit_extra(line18: bool) -> dict[str, Any]:
 
 
 #: ``extra`` of a heuristic stopped by ``--time-limit`` before every container was placed.
-STOPPED_BY_TIME = {"stopped": "time limit", "reason": "the time limit ran out before every "
-                   "container was placed"}
+STOPPED_BY_TIME = {
+    "stopped": "time limit",
+    "reason": "the time limit ran out before every container was placed",
+}
 
 
-def _run(instance: PlacementInstance, ctx: PlaceContext[Any], choose: Chooser,
-         budget: Budget | None = None, *, line18: bool = False) -> PlaceOutput:
+def _run(
+    instance: PlacementInstance,
+    ctx: PlaceContext[Any],
+    choose: Chooser,
+    budget: Budget | None = None,
+    *,
+    line18: bool = False,
+) -> PlaceOutput:
     """The greedy placement within ``ctx.time_limit`` (status unknown, no placement, when the
     limit stops it)."""
     budget = budget or Budget(ctx.time_limit)
@@ -259,33 +295,49 @@ def _run(instance: PlacementInstance, ctx: PlaceContext[Any], choose: Chooser,
     return PlaceOutput(placement, status=None if placement else Status.UNKNOWN)
 
 
-@register("bestfit", kind="place", options=BestfitOptions,
-          description="Liquid's immediate-mode best-fit: each container on the host of least "
-                      "cost of its own job (eq. 3); line18=1 for Alg. 1's node removal")
+@register(
+    "bestfit",
+    kind="place",
+    options=BestfitOptions,
+    description="Liquid's immediate-mode best-fit: each container on the host of least "
+    "cost of its own job (eq. 3); line18=1 for Alg. 1's node removal",
+)
 def _place_bestfit(instance: PlacementInstance, ctx: PlaceContext[BestfitOptions]) -> PlaceOutput:
     budget = Budget(ctx.time_limit)
     line18 = ctx.options.line18
     out = _run(instance, ctx, BestFit(instance, ctx.model, budget), budget, line18=line18)
-    return PlaceOutput(out.placement, out.bound, out.status, {**out.extra,
-                                                              **bestfit_extra(line18)})
+    return PlaceOutput(
+        out.placement, out.bound, out.status, {**out.extra, **bestfit_extra(line18)}
+    )
 
 
-@register("random", kind="place",
-          description="each container on a random host that fits (seeded)")
+@register("random", kind="place", description="each container on a random host that fits (seeded)")
 def _place_random(instance: PlacementInstance, ctx: PlaceContext[CostOptions]) -> PlaceOutput:
     rng = np.random.default_rng(ctx.seed)
     return _run(instance, ctx, lambda cand, *_: cand[int(rng.integers(len(cand)))])
 
 
-@register("spread", kind="place",
-          description="even distribution: the host with the most free GPUs")
+@register(
+    "spread", kind="place", description="even distribution: the host with the most free GPUs"
+)
 def _place_spread(instance: PlacementInstance, ctx: PlaceContext[CostOptions]) -> PlaceOutput:
-    return _run(instance, ctx, lambda cand, job, c, so_far, free: min(
-        cand, key=lambda h: (-len(free.gpus[h]), -free.cpus[h])))
+    return _run(
+        instance,
+        ctx,
+        lambda cand, job, c, so_far, free: min(
+            cand, key=lambda h: (-len(free.gpus[h]), -free.cpus[h])
+        ),
+    )
 
 
-@register("pack", kind="place",
-          description="consolidation: the host with the fewest free GPUs that fits")
+@register(
+    "pack", kind="place", description="consolidation: the host with the fewest free GPUs that fits"
+)
 def _place_pack(instance: PlacementInstance, ctx: PlaceContext[CostOptions]) -> PlaceOutput:
-    return _run(instance, ctx, lambda cand, job, c, so_far, free: min(
-        cand, key=lambda h: (len(free.gpus[h]), free.cpus[h])))
+    return _run(
+        instance,
+        ctx,
+        lambda cand, job, c, so_far, free: min(
+            cand, key=lambda h: (len(free.gpus[h]), free.cpus[h])
+        ),
+    )

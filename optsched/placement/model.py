@@ -38,8 +38,11 @@ PLACEMENT_FORMAT = "optsched/placement@1"
 def _amount(value: Any, what: str, *, integer: bool = False) -> float:
     """``value`` checked: a number (``integer``: an int, so 1.0 and -0.0 are refused too; bool
     never) in [0, MAX_VALUE]; InputError naming ``what`` otherwise."""
-    if not is_number(value) or (integer and not isinstance(value, int)) \
-            or not 0 <= value <= MAX_VALUE:
+    if (
+        not is_number(value)
+        or (integer and not isinstance(value, int))
+        or not 0 <= value <= MAX_VALUE
+    ):
         kind = "an integer" if integer else "a number"
         raise InputError(f"{what} must be {kind} in [0, {MAX_VALUE:g}], got {value!r}")
     return value
@@ -60,8 +63,9 @@ class Container:
         if not isinstance(self.id, str) or not self.id:
             raise InputError(f"container id must be a non-empty string, got {self.id!r}")
         if self.role not in ROLES:
-            raise InputError(f"container {self.id!r}: role must be one of {ROLES}, "
-                             f"got {self.role!r}")
+            raise InputError(
+                f"container {self.id!r}: role must be one of {ROLES}, got {self.role!r}"
+            )
         _amount(self.gpus, f"container {self.id!r}: gpus", integer=True)
         for name in ("cpus", "memory", "gpu_memory"):
             _amount(getattr(self, name), f"container {self.id!r}: {name}")
@@ -125,10 +129,14 @@ class PlacementInstance:
         object.__setattr__(self, "host_gpus", {h: tuple(v) for h, v in host_gpus.items()})
         for g in self.topology.gpus:
             if not isinstance(graph.nodes[g].get("busy", False), bool):
-                raise InputError(f"GPU {g!r}: busy must be true or false, got "
-                                 f"{graph.nodes[g]['busy']!r}")
-        object.__setattr__(self, "busy", frozenset(
-            g for g in self.topology.gpus if graph.nodes[g].get("busy", False)))
+                raise InputError(
+                    f"GPU {g!r}: busy must be true or false, got {graph.nodes[g]['busy']!r}"
+                )
+        object.__setattr__(
+            self,
+            "busy",
+            frozenset(g for g in self.topology.gpus if graph.nodes[g].get("busy", False)),
+        )
         # hosts per rack and per domain, for the paper's distance (keyed by level, host)
         sizes: dict[tuple[str, str], int] = {}
         for level, of in (("rack", self.topology.rack), ("domain", self.topology.domain)):
@@ -174,6 +182,7 @@ class Placement:
 
 # -- dict I/O ------------------------------------------------------------------------------
 
+
 def _only(data: Mapping[str, Any], allowed: set[str], where: str) -> None:
     unknown = sorted(set(data) - allowed)
     if unknown:
@@ -214,20 +223,41 @@ def placement_instance_from_dict(data: Any) -> PlacementInstance:
             if "gpus" in c:
                 _amount(c["gpus"], f"{where}: gpus", integer=True)
             containers.append(Container(**c))
-        jobs.append(PlacementJob(raw.get("id", ""), tuple(containers),
-                                 raw.get("bandwidth", 1.0), raw.get("one_per_host", False)))
-    return PlacementInstance(data["name"], Topology.from_node_link(data["topology"]),
-                             tuple(jobs))
+        jobs.append(
+            PlacementJob(
+                raw.get("id", ""),
+                tuple(containers),
+                raw.get("bandwidth", 1.0),
+                raw.get("one_per_host", False),
+            )
+        )
+    return PlacementInstance(data["name"], Topology.from_node_link(data["topology"]), tuple(jobs))
 
 
 def placement_instance_to_dict(instance: PlacementInstance) -> dict[str, Any]:
     return {
-        "format": INSTANCE_FORMAT, "name": instance.name,
+        "format": INSTANCE_FORMAT,
+        "name": instance.name,
         "topology": instance.topology.to_node_link(),
-        "jobs": [{"id": j.id, "bandwidth": j.bandwidth, "one_per_host": j.one_per_host,
-                  "containers": [{"id": c.id, "role": c.role, "gpus": c.gpus, "cpus": c.cpus,
-                                  "memory": c.memory, "gpu_memory": c.gpu_memory}
-                                 for c in j.containers]} for j in instance.jobs],
+        "jobs": [
+            {
+                "id": j.id,
+                "bandwidth": j.bandwidth,
+                "one_per_host": j.one_per_host,
+                "containers": [
+                    {
+                        "id": c.id,
+                        "role": c.role,
+                        "gpus": c.gpus,
+                        "cpus": c.cpus,
+                        "memory": c.memory,
+                        "gpu_memory": c.gpu_memory,
+                    }
+                    for c in j.containers
+                ],
+            }
+            for j in instance.jobs
+        ],
     }
 
 
@@ -238,8 +268,10 @@ def placement_from_dict(data: Any) -> Placement:
         raise InputError(f"not an {PLACEMENT_FORMAT} object (format {data.get('format')!r})")
     _only(data, {"format", "instance", "assignments"}, "placement")
     if not isinstance(data.get("instance"), str) or not data["instance"]:
-        raise InputError(f"placement: instance must be the placement instance's name, got "
-                         f"{data.get('instance')!r}")
+        raise InputError(
+            f"placement: instance must be the placement instance's name, got "
+            f"{data.get('instance')!r}"
+        )
     if not isinstance(data.get("assignments"), list):
         raise InputError("placement: assignments must be a list")
     out = []
@@ -257,9 +289,14 @@ def placement_from_dict(data: Any) -> Placement:
 
 
 def placement_to_dict(placement: Placement) -> dict[str, Any]:
-    return {"format": PLACEMENT_FORMAT, "instance": placement.instance,
-            "assignments": [{"job": a.job, "container": a.container, "host": a.host,
-                             "gpus": list(a.gpus)} for a in placement.assignments]}
+    return {
+        "format": PLACEMENT_FORMAT,
+        "instance": placement.instance,
+        "assignments": [
+            {"job": a.job, "container": a.container, "host": a.host, "gpus": list(a.gpus)}
+            for a in placement.assignments
+        ],
+    }
 
 
 def containers(instance: PlacementInstance) -> Sequence[tuple[PlacementJob, Container]]:
@@ -267,21 +304,30 @@ def containers(instance: PlacementInstance) -> Sequence[tuple[PlacementJob, Cont
     return [(job, c) for job in instance.jobs for c in job.containers]
 
 
-def placement_from_hosts(instance: PlacementInstance,
-                         host_of: Mapping[tuple[str, str], str]) -> Placement:
+def placement_from_hosts(
+    instance: PlacementInstance, host_of: Mapping[tuple[str, str], str]
+) -> Placement:
     """The placement of a (job id, container id) → host map, with concrete GPUs: on each
     host, containers with the largest GPU-memory needs first take the free GPUs with the most
     memory (never fails when the host's threshold counts hold, the GPU sets being nested).
     A container the rule cannot serve gets fewer GPUs, which the checker reports."""
-    free = {h: sorted((g for g in gpus if g not in instance.busy), key=instance.gpu_memory,
-                      reverse=True) for h, gpus in instance.host_gpus.items()}
+    free = {
+        h: sorted(
+            (g for g in gpus if g not in instance.busy), key=instance.gpu_memory, reverse=True
+        )
+        for h, gpus in instance.host_gpus.items()
+    }
     given: dict[tuple[str, str], tuple[str, ...]] = {}
     pairs = sorted(containers(instance), key=lambda jc: -jc[1].gpu_memory)
     for job, c in pairs:
         host = host_of[job.id, c.id]
-        take = [g for g in free.get(host, []) if instance.gpu_memory(g) >= c.gpu_memory][:c.gpus]
+        take = [g for g in free.get(host, []) if instance.gpu_memory(g) >= c.gpu_memory][: c.gpus]
         free[host] = [g for g in free.get(host, []) if g not in take]
         given[job.id, c.id] = tuple(take)
-    return Placement(instance.name, tuple(
-        Assignment(job.id, c.id, host_of[job.id, c.id], given[job.id, c.id])
-        for job, c in containers(instance)))
+    return Placement(
+        instance.name,
+        tuple(
+            Assignment(job.id, c.id, host_of[job.id, c.id], given[job.id, c.id])
+            for job, c in containers(instance)
+        ),
+    )

@@ -21,11 +21,16 @@ from optsched.result import PLACEMENT_MODE, Result, Status, is_optimal
 from optsched.runtime import check_bound, finite_bound, listener_of, run_timed, start_within
 
 
-def place(instance: PlacementInstance, method: str, *, seed: int = 0,
-          time_limit: float | None = None,
-          params: Mapping[str, Any] | CostOptions | None = None,
-          progress: TextIO | Listener | None = None,
-          started: float | None = None) -> Result[Placement]:
+def place(
+    instance: PlacementInstance,
+    method: str,
+    *,
+    seed: int = 0,
+    time_limit: float | None = None,
+    params: Mapping[str, Any] | CostOptions | None = None,
+    progress: TextIO | Listener | None = None,
+    started: float | None = None,
+) -> Result[Placement]:
     """Run the registered ``place`` method ``method`` and check its placement (the Result's
     ``solution``, also :attr:`~optsched.result.Result.placement`; None when none was found).
 
@@ -58,27 +63,52 @@ def place(instance: PlacementInstance, method: str, *, seed: int = 0,
     if not isinstance(out, PlaceOutput):
         raise MethodError(f"{info.label} returned {type(out).__name__}, not a PlaceOutput")
     bound = finite_bound(info, out.bound)
-    common: dict[str, Any] = dict(method=method, mode=PLACEMENT_MODE, runtime_s=runtime, seed=seed,
-                                  params=params, objective_name=model.objective_name,
-                                  kind="place")
+    common: dict[str, Any] = dict(
+        method=method,
+        mode=PLACEMENT_MODE,
+        runtime_s=runtime,
+        seed=seed,
+        params=params,
+        objective_name=model.objective_name,
+        kind="place",
+    )
     # the only bound of a placement is the method's own
     out_extra = {**out.extra, "bound_source": None if bound is None else "method"}
     if out.placement is None:
-        return Result(out.status or Status.UNKNOWN, objective=None, bound=bound,
-                      extra={**out_extra, "time_limit": time_limit,
-                             "method_time_limit": share, "startup_s": startup},
-                      **common)
+        return Result(
+            out.status or Status.UNKNOWN,
+            objective=None,
+            bound=bound,
+            extra={
+                **out_extra,
+                "time_limit": time_limit,
+                "method_time_limit": share,
+                "startup_s": startup,
+            },
+            **common,
+        )
     report = check_placement(instance, out.placement, model)
     if not report.feasible or report.cost is None:
         first = report.violations[0].message if report.violations else "incomplete"
-        raise MethodError(f"{info.label} produced an infeasible placement "
-                            f"({len(report.violations)} violations; first: {first})")
+        raise MethodError(
+            f"{info.label} produced an infeasible placement "
+            f"({len(report.violations)} violations; first: {first})"
+        )
     cost = report.cost.total
     check_bound(info, bound, cost, "cost")
     status = Status.OPTIMAL if is_optimal(cost, bound) else Status.FEASIBLE
     metrics = {"network": report.cost.network, "load": report.cost.load}
-    return Result(status, objective=cost, bound=bound, metrics=metrics,
-                  solution=out.placement,
-                  extra={**out_extra, "time_limit": time_limit, "method_time_limit": share,
-                         "startup_s": startup},
-                  **common)
+    return Result(
+        status,
+        objective=cost,
+        bound=bound,
+        metrics=metrics,
+        solution=out.placement,
+        extra={
+            **out_extra,
+            "time_limit": time_limit,
+            "method_time_limit": share,
+            "startup_s": startup,
+        },
+        **common,
+    )
