@@ -16,7 +16,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 from dataclasses import fields
 from pathlib import Path
-from typing import Any, TypeVar
+from typing import TYPE_CHECKING, Any, TypeVar
 
 from optsched.cluster_model import ClusterProfile, ClusterSpec
 from optsched.errors import InputError
@@ -24,19 +24,12 @@ from optsched.instance import GPU, Instance, Job
 from optsched.jsonfile import read_file
 from optsched.limits import MIN_POSITIVE, is_bounded
 from optsched.output import json_text, write_file
-from optsched.placement.model import (
-    INSTANCE_FORMAT,
-    PLACEMENT_FORMAT,
-    Placement,
-    PlacementInstance,
-    placement_from_dict,
-    placement_instance_from_dict,
-    placement_instance_to_dict,
-    placement_to_dict,
-)
 from optsched.schedule import Schedule, Task
 from optsched.topology import Topology
 from optsched.workloads import Catalog
+
+if TYPE_CHECKING:
+    from optsched.placement.model import Placement, PlacementInstance
 
 T = TypeVar("T")
 
@@ -264,6 +257,13 @@ def load_any(path: str | Path) -> Any:
         An unreadable file, an unknown format, or content its format refuses (naming the
         file).
     """
+    from optsched.placement.model import (
+        INSTANCE_FORMAT,
+        PLACEMENT_FORMAT,
+        placement_from_dict,
+        placement_instance_from_dict,
+    )
+
     readers: dict[Any, Any] = {
         **dict.fromkeys(INSTANCE_FORMATS, instance_from_dict),
         **dict.fromkeys(SCHEDULE_FORMATS, schedule_from_dict),
@@ -298,19 +298,27 @@ def save_schedule(path: str | Path, schedule: Schedule) -> None:
 
 def load_placement_instance(path: str | Path) -> PlacementInstance:
     """Read a ``placement-instance@1`` file (InputError naming the file on any problem)."""
+    from optsched.placement.model import placement_instance_from_dict
+
     return read_file(path, placement_instance_from_dict)
 
 
 def load_placement(path: str | Path) -> Placement:
     """Read a ``placement@1`` file (InputError naming the file on any problem)."""
+    from optsched.placement.model import placement_from_dict
+
     return read_file(path, placement_from_dict)
 
 
 def save_placement_instance(path: str | Path, instance: PlacementInstance) -> None:
     """Write ``instance`` as ``placement-instance@1`` JSON, atomically."""
+    from optsched.placement.model import placement_instance_to_dict
+
     write_json(path, placement_instance_to_dict(instance))
 
 
 def save_placement(path: str | Path, placement: Placement) -> None:
     """Write ``placement`` as ``placement@1`` JSON, atomically."""
+    from optsched.placement.model import placement_to_dict
+
     write_json(path, placement_to_dict(placement))

@@ -25,7 +25,6 @@ import json
 import os
 import stat
 import sys
-import tempfile
 from collections.abc import Iterable, Sequence
 from pathlib import Path
 from typing import Any
@@ -155,9 +154,7 @@ class _Staged:
         if stat.S_ISCHR(mode) or stat.S_ISFIFO(mode):
             return
         keep = stat.S_IMODE(mode) if stat.S_ISREG(mode) else _umask_mode()
-        fd, self.tmp = tempfile.mkstemp(
-            prefix=f".{self.real.name}.", suffix=".tmp", dir=self.real.parent
-        )
+        fd, self.tmp = _temporary_beside(self.real)
         try:
             with os.fdopen(fd, "wb") as fh:
                 fh.write(self.data)
@@ -217,9 +214,7 @@ class StreamedFile:
             self.fh = open(self.real, "w", encoding="utf-8")  # noqa: SIM115
             return
         self.keep = stat.S_IMODE(mode) if stat.S_ISREG(mode) else _umask_mode()
-        fd, self.tmp = tempfile.mkstemp(
-            prefix=f".{self.real.name}.", suffix=".tmp", dir=self.real.parent
-        )
+        fd, self.tmp = _temporary_beside(self.real)
         self.fh = os.fdopen(fd, "w", encoding="utf-8")
 
     def write(self, text: str) -> None:
@@ -248,3 +243,10 @@ class StreamedFile:
 def write_file(path: str | Path, data: Data) -> None:
     """Write one output atomically (see the module's guarantees)."""
     write_outputs([(path, data)])
+
+
+def _temporary_beside(real: Path) -> tuple[int, str]:
+    """A new temporary file in ``real``'s folder (its descriptor and path), named after it."""
+    import tempfile  # only when writing: it costs every command's start-up otherwise
+
+    return tempfile.mkstemp(prefix=f".{real.name}.", suffix=".tmp", dir=real.parent)

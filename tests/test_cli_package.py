@@ -11,7 +11,7 @@ import textwrap
 
 import pytest
 
-from optsched.cli import _subparsers, build_parser, main, reference
+from optsched.cli import COMMANDS, _command, _subparsers, build_parser, main, reference
 from tests.conftest import ROOT
 
 registry = importlib.import_module("optsched.registry")
@@ -52,6 +52,26 @@ def test_every_option_has_help_that_states_its_default():
 def test_the_reference_page_is_generated_from_the_parser():
     page = (ROOT / "docs" / "cli-reference.md").read_text()
     assert page == reference(), "rerun python scripts/cli_reference.py"
+
+
+def test_a_command_alone_parses_as_it_does_in_the_whole_parser():
+    """The start-up shortcut (only the named command's parser is built) changes nothing."""
+    names = [name for name, _ in _subparsers(build_parser())]
+    assert names == [module.__name__.rsplit(".", 1)[1] for module in COMMANDS]
+    for name in names:
+        alone = dict(_subparsers(build_parser(name)))
+        assert list(alone) == [name]
+        assert alone[name].format_help() == dict(_subparsers(build_parser()))[name].format_help()
+    assert _command(["--plugin", "solve", "--debug", "check", "x"]) == "check"
+    assert _command(["--plugin=x.py", "simulate"]) == "simulate"
+    assert _command(["chek", "x"]) is None
+    assert _command(["--version"]) is None
+
+
+def test_an_unknown_command_is_refused_with_the_known_ones(capsys):
+    assert main(["chek", "a.json"]) == 2
+    err = capsys.readouterr().err
+    assert "invalid choice: 'chek'" in err and "check" in err and "bench" in err
 
 
 def test_a_plugin_may_come_after_the_command(tmp_path, monkeypatch, capsys):

@@ -15,6 +15,7 @@ import signal
 import sys
 import time
 from collections.abc import Sequence
+from typing import Any
 
 from optsched import __version__
 from optsched.cli import (
@@ -49,7 +50,9 @@ os.environ.setdefault("OPENBLAS_NUM_THREADS", "1")
 COMMANDS = (check, solve, simulate, place, estimate, methods, gen, plot, workloads, demo, bench)
 
 
-def build_parser() -> argparse.ArgumentParser:
+def build_parser(command: str | None = None) -> argparse.ArgumentParser:
+    """The command line's parser: every command's, or only ``command``'s (a command the
+    command line names: the others' options then cost no start-up time)."""
     parser = Parser(
         prog="optsched",
         description="Scheduling DL training jobs on "
@@ -71,9 +74,39 @@ def build_parser() -> argparse.ArgumentParser:
         "repeatable, anywhere on the command line",
     )
     sub = parser.add_subparsers(dest="command", required=True, parser_class=Parser)
-    for command in COMMANDS:
-        command.add_parser(sub)
+    for module in COMMANDS:
+        module.add_parser(sub if command is None else _Only(sub, command))
     return parser
+
+
+class _Only:
+    """The subcommand registry seen by a command's ``add_parser`` when only ``command`` is
+    built: its own parser is real, any other stands as an :class:`_Unused`."""
+
+    def __init__(self, sub: Any, command: str) -> None:
+        self.sub, self.command = sub, command
+
+    def add_parser(self, name: str, **kwargs: Any) -> Any:
+        if self.command == name:
+            return self.sub.add_parser(name, **kwargs)
+        return _Unused()
+
+
+class _Unused:
+    """The parser of a command not on the command line: takes every call, keeps nothing."""
+
+    def __getattr__(self, name: str) -> Any:
+        return lambda *args, **kwargs: self
+
+
+def _command(argv: Sequence[str]) -> str | None:
+    """The command ``argv`` (global options first, :func:`_plugins_first`) names, if it is
+    one of ours (else None: the whole parser then reports the error or the help)."""
+    i = 0
+    while i < len(argv) and (argv[i] in GLOBAL_FLAGS or argv[i].startswith("--plugin")):
+        i += 2 if argv[i] == "--plugin" else 1
+    names = {module.__name__.rsplit(".", 1)[1] for module in COMMANDS}
+    return argv[i] if i < len(argv) and argv[i] in names else None
 
 
 def reference(width: int = 100) -> str:
@@ -165,7 +198,7 @@ def _main(argv: Sequence[str] | None) -> int:
         print("optsched: error: argument --plugin: expected one argument", file=sys.stderr)
         return EXIT_BAD_INPUT
     try:
-        args = build_parser().parse_args(argv)
+        args = build_parser(_command(argv)).parse_args(argv)
     except SystemExit as exc:  # usage error (one line, exit 2), --help or --version
         return exc.code if isinstance(exc.code, int) else EXIT_BAD_INPUT
     try:
