@@ -55,6 +55,7 @@ from typing import Any
 
 from optsched.cluster_model import round_flows, round_pace
 from optsched.errors import InputError
+from optsched.fairness import fairness_metrics
 from optsched.instance import Instance, Job
 from optsched.metrics import schedule_metrics
 from optsched.schedule import Schedule, Task
@@ -415,6 +416,8 @@ def check(instance: Instance, schedule: Schedule) -> CheckReport:
             for g, gpu in enumerate(instance.gpus)
         },
     )
+    if not out:  # fairness compares feasible completion times only
+        metrics.update(fairness_metrics(instance, completion))
     if cluster:  # failed attempts (out of actual GPU memory) and the GPU-seconds they held
         metrics["oom_failures"], metrics["lost_gpu_s"] = lost
     tolerance = objective_tolerance(instance, completion, objective)

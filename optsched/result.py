@@ -13,6 +13,7 @@ from typing import TYPE_CHECKING, Any, Generic, Literal, TypeVar
 from optsched.schedule import Schedule
 
 if TYPE_CHECKING:
+    from optsched.fairness import FairnessSummary
     from optsched.online.engine import Simulation
     from optsched.placement.model import Placement
 
@@ -204,6 +205,14 @@ class Result(Generic[SolutionT]):
         """Which bound the gap uses: ``method`` (the method's certified bound) or
         ``critical_path`` (``solve``); None where a result has no such choice."""
         return self.extra.get("bound_source")
+
+    @property
+    def fairness(self) -> FairnessSummary:
+        """The checked schedule's fairness and tail metrics (finish-time fairness ρ, Jain's
+        index, slowdown, JCT percentiles; :mod:`optsched.fairness`), typed."""
+        from optsched.fairness import FairnessSummary
+
+        return FairnessSummary.of(self.metrics)
 
     @property
     def time_limit(self) -> float | None:

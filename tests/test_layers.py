@@ -42,6 +42,7 @@ LAYERS: list[tuple[str, tuple[str, ...]]] = [
             "optsched.schedule",
             "optsched.check",
             "optsched.critical_path",
+            "optsched.fairness",
             "optsched.result",
             "optsched.io",
             "optsched.traces",

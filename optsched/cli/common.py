@@ -127,6 +127,14 @@ def print_result(result: Result[Any], online: bool = False) -> None:
         ):
             if key in metrics:
                 print(f"{label:<10} {fmt(metrics[key])}")
+        tail = result.fairness
+        if tail.p99_jct is not None:
+            print(f"JCT p50/99 {fmt(tail.p50_jct)} / {fmt(tail.p99_jct)}")
+        if tail.max_rho is not None:
+            print(
+                f"fairness   max ρ {fmt(tail.max_rho, 4)}, Jain {fmt(tail.jain_rho, 4)}, "
+                f"ρ > 1 for {100 * (tail.unfair_fraction or 0):.0f} % of jobs"
+            )
         floor = result.extra.get("bound_critical_path")
         if floor is not None:
             print(f"floor      {fmt(floor)}  (critical path: every job alone on the fastest GPUs)")

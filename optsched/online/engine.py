@@ -34,6 +34,7 @@ import numpy as np
 
 from optsched.contracts import OnlinePolicy
 from optsched.errors import InputError, OptschedError
+from optsched.fairness import fairness_metrics
 from optsched.instance import Instance
 from optsched.schedule import MODES, Schedule, Task
 
@@ -270,7 +271,8 @@ class ScheduleStreamer(Observer):
 
 class MetricsObserver(Observer):
     """The model's metrics (docs/model.md), streamed (no task list kept): total weighted and
-    mean JCT, makespan, per-GPU utilisation (time held / makespan)."""
+    mean JCT, makespan, per-GPU utilisation (time held / makespan), and once every job is
+    done the fairness and tail metrics (:mod:`optsched.fairness`)."""
 
     def __init__(self, instance: Instance) -> None:
         self.instance = instance
@@ -296,7 +298,7 @@ class MetricsObserver(Observer):
 
     def metrics(self) -> dict[str, Any]:
         span = self.makespan if self.makespan > 0 else 1.0
-        return {
+        out = {
             "total_weighted_jct": self.weighted_jct,
             "mean_jct": self.jct_sum / max(1, self.done),
             "makespan": self.makespan,
@@ -304,6 +306,9 @@ class MetricsObserver(Observer):
                 g.id: float(b / span) for g, b in zip(self.instance.gpus, self.busy, strict=True)
             },
         }
+        if self.done == self.instance.n_jobs:
+            out.update(fairness_metrics(self.instance, self.completion))
+        return out
 
 
 class PhaseMetricsObserver(MetricsObserver):

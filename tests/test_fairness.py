@@ -1,0 +1,78 @@
+"""Fairness and tail metrics (optsched.fairness): a hand computation, the checker's and the
+engine's agreement, and their invariants on random instances."""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+import pytest
+from hypothesis import given
+from hypothesis import strategies as st
+
+from optsched import check, simulate
+from optsched.fairness import FAIRNESS_KEYS, FairnessSummary, fairness, mean_contention
+from optsched.instance import GPU, Instance, Job
+from optsched.schedule import Schedule, Task
+from optsched.testing import instances
+
+
+def two_jobs_one_gpu() -> tuple[Instance, Schedule]:
+    """A and B arrive at 0, one round of one 2-s task each, on one GPU: A at 0, B at 2."""
+    jobs = tuple(Job(id=j, arrival=0.0, rounds=1, compute={"T": 2.0}) for j in ("A", "B"))
+    inst = Instance("two", jobs, (GPU("g0", "T"),))
+    return inst, Schedule("two", [Task("A", 0, 0, "g0", 0.0), Task("B", 0, 0, "g0", 2.0)])
+
+
+def test_hand_computed_fairness_of_two_jobs_in_a_row():
+    """JCT 2 and 4, alone 2 each; A sees 2 jobs all its life (N̄ = 2), B 2 then 1 (N̄ = 1.5):
+    ρ_A = 2 / (2·2) = 0.5, ρ_B = 4 / (1.5·2) = 4/3."""
+    inst, sched = two_jobs_one_gpu()
+    report = check(inst, sched)
+    assert report.feasible
+    m = report.metrics
+    assert m["max_rho"] == pytest.approx(4 / 3)
+    assert m["mean_rho"] == pytest.approx((0.5 + 4 / 3) / 2)
+    assert m["jain_rho"] == pytest.approx((0.5 + 4 / 3) ** 2 / (2 * (0.25 + 16 / 9)))
+    assert m["unfair_fraction"] == 0.5
+    assert m["mean_slowdown"] == pytest.approx(1.5)
+    assert m["max_slowdown"] == pytest.approx(2.0)
+    assert (m["p50_jct"], m["p95_jct"], m["p99_jct"]) == pytest.approx((3.0, 3.9, 3.98))
+    per_job = fairness(inst, report.completion)
+    assert per_job.contention == pytest.approx([2.0, 1.5])
+    assert per_job.rho == pytest.approx([0.5, 4 / 3])
+
+
+def test_contention_counts_overlaps_exactly():
+    """[0,10), [0,4), [5,7): the first sees 2 jobs for 4 + 2 s and 1 for 4 s (N̄ = 1.6); ties
+    at an instant (a job arriving when another completes) count once."""
+    got = mean_contention(np.array([0.0, 0.0, 5.0]), np.array([10.0, 4.0, 7.0]))
+    assert got == pytest.approx([1.6, 2.0, 2.0])
+    back_to_back = mean_contention(np.array([0.0, 1.0]), np.array([1.0, 2.0]))
+    assert back_to_back == pytest.approx([1.0, 1.0])
+
+
+def test_a_result_reads_its_fairness_typed():
+    inst, _ = two_jobs_one_gpu()
+    result = simulate(inst, "fifo-perf", mode="gang")
+    tail = result.fairness
+    assert isinstance(tail, FairnessSummary)
+    assert tail.max_rho == pytest.approx(4 / 3) and tail.p50_jct == pytest.approx(3.0)
+    assert FairnessSummary.of(None) == FairnessSummary()
+
+
+@given(instances(mode="gang"), st.sampled_from(["fifo-perf", "srtf", "homo"]))
+def test_fairness_invariants_and_the_engine_agrees_with_the_checker(inst, policy):
+    """Slowdown ≥ 1 (T_alone is each job's time alone), N̄ ≥ 1, Jain in [1/n, 1], and the
+    engine's streamed metrics (no schedule kept) equal the checker's."""
+    checked = simulate(inst, policy)
+    streamed = simulate(inst, policy, record=False)
+    m = checked.metrics
+    assert set(FAIRNESS_KEYS) <= set(m)
+    for key in FAIRNESS_KEYS:
+        assert math.isclose(m[key], streamed.metrics[key], rel_tol=1e-9, abs_tol=1e-9), key
+    per_job = fairness(checked.simulation.instance, checked.simulation.completion)
+    assert np.all(per_job.slowdown >= 1 - 1e-9)
+    assert np.all(per_job.contention >= 1 - 1e-9)
+    assert 1 / inst.n_jobs - 1e-12 <= m["jain_rho"] <= 1 + 1e-12
+    assert m["p50_jct"] <= m["p95_jct"] <= m["p99_jct"] <= max(per_job.jct) + 1e-9
