@@ -135,6 +135,19 @@ def print_result(result: Result[Any], online: bool = False) -> None:
                 f"fairness   max ρ {fmt(tail.max_rho, 4)}, Jain {fmt(tail.jain_rho, 4)}, "
                 f"ρ > 1 for {100 * (tail.unfair_fraction or 0):.0f} % of jobs"
             )
+        report = result.extra.get("policy", {})
+        if "solves" in report:
+            line = f"policy     {report['solves']} LP solves ({report['lp_seconds']:.3g} s)"
+            real = report.get("realisation")
+            if real:
+                line += (
+                    f"; {real['objective']} promised {fmt(real['promised_mean'], 4)}, "
+                    f"realised {fmt(real['realised_mean'], 4)} (time-weighted)"
+                )
+            track = report.get("tracking")
+            if track:
+                line += f"; rounds did {100 * track['mean']:.0f} % of the promised work"
+            print(line)
         floor = result.extra.get("bound_critical_path")
         if floor is not None:
             print(f"floor      {fmt(floor)}  (critical path: every job alone on the fastest GPUs)")

@@ -35,7 +35,7 @@ import time
 from collections.abc import Callable
 from dataclasses import dataclass
 from types import SimpleNamespace
-from typing import Any
+from typing import Any, Literal
 
 import numpy as np
 
@@ -58,6 +58,11 @@ def presolve(nonzeros: int) -> str:
     up to :data:`PRESOLVE_MAX_NONZEROS`, else ``off``."""
     return "on" if nonzeros <= PRESOLVE_MAX_NONZEROS else "off"
 
+
+#: Constraint non-zeros up to which :func:`linprog` (without a time limit) solves in the
+#: calling thread: such LPs take milliseconds (a few thousand columns), so the thread
+#: :func:`run` starts would cost more than it saves a Ctrl-C.
+INLINE_MAX_NONZEROS = 5_000
 
 #: How long past its own time limit :func:`linprog` lets HiGHS run before stopping it (s).
 DEADLINE_MARGIN_SECONDS = 0.1
@@ -155,12 +160,20 @@ def linprog(
     b_eq: np.ndarray | None = None,
     bounds: Any = (0, None),
     time_limit: float | None = None,
+    method: Literal["dual", "primal", "ipm", "central"] = "dual",
 ) -> LPResult:
     """Minimise ``c @ x`` subject to ``A_ub @ x ≤ b_ub``, ``A_eq @ x = b_eq`` and
     ``bounds`` (a pair for every column, or an (n, 2) array; None or ±inf: unbounded) with
     HiGHS, as ``scipy.optimize.linprog(method="highs")`` does (dual simplex; presolve on
     models of at most :data:`PRESOLVE_MAX_NONZEROS` non-zeros), but stoppable by Ctrl-C and
-    at its deadline (:func:`run`). ``time_limit`` in seconds (None: none)."""
+    at its deadline (:func:`run`; LPs of at most :data:`INLINE_MAX_NONZEROS` non-zeros
+    without a time limit run in the calling thread). ``time_limit`` in seconds (None: none);
+    ``method``: HiGHS's dual simplex (default, as scipy's), its primal simplex (faster on
+    the allocation LPs, whose max-min rows make the dual degenerate), ``ipm``: its
+    interior-point method with crossover to a vertex (faster on large LPs), or
+    ``central``: the interior-point method without crossover, which ends inside the optimal
+    face (an optimum that spreads slack evenly where the LP has many) rather than at a
+    vertex."""
     import highspy
     from scipy.sparse import csc_array, csr_array, vstack
 
@@ -190,7 +203,11 @@ def linprog(
         highs = highspy.Highs()  # type: ignore[no-untyped-call, unused-ignore]
     highs.setOptionValue("output_flag", False)
     highs.setOptionValue("presolve", presolve(matrix.nnz))
-    highs.setOptionValue("simplex_strategy", 1)  # dual, as scipy's linprog
+    if method in ("ipm", "central"):  # interior point; without crossover: inside the face
+        highs.setOptionValue("solver", "ipm")
+        highs.setOptionValue("run_crossover", "on" if method == "ipm" else "off")
+    else:
+        highs.setOptionValue("simplex_strategy", 4 if method == "primal" else 1)
     if time_limit is not None:
         highs.setOptionValue("time_limit", float(max(time_limit, 0.0)))
     lp = highspy.HighsLp()
@@ -212,10 +229,16 @@ def linprog(
             SimpleNamespace(marginals=None),
             SimpleNamespace(marginals=None),
         )
-    ended = run(
-        highs,
-        None if time_limit is None else time.perf_counter() + time_limit + DEADLINE_MARGIN_SECONDS,
-    )
+    if matrix.nnz <= INLINE_MAX_NONZEROS and time_limit is None:
+        highs.run()  # a small LP: done in milliseconds, a Ctrl-C is handled right after
+        ended = "solved"
+    else:
+        ended = run(
+            highs,
+            None
+            if time_limit is None
+            else time.perf_counter() + time_limit + DEADLINE_MARGIN_SECONDS,
+        )
     interrupted = ended == "interrupted"
     if ended == "abandoned":
         return LPResult(

@@ -120,6 +120,9 @@ def simulate(
                 f"{exc} (the simulated schedule: a long --tick, heartbeat "
                 "or batch period may have delayed its starts)"
             ) from None
+    report = getattr(chosen, "report", None)  # optional: what the policy did
+    if callable(report):
+        extra["policy"] = report()
     # honest output: without a recorded schedule nothing was checked
     extra.update(
         checked=sim.schedule is not None,

@@ -42,7 +42,7 @@ from __future__ import annotations
 import bisect
 import heapq
 import math
-from collections.abc import Iterable, Iterator, Sequence
+from collections.abc import Iterable, Iterator, KeysView, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Protocol, cast
 
@@ -203,6 +203,10 @@ class WaitingQueue:
     def __contains__(self, job: object) -> bool:
         return isinstance(job, JobState) and job.index in self._keys
 
+    def indices(self) -> KeysView[int]:
+        """The waiting jobs' indices, in no particular order (a live view: O(1))."""
+        return self._keys.keys()
+
     def items(self) -> Iterator[tuple[Any, JobState]]:
         """(key, job) pairs in priority order."""
         states = self._states
@@ -353,6 +357,11 @@ class View:
     def active(self) -> list[JobState]:
         return list(self._active.values())
 
+    @property
+    def active_ids(self) -> KeysView[int]:
+        """The indices of the active jobs, a live read-only set (no copy: O(1))."""
+        return self._active.keys()
+
 
 class Policy(Protocol):
     """An online policy: ``decide(view)`` returns (or yields) the tasks to start now, as
@@ -388,6 +397,8 @@ class Policy(Protocol):
 
     - ``validate(instance)``: refuse (InputError naming the problem) an instance the policy
       cannot run on; :func:`optsched.simulate` calls it before the run.
+    - ``report()``: a JSON-ready dict of what the policy did (e.g. its solves), which
+      :func:`optsched.simulate` puts in the result's ``extra["policy"]`` after the run.
 
     A policy without ``priority`` sees the waiting jobs by arrival. ``calibrate(sizes)``
     receives the workload's :class:`SizeDistribution` once before the run (a policy that

@@ -1,0 +1,520 @@
+"""Round-based allocation policies (Gavel, Narayanan et al., OSDI'20): an exact allocation
+LP over the active jobs × GPU types (:mod:`optsched.exact.allocation`), realised by Gavel's
+priority rule, in gang mode on the one event engine.
+
+**Allocation.** A job's speed on a GPU type is 1 / (its round's compute + sync there) rounds
+per second (the K tasks of a gang round on K GPUs of that type). The policy (re)solves its
+LP over every arrived, unfinished job when the set of jobs has changed (an arrival or a
+completion) and at least ``period`` seconds have passed since the last solve, or when no
+GPU is busy (an idle cluster never waits for the period). ``period=0`` solves on every
+change.
+
+**Realisation** (Gavel's mechanism, §5): each job's *received share* on type t is the time
+its rounds have held GPUs of type t since the allocation was computed (or since it arrived,
+if later), divided by that time span; its *priority* on t is X[j, t] / received share (∞
+while it has received nothing there). At each decision, the waiting jobs' (job, type) pairs
+with X[j, t] > 0 are taken in decreasing priority (ties: larger X, earlier arrival, lower
+index) and a job starts its round on K idle GPUs of that type when it has not started at this
+instant and they are free. With ``backfill=1``, idle GPUs left over then go to waiting jobs by
+the same order on any type where they can run (Gavel leaves them idle).
+
+Policies (the registered names; Gavel's names of the heterogeneity-aware versions in
+brackets; ``agnostic=1`` gives the versions without ``_perf``, the LP then seeing every type
+as fast as the job's fastest):
+
+- ``max-min-fairness`` (``max_min_fairness_perf``, LAS): maximise the least
+  K_j · throughput_j / (w_j · prop_j), prop_j being the job's throughput with its time split
+  over the types as their GPU counts (Gavel's normalisation: GPU-time is shared, so a job on
+  K GPUs gets 1/K of the time of a one-GPU job); non-clairvoyant.
+- ``max-throughput`` (``max_sum_throughput_perf``): the largest Σ_j K_j · throughput_j /
+  prop_j (Gavel sums raw steps per second, a unit our model does not have); non-clairvoyant.
+- ``min-makespan`` (``min_total_duration_perf``): the allocation finishing every job's
+  remaining rounds soonest, one exact LP (Gavel bisects to 5 %); clairvoyant.
+- ``finish-time-fairness`` (``finish_time_fairness_perf``, Themis' ρ): the least max ρ_j,
+  ρ_j = (elapsed_j + remaining_j / throughput_j) / (C_j + remaining_j / iso_j), iso_j the
+  job's throughput on a 1/m share and C_j the isolated time of its work done so far, as
+  Gavel computes them (:meth:`AllocationPolicy._rho_terms`); clairvoyant.
+- ``isolated`` (``isolated``): every job 1/m of each type, no LP; non-clairvoyant.
+
+Differences from Gavel's simulator, by design: rounds are our model's (a round holds its K
+GPUs for its compute + sync, not a fixed 360 s slot), decisions are event-driven (a freed GPU
+is reassigned at once, not at the next round boundary), the received share is measured per
+job since the allocation (Gavel: per type, with a 180 s prior), and the (job, type) pairs form
+one queue (Gavel walks per-type lists in a fixed type order). ``period=1920`` gives Gavel's
+rate limit on re-solving; a new job then waits for the next solve, unless the cluster is idle.
+"""
+
+from __future__ import annotations
+
+import heapq
+import math
+from collections.abc import Callable, KeysView
+from dataclasses import dataclass, field
+from typing import Any, Literal
+
+import numpy as np
+
+from optsched.errors import InputError
+from optsched.exact.allocation import (
+    AllocationProblem,
+    isolated_share,
+    max_min_share,
+    max_total_share,
+    min_makespan,
+    min_max_rho,
+)
+from optsched.instance import Instance
+from optsched.online.engine import Decision
+from optsched.online.simulator import JobState, View, speed_classes
+from optsched.options import Options, choice, number, switch
+from optsched.registry import register
+
+Objective = Literal[
+    "max-min-fairness", "max-throughput", "min-makespan", "finish-time-fairness", "isolated"
+]
+#: The objectives that read the jobs' remaining rounds.
+CLAIRVOYANT: frozenset[str] = frozenset({"min-makespan", "finish-time-fairness"})
+
+
+@dataclass(frozen=True)
+class Interval:
+    """An allocation in force from ``start``: its jobs (indices, in row order), the rates
+    its LP saw, the throughputs and objective value it promised, and the objective as a
+    function of the jobs' throughputs (and which of them to count)."""
+
+    start: float
+    jobs: list[int]
+    rates: np.ndarray
+    theta: np.ndarray
+    promised: float
+    value: Callable[..., float]
+
+
+def _value_of(objective: str, norm: np.ndarray, *terms: np.ndarray) -> Callable[..., float]:
+    """``objective`` as a function of the jobs' throughputs θ (over the jobs in ``keep``):
+    max-min min θ_j / norm_j (norm: reference × weight); max-throughput Σ θ_j / norm_j
+    (reference ÷ weight); isolated min θ_j; min-makespan
+    max R_j / θ_j; finish-time fairness max (e_j + R_j / θ_j) / I_j (``terms``: R, or e, R,
+    I)."""
+
+    def value(theta: np.ndarray, keep: np.ndarray | None = None) -> float:
+        keep = np.ones(len(theta), bool) if keep is None else keep
+        t = theta[keep]
+        with np.errstate(divide="ignore"):
+            if objective == "max-min-fairness":
+                return float((t / norm[keep]).min())
+            if objective == "max-throughput":
+                return float((t / norm[keep]).sum())
+            if objective == "isolated":
+                return float(t.min())
+            if objective == "min-makespan":
+                return float((terms[0][keep] / t).max())
+            elapsed, remaining, ideal = (a[keep] for a in terms)
+            return float(((elapsed + remaining / t) / ideal).max())
+
+    return value
+
+
+@dataclass
+class AllocationPolicy:
+    """A round-based allocation policy (module docstring) for ``objective``."""
+
+    objective: Objective = "max-min-fairness"
+    period: float = 0.0
+    backfill: bool = True
+    fill: Literal["none", "throughput"] = "none"
+    agnostic: bool = False
+    solution: Literal["central", "vertex"] = "vertex"
+    name: str = ""
+    modes: frozenset[str] = field(default_factory=lambda: frozenset({"gang"}))
+    clairvoyant: bool = False
+    #: LP solves so far, their wall time (s), and when the last one was
+    solves: int = 0
+    lp_seconds: float = 0.0
+    solved_at: float = -math.inf
+    _jobs: frozenset[int] = frozenset()
+    #: per row (the active jobs at the last solve, by arrival): job index, state, GPUs,
+    #: (type, share) where it can run, round time per type, time held per type since the
+    #: solve, the type and end of its latest round, and a version that outdates its queue
+    #: entries
+    _row: dict[int, int] = field(default_factory=dict, repr=False)
+    _state: list[JobState] = field(default_factory=list, repr=False)
+    _k: list[int] = field(default_factory=list, repr=False)
+    _runs_on: list[list[tuple[int, float]]] = field(default_factory=list, repr=False)
+    _pace_rows: list[list[float]] = field(default_factory=list, repr=False)
+    _held: list[list[float]] = field(default_factory=list, repr=False)
+    _latest: dict[int, tuple[int, float]] = field(default_factory=dict, repr=False)
+    _version: list[int] = field(default_factory=list, repr=False)
+    #: per type: the waiting jobs it has a share for, by priority (a heap of (−priority,
+    #: −share, row, version)), and those that can run there at all, by arrival (backfill)
+    _by_priority: list[list[tuple[float, float, int, int]]] = field(
+        default_factory=list, repr=False
+    )
+    _by_arrival: list[list[tuple[int, int]]] = field(default_factory=list, repr=False)
+    _queued: set[int] = field(default_factory=set, repr=False)
+    #: the allocation in force, and per solve (start, end, promised, realised)
+    _interval: Interval | None = field(default=None, repr=False)
+    realisation: list[tuple[float, float, float, float]] = field(default_factory=list)
+    _completed: dict[int, float] = field(default_factory=dict, repr=False)
+    _work: dict[int, tuple[float, float]] = field(default_factory=dict, repr=False)
+    _last_event: float = 0.0
+    _class_of: np.ndarray = field(default_factory=lambda: np.zeros(0, int), repr=False)
+    _capacity: np.ndarray = field(default_factory=lambda: np.zeros(0), repr=False)
+    #: finish-time fairness: each job's isolated time of the work done, and at the last
+    #: solve its remaining rounds and isolated rate (Gavel's cumulative isolated time)
+    _isolated_time: dict[int, float] = field(default_factory=dict, repr=False)
+    _last_isolated: dict[int, tuple[float, float]] = field(default_factory=dict, repr=False)
+
+    def __post_init__(self) -> None:
+        self.clairvoyant = self.objective in CLAIRVOYANT
+        self.name = self.name or self.objective
+
+    def validate(self, instance: Instance) -> None:
+        """Refuse jobs that fit on no single GPU type (a round takes K GPUs of one type)."""
+        class_of, n_classes = speed_classes(instance)
+        of_class = np.array(class_of)
+        counts = np.bincount(of_class, minlength=n_classes)
+        for j, job in enumerate(instance.jobs):
+            compute, _ = instance.row(j)
+            if not any(
+                counts[c] >= job.tasks_per_round and np.isfinite(compute[of_class == c]).all()
+                for c in range(n_classes)
+            ):
+                raise InputError(
+                    f"policy {self.name!r}: job {job.id!r} needs {job.tasks_per_round} GPUs "
+                    "of one type and no type it runs on has that many"
+                )
+
+    # -- the allocation --------------------------------------------------------------------
+
+    def _pace(self, job: JobState) -> np.ndarray:
+        """Round time per GPU type: compute + sync (∞ where it cannot run)."""
+        if job.sync_by_class is not None:
+            return np.asarray(job.by_class + job.sync_by_class)
+        pace = np.full(len(self._capacity), math.inf)
+        np.minimum.at(pace, self._class_of, job.compute + job.sync)
+        return pace
+
+    def _solve(self, view: View, jobs: list[JobState]) -> None:
+        n, m = len(jobs), len(self._capacity)
+        pace = np.array([self._pace(job) for job in jobs]).reshape(n, m)
+        rates = np.where(np.isfinite(pace), 1.0 / pace, 0.0)
+        if self.agnostic:  # every type as fast as the job's fastest (Gavel: as a V100)
+            rates = np.where(rates > 0, rates.max(axis=1, keepdims=True), 0.0)
+        scale = np.array([job.tasks_per_round for job in jobs], dtype=float)
+        weights = np.array([job.weight for job in jobs])
+        problem = AllocationProblem(rates, scale, self._capacity, weights)
+        central = self.solution == "central"
+        self._terms: tuple[np.ndarray, ...] = ()
+        # Gavel's reference throughput: time split over the types as their GPU counts
+        share = problem.rates @ (self._capacity / self._capacity.sum())
+        reference = np.maximum(share, 1e-300) / scale  # × K: GPU-time, not time, is shared
+        if self.objective == "max-min-fairness":
+            result = max_min_share(problem, reference, fill=self.fill, central=central)
+        elif self.objective == "isolated":
+            result = isolated_share(problem)
+        elif self.objective == "max-throughput":
+            result = max_total_share(problem, reference, central=central)
+        else:
+            assert view.oracle is not None
+            remaining = np.array(
+                [view.oracle.rounds(job) - job.rounds_done for job in jobs], dtype=float
+            )
+            if self.objective == "min-makespan":
+                self._terms = (remaining,)
+                result = min_makespan(problem, remaining, central=central)
+            else:
+                self._terms = self._rho_terms(view, jobs, share, remaining)
+                result = min_max_rho(problem, *self._terms, central=central)
+        self._close_interval(view.time)
+        norm = reference / weights if self.objective == "max-throughput" else reference * weights
+        value = _value_of(self.objective, norm, *self._terms)
+        theta = problem.throughput(result.x)
+        self._interval = Interval(
+            view.time, [job.index for job in jobs], rates, theta, value(theta), value
+        )
+        latest = {job.index: self._latest[job.index] for job in jobs if job.index in self._latest}
+        self._row = {job.index: i for i, job in enumerate(jobs)}
+        self._state = list(jobs)
+        self._k = [job.tasks_per_round for job in jobs]
+        # per row, the types it can run on with its share there, and its round times
+        self._runs_on = [
+            [(int(c), float(result.x[i, c])) for c in np.nonzero(np.isfinite(pace[i]))[0]]
+            for i in range(n)
+        ]
+        self._pace_rows = pace.tolist()
+        self._held = [[0.0] * m for _ in range(n)]  # since now: a running round counts on
+        for j, (c, end) in latest.items():
+            if end > view.time:
+                self._held[self._row[j]][c] = end - view.time
+        self._latest = latest
+        self._version = [0] * n
+        self._by_priority = [[] for _ in range(m)]
+        self._by_arrival = [[] for _ in range(m)]
+        self._queued = set()
+        self.solved_at = view.time
+        self.solves += 1
+        self.lp_seconds += result.seconds
+
+    def finished(self, job: JobState, now: float) -> bool:
+        """Note when a job completes (its realised share ends there); no key changes."""
+        self._completed[job.index] = now
+        self._last_event = max(self._last_event, now)
+        return False
+
+    def _close_interval(self, end: float) -> None:
+        """Record the allocation in force until ``end``: what it promised and what the
+        rounds realised, the same objective on each job's realised throughput (time held
+        per type × its rate there, over the time from the solve to ``end`` or to its
+        completion if earlier)."""
+        interval = self._interval
+        if interval is None or end <= interval.start:
+            return
+        theta = np.zeros(len(interval.jobs))
+        for i, j in enumerate(interval.jobs):
+            stop = min(end, self._completed.get(j, end))
+            row = self._row.get(j)
+            if row is None or stop <= interval.start:
+                theta[i] = np.nan
+                continue
+            held = np.array(self._held[row])
+            c, last = self._latest.get(j, (0, -math.inf))
+            if last > stop:  # the part of a running round not yet held
+                held[c] -= last - stop
+            theta[i] = float(held @ interval.rates[i]) / (stop - interval.start)
+        keep = ~np.isnan(theta)
+        for i in map(int, np.nonzero(keep)[0]):  # per job: promised and realised work
+            j = interval.jobs[i]
+            span = min(end, self._completed.get(j, end)) - interval.start
+            promised, realised = self._work.get(j, (0.0, 0.0))
+            self._work[j] = (
+                promised + float(interval.theta[i]) * span,
+                realised + float(theta[i]) * span,
+            )
+        if keep.any():
+            realised = interval.value(theta, keep)
+            self.realisation.append((interval.start, end, interval.promised, realised))
+
+    def report(self) -> dict[str, Any]:
+        """What the run did: LP solves and their time; the realisation of each allocation
+        (:meth:`_close_interval`): per solve [start, end, promised, realised] and the
+        time-weighted means of both; and ``tracking``, per job the work its rounds did
+        over the work its promised throughputs would have done while it was allocated
+        (mean, 10th percentile and minimum over the jobs)."""
+        self._close_interval(self._last_event)
+        self._interval = None
+        rows = [r for r in self.realisation if math.isfinite(r[2]) and math.isfinite(r[3])]
+        starved = sum(math.isfinite(r[2]) and not math.isfinite(r[3]) for r in self.realisation)
+        spans = np.array([b - a for a, b, _, _ in rows])
+        out: dict[str, Any] = {"solves": self.solves, "lp_seconds": round(self.lp_seconds, 4)}
+        if rows and spans.sum() > 0:
+            promised = np.array([r[2] for r in rows]) @ spans / spans.sum()
+            realised = np.array([r[3] for r in rows]) @ spans / spans.sum()
+            out["realisation"] = {
+                "objective": self.objective,
+                "promised_mean": float(promised),
+                "realised_mean": float(realised),
+                "starved": starved,  # intervals in which some job received nothing
+                "intervals": [[round(v, 6) for v in r] for r in rows],
+            }
+        ratios = np.array([b / a for a, b in self._work.values() if a > 0])
+        if len(ratios):  # how closely each job's rounds tracked the shares it was promised
+            out["tracking"] = {
+                "jobs": len(ratios),
+                "mean": float(ratios.mean()),
+                "p10": float(np.percentile(ratios, 10)),
+                "min": float(ratios.min()),
+            }
+        return out
+
+    def _rho_terms(
+        self, view: View, jobs: list[JobState], share: np.ndarray, remaining: np.ndarray
+    ) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+        """Finish-time fairness as Gavel states it: elapsed t_j (since arrival), remaining
+        rounds R_j, and ideal_j = C_j + R_j / iso_j, where iso_j is the job's rate on a 1/m
+        share of the cluster (m active jobs; at most all of its time, K_j GPUs at a time)
+        and C_j the isolated time of the work done so far, accumulated at each solve at the
+        isolated rate of the previous one."""
+        total, m = float(self._capacity.sum()), len(jobs)
+        scale = np.array([job.tasks_per_round for job in jobs], dtype=float)
+        isolated = share * np.minimum(1.0, total / (m * scale))
+        ideal = np.empty(m)
+        for i, job in enumerate(jobs):
+            before = self._last_isolated.get(job.index)
+            if before is not None:
+                self._isolated_time[job.index] = (
+                    self._isolated_time.get(job.index, 0.0)
+                    + (before[0] - remaining[i]) / before[1]
+                )
+            ideal[i] = self._isolated_time.get(job.index, 0.0) + remaining[i] / isolated[i]
+        self._last_isolated = {
+            job.index: (remaining[i], isolated[i]) for i, job in enumerate(jobs)
+        }
+        elapsed = np.array([view.time - job.arrival for job in jobs])
+        return elapsed, remaining, ideal
+
+    def _stale(self, view: View, jobs: KeysView[int]) -> bool:
+        if jobs == self._jobs:
+            return False
+        busy = len(view.idle) < len(view.gpu_ids)
+        return not busy or view.time - self.solved_at >= self.period
+
+    # -- the realisation -------------------------------------------------------------------
+
+    def _enqueue(self, row: int) -> None:
+        """Queue a job that has just become waiting. Its priority on type t is its share
+        over the share it received since the solve, X / (held / span): the span is the
+        same for every job (all were active at the solve), and a waiting job holds no GPU,
+        so the key X / held stays valid until it starts again."""
+        version, held_row = self._version[row], self._held[row]
+        for c, x in self._runs_on[row]:
+            held = held_row[c]
+            if x > 1e-9:
+                key = -x / held if held > 1e-9 else -math.inf
+                heapq.heappush(self._by_priority[c], (key, -x, row, version))
+            heapq.heappush(self._by_arrival[c], (row, version))
+
+    def decide(self, view: View) -> list[Decision]:
+        if not len(self._class_of):
+            self._class_of = np.array(speed_classes_of(view))
+            self._capacity = np.bincount(self._class_of).astype(float)
+        self._last_event = view.time
+        if self._stale(view, view.active_ids):
+            self._jobs = frozenset(view.active_ids)
+            self._solve(view, view.active)
+        waiting = view.waiting.indices()
+        # a job leaves the waiting jobs only when it starts (start() forgets it then) or
+        # for good (it completed): the new ones are the waiting jobs not queued yet
+        for j in waiting - self._queued:
+            self._queued.add(j)
+            row = self._row.get(j)
+            if row is not None:  # else it arrived after the solve: it waits for the next
+                self._enqueue(row)
+        free = [len(pool) for pool in view.idle.by_class]
+        pools: dict[int, list[int]] = {}
+        out: list[Decision] = []
+
+        def live(row: int, version: int) -> bool:
+            return version == self._version[row] and self._state[row].index in waiting
+
+        def start(row: int, c: int) -> None:
+            job, k = self._state[row], self._k[row]
+            pool = pools.setdefault(c, list(view.idle.by_class[c]))
+            gpus = tuple(pool[:k])
+            del pool[:k]
+            free[c] -= k
+            pace = self._pace_rows[row][c]
+            self._held[row][c] += pace
+            self._latest[job.index] = (c, view.time + pace)
+            self._version[row] += 1
+            self._queued.discard(job.index)
+            out.append((job.index, gpus))
+
+        self._assign(self._by_priority, free, live, start)
+        if self.backfill:
+            self._assign(self._by_arrival, free, live, start)
+        return out
+
+    def _assign(
+        self,
+        queues: list[list[Any]],
+        free: list[int],
+        live: Callable[[int, int], bool],
+        start: Callable[[int, int], None],
+    ) -> None:
+        """Start the best live entry over the types' queues whose job fits the type's idle
+        GPUs, until none does (an entry that does not fit is skipped, as in Gavel, and put
+        back afterwards)."""
+        skipped: list[tuple[int, Any]] = []
+        while True:
+            best = None
+            for c, queue in enumerate(queues):
+                while free[c] and queue:
+                    entry = queue[0]
+                    row, version = entry[-2], entry[-1]
+                    if not live(row, version):
+                        heapq.heappop(queue)
+                    elif self._k[row] > free[c]:
+                        skipped.append((c, heapq.heappop(queue)))
+                    else:
+                        if best is None or entry < best[1]:
+                            best = (c, entry)
+                        break
+            if best is None:
+                break
+            c, entry = best
+            heapq.heappop(queues[c])
+            start(entry[-2], c)
+        for c, entry in skipped:
+            heapq.heappush(queues[c], entry)
+
+
+def speed_classes_of(view: View) -> list[int]:
+    """Each GPU's type index in order of first appearance (the view's speed classes)."""
+    index: dict[str, int] = {}
+    return [index.setdefault(t, len(index)) for t in view.gpu_types]
+
+
+@dataclass(frozen=True)
+class AllocationOptions(Options):
+    """Options of the allocation policies."""
+
+    period: float = number(
+        "seconds between allocation solves when the jobs change (default 0: every arrival "
+        "and completion; an idle cluster always re-solves)",
+        0.0,
+    )
+    backfill: bool = switch(
+        "give GPUs the allocation leaves idle to waiting allocated jobs, as Gavel's "
+        "mechanism does (default 1)",
+        True,
+    )
+    agnostic: bool = switch(
+        "heterogeneity-agnostic: the LP sees every GPU type as fast as the job's fastest "
+        "(Gavel's versions without _perf; default 0)"
+    )
+    solution: Literal["central", "vertex"] = choice(
+        "which optimum of the LP: vertex (a simplex basis: slack to a few jobs; default) "
+        "or central (inside the optimal face: slack shared among the jobs off the "
+        "bottleneck, as an interior-point solver such as Gavel's returns)",
+        ("vertex", "central"),
+    )
+    fill: Literal["none", "throughput"] = choice(
+        "max-min only: none (the LP's optimum, default) or throughput (then the most total "
+        "normalised throughput among the max-min optimal allocations)",
+        ("none", "throughput"),
+    )
+
+
+#: The registered allocation policies: (name, Gavel's name of its heterogeneity-aware
+#: version, what it does).
+POLICIES: tuple[tuple[Objective, str, str], ...] = (
+    ("max-min-fairness", "max_min_fairness_perf", "max-min fairness (LAS)"),
+    ("max-throughput", "max_sum_throughput_perf", "the largest total normalised throughput"),
+    ("min-makespan", "min_total_duration_perf", "the least makespan, one exact LP (clairvoyant)"),
+    ("finish-time-fairness", "finish_time_fairness_perf", "the least max ρ (clairvoyant)"),
+    ("isolated", "isolated", "each job 1/m of every GPU type (no LP)"),
+)
+
+
+def _register(objective: Objective, gavel: str, what: str) -> None:
+    @register(
+        objective,
+        kind="simulate",
+        modes=("gang",),
+        options=AllocationOptions,
+        description=f"round-based allocation: {what}; Gavel's {gavel} (gang)",
+    )
+    def make(options: AllocationOptions, seed: int) -> AllocationPolicy:
+        return AllocationPolicy(
+            objective,
+            period=options.period,
+            backfill=options.backfill,
+            fill=options.fill,
+            agnostic=options.agnostic,
+            solution=options.solution,
+        )
+
+
+for _policy in POLICIES:
+    _register(*_policy)

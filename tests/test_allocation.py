@@ -1,0 +1,269 @@
+"""Round-based allocation: the LPs (optsched.exact.allocation) by hand, against PuLP/CBC and
+for feasibility; the policies (optsched.online.allocation) through the checker."""
+
+from __future__ import annotations
+
+import numpy as np
+import pulp
+import pytest
+from hypothesis import assume, given, settings
+from hypothesis import strategies as st
+
+from optsched import simulate
+from optsched.errors import InputError
+from optsched.exact.allocation import (
+    AllocationProblem,
+    max_min_share,
+    max_total_share,
+    min_makespan,
+    min_max_rho,
+)
+from optsched.instance import GPU, Instance, Job
+from optsched.output import json_text
+from optsched.testing import instances
+from tests.conftest import n_examples
+
+# the CBC cross-check builds its models the way PuLP 3 documents (deprecated for PuLP 4)
+pytestmark = pytest.mark.filterwarnings("ignore::DeprecationWarning:pulp")
+
+POLICIES = (
+    "max-min-fairness",
+    "max-throughput",
+    "min-makespan",
+    "finish-time-fairness",
+    "isolated",
+)
+
+
+@st.composite
+def problems(draw: st.DrawFn) -> AllocationProblem:
+    """1–6 jobs on 1–3 types of 0–4 GPUs, K in 1–3, rates 0 (cannot run) or in [0.1, 5];
+    the jobs drawn from 1–6 kinds, so identical jobs (grouped by the LPs) are common."""
+    n, m = draw(st.integers(1, 6)), draw(st.integers(1, 3))
+    rate = st.one_of(st.just(0.0), st.floats(0.1, 5.0))
+    kinds = [
+        (
+            [draw(rate) for _ in range(m)],
+            draw(st.integers(1, 3)),
+            draw(st.sampled_from([1.0, 2.0, 0.5])),
+        )
+        for _ in range(draw(st.integers(1, 6)))
+    ]
+    jobs = [kinds[draw(st.integers(0, len(kinds) - 1))] for _ in range(n)]
+    rates = np.array([row for row, _, _ in jobs])
+    capacity = np.array([draw(st.integers(0, 4)) for _ in range(m)], dtype=float)
+    scale = np.array([k for _, k, _ in jobs], dtype=float)
+    weights = np.array([w for _, _, w in jobs])
+    problem = AllocationProblem(rates, scale, capacity, weights)
+    assume(problem.runnable().any(axis=1).all())  # every job can run somewhere
+    return problem
+
+
+def cbc_max_min(problem: AllocationProblem, reference: np.ndarray) -> float:
+    """The max-min LP written independently in PuLP and solved by CBC."""
+    n, m = problem.shape
+    lp = pulp.LpProblem("maxmin", pulp.LpMaximize)
+    z = pulp.LpVariable("z")
+    x = {
+        (j, t): pulp.LpVariable(f"x_{j}_{t}", 0)
+        for j in range(n)
+        for t in range(m)
+        if problem.runnable()[j, t]
+    }
+    lp += z
+    for j in range(n):
+        lp += pulp.lpSum(v for (i, _), v in x.items() if i == j) <= 1
+        lp += z * reference[j] * problem.weights[j] <= pulp.lpSum(
+            problem.rates[j, t] * v for (i, t), v in x.items() if i == j
+        )
+    for t in range(m):
+        lp += pulp.lpSum(problem.scale[j] * v for (j, s), v in x.items() if s == t) <= float(
+            problem.capacity[t]
+        )
+    assert lp.solve(pulp.PULP_CBC_CMD(msg=False)) == pulp.LpStatusOptimal
+    return float(z.value())
+
+
+def cbc_makespan(problem: AllocationProblem, remaining: np.ndarray) -> float:
+    """min T with Y = T·X, written independently in PuLP and solved by CBC."""
+    n, m = problem.shape
+    lp = pulp.LpProblem("span", pulp.LpMinimize)
+    span = pulp.LpVariable("T", 0)
+    y = {
+        (j, t): pulp.LpVariable(f"y_{j}_{t}", 0)
+        for j in range(n)
+        for t in range(m)
+        if problem.runnable()[j, t]
+    }
+    lp += span
+    for j in range(n):
+        lp += pulp.lpSum(v for (i, _), v in y.items() if i == j) <= span
+        lp += pulp.lpSum(problem.rates[j, t] * v for (i, t), v in y.items() if i == j) >= float(
+            remaining[j]
+        )
+    for t in range(m):
+        lp += (
+            pulp.lpSum(problem.scale[j] * v for (j, s), v in y.items() if s == t)
+            <= float(problem.capacity[t]) * span
+        )
+    assert lp.solve(pulp.PULP_CBC_CMD(msg=False)) == pulp.LpStatusOptimal
+    return float(span.value())
+
+
+def test_hand_computed_allocations_on_one_gpu():
+    """Two jobs share one GPU, rates 1 and 2. Max-min: x1 = 2 x2 = z, x1 + x2 = 1, so
+    z = 2/3. Makespan with 1 and 2 units left: both need 1 s of the GPU, T = 2. Finish-time
+    fairness with elapsed 0 and ideal 1 each: ρ_j = R_j / (rate_j x_j), equal at x = ½, ρ = 2."""
+    problem = AllocationProblem(np.array([[1.0], [2.0]]), [1, 1], [1.0], [1.0, 1.0])
+    share = max_min_share(problem, np.ones(2))
+    assert share.value == pytest.approx(2 / 3)
+    assert share.x[:, 0] == pytest.approx([2 / 3, 1 / 3])
+    span = min_makespan(problem, np.array([1.0, 2.0]))
+    assert span.value == pytest.approx(2.0) and span.x.sum() == pytest.approx(1.0)
+    rho = min_max_rho(problem, np.zeros(2), np.array([1.0, 2.0]), np.ones(2), tolerance=1e-6)
+    assert rho.lower <= 2.0 <= rho.upper <= rho.lower * (1 + 1e-6)
+    assert rho.x[:, 0] == pytest.approx([0.5, 0.5], abs=1e-5)
+    best = max_total_share(problem, np.ones(2))
+    assert best.value == pytest.approx(2.0) and best.x[1, 0] == pytest.approx(1.0)
+
+
+def test_fill_keeps_the_max_min_level_and_uses_the_rest():
+    """One job can run only on type 0, the other on both: the plain LP may leave type 1
+    idle above the optimum; with fill the second job takes all of it."""
+    problem = AllocationProblem(np.array([[1.0, 0.0], [1.0, 1.0]]), [1, 1], [1, 1], [1, 1])
+    plain = max_min_share(problem, np.ones(2))
+    filled = max_min_share(problem, np.ones(2), fill="throughput")
+    assert plain.value == pytest.approx(1.0) == filled.value
+    assert problem.throughput(filled.x) == pytest.approx([1.0, 1.0])
+    assert filled.x[1, 1] == pytest.approx(1.0)
+
+
+@settings(max_examples=n_examples(30), deadline=None)
+@given(problems(), st.data())
+def test_every_allocation_is_feasible_and_matches_cbc(problem, data):
+    n, _ = problem.shape
+    reference = np.asarray(
+        data.draw(st.lists(st.sampled_from([0.5, 1.0, 2.0]), min_size=n, max_size=n))
+    )
+    remaining = np.asarray(data.draw(st.lists(st.floats(0.5, 10.0), min_size=n, max_size=n)))
+    for fill in ("none", "throughput"):
+        share = max_min_share(problem, reference, fill=fill)
+        assert problem.violation(share.x) <= 1e-7
+        level = problem.throughput(share.x) / (reference * problem.weights)
+        assert level.min() >= share.value * (1 - 1e-6) - 1e-9
+    central = max_min_share(problem, reference, central=True)  # interior point: tolerances
+    assert problem.violation(central.x) <= 1e-6
+    assert central.value == pytest.approx(share.value, rel=1e-5, abs=1e-7)
+    assert share.value == pytest.approx(cbc_max_min(problem, reference), rel=1e-6, abs=1e-9)
+    span = min_makespan(problem, remaining)
+    assert problem.violation(span.x) <= 1e-7
+    assert span.value == pytest.approx(cbc_makespan(problem, remaining), rel=1e-6)
+    done = problem.throughput(span.x) * span.value
+    assert np.all(done >= remaining * (1 - 1e-6))
+    total = max_total_share(problem, reference)
+    assert problem.violation(total.x) <= 1e-7
+    elapsed = np.asarray(data.draw(st.lists(st.floats(0.0, 5.0), min_size=n, max_size=n)))
+    ideal = elapsed + remaining
+    rho = min_max_rho(problem, elapsed, remaining, ideal)
+    assert problem.violation(rho.x) <= 1e-7
+    got = ((elapsed + remaining / problem.throughput(rho.x)) / ideal).max()
+    assert rho.lower <= got <= rho.upper * (1 + 1e-6)
+    assert rho.upper <= rho.lower * (1 + 1e-4)
+
+
+def gang_instance_for_allocation(inst: Instance) -> Instance:
+    """The instance when every job fits on K GPUs of one type it runs on, else reject."""
+    try:
+        from optsched.online.allocation import AllocationPolicy
+
+        AllocationPolicy().validate(inst)
+    except InputError:
+        assume(False)
+    return inst
+
+
+@settings(max_examples=n_examples(20), deadline=None)
+@given(instances(mode="gang", max_rounds=3), st.sampled_from(POLICIES), st.data())
+def test_every_allocation_policy_passes_the_checker(inst, policy, data):
+    inst = gang_instance_for_allocation(inst)
+    params = {"period": str(data.draw(st.sampled_from([0, 1, 5])))}
+    params["backfill"] = data.draw(st.sampled_from(["0", "1"]))
+    params["agnostic"] = data.draw(st.sampled_from(["0", "1"]))
+    result = simulate(inst, policy, params=params)
+    assert result.extra["checked"] and result.metrics["max_rho"] > 0
+    json_text(dict(result.extra))  # the policy's report too: finite, JSON
+    assert result.extra["policy"]["solves"] >= 1
+
+
+def test_a_job_that_fits_no_single_type_is_refused():
+    inst = Instance(
+        "split",
+        (Job(id="a", tasks_per_round=2, compute={"V100": 1.0, "K80": 2.0}),),
+        (GPU("g0", "V100"), GPU("g1", "K80")),
+        mode="gang",
+    )
+    with pytest.raises(InputError, match="needs 2 GPUs of one type"):
+        simulate(inst, "max-min-fairness")
+
+
+def test_max_min_fairness_shares_one_gpu_evenly():
+    """Two equal jobs of 4 one-second rounds on one GPU: LAS alternates them, so both
+    finish near the end (7 and 8 s), where FIFO would finish one at 4 s."""
+    jobs = tuple(Job(id=j, rounds=4, compute={"V100": 1.0}) for j in ("a", "b"))
+    inst = Instance("two", jobs, (GPU("g", "V100"),), mode="gang")
+    done = simulate(inst, "max-min-fairness").simulation.completion
+    assert sorted(done) == [7.0, 8.0]
+    assert sorted(simulate(inst, "fifo-perf").simulation.completion) == [4.0, 8.0]
+
+
+def test_the_realisation_of_each_allocation_is_reported():
+    """Two equal jobs of 4 one-second rounds on one GPU: the first allocation promises each
+    half the GPU (z = ½) until a completes at 7, by when b has held it 3 s of 7 (realised
+    3/7); then b alone is promised and gets the whole GPU. Tracking compares each job's work
+    with the work its promised throughput would have done."""
+    jobs = tuple(Job(id=j, rounds=4, compute={"V100": 1.0}) for j in ("a", "b"))
+    inst = Instance("two", jobs, (GPU("g", "V100"),), mode="gang")
+    report = simulate(inst, "max-min-fairness").extra["policy"]
+    assert report["solves"] == 2
+    real = report["realisation"]
+    flat = [v for interval in real["intervals"] for v in interval]
+    assert flat == pytest.approx([0, 7, 0.5, 3 / 7, 7, 8, 1, 1], abs=1e-6)
+    assert real["promised_mean"] == pytest.approx((0.5 * 7 + 1) / 8)
+    assert real["realised_mean"] == pytest.approx((3 + 1) / 8, abs=1e-6)
+    assert real["starved"] == 0
+    # a was promised 3.5 rounds of work and did 4; b was promised 3.5 + 1 and did 3 + 1
+    assert report["tracking"]["mean"] == pytest.approx((4 / 3.5 + 4 / 4.5) / 2)
+    assert report["tracking"]["min"] == pytest.approx(4 / 4.5)
+
+
+def test_large_max_min_lps_take_the_interior_point_path_to_the_same_optimum(monkeypatch):
+    """From IPM_MIN_COLUMNS columns the max-min vertex comes from HiGHS's interior point and
+    crossover: the same optimum as the primal simplex, feasible."""
+    from optsched.exact import allocation
+
+    rng = np.random.default_rng(3)
+    n = 1200  # 3,600 columns
+    problem = AllocationProblem(
+        rng.uniform(0.2, 2.0, (n, 3)),
+        rng.choice([1, 2, 4], n).astype(float),
+        np.array([200.0, 200.0, 200.0]),
+        rng.choice([1.0, 2.0], n),
+    )
+    reference = problem.rates.mean(axis=1)
+    by_ipm = max_min_share(problem, reference)
+    monkeypatch.setattr(allocation, "IPM_MIN_COLUMNS", 10**9)
+    by_simplex = max_min_share(problem, reference)
+    assert by_ipm.value == pytest.approx(by_simplex.value, rel=1e-7)
+    assert problem.violation(by_ipm.x) <= 1e-7
+
+
+def test_identical_jobs_get_identical_shares():
+    """Four identical jobs and one other: the grouped LP gives the four the same shares,
+    and its optimum is the one CBC finds without grouping."""
+    rates = np.array([[1.0, 2.0]] * 4 + [[3.0, 0.5]])
+    problem = AllocationProblem(rates, [1, 1, 1, 1, 2], [2.0, 3.0], [1.0] * 5)
+    reference = np.ones(5)
+    share = max_min_share(problem, reference)
+    assert np.allclose(share.x[:4], share.x[0])
+    assert share.value == pytest.approx(cbc_max_min(problem, reference), rel=1e-7)
+    assert problem.violation(share.x) <= 1e-9
