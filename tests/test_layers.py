@@ -224,18 +224,21 @@ def test_the_verbs_are_functions_whatever_was_imported_first():
 
 def test_start_up_loads_only_what_a_command_uses():
     """``import optsched`` loads no NumPy; looking up a solve method loads no online or
-    placement method; the command line's parser loads no method family."""
+    placement method and no SciPy (every solve module is imported then, so each imports
+    its solvers when it runs); the command line's parser loads no method family."""
     out = _fresh(
         "import sys, optsched\nprint('numpy' in sys.modules)\n"
         "optsched.get_method('ect')\n"
         "print(sorted({m.split('.')[1] for m in sys.modules if m.startswith('optsched.')"
         " and m.count('.') > 1}))\n"
+        "print('scipy' in sys.modules)\n"
         "from optsched.cli import build_parser\nbuild_parser()\n"
         "print('optsched.bench.runner' in sys.modules)"
     )
-    numpy_loaded, families, runner = out.splitlines()
+    numpy_loaded, families, scipy_loaded, runner = out.splitlines()
     assert numpy_loaded == "False"
     assert "online" not in families and "placement" not in families
+    assert scipy_loaded == "False"
     assert runner == "False"
 
 

@@ -39,14 +39,16 @@ from __future__ import annotations
 import math
 import time
 from dataclasses import dataclass
-from typing import Any, Literal
+from typing import TYPE_CHECKING, Any, Literal
 
 import numpy as np
-from scipy.sparse import coo_array
 
 from optsched.errors import InputError, OptschedError
 from optsched.exact.highs import LPResult
 from optsched.exact.highs import linprog as highs_linprog
+
+if TYPE_CHECKING:
+    from scipy.sparse import coo_array
 
 Fill = Literal["none", "throughput"]
 
@@ -167,14 +169,13 @@ class _Columns:
         self.pairs = len(self.jobs)
         self.n = self.pairs + extra
 
-    def rows(self, scale_time: np.ndarray | None = None) -> tuple[list[coo_array], list[float]]:
-        """Σ_t X[j, t] ≤ 1 per job and Σ_j K_j X[j, t] ≤ capacity[t] per type (right-hand
-        sides multiplied by ``scale_time`` per column block when given: see min_makespan)."""
+    def rows(self) -> tuple[list[coo_array], list[float]]:
+        """Σ_t X[j, t] ≤ 1 per job and Σ_j K_j X[j, t] ≤ capacity[t] per type."""
         n_jobs, n_types = self.problem.shape
         k = np.arange(self.pairs)
-        per_job = coo_array((np.ones(self.pairs), (self.jobs, k)), shape=(n_jobs, self.n))
+        per_job = _coo((np.ones(self.pairs), (self.jobs, k)), shape=(n_jobs, self.n))
         gpus = self.problem.scale * self.problem.count
-        per_type = coo_array((gpus[self.jobs], (self.types, k)), shape=(n_types, self.n))
+        per_type = _coo((gpus[self.jobs], (self.types, k)), shape=(n_types, self.n))
         return [per_job, per_type], [*np.ones(n_jobs), *self.problem.capacity]
 
     def to_matrix(self, values: np.ndarray) -> np.ndarray:
@@ -189,10 +190,18 @@ def _solved(result: LPResult, what: str) -> LPResult:
     return result
 
 
+def _coo(*args: Any, **kwargs: Any) -> coo_array:
+    """scipy's ``coo_array``, imported on first use (importing optsched.exact for a solve
+    method must not load scipy.sparse)."""
+    from scipy.sparse import coo_array
+
+    return coo_array(*args, **kwargs)
+
+
 def _vstack(blocks: list[coo_array]) -> coo_array:
     from scipy.sparse import vstack
 
-    return coo_array(vstack(blocks))
+    return _coo(vstack(blocks))
 
 
 def _grouped(
@@ -261,7 +270,7 @@ def max_min_share(
     )
     blocks, rhs = cols.rows()
     # z − Σ_t u_jt X_jt ≤ 0 for each job
-    level = coo_array(
+    level = _coo(
         (
             np.concatenate([-utility, np.ones(n)]),
             (
@@ -282,7 +291,7 @@ def max_min_share(
     if fill == "throughput" and best > 0:
         # keep every job at the optimum (a hair below, for HiGHS's tolerances) and add
         # the most total utility
-        fixed = coo_array((-utility, (cols.jobs, np.arange(z))), shape=(n, cols.n))
+        fixed = _coo((-utility, (cols.jobs, np.arange(z))), shape=(n, cols.n))
         second = linprog(
             np.concatenate([-utility * problem.count[cols.jobs], [0.0]]),
             central,
@@ -357,21 +366,21 @@ def min_makespan(
     k = np.arange(cols.pairs)
     if np.setdiff1d(np.nonzero(remaining > 0)[0], cols.jobs).size:
         raise InputError("min-makespan allocation: a job with work left can run nowhere")
-    per_job = coo_array(
+    per_job = _coo(
         (
             np.concatenate([np.ones(cols.pairs), -np.ones(n)]),
             (np.concatenate([cols.jobs, np.arange(n)]), np.concatenate([k, np.full(n, t)])),
         ),
         shape=(n, cols.n),
     )
-    per_type = coo_array(
+    per_type = _coo(
         (
             np.concatenate([problem.scale[cols.jobs], -problem.capacity]),
             (np.concatenate([cols.types, np.arange(m)]), np.concatenate([k, np.full(m, t)])),
         ),
         shape=(m, cols.n),
     )
-    work = coo_array((-problem.rates[cols.jobs, cols.types], (cols.jobs, k)), shape=(n, cols.n))
+    work = _coo((-problem.rates[cols.jobs, cols.types], (cols.jobs, k)), shape=(n, cols.n))
     c = np.zeros(cols.n)
     c[t] = 1.0
     result = _solved(
@@ -414,7 +423,7 @@ def min_max_rho(
     cols = _Columns(problem)
     blocks, rhs = cols.rows()
     rate = problem.rates[cols.jobs, cols.types]
-    demand_rows = coo_array((-rate, (cols.jobs, np.arange(cols.pairs))), shape=(n, cols.n))
+    demand_rows = _coo((-rate, (cols.jobs, np.arange(cols.pairs))), shape=(n, cols.n))
     a_ub = _vstack([*blocks, demand_rows])
     solves = 0
 
