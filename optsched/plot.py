@@ -59,29 +59,55 @@ def render(fig: Any, fmt: str) -> bytes:
     return buf.getvalue()
 
 
-def plot_jct_cdf(jcts: Mapping[str, Sequence[float]], path: str | Path, title: str = "") -> None:
+def plot_jct_cdf(
+    jcts: Mapping[str, Sequence[float]],
+    path: str | Path,
+    title: str = "",
+    rhos: Mapping[str, Sequence[float]] | None = None,
+) -> None:
     """Empirical CDFs of job completion times (C_j − a_j), one step curve per label, as the
-    Hare paper's JCT CDFs draw them; saved to ``path``."""
-    write_file(path, jct_cdf_image(jcts, image_format(path), title))
+    Hare paper's JCT CDFs draw them, with the 50th/95th/99th percentiles marked; with
+    ``rhos``, a second panel of the finish-time fairness ratios ρ_j (optsched.fairness) and
+    ρ = 1 marked. Saved to ``path``."""
+    write_file(path, jct_cdf_image(jcts, image_format(path), title, rhos))
 
 
-def jct_cdf_image(jcts: Mapping[str, Sequence[float]], fmt: str = "png", title: str = "") -> bytes:
+def jct_cdf_image(
+    jcts: Mapping[str, Sequence[float]],
+    fmt: str = "png",
+    title: str = "",
+    rhos: Mapping[str, Sequence[float]] | None = None,
+) -> bytes:
     """:func:`plot_jct_cdf`'s chart as image bytes of format ``fmt``."""
     import numpy as np
 
     plt = _pyplot()
-    fig, ax = plt.subplots(figsize=(6, 4))
+    panels = 2 if rhos else 1
+    fig, axes = plt.subplots(1, panels, figsize=(6 * panels, 4), squeeze=False)
+    ax = axes[0][0]
     for label, values in jcts.items():
         x = np.sort(np.asarray(values, dtype=float))
         if len(x):
-            ax.step(x, np.arange(1, len(x) + 1) / len(x), where="post", label=label)
-    ax.set_xlabel("job completion time (s)")
+            (line,) = ax.step(x, np.arange(1, len(x) + 1) / len(x), where="post", label=label)
+            for q in (50, 95, 99):
+                ax.plot(np.percentile(x, q), q / 100, "o", color=line.get_color(), ms=3)
+    ax.set_xlabel("job completion time (s); dots: p50, p95, p99")
     ax.set_ylabel("fraction of jobs")
     ax.set_ylim(0, 1.02)
     ax.grid(alpha=0.3)
     ax.legend()
     if title:
         ax.set_title(title)
+    if rhos:
+        right = axes[0][1]
+        for label, values in rhos.items():
+            x = np.sort(np.asarray(values, dtype=float))
+            if len(x):
+                right.step(x, np.arange(1, len(x) + 1) / len(x), where="post", label=label)
+        right.axvline(1.0, color="grey", lw=0.8, ls="--")
+        right.set_xlabel("finish-time fairness ρ (≤ 1: at least its fair share)")
+        right.set_ylim(0, 1.02)
+        right.grid(alpha=0.3)
     fig.tight_layout()
     return render(fig, fmt)
 

@@ -3,6 +3,8 @@ for feasibility; the policies (optsched.online.allocation) through the checker."
 
 from __future__ import annotations
 
+from typing import Any
+
 import numpy as np
 import pulp
 import pytest
@@ -59,17 +61,24 @@ def problems(draw: st.DrawFn) -> AllocationProblem:
     return problem
 
 
+def pair_variables(problem: AllocationProblem, name: str) -> dict[tuple[int, int], Any]:
+    """A non-negative PuLP variable per (job, type) pair the job can run on."""
+    n, m = problem.shape
+    runnable = problem.runnable()
+    return {
+        (j, t): pulp.LpVariable(f"{name}_{j}_{t}", 0)
+        for j in range(n)
+        for t in range(m)
+        if runnable[j, t]
+    }
+
+
 def cbc_max_min(problem: AllocationProblem, reference: np.ndarray) -> float:
     """The max-min LP written independently in PuLP and solved by CBC."""
     n, m = problem.shape
     lp = pulp.LpProblem("maxmin", pulp.LpMaximize)
     z = pulp.LpVariable("z")
-    x = {
-        (j, t): pulp.LpVariable(f"x_{j}_{t}", 0)
-        for j in range(n)
-        for t in range(m)
-        if problem.runnable()[j, t]
-    }
+    x = pair_variables(problem, "x")
     lp += z
     for j in range(n):
         lp += pulp.lpSum(v for (i, _), v in x.items() if i == j) <= 1
@@ -89,12 +98,7 @@ def cbc_makespan(problem: AllocationProblem, remaining: np.ndarray) -> float:
     n, m = problem.shape
     lp = pulp.LpProblem("span", pulp.LpMinimize)
     span = pulp.LpVariable("T", 0)
-    y = {
-        (j, t): pulp.LpVariable(f"y_{j}_{t}", 0)
-        for j in range(n)
-        for t in range(m)
-        if problem.runnable()[j, t]
-    }
+    y = pair_variables(problem, "y")
     lp += span
     for j in range(n):
         lp += pulp.lpSum(v for (i, _), v in y.items() if i == j) <= span

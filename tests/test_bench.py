@@ -262,6 +262,21 @@ def test_gap_rows_by_hand():
     assert r"15.00 \% [0.00 \%$^*$, 78.53 \%]" in to_latex(cols, rows)
 
 
+def test_gap_rows_carry_fairness_and_tail_means():
+    """Max ρ and p99 JCT: the mean over the runs whose records have them; – without."""
+    with_metrics = [
+        {**record("i1", "a", 100, 80), "metrics": {"max_rho": 1.5, "p99_jct": 40.0}},
+        {**record("i2", "a", 120, 100), "metrics": {"max_rho": 2.5, "p99_jct": 60.0}},
+        record("i1", "b", 95, 90),
+    ]
+    cols, (a, b) = gap_rows(with_metrics)
+    assert a["max_rho_mean"] == pytest.approx(2.0) and a["p99_jct_mean"] == pytest.approx(50.0)
+    assert b["max_rho_mean"] is None
+    md = to_markdown(cols, [a, b])
+    assert "| max ρ (mean) | p99 JCT (mean) |" in md and "| 2 | 50 |" in md
+    assert "finish-time fairness ratio" in md
+
+
 def test_a_manifest_s_best_bound_is_the_reference():
     """A bound proved in an earlier run, kept in the instance set's manifest, makes the gap
     a gap to the optimum; the table names the manifest."""

@@ -43,6 +43,7 @@ LAYERS: list[tuple[str, tuple[str, ...]]] = [
             "optsched.check",
             "optsched.critical_path",
             "optsched.fairness",
+            "optsched.intervals",
             "optsched.result",
             "optsched.io",
             "optsched.traces",

@@ -52,6 +52,55 @@ def add_params(
     )
 
 
+def add_trace_options(p: argparse.ArgumentParser) -> None:
+    """The options that map a trace onto a cluster (``simulate``, ``check``)."""
+    p.add_argument(
+        "--cluster",
+        metavar="TYPE:COUNT,...",
+        help="the cluster a trace runs on (required for a trace)",
+    )
+    p.add_argument(
+        "--trace-format",
+        choices=("auto", "gavel", "tiresias", "philly"),
+        default="auto",
+        help="a trace's format (default auto: from its content)",
+    )
+    p.add_argument(
+        "--quantum",
+        type=float,
+        default=3600.0,
+        metavar="S",
+        help="seconds of work per task on the reference type (traces; default 3600)",
+    )
+    p.add_argument(
+        "--reference-type",
+        default="K80",
+        help="GPU type a trace's durations and steps refer to (default K80)",
+    )
+    p.add_argument(
+        "--mode",
+        choices=("relaxed", "gang"),
+        help="execution mode (default: the instance's; relaxed for a trace)",
+    )
+
+
+def load_instance_or_trace(args: argparse.Namespace) -> tuple[Any, Any]:
+    """The instance (and the trace it came from, or None) that ``args.instance`` names,
+    read with :func:`add_trace_options`' options."""
+    from optsched.traces import TraceMapping, load_workload
+
+    mapping = TraceMapping(
+        quantum=args.quantum, reference_type=args.reference_type, seed=getattr(args, "seed", 0)
+    )
+    return load_workload(
+        args.instance,
+        cluster=args.cluster,
+        mapping=mapping,
+        trace_format=args.trace_format,
+        mode=args.mode,
+    )
+
+
 def add_seed(p: argparse.ArgumentParser, what: str = "randomised methods") -> None:
     p.add_argument("--seed", type=seed, default=0, help=f"seed of {what} (default 0)")
 

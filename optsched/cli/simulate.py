@@ -11,6 +11,8 @@ from optsched.cli.common import (
     add_json,
     add_params,
     add_seed,
+    add_trace_options,
+    load_instance_or_trace,
     parse_params,
     print_json,
     print_result,
@@ -26,34 +28,7 @@ def add_parser(sub: Any) -> None:
         help="an instance (.json) or a Gavel/Tiresias/Philly trace",
     )
     p.add_argument("--policy", required=True, help="a simulate method (optsched methods)")
-    p.add_argument(
-        "--cluster",
-        metavar="TYPE:COUNT,...",
-        help="the cluster a trace runs on (required for a trace)",
-    )
-    p.add_argument(
-        "--trace-format",
-        choices=("auto", "gavel", "tiresias", "philly"),
-        default="auto",
-        help="a trace's format (default auto: from its content)",
-    )
-    p.add_argument(
-        "--quantum",
-        type=float,
-        default=3600.0,
-        metavar="S",
-        help="seconds of work per task on the reference type (traces; default 3600)",
-    )
-    p.add_argument(
-        "--reference-type",
-        default="K80",
-        help="GPU type a trace's durations and steps refer to (default K80)",
-    )
-    p.add_argument(
-        "--mode",
-        choices=("relaxed", "gang"),
-        help="execution mode (default: the instance's; relaxed for a trace)",
-    )
+    add_trace_options(p)
     add_seed(p, "the noise, a trace's workload draw and randomised policies")
     add_params(p)
     p.add_argument(
@@ -85,7 +60,10 @@ def add_parser(sub: Any) -> None:
         "--out", metavar="SCHEDULE", help="write the schedule here (default: not written)"
     )
     p.add_argument(
-        "--cdf", metavar="PNG", help="plot the JCT CDF (needs matplotlib; default: no plot)"
+        "--cdf",
+        metavar="PNG",
+        help="plot the JCT CDF and the finish-time fairness ρ CDF (needs matplotlib; "
+        "default: no plot)",
     )
     p.add_argument(
         "--realised",
@@ -99,7 +77,6 @@ def add_parser(sub: Any) -> None:
 def run(args: argparse.Namespace) -> int:
     from optsched.io import instance_to_dict
     from optsched.online.run import simulate
-    from optsched.traces import TraceMapping, load_workload
 
     params = parse_params(args.param)
     targets = [("--out", args.out), ("--realised", args.realised), ("--cdf", args.cdf)]
@@ -111,16 +88,7 @@ def run(args: argparse.Namespace) -> int:
         from optsched.plot import image_format, jct_cdf_image
 
         cdf_format = image_format(args.cdf, "--cdf")
-    mapping = TraceMapping(
-        quantum=args.quantum, reference_type=args.reference_type, seed=args.seed
-    )
-    instance, trace = load_workload(
-        args.instance,
-        cluster=args.cluster,
-        mapping=mapping,
-        trace_format=args.trace_format,
-        mode=args.mode,
-    )
+    instance, trace = load_instance_or_trace(args)
     result = simulate(
         instance,
         args.policy,
@@ -142,11 +110,17 @@ def run(args: argparse.Namespace) -> int:
     if args.realised is not None:
         outputs.append((args.realised, json_text(instance_to_dict(sim.instance))))
     if args.cdf is not None:
+        from optsched.fairness import fairness
+
+        rho = fairness(sim.instance, sim.completion).rho
         outputs.append(
             (
                 args.cdf,
                 jct_cdf_image(
-                    {args.policy: sim.jct}, cdf_format, title=f"{sim.instance.name}: JCT CDF"
+                    {args.policy: sim.jct},
+                    cdf_format,
+                    title=f"{sim.instance.name}: JCT CDF",
+                    rhos=None if rho is None else {args.policy: rho.tolist()},
                 ),
             )
         )
