@@ -16,7 +16,9 @@ naming Gavel's worker ``w`` of type ``t`` ``T-r`` (``T`` the type upper-cased, `
 rank of ``w`` among that type's workers in the log) and its job ``j`` ``jJ`` (the names
 optsched's trace reader gives).
 
-Violations (each names the job, the GPUs and the interval): an unknown job or GPU; an
+Every job is read as holding its K GPUs together, whatever the instance's mode (other
+simulators run data-parallel jobs that way). Violations (each names the job, the GPUs and the
+interval): an unknown job or GPU; an
 interval that ends before it starts; one before the job's arrival; a number of GPUs other
 than the job's K; a GPU it cannot run on; a GPU or a job in two intervals at once; a job
 that did not advance its rounds (within ``tolerance``, relative).
@@ -39,6 +41,7 @@ from typing import Any
 from optsched.errors import InputError
 from optsched.fairness import fairness_metrics
 from optsched.instance import Instance
+from optsched.jsonfile import read_text
 from optsched.metrics import schedule_metrics
 
 
@@ -95,17 +98,26 @@ def read_interval_log(path: str | Path) -> list[Interval]:
         A missing header field, an empty GPU list, or a start or end that is not a finite
         number, naming the line.
     """
-    text = Path(path).read_text(encoding="utf-8")
-    rows = csv.DictReader(io.StringIO(text))
-    missing = {"job", "gpus", "start", "end"} - set(rows.fieldnames or ())
-    if missing:
-        raise InputError(f"{path}: an interval log needs the columns job,gpus,start,end")
+    text = read_text(path, "interval log")
+    rows = csv.reader(io.StringIO(text))
+    header = [name.strip() for name in next(rows, [])]
+    if sorted(header) != ["end", "gpus", "job", "start"]:
+        raise InputError(
+            f"{path}: an interval log's header is job,gpus,start,end (in any order), "
+            f"got {','.join(header) or 'nothing'}"
+        )
+    column = {name: i for i, name in enumerate(header)}
     out = []
-    for line, row in enumerate(rows, start=2):
-        gpus = tuple(g.strip() for g in (row["gpus"] or "").split(";") if g.strip())
+    for line, fields in enumerate(rows, start=2):
+        if not fields:
+            continue
+        if len(fields) != 4:
+            raise InputError(f"{path}:{line}: 4 fields (job,gpus,start,end), got {len(fields)}")
+        row = {name: fields[i].strip() for name, i in column.items()}
+        gpus = tuple(g.strip() for g in row["gpus"].split(";") if g.strip())
         try:
             start, end = float(row["start"]), float(row["end"])
-        except (TypeError, ValueError):
+        except ValueError:
             raise InputError(f"{path}:{line}: start and end must be numbers") from None
         if not gpus or not (math.isfinite(start) and math.isfinite(end)):
             raise InputError(f"{path}:{line}: a GPU list and finite start and end are needed")
@@ -129,7 +141,10 @@ def read_gavel_log(path: str | Path) -> list[Interval]:
     InputError
         No micro-task in the file, or one scheduled and never finished.
     """
-    raw = Path(path).read_bytes()
+    try:
+        raw = Path(path).read_bytes()
+    except OSError as exc:
+        raise InputError(f"{path}: cannot read the Gavel log: {exc.strerror or exc}") from None
     text = (gzip.decompress(raw) if raw[:2] == b"\x1f\x8b" else raw).decode("utf-8", "replace")
     running: dict[tuple[str, tuple[int, ...]], tuple[str, float]] = {}
     spans: list[tuple[str, str, tuple[int, ...], float, float]] = []
@@ -148,7 +163,10 @@ def read_gavel_log(path: str | Path) -> list[Interval]:
             spans.append((m["job"], kind, ids, start, float(m["time"])))
     if running:
         job = next(iter(running))[0]
-        raise InputError(f"{path}: job {job}'s micro-task was scheduled and never finished")
+        raise InputError(
+            f"{path}: a micro-task of job j{job} was scheduled and never finished (a "
+            "truncated log?)"
+        )
     if not spans:
         raise InputError(f"{path}: no Gavel micro-task found")
     workers: dict[str, set[int]] = defaultdict(set)
@@ -190,7 +208,7 @@ def check_intervals(
             out.append(IntervalViolation("unknown-gpu", iv.job, f"{where}: no GPU {unknown[0]}"))
             continue
         if not iv.end > iv.start:
-            out.append(IntervalViolation("empty", iv.job, f"{where}: ends before it starts"))
+            out.append(IntervalViolation("empty", iv.job, f"{where}: no length (end ≤ start)"))
             continue
         if iv.start < job.arrival:
             out.append(
@@ -219,15 +237,19 @@ def check_intervals(
             by_gpu[g].append((iv.start, iv.end, iv.job))
     for g, held in by_gpu.items():
         held.sort()
-        for (a0, a1, ja), (b0, _, jb) in pairwise(held):
-            if b0 < a1:
+        busy_until, holder = -math.inf, ""
+        for start, end, who in held:  # each interval against the longest one before it
+            if start < busy_until:
                 out.append(
                     IntervalViolation(
                         "gpu-overlap",
-                        jb,
-                        f"GPU {g}: job {ja} [{a0:g}, {a1:g}) and job {jb} from {b0:g}",
+                        who,
+                        f"GPU {g}: job {holder} holds it until {busy_until:g}, job {who} "
+                        f"from {start:g}",
                     )
                 )
+            if end > busy_until:
+                busy_until, holder = end, who
     for name, ivs in by_job.items():
         ivs.sort(key=lambda iv: iv.start)
         for a, b in pairwise(ivs):
@@ -248,11 +270,15 @@ def check_intervals(
     if out:
         return IntervalReport(tuple(out), work=dict(work))
     completion = {job.id: _completion(job.rounds, by_job[job.id], paces) for job in instance.jobs}
+    span = max(completion.values())  # GPUs held past the last completion count until it
     metrics = schedule_metrics(
         completion,
         {job.id: job.arrival for job in instance.jobs},
         {job.id: job.weight for job in instance.jobs},
-        {gpu.id: [(a, b) for a, b, _ in by_gpu.get(gpu.id, [])] for gpu in instance.gpus},
+        {
+            gpu.id: [(a, min(b, span)) for a, b, _ in by_gpu.get(gpu.id, []) if a < span]
+            for gpu in instance.gpus
+        },
     )
     metrics.update(fairness_metrics(instance, completion))
     objective = sum(job.weight * completion[job.id] for job in instance.jobs)

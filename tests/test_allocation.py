@@ -192,11 +192,25 @@ def test_every_allocation_policy_passes_the_checker(inst, policy, data):
     inst = gang_instance_for_allocation(inst)
     params = {"period": str(data.draw(st.sampled_from([0, 1, 5])))}
     params["backfill"] = data.draw(st.sampled_from(["0", "1"]))
-    params["agnostic"] = data.draw(st.sampled_from(["0", "1"]))
+    if policy != "isolated":  # no LP: nothing to be agnostic about
+        params["agnostic"] = data.draw(st.sampled_from(["0", "1"]))
+    if policy == "max-min-fairness":
+        params["fill"] = data.draw(st.sampled_from(["none", "throughput"]))
     result = simulate(inst, policy, params=params)
     assert result.extra["checked"] and result.metrics["max_rho"] > 0
     json_text(dict(result.extra))  # the policy's report too: finite, JSON
     assert result.extra["policy"]["solves"] >= 1
+
+
+def test_options_belong_to_the_policies_they_change():
+    """fill is max-min's; agnostic and solution are the LP policies'; isolated has neither."""
+    jobs = (Job(id="a", rounds=2, compute={"V100": 1.0}),)
+    inst = Instance("one", jobs, (GPU("g", "V100"),), mode="gang")
+    with pytest.raises(InputError, match="no parameter 'fill'"):
+        simulate(inst, "min-makespan", params={"fill": "throughput"})
+    with pytest.raises(InputError, match="no parameter 'agnostic'"):
+        simulate(inst, "isolated", params={"agnostic": "1"})
+    assert simulate(inst, "max-throughput", params={"solution": "central"}).extra["checked"]
 
 
 def test_a_job_that_fits_no_single_type_is_refused():
@@ -271,3 +285,28 @@ def test_identical_jobs_get_identical_shares():
     assert np.allclose(share.x[:4], share.x[0])
     assert share.value == pytest.approx(cbc_max_min(problem, reference), rel=1e-7)
     assert problem.violation(share.x) <= 1e-9
+
+
+def test_deficits_keep_a_job_from_starving_across_re_solves(monkeypatch):
+    """Three equal long jobs on one GPU, and a short job arriving every 2 s, each arrival a
+    re-solve that resets the received shares: every unserved job then has priority ∞, and
+    without the deficits carried across solves the earlier arrivals would win every tie
+    (c starved for 20 rounds in this run); with them the three take turns."""
+    from optsched.online import allocation
+
+    jobs = [Job(id=name, rounds=30, compute={"V100": 1.0}) for name in "abc"]
+    jobs += [
+        Job(id=f"t{k}", arrival=2.0 * k + 0.5, rounds=1, compute={"V100": 0.01})
+        for k in range(1, 12)
+    ]
+    inst = Instance("turns", tuple(jobs), (GPU("g", "V100"),), mode="gang")
+
+    def turns() -> str:
+        schedule = simulate(inst, "max-min-fairness").schedule
+        starts = sorted(schedule.tasks, key=lambda t: t.start)
+        return "".join(t.job for t in starts if len(t.job) == 1)[:21]
+
+    fair = turns()
+    assert min(fair.count(name) for name in "abc") >= 6, fair
+    monkeypatch.setattr(allocation.AllocationPolicy, "_carry_deficits", lambda self, now: None)
+    assert turns().count("c") <= 4

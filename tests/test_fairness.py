@@ -76,3 +76,16 @@ def test_fairness_invariants_and_the_engine_agrees_with_the_checker(inst, policy
     assert np.all(per_job.contention >= 1 - 1e-9)
     assert 1 / inst.n_jobs - 1e-12 <= m["jain_rho"] <= 1 + 1e-12
     assert m["p50_jct"] <= m["p95_jct"] <= m["p99_jct"] <= max(per_job.jct) + 1e-9
+
+
+def test_a_job_alone_is_fairly_treated_up_to_rounding():
+    """Times that do not add up exactly (0.1 + 0.2): ρ = 1 up to an ulp counts as fair, and
+    Jain's index stays at most 1."""
+    jobs = tuple(
+        Job(id=j, arrival=a, rounds=3, compute={"T": 0.1}, sync={"T": 0.2})
+        for j, a in (("A", 0.0), ("B", 1e6))
+    )
+    result = simulate(Instance("alone", jobs, (GPU("g0", "T"),)), "fifo-perf", mode="gang")
+    m = result.metrics
+    assert m["max_rho"] == pytest.approx(1.0) and m["unfair_fraction"] == 0.0
+    assert m["jain_rho"] <= 1.0

@@ -157,6 +157,10 @@ def test_check_reads_interval_logs_from_the_command_line(tmp_path, capsys):
     assert main(["check", str(tmp_path / "i.json"), str(log)]) == 1
     assert "before-arrival" in capsys.readouterr().out
     assert main(["check", str(tmp_path / "i.json"), str(log), "--tolerance", "2"]) == 2
+    schedule = tmp_path / "s.json"
+    schedule.write_text("{}")
+    assert main(["check", str(tmp_path / "i.json"), str(schedule), "--tolerance", "0.1"]) == 2
+    assert "--tolerance goes with an interval log" in capsys.readouterr().err
 
 
 def test_the_checker_and_the_interval_checker_agree_on_an_optimum():
@@ -169,3 +173,40 @@ def test_the_checker_and_the_interval_checker_agree_on_an_optimum():
     report = check_intervals(inst, intervals_of(inst, best.schedule))
     assert report.feasible
     assert report.objective == pytest.approx(check(inst, best.schedule).objective)
+
+
+def test_overlaps_past_a_neighbour_and_gpus_held_after_the_end():
+    """A long interval overlapping two later ones on one GPU: both overlaps reported; a GPU
+    held after the last completion counts in utilisation only up to the makespan."""
+    inst = Instance(
+        "three",
+        tuple(Job(id=n, rounds=1, compute={"V100": 1.0}) for n in "abc"),
+        (GPU("g", "V100"), GPU("h", "V100")),
+        mode="gang",
+    )
+    log = [
+        Interval("a", ("g",), 0, 100),
+        Interval("b", ("g",), 10, 20),
+        Interval("c", ("g",), 30, 40),
+    ]
+    assert [v.job for v in check_intervals(inst, log).violations] == ["b", "c"]
+    held = [
+        Interval("a", ("g",), 0, 1e300),
+        Interval("b", ("h",), 0, 1),
+        Interval("c", ("h",), 1, 2),
+    ]
+    report = check_intervals(inst, held)
+    assert report.feasible and report.metrics["makespan"] == 2.0
+    assert report.metrics["utilisation"] == {"g": 1.0, "h": 1.0}
+
+
+def test_the_csv_reader_takes_a_bom_and_spaces_and_refuses_other_shapes(tmp_path):
+    path = tmp_path / "log.csv"
+    path.write_bytes("\ufeffjob, gpus, start, end\na, v0 ; v1 , 0, 2\n".encode())
+    assert read_interval_log(path) == [Interval("a", ("v0", "v1"), 0.0, 2.0)]
+    path.write_text("job,gpus,start,end\na,v0,0,2,7\n")
+    with pytest.raises(InputError, match="4 fields"):
+        read_interval_log(path)
+    path.write_bytes(b"job,gpus,start,end\na,v\xe90,0,2\n")
+    with pytest.raises(InputError, match="not UTF-8"):
+        read_interval_log(path)

@@ -59,6 +59,8 @@ def run(args: argparse.Namespace) -> int:
     from optsched.placement import PlacementInstance
 
     log = args.log or ("csv" if str(args.schedule).endswith(".csv") else None)
+    if log is None and args.tolerance is not None:
+        raise InputError("--tolerance goes with an interval log (--log, or a .csv file)")
     if log is not None or args.cluster:
         instance, _ = load_instance_or_trace(args)
         if log is not None:

@@ -186,12 +186,16 @@ def print_result(result: Result[Any], online: bool = False) -> None:
             )
         report = result.extra.get("policy", {})
         if "solves" in report:
-            line = f"policy     {report['solves']} LP solves ({report['lp_seconds']:.3g} s)"
+            line = (
+                f"policy     {report['solves']} allocations ({report['lp_seconds']:.3g} s in LPs)"
+            )
             real = report.get("realisation")
             if real:
                 line += (
                     f"; {real['objective']} promised {fmt(real['promised_mean'], 4)}, "
-                    f"realised {fmt(real['realised_mean'], 4)} (time-weighted)"
+                    f"realised {fmt(real['realised_mean'], 4)} (time-weighted"
+                    + (f"; {real['starved']} with a job served nothing" if real["starved"] else "")
+                    + ")"
                 )
             track = report.get("tracking")
             if track:

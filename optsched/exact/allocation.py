@@ -306,14 +306,13 @@ def max_min_share(
 
 def isolated_share(problem: AllocationProblem) -> Allocation:
     """Every job 1/n of each type's GPUs (Gavel's ``isolated``): X[j, t] = capacity[t] /
-    (n · K_j), scaled down to Σ_t X[j, t] ≤ 1, and 0 where j cannot run (no LP). Feasible:
-    Σ_j K_j X[j, t] ≤ capacity[t]. Its value is the least throughput."""
+    (n · K_j) where j can run (0 elsewhere), scaled down to Σ_t X[j, t] ≤ 1 (no LP).
+    Feasible: Σ_j K_j X[j, t] ≤ capacity[t]. Its value is the least throughput."""
     n, _ = problem.shape
     if n == 0:
         return Allocation(np.zeros(problem.rates.shape), 0.0, 0.0, 0.0, 0, 0.0)
-    x = problem.capacity[None, :] / (n * problem.scale[:, None])
+    x = np.where(problem.runnable(), problem.capacity[None, :] / (n * problem.scale[:, None]), 0.0)
     x /= np.maximum(x.sum(axis=1, keepdims=True), 1.0)
-    x = np.where(problem.runnable(), x, 0.0)
     value = float(problem.throughput(x).min())
     return Allocation(x, value, value, value, 0, 0.0)
 

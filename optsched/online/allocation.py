@@ -10,13 +10,15 @@ GPU is busy (an idle cluster never waits for the period). ``period=0`` solves on
 change.
 
 **Realisation** (Gavel's mechanism, §5): each job's *received share* on type t is the time
-its rounds have held GPUs of type t since the allocation was computed (or since it arrived,
-if later), divided by that time span; its *priority* on t is X[j, t] / received share (∞
-while it has received nothing there). At each decision, the waiting jobs' (job, type) pairs
-with X[j, t] > 0 are taken in decreasing priority (ties: larger X, earlier arrival, lower
-index) and a job starts its round on K idle GPUs of that type when it has not started at this
-instant and they are free. With ``backfill=1``, idle GPUs left over then go to waiting jobs by
-the same order on any type where they can run (Gavel leaves them idle).
+its rounds have held GPUs of type t since the allocation was computed, divided by that time
+span; its *priority* on t is X[j, t] / received share (∞ while it has received nothing
+there). At each decision, the waiting jobs' (job, type) pairs with X[j, t] > 0 are taken in
+decreasing priority (ties: the larger *deficit*, the GPU-time its earlier allocations
+promised and did not give, carried across solves as Gavel carries its deficits; then the
+larger X, the earlier arrival) and a job starts its round on K idle GPUs of that type when it
+has not started at this instant and they are free (one that does not fit is skipped). With
+``backfill=1`` (the default, as Gavel does), idle GPUs left over then go to waiting allocated
+jobs by arrival, each on its fastest type with room.
 
 Policies (the registered names; Gavel's names of the heterogeneity-aware versions in
 brackets; ``agnostic=1`` gives the versions without ``_perf``, the LP then seeing every type
@@ -147,15 +149,17 @@ class AllocationPolicy:
     _version: list[int] = field(default_factory=list, repr=False)
     #: per type: the waiting jobs it has a share for, by priority (a heap of (−priority,
     #: −share, row, version)), and those that can run there at all, by arrival (backfill)
-    _by_priority: list[list[tuple[float, float, int, int]]] = field(
+    _by_priority: list[list[tuple[float, float, float, int, int]]] = field(
         default_factory=list, repr=False
     )
     _by_arrival: list[list[tuple[int, int]]] = field(default_factory=list, repr=False)
     _queued: set[int] = field(default_factory=set, repr=False)
+    _deficit: dict[int, float] = field(default_factory=dict, repr=False)
     #: the allocation in force, and per solve (start, end, promised, realised)
     _interval: Interval | None = field(default=None, repr=False)
     realisation: list[tuple[float, float, float, float]] = field(default_factory=list)
     _completed: dict[int, float] = field(default_factory=dict, repr=False)
+    _starved: int = 0
     _work: dict[int, tuple[float, float]] = field(default_factory=dict, repr=False)
     _last_event: float = 0.0
     _class_of: np.ndarray = field(default_factory=lambda: np.zeros(0, int), repr=False)
@@ -182,7 +186,8 @@ class AllocationPolicy:
             ):
                 raise InputError(
                     f"policy {self.name!r}: job {job.id!r} needs {job.tasks_per_round} GPUs "
-                    "of one type and no type it runs on has that many"
+                    "of one type (an allocation policy runs a round on one type) and no type "
+                    "it runs on has that many"
                 )
 
     # -- the allocation --------------------------------------------------------------------
@@ -227,6 +232,7 @@ class AllocationPolicy:
                 self._terms = self._rho_terms(view, jobs, share, remaining)
                 result = min_max_rho(problem, *self._terms, central=central)
         self._close_interval(view.time)
+        self._carry_deficits(view.time)
         norm = reference / weights if self.objective == "max-throughput" else reference * weights
         value = _value_of(self.objective, norm, *self._terms)
         theta = problem.throughput(result.x)
@@ -294,6 +300,7 @@ class AllocationPolicy:
         if keep.any():
             realised = interval.value(theta, keep)
             self.realisation.append((interval.start, end, interval.promised, realised))
+            self._starved += bool((theta[keep] <= 0).any())
 
     def report(self) -> dict[str, Any]:
         """What the run did: LP solves and their time; the realisation of each allocation
@@ -304,7 +311,6 @@ class AllocationPolicy:
         self._close_interval(self._last_event)
         self._interval = None
         rows = [r for r in self.realisation if math.isfinite(r[2]) and math.isfinite(r[3])]
-        starved = sum(math.isfinite(r[2]) and not math.isfinite(r[3]) for r in self.realisation)
         spans = np.array([b - a for a, b, _, _ in rows])
         out: dict[str, Any] = {"solves": self.solves, "lp_seconds": round(self.lp_seconds, 4)}
         if rows and spans.sum() > 0:
@@ -314,8 +320,19 @@ class AllocationPolicy:
                 "objective": self.objective,
                 "promised_mean": float(promised),
                 "realised_mean": float(realised),
-                "starved": starved,  # intervals in which some job received nothing
-                "intervals": [[round(v, 6) for v in r] for r in rows],
+                # intervals in which some allocated job received nothing; where that makes
+                # the objective infinite (a makespan, a ρ) the interval's realised value is
+                # null and the means leave it out
+                "starved": self._starved,
+                "intervals": [
+                    [
+                        round(a, 6),
+                        round(b, 6),
+                        round(p, 6) if math.isfinite(p) else None,
+                        round(r, 6) if math.isfinite(r) else None,
+                    ]
+                    for a, b, p, r in self.realisation
+                ],
             }
         ratios = np.array([b / a for a, b in self._work.values() if a > 0])
         if len(ratios):  # how closely each job's rounds tracked the shares it was promised
@@ -361,17 +378,36 @@ class AllocationPolicy:
 
     # -- the realisation -------------------------------------------------------------------
 
+    def _carry_deficits(self, now: float) -> None:
+        """Before a new allocation: add to each allocated job's deficit the GPU-time its
+        shares promised since the last solve minus the time its rounds held (Gavel keeps
+        such deficits across resets to break ties): jobs left unserved by one allocation
+        go first among equals under the next."""
+        span = now - self.solved_at
+        if not math.isfinite(span):
+            return
+        for j, row in self._row.items():
+            held = sum(self._held[row])
+            _, last = self._latest.get(j, (0, -math.inf))
+            if last > now:  # the part of a running round not held yet
+                held -= last - now
+            promised = span * sum(x for _, x in self._runs_on[row])
+            self._deficit[j] = self._deficit.get(j, 0.0) + promised - held
+
     def _enqueue(self, row: int) -> None:
         """Queue a job that has just become waiting. Its priority on type t is its share
         over the share it received since the solve, X / (held / span): the span is the
         same for every job (all were active at the solve), and a waiting job holds no GPU,
-        so the key X / held stays valid until it starts again."""
+        so the key X / held stays valid until it starts again. Ties (every job not served
+        since the solve has priority ∞) go to the larger deficit, then the larger share,
+        then the earlier arrival."""
         version, held_row = self._version[row], self._held[row]
+        deficit = self._deficit.get(self._state[row].index, 0.0)
         for c, x in self._runs_on[row]:
             held = held_row[c]
             if x > 1e-9:
                 key = -x / held if held > 1e-9 else -math.inf
-                heapq.heappush(self._by_priority[c], (key, -x, row, version))
+                heapq.heappush(self._by_priority[c], (key, -deficit, -x, row, version))
             heapq.heappush(self._by_arrival[c], (row, version))
 
     def decide(self, view: View) -> list[Decision]:
@@ -457,11 +493,11 @@ def speed_classes_of(view: View) -> list[int]:
 
 @dataclass(frozen=True)
 class AllocationOptions(Options):
-    """Options of the allocation policies."""
+    """Options of every allocation policy."""
 
     period: float = number(
         "seconds between allocation solves when the jobs change (default 0: every arrival "
-        "and completion; an idle cluster always re-solves)",
+        "and completion; a cluster with no GPU busy always re-solves)",
         0.0,
     )
     backfill: bool = switch(
@@ -469,50 +505,79 @@ class AllocationOptions(Options):
         "mechanism does (default 1)",
         True,
     )
+
+
+@dataclass(frozen=True)
+class LPOptions(AllocationOptions):
+    """Options of the allocation policies that solve an LP."""
+
     agnostic: bool = switch(
         "heterogeneity-agnostic: the LP sees every GPU type as fast as the job's fastest "
         "(Gavel's versions without _perf; default 0)"
     )
-    solution: Literal["central", "vertex"] = choice(
+    solution: Literal["vertex", "central"] = choice(
         "which optimum of the LP: vertex (a simplex basis: slack to a few jobs; default) "
         "or central (inside the optimal face: slack shared among the jobs off the "
         "bottleneck, as an interior-point solver such as Gavel's returns)",
         ("vertex", "central"),
     )
+
+
+@dataclass(frozen=True)
+class MaxMinOptions(LPOptions):
+    """Options of ``max-min-fairness``."""
+
     fill: Literal["none", "throughput"] = choice(
-        "max-min only: none (the LP's optimum, default) or throughput (then the most total "
-        "normalised throughput among the max-min optimal allocations)",
+        "none (the LP's optimum, default) or throughput (then the most total normalised "
+        "throughput among the max-min optimal allocations)",
         ("none", "throughput"),
     )
 
 
 #: The registered allocation policies: (name, Gavel's name of its heterogeneity-aware
-#: version, what it does).
-POLICIES: tuple[tuple[Objective, str, str], ...] = (
-    ("max-min-fairness", "max_min_fairness_perf", "max-min fairness (LAS)"),
-    ("max-throughput", "max_sum_throughput_perf", "the largest total normalised throughput"),
-    ("min-makespan", "min_total_duration_perf", "the least makespan, one exact LP (clairvoyant)"),
-    ("finish-time-fairness", "finish_time_fairness_perf", "the least max ρ (clairvoyant)"),
-    ("isolated", "isolated", "each job 1/m of every GPU type (no LP)"),
+#: version, what it does, its options).
+POLICIES: tuple[tuple[Objective, str, str, type[AllocationOptions]], ...] = (
+    ("max-min-fairness", "max_min_fairness_perf", "max-min fairness (LAS)", MaxMinOptions),
+    (
+        "max-throughput",
+        "max_sum_throughput_perf",
+        "the largest total normalised throughput",
+        LPOptions,
+    ),
+    (
+        "min-makespan",
+        "min_total_duration_perf",
+        "the least makespan, one exact LP (clairvoyant)",
+        LPOptions,
+    ),
+    (
+        "finish-time-fairness",
+        "finish_time_fairness_perf",
+        "the least max ρ as Gavel defines it (clairvoyant)",
+        LPOptions,
+    ),
+    ("isolated", "isolated", "each job 1/m of every GPU type (no LP)", AllocationOptions),
 )
 
 
-def _register(objective: Objective, gavel: str, what: str) -> None:
+def _register(
+    objective: Objective, gavel: str, what: str, options: type[AllocationOptions]
+) -> None:
     @register(
         objective,
         kind="simulate",
         modes=("gang",),
-        options=AllocationOptions,
+        options=options,
         description=f"round-based allocation: {what}; Gavel's {gavel} (gang)",
     )
-    def make(options: AllocationOptions, seed: int) -> AllocationPolicy:
+    def make(chosen: AllocationOptions, seed: int) -> AllocationPolicy:
         return AllocationPolicy(
             objective,
-            period=options.period,
-            backfill=options.backfill,
-            fill=options.fill,
-            agnostic=options.agnostic,
-            solution=options.solution,
+            period=chosen.period,
+            backfill=chosen.backfill,
+            fill=getattr(chosen, "fill", "none"),
+            agnostic=getattr(chosen, "agnostic", False),
+            solution=getattr(chosen, "solution", "vertex"),
         )
 
 
