@@ -79,7 +79,7 @@ CLAIRVOYANT: frozenset[str] = frozenset({"min-makespan", "finish-time-fairness"}
 
 
 @dataclass(frozen=True)
-class Interval:
+class AllocationInForce:
     """An allocation in force from ``start``: its jobs (indices, in row order), the rates
     its LP saw, the throughputs and objective value it promised, and the objective as a
     function of the jobs' throughputs (and which of them to count)."""
@@ -95,9 +95,8 @@ class Interval:
 def _value_of(objective: str, norm: np.ndarray, *terms: np.ndarray) -> Callable[..., float]:
     """``objective`` as a function of the jobs' throughputs θ (over the jobs in ``keep``):
     max-min min θ_j / norm_j (norm: reference × weight); max-throughput Σ θ_j / norm_j
-    (reference ÷ weight); isolated min θ_j; min-makespan
-    max R_j / θ_j; finish-time fairness max (e_j + R_j / θ_j) / I_j (``terms``: R, or e, R,
-    I)."""
+    (reference ÷ weight); isolated min θ_j; min-makespan max R_j / θ_j; finish-time
+    fairness max (e_j + R_j / θ_j) / I_j (``terms``: R, or e, R, I)."""
 
     def value(theta: np.ndarray, keep: np.ndarray | None = None) -> float:
         keep = np.ones(len(theta), bool) if keep is None else keep
@@ -148,7 +147,8 @@ class AllocationPolicy:
     _latest: dict[int, tuple[int, float]] = field(default_factory=dict, repr=False)
     _version: list[int] = field(default_factory=list, repr=False)
     #: per type: the waiting jobs it has a share for, by priority (a heap of (−priority,
-    #: −share, row, version)), and those that can run there at all, by arrival (backfill)
+    #: −deficit, −share, row, version)), and those that can run there at all, by arrival
+    #: (backfill); each job's deficit (:meth:`_carry_deficits`)
     _by_priority: list[list[tuple[float, float, float, int, int]]] = field(
         default_factory=list, repr=False
     )
@@ -156,7 +156,7 @@ class AllocationPolicy:
     _queued: set[int] = field(default_factory=set, repr=False)
     _deficit: dict[int, float] = field(default_factory=dict, repr=False)
     #: the allocation in force, and per solve (start, end, promised, realised)
-    _interval: Interval | None = field(default=None, repr=False)
+    _interval: AllocationInForce | None = field(default=None, repr=False)
     realisation: list[tuple[float, float, float, float]] = field(default_factory=list)
     _completed: dict[int, float] = field(default_factory=dict, repr=False)
     _starved: int = 0
@@ -236,7 +236,7 @@ class AllocationPolicy:
         norm = reference / weights if self.objective == "max-throughput" else reference * weights
         value = _value_of(self.objective, norm, *self._terms)
         theta = problem.throughput(result.x)
-        self._interval = Interval(
+        self._interval = AllocationInForce(
             view.time, [job.index for job in jobs], rates, theta, value(theta), value
         )
         latest = {job.index: self._latest[job.index] for job in jobs if job.index in self._latest}
