@@ -310,3 +310,25 @@ def test_deficits_keep_a_job_from_starving_across_re_solves(monkeypatch):
     assert min(fair.count(name) for name in "abc") >= 6, fair
     monkeypatch.setattr(allocation.AllocationPolicy, "_carry_deficits", lambda self, now: None)
     assert turns().count("c") <= 4
+
+
+@settings(max_examples=n_examples(30), deadline=None)
+@given(problems(), st.integers(2, 3))
+def test_partitioned_max_min_brackets_the_optimum(problem, parts):
+    """POP-style pieces: a feasible allocation whose least utility is at most the optimum,
+    and a dual bound at least the optimum (up to HiGHS's tolerances)."""
+    from optsched.exact.allocation import max_min_partitioned
+
+    n, _ = problem.shape
+    reference = np.ones(n)
+    # each piece gets the drawn capacity, so every job still fits in its piece
+    problem = AllocationProblem(
+        problem.rates, problem.scale, problem.capacity * parts, problem.weights
+    )
+    pop = max_min_partitioned(problem, reference, parts)
+    best = max_min_share(problem, reference).value
+    assert problem.violation(pop.x) <= 1e-7
+    assert pop.lower <= best + 1e-7 and best <= pop.upper + 1e-7
+    assert pop.value == pytest.approx(
+        (problem.throughput(pop.x) / (reference * problem.weights)).min(), abs=1e-9
+    )

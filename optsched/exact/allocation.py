@@ -240,6 +240,119 @@ def _expanded(result: Allocation, of: np.ndarray, started: float) -> Allocation:
     )
 
 
+def _max_min_model(
+    problem: AllocationProblem, reference: np.ndarray
+) -> tuple[_Columns, np.ndarray, np.ndarray, coo_array, np.ndarray]:
+    """The max-min LP: its columns, each pair's utility, and min c·x s.t. A x ≤ b with the
+    rows per job (time), per type (capacity), then per job (z − Σ_t u_jt X_jt ≤ 0)."""
+    n, _ = problem.shape
+    cols = _Columns(problem, extra=1)
+    z = cols.pairs
+    utility = problem.rates[cols.jobs, cols.types] / (
+        np.asarray(reference, dtype=float)[cols.jobs] * problem.weights[cols.jobs]
+    )
+    blocks, rhs = cols.rows()
+    level = _coo(
+        (
+            np.concatenate([-utility, np.ones(n)]),
+            (
+                np.concatenate([cols.jobs, np.arange(n)]),
+                np.concatenate([np.arange(z), np.full(n, z)]),
+            ),
+        ),
+        shape=(n, cols.n),
+    )
+    c = np.zeros(cols.n)
+    c[z] = -1.0
+    return cols, utility, c, _vstack([*blocks, level]), np.array([*rhs, *np.zeros(n)])
+
+
+def _dual_bound(
+    problem: AllocationProblem,
+    reference: np.ndarray,
+    y_job: np.ndarray,
+    y_cap: np.ndarray,
+    y_level: np.ndarray,
+) -> float:
+    """An upper bound on the max-min optimum from a dual point of its LP (min −z s.t. the
+    time, capacity and level rows, all ≤, duals ≤ 0), made exactly feasible first: the
+    level duals scaled so that they sum to −1 or less (the z column), then each job's time
+    dual lowered to y_job ≤ u_jt · y_level_j − K_j · count_j · y_cap_t for every type it can
+    run on (its columns). Weak duality: −(Σ y_job + Σ_t capacity_t · y_cap_t) ≥ z*."""
+    total = float(y_level.sum())
+    if total >= 0:
+        return math.inf
+    y_level = y_level * max(1.0, -1.0 / total)
+    utility = problem.rates / (reference * problem.weights)[:, None]
+    gpus = (problem.scale * problem.count)[:, None]
+    limit = np.where(
+        problem.runnable(), utility * y_level[:, None] - gpus * y_cap[None, :], np.inf
+    )
+    y_job = np.minimum(y_job, limit.min(axis=1))
+    return -(float(y_job.sum()) + float(problem.capacity @ y_cap))
+
+
+def max_min_partitioned(
+    problem: AllocationProblem, reference: np.ndarray, parts: int, *, central: bool = False
+) -> Allocation:
+    """Max-min fairness solved in ``parts`` independent pieces, as POP does (Narayanan et
+    al., SOSP'21): job j goes to piece j mod ``parts`` with 1/``parts`` of every type's
+    GPUs. The pieces' allocations together are feasible for the whole problem, and their
+    least utility is ``lower`` (= ``value``). ``upper`` certifies the gap: the pieces'
+    optimal duals (y_job, y_cap, y_level ≤ 0 for their time, capacity and level rows) give
+    the whole LP the dual point y_job / parts, min over pieces of y_cap / parts,
+    y_level / parts, made exactly feasible by :func:`_dual_bound`, whose value bounds the
+    whole optimum from above.
+
+    Raises
+    ------
+    InputError
+        A job that some type can hold but not its 1/``parts`` share (fewer parts needed).
+    """
+    started = time.perf_counter()
+    n, m = problem.shape
+    reference = np.asarray(reference, dtype=float)
+    if parts < 1:
+        raise InputError(f"parts must be at least 1, got {parts}")
+    x = np.zeros((n, m))
+    y_job, y_level = np.zeros(n), np.zeros(n)
+    cap_duals = np.zeros((parts, m))
+    solves = 0
+    for part in range(parts):
+        rows = np.arange(part, n, parts)
+        if not len(rows):
+            continue
+        piece = AllocationProblem(
+            problem.rates[rows],
+            problem.scale[rows],
+            problem.capacity / parts,
+            problem.weights[rows],
+            problem.count[rows],
+        )
+        lost = problem.runnable()[rows].any(axis=1) & ~piece.runnable().any(axis=1)
+        if lost.any():
+            raise InputError(
+                f"{parts} parts leave job row {int(rows[np.argmax(lost)])} no type with its "
+                "GPUs; use fewer parts"
+            )
+        cols, _, c, a_ub, b_ub = _max_min_model(piece, reference[rows])
+        solved = _solved(
+            linprog(c, central, cols.n >= IPM_MIN_COLUMNS, A_ub=a_ub, b_ub=b_ub),
+            "max-min allocation (a part)",
+        )
+        solves += 1
+        x[rows] = cols.to_matrix(solved.x)
+        duals = np.minimum(np.asarray(solved.ineqlin.marginals, dtype=float), 0.0)
+        k = len(rows)
+        y_job[rows], cap_duals[part], y_level[rows] = duals[:k], duals[k : k + m], duals[k + m :]
+    level = problem.throughput(x) / (reference * problem.weights)
+    lower = float(level.min())
+    upper = _dual_bound(
+        problem, reference, y_job / parts, cap_duals.min(axis=0) / parts, y_level / parts
+    )
+    return Allocation(x, lower, lower, max(upper, lower), solves, time.perf_counter() - started)
+
+
 def max_min_share(
     problem: AllocationProblem,
     reference: np.ndarray,
@@ -263,27 +376,9 @@ def max_min_share(
         sub, sub_reference, of = grouped
         result = max_min_share(sub, sub_reference, fill=fill, central=central)
         return _expanded(result, of, started)
-    cols = _Columns(problem, extra=1)
+    cols, utility, c, a_ub, b_ub = _max_min_model(problem, reference)
     z = cols.pairs
-    utility = problem.rates[cols.jobs, cols.types] / (
-        np.asarray(reference, dtype=float)[cols.jobs] * problem.weights[cols.jobs]
-    )
     blocks, rhs = cols.rows()
-    # z − Σ_t u_jt X_jt ≤ 0 for each job
-    level = _coo(
-        (
-            np.concatenate([-utility, np.ones(n)]),
-            (
-                np.concatenate([cols.jobs, np.arange(n)]),
-                np.concatenate([np.arange(z), np.full(n, z)]),
-            ),
-        ),
-        shape=(n, cols.n),
-    )
-    a_ub = _vstack([*blocks, level])
-    b_ub = np.array([*rhs, *np.zeros(n)])
-    c = np.zeros(cols.n)
-    c[z] = -1.0
     ipm = cols.n >= IPM_MIN_COLUMNS
     first = _solved(linprog(c, central, ipm, A_ub=a_ub, b_ub=b_ub), "max-min allocation")
     best = float(first.x[z])
