@@ -28,9 +28,10 @@ from typing import Any
 import numpy as np
 
 from optsched.fairness import fairness
+from optsched.instance import Instance
 from optsched.online.run import simulate
 from optsched.output import write_file
-from optsched.traces import TraceMapping, parse_cluster, read_trace, trace_instance
+from optsched.traces import Trace, TraceMapping, parse_cluster, read_trace, trace_instance
 
 ROOT = Path(__file__).resolve().parents[1]
 PEER = ROOT.parent / "shared" / "peer-data" / "gavel"
@@ -92,6 +93,16 @@ RUNS = [
 ]
 
 
+def gavel_instance(trace: Trace) -> Instance:
+    """``trace`` on the cluster as Gavel runs it: gang mode, tasks of 360 s on the V100."""
+    return trace_instance(
+        trace,
+        parse_cluster(CLUSTER),
+        TraceMapping(quantum=360.0, reference_type="V100"),
+        mode="gang",
+    )
+
+
 def cpu() -> float:
     usage = resource.getrusage(resource.RUSAGE_SELF)
     return usage.ru_utime + usage.ru_stime
@@ -126,12 +137,7 @@ def main() -> None:
     rows = []
     for label in args.traces:
         trace = read_trace(TRACES[label])
-        inst = trace_instance(
-            trace,
-            parse_cluster(CLUSTER),
-            TraceMapping(quantum=360.0, reference_type="V100"),
-            mode="gang",
-        )
+        inst = gavel_instance(trace)
         arrival = np.array([job.arrival for job in inst.jobs])
         for name, policy, params, gavel in RUNS:
             if args.only and name not in args.only:

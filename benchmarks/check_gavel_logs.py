@@ -20,11 +20,11 @@ from pathlib import Path
 
 from optsched.intervals import check_intervals, read_gavel_log
 from optsched.output import write_file
-from optsched.traces import TraceMapping, parse_cluster, read_trace, trace_instance
+from optsched.traces import read_trace
 
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT / "benchmarks"))
-from allocation_gavel import CLUSTER, OUT, TRACES  # noqa: E402
+from allocation_gavel import CLUSTER, OUT, TRACES, gavel_instance  # noqa: E402
 
 
 def main() -> None:
@@ -45,12 +45,7 @@ def main() -> None:
         "|---|---|---|---|---|---|---|---|---|",
     ]
     for label, runs in reference.items():
-        inst = trace_instance(
-            read_trace(TRACES[label]),
-            parse_cluster(CLUSTER),
-            TraceMapping(quantum=360.0, reference_type="V100"),
-            mode="gang",
-        )
+        inst = gavel_instance(read_trace(TRACES[label]))
         for policy, gavel in runs.items():
             log = args.logdir / f"{label}.{policy}.err.gz"
             if not log.exists():

@@ -21,17 +21,24 @@ def round_lower_bound(instance: Instance, j: int) -> float:
     Gang mode: K distinct GPUs held for the slowest ``compute + sync`` among them, so the
     K-th smallest ``compute[j,g] + sync[j,g]``.
     """
-    job = instance.jobs[j]
-    k_tasks = job.tasks_per_round
-    compute, sync = instance.row(j)
+    k_tasks = instance.jobs[j].tasks_per_round
+    # the same values per GPU class (GPUs with equal times), each class's at most K times:
+    # the K-th smallest of the multiset needs no more copies of any one value
+    compute, sync = instance.class_compute[j], instance.class_sync[j]
+    copies = np.minimum(class_sizes(instance), k_tasks)
     eligible = np.isfinite(compute)
-    c, s = compute[eligible], sync[eligible]
+    c, s, n = compute[eligible], sync[eligible], copies[eligible]
     if instance.mode == "gang":
-        candidates = c + s
+        candidates = np.repeat(c + s, n)
     else:
         k = np.arange(1, k_tasks + 1)
-        candidates = (s[:, None] + c[:, None] * k[None, :]).ravel()
+        candidates = np.repeat(s[:, None] + c[:, None] * k[None, :], n, axis=0).ravel()
     return float(np.partition(candidates, k_tasks - 1)[k_tasks - 1])
+
+
+def class_sizes(instance: Instance) -> np.ndarray:
+    """How many GPUs each of the instance's GPU classes holds (``Instance.gpu_class``)."""
+    return np.bincount(instance.gpu_class, minlength=instance.class_compute.shape[1])
 
 
 def critical_path(instance: Instance) -> np.ndarray:

@@ -161,11 +161,17 @@ def share_stretch(instance: Instance, contention: np.ndarray) -> np.ndarray:
     types = sorted({gpu.type for gpu in instance.gpus})
     of_type = np.array([types.index(gpu.type) for gpu in instance.gpus])
     counts = np.bincount(of_type, minlength=len(types)).astype(float)
+    # each GPU class (GPUs with equal times) is of one type: its type, and per job the
+    # round time on each class, then the best class of each type
+    class_type = np.zeros(instance.class_compute.shape[1], dtype=int)
+    class_type[instance.gpu_class] = of_type
+    class_pace = instance.class_compute + instance.class_sync
+    type_pace = np.stack(
+        [class_pace[:, class_type == t].min(axis=1) for t in range(len(types))], axis=1
+    )
     out = np.ones(instance.n_jobs)
     for j, job in enumerate(instance.jobs):
-        compute, sync = instance.row(j)
-        pace = np.full(len(types), np.inf)
-        np.minimum.at(pace, of_type, compute + sync)
+        pace = type_pace[j]
         fits = np.isfinite(pace) & (counts >= job.tasks_per_round)
         if not fits.any():  # relaxed rounds spread over types: the share of all GPUs
             fits = np.isfinite(pace)

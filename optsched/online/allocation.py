@@ -304,10 +304,7 @@ class AllocationPolicy:
             if row is None or stop <= interval.start:
                 theta[i] = np.nan
                 continue
-            held = np.array(self._held[row])
-            c, last = self._latest.get(j, (0, -math.inf))
-            if last > stop:  # the part of a running round not yet held
-                held[c] -= last - stop
+            held = self._held_at(j, row, stop)
             theta[i] = float(held @ interval.rates[i]) / (stop - interval.start)
         keep = ~np.isnan(theta)
         for i in map(int, np.nonzero(keep)[0]):  # per job: promised and realised work
@@ -404,6 +401,15 @@ class AllocationPolicy:
 
     # -- the realisation -------------------------------------------------------------------
 
+    def _held_at(self, j: int, row: int, at: float) -> np.ndarray:
+        """GPU-time per type job ``j`` (``row``) has held from the last solve until ``at``:
+        its rounds' times less the part of a running round still to come."""
+        held = np.array(self._held[row])
+        c, last = self._latest.get(j, (0, -math.inf))
+        if last > at:
+            held[c] -= last - at
+        return held
+
     def _carry_deficits(self, now: float) -> None:
         """Before a new allocation: add to each allocated job's deficit the GPU-time its
         shares promised since the last solve minus the time its rounds held (Gavel keeps
@@ -413,10 +419,7 @@ class AllocationPolicy:
         if not math.isfinite(span):
             return
         for j, row in self._row.items():
-            held = sum(self._held[row])
-            _, last = self._latest.get(j, (0, -math.inf))
-            if last > now:  # the part of a running round not held yet
-                held -= last - now
+            held = float(self._held_at(j, row, now).sum())
             promised = span * sum(x for _, x in self._runs_on[row])
             self._deficit[j] = self._deficit.get(j, 0.0) + promised - held
 
@@ -438,8 +441,10 @@ class AllocationPolicy:
 
     def decide(self, view: View) -> list[Decision]:
         if not len(self._class_of):
-            self._class_of = np.array(speed_classes_of(view))
-            self._capacity = np.bincount(self._class_of).astype(float)
+            self._class_of = np.array(view.idle.class_of)  # the view's speed classes
+            self._capacity = np.bincount(self._class_of, minlength=len(view.idle.by_class)).astype(
+                float
+            )
         self._last_event = view.time
         if self._stale(view, view.active_ids):
             self._jobs = frozenset(view.active_ids)
@@ -509,12 +514,6 @@ class AllocationPolicy:
             start(entry[-2], c)
         for c, entry in skipped:
             heapq.heappush(queues[c], entry)
-
-
-def speed_classes_of(view: View) -> list[int]:
-    """Each GPU's type index in order of first appearance (the view's speed classes)."""
-    index: dict[str, int] = {}
-    return [index.setdefault(t, len(index)) for t in view.gpu_types]
 
 
 @dataclass(frozen=True)
