@@ -11,7 +11,13 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from optsched import check, simulate
-from optsched.fairness import FAIRNESS_KEYS, FairnessSummary, fairness, mean_contention
+from optsched.fairness import (
+    FAIRNESS_KEYS,
+    FairnessSummary,
+    fairness,
+    mean_contention,
+    percentiles,
+)
 from optsched.instance import GPU, Instance, Job
 from optsched.schedule import Schedule, Task
 from optsched.testing import instances
@@ -41,6 +47,15 @@ def test_hand_computed_fairness_of_two_jobs_in_a_row():
     per_job = fairness(inst, report.completion)
     assert per_job.contention == pytest.approx([2.0, 1.5])
     assert per_job.rho == pytest.approx([0.5, 4 / 3])
+
+
+@given(
+    st.lists(st.floats(0, 1e7, allow_nan=False), min_size=1, max_size=40),
+    st.lists(st.floats(0, 100), min_size=1, max_size=4),
+)
+def test_percentiles_are_numpys_floats(values, qs):
+    x = np.array(values)
+    assert percentiles(x, tuple(qs)) == [float(v) for v in np.percentile(x, qs)]
 
 
 def test_contention_counts_overlaps_exactly():
