@@ -125,6 +125,36 @@ def test_a_ctrl_c_in_the_highs_wait_gives_an_interrupted_result(small, monkeypat
     assert not highs._abandoned
 
 
+def test_an_lp_solves_while_an_abandoned_highs_solve_still_runs():
+    """highspy marks a running solve with a lock on the class: while an abandoned solve
+    holds it (another thread), an LP with a time limit is solved in the calling thread
+    instead of failing with "Solver is already running"."""
+    import highspy
+
+    held, release = threading.Event(), threading.Event()
+    lock = highspy.Highs._Highs__solver_stopped  # the class-wide lock
+
+    def abandoned() -> None:
+        with lock:
+            held.set()
+            release.wait(30)
+
+    thread = threading.Thread(target=abandoned, daemon=True)
+    thread.start()
+    held.wait(30)
+    try:
+        result = highs.linprog(
+            np.array([1.0, 1.0]),
+            A_ub=np.array([[-1.0, -2.0]]),
+            b_ub=np.array([-2.0]),
+            time_limit=10,
+        )
+    finally:
+        release.set()
+        thread.join(30)
+    assert result.status == 0 and result.fun == pytest.approx(1.0)
+
+
 def _interrupt_waits(monkeypatch) -> dict[str, int]:
     """Make the next HiGHS wait raise KeyboardInterrupt (a Ctrl-C during the solve); set
     ``state["left"]`` again to interrupt another."""

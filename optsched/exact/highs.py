@@ -108,6 +108,12 @@ def run(highs: Any, deadline: float | None = None) -> str:
         When HiGHS did not stop within :data:`CANCEL_GRACE_SECONDS` of a Ctrl-C (it is
         abandoned, still running, in its daemon thread).
     """
+    if highs.is_solver_running():
+        # highspy (1.16) keeps the lock that marks a solve as running on the class, not the
+        # object: while an abandoned solve still runs, no other object can start a thread.
+        # Solve in this thread then; HiGHS's own time limit still ends it.
+        highs.run()
+        return "solved"
     highs.HandleUserInterrupt = True
     highs.startSolve()
     try:
