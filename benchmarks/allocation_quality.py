@@ -27,6 +27,7 @@ POLICIES = (
     "min-makespan",
     "finish-time-fairness",
     "isolated",
+    "integral-allocation",
     "fifo-perf",
     "tiresias",
     "srtf",

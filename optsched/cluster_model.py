@@ -85,7 +85,9 @@ class ClusterProfile:
     placement_factor
         {placement pattern: factor > 0}: how much a round's training stretches when its PS
         and workers share hosts that way (patterns as :func:`placement_pattern` names them,
-        e.g. ``pw:w``; a pattern not listed has factor 1). None: no factor.
+        e.g. ``pw:w``; a pattern not listed has factor 1). A key ``pattern@TYPE`` gives the
+        factor on GPU type TYPE (the type of the round's slowest GPU), before ``pattern``
+        (:func:`factor_of`). None: no factor.
     actual
         What the job really uses, where ``util``, ``gpu_memory`` and ``bandwidth`` are the
         predictions the scheduler decides on: a mapping with any of the keys ``util``,
@@ -145,6 +147,11 @@ class ClusterProfile:
         if self.placement_factor is not None:
             factors = seconds_map(self.placement_factor, "placement_factor", positive=True)
             for pattern, value in factors.items():
+                shape, at, gpu_type = pattern.partition("@")
+                if not shape or (at and not gpu_type):
+                    raise InputError(
+                        f"placement_factor key {pattern!r} must be a pattern or pattern@TYPE"
+                    )
                 if value > MAX_FACTOR:
                     raise InputError(
                         f"placement_factor[{pattern!r}] must be <= {MAX_FACTOR:g}, got {value!r}"
@@ -214,19 +221,28 @@ def placement_pattern(roles: Sequence[str], hosts: Sequence[str]) -> str:
     return ":".join(sorted(groups, key=lambda grp: ("p" not in grp, -len(grp), grp)))
 
 
+def factor_of(factors: Mapping[str, float], pattern: str, gpu_type: str) -> float:
+    """The placement factor of ``pattern`` on ``gpu_type``: ``pattern@gpu_type`` if listed,
+    else ``pattern``, else 1."""
+    return factors.get(f"{pattern}@{gpu_type}", factors.get(pattern, 1.0))
+
+
 def round_pace(instance: Instance, j: int, gpus: Sequence[int]) -> float:
     """Training time of one gang round of job ``j`` on ``gpus`` (task k on ``gpus[k]``): the
-    slowest compute + sync × the job's factor for the round's placement pattern."""
+    slowest compute + sync × the job's factor for the round's placement pattern on the type
+    of the (first) slowest GPU."""
     job, cls = instance.jobs[j], instance.gpu_class
-    base = max(
+    paces = [
         float(instance.class_compute[j, cls[g]] + instance.class_sync[j, cls[g]]) for g in gpus
-    )
+    ]
+    base = max(paces)
     factors = job.profile.placement_factor
     if not factors:
         return base
     roles = job.profile.roles or ("worker",) * job.tasks_per_round
     hosts = [instance.gpus[g].host or "" for g in gpus]
-    return base * factors.get(placement_pattern(roles, hosts), 1.0)
+    slowest = instance.gpus[gpus[paces.index(base)]].type
+    return base * factor_of(factors, placement_pattern(roles, hosts), slowest)
 
 
 def round_flows(instance: Instance, j: int, gpus: Sequence[int]) -> dict[str, int]:

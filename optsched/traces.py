@@ -39,19 +39,21 @@ from __future__ import annotations
 import csv
 import io
 import math
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass
 from datetime import UTC, datetime
 from pathlib import Path
 
 import numpy as np
 
+from optsched.cluster_model import ClusterProfile
 from optsched.errors import InputError
 from optsched.instance import GPU, Instance, Job
 from optsched.jsonfile import read_text
 from optsched.limits import MAX_FACTOR, MAX_TASKS, MAX_VALUE
 from optsched.workloads import (
     Catalog,
+    Workload,
     canonical_gpu_type,
     default_catalog,
     gavel_workload_name,
@@ -297,9 +299,12 @@ def _csv(path: Path, needed: Sequence[str]) -> list[tuple[int, dict[str, str]]]:
 MAX_CLUSTER_GPUS = 1_000_000
 
 
-def parse_cluster(spec: str) -> tuple[GPU, ...]:
+def parse_cluster(spec: str, gpus_per_host: int | None = None) -> tuple[GPU, ...]:
     """GPUs from ``"V100:85,T4:43"`` (ids ``V100-0``, …, in the order given); at most
-    :data:`MAX_CLUSTER_GPUS` in all."""
+    :data:`MAX_CLUSTER_GPUS` in all. With ``gpus_per_host``, each type's GPUs sit on hosts
+    of that many (``V100-h0``, …; the last host of a type may hold fewer)."""
+    if gpus_per_host is not None and not 1 <= gpus_per_host <= MAX_CLUSTER_GPUS:
+        raise InputError(f"--gpus-per-host must be a positive integer, got {gpus_per_host!r}")
     counts: dict[str, int] = {}
     for part in spec.split(","):
         name, _, count = part.strip().partition(":")
@@ -315,7 +320,11 @@ def parse_cluster(spec: str) -> tuple[GPU, ...]:
         counts[gpu_type] = n
         if sum(counts.values()) > MAX_CLUSTER_GPUS:
             raise InputError(f"--cluster {spec!r}: more than {MAX_CLUSTER_GPUS:,} GPUs")
-    return tuple(GPU(f"{t}-{i}", t) for t, n in counts.items() for i in range(n))
+    return tuple(
+        GPU(f"{t}-{i}", t, host=None if gpus_per_host is None else f"{t}-h{i // gpus_per_host}")
+        for t, n in counts.items()
+        for i in range(n)
+    )
 
 
 @dataclass(frozen=True)
@@ -363,9 +372,10 @@ def trace_instance(
         )
     jobs = []
     tasks = 0
+    hosts = mode == "gang" and all(g.host is not None for g in gpus)
     for tj in trace.jobs:
         if tj.steps is not None:
-            jobs.append(_step_job(tj, catalog, ref, types, mapping))
+            jobs.append(_step_job(tj, catalog, ref, types, mapping, hosts))
             tasks = _count(tasks, jobs[-1].rounds * tj.gpus, mapping)
             continue
         assert tj.duration is not None
@@ -431,9 +441,15 @@ def split_steps(steps: int, step_seconds: float, quantum: float) -> tuple[int, i
 
 
 def _step_job(
-    tj: TraceJob, catalog: Catalog, ref: str, types: Sequence[str], mapping: TraceMapping
+    tj: TraceJob,
+    catalog: Catalog,
+    ref: str,
+    types: Sequence[str],
+    mapping: TraceMapping,
+    hosts: bool = False,
 ) -> Job:
-    """A Gavel step job (module docstring): its K-GPU workload and :func:`split_steps`."""
+    """A Gavel step job (module docstring): its K-GPU workload and :func:`split_steps`; on
+    ``hosts`` (gang mode), its spread factors (:func:`spread_factors`)."""
     assert tj.steps is not None
     name = gavel_workload_name(tj.workload or "", tj.gpus)
     scale = tj.gpus
@@ -453,6 +469,7 @@ def _step_job(
     factor = scale / tj.gpus  # step time: linear scaling from k to K GPUs
     rounds, iters = split_steps(tj.steps, w.cells[ref].seconds * factor, mapping.quantum)
     if scale == tj.gpus:
+        factors = spread_factors(w, tj.gpus, types) if hosts else {}
         return Job(
             id=tj.id,
             arrival=tj.arrival,
@@ -461,6 +478,7 @@ def _step_job(
             tasks_per_round=tj.gpus,
             workload=w.name,
             iters_per_task=iters,
+            cluster=ClusterProfile(placement_factor=factors) if factors else None,
         )
     compute = {t: iters * w.cells[t].seconds * factor for t in types if t in w.cells}
     if not compute:
@@ -484,6 +502,33 @@ def _step_job(
     )
 
 
+def spread_factors(workload: Workload, k: int, types: Sequence[str]) -> dict[str, float]:
+    """A K-GPU workload's placement factors where it has spread throughputs: on each type,
+    ``pattern@TYPE`` = its spread over its consolidated seconds per step, for every worker
+    pattern on two or more hosts (Gavel measured one unconsolidated throughput, whatever
+    the split). A type without a spread cell (Gavel's 0: not measured) gets no factor: a
+    spread round there takes the consolidated time, an assumption."""
+    out = {}
+    for t in types:
+        if t in workload.spread and t in workload.cells:
+            factor = workload.spread[t].seconds / workload.cells[t].seconds
+            for parts in partitions(k):
+                if len(parts) > 1:
+                    out[f"{':'.join('w' * n for n in parts)}@{t}"] = factor
+    return out
+
+
+def partitions(k: int, most: int | None = None) -> Iterator[list[int]]:
+    """The partitions of ``k`` into parts of at most ``most``, largest first."""
+    most = k if most is None else most
+    if k == 0:
+        yield []
+        return
+    for part in range(min(k, most), 0, -1):
+        for rest in partitions(k - part, part):
+            yield [part, *rest]
+
+
 def _count(tasks: int, more: int, mapping: TraceMapping) -> int:
     """Running task count of a mapped trace; refuses (naming --quantum) more than an
     instance can hold."""
@@ -502,12 +547,14 @@ def load_workload(
     trace_format: str = "auto",
     mapping: TraceMapping | None = None,
     mode: str | None = None,
+    gpus_per_host: int | None = None,
 ) -> tuple[Instance, Trace | None]:
     """What ``optsched simulate`` runs: an instance file (``.json``), or a trace (any other
     file, read by :func:`read_trace` in ``trace_format``) mapped onto ``cluster`` (GPUs, or
-    ``TYPE:COUNT,...`` as :func:`parse_cluster` reads it) by ``mapping``. ``mode`` (default:
-    the instance's, ``relaxed`` for a trace) sets the execution mode. Returns the instance
-    and the trace it came from (None for an instance file).
+    ``TYPE:COUNT,...`` as :func:`parse_cluster` reads it, on hosts of ``gpus_per_host``) by
+    ``mapping``. ``mode`` (default: the instance's, ``relaxed`` for a trace) sets the
+    execution mode. Returns the instance and the trace it came from (None for an instance
+    file).
 
     Raises
     ------
@@ -518,12 +565,20 @@ def load_workload(
     from optsched.io import load_instance
 
     if str(path).endswith(".json"):
-        if cluster:
-            raise InputError("--cluster goes with a trace; an instance (.json) has its own GPUs")
+        if cluster or gpus_per_host is not None:
+            raise InputError(
+                "--cluster and --gpus-per-host go with a trace; an instance (.json) has "
+                "its own GPUs"
+            )
         instance = load_instance(path)
         return (instance if mode is None else instance.with_mode(mode)), None
     if not cluster:
         raise InputError("a trace needs --cluster TYPE:COUNT,... (e.g. V100:85,T4:43)")
-    gpus = parse_cluster(cluster) if isinstance(cluster, str) else tuple(cluster)
+    if isinstance(cluster, str):
+        gpus = parse_cluster(cluster, gpus_per_host)
+    elif gpus_per_host is not None:
+        raise InputError("gpus_per_host goes with a cluster spec; given GPUs have their hosts")
+    else:
+        gpus = tuple(cluster)
     trace = read_trace(path, trace_format)
     return trace_instance(trace, gpus, mapping, mode=mode or "relaxed"), trace

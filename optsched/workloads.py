@@ -10,7 +10,7 @@ from __future__ import annotations
 import ast
 import json
 from collections.abc import Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from functools import cache
 from pathlib import Path
 from types import MappingProxyType
@@ -54,14 +54,18 @@ class Cell:
 
 @dataclass(frozen=True)
 class Workload:
-    """A training workload: its per-GPU-type cells and a short description."""
+    """A training workload: its per-GPU-type cells and a short description; for a
+    multi-GPU workload, ``spread`` cells may give its seconds per step when its GPUs are
+    spread over servers (Gavel's unconsolidated throughputs; ``cells`` are consolidated)."""
 
     name: str
     description: str
     cells: Mapping[str, Cell]
+    spread: Mapping[str, Cell] = field(default_factory=dict)
 
     def __post_init__(self) -> None:
         object.__setattr__(self, "cells", MappingProxyType(dict(self.cells)))
+        object.__setattr__(self, "spread", MappingProxyType(dict(self.spread)))
 
 
 @dataclass(frozen=True)
@@ -88,15 +92,19 @@ class Catalog:
         return None if cell is None else cell.seconds
 
     def to_dict(self) -> dict[str, Any]:
+        def cells(of: Mapping[str, Cell]) -> dict[str, Any]:
+            return {
+                t: {"seconds": c.seconds, "provenance": c.provenance, "note": c.note}
+                for t, c in of.items()
+            }
+
         return {
             "format": "optsched/workloads@1",
             "workloads": {
                 w.name: {
                     "description": w.description,
-                    "seconds_per_batch": {
-                        t: {"seconds": c.seconds, "provenance": c.provenance, "note": c.note}
-                        for t, c in w.cells.items()
-                    },
+                    "seconds_per_batch": cells(w.cells),
+                    **({"spread_seconds_per_batch": cells(w.spread)} if w.spread else {}),
                 }
                 for w in self.workloads.values()
             },
@@ -106,13 +114,21 @@ class Catalog:
     def from_dict(cls, data: Mapping[str, Any]) -> Catalog:
         if data.get("format") != "optsched/workloads@1":
             raise InputError(f"unknown workload catalog format {data.get('format')!r}")
+
+        def cells(of: Mapping[str, Any]) -> dict[str, Cell]:
+            return {
+                canonical_gpu_type(t): Cell(c["seconds"], c["provenance"], c["note"])
+                for t, c in of.items()
+            }
+
         out = {}
         for name, w in data["workloads"].items():
-            cells = {
-                canonical_gpu_type(t): Cell(c["seconds"], c["provenance"], c["note"])
-                for t, c in w["seconds_per_batch"].items()
-            }
-            out[name] = Workload(name, w.get("description", ""), cells)
+            out[name] = Workload(
+                name,
+                w.get("description", ""),
+                cells(w["seconds_per_batch"]),
+                cells(w.get("spread_seconds_per_batch", {})),
+            )
         return cls(out)
 
 
@@ -147,8 +163,10 @@ def read_gavel_throughputs(path: str | Path, *, citation: str = GAVEL_CITATION) 
     workload :func:`gavel_workload_name` ``(job_type, k)``, whose seconds are per step of
     the whole k-GPU data-parallel job (Gavel's distributed throughput, synchronisation
     included; a 0 there means it cannot run on that type, and the cell is left out).
-    ``*_unconsolidated`` types are skipped (optsched's instances have no
-    servers); GPU type names are canonicalised (``k80`` → ``K80``).
+    The ``*_unconsolidated`` types (the k GPUs spread over servers) give a multi-GPU
+    workload's ``spread`` cells the same way (their single-GPU entries, equal to the
+    consolidated ones, are left out, and so is a 0: not measured); GPU type names are
+    canonicalised (``k80`` → ``K80``).
 
     Raises
     ------
@@ -161,10 +179,10 @@ def read_gavel_throughputs(path: str | Path, *, citation: str = GAVEL_CITATION) 
     if not isinstance(raw, dict):
         raise InputError(f"{path}: Gavel throughputs must be a JSON object of GPU types")
     cells: dict[str, dict[str, Cell]] = {}
+    spread: dict[str, dict[str, Cell]] = {}
     scales: dict[str, int] = {}
     for gtype, jobs in raw.items():
-        if gtype.endswith("_unconsolidated"):
-            continue
+        base, unconsolidated, _ = gtype.partition("_unconsolidated")
         if not isinstance(jobs, dict):
             raise InputError(f"{path}: GPU type {gtype!r} must map job keys to objects")
         for key, entry in jobs.items():
@@ -184,16 +202,21 @@ def read_gavel_throughputs(path: str | Path, *, citation: str = GAVEL_CITATION) 
                     f"{path}: {gtype} {key}: isolated throughput ('null') must "
                     f"be a positive number, got {tput!r}"
                 )
-            cells.setdefault(gavel_workload_name(job_type, scale), {})[
-                canonical_gpu_type(gtype)
-            ] = Cell(
-                1.0 / tput,
-                "published",
-                f"{citation}; isolated {tput:.6g} steps/s on {gtype}"
-                + (f" (scale factor {scale}, consolidated)" if scale > 1 else "")
-                + "; seconds = 1/steps",
+            if unconsolidated and scale == 1:
+                continue  # one GPU is never spread
+            how = "unconsolidated" if unconsolidated else "consolidated"
+            into = spread if unconsolidated else cells
+            into.setdefault(gavel_workload_name(job_type, scale), {})[canonical_gpu_type(base)] = (
+                Cell(
+                    1.0 / tput,
+                    "published",
+                    f"{citation}; isolated {tput:.6g} steps/s on {gtype}"
+                    + (f" (scale factor {scale}, {how})" if scale > 1 else "")
+                    + "; seconds = 1/steps",
+                )
             )
-            scales[gavel_workload_name(job_type, scale)] = scale
+            if not unconsolidated:
+                scales[gavel_workload_name(job_type, scale)] = scale
     if not any(k == 1 for k in scales.values()):
         raise InputError(f"{path}: no single-GPU job types found")
     return Catalog(
@@ -205,6 +228,7 @@ def read_gavel_throughputs(path: str | Path, *, citation: str = GAVEL_CITATION) 
                 else f"Gavel job type, {scales[name]} GPUs (consolidated); "
                 "seconds per step of the whole job",
                 c,
+                spread.get(name, {}),
             )
             for name, c in cells.items()
         }

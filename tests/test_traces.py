@@ -78,6 +78,30 @@ def test_unprofiled_scale_factor_scales_the_nearest_profile(tmp_path):
     assert "scaled linearly" in job.meta["throughput"]
 
 
+def test_hosts_give_gavel_jobs_their_spread_factors_in_gang_mode(tmp_path):
+    trace = tmp_path / "t.trace"
+    trace.write_text(
+        "ResNet-50 (batch size 32)\tc\tw\t-n\t1\t3000\t4\t1\t-1\t0\n"
+        "ResNet-50 (batch size 32)\tc\tw\t-n\t1\t3000\t1\t1\t-1\t0\n"
+    )
+    gpus = parse_cluster("V100:4,K80:4", gpus_per_host=2)
+    assert [g.host for g in gpus[:4]] == ["V100-h0", "V100-h0", "V100-h1", "V100-h1"]
+    inst = trace_instance(read_gavel_trace(trace), gpus, TraceMapping(quantum=600), mode="gang")
+    four = default_catalog()["ResNet-50 (batch size 32) (scale factor 4)"]
+    factors = inst.jobs[0].profile.placement_factor
+    for t in ("V100", "K80"):
+        ratio = four.spread[t].seconds / four.cells[t].seconds
+        for pattern in ("www:w", "ww:ww", "ww:w:w", "w:w:w:w"):
+            assert factors[f"{pattern}@{t}"] == pytest.approx(ratio)
+    assert "wwww@V100" not in factors and inst.jobs[1].cluster is None  # one GPU: none
+    result = simulate(inst, "integral-allocation")
+    assert check(inst, result.schedule).feasible
+    relaxed = trace_instance(read_gavel_trace(trace), gpus, TraceMapping(quantum=600))
+    assert all(job.cluster is None for job in relaxed.jobs)  # factors need gang mode
+    with pytest.raises(InputError, match="gpus-per-host"):
+        parse_cluster("V100:4", gpus_per_host=0)
+
+
 def test_heavy_gavel_trace_keeps_its_work(peer_data):
     """Gavel's heavy trace at 3,600 s quanta: every job within 1 % of its steps."""
     path = peer_data / "gavel" / "generated" / "gen300_lam120_a2_b4_seed1.trace"

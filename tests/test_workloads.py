@@ -85,6 +85,36 @@ def test_gavel_reader_on_our_fixture():
     assert cat["Toy LM"].cells["V100"].provenance == "published"
 
 
+def test_gavel_reader_keeps_unconsolidated_throughputs_as_spread_cells(tmp_path):
+    path = tmp_path / "t.json"
+    path.write_text(
+        json.dumps(
+            {
+                "v100": {"('A', 1)": {"null": 10.0}, "('A', 2)": {"null": 4.0}},
+                "v100_unconsolidated": {
+                    "('A', 1)": {"null": 10.0},
+                    "('A', 2)": {"null": 2.5},
+                },
+            }
+        )
+    )
+    cat = read_gavel_throughputs(path)
+    two = cat["A (scale factor 2)"]
+    assert two.cells["V100"].seconds == 0.25 and two.spread["V100"].seconds == 0.4
+    assert "unconsolidated" in two.spread["V100"].note
+    assert not cat["A"].spread  # one GPU is never spread
+    assert Catalog.from_dict(json.loads(json.dumps(cat.to_dict()))) == cat
+
+
+def test_the_shipped_catalog_has_gavels_spread_throughputs():
+    cat = default_catalog()
+    four = cat["ResNet-50 (batch size 32) (scale factor 4)"]
+    assert set(four.spread) == {"K80", "P100", "V100"}
+    # Gavel's 0 (not measured spread) leaves the cell out
+    assert set(cat["ResNet-50 (batch size 64) (scale factor 4)"].spread) == {"P100", "V100"}
+    assert "ResNet-50 (batch size 64)" in cat and not cat["ResNet-50 (batch size 64)"].spread
+
+
 def test_gavel_reader_errors(tmp_path):
     bad = tmp_path / "bad.json"
     bad.write_text('{"k80": {"not a tuple": {"null": 1}}}')

@@ -60,6 +60,14 @@ def add_trace_options(p: argparse.ArgumentParser) -> None:
         help="the cluster a trace runs on (required for a trace)",
     )
     p.add_argument(
+        "--gpus-per-host",
+        type=int,
+        metavar="N",
+        help="put the cluster's GPUs on hosts of N GPUs of one type (traces; in gang mode a "
+        "Gavel job on several GPUs then runs slower spread over hosts, at Gavel's "
+        "unconsolidated throughput)",
+    )
+    p.add_argument(
         "--trace-format",
         choices=("auto", "gavel", "tiresias", "philly"),
         default="auto",
@@ -98,6 +106,7 @@ def load_instance_or_trace(args: argparse.Namespace) -> tuple[Any, Any]:
         mapping=mapping,
         trace_format=args.trace_format,
         mode=args.mode,
+        gpus_per_host=args.gpus_per_host,
     )
 
 
@@ -185,7 +194,13 @@ def print_result(result: Result[Any], online: bool = False) -> None:
                 f"ρ > 1 for {100 * (tail.unfair_fraction or 0):.0f} % of jobs"
             )
         report = result.extra.get("policy", {})
-        if "solves" in report:
+        if "gap_max" in report:  # integral rounds: the solves' certified gaps
+            print(
+                f"policy     {report['solves']} integral solves "
+                f"({report['solve_seconds']:.3g} s), certified gap median "
+                f"{100 * report['gap_median']:.3g} %, max {100 * report['gap_max']:.3g} %"
+            )
+        elif "solves" in report:
             line = (
                 f"policy     {report['solves']} allocations ({report['lp_seconds']:.3g} s in LPs)"
             )
