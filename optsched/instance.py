@@ -300,7 +300,10 @@ class Instance:
         set_(self, "gpu_class", self._classes())
         self.gpu_class.setflags(write=False)
         members = self.class_members
-        compute = self._compute_matrix(self.catalog or default_catalog(), members)
+        # the shipped catalog is read only for jobs that name a workload
+        uses_catalog = any(job.compute is None for job in self.jobs)
+        catalog = self.catalog or (default_catalog() if uses_catalog else Catalog({}))
+        compute = self._compute_matrix(catalog, members)
         self._check_actual_memory(compute, members)
         sync = self._sync_matrix(compute, members)
         self._check_horizon(compute, sync)
