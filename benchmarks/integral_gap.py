@@ -1,7 +1,8 @@
 """The per-round certified gap of the integral allocation (``integral-allocation``) at 256
 and 2,048 GPUs.
 
-Usage: python benchmarks/integral_gap.py [--gpus 256 2048] [--time-limit 0.2] [--out DIR]
+Usage: python benchmarks/integral_gap.py [--gpus 256 2048] [--periods 0 360] [--time-limit 0.2]
+       [--out DIR] [--render]
 
 Cluster: hosts of 8 GPUs of one type, V100, P100 and K80 hosts in turn (256 GPUs: 32 hosts;
 2,048: 256). Jobs: copies of Gavel's heavy trace (``gen300_lam120_a2_b4_seed1``: 300 jobs),
@@ -81,59 +82,74 @@ def instance(gpus: int) -> Instance:
     )
 
 
-def main() -> None:
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--gpus", nargs="*", type=int, default=[256, 2048])
-    parser.add_argument("--time-limit", type=float, default=0.2)
-    parser.add_argument("--out", type=Path, default=OUT)
-    args = parser.parse_args()
-    rows = []
-    for gpus in args.gpus:
-        inst = instance(gpus)
-        for period, backfill in ((0, 1), (360, 0)):
-            params = {"time_limit": args.time_limit, "period": period, "backfill": backfill}
-            before = resource.getrusage(resource.RUSAGE_SELF)
-            wall = time.perf_counter()
-            result = simulate(inst, "integral-allocation", params=params, record=True)
-            after = resource.getrusage(resource.RUSAGE_SELF)
-            rows.append(
-                {
-                    "gpus": gpus,
-                    "jobs": inst.n_jobs,
-                    "period": period,
-                    "checked": result.extra.get("checked"),
-                    "mean_jct_h": result.metrics["mean_jct"] / 3600,
-                    "makespan_h": result.metrics["makespan"] / 3600,
-                    "max_rho": result.metrics.get("max_rho"),
-                    "cpu_s": after.ru_utime - before.ru_utime + after.ru_stime - before.ru_stime,
-                    "wall_s": time.perf_counter() - wall,
-                    **result.extra["policy"],
-                }
-            )
-            print(json.dumps(rows[-1]), flush=True)
+def run(gpus: int, period: int, time_limit: float) -> dict[str, object]:
+    """One run's row: the instance, the result's metrics and the policy's report."""
+    inst = instance(gpus)
+    params = {"time_limit": time_limit, "period": period, "backfill": 0 if period else 1}
+    before = resource.getrusage(resource.RUSAGE_SELF)
+    wall = time.perf_counter()
+    result = simulate(inst, "integral-allocation", params=params, record=True)
+    after = resource.getrusage(resource.RUSAGE_SELF)
+    return {
+        "gpus": gpus,
+        "jobs": inst.n_jobs,
+        "period": period,
+        "time_limit": time_limit,
+        "checked": result.extra.get("checked"),
+        "mean_jct_h": result.metrics["mean_jct"] / 3600,
+        "makespan_h": result.metrics["makespan"] / 3600,
+        "cpu_s": after.ru_utime - before.ru_utime + after.ru_stime - before.ru_stime,
+        "wall_s": time.perf_counter() - wall,
+        **result.extra["policy"],
+    }
+
+
+def render(rows: list[dict]) -> str:
     lines = [
-        f"Integral allocation, CP-SAT limit {args.time_limit:g} deterministic s per solve, "
-        "α = 1; period 0: a solve at every decision, 360: at 360 s boundaries only "
+        "Integral allocation, α = 1, CP-SAT limit 0.2 deterministic s per solve; period 0: a "
+        "solve at every decision, 360: at 360 s boundaries only, GPUs freed in between idle "
         "(benchmarks/integral_gap.py).",
         "",
         "| GPUs | jobs | period | solves | gap median | gap max | ended optimal / feasible / "
-        "greedy | solve s (max) | mean JCT h | makespan h | run CPU s | checked |",
+        "greedy | solve s (longest) | mean JCT h | makespan h | run CPU s | checked |",
         "|---|---|---|---|---|---|---|---|---|---|---|---|",
     ]
     for r in rows:
         ended = r["found_by"]
         lines.append(
             f"| {r['gpus']} | {r['jobs']} | {r['period']} | {r['solves']} | "
-            f"{r['gap_median']:.2e} | "
-            f"{r['gap_max']:.2e} | {ended.get('optimal', 0)} / {ended.get('feasible', 0)} / "
-            f"{ended.get('greedy', 0)} | {r['solve_seconds']:.1f} ({r['solve_max_s']:.2f}) | "
-            f"{r['mean_jct_h']:.2f} | "
-            f"{r['makespan_h']:.2f} | {r['cpu_s']:.1f} | {r['checked']} |"
+            f"{r['gap_median']:.1e} | {r['gap_max']:.1e} | {ended.get('optimal', 0)} / "
+            f"{ended.get('feasible', 0)} / {ended.get('greedy', 0)} | "
+            f"{r['solve_seconds']:.1f} ({r['solve_max_s']:.2f}) | {r['mean_jct_h']:.2f} | "
+            f"{r['makespan_h']:.2f} | {r['cpu_s']:.0f} | {r['checked']} |"
         )
-    args.out.mkdir(parents=True, exist_ok=True)
-    write_file(args.out / "integral-gap.jsonl", "".join(json.dumps(r) + "\n" for r in rows))
-    write_file(args.out / "integral-gap.md", "\n".join(lines) + "\n")
-    print("\n".join(lines))
+    return "\n".join(lines) + "\n"
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--gpus", nargs="*", type=int, default=[256, 2048])
+    parser.add_argument("--periods", nargs="*", type=int, default=[0, 360])
+    parser.add_argument("--time-limit", type=float, default=0.2)
+    parser.add_argument("--out", type=Path, default=OUT)
+    parser.add_argument(
+        "--render", action="store_true", help="only write the .md again from the .jsonl"
+    )
+    args = parser.parse_args()
+    jsonl = args.out / "integral-gap.jsonl"
+    if args.render:
+        rows = [json.loads(line) for line in jsonl.read_text().splitlines() if line]
+    else:
+        rows = []
+        for gpus in args.gpus:
+            for period in args.periods:
+                rows.append(run(gpus, period, args.time_limit))
+                print(json.dumps(rows[-1]), flush=True)
+        args.out.mkdir(parents=True, exist_ok=True)
+        write_file(jsonl, "".join(json.dumps(r) + "\n" for r in rows))
+    rows.sort(key=lambda r: (r["gpus"], r["period"]))
+    write_file(args.out / "integral-gap.md", render(rows))
+    print(render(rows))
 
 
 if __name__ == "__main__":

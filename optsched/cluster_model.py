@@ -12,7 +12,7 @@ cluster fields are handled by the cluster simulations only (:mod:`optsched.onlin
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from types import MappingProxyType
 from typing import TYPE_CHECKING, Any
@@ -219,6 +219,20 @@ def placement_pattern(roles: Sequence[str], hosts: Sequence[str]) -> str:
         per_host.setdefault(host, []).append("p" if role == "ps" else "w")
     groups = ["".join(sorted(v)) for v in per_host.values()]
     return ":".join(sorted(groups, key=lambda grp: ("p" not in grp, -len(grp), grp)))
+
+
+def spread_patterns(k: int) -> list[str]:
+    """The placement patterns of ``k`` workers (no PS) on two or more hosts, e.g. ``ww:w``
+    and ``w:w:w`` for three."""
+
+    def partitions(left: int, most: int) -> Iterator[list[int]]:  # largest part first
+        if left == 0:
+            yield []
+        for part in range(min(left, most), 0, -1):
+            for rest in partitions(left - part, part):
+                yield [part, *rest]
+
+    return [":".join("w" * n for n in parts) for parts in partitions(k, k) if len(parts) > 1]
 
 
 def factor_of(factors: Mapping[str, float], pattern: str, gpu_type: str) -> float:

@@ -39,14 +39,14 @@ from __future__ import annotations
 import csv
 import io
 import math
-from collections.abc import Callable, Iterator, Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from datetime import UTC, datetime
 from pathlib import Path
 
 import numpy as np
 
-from optsched.cluster_model import ClusterProfile
+from optsched.cluster_model import ClusterProfile, spread_patterns
 from optsched.errors import InputError
 from optsched.instance import GPU, Instance, Job
 from optsched.jsonfile import read_text
@@ -512,21 +512,9 @@ def spread_factors(workload: Workload, k: int, types: Sequence[str]) -> dict[str
     for t in types:
         if t in workload.spread and t in workload.cells:
             factor = workload.spread[t].seconds / workload.cells[t].seconds
-            for parts in partitions(k):
-                if len(parts) > 1:
-                    out[f"{':'.join('w' * n for n in parts)}@{t}"] = factor
+            for pattern in spread_patterns(k):
+                out[f"{pattern}@{t}"] = factor
     return out
-
-
-def partitions(k: int, most: int | None = None) -> Iterator[list[int]]:
-    """The partitions of ``k`` into parts of at most ``most``, largest first."""
-    most = k if most is None else most
-    if k == 0:
-        yield []
-        return
-    for part in range(min(k, most), 0, -1):
-        for rest in partitions(k - part, part):
-            yield [part, *rest]
 
 
 def _count(tasks: int, more: int, mapping: TraceMapping) -> int:

@@ -296,7 +296,9 @@ class MetricsObserver(Observer):
         self.makespan = max(self.makespan, completion)
         self.done += 1
 
-    def metrics(self) -> dict[str, Any]:
+    def metrics(self, fairness: bool = True) -> dict[str, Any]:
+        """The metrics; the fairness and tail metrics only with ``fairness`` (a run that
+        records its schedule leaves them to the checker, which computes them from it)."""
         span = self.makespan if self.makespan > 0 else 1.0
         out = {
             "total_weighted_jct": self.weighted_jct,
@@ -306,7 +308,7 @@ class MetricsObserver(Observer):
                 g.id: float(b / span) for g, b in zip(self.instance.gpus, self.busy, strict=True)
             },
         }
-        if self.done == self.instance.n_jobs:
+        if fairness and self.done == self.instance.n_jobs:
             out.update(fairness_metrics(self.instance, self.completion))
         return out
 
@@ -338,8 +340,8 @@ class PhaseMetricsObserver(MetricsObserver):
         self.oom_failures += 1
         self.lost_gpu_s += (at - start) * len(gpus)
 
-    def metrics(self) -> dict[str, Any]:
-        out = super().metrics()
+    def metrics(self, fairness: bool = True) -> dict[str, Any]:
+        out = super().metrics(fairness)
         out.update(
             gpu_idle_s=float((self.makespan - self.trained).sum()),
             mean_execution_s=float((self.completion - self.first_start).mean()),
@@ -531,7 +533,7 @@ class Engine:
             self.instance,
             self.recorder.schedule() if self.recorder else None,
             m.objective,
-            m.metrics(),
+            m.metrics(fairness=self.recorder is None),
             m.completion,
             self.events,
             self.decisions,

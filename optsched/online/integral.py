@@ -1,10 +1,11 @@
-"""Integral round-based allocation over the hosts (Sia-like, beyond Gavel): every ``period``
-seconds an exact integer program (:mod:`optsched.exact.integral_round`) chooses which waiting
-jobs start on which vacant GPUs — each job's GPU type and the concrete hosts of its K tasks,
-consolidated on one host or spread over several — and reports the certified gap of every
-solve. A cluster policy (:mod:`optsched.online.cluster`), so a round's time follows its
-placement: Liquid's placement factor of its host pattern (``placement_factor``), which is
-how Gavel's consolidated vs unconsolidated throughputs enter an instance.
+"""Integral round-based allocation over the hosts (Sia-like, beyond Gavel): at every decision
+(or every ``period`` seconds) an exact integer program (:mod:`optsched.exact.integral_round`)
+chooses which waiting jobs start on which vacant GPUs — each job's GPU type and the concrete
+hosts of its K tasks, consolidated on one host or spread over several — and reports the
+certified gap of every solve. A cluster policy (:mod:`optsched.online.cluster`), so a round's
+time follows its placement: the job's placement factor of its host pattern on the GPU type
+(``placement_factor``), which is how Gavel's consolidated vs unconsolidated throughputs
+enter an instance (:mod:`optsched.traces`).
 
 **What each solve maximises** (α-fair gradient scheduling): Σ_j w_j · S_j^(−α) · u_j over the
 jobs started, where u_j ∈ (0, 1] is the chosen placement's speed relative to the job's best
@@ -44,7 +45,7 @@ from typing import Any
 
 import numpy as np
 
-from optsched.cluster_model import factor_of, placement_pattern
+from optsched.cluster_model import factor_of, placement_pattern, spread_patterns
 from optsched.errors import InputError
 from optsched.exact.integral_round import (
     Placement,
@@ -57,7 +58,6 @@ from optsched.online.cluster import ClusterJob, ClusterView
 from optsched.online.engine import Decision
 from optsched.options import Options, number, switch
 from optsched.registry import register
-from optsched.traces import partitions
 
 #: The least progress a job counts with (a job that has done nothing yet).
 MIN_PROGRESS = 1e-3
@@ -76,12 +76,7 @@ def placement_factors(instance: Instance, j: int, gpu_type: str) -> tuple[float,
     if job.profile.roles:  # every pattern with a PS: the listed ones, the others at 1
         listed = {key.partition("@")[0] for key in factors if ":" in key}
         return cons, max([1.0] + [factor_of(factors, p, gpu_type) for p in listed])
-    patterns = [
-        placement_pattern(roles, [f"h{i}" for i, n in enumerate(parts) for _ in range(n)])
-        for parts in partitions(k)
-        if len(parts) > 1
-    ]
-    return cons, max(factor_of(factors, p, gpu_type) for p in patterns)
+    return cons, max(factor_of(factors, p, gpu_type) for p in spread_patterns(k))
 
 
 @dataclass
