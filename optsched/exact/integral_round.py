@@ -92,12 +92,13 @@ class RoundAllocation:
 
 def value_of(problem: RoundProblem, placements: list[Placement | None]) -> float:
     """The value of ``placements`` (consolidated: one host; spread: more)."""
-    total = 0.0
-    for j, p in enumerate(placements):
-        if p is not None:
-            c, hosts = p
-            total += problem.cons[j, c] if len(hosts) == 1 else problem.spread[j, c]
-    return float(total)
+    return float(sum(_value(problem, j, p) for j, p in enumerate(placements) if p is not None))
+
+
+def _value(problem: RoundProblem, j: int, placement: Placement) -> float:
+    """Job ``j``'s value at ``placement``: consolidated on one host, else spread."""
+    c, hosts = placement
+    return float(problem.cons[j, c] if len(hosts) == 1 else problem.spread[j, c])
 
 
 def is_feasible(problem: RoundProblem, placements: list[Placement | None]) -> bool:
@@ -108,8 +109,8 @@ def is_feasible(problem: RoundProblem, placements: list[Placement | None]) -> bo
         if p is None:
             continue
         c, hosts = p
-        value = problem.cons[j, c] if len(hosts) == 1 else problem.spread[j, c]
-        if sum(hosts.values()) != problem.k[j] or value <= 0 or min(hosts.values()) < 1:
+        wrong = sum(hosts.values()) != problem.k[j] or min(hosts.values()) < 1
+        if wrong or _value(problem, j, p) <= 0:
             return False
         for h, count in hosts.items():
             used[h, c] += count

@@ -180,19 +180,20 @@ class IntegralPolicy:
             return []
         boundary = int(view.time // self.period) if self.period > 0 else -1
         idle = len(view.vacant) == len(view.instance.gpus)
+        solve = boundary != self._boundary or self.period <= 0 or idle
+        if not solve and not self.backfill:
+            return []  # freed GPUs wait for the next boundary
         problem, jobs = self._problem(view)
-        if boundary != self._boundary or self.period <= 0 or idle:
+        if solve:
             self._boundary = boundary
             result = solve_round(problem, self.time_limit)
             placements = result.placements
             self.gaps.append(result.gap)
             self.seconds.append(result.seconds)
             self.found_by[result.found_by] += 1
-        elif self.backfill:
+        else:
             placements = greedy_round(problem)
             self.backfills += 1
-        else:
-            return []
         return self._decisions(view, jobs, placements)
 
     def _decisions(
