@@ -114,7 +114,7 @@ def max_rho(inst, completion) -> float | None:
     if np.isnan(done).any():
         return None
     rho = fairness(inst, done).rho
-    return None if rho is None else float(rho.max())
+    return None if rho is None else max(rho)
 
 
 def ratio(ours: float, theirs: float | None) -> str:

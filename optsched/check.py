@@ -297,7 +297,7 @@ def check(instance: Instance, schedule: Schedule) -> CheckReport:
 
     def ineligible(t: Task, j: int, g: int, what: str) -> bool:
         """Flag (and say) that job j's task ``t`` may not run on GPU g."""
-        if instance.compute[j, g] != float("inf"):
+        if instance.compute_of(j, g) != float("inf"):
             return False
         flag(
             "ineligible",
@@ -372,13 +372,13 @@ def check(instance: Instance, schedule: Schedule) -> CheckReport:
     spans: dict[tuple[int, int], tuple[float, float]] = {}
     for (j, r), entries in sorted(rounds.items()) if not cluster else ():
         job = instance.jobs[j]
-        result = [float(instance.compute[j, g] + instance.sync[j, g]) for _, g in entries]
+        result = [instance.compute_of(j, g) + instance.sync_of(j, g) for _, g in entries]
         pace = max(result)
         spans[j, r] = max((t.start + d, d) for (t, _), d in zip(entries, result, strict=True))
         ready[j, r] = spans[j, r][0]
         prev = spans.get((j, r - 1))
         for (t, g), d in zip(entries, result, strict=True):
-            busy = float(instance.compute[j, g]) if mode == "relaxed" else pace
+            busy = instance.compute_of(j, g) if mode == "relaxed" else pace
             _resolve(instance, t, busy, max(abs(t.start), abs(t.start + busy)))
             _resolve(instance, t, d, max(abs(t.start), abs(t.start + d)))
             _start_rules(out, t, job, busy, prev)
@@ -490,7 +490,7 @@ def _cluster_rounds(
         pace = paces[j, r] = (
             round_pace(instance, j, gpus)
             if complete
-            else max(float(instance.compute[j, g] + instance.sync[j, g]) for g in gpus)
+            else max(instance.compute_of(j, g) + instance.sync_of(j, g) for g in gpus)
         )
         earliest = job.profile.launch if r == 0 else 0.0
         trains = []
@@ -643,7 +643,7 @@ def _failed_attempts(
                 first,
             )
         fails = [t.failed_at for t, _ in order if t.failed_at is not None]
-        d = pace[j, r] = max(float(instance.compute[j, g] + instance.sync[j, g]) for _, g in order)
+        d = pace[j, r] = max(instance.compute_of(j, g) + instance.sync_of(j, g) for _, g in order)
         _gang_rules(out, job, r, d, entries, fails)
         earliest = job.profile.launch if r == 0 else 0.0
         prev = (ready[j, r - 1], paces[j, r - 1]) if (j, r - 1) in ready else None

@@ -245,10 +245,8 @@ def round_pace(instance: Instance, j: int, gpus: Sequence[int]) -> float:
     """Training time of one gang round of job ``j`` on ``gpus`` (task k on ``gpus[k]``): the
     slowest compute + sync × the job's factor for the round's placement pattern on the type
     of the (first) slowest GPU."""
-    job, cls = instance.jobs[j], instance.gpu_class
-    paces = [
-        float(instance.class_compute[j, cls[g]] + instance.class_sync[j, cls[g]]) for g in gpus
-    ]
+    job = instance.jobs[j]
+    paces = [instance.compute_of(j, g) + instance.sync_of(j, g) for g in gpus]
     base = max(paces)
     factors = job.profile.placement_factor
     if not factors:

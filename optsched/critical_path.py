@@ -5,9 +5,15 @@ Every ``solve`` result reports it as a floor; the exact models build their horiz
 
 from __future__ import annotations
 
-import numpy as np
+import heapq
+import math
+from collections.abc import Iterable
+from typing import TYPE_CHECKING
 
 from optsched.instance import Instance
+
+if TYPE_CHECKING:
+    import numpy as np
 
 
 def round_lower_bound(instance: Instance, j: int) -> float:
@@ -24,20 +30,30 @@ def round_lower_bound(instance: Instance, j: int) -> float:
     k_tasks = instance.jobs[j].tasks_per_round
     # the same values per GPU class (GPUs with equal times), each class's at most K times:
     # the K-th smallest of the multiset needs no more copies of any one value
-    compute, sync = instance.class_compute[j], instance.class_sync[j]
-    copies = np.minimum(class_sizes(instance), k_tasks)
-    eligible = np.isfinite(compute)
-    c, s, n = compute[eligible], sync[eligible], copies[eligible]
+    classes = [
+        (instance.compute_of(j, m[0]), instance.sync_of(j, m[0]), min(len(m), k_tasks))
+        for m in instance.class_members
+    ]
+    eligible = [(c, s, n) for c, s, n in classes if math.isfinite(c)]
+    values: Iterable[tuple[float, int]]  # (value, copies), ascending
     if instance.mode == "gang":
-        candidates = np.repeat(c + s, n)
-    else:
-        k = np.arange(1, k_tasks + 1)
-        candidates = np.repeat(s[:, None] + c[:, None] * k[None, :], n, axis=0).ravel()
-    return float(np.partition(candidates, k_tasks - 1)[k_tasks - 1])
+        values = sorted((c + s, n) for c, s, n in eligible)
+    else:  # each class's values s + k·c ascend in k = 1..K: merge them
+        values = heapq.merge(
+            *[[(s + c * k, n) for k in range(1, k_tasks + 1)] for c, s, n in eligible]
+        )
+    seen = 0
+    for value, copies in values:
+        seen += copies
+        if seen >= k_tasks:
+            return value
+    raise AssertionError("every job has K eligible GPU slots")  # Instance ensures it
 
 
 def class_sizes(instance: Instance) -> np.ndarray:
     """How many GPUs each of the instance's GPU classes holds (``Instance.gpu_class``)."""
+    import numpy as np
+
     return np.bincount(instance.gpu_class, minlength=instance.class_compute.shape[1])
 
 
@@ -48,6 +64,8 @@ def critical_path(instance: Instance) -> np.ndarray:
     after all results of round r are ready) and every round takes at least
     :func:`round_lower_bound`, whatever else runs on the cluster.
     """
+    import numpy as np
+
     return np.array(
         [
             job.arrival + job.rounds * round_lower_bound(instance, j)
@@ -58,5 +76,7 @@ def critical_path(instance: Instance) -> np.ndarray:
 
 def critical_path_bound(instance: Instance) -> float:
     """Σ_j w_j · (per-job critical path): a certified lower bound on the objective."""
+    import numpy as np
+
     weights = np.array([job.weight for job in instance.jobs])
     return float(weights @ critical_path(instance))

@@ -27,16 +27,16 @@ beyond :data:`UNFAIR_TOLERANCE`),
 ``mean_slowdown``, ``max_slowdown``, and ``p50_jct``, ``p95_jct``, ``p99_jct`` (NumPy's
 linear-interpolation percentiles). ρ and slowdown are left out for instances with Liquid's
 cluster model, whose launch phases, sharing and placement factors the shortest round ignores.
+Plain Python, O(n log n): the checker computes these for every schedule without NumPy.
 """
 
 from __future__ import annotations
 
+import bisect
 import math
-from collections.abc import Mapping
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
-
-import numpy as np
 
 from optsched.critical_path import round_lower_bound
 from optsched.instance import Instance
@@ -84,38 +84,37 @@ class FairnessSummary:
 
 @dataclass(frozen=True)
 class Fairness:
-    """Per-job fairness of a schedule (module docstring), arrays in job order; ``alone``,
+    """Per-job fairness of a schedule (module docstring), in job order; ``alone``,
     ``slowdown`` and ``rho`` are None for instances with the cluster model."""
 
-    jct: np.ndarray
-    contention: np.ndarray
-    alone: np.ndarray | None
-    slowdown: np.ndarray | None
-    rho: np.ndarray | None
+    jct: tuple[float, ...]
+    contention: tuple[float, ...]
+    alone: tuple[float, ...] | None
+    slowdown: tuple[float, ...] | None
+    rho: tuple[float, ...] | None
 
     def summary(self) -> dict[str, float]:
         """The summary metrics (:data:`FAIRNESS_KEYS`, those defined for this instance)."""
         p50, p95, p99 = percentiles(self.jct, (50, 95, 99))
-        out = {"p50_jct": float(p50), "p95_jct": float(p95), "p99_jct": float(p99)}
+        out = {"p50_jct": p50, "p95_jct": p95, "p99_jct": p99}
         if self.rho is not None and self.slowdown is not None:
-            rho = self.rho
+            rho, n = self.rho, len(self.rho)
             out.update(
-                max_rho=float(rho.max()),
-                mean_rho=float(rho.mean()),
+                max_rho=max(rho),
+                mean_rho=math.fsum(rho) / n,
                 # Jain's index is at most 1; its rounding can pass it by an ulp
-                jain_rho=min(1.0, float(rho.sum() ** 2 / (len(rho) * (rho**2).sum()))),
-                unfair_fraction=float(np.mean(rho > 1 + UNFAIR_TOLERANCE)),
-                mean_slowdown=float(self.slowdown.mean()),
-                max_slowdown=float(self.slowdown.max()),
+                jain_rho=min(1.0, math.fsum(rho) ** 2 / (n * math.fsum(r * r for r in rho))),
+                unfair_fraction=sum(r > 1 + UNFAIR_TOLERANCE for r in rho) / n,
+                mean_slowdown=math.fsum(self.slowdown) / n,
+                max_slowdown=max(self.slowdown),
             )
-        return {key: out[key] for key in FAIRNESS_KEYS if key in out}
+        return {key: float(out[key]) for key in FAIRNESS_KEYS if key in out}
 
 
-def percentiles(values: np.ndarray, qs: tuple[float, ...]) -> list[float]:
+def percentiles(values: Sequence[float], qs: tuple[float, ...]) -> list[float]:
     """The ``qs`` percentiles of ``values`` by linear interpolation between the closest
-    ranks, the same floats as ``np.percentile``'s default (whose first call imports
-    ``numpy.ma``, a fifth of ``optsched check``'s start-up)."""
-    ordered = np.sort(values)
+    ranks, the same floats as ``np.percentile``'s default."""
+    ordered = sorted(values)
     last = len(ordered) - 1
     out = []
     for q in qs:
@@ -128,83 +127,101 @@ def percentiles(values: np.ndarray, qs: tuple[float, ...]) -> list[float]:
     return out
 
 
-def alone_times(instance: Instance) -> np.ndarray:
+def alone_times(instance: Instance) -> list[float]:
     """T_alone per job: rounds × the shortest round alone on the cluster."""
-    return np.array(
-        [job.rounds * round_lower_bound(instance, j) for j, job in enumerate(instance.jobs)]
-    )
+    return [job.rounds * round_lower_bound(instance, j) for j, job in enumerate(instance.jobs)]
 
 
-def mean_contention(arrival: np.ndarray, completion: np.ndarray) -> np.ndarray:
+def mean_contention(arrival: Sequence[float], completion: Sequence[float]) -> list[float]:
     """N̄_j: the time-average number of jobs in the system over each [a_j, C_j), computed
     exactly from the piecewise-constant count n(t) (its integral is piecewise linear
     between events, so interpolating it at a_j and C_j is exact). O(n log n)."""
-    times = np.concatenate([arrival, completion])
-    steps = np.concatenate([np.ones(len(arrival)), -np.ones(len(completion))])
-    order = np.argsort(times, kind="stable")
-    times, count = times[order], np.cumsum(steps[order])  # n(t) just after each event
-    integral = np.concatenate([[0.0], np.cumsum(count[:-1] * np.diff(times))])
+    # events by time, arrivals before completions at one time: n(t) just after each event
+    events = sorted(
+        [(float(a), 1) for a in arrival] + [(float(c), -1) for c in completion],
+        key=lambda e: e[0],
+    )
+    times = [t for t, _ in events]
+    count, integral = [], [0.0]  # n after each event; ∫ n up to each event
+    n = 0
+    for i, (t, step) in enumerate(events):
+        n += step
+        count.append(n)
+        if i + 1 < len(events):
+            integral.append(integral[-1] + n * (events[i + 1][0] - t))
 
-    def area_until(t: np.ndarray) -> np.ndarray:  # ∫_0^t n(s) ds, from the last event ≤ t
-        last = np.searchsorted(times, t, side="right") - 1
-        return np.asarray(integral[last] + count[last] * (t - times[last]))
+    def last_event(t: float) -> int:  # the last event at or before t
+        return bisect.bisect_right(times, t) - 1
 
-    lifetime = completion - arrival
-    area = area_until(completion) - area_until(arrival)
-    at_arrival = count[np.searchsorted(times, arrival, side="right") - 1]
-    # a zero lifetime (only in a schedule the checker refuses) sees the jobs at its arrival
-    return np.where(lifetime > 0, area / np.where(lifetime > 0, lifetime, 1.0), at_arrival)
+    def area_until(t: float) -> float:  # ∫_0^t n(s) ds
+        last = last_event(t)
+        return integral[last] + count[last] * (t - times[last])
+
+    out = []
+    for a, c in zip(arrival, completion, strict=True):
+        lifetime = c - a
+        # a zero lifetime (only in a schedule the checker refuses) sees the jobs at its arrival
+        out.append(
+            (area_until(c) - area_until(a)) / lifetime
+            if lifetime > 0
+            else float(count[last_event(a)])
+        )
+    return out
 
 
-def fairness(instance: Instance, completion: Mapping[str, float] | np.ndarray) -> Fairness:
+def fairness(instance: Instance, completion: Mapping[str, float] | Iterable[float]) -> Fairness:
     """The per-job fairness of a schedule whose jobs complete at ``completion`` (by job id,
-    or an array in job order), every job completed after its arrival."""
+    or a sequence in job order), every job completed after its arrival."""
     if isinstance(completion, Mapping):
-        done = np.array([completion[job.id] for job in instance.jobs], dtype=float)
+        done = [float(completion[job.id]) for job in instance.jobs]
     else:
-        done = np.asarray(completion, dtype=float)
-    arrival = np.array([job.arrival for job in instance.jobs], dtype=float)
-    jct = done - arrival
-    contention = mean_contention(arrival, done)
+        done = [float(c) for c in completion]
+    arrival = [float(job.arrival) for job in instance.jobs]
+    jct = tuple(c - a for c, a in zip(done, arrival, strict=True))
+    contention = tuple(mean_contention(arrival, done))
     if instance.needs_cluster_model:
         return Fairness(jct, contention, None, None, None)
-    alone = alone_times(instance)
-    ideal = alone * share_stretch(instance, contention)
-    return Fairness(jct, contention, alone, jct / alone, jct / ideal)
+    alone = tuple(alone_times(instance))
+    stretch = share_stretch(instance, contention)
+    return Fairness(
+        jct,
+        contention,
+        alone,
+        tuple(x / t for x, t in zip(jct, alone, strict=True)),
+        tuple(x / (t * f) for x, t, f in zip(jct, alone, stretch, strict=True)),
+    )
 
 
-def share_stretch(instance: Instance, contention: np.ndarray) -> np.ndarray:
+def share_stretch(instance: Instance, contention: Sequence[float]) -> list[float]:
     """Per job, how much slower it runs on a 1/N̄_j share of the cluster than alone on it:
     its best single-type rate over its best rate on the share (module docstring), ≥ 1."""
     types = sorted({gpu.type for gpu in instance.gpus})
-    of_type = np.array([types.index(gpu.type) for gpu in instance.gpus])
-    counts = np.bincount(of_type, minlength=len(types)).astype(float)
-    # each GPU class (GPUs with equal times) is of one type: its type, and per job the
-    # round time on each class, then the best class of each type
-    class_type = np.zeros(instance.class_compute.shape[1], dtype=int)
-    class_type[instance.gpu_class] = of_type
-    class_pace = instance.class_compute + instance.class_sync
-    type_pace = np.stack(
-        [class_pace[:, class_type == t].min(axis=1) for t in range(len(types))], axis=1
-    )
-    out = np.ones(instance.n_jobs)
+    counts = [float(sum(gpu.type == t for gpu in instance.gpus)) for t in types]
+    # each GPU class (GPUs with equal times) is of one type: per job, the best round time
+    # of each type over its classes
+    firsts = [members[0] for members in instance.class_members]
+    of_type = [[g for g in firsts if instance.gpus[g].type == t] for t in types]
+    out = []
     for j, job in enumerate(instance.jobs):
-        pace = type_pace[j]
-        fits = np.isfinite(pace) & (counts >= job.tasks_per_round)
-        if not fits.any():  # relaxed rounds spread over types: the share of all GPUs
-            fits = np.isfinite(pace)
-        rate = np.where(fits, 1.0 / pace, 0.0)
-        cap = counts / (contention[j] * job.tasks_per_round)
+        pace = [
+            min(instance.compute_of(j, g) + instance.sync_of(j, g) for g in gs) for gs in of_type
+        ]
+        k = job.tasks_per_round
+        fits = [math.isfinite(p) and n >= k for p, n in zip(pace, counts, strict=True)]
+        if not any(fits):  # relaxed rounds spread over types: the share of all GPUs
+            fits = [math.isfinite(p) for p in pace]
+        rate = [1.0 / p if fit else 0.0 for p, fit in zip(pace, fits, strict=True)]
         left, got = 1.0, 0.0
-        for t in np.argsort(-rate, kind="stable"):  # fastest type first
-            take = min(left, cap[t]) if rate[t] > 0 else 0.0
+        for t in sorted(range(len(types)), key=lambda t: -rate[t]):  # fastest type first
+            cap = counts[t] / (contention[j] * k)
+            take = min(left, cap) if rate[t] > 0 else 0.0
             got, left = got + take * rate[t], left - take
-        out[j] = max(1.0, rate.max() / got)
+        out.append(max(1.0, max(rate) / got))
     return out
 
 
 def fairness_metrics(
-    instance: Instance, completion: Mapping[str, float] | np.ndarray
+    instance: Instance, completion: Mapping[str, float] | Iterable[float]
 ) -> dict[str, Any]:
     """The summary of :func:`fairness` (:meth:`Fairness.summary`)."""
     return fairness(instance, completion).summary()

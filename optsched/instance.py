@@ -5,7 +5,9 @@ the dense matrices ``compute[j, g]`` and ``sync[j, g]`` over jobs × GPUs (secon
 marks a GPU the job cannot use) that every method reads. It stores them compactly, per GPU
 *class* (GPUs whose columns agree by construction: one type, and one GPU each when some job's
 sync depends on the GPU), so that a trace of 100,000 jobs on 2,000 GPUs fits in memory; the
-dense matrices are built on first use.
+dense matrices are built on first use. Building and validating an instance needs no NumPy
+(:meth:`Instance.compute_of` and :meth:`Instance.sync_of` read single values), so the checker
+starts without importing it; the arrays are NumPy views made on first use.
 """
 
 from __future__ import annotations
@@ -14,12 +16,11 @@ import bisect
 import copyreg
 import math
 import sys
+from array import array
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from types import MappingProxyType
-from typing import Any
-
-import numpy as np
+from typing import TYPE_CHECKING, Any
 
 from optsched.cluster_model import NO_PROFILE, ClusterProfile, ClusterSpec
 from optsched.errors import InputError, UnknownNameError
@@ -27,6 +28,9 @@ from optsched.limits import MAX_FACTOR, MAX_TASKS, MAX_VALUE, MIN_POSITIVE, is_b
 from optsched.schedule import MODES
 from optsched.topology import Topology
 from optsched.workloads import Catalog, default_catalog
+
+if TYPE_CHECKING:
+    import numpy as np
 
 
 def _frozen(values: dict[Any, Any]) -> MappingProxyType[Any, Any]:
@@ -230,6 +234,8 @@ class Instance:
     gpu_class, class_compute, class_sync
         The compact form: each GPU's class, and read-only (jobs, classes) arrays with
         ``compute[j, g] == class_compute[j, gpu_class[g]]`` (the same for ``sync``).
+    class_members
+        The GPUs of each class, in index order.
 
     Raises
     ------
@@ -245,10 +251,13 @@ class Instance:
     mode: str = "relaxed"
     catalog: Catalog | None = field(default=None, repr=False, compare=False)
     cluster: ClusterSpec = field(default_factory=ClusterSpec)
-    gpu_class: np.ndarray = field(init=False, repr=False, compare=False)
-    class_compute: np.ndarray = field(init=False, repr=False, compare=False)
-    class_sync: np.ndarray = field(init=False, repr=False, compare=False)
-    _dense: dict[str, np.ndarray] = field(init=False, repr=False, compare=False)
+    class_members: tuple[tuple[int, ...], ...] = field(init=False, repr=False, compare=False)
+    # the compact form without NumPy: each GPU's class, and the (jobs, classes) times row
+    # by row; the NumPy arrays are views of these, made on first use
+    _class_of: tuple[int, ...] = field(init=False, repr=False, compare=False)
+    _compute: array[float] = field(init=False, repr=False, compare=False)
+    _sync: array[float] = field(init=False, repr=False, compare=False)
+    _arrays: dict[str, np.ndarray] = field(init=False, repr=False, compare=False)
     job_index: Mapping[str, int] = field(init=False, repr=False, compare=False)
     gpu_index: Mapping[str, int] = field(init=False, repr=False, compare=False)
 
@@ -296,21 +305,25 @@ class Instance:
                 )
         set_(self, "job_index", MappingProxyType(_index(jobs, "job")))
         set_(self, "gpu_index", MappingProxyType(_index(self.gpus, "GPU")))
-        set_(self, "_dense", {})
-        set_(self, "gpu_class", self._classes())
-        self.gpu_class.setflags(write=False)
-        members = self.class_members
+        set_(self, "_arrays", {})
+        classes = self._classes()
+        members: list[list[int]] = [[] for _ in range(max(classes) + 1)]
+        for g, c in enumerate(classes):
+            members[c].append(g)
+        set_(self, "_class_of", classes)
+        set_(self, "class_members", tuple(tuple(m) for m in members))
         # the shipped catalog is read only for jobs that name a workload
         uses_catalog = any(job.compute is None for job in self.jobs)
         catalog = self.catalog or (default_catalog() if uses_catalog else Catalog({}))
-        compute = self._compute_matrix(catalog, members)
-        self._check_actual_memory(compute, members)
-        sync = self._sync_matrix(compute, members)
-        self._check_horizon(compute, sync)
-        compute.setflags(write=False)
-        sync.setflags(write=False)
-        set_(self, "class_compute", compute)
-        set_(self, "class_sync", sync)
+        compute = self._compute_matrix(catalog, self.class_members)
+        set_(self, "_compute", compute)
+        self._check_actual_memory(self.class_members)
+        set_(self, "_sync", self._sync_matrix(self.class_members))
+        self._check_horizon()
+
+    def __getstate__(self) -> dict[str, Any]:
+        # pickle the compact form only: the NumPy views are made again on first use
+        return {**self.__dict__, "_arrays": {}}
 
     @staticmethod
     def _resolve_gpus(gpus: tuple[GPU, ...], topo: Topology | None) -> tuple[GPU, ...]:
@@ -352,33 +365,30 @@ class Instance:
             for g in gpus
         )
 
-    def _types(self) -> tuple[list[str], np.ndarray]:
+    def _types(self) -> tuple[list[str], tuple[int, ...]]:
         """The distinct GPU types, and each GPU's index into them."""
         types = sorted({g.type for g in self.gpus})
         position = {t: i for i, t in enumerate(types)}
-        return types, np.array([position[g.type] for g in self.gpus])
+        return types, tuple(position[g.type] for g in self.gpus)
 
-    def _classes(self) -> np.ndarray:
+    def _classes(self) -> tuple[int, ...]:
         """Each GPU's class: its type's index, or its own index when some job's sync is per
         GPU (``sync_by_gpu``, ``sync_bytes``)."""
         if any(job.sync_by_gpu is not None or job.sync_bytes is not None for job in self.jobs):
-            return np.arange(len(self.gpus))
+            return tuple(range(len(self.gpus)))
         return self._types()[1]
 
-    @property
-    def class_members(self) -> tuple[tuple[int, ...], ...]:
-        """The GPUs of each class, in index order."""
-        members: list[list[int]] = [[] for _ in range(int(self.gpu_class.max()) + 1)]
-        for g, c in enumerate(self.gpu_class.tolist()):
-            members[c].append(g)
-        return tuple(tuple(m) for m in members)
+    def _rows(self, flat: array[float]) -> Sequence[array[float]]:
+        """The rows (jobs) of a compact (jobs, classes) table."""
+        width = len(self.class_members)
+        return [flat[j * width : (j + 1) * width] for j in range(len(self.jobs))]
 
-    def _compute_matrix(self, catalog: Catalog, members: Sequence[Sequence[int]]) -> np.ndarray:
+    def _compute_matrix(self, catalog: Catalog, members: Sequence[Sequence[int]]) -> array[float]:
         types = self._types()[0]
         class_type = [self.gpus[m[0]].type for m in members]
-        size = np.array([len(m) for m in members])
-        compute = np.full((len(self.jobs), len(members)), math.inf)
-        for j, job in enumerate(self.jobs):
+        size = [len(m) for m in members]
+        compute = array("d")
+        for job in self.jobs:
             if job.compute is not None:
                 per_type = {t: job.compute.get(t, math.inf) for t in types}
             else:
@@ -393,14 +403,15 @@ class Instance:
                 per_type = {
                     t: iters * (catalog.seconds(job.workload, t) or math.inf) for t in types
                 }
-            compute[j] = [per_type[t] for t in class_type]
-            finite = np.isfinite(compute[j])
-            if job.workload is not None and (compute[j][finite] > MAX_VALUE).any():
+            row = [per_type[t] for t in class_type]
+            compute.extend(row)
+            finite = [c for c, v in enumerate(row) if math.isfinite(v)]
+            if job.workload is not None and any(row[c] > MAX_VALUE for c in finite):
                 raise InputError(
                     f"job {job.id!r}: iters_per_task {job.iters_per_task} × "
                     f"workload {job.workload!r} exceeds {MAX_VALUE:g} s a task"
                 )
-            eligible = int(size[finite].sum())
+            eligible = sum(size[c] for c in finite)
             need = job.tasks_per_round if self.mode == "gang" else 1
             if eligible < need:
                 own = [t for t in types if per_type[t] < math.inf]
@@ -411,7 +422,7 @@ class Instance:
                 )
         return compute
 
-    def _check_actual_memory(self, compute: np.ndarray, members: Sequence[Sequence[int]]) -> None:
+    def _check_actual_memory(self, members: Sequence[Sequence[int]]) -> None:
         """A job's predicted GPU memory must fit enough of the GPUs it can run on for one
         round (else no scheduler could start it), and with ``actual`` values its actual GPU
         memory must fit alone on every GPU it can run on: a round that runs out of memory is
@@ -419,8 +430,8 @@ class Instance:
         failing for ever."""
         # per class, its GPUs' memory limits ascending (inf: none)
         limits = [sorted(_limit(self.gpus[g].memory) for g in m) for m in members]
-        for j, job in enumerate(self.jobs):
-            usable = np.flatnonzero(np.isfinite(compute[j])).tolist()
+        for job, row in zip(self.jobs, self._rows(self._compute), strict=True):
+            usable = [c for c, v in enumerate(row) if math.isfinite(v)]
             profile = job.profile
             if profile.gpu_memory:
                 room = sum(
@@ -448,11 +459,13 @@ class Instance:
                         "run on (it could never train there)"
                     )
 
-    def _sync_matrix(self, compute: np.ndarray, members: Sequence[Sequence[int]]) -> np.ndarray:
-        sync = np.zeros_like(compute)
-        for j, job in enumerate(self.jobs):
+    def _sync_matrix(self, members: Sequence[Sequence[int]]) -> array[float]:
+        """The sync table, ``inf`` where the job cannot run."""
+        sync = array("d")
+        for job, compute in zip(self.jobs, self._rows(self._compute), strict=True):
             where = f"job {job.id!r}"
-            usable = np.flatnonzero(np.isfinite(compute[j])).tolist()
+            usable = [c for c, v in enumerate(compute) if math.isfinite(v)]
+            row = [0.0 if math.isfinite(v) else math.inf for v in compute]
             if job.sync is not None:
                 for c in usable:
                     gpu = self.gpus[members[c][0]]
@@ -461,7 +474,7 @@ class Instance:
                             f"{where}: sync has no value for GPU type "
                             f"{gpu.type!r} (eligible GPU {gpu.id!r})"
                         )
-                    sync[j, c] = job.sync[gpu.type]
+                    row[c] = job.sync[gpu.type]
             elif job.sync_by_gpu is not None:  # one GPU per class
                 for gid in job.sync_by_gpu:
                     if gid not in self.gpu_index:
@@ -472,11 +485,11 @@ class Instance:
                         raise InputError(
                             f"{where}: sync_by_gpu has no value for eligible GPU {gpu.id!r}"
                         )
-                    sync[j, c] = job.sync_by_gpu[gpu.id]
+                    row[c] = job.sync_by_gpu[gpu.id]
             elif job.sync_bytes is not None:  # one GPU per class
                 for c in usable:
-                    sync[j, c] = self._sync_from_bytes(job, self.gpus[members[c][0]])
-        sync[~np.isfinite(compute)] = math.inf
+                    row[c] = self._sync_from_bytes(job, self.gpus[members[c][0]])
+            sync.extend(row)
         return sync
 
     def _sync_from_bytes(self, job: Job, gpu: GPU) -> float:
@@ -496,7 +509,7 @@ class Instance:
             )
         return seconds
 
-    def _check_horizon(self, compute: np.ndarray, sync: np.ndarray) -> None:
+    def _check_horizon(self) -> None:
         """Refuse an instance whose horizon — its latest arrival plus all its work done one
         task after another, each on its slowest eligible GPU — exceeds MAX_VALUE: every
         schedule a method builds without idling finishes within it, so every derived time
@@ -511,9 +524,9 @@ class Instance:
             if self.cluster.link_contention
             else 0
         )
-        for j, job in enumerate(self.jobs):
-            row = compute[j] + sync[j]
-            slowest = float(row[np.isfinite(row)].max())
+        rows = zip(self._rows(self._compute), self._rows(self._sync), strict=True)
+        for job, (compute, sync) in zip(self.jobs, rows, strict=True):
+            slowest = max(c + s for c, s in zip(compute, sync, strict=True) if math.isfinite(c))
             profile = job.profile
             factor = max((profile.placement_factor or {}).values(), default=1.0)
             work.append(
@@ -524,7 +537,7 @@ class Instance:
             )
         total = max(job.arrival for job in self.jobs) + sum(work)
         if not total <= MAX_VALUE:
-            largest = self.jobs[int(np.argmax(work))].id
+            largest = self.jobs[work.index(max(work))].id
             raise InputError(
                 f"instance {self.name!r}: latest arrival + all work done one task "
                 f"after another is {total:.3g} s > {MAX_VALUE:g} s (largest: "
@@ -552,23 +565,55 @@ class Instance:
         except KeyError:
             raise UnknownNameError(f"unknown job {job_id!r}") from None
 
+    def compute_of(self, j: int, g: int) -> float:
+        """``compute[j, g]`` as a float, read from the compact form (no NumPy)."""
+        return self._compute[j * len(self.class_members) + self._class_of[g]]
+
+    def sync_of(self, j: int, g: int) -> float:
+        """``sync[j, g]`` as a float, read from the compact form (no NumPy)."""
+        return self._sync[j * len(self.class_members) + self._class_of[g]]
+
+    @property
+    def gpu_class(self) -> np.ndarray:
+        """Each GPU's class (read-only)."""
+        return self._array("gpu_class")
+
+    @property
+    def class_compute(self) -> np.ndarray:
+        """``class_compute[j, c]``: read-only (jobs, classes)."""
+        return self._array("class_compute")
+
+    @property
+    def class_sync(self) -> np.ndarray:
+        """``class_sync[j, c]``: read-only (jobs, classes)."""
+        return self._array("class_sync")
+
     @property
     def compute(self) -> np.ndarray:
         """``compute[j, g]``: read-only (jobs, GPUs), built from the compact form once."""
-        return self._expand("compute", self.class_compute)
+        return self._array("compute")
 
     @property
     def sync(self) -> np.ndarray:
         """``sync[j, g]``: read-only (jobs, GPUs), built from the compact form once."""
-        return self._expand("sync", self.class_sync)
+        return self._array("sync")
 
-    def _expand(self, name: str, compact: np.ndarray) -> np.ndarray:
-        dense = self._dense.get(name)
-        if dense is None:
-            dense = compact[:, self.gpu_class]
-            dense.setflags(write=False)
-            self._dense[name] = dense
-        return dense
+    def _array(self, name: str) -> np.ndarray:
+        """The NumPy form of ``name``, made on first use and kept."""
+        made = self._arrays.get(name)
+        if made is None:
+            import numpy as np
+
+            if name == "gpu_class":
+                made = np.array(self._class_of, dtype=np.intp)
+            elif name.startswith("class_"):
+                flat = self._compute if name == "class_compute" else self._sync
+                made = np.frombuffer(flat, dtype=float).reshape(self.n_jobs, -1)
+            else:  # the dense form
+                made = self._array(f"class_{name}")[:, self.gpu_class]
+            made.setflags(write=False)
+            self._arrays[name] = made
+        return made
 
     def row(self, j: int) -> tuple[np.ndarray, np.ndarray]:
         """Job ``j``'s compute and sync times per GPU (new arrays; no dense matrix built)."""
@@ -576,6 +621,8 @@ class Instance:
 
     def eligible(self, j: int) -> np.ndarray:
         """Indices of the GPUs job index ``j`` can run on."""
+        import numpy as np
+
         return np.flatnonzero(np.isfinite(self.class_compute[j])[self.gpu_class])
 
     def gpu_groups(self) -> tuple[tuple[int, ...], ...]:
@@ -585,10 +632,10 @@ class Instance:
         """
         key_of = [
             self.class_compute[:, c].tobytes() + self.class_sync[:, c].tobytes()
-            for c in range(self.class_compute.shape[1])
+            for c in range(len(self.class_members))
         ]
         groups: dict[bytes, list[int]] = {}
-        for g, c in enumerate(self.gpu_class.tolist()):
+        for g, c in enumerate(self._class_of):
             groups.setdefault(key_of[c], []).append(g)
         return tuple(tuple(members) for members in groups.values())
 

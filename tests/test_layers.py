@@ -243,6 +243,22 @@ def test_start_up_loads_only_what_a_command_uses():
     assert runner == "False"
 
 
+def test_checking_a_schedule_loads_no_numpy(tmp_path):
+    """``optsched check`` reads, validates and checks an instance and its schedule, fairness
+    metrics included, in plain Python: its start-up never pays for NumPy."""
+    from optsched.cli import main
+
+    instance = ROOT / "optsched" / "data" / "instances" / "hare-toy.instance.json"
+    schedule = tmp_path / "s.json"
+    assert main(["solve", str(instance), "--method", "ect", "--out", str(schedule)]) == 0
+    out = _fresh(
+        "import sys\nfrom optsched.cli import main\n"
+        f"code = main(['check', {str(instance)!r}, {str(schedule)!r}, '--json'])\n"
+        "print(code, 'numpy' in sys.modules)"
+    )
+    assert out.splitlines()[-1] == "0 False"
+
+
 def test_gen_lists_every_generator_family():
     from optsched.bench.grid import FAMILIES
     from optsched.cli.gen import FAMILY_NAMES

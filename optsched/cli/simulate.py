@@ -120,7 +120,7 @@ def run(args: argparse.Namespace) -> int:
                     {args.policy: sim.jct},
                     cdf_format,
                     title=f"{sim.instance.name}: JCT CDF",
-                    rhos=None if rho is None else {args.policy: rho.tolist()},
+                    rhos=None if rho is None else {args.policy: list(rho)},
                 ),
             )
         )
