@@ -2,6 +2,8 @@
 
 Usage: python benchmarks/allocation_gavel.py [--traces heavy lam2400 ...] [--only NAME ...]
 
+``--only`` reruns the named rows and keeps the others of the existing results.
+
 Each trace runs on 12 V100 + 12 P100 + 12 K80 in gang mode (a task is 360 s of the job's work
 on the V100, Gavel's round length there: Gavel's trace generator sizes jobs by their V100
 throughput; optsched.traces with reference_type V100), once per (policy, options) row below,
@@ -18,6 +20,7 @@ again from the .jsonl).
 from __future__ import annotations
 
 import argparse
+import dataclasses
 import json
 import resource
 import sys
@@ -27,6 +30,7 @@ from typing import Any
 
 import numpy as np
 
+from optsched.cluster_model import ClusterSpec
 from optsched.fairness import fairness
 from optsched.instance import Instance
 from optsched.online.run import simulate
@@ -90,17 +94,33 @@ RUNS = [
     ),
     ("isolated period=1920", "isolated", {"period": "1920"}, "isolated"),
     ("fifo-perf", "fifo-perf", {}, "fifo_perf"),
+    # space sharing: the trace's instance with space_sharing (Gavel's pairwise throughputs)
+    ("fifo-packed", "fifo-packed", {}, "fifo_packed"),
+    ("max-min-fairness-packed", "max-min-fairness-packed", {}, "max_min_fairness_packed"),
+    (
+        "max-min-fairness-packed period=1920",
+        "max-min-fairness-packed",
+        {"period": "1920"},
+        "max_min_fairness_packed",
+    ),
 ]
 
+#: The policies that pack jobs on GPUs: they run on the instance with space sharing.
+PACKED = {"fifo-packed", "max-min-fairness-packed"}
 
-def gavel_instance(trace: Trace) -> Instance:
-    """``trace`` on the cluster as Gavel runs it: gang mode, tasks of 360 s on the V100."""
-    return trace_instance(
+
+def gavel_instance(trace: Trace, space_sharing: bool = False) -> Instance:
+    """``trace`` on the cluster as Gavel runs it: gang mode, tasks of 360 s on the V100
+    (with ``space_sharing``: its one-GPU jobs may share GPUs at Gavel's pairwise rates)."""
+    inst = trace_instance(
         trace,
         parse_cluster(CLUSTER),
         TraceMapping(quantum=360.0, reference_type="V100"),
         mode="gang",
     )
+    if not space_sharing:
+        return inst
+    return dataclasses.replace(inst, cluster=ClusterSpec(space_sharing=True))
 
 
 def cpu() -> float:
@@ -137,11 +157,12 @@ def main() -> None:
     rows = []
     for label in args.traces:
         trace = read_trace(TRACES[label])
-        inst = gavel_instance(trace)
-        arrival = np.array([job.arrival for job in inst.jobs])
+        plain, packed = gavel_instance(trace), gavel_instance(trace, space_sharing=True)
+        arrival = np.array([job.arrival for job in plain.jobs])
         for name, policy, params, gavel in RUNS:
             if args.only and name not in args.only:
                 continue
+            inst = packed if policy in PACKED else plain
             started, wall = cpu(), time.perf_counter()
             result = simulate(inst, policy, params=params)
             cpu_s = cpu() - started
@@ -161,6 +182,7 @@ def main() -> None:
                 "wall_s": round(time.perf_counter() - wall, 2),
                 "checked": result.extra["checked"],
                 "lp_solves": result.extra.get("policy", {}).get("solves"),
+                "packed_rounds": result.extra.get("policy", {}).get("packed_rounds"),
                 "tracking": result.extra.get("policy", {}).get("tracking", {}).get("mean"),
                 "gavel_mean_jct_h": theirs.get("mean_jct_h"),
                 "gavel_makespan_h": theirs.get("makespan_h"),
@@ -176,7 +198,17 @@ def main() -> None:
                 flush=True,
             )
     OUT.mkdir(parents=True, exist_ok=True)
-    write_file(OUT / "gavel-side-by-side.jsonl", "".join(json.dumps(r) + "\n" for r in rows))
+    jsonl = OUT / "gavel-side-by-side.jsonl"
+    if args.only and jsonl.exists():  # the rows not rerun stay as they were
+        fresh = {(r["trace"], r["name"]) for r in rows}
+        kept = [json.loads(line) for line in jsonl.read_text().splitlines()]
+        rows = [r for r in kept if (r["trace"], r["name"]) not in fresh] + rows
+        order = {
+            (label, run[0]): i
+            for i, (label, run) in enumerate((label, run) for label in TRACES for run in RUNS)
+        }
+        rows.sort(key=lambda r: order.get((r["trace"], r["name"]), len(order)))
+    write_file(jsonl, "".join(json.dumps(r) + "\n" for r in rows))
     render(rows)
 
 
@@ -219,7 +251,7 @@ def render(rows: list[dict[str, Any]]) -> None:
                 f"({'–' if g_rho is None else f'{g_rho:.3f}'}) | "
                 f"{'' if g_rho is None else ratio(r['max_rho'], g_rho)} | "
                 f"{r['cpu_s']} ({r['gavel_cpu_s']}) | {r['lp_solves'] or '–'} "
-                f"({r['gavel_solves']}) | "
+                f"({r['gavel_solves'] or '–'}) | "
                 f"{track} |"
             )
     write_file(OUT / "gavel-side-by-side.md", "\n".join(lines) + "\n")

@@ -21,15 +21,18 @@ Violation kinds
 ``gang-start``     gang mode: the tasks of a round do not start together
 ``gang-distinct``  gang mode: two tasks of a round share a GPU
 
-Cluster instances (instance@2: phases, GPU sharing, GPU memory, placement factors, actual vs
-predicted resource use, link contention; gang mode) and schedule@2 (training starts, failed
-attempts) follow :func:`_cluster_rounds`'s model (models/cluster-execution.md) and add:
+Cluster instances (instance@2: phases, GPU sharing, space sharing, GPU memory, placement
+factors, actual vs predicted resource use, link contention; gang mode) and schedule@2
+(training starts, failed attempts) follow :func:`_cluster_rounds`'s model
+(models/cluster-execution.md) and add:
 
 ``launch``         a task trains before its start (+ the job's launch phase in round 0)
 ``share-cap``      tasks training together on a GPU whose predicted utilisations sum above
                    the instance's ``share_cap``
 ``share-gang``     a task of a multi-GPU round trains together with another task (only
                    single-task rounds share GPUs)
+``colocation``     space sharing: more than two tasks train together on a GPU, or two whose
+                   workloads have no co-location rates on its type
 ``gpu-memory``     tasks holding GPU memory at once need more (predicted) memory than the GPU
                    has
 ``oom``            a task starts training while the tasks holding GPU memory there need more
@@ -50,6 +53,7 @@ from __future__ import annotations
 
 import math
 from collections import defaultdict
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -458,13 +462,16 @@ def _cluster_rounds(
     for ``pace`` = max over G of (compute + sync) × the job's placement factor of G's pattern,
     then saves for ``save`` (last round only); the GPU is held from start to the end of the
     save. Launch and save use no GPU compute, so they may overlap other tasks' phases (Liquid's
-    pre-scheduling). Training: without ``share_cap``, one task at a time per GPU (``overlap``);
-    with it, single-task rounds may train together while their *predicted* utilisations sum
-    to at most the cap, each progressing at rate 1 / max(1, U(t)), U(t) the summed *actual*
-    utilisation of the tasks training on the GPU (the GPU's compute shared in proportion: our
-    interference model; Liquid publishes none); a multi-GPU round trains alone, at rate 1, or
-    with ``link_contention`` at rate pace / (pace + flow_time·(F − n)) while its busiest
-    worker link carries F flows of the rounds training, n of them its own (:func:`_contended`).
+    pre-scheduling). Training: with neither ``share_cap`` nor ``space_sharing``, one task at a
+    time per GPU (``overlap``); with ``share_cap``, single-task rounds may train together
+    while their *predicted* utilisations sum to at most the cap, each progressing at rate
+    1 / max(1, U(t)), U(t) the summed *actual* utilisation of the tasks training on the GPU
+    (the GPU's compute shared in proportion: our interference model; Liquid publishes none);
+    with ``space_sharing`` instead, two single-task rounds whose workloads have co-location
+    rates on the GPU's type may train together (``colocation``), each at its rate; a
+    multi-GPU round trains alone, at rate 1, or with ``link_contention`` at rate
+    pace / (pace + flow_time·(F − n)) while its busiest worker link carries F flows of the
+    rounds training, n of them its own (:func:`_contended`).
     GPU memory is held from training start to the end of the save and must fit in predicted
     (``gpu-memory``) and in actual (``oom``) memory. A failed attempt (``failed_at``) held its
     GPUs from its start to ``failed_at``, when the actual memory held on one of its GPUs plus
@@ -475,7 +482,8 @@ def _cluster_rounds(
         _flag(out, kind, message, t)
 
     jobs = instance.jobs
-    shared = instance.cluster.share_cap is not None
+    spaced = instance.cluster.space_sharing
+    shared = instance.cluster.share_cap is not None or spaced
     cap = instance.cluster.share_cap if instance.cluster.share_cap is not None else math.inf
     # per GPU: (train start, pace, actual util, exclusive, task, job index)
     on_gpu: dict[int, list[tuple[float, float, float, bool, Task, int]]] = defaultdict(list)
@@ -527,7 +535,14 @@ def _cluster_rounds(
             for i, (*_, t, j) in enumerate(items)
             if (j, t.round) in contended
         }
-        train_end = _progress([(a, p, u, x) for a, p, u, x, _, _ in items], fixed)
+        of_job = [j for *_, j in items]
+
+        def pair_rate(i: int, k: int, g: int = g, of_job: list[int] = of_job) -> float | None:
+            return instance.colocated_rate(of_job[i], of_job[k], g)
+
+        train_end = _progress(
+            [(a, p, u, x) for a, p, u, x, _, _ in items], fixed, pair_rate if spaced else None
+        )
         held = holds[g] = []
         for (a, p, _, x, t, j), b in zip(items, train_end, strict=True):
             profile = jobs[j].profile
@@ -563,6 +578,16 @@ def _cluster_rounds(
                     f"trains together with another task",
                     t,
                 )
+            elif spaced:
+                if len(training) > 2 or _unrated(instance, [h[5] for h in training], g):
+                    names = ", ".join(repr(h[5].job) for h in training)
+                    flag(
+                        "colocation",
+                        f"on GPU {gpu.id!r} at {_time(a)} tasks of jobs {names} train "
+                        "together: space sharing co-locates two tasks whose workloads "
+                        "have co-location rates on its type",
+                        t,
+                    )
             elif _exceeds(load := sum(h[3] for h in training), cap):
                 flag(
                     "share-cap",
@@ -708,6 +733,12 @@ def _failed_attempts(
     return len(failed), lost
 
 
+def _unrated(instance: Instance, tasks: list[Task], g: int) -> bool:
+    """Whether two tasks training together on GPU ``g`` have no co-location rates."""
+    j, k = (instance.job_index[t.job] for t in tasks)
+    return instance.colocated_rate(j, k, g) is None
+
+
 def _contended(items: list[tuple[float, float, float, dict[str, int]]]) -> list[float]:
     """Training end of each (train start, pace, flow time c, own flows by worker link)
     round under link contention, simulated event by event: while its busiest link carries F
@@ -748,12 +779,16 @@ def _contended(items: list[tuple[float, float, float, dict[str, int]]]) -> list[
 
 
 def _progress(
-    items: list[tuple[float, float, float, bool]], given: dict[int, float] | None = None
+    items: list[tuple[float, float, float, bool]],
+    given: dict[int, float] | None = None,
+    pair_rate: Callable[[int, int], float | None] | None = None,
 ) -> list[float]:
     """Training end of each (train start, work, util, exclusive) task on one GPU: exclusive
     tasks take exactly their work (or end at ``given[i]`` where given: link contention); the
     others progress at 1 / max(1, summed utilisation of the tasks training) (processor
-    sharing, simulated event by event).
+    sharing, simulated event by event), or with ``pair_rate`` (space sharing) at 1 alone and
+    at ``pair_rate(i, k)`` while exactly one other task k trains (1 / n for n tasks or a pair
+    without rates, which the caller flags).
 
     Every step consumes at least one event (a start, an exclusive end, or the earliest
     projected end, which is then final), so the loop ends after at most 2·len(items) steps
@@ -765,16 +800,28 @@ def _progress(
     remaining: dict[int, float] = {}
     fixed: set[int] = set()
     now, nxt = -math.inf, 0
+
+    def rates() -> dict[int, float]:
+        training = [*remaining, *fixed]
+        if pair_rate is None:
+            load = sum(items[i][2] for i in training)
+            return dict.fromkeys(remaining, 1.0 / max(1.0, load))
+        out = {}
+        for i in remaining:
+            others = [k for k in training if k != i]
+            rate = pair_rate(i, others[0]) if len(others) == 1 else None
+            out[i] = 1.0 if not others else rate if rate is not None else 1 / len(training)
+        return out
+
     while nxt < len(pending) or remaining or fixed:
-        load = sum(items[i][2] for i in (*remaining, *fixed))
-        rate = 1.0 / max(1.0, load)
-        projected = {i: now + left / rate for i, left in remaining.items()}
+        rate = rates()
+        projected = {i: now + left / rate[i] for i, left in remaining.items()}
         candidates = [end[i] for i in fixed] + list(projected.values())
         if nxt < len(pending):
             candidates.append(items[pending[nxt]][0])
         t = min(candidates)
         for i in remaining:
-            remaining[i] -= (t - now) * rate
+            remaining[i] -= (t - now) * rate[i]
         now = t
         for i in [i for i in remaining if projected[i] <= now]:
             del remaining[i]

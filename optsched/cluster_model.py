@@ -45,19 +45,29 @@ class ClusterSpec:
         each extra flow adding the job's ``flow_time`` to a round's training
         (models/cluster-execution.md); False: a round's time depends on its own placement
         only. Needs every GPU's host.
+    space_sharing
+        Two single-task rounds may train together on a GPU when their workloads' pair has
+        co-location rates on its type (the catalog's ``colocated``, Gavel's pairwise
+        throughputs), each progressing at its rate (models/cluster-execution.md); a sharing
+        model of its own, so not with ``share_cap``.
     """
 
     share_cap: float | None = None
     link_contention: bool = False
+    space_sharing: bool = False
 
     def __post_init__(self) -> None:
         if self.share_cap is not None:
             if not is_bounded(self.share_cap) or self.share_cap < 1:
                 raise InputError(f"share_cap must be a number >= 1, got {self.share_cap!r}")
             object.__setattr__(self, "share_cap", float(self.share_cap))
-        if not isinstance(self.link_contention, bool):
+        for name in ("link_contention", "space_sharing"):
+            if not isinstance(getattr(self, name), bool):
+                raise InputError(f"{name} must be true or false, got {getattr(self, name)!r}")
+        if self.space_sharing and self.share_cap is not None:
             raise InputError(
-                f"link_contention must be true or false, got {self.link_contention!r}"
+                "space_sharing (pairwise co-location rates) and share_cap (sharing by "
+                "utilisation) are two sharing models; give one"
             )
 
 

@@ -26,7 +26,8 @@ every job is slowed down alike), ``unfair_fraction`` (the fraction of jobs with 
 beyond :data:`UNFAIR_TOLERANCE`),
 ``mean_slowdown``, ``max_slowdown``, and ``p50_jct``, ``p95_jct``, ``p99_jct`` (NumPy's
 linear-interpolation percentiles). ρ and slowdown are left out for instances with Liquid's
-cluster model, whose launch phases, sharing and placement factors the shortest round ignores.
+cluster model, whose launch phases, sharing and placement factors the shortest round ignores
+(space sharing alone keeps them: a job next to another trains at most as fast as alone).
 Plain Python, O(n log n): the checker computes these for every schedule without NumPy.
 """
 
@@ -38,6 +39,7 @@ from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
+from optsched.cluster_model import ClusterSpec
 from optsched.critical_path import round_lower_bound
 from optsched.instance import Instance
 
@@ -179,7 +181,7 @@ def fairness(instance: Instance, completion: Mapping[str, float] | Iterable[floa
     arrival = [float(job.arrival) for job in instance.jobs]
     jct = tuple(c - a for c, a in zip(done, arrival, strict=True))
     contention = tuple(mean_contention(arrival, done))
-    if instance.needs_cluster_model:
+    if not _alone_is_exact(instance):
         return Fairness(jct, contention, None, None, None)
     alone = tuple(alone_times(instance))
     stretch = share_stretch(instance, contention)
@@ -189,6 +191,18 @@ def fairness(instance: Instance, completion: Mapping[str, float] | Iterable[floa
         alone,
         tuple(x / t for x, t in zip(jct, alone, strict=True)),
         tuple(x / (t * f) for x, t, f in zip(jct, alone, stretch, strict=True)),
+    )
+
+
+def _alone_is_exact(instance: Instance) -> bool:
+    """Whether the shortest round is a job's round time alone: without the cluster model, or
+    with space sharing as its only field (a co-location rate is at most 1)."""
+    if not instance.needs_cluster_model:
+        return True
+    return (
+        instance.cluster == ClusterSpec(space_sharing=True)
+        and all(gpu.memory is None for gpu in instance.gpus)
+        and all(job.cluster is None for job in instance.jobs)
     )
 
 

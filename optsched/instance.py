@@ -258,6 +258,10 @@ class Instance:
     _compute: array[float] = field(init=False, repr=False, compare=False)
     _sync: array[float] = field(init=False, repr=False, compare=False)
     _arrays: dict[str, np.ndarray] = field(init=False, repr=False, compare=False)
+    # space sharing: (workload, other workload, GPU type) -> the rate of the first
+    _colocation: Mapping[tuple[str, str, str], float] = field(
+        init=False, repr=False, compare=False
+    )
     job_index: Mapping[str, int] = field(init=False, repr=False, compare=False)
     gpu_index: Mapping[str, int] = field(init=False, repr=False, compare=False)
 
@@ -320,6 +324,7 @@ class Instance:
         self._check_actual_memory(self.class_members)
         set_(self, "_sync", self._sync_matrix(self.class_members))
         self._check_horizon()
+        set_(self, "_colocation", self._colocation_rates(catalog))
 
     def __getstate__(self) -> dict[str, Any]:
         # pickle the compact form only: the NumPy views are made again on first use
@@ -377,6 +382,22 @@ class Instance:
         if any(job.sync_by_gpu is not None or job.sync_bytes is not None for job in self.jobs):
             return tuple(range(len(self.gpus)))
         return self._types()[1]
+
+    def _colocation_rates(self, catalog: Catalog) -> dict[tuple[str, str, str], float]:
+        """With space sharing, the catalog's co-location rates of every pair of the
+        instance's workloads on its GPU types, where both directions are listed."""
+        if not self.cluster.space_sharing:
+            return {}
+        names = sorted({job.workload for job in self.jobs if job.workload is not None})
+        types = sorted({gpu.type for gpu in self.gpus})
+        out = {}
+        for a in names:
+            for b in names:
+                for t in types:
+                    rate = catalog.colocated_rate(a, b, t)
+                    if rate is not None and catalog.colocated_rate(b, a, t) is not None:
+                        out[a, b, t] = rate
+        return out
 
     def _rows(self, flat: array[float]) -> Sequence[array[float]]:
         """The rows (jobs) of a compact (jobs, classes) table."""
@@ -572,6 +593,15 @@ class Instance:
     def sync_of(self, j: int, g: int) -> float:
         """``sync[j, g]`` as a float, read from the compact form (no NumPy)."""
         return self._sync[j * len(self.class_members) + self._class_of[g]]
+
+    def colocated_rate(self, j: int, k: int, g: int) -> float | None:
+        """With space sharing, the rate at which a task of job ``j`` trains on GPU ``g``
+        while one of job ``k`` trains there too (its throughput next to it over alone); None
+        where the two cannot share (models/cluster-execution.md)."""
+        a, b = self.jobs[j].workload, self.jobs[k].workload
+        if a is None or b is None:
+            return None
+        return self._colocation.get((a, b, self.gpus[g].type))
 
     @property
     def gpu_class(self) -> np.ndarray:

@@ -37,7 +37,7 @@ INSTANCE_FORMATS = ("optsched/instance@1", "optsched/instance@2")
 SCHEDULE_FORMATS = ("optsched/schedule@1", "optsched/schedule@2")
 
 _INSTANCE_KEYS = {"format", "name", "mode", "gpus", "topology", "jobs"}
-_INSTANCE_KEYS_2 = {*_INSTANCE_KEYS, "share_cap", "link_contention"}
+_INSTANCE_KEYS_2 = {*_INSTANCE_KEYS, "share_cap", "link_contention", "space_sharing"}
 _GPU_KEYS = {"id", "type"}
 _GPU_KEYS_2 = {*_GPU_KEYS, "host", "memory"}
 _JOB_REQUIRED = ("id", "arrival", "weight", "rounds", "tasks_per_round")
@@ -127,7 +127,11 @@ def instance_from_dict(data: Any, *, catalog: Catalog | None = None) -> Instance
         topology,
         obj.get("mode", "relaxed"),
         catalog,
-        ClusterSpec(obj.get("share_cap"), obj.get("link_contention", False)),
+        ClusterSpec(
+            obj.get("share_cap"),
+            obj.get("link_contention", False),
+            obj.get("space_sharing", False),
+        ),
     )
 
 
@@ -152,6 +156,8 @@ def instance_to_dict(instance: Instance) -> dict[str, Any]:
         out["share_cap"] = instance.cluster.share_cap
     if instance.cluster.link_contention:
         out["link_contention"] = True
+    if instance.cluster.space_sharing:
+        out["space_sharing"] = True
     if instance.topology is not None:
         out["topology"] = instance.topology.to_node_link()
     jobs = []

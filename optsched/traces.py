@@ -40,7 +40,7 @@ import csv
 import io
 import math
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from datetime import UTC, datetime
 from pathlib import Path
 
@@ -536,13 +536,15 @@ def load_workload(
     mapping: TraceMapping | None = None,
     mode: str | None = None,
     gpus_per_host: int | None = None,
+    space_sharing: bool = False,
 ) -> tuple[Instance, Trace | None]:
     """What ``optsched simulate`` runs: an instance file (``.json``), or a trace (any other
     file, read by :func:`read_trace` in ``trace_format``) mapped onto ``cluster`` (GPUs, or
     ``TYPE:COUNT,...`` as :func:`parse_cluster` reads it, on hosts of ``gpus_per_host``) by
     ``mapping``. ``mode`` (default: the instance's, ``relaxed`` for a trace) sets the
-    execution mode. Returns the instance and the trace it came from (None for an instance
-    file).
+    execution mode; ``space_sharing`` (gang mode) lets the trace's single-GPU jobs share a
+    GPU at their workloads' co-location rates. Returns the instance and the trace it came
+    from (None for an instance file).
 
     Raises
     ------
@@ -553,10 +555,10 @@ def load_workload(
     from optsched.io import load_instance
 
     if str(path).endswith(".json"):
-        if cluster or gpus_per_host is not None:
+        if cluster or gpus_per_host is not None or space_sharing:
             raise InputError(
-                "--cluster and --gpus-per-host go with a trace; an instance (.json) has "
-                "its own GPUs"
+                "--cluster, --gpus-per-host and --space-sharing go with a trace; an "
+                "instance (.json) has its own GPUs and cluster fields"
             )
         instance = load_instance(path)
         return (instance if mode is None else instance.with_mode(mode)), None
@@ -568,5 +570,10 @@ def load_workload(
         raise InputError("gpus_per_host goes with a cluster spec; given GPUs have their hosts")
     else:
         gpus = tuple(cluster)
+    if space_sharing and mode != "gang":
+        raise InputError("--space-sharing needs --mode gang")
     trace = read_trace(path, trace_format)
-    return trace_instance(trace, gpus, mapping, mode=mode or "relaxed"), trace
+    instance = trace_instance(trace, gpus, mapping, mode=mode or "relaxed")
+    if space_sharing:
+        instance = replace(instance, cluster=replace(instance.cluster, space_sharing=True))
+    return instance, trace

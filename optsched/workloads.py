@@ -53,15 +53,46 @@ class Cell:
 
 
 @dataclass(frozen=True)
+class Colocation:
+    """How fast a workload trains while another trains on the same GPUs (space sharing):
+    ``rates[gpu_type][other]`` is its throughput next to workload ``other`` over its
+    throughput alone, in (0, :data:`MAX_COLOCATED_RATE`]; a pair not listed cannot share.
+    ``note`` says where the rates come from."""
+
+    rates: Mapping[str, Mapping[str, float]]
+    note: str
+
+    def __post_init__(self) -> None:
+        for gpu_type, of in self.rates.items():
+            for other, rate in of.items():
+                if not (is_bounded(rate) and 0 < rate <= MAX_COLOCATED_RATE):
+                    raise InputError(
+                        f"co-location rate next to {other!r} on {gpu_type} must be in "
+                        f"(0, {MAX_COLOCATED_RATE:g}], got {rate!r}"
+                    )
+        if not self.note:
+            raise InputError("co-location rates need a note (citation or derivation)")
+        frozen = {t: MappingProxyType(dict(of)) for t, of in self.rates.items()}
+        object.__setattr__(self, "rates", MappingProxyType(frozen))
+
+
+#: The largest co-location rate: a job never trains faster next to another than alone (so
+#: its time alone stays a lower bound on its time under space sharing).
+MAX_COLOCATED_RATE = 1.0
+
+
+@dataclass(frozen=True)
 class Workload:
     """A training workload: its per-GPU-type cells and a short description; for a
     multi-GPU workload, ``spread`` cells may give its seconds per step when its GPUs are
-    spread over servers (Gavel's unconsolidated throughputs; ``cells`` are consolidated)."""
+    spread over servers (Gavel's unconsolidated throughputs; ``cells`` are consolidated);
+    ``colocated``, its rates next to other workloads on the same GPUs (space sharing)."""
 
     name: str
     description: str
     cells: Mapping[str, Cell]
     spread: Mapping[str, Cell] = field(default_factory=dict)
+    colocated: Colocation | None = None
 
     def __post_init__(self) -> None:
         object.__setattr__(self, "cells", MappingProxyType(dict(self.cells)))
@@ -91,6 +122,15 @@ class Catalog:
         cell = self[name].cells.get(canonical_gpu_type(gpu_type))
         return None if cell is None else cell.seconds
 
+    def colocated_rate(self, name: str, other: str, gpu_type: str) -> float | None:
+        """The rate of workload ``name`` while ``other`` trains on the same GPUs of
+        ``gpu_type`` (its throughput there over its throughput alone); None if the pair
+        cannot share (not measured, or either runs out of memory)."""
+        colocated = self.workloads[name].colocated if name in self.workloads else None
+        if colocated is None:
+            return None
+        return colocated.rates.get(canonical_gpu_type(gpu_type), {}).get(other)
+
     def to_dict(self) -> dict[str, Any]:
         def cells(of: Mapping[str, Cell]) -> dict[str, Any]:
             return {
@@ -105,6 +145,16 @@ class Catalog:
                     "description": w.description,
                     "seconds_per_batch": cells(w.cells),
                     **({"spread_seconds_per_batch": cells(w.spread)} if w.spread else {}),
+                    **(
+                        {
+                            "colocated": {
+                                "rates": {t: dict(of) for t, of in w.colocated.rates.items()},
+                                "note": w.colocated.note,
+                            }
+                        }
+                        if w.colocated
+                        else {}
+                    ),
                 }
                 for w in self.workloads.values()
             },
@@ -121,6 +171,12 @@ class Catalog:
                 for t, c in of.items()
             }
 
+        def colocation(of: Mapping[str, Any] | None) -> Colocation | None:
+            if of is None:
+                return None
+            rates = {canonical_gpu_type(t): dict(r) for t, r in of["rates"].items()}
+            return Colocation(rates, of["note"])
+
         out = {}
         for name, w in data["workloads"].items():
             out[name] = Workload(
@@ -128,6 +184,7 @@ class Catalog:
                 w.get("description", ""),
                 cells(w["seconds_per_batch"]),
                 cells(w.get("spread_seconds_per_batch", {})),
+                colocation(w.get("colocated")),
             )
         return cls(out)
 
@@ -166,7 +223,11 @@ def read_gavel_throughputs(path: str | Path, *, citation: str = GAVEL_CITATION) 
     The ``*_unconsolidated`` types (the k GPUs spread over servers) give a multi-GPU
     workload's ``spread`` cells the same way (their single-GPU entries, equal to the
     consolidated ones, are left out, and so is a 0: not measured); GPU type names are
-    canonicalised (``k80`` → ``K80``).
+    canonicalised (``k80`` → ``K80``). A consolidated entry's co-located pairs
+    ``"(other, k)": [own, other's]`` (steps/s of each while both train on the same k GPUs)
+    give the workload's ``colocated`` rates, own ÷ isolated (at most 1: a measured rate above
+    is noise); a pair where either throughput is 0 (not measured, or out of memory) is left
+    out.
 
     Raises
     ------
@@ -181,6 +242,7 @@ def read_gavel_throughputs(path: str | Path, *, citation: str = GAVEL_CITATION) 
     cells: dict[str, dict[str, Cell]] = {}
     spread: dict[str, dict[str, Cell]] = {}
     scales: dict[str, int] = {}
+    pairs: dict[str, dict[str, dict[str, float]]] = {}
     for gtype, jobs in raw.items():
         base, unconsolidated, _ = gtype.partition("_unconsolidated")
         if not isinstance(jobs, dict):
@@ -216,7 +278,14 @@ def read_gavel_throughputs(path: str | Path, *, citation: str = GAVEL_CITATION) 
                 )
             )
             if not unconsolidated:
-                scales[gavel_workload_name(job_type, scale)] = scale
+                name = gavel_workload_name(job_type, scale)
+                scales[name] = scale
+                of = pairs.setdefault(name, {}).setdefault(canonical_gpu_type(base), {})
+                for other_key, both in entry.items():
+                    rate = _colocated_rate(path, gtype, key, other_key, both, tput)
+                    if rate is not None:
+                        other_type, other_scale = ast.literal_eval(other_key)
+                        of[gavel_workload_name(other_type, other_scale)] = rate
     if not any(k == 1 for k in scales.values()):
         raise InputError(f"{path}: no single-GPU job types found")
     return Catalog(
@@ -229,7 +298,34 @@ def read_gavel_throughputs(path: str | Path, *, citation: str = GAVEL_CITATION) 
                 "seconds per step of the whole job",
                 c,
                 spread.get(name, {}),
+                Colocation(
+                    {t: of for t, of in pairs[name].items() if of},
+                    f"{citation}; co-located throughput over isolated throughput, per pair",
+                )
+                if any(pairs.get(name, {}).values())
+                else None,
             )
             for name, c in cells.items()
         }
     )
+
+
+def _colocated_rate(
+    path: str | Path, gtype: str, key: str, other_key: str, both: Any, alone: float
+) -> float | None:
+    """The rate of Gavel's entry ``key`` next to ``other_key`` (own co-located throughput
+    over ``alone``); None for the isolated entry or a pair with a 0 (cannot share)."""
+    if other_key == "null":
+        return None
+    if (
+        not isinstance(both, list)
+        or len(both) != 2
+        or not all(is_bounded(x) and x >= 0 for x in both)
+    ):
+        raise InputError(
+            f"{path}: {gtype} {key} next to {other_key}: co-located throughputs must be "
+            f"two numbers >= 0, got {both!r}"
+        )
+    if both[0] == 0 or both[1] == 0:
+        return None
+    return min(float(both[0]) / alone, MAX_COLOCATED_RATE)

@@ -68,6 +68,12 @@ def add_trace_options(p: argparse.ArgumentParser) -> None:
         "unconsolidated throughput)",
     )
     p.add_argument(
+        "--space-sharing",
+        action="store_true",
+        help="let a trace's single-GPU jobs share a GPU, two at a time, at their workloads' "
+        "co-location rates (Gavel's pairwise throughputs; gang mode, policies that pack)",
+    )
+    p.add_argument(
         "--trace-format",
         choices=("auto", "gavel", "tiresias", "philly"),
         default="auto",
@@ -107,6 +113,7 @@ def load_instance_or_trace(args: argparse.Namespace) -> tuple[Any, Any]:
         trace_format=args.trace_format,
         mode=args.mode,
         gpus_per_host=args.gpus_per_host,
+        space_sharing=args.space_sharing,
     )
 
 
@@ -200,6 +207,13 @@ def print_result(result: Result[Any], online: bool = False) -> None:
                 f"({report['solve_seconds']:.3g} s), certified gap median "
                 f"{100 * report['gap_median']:.3g} %, max {100 * report['gap_max']:.3g} %"
             )
+        elif "packed_rounds" in report:  # space sharing
+            solves = (
+                f"{report['solves']} allocations ({report['lp_seconds']:.3g} s in LPs); "
+                if "solves" in report
+                else ""
+            )
+            print(f"policy     {solves}{report['packed_rounds']} rounds started next to another")
         elif "solves" in report:
             line = (
                 f"policy     {report['solves']} allocations ({report['lp_seconds']:.3g} s in LPs)"

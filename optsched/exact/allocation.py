@@ -18,6 +18,8 @@ Objectives (each an exact LP or, for finish-time fairness, a certified bisection
   reference_j (Gavel's max-min fairness, ``max_min_fairness_perf``; with all rates 1 its
   heterogeneity-agnostic version). ``fill="throughput"`` then maximises Σ_j utility_j / w_j
   over the max-min optimal allocations (a second LP; no job below the optimum).
+- :func:`max_min_packed`: max-min fairness with space sharing, pairs of one-GPU jobs on one
+  GPU at their co-location rates (``max_min_fairness_packed``).
 - :func:`isolated_share`: each job 1/n of every type, no LP (Gavel's ``isolated``).
 - :func:`max_total_share`: maximise Σ_j utility_j(X) (``max_sum_throughput_perf``).
 - :func:`min_makespan`: the least T in which every job's remaining work fits, one LP in
@@ -38,7 +40,7 @@ from __future__ import annotations
 
 import math
 import time
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, Literal
 
 import numpy as np
@@ -397,6 +399,112 @@ def max_min_share(
         values, solves = _solved(second, "max-min allocation (fill)").x, 2
     x = cols.to_matrix(values)
     return Allocation(x, best, best, best, solves, time.perf_counter() - started)
+
+
+@dataclass(frozen=True)
+class PackedAllocation(Allocation):
+    """A max-min allocation with space sharing: ``x`` as for :class:`Allocation` (each job
+    of a row alone), and ``y[p, t]`` the time (in GPUs of type t) that jobs of the rows
+    ``pairs[p]`` spend training together, two on a GPU; each job of row a receives
+    ``y[p, t] / count_a`` of it (twice that when both rows are a)."""
+
+    pairs: np.ndarray = field(default_factory=lambda: np.zeros((0, 2), dtype=int))
+    y: np.ndarray = field(default_factory=lambda: np.zeros((0, 0)))
+
+
+def max_min_packed(
+    problem: AllocationProblem,
+    reference: np.ndarray,
+    pairs: np.ndarray,
+    together: np.ndarray,
+    *,
+    central: bool = False,
+) -> PackedAllocation:
+    """Max-min fairness with space sharing (Gavel's ``max_min_fairness_packed``, OSDI'20
+    §3.1), over rows of identical one-GPU or larger jobs (``problem.count`` jobs a row; 1
+    each for a job-level LP). Besides X (each job alone), a column Y[p, t] for every pair
+    p = (a, b) of rows of one-GPU jobs (a = b allowed when the row holds two or more jobs)
+    and type t: the GPU-time on t during which a job of row a and a job of row b train
+    together on one GPU, at rates ``together[p, t]`` = (a's, b's co-location rate; 0: they
+    cannot share there). With n_a the jobs of row a and δ_p = 2 when a = b (both jobs of
+    the pair are of that row), else 1, maximise z subject to, for every row a,
+
+        Σ_t u_at · (X[a, t] + Σ_{p ∋ a} δ_p · r_a(p, t) · Y[p, t] / n_a) ≥ z,
+        Σ_t X[a, t] + Σ_{p ∋ a, t} δ_p · Y[p, t] / n_a ≤ 1,
+
+    (u_at = rate / (reference · w)) and per type Σ_a n_a K_a X[a, t] + Σ_p Y[p, t] ≤
+    capacity[t] (a pair holds one GPU).
+
+    Exact for the job-level LP: that LP is symmetric in identical jobs, so some optimum gives
+    identical jobs identical shares alone and spreads each row pair's time evenly over its
+    job pairs (Y / (n_a n_b) each, Y / (n_a (n_a − 1) / 2) within a row), which is what this
+    LP describes. A pair column whose rates sum to at most 1 is left out: moving its time to
+    X[a, t] += r_a·Y/n_a and X[b, t] += r_b·Y/n_b gives every job the same throughput with
+    no more time and no more GPUs (r_a + r_b ≤ 1)."""
+    started = time.perf_counter()
+    n, m = problem.shape
+    pairs = np.asarray(pairs, dtype=int).reshape(-1, 2)
+    together = np.asarray(together, dtype=float).reshape(len(pairs), m, 2)
+    if n == 0:
+        return PackedAllocation(np.zeros((0, m)), 0.0, 0.0, 0.0, 0, 0.0, pairs, np.zeros((0, m)))
+    count = problem.count
+    if len(pairs) and (problem.scale[pairs] != 1).any():
+        raise InputError("packed allocation: only one-GPU jobs share a GPU")
+    same = pairs[:, 0] == pairs[:, 1]
+    useful = (together[..., 0] + together[..., 1] > 1) & (problem.capacity[None, :] >= 1)
+    useful &= (problem.rates[pairs[:, 0]] > 0) & (problem.rates[pairs[:, 1]] > 0)
+    useful &= ~same[:, None] | (count[pairs[:, 0]] >= 2)[:, None]
+    p_idx, t_idx = np.nonzero(useful)
+    cols = _Columns(problem, extra=len(p_idx) + 1)
+    z = cols.n - 1
+    first = cols.pairs + np.arange(len(p_idx))
+    utility = problem.rates / (np.asarray(reference, dtype=float) * problem.weights)[:, None]
+    a, b = pairs[p_idx, 0], pairs[p_idx, 1]
+    # each side of a pair column takes 1 / n of each job of its row (a = b: both sides)
+    rows = np.concatenate([a, b])
+    cols_of = np.concatenate([first, first])
+    share = np.concatenate([1.0 / count[a], 1.0 / count[b]])
+    rate = np.concatenate([together[p_idx, t_idx, 0], together[p_idx, t_idx, 1]])
+    gain = share * rate * utility[rows, np.concatenate([t_idx, t_idx])]
+    blocks, rhs = cols.rows()
+    time_rows = _coo((share, (rows, cols_of)), shape=(n, cols.n))
+    gpu_rows = _coo((np.ones(len(p_idx)), (t_idx, first)), shape=(m, cols.n))
+    level = _coo(
+        (
+            np.concatenate([-utility[cols.jobs, cols.types], -gain, np.ones(n)]),
+            (
+                np.concatenate([cols.jobs, rows, np.arange(n)]),
+                np.concatenate([np.arange(cols.pairs), cols_of, np.full(n, z)]),
+            ),
+        ),
+        shape=(n, cols.n),
+    )
+    a_ub = _vstack([_coo(blocks[0] + time_rows), _coo(blocks[1] + gpu_rows), level])
+    c = np.zeros(cols.n)
+    c[z] = -1.0
+    result = _solved(
+        linprog(
+            c,
+            central,
+            cols.n >= IPM_MIN_COLUMNS,
+            A_ub=a_ub,
+            b_ub=np.array([*rhs, *np.zeros(n)]),
+        ),
+        "packed max-min allocation",
+    )
+    y = np.zeros((len(pairs), m))
+    y[p_idx, t_idx] = np.maximum(result.x[first], 0.0)
+    value = float(result.x[z])
+    return PackedAllocation(
+        cols.to_matrix(result.x),
+        value,
+        value,
+        value,
+        1,
+        time.perf_counter() - started,
+        pairs,
+        y,
+    )
 
 
 def isolated_share(problem: AllocationProblem) -> Allocation:

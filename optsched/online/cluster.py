@@ -34,7 +34,10 @@ decision cannot loop within one instant) and its held GPU-seconds count as lost
 (``oom_failures``, ``lost_gpu_s``). With the instance's ``link_contention``, a round's
 remote PS–worker flows share its workers' host links with the flows of every other round
 training, which slows it by ``flow_time`` per extra flow on its busiest link (a rate change,
-integrated piecewise).
+integrated piecewise). With the instance's ``space_sharing`` instead of a cap, a single-task
+round decided with ``share`` may train next to one other single-task round on a GPU when
+their workloads have co-location rates on its type, each at its rate (Gavel's pairwise
+throughputs; :mod:`optsched.online.packing`).
 """
 
 from __future__ import annotations
@@ -366,10 +369,21 @@ class _ClusterEngine(Engine):
     def _check_share(self, job: ClusterJob, g: int, now: float) -> None:
         cap, gpu = self.inst.cluster.share_cap, self.inst.gpus[g]
         rounds = self.holders[g]
-        if cap is None:
-            self._refuse("sharing on an instance without share_cap")
+        spaced = self.inst.cluster.space_sharing
+        if cap is None and not spaced:
+            self._refuse("sharing on an instance without share_cap or space_sharing")
         if job.tasks_per_round != 1 or not rounds or any(len(r.gpus) > 1 for r in rounds):
             self._refuse(f"only single-task rounds share a held GPU ({gpu.id!r}, t={now})")
+        if spaced:
+            if len(rounds) > 1:
+                self._refuse(f"space sharing: GPU {gpu.id!r} is held by two rounds at t={now}")
+            other = rounds[0].job
+            if self.inst.colocated_rate(job.index, other, g) is None:
+                self._refuse(
+                    f"jobs {job.id!r} and {self.jobs[other].id!r} have no co-location "
+                    f"rates on GPU {gpu.id!r} ({gpu.type})"
+                )
+            return
         load = job.util + sum(self.jobs[r.job].util for r in rounds)
         if cap is not None and load > cap + 1e-9:
             self._refuse(f"sharing GPU {gpu.id!r} at t={now}: utilisation {load:g} > {cap:g}")
@@ -422,6 +436,10 @@ class _ClusterEngine(Engine):
             return True
         if not rnd.share or any(len(r.gpus) > 1 for r in trainers):
             return False
+        if self.inst.cluster.space_sharing:
+            return len(trainers) == 1 and (
+                self.inst.colocated_rate(rnd.job, trainers[0].job, g) is not None
+            )
         load = self.jobs[rnd.job].util + sum(self.jobs[r.job].util for r in trainers)
         return load <= (self.inst.cluster.share_cap or 1.0) + 1e-9
 
@@ -481,8 +499,9 @@ class _ClusterEngine(Engine):
 
     def _reflow(self, g: int, now: float) -> None:
         """Update the progress rates of the rounds training on ``g`` (processor sharing
-        among single-task rounds by actual utilisation; a multi-GPU round trains alone at
-        rate 1, or at its link-contention rate)."""
+        among single-task rounds by actual utilisation, or with space sharing each at its
+        co-location rate next to the other; a multi-GPU round trains alone at rate 1, or at
+        its link-contention rate)."""
         trainers = self.trainers[g]
         load = sum(self.util[r.job] for r in trainers)
         rate = 1.0 / max(1.0, load)
@@ -491,7 +510,20 @@ class _ClusterEngine(Engine):
                 if not r.version and not r.flows:
                     self._set_rate(r, 1.0, now)  # fixed end
                 continue
+            if self.inst.cluster.space_sharing:
+                rate = self._space_rate(r, g)
             self._set_rate(r, rate, now)
+
+    def _space_rate(self, r: _Round, g: int) -> float:
+        """The rate of single-task round ``r`` on ``g`` under space sharing: 1 alone, its
+        co-location rate next to the one other round training there (admission allows no
+        more, nor an unrated pair)."""
+        others = [o for o in self.trainers[g] if o is not r]
+        if not others:
+            return 1.0
+        rate = self.inst.colocated_rate(r.job, others[0].job, g)
+        assert len(others) == 1 and rate is not None  # admission (_may_train)
+        return rate
 
     def _relink(self, now: float) -> None:
         """Update the rates of the rounds with flows (link contention): a round whose busiest
