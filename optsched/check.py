@@ -51,6 +51,7 @@ schedule whose times are too large for its durations (:data:`RESOLUTION`) is ref
 
 from __future__ import annotations
 
+import bisect
 import math
 from collections import defaultdict
 from collections.abc import Callable
@@ -554,11 +555,12 @@ def _cluster_rounds(
             held.append(
                 (a, b, end, profile.util, x, t, profile.gpu_memory, profile.actual_gpu_memory)
             )
-        for a, b, *_, t, _, _ in held:
+        near = _open_near([(h[0], h[1]) for h in held])
+        for (a, b, *_, t, _, _), maybe in zip(held, near, strict=True):
             # the tasks training at a (a task ending at a no longer trains)
             training = [
                 h
-                for h in held
+                for h in (held[i] for i in maybe)
                 if not before(a, h[0], min(b - a, h[1] - h[0]))
                 and before(a, h[1], min(b - a, h[1] - h[0]))
             ]
@@ -596,10 +598,11 @@ def _cluster_rounds(
                     t,
                 )
         if gpu.memory is not None:
-            for a, b, *_, t, _, _ in held:
+            near = _open_near([(h[0], h[2]) for h in held])
+            for (a, b, *_, t, _, _), maybe in zip(held, near, strict=True):
                 holding = [
                     h
-                    for h in held
+                    for h in (held[i] for i in maybe)
                     if not before(a, h[0], min(b - a, h[2] - h[0]))
                     and before(a, h[2], min(b - a, h[2] - h[0]))
                 ]
@@ -731,6 +734,30 @@ def _failed_attempts(
                     t,
                 )
     return len(failed), lost
+
+
+def _open_near(spans: list[tuple[float, float]]) -> list[list[int]]:
+    """For each span i = (start, end) of one GPU, the spans (indices ascending, i included)
+    that may be open at its start: starting by s_i + slack and ending from s_i − slack,
+    slack bounding every :func:`time_tolerance` among them. A superset of the spans open at
+    s_i within tolerance, to which callers apply the exact rule; a sweep in start order, so
+    O(n log n + overlaps) instead of comparing every pair."""
+    if not spans:
+        return []
+    longest = max(end - start for start, end in spans)
+    largest = max(max(abs(start), abs(end)) for start, end in spans)
+    slack = 2 * time_tolerance(longest, largest)
+    order = sorted(range(len(spans)), key=lambda i: spans[i][0])
+    starts = [spans[i][0] for i in order]
+    out: list[list[int]] = [[] for _ in spans]
+    active: list[int] = []  # started before, possibly still open
+    for pos, i in enumerate(order):
+        s = spans[i][0]
+        active = [k for k in active if spans[k][1] >= s - slack]
+        ahead = order[pos : bisect.bisect_right(starts, s + slack)]
+        out[i] = sorted(active + ahead)
+        active.append(i)
+    return out
 
 
 def _unrated(instance: Instance, tasks: list[Task], g: int) -> bool:

@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import pytest
+from hypothesis import given
+from hypothesis import strategies as st
 
 from optsched import GPU, Instance, Job, Schedule, Task, check
 from optsched.io import load_instance, load_schedule
@@ -187,3 +189,28 @@ def test_bundled_demo_copies_match_instances_folder():
     ):
         shipped = (ROOT / "optsched/data/instances" / name).read_text()
         assert shipped == (ROOT / "instances" / folder / name).read_text()
+
+
+@given(
+    st.lists(
+        st.tuples(st.integers(0, 30), st.integers(1, 10), st.sampled_from([0.0, 1e-12, -1e-12])),
+        min_size=1,
+        max_size=12,
+    ),
+    st.sampled_from([1.0, 1e9]),
+)
+def test_spans_open_near_a_start_include_every_one_open_there(raw, scale):
+    """The checker's sweep (_open_near) returns, for each span, a superset of the spans open
+    at its start within tolerance (what the quadratic rule it replaces would find), with
+    starts nudged by a rounding error and at a far time origin."""
+    from optsched.check import _open_near, before
+
+    spans = [((s + e) * scale, (s + d) * scale) for s, d, e in raw]
+    near = _open_near(spans)
+    for (a, b), maybe in zip(spans, near, strict=True):
+        exact = {
+            i
+            for i, (h0, h1) in enumerate(spans)
+            if not before(a, h0, min(b - a, h1 - h0)) and before(a, h1, min(b - a, h1 - h0))
+        }
+        assert exact <= set(maybe) and maybe == sorted(maybe)
