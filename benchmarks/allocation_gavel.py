@@ -103,6 +103,12 @@ RUNS = [
         {"period": "1920"},
         "max_min_fairness_packed",
     ),
+    (
+        "max-min-fairness-packed fill=throughput period=1920",
+        "max-min-fairness-packed",
+        {"fill": "throughput", "period": "1920"},
+        "max_min_fairness_packed",
+    ),
 ]
 
 #: The policies that pack jobs on GPUs: they run on the instance with space sharing.

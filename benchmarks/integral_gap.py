@@ -2,7 +2,7 @@
 and 2,048 GPUs.
 
 Usage: python benchmarks/integral_gap.py [--gpus 256 2048] [--periods 0 360] [--time-limit 0.2]
-       [--out DIR] [--render]
+       [--wall-limit S] [--out DIR] [--render]
 
 Cluster: hosts of 8 GPUs of one type, V100, P100 and K80 hosts in turn (256 GPUs: 32 hosts;
 2,048: 256). Jobs: copies of Gavel's heavy trace (``gen300_lam120_a2_b4_seed1``: 300 jobs),
@@ -17,6 +17,8 @@ Each size runs with the policy's default (a solve at every decision) and with 36
 GPUs freed between boundaries waiting for the next solve (``period=360 backfill=0``: fewer,
 larger solves). Every schedule goes through the checker; the solves' certified gaps (upper
 bound − value) / upper bound, their wall seconds and how each ended are reported.
+``--wall-limit`` bounds each solve's wall time (the policy's ``wall_limit``). A run replaces
+the earlier record of the same (GPUs, period, wall limit, time limit) and keeps the others.
 
 Needs ../shared/peer-data/gavel (Gavel's trace). Writes
 ``benchmarks/results/allocation/integral-gap.{jsonl,md}``.
@@ -82,10 +84,15 @@ def instance(gpus: int) -> Instance:
     )
 
 
-def run(gpus: int, period: int, time_limit: float) -> dict[str, object]:
+def run(gpus: int, period: int, time_limit: float, wall_limit: float = 0.0) -> dict[str, object]:
     """One run's row: the instance, the result's metrics and the policy's report."""
     inst = instance(gpus)
-    params = {"time_limit": time_limit, "period": period, "backfill": 0 if period else 1}
+    params = {
+        "time_limit": time_limit,
+        "wall_limit": wall_limit,
+        "period": period,
+        "backfill": 0 if period else 1,
+    }
     before = resource.getrusage(resource.RUSAGE_SELF)
     wall = time.perf_counter()
     result = simulate(inst, "integral-allocation", params=params, record=True)
@@ -95,6 +102,7 @@ def run(gpus: int, period: int, time_limit: float) -> dict[str, object]:
         "jobs": inst.n_jobs,
         "period": period,
         "time_limit": time_limit,
+        "wall_limit": wall_limit,
         "checked": result.extra.get("checked"),
         "mean_jct_h": result.metrics["mean_jct"] / 3600,
         "makespan_h": result.metrics["makespan"] / 3600,
@@ -107,17 +115,20 @@ def run(gpus: int, period: int, time_limit: float) -> dict[str, object]:
 def render(rows: list[dict]) -> str:
     lines = [
         "Integral allocation, α = 1, CP-SAT limit 0.2 deterministic s per solve; period 0: a "
-        "solve at every decision, 360: at 360 s boundaries only, GPUs freed in between idle "
-        "(benchmarks/integral_gap.py).",
+        "solve at every decision, 360: at 360 s boundaries only, GPUs freed in between idle; "
+        "wall limit: seconds per solve, the LP and the model's construction included (–: "
+        "none) (benchmarks/integral_gap.py).",
         "",
-        "| GPUs | jobs | period | solves | gap median | gap max | ended optimal / feasible / "
-        "greedy | solve s (longest) | mean JCT h | makespan h | run CPU s | checked |",
-        "|---|---|---|---|---|---|---|---|---|---|---|---|",
+        "| GPUs | jobs | period | wall limit s | solves | gap median | gap max | ended optimal "
+        "/ feasible / greedy | solve s (longest) | mean JCT h | makespan h | run CPU s | "
+        "checked |",
+        "|---|---|---|---|---|---|---|---|---|---|---|---|---|",
     ]
     for r in rows:
         ended = r["found_by"]
+        limit = r.get("wall_limit") or "–"
         lines.append(
-            f"| {r['gpus']} | {r['jobs']} | {r['period']} | {r['solves']} | "
+            f"| {r['gpus']} | {r['jobs']} | {r['period']} | {limit} | {r['solves']} | "
             f"{r['gap_median']:.1e} | {r['gap_max']:.1e} | {ended.get('optimal', 0)} / "
             f"{ended.get('feasible', 0)} / {ended.get('greedy', 0)} | "
             f"{r['solve_seconds']:.1f} ({r['solve_max_s']:.2f}) | {r['mean_jct_h']:.2f} | "
@@ -126,11 +137,18 @@ def render(rows: list[dict]) -> str:
     return "\n".join(lines) + "\n"
 
 
+def _key(row: dict) -> tuple[int, int, float, float]:
+    return row["gpus"], row["period"], row.get("wall_limit") or 0.0, row.get("time_limit", 0.2)
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--gpus", nargs="*", type=int, default=[256, 2048])
     parser.add_argument("--periods", nargs="*", type=int, default=[0, 360])
     parser.add_argument("--time-limit", type=float, default=0.2)
+    parser.add_argument(
+        "--wall-limit", type=float, default=0.0, help="seconds per solve (default 0: none)"
+    )
     parser.add_argument("--out", type=Path, default=OUT)
     parser.add_argument(
         "--render", action="store_true", help="only write the .md again from the .jsonl"
@@ -140,14 +158,16 @@ def main() -> None:
     if args.render:
         rows = [json.loads(line) for line in jsonl.read_text().splitlines() if line]
     else:
-        rows = []
+        # the runs made before, less those made again now
+        rows = [json.loads(line) for line in jsonl.read_text().splitlines() if line]
         for gpus in args.gpus:
             for period in args.periods:
-                rows.append(run(gpus, period, args.time_limit))
-                print(json.dumps(rows[-1]), flush=True)
+                new = run(gpus, period, args.time_limit, args.wall_limit)
+                rows = [r for r in rows if _key(r) != _key(new)] + [new]
+                print(json.dumps(new), flush=True)
         args.out.mkdir(parents=True, exist_ok=True)
         write_file(jsonl, "".join(json.dumps(r) + "\n" for r in rows))
-    rows.sort(key=lambda r: (r["gpus"], r["period"]))
+    rows.sort(key=_key)
     write_file(args.out / "integral-gap.md", render(rows))
     print(render(rows))
 

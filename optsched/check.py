@@ -580,16 +580,23 @@ def _cluster_rounds(
                     f"trains together with another task",
                     t,
                 )
-            elif spaced:
-                if len(training) > 2 or _unrated(instance, [h[5] for h in training], g):
-                    names = ", ".join(repr(h[5].job) for h in training)
-                    flag(
-                        "colocation",
-                        f"on GPU {gpu.id!r} at {_time(a)} tasks of jobs {names} train "
-                        "together: space sharing co-locates two tasks whose workloads "
-                        "have co-location rates on its type",
-                        t,
-                    )
+            elif spaced and len(training) > 2:
+                names = ", ".join(repr(h[5].job) for h in training)
+                flag(
+                    "colocation",
+                    f"on GPU {gpu.id!r} at {_time(a)} {len(training)} tasks (jobs {names}) "
+                    "train together; space sharing allows two",
+                    t,
+                )
+            elif spaced and _unrated(instance, [h[5] for h in training], g):
+                names = " and ".join(repr(h[5].job) for h in training)
+                flag(
+                    "colocation",
+                    f"on GPU {gpu.id!r} at {_time(a)} jobs {names} train together without "
+                    f"co-location rates on {gpu.type} (their workloads' pair is not in the "
+                    "catalog there, or one cannot run there)",
+                    t,
+                )
             elif _exceeds(load := sum(h[3] for h in training), cap):
                 flag(
                     "share-cap",

@@ -597,9 +597,10 @@ class Instance:
     def colocated_rate(self, j: int, k: int, g: int) -> float | None:
         """With space sharing, the rate at which a task of job ``j`` trains on GPU ``g``
         while one of job ``k`` trains there too (its throughput next to it over alone); None
-        where the two cannot share (models/cluster-execution.md)."""
+        where the two cannot share: no rates for their workloads on its type, or either cannot
+        run on it (models/cluster-execution.md)."""
         a, b = self.jobs[j].workload, self.jobs[k].workload
-        if a is None or b is None:
+        if a is None or b is None or math.inf in (self.compute_of(j, g), self.compute_of(k, g)):
             return None
         return self._colocation.get((a, b, self.gpus[g].type))
 

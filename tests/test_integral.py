@@ -16,6 +16,7 @@ from optsched.cluster_model import round_pace
 from optsched.errors import InputError
 from optsched.exact.integral_round import (
     RoundProblem,
+    capacity_bound,
     class_lp,
     greedy_round,
     is_feasible,
@@ -101,6 +102,23 @@ def test_without_time_the_greedy_allocation_returns_with_a_valid_bound(problem):
     assert 0 <= result.gap <= 1
 
 
+@settings(max_examples=50, deadline=None)
+@given(round_problems(), st.sampled_from([0.0, 1e-9, 1e-4, 10.0]))
+def test_a_wall_limit_keeps_a_feasible_allocation_and_a_valid_bound(problem, wall_limit):
+    """Out of wall time at any step, the solve returns at least the greedy allocation,
+    feasible, with a bound no allocation exceeds; with time enough it is the full solve."""
+    result = solve_round(problem, wall_limit=wall_limit)
+    best = brute_force(problem)
+    assert is_feasible(problem, result.placements)
+    assert result.value >= value_of(problem, greedy_round(problem)) - 1e-12
+    assert result.upper >= best - 1e-12 and 0 <= result.gap <= 1
+    if wall_limit == 0.0:  # no time at all: nothing after the greedy allocation
+        assert result.found_by in ("greedy", "optimal")
+        assert result.upper == pytest.approx(max(capacity_bound(problem), result.value))
+    if wall_limit == 10.0:
+        assert result.value == pytest.approx(best, abs=1e-9)
+
+
 def test_a_spread_round_is_chosen_only_when_no_host_has_room():
     # one 4-task job, two hosts with 2 and 3 vacant GPUs: only spread fits
     problem = RoundProblem(
@@ -155,7 +173,7 @@ def _hosts(inst: Instance, per_host: int) -> Instance:
 def test_integral_allocation_passes_the_checker(inst, period, alpha, backfill):
     if inst.gpus[0].host is None:
         inst = _hosts(inst, 2)
-    params = {"period": period, "alpha": alpha, "backfill": backfill}
+    params = {"period": period, "alpha": alpha, "backfill": backfill, "wall_limit": 0.05}
     try:
         result = simulate(inst, "integral-allocation", params=params)
     except InputError:  # a job fits on no class

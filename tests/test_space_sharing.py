@@ -11,13 +11,12 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from optsched import GPU, Instance, Job, check
+from optsched import GPU, ClusterProfile, Instance, Job, check
 from optsched.cluster_model import ClusterSpec
 from optsched.errors import InputError
 from optsched.fairness import fairness
 from optsched.io import instance_from_dict, instance_to_dict
 from optsched.online.cluster import simulate_cluster
-from optsched.online.packing import FIFOPacked
 from optsched.online.run import simulate
 from optsched.online.simulator import PolicyError
 from optsched.schedule import Schedule, Task
@@ -28,9 +27,12 @@ from tests.conftest import ROOT
 NOTE = "a test's numbers"
 
 
-def catalog(rates: dict[tuple[str, str], tuple[float, float]], gpu_type: str = "T4") -> Catalog:
-    """Workloads ``a``, ``b``, ``c``, ``d`` of 1 s a batch on ``gpu_type`` whose listed pairs
-    share at ``rates[(x, y)]`` = (x's rate next to y, y's next to x)."""
+def catalog(
+    rates: dict[tuple[str, str], tuple[float, float]], types: tuple[str, ...] = ("T4",)
+) -> Catalog:
+    """Workloads ``a``, ``b``, ``c``, ``d`` of 1 s a batch on the first of ``types`` (slower
+    on the others: 1.5 s, 2 s, …) whose listed pairs share at ``rates[(x, y)]`` = (x's rate
+    next to y, y's next to x) on every type."""
     of: dict[str, dict[str, float]] = {name: {} for name in "abcd"}
     for (x, y), (rx, ry) in rates.items():
         of[x][y], of[y][x] = rx, ry
@@ -39,21 +41,24 @@ def catalog(rates: dict[tuple[str, str], tuple[float, float]], gpu_type: str = "
             name: Workload(
                 name,
                 "test",
-                {gpu_type: Cell(1.0, "assumed", NOTE)},
-                colocated=Colocation({gpu_type: of[name]}, NOTE) if of[name] else None,
+                {t: Cell(1.0 + i / 2, "assumed", NOTE) for i, t in enumerate(types)},
+                colocated=Colocation(dict.fromkeys(types, of[name]), NOTE) if of[name] else None,
             )
             for name in "abcd"
         }
     )
 
 
-def shared_gpu(*jobs: Job, rates=None, gpus: int = 1, sharing: bool = True) -> Instance:
+def shared_gpu(
+    *jobs: Job, rates=None, gpus: int = 1, sharing: bool = True, types: tuple[str, ...] = ("T4",)
+) -> Instance:
+    """The jobs on ``gpus`` GPUs (types in turn) with space sharing at ``rates``."""
     return Instance(
         "s",
         jobs,
-        tuple(GPU(f"g{i}", "T4", "h") for i in range(gpus)),
+        tuple(GPU(f"g{i}", types[i % len(types)], "h") for i in range(gpus)),
         mode="gang",
-        catalog=catalog(rates if rates is not None else {("a", "b"): (0.5, 0.8)}),
+        catalog=catalog(rates if rates is not None else {("a", "b"): (0.5, 0.8)}, types),
         cluster=ClusterSpec(space_sharing=sharing),
     )
 
@@ -183,8 +188,8 @@ def test_the_shipped_catalog_holds_gavels_pairs():
 
 def random_instance(seed: int, n: int, gpus: int, multi: bool) -> Instance:
     """``n`` jobs of workloads a–d with random co-location rates (70 % of the pairs),
-    arrivals, sizes and rounds on ``gpus`` GPUs; the first job takes two tasks a round when
-    ``multi`` (and two GPUs exist)."""
+    arrivals, sizes and rounds on ``gpus`` GPUs of two types (T4, V100 in turn); the first
+    job takes two tasks a round when ``multi`` (and two GPUs exist)."""
     rng = random.Random(seed)
     names = "abcd"
     rates = {
@@ -200,29 +205,35 @@ def random_instance(seed: int, n: int, gpus: int, multi: bool) -> Instance:
             rng.randint(1, 9),
             arrival=float(rng.randint(0, 10)),
             rounds=rng.randint(1, 3),
-            tasks_per_round=2 if multi and i == 0 and gpus >= 2 else 1,
+            tasks_per_round=2 if multi and i == 0 and gpus >= 4 else 1,
         )
         for i in range(n)
     ]
-    return shared_gpu(*jobs, rates=rates, gpus=gpus)
+    return shared_gpu(*jobs, rates=rates, gpus=gpus, types=("T4", "V100"))
 
 
 SIZES = {
     "n": st.integers(2, 7),
-    "gpus": st.integers(1, 3),
+    "gpus": st.integers(1, 4),
     "multi": st.booleans(),
     "seed": st.integers(0, 2**16),
 }
+POLICIES = [
+    ("fifo-packed", {"threshold": "0"}),
+    ("fifo-packed", {}),
+    ("max-min-fairness-packed", {}),
+    ("max-min-fairness-packed", {"period": "5", "fill": "throughput"}),
+]
 
 
-@given(threshold=st.sampled_from([0.0, 1.0, 1.5]), **SIZES)
-@settings(max_examples=40, deadline=None)
-def test_fifo_packed_schedules_pass_the_checker(n, gpus, multi, threshold, seed):
-    """The simulator's completion times are the checker's (rounds packed in about half the
-    examples), and no job finishes sooner than alone (every rate is at most 1), so ρ and
-    slowdown stay defined and slowdown ≥ 1."""
+@pytest.mark.parametrize(("policy", "params"), POLICIES)
+@given(**SIZES)
+@settings(max_examples=30, deadline=None)
+def test_packed_schedules_pass_the_checker(policy, params, n, gpus, multi, seed):
+    """The simulator's completion times are the checker's, and no job finishes sooner than
+    alone (every rate is at most 1), so ρ and slowdown stay defined and slowdown ≥ 1."""
     inst = random_instance(seed, n, gpus, multi)
-    sim = simulate_cluster(inst, FIFOPacked(threshold=threshold))
+    sim = simulate(inst, policy, params=params).simulation
     report = check(inst, sim.schedule)
     assert report.feasible, report.violations[:3]
     assert [report.completion[j.id] for j in inst.jobs] == pytest.approx(sim.completion.tolist())
@@ -230,9 +241,24 @@ def test_fifo_packed_schedules_pass_the_checker(n, gpus, multi, threshold, seed)
     assert per_job.slowdown is not None and min(per_job.slowdown) >= 1 - 1e-9
 
 
+@pytest.mark.parametrize(("policy", "params"), POLICIES)
+def test_the_random_instances_do_pack(policy, params):
+    """The property tests' instances exercise sharing: over 40 seeds, each policy starts
+    rounds next to another in at least a fifth of them."""
+    packed = sum(
+        simulate(random_instance(seed, 6, 2, False), policy, params=params).extra["policy"][
+            "packed_rounds"
+        ]
+        > 0
+        for seed in range(40)
+    )
+    assert packed >= 8
+
+
+@pytest.mark.parametrize(("policy", "params"), POLICIES)
 @given(target=st.integers(0, 6), **SIZES)
-@settings(max_examples=40, deadline=None)
-def test_fifo_packed_is_non_clairvoyant(n, gpus, multi, seed, target):
+@settings(max_examples=30, deadline=None)
+def test_packed_policies_are_non_clairvoyant(policy, params, n, gpus, multi, seed, target):
     """Giving one job 3 more rounds changes no decision taken before it would have ended."""
     inst = random_instance(seed, n, gpus, multi)
     j = target % n
@@ -243,20 +269,35 @@ def test_fifo_packed_is_non_clairvoyant(n, gpus, multi, seed, target):
             for i, x in enumerate(inst.jobs)
         ),
     )
-    a = simulate_cluster(inst, FIFOPacked(threshold=1.0))
-    b = simulate_cluster(more, FIFOPacked(threshold=1.0))
+    a, b = simulate(inst, policy, params=params), simulate(more, policy, params=params)
+    horizon = a.simulation.completion[j]
 
-    def starts(sim):
+    def starts(result):
         return {
             (t.job, t.round, t.task): (t.gpu, t.start)
-            for t in sim.schedule.tasks
-            if t.start < a.completion[j]
+            for t in result.schedule.tasks
+            if t.start < horizon
         }
 
     assert starts(a) == starts(b)
 
 
-def test_a_gavel_trace_packs_its_single_gpu_jobs(tmp_path):
+def test_a_round_placed_first_trains_next_to_its_partner_after_its_launch():
+    """a (launch 50) holds the GPU from 0; b arrives at 10 and joins it (rates 1 and 1): a
+    trains at 50 next to b, not after b's rounds."""
+    a = job("a", "a", 40, cluster=ClusterProfile(launch=50.0))
+    b = job("b", "b", 100, arrival=10.0, rounds=3)
+    inst = shared_gpu(a, b, rates={("a", "b"): (1.0, 1.0)})
+    for policy in ("fifo-packed", "max-min-fairness-packed"):
+        result = simulate(
+            inst, policy, params={"threshold": "1"} if policy == "fifo-packed" else {}
+        )
+        train = {t.job: t.train_start for t in result.schedule.tasks if t.round == 0}
+        assert train["a"] == pytest.approx(50.0), policy
+        assert check(inst, result.schedule).feasible
+
+
+def test_a_gavel_trace_packs_its_single_gpu_jobs(tmp_path, capsys):
     """A Gavel trace in gang mode with --space-sharing: its single-GPU step jobs name
     catalog workloads, so they pack at Gavel's pairwise rates, and the schedule checks."""
     trace = tmp_path / "four.trace"
@@ -277,6 +318,21 @@ def test_a_gavel_trace_packs_its_single_gpu_jobs(tmp_path):
         load_workload(
             ROOT / "optsched" / "data" / "instances" / "hare-toy.instance.json", space_sharing=True
         )
+    # the command line: simulate, then check the schedule against the trace (its mode read
+    # from the schedule); without --space-sharing the checker sees overlaps and says why
+    from optsched.cli import main
+
+    out = tmp_path / "s.json"
+    common = [str(trace), "--cluster", "V100:1"]
+    args = [*common, "--mode", "gang", "--space-sharing", "--policy", "max-min-fairness-packed"]
+    assert main(["simulate", *args, "--out", str(out)]) == 0
+    capsys.readouterr()
+    assert main(["check", *common, str(out), "--space-sharing"]) == 0
+    assert "feasible (gang mode)" in capsys.readouterr().out
+    assert main(["check", *common, str(out)]) != 0
+    assert "hint: tasks of two jobs train on one GPU" in capsys.readouterr().out
+    with pytest.raises(InputError, match="use a cluster policy: fifo-packed"):
+        simulate(inst, "fifo-perf")
 
 
 # -- the packed max-min LP and its policy ------------------------------------------------------
@@ -363,16 +419,23 @@ def test_the_row_level_packed_lp_is_the_job_level_lp(rows, types, data):
         if a == b:  # one workload with itself: the same rate both ways
             together[p, :, 1] = together[p, :, 0]
     problem = AllocationProblem(rates, np.ones(rows), capacity, weights, count)
-    got = max_min_packed(problem, reference, np.array(pairs), together)
     want = _job_level_value(rates, count, capacity, weights, reference, pairs, together)
-    assert got.value == pytest.approx(want, rel=1e-6, abs=1e-9)
-    # feasibility of the row solution, per job
-    time_used = got.x.sum(axis=1)
-    for p, (a, b) in enumerate(pairs):
-        time_used[a] += got.y[p].sum() / count[a]
-        time_used[b] += got.y[p].sum() / count[b]
-    assert (time_used <= 1 + 1e-7).all()
-    assert ((count[:, None] * got.x).sum(axis=0) + got.y.sum(axis=0) <= capacity + 1e-7).all()
+    for fill in ("none", "throughput"):  # the fill keeps the level, and stays feasible
+        got = max_min_packed(problem, reference, np.array(pairs), together, fill=fill)
+        assert got.value == pytest.approx(want, rel=1e-6, abs=1e-9)
+        time_used = got.x.sum(axis=1)
+        for p, (a, b) in enumerate(pairs):
+            time_used[a] += got.y[p].sum() / count[a]
+            time_used[b] += got.y[p].sum() / count[b]
+        assert (time_used <= 1 + 1e-7).all()
+        used = (count[:, None] * got.x).sum(axis=0) + got.y.sum(axis=0)
+        assert (used <= capacity + 1e-7).all()
+        utility = (rates / (reference * weights)[:, None] * got.x).sum(axis=1)
+        for p, (a, b) in enumerate(pairs):
+            gain = rates[[a, b]] / (reference[[a, b]] * weights[[a, b]])[:, None]
+            utility[a] += (gain[0] * together[p, :, 0] * got.y[p]).sum() / count[a]
+            utility[b] += (gain[1] * together[p, :, 1] * got.y[p]).sum() / count[b]
+        assert utility.min() >= want * (1 - 1e-6) - 1e-9  # every row at the level
     assert got.value >= max_min_share(problem, reference).value - 1e-9
 
 
@@ -389,38 +452,15 @@ def test_max_min_packed_pairs_two_jobs_by_hand():
     assert check(inst, result.schedule).feasible
 
 
-@given(period=st.sampled_from([0.0, 5.0]), **SIZES)
-@settings(max_examples=40, deadline=None)
-def test_max_min_packed_schedules_pass_the_checker(n, gpus, multi, seed, period):
-    inst = random_instance(seed, n, gpus, multi)
-    result = simulate(inst, "max-min-fairness-packed", params={"period": str(period)})
-    sim = result.simulation
-    report = check(inst, sim.schedule)
-    assert report.feasible, report.violations[:3]
-    assert [report.completion[j.id] for j in inst.jobs] == pytest.approx(sim.completion.tolist())
+def test_fill_runs_jobs_alone_where_gpus_are_to_spare():
+    """Two one-GPU jobs, two GPUs, rates 0.9 and 0.9 together: max-min is 1 with or without
+    sharing; the fill keeps that level and gives no time together (alone each does 1, two
+    GPUs), so no capacity goes to a pair for nothing."""
+    from optsched.exact.allocation import AllocationProblem, max_min_packed
 
-
-@given(target=st.integers(0, 6), **SIZES)
-@settings(max_examples=40, deadline=None)
-def test_max_min_packed_is_non_clairvoyant(n, gpus, multi, seed, target):
-    inst = random_instance(seed, n, gpus, multi)
-    j = target % n
-    more = dataclasses.replace(
-        inst,
-        jobs=tuple(
-            dataclasses.replace(x, rounds=x.rounds + 3) if i == j else x
-            for i, x in enumerate(inst.jobs)
-        ),
-    )
-    a = simulate(inst, "max-min-fairness-packed")
-    b = simulate(more, "max-min-fairness-packed")
-    horizon = a.simulation.completion[j]
-
-    def starts(result):
-        return {
-            (t.job, t.round, t.task): (t.gpu, t.start)
-            for t in result.schedule.tasks
-            if t.start < horizon
-        }
-
-    assert starts(a) == starts(b)
+    problem = AllocationProblem(np.ones((2, 1)), np.ones(2), np.array([2.0]), np.ones(2))
+    pairs, together = np.array([[0, 1]]), np.array([[[0.9, 0.9]]])
+    filled = max_min_packed(problem, np.ones(2), pairs, together, fill="throughput")
+    assert filled.value == pytest.approx(1.0) and filled.solves == 2
+    assert filled.y.sum() == pytest.approx(0.0, abs=1e-9)
+    assert filled.x.ravel() == pytest.approx([1.0, 1.0])

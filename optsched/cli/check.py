@@ -61,7 +61,11 @@ def run(args: argparse.Namespace) -> int:
     log = args.log or ("csv" if str(args.schedule).endswith(".csv") else None)
     if log is None and args.tolerance is not None:
         raise InputError("--tolerance goes with an interval log (--log, or a .csv file)")
+    schedule = None
     if log is not None or args.cluster:
+        if log is None and args.mode is None:  # a trace in the schedule's own mode
+            schedule = load_schedule(args.schedule)
+            args.mode = schedule.mode
         instance, _ = load_instance_or_trace(args)
         if log is not None:
             return _intervals(args, instance, log)
@@ -69,13 +73,18 @@ def run(args: argparse.Namespace) -> int:
         instance = load_any(args.instance)
     if isinstance(instance, PlacementInstance):
         return _placement(args, instance)
-    report = check(instance, load_schedule(args.schedule))
+    report = check(instance, schedule or load_schedule(args.schedule))
     if args.json:
         print_json(report.to_dict())
     else:
         print_verdict(
             report.violations, f"({report.mode} mode); objective {fmt(report.objective)}"
         )
+        if args.cluster and not args.space_sharing and "overlap" in report.kinds():
+            print(
+                "hint: tasks of two jobs train on one GPU; a schedule of a space-sharing "
+                "policy is checked with --space-sharing"
+            )
     return EXIT_OK if report.feasible else EXIT_NEGATIVE
 
 

@@ -107,6 +107,16 @@ class AllocationProblem:
         """Each job's throughput Σ_t rates[j, t] X[j, t]."""
         return np.asarray((self.rates * x).sum(axis=1))
 
+    def proportional(self) -> np.ndarray:
+        """Each job's throughput with its time split over the types as their GPU counts
+        (Gavel's proportional throughput, its reference for normalising)."""
+        return np.asarray(self.rates @ (self.capacity / self.capacity.sum()))
+
+    def reference(self) -> np.ndarray:
+        """The reference throughput the allocation policies normalise by: the proportional
+        throughput per GPU (÷ K: GPU-time, not time, is shared, as Gavel does)."""
+        return np.asarray(np.maximum(self.proportional(), 1e-300) / self.scale)
+
     def equal_share(self) -> np.ndarray:
         """The allocation that gives every job the same share of every type, the most
         that fits: X[j, t] = s · capacity[t] / Σ_t capacity, with s the largest value such
@@ -418,6 +428,7 @@ def max_min_packed(
     pairs: np.ndarray,
     together: np.ndarray,
     *,
+    fill: Fill = "none",
     central: bool = False,
 ) -> PackedAllocation:
     """Max-min fairness with space sharing (Gavel's ``max_min_fairness_packed``, OSDI'20
@@ -440,7 +451,10 @@ def max_min_packed(
     job pairs (Y / (n_a n_b) each, Y / (n_a (n_a − 1) / 2) within a row), which is what this
     LP describes. A pair column whose rates sum to at most 1 is left out: moving its time to
     X[a, t] += r_a·Y/n_a and X[b, t] += r_b·Y/n_b gives every job the same throughput with
-    no more time and no more GPUs (r_a + r_b ≤ 1)."""
+    no more time and no more GPUs (r_a + r_b ≤ 1). With ``fill="throughput"`` a second LP
+    keeps every row at z* or above and maximises the jobs' total utility, so that jobs share
+    a GPU only where that adds throughput (with GPUs to spare, the max-min optimum alone may
+    pair jobs that could each have run alone)."""
     started = time.perf_counter()
     n, m = problem.shape
     pairs = np.asarray(pairs, dtype=int).reshape(-1, 2)
@@ -480,27 +494,30 @@ def max_min_packed(
         shape=(n, cols.n),
     )
     a_ub = _vstack([_coo(blocks[0] + time_rows), _coo(blocks[1] + gpu_rows), level])
+    b_ub = np.array([*rhs, *np.zeros(n)])
     c = np.zeros(cols.n)
     c[z] = -1.0
-    result = _solved(
-        linprog(
-            c,
-            central,
-            cols.n >= IPM_MIN_COLUMNS,
-            A_ub=a_ub,
-            b_ub=np.array([*rhs, *np.zeros(n)]),
-        ),
-        "packed max-min allocation",
-    )
+    ipm = cols.n >= IPM_MIN_COLUMNS
+    result = _solved(linprog(c, central, ipm, A_ub=a_ub, b_ub=b_ub), "packed max-min allocation")
+    value, solves, x = float(result.x[z]), 1, result.x
+    if fill == "throughput" and value > 0:
+        # every row at the optimum (a hair below, for HiGHS's tolerances), then the most
+        # total utility of the jobs: time together only where it adds throughput
+        total = -(level.tocsr()[:, :z].T @ count)  # Σ_rows n_a · utility_a, per column
+        bounds = np.array([[0.0, np.inf]] * cols.n)
+        bounds[z] = (value * (1 - 1e-9), np.inf)
+        second = linprog(
+            np.concatenate([-total, [0.0]]), central, ipm, A_ub=a_ub, b_ub=b_ub, bounds=bounds
+        )
+        x, solves = _solved(second, "packed max-min allocation (fill)").x, 2
     y = np.zeros((len(pairs), m))
-    y[p_idx, t_idx] = np.maximum(result.x[first], 0.0)
-    value = float(result.x[z])
+    y[p_idx, t_idx] = np.maximum(x[first], 0.0)
     return PackedAllocation(
-        cols.to_matrix(result.x),
+        cols.to_matrix(x),
         value,
         value,
         value,
-        1,
+        solves,
         time.perf_counter() - started,
         pairs,
         y,

@@ -183,11 +183,14 @@ def capacity_bound(problem: RoundProblem) -> float:
     return total
 
 
-def class_lp(problem: RoundProblem) -> tuple[float, np.ndarray | None]:
+def class_lp(
+    problem: RoundProblem, time_limit: float | None = None
+) -> tuple[float, np.ndarray | None]:
     """An upper bound on every allocation's value, and the solution that attains it: the LP
     over jobs × classes with each job's best value on a class, each job at most once and
     each class's vacant GPUs shared by the jobs' task counts (hosts, and so consolidation,
-    relaxed). Without an LP optimum: :func:`capacity_bound`, and no solution."""
+    relaxed). Without an LP optimum (or within ``time_limit`` seconds):
+    :func:`capacity_bound`, and no solution."""
     from scipy.sparse import coo_array
 
     from optsched.exact.highs import linprog
@@ -206,6 +209,7 @@ def class_lp(problem: RoundProblem) -> tuple[float, np.ndarray | None]:
         A_ub=matrix,
         b_ub=np.concatenate([np.ones(n), vacant.astype(float)]),
         bounds=np.column_stack([np.zeros(n * m), usable.astype(float)]),
+        time_limit=None if time_limit is None else max(time_limit, 1e-3),
     )
     if result.status != 0:
         return capacity_bound(problem), None
@@ -213,24 +217,37 @@ def class_lp(problem: RoundProblem) -> tuple[float, np.ndarray | None]:
     return max(0.0, float(-result.fun)) * (1 + LP_HEADROOM), result.x.reshape(n, m)
 
 
-def solve_round(problem: RoundProblem, time_limit: float = 0.2) -> RoundAllocation:
+def solve_round(
+    problem: RoundProblem, time_limit: float = 0.2, wall_limit: float | None = None
+) -> RoundAllocation:
     """The allocation of ``problem`` with its certified gap: greedy, LP-guided greedy, then
     CP-SAT within ``time_limit`` deterministic seconds, as far as needed (module
-    docstring)."""
+    docstring). With ``wall_limit`` (seconds) the whole solve also ends by then, give or take
+    the greedy allocation's time and one step of the model's construction: the LP and CP-SAT
+    run with the time left and are skipped when none is, CP-SAT's model building stops at
+    the deadline, and the better greedy allocation is returned with the bound found so far
+    (results then depend on the machine's speed)."""
     started = time.perf_counter()
+    deadline = math.inf if wall_limit is None else started + wall_limit
+
+    def left() -> float:
+        return deadline - time.perf_counter()
+
     greedy = greedy_round(problem)
     upper = capacity_bound(problem)
-    if value_of(problem, greedy) < upper:  # else the greedy allocation meets the bound
+    if value_of(problem, greedy) < upper and left() > 0:  # else the bound is met, or no time
         # the LP over classes: a tighter bound, and a guide for a second greedy allocation
-        lp_bound, guide = class_lp(problem)
+        lp_bound, guide = class_lp(problem, None if wall_limit is None else left())
         upper = min(upper, lp_bound)
         if guide is not None:
             guided = greedy_round(problem, guide)
             if value_of(problem, guided) > value_of(problem, greedy):
                 greedy = guided
     placements, value, found_by = greedy, value_of(problem, greedy), "optimal"
-    if upper - value > LP_HEADROOM * upper:  # else optimal, up to the bound's headroom
-        found, cp_upper, found_by = _cpsat_round(problem, greedy, time_limit)
+    if upper - value > LP_HEADROOM * upper and left() <= 0:
+        found_by = "greedy"  # out of time before CP-SAT
+    elif upper - value > LP_HEADROOM * upper:  # else optimal, up to the bound's headroom
+        found, cp_upper, found_by = _cpsat_round(problem, greedy, time_limit, deadline)
         upper = min(upper, cp_upper)
         if found is not None and value_of(problem, found) > value:
             placements, value = found, value_of(problem, found)
@@ -240,11 +257,15 @@ def solve_round(problem: RoundProblem, time_limit: float = 0.2) -> RoundAllocati
 
 
 def _cpsat_round(
-    problem: RoundProblem, hint: list[Placement | None], time_limit: float
+    problem: RoundProblem,
+    hint: list[Placement | None],
+    time_limit: float,
+    deadline: float = math.inf,
 ) -> tuple[list[Placement | None] | None, float, str]:
     """CP-SAT's allocation (module docstring), its bound in the problem's units and how it
     ended (``optimal``, ``feasible``; ``greedy`` with no allocation and an infinite bound
-    when it found none), started from ``hint``."""
+    when it found none, or when the ``deadline`` (a ``time.perf_counter()`` instant) passed
+    before it could search), started from ``hint``."""
     from ortools.sat.python import cp_model
 
     n, m = problem.cons.shape
@@ -263,7 +284,9 @@ def _cpsat_round(
     vacant = problem.free.sum(axis=0)
     occupied = [list(map(int, np.flatnonzero(problem.free[:, c]))) for c in range(m)]
     candidates = (cons_values > 0).any(axis=1) | (spread_values > 0).any(axis=1)
-    for j in map(int, np.flatnonzero(candidates)):
+    for built, j in enumerate(map(int, np.flatnonzero(candidates))):
+        if built % 64 == 0 and time.perf_counter() >= deadline:
+            return None, math.inf, "greedy"
         k = int(problem.k[j])
         mine: list[Any] = []
         for c in range(m):
@@ -317,6 +340,11 @@ def _cpsat_round(
     solver = cp_model.CpSolver()
     solver.parameters.num_workers = 1
     solver.parameters.max_deterministic_time = float(time_limit)
+    if deadline < math.inf:
+        left = deadline - time.perf_counter()
+        if left <= 0:
+            return None, math.inf, "greedy"
+        solver.parameters.max_time_in_seconds = left
     # presolve spent short budgets before any solution, the complete feasible hint included
     # (the hardest rounds of benchmarks/integral_gap.py at 256 GPUs: nothing within 0.2
     # deterministic s); without it the hinted start is improved at once (gaps ≤ 2e-5)

@@ -216,9 +216,7 @@ class AllocationPolicy:
         problem = AllocationProblem(rates, scale, self._capacity, weights)
         central = self.solution == "central"
         self._terms: tuple[np.ndarray, ...] = ()
-        # Gavel's reference throughput: time split over the types as their GPU counts
-        share = problem.rates @ (self._capacity / self._capacity.sum())
-        reference = np.maximum(share, 1e-300) / scale  # × K: GPU-time, not time, is shared
+        share, reference = problem.proportional(), problem.reference()
         if self.objective == "max-min-fairness":
             result = self._max_min(problem, reference, central)
         elif self.objective == "isolated":

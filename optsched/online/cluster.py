@@ -434,12 +434,14 @@ class _ClusterEngine(Engine):
             return False
         if not trainers:
             return True
+        if self.inst.cluster.space_sharing:  # whichever of the two was placed first
+            return (
+                len(trainers) == 1
+                and len(rnd.gpus) == len(trainers[0].gpus) == 1
+                and self.inst.colocated_rate(rnd.job, trainers[0].job, g) is not None
+            )
         if not rnd.share or any(len(r.gpus) > 1 for r in trainers):
             return False
-        if self.inst.cluster.space_sharing:
-            return len(trainers) == 1 and (
-                self.inst.colocated_rate(rnd.job, trainers[0].job, g) is not None
-            )
         load = self.jobs[rnd.job].util + sum(self.jobs[r.job].util for r in trainers)
         return load <= (self.inst.cluster.share_cap or 1.0) + 1e-9
 

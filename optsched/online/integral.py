@@ -87,6 +87,7 @@ class IntegralPolicy:
     alpha: float = 1.0
     backfill: bool = True
     time_limit: float = 0.2
+    wall_limit: float = 0.0
     name: str = "integral-allocation"
     modes: frozenset[str] = field(default_factory=lambda: frozenset({"gang"}))
     execution: str = "cluster"
@@ -186,7 +187,7 @@ class IntegralPolicy:
         problem, jobs = self._problem(view)
         if solve:
             self._boundary = boundary
-            result = solve_round(problem, self.time_limit)
+            result = solve_round(problem, self.time_limit, self.wall_limit or None)
             placements = result.placements
             self.gaps.append(result.gap)
             self.seconds.append(result.seconds)
@@ -260,6 +261,14 @@ class IntegralOptions(Options):
         low=0.0,
         high=3600.0,
     )
+    wall_limit: float = number(
+        "seconds of wall time per solve, the LP and CP-SAT's model building included; the "
+        "greedy allocation and the bound so far when it runs out (default 0: none, so runs "
+        "repeat exactly)",
+        0.0,
+        low=0.0,
+        high=3600.0,
+    )
 
 
 @register(
@@ -277,4 +286,5 @@ def _integral(options: IntegralOptions, seed: int) -> IntegralPolicy:
         alpha=options.alpha,
         backfill=options.backfill,
         time_limit=options.time_limit,
+        wall_limit=options.wall_limit,
     )

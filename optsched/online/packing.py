@@ -23,11 +23,15 @@ a column for every pair of one-GPU jobs on every type (:func:`~optsched.exact.al
 max_min_packed`; time alone X[j, t] and time together Y[(j, k), t]), solved as
 ``max-min-fairness`` solves its LP (on a change of the active jobs, at most every ``period``
 seconds, or when no GPU is held), and realised by Gavel's priority rule extended to pairs:
-at each decision the options of the waiting jobs — alone on K vacant GPUs of type t, next to
-a running partner on the GPU it holds alone, or with a waiting partner on one vacant GPU —
-are taken in decreasing priority share ÷ share received since the solve (∞ before any; ties:
-the larger share, then the earlier arrival), each job once; then (``backfill``) vacant GPUs
-go to the jobs still waiting, by arrival, on their fastest type.
+at each decision the options of the waiting jobs (alone on type t, or with a job of kind b
+on type t) are taken in decreasing priority share ÷ share received since the solve (∞
+before any; ties: the larger share, then the earlier arrival), each job once. A job starts
+alone on K vacant GPUs of the option's type while there are any (work-conserving: a pair
+would slow it, and its partner, while a GPU idles), else, for a pair, next to a job of the
+partner's kind that holds a GPU of that type alone (running, or started alone in this
+decision). The received shares follow each round: a job joined by a partner, or left alone
+by it, counts from then on for the pair, or alone. Then (``backfill``) vacant GPUs go to the
+jobs still waiting, by arrival, on their fastest type.
 
 Both read no remaining work: they are non-clairvoyant. Differences from Gavel's simulator:
 a pair shares for one round of each job (our rounds, not 360 s leases), and a job whose
@@ -45,11 +49,11 @@ from typing import Any
 import numpy as np
 
 from optsched.errors import InputError
-from optsched.exact.allocation import AllocationProblem, max_min_packed
+from optsched.exact.allocation import AllocationProblem, Fill, max_min_packed
 from optsched.instance import Instance
 from optsched.online.cluster import ClusterJob, ClusterView
 from optsched.online.engine import Decision
-from optsched.options import Options, number, switch
+from optsched.options import Options, choice, number, switch
 from optsched.registry import register
 
 #: What a job's round does: ("alone", type) or ("pair", partner job, type).
@@ -74,7 +78,7 @@ class FIFOPacked:
     def decide(self, view: ClusterView) -> list[Decision]:
         inst = view.instance
         vacant = set(view.vacant)
-        # GPUs a single-task round may join: held by one single-task round, not vacant
+        # GPUs a single-task round may join: held by one single-task round
         lone = {
             g: rounds[0].job.index
             for g, rounds in enumerate(view.holders)
@@ -92,6 +96,8 @@ class FIFOPacked:
                 gpus = tuple(g for _, g in fastest[:k])
                 vacant.difference_update(gpus)
                 out.append((j, gpus))
+                if k == 1:  # a later job may pack next to it
+                    lone[gpus[0]] = j
                 continue
             best, best_gain = None, self.threshold
             for g, other in lone.items() if k == 1 else ():
@@ -124,6 +130,7 @@ class PackedMaxMin:
 
     period: float = 0.0
     backfill: bool = True
+    fill: Fill = "none"
     name: str = "max-min-fairness-packed"
     modes: frozenset[str] = field(default_factory=lambda: frozenset({"gang"}))
     execution: str = "cluster"
@@ -141,7 +148,8 @@ class PackedMaxMin:
     _kind: list[Hashable] = field(default_factory=list, repr=False)
     _shares: dict[Hashable, list[tuple[Option, float]]] = field(default_factory=dict, repr=False)
     _received: dict[tuple[int, Option], float] = field(default_factory=dict, repr=False)
-    _running: dict[int, tuple[Option, float]] = field(default_factory=dict, repr=False)
+    #: per job with a round held: its option, since when, and its partner's job (a pair)
+    _running: dict[int, tuple[Option, float, int | None]] = field(default_factory=dict, repr=False)
 
     def validate(self, instance: Instance) -> None:
         _needs_space_sharing(self.name, instance)
@@ -190,8 +198,7 @@ class PackedMaxMin:
         scale = np.array([inst.jobs[j].tasks_per_round for j in lead], dtype=float)
         weights = np.array([inst.jobs[j].weight for j in lead])
         problem = AllocationProblem(rates, scale, self._capacity, weights, count)
-        # Gavel's reference throughput: time split over the types as their GPU counts
-        reference = np.maximum(rates @ (self._capacity / self._capacity.sum()), 1e-300) / scale
+        reference = problem.reference()
         singles = [r for r, j in enumerate(lead) if inst.jobs[j].tasks_per_round == 1]
         pairs, together = [], []
         for x, a in enumerate(singles):
@@ -212,6 +219,7 @@ class PackedMaxMin:
             reference,
             np.array(pairs, dtype=int).reshape(-1, 2),
             np.array(together, dtype=float).reshape(len(pairs), len(self._types), 2),
+            fill=self.fill,
         )
         shares: dict[Hashable, list[tuple[Option, float]]] = {kind: [] for kind in kinds}
         for r, kind in enumerate(kinds):
@@ -227,7 +235,7 @@ class PackedMaxMin:
         self._shares = shares
         self._received = {}
         now = view.time
-        self._running = {j: (option, now) for j, (option, _) in self._running.items()}
+        self._running = {j: (o, now, partner) for j, (o, _, partner) in self._running.items()}
         self._solved_at = now
         self._active = frozenset(job.index for job in active)
         self.solves += 1
@@ -242,41 +250,51 @@ class PackedMaxMin:
         span = now - self._solved_at
         return math.inf if got <= 0 or span <= 0 else share / (got / span)
 
+    def _switch(self, j: int, option: Option, partner: int | None, now: float) -> None:
+        """Job ``j``'s round does ``option`` from ``now`` (with ``partner``): the time since
+        its last switch counts for what it did before."""
+        before = self._running.get(j)
+        if before is not None:
+            key = (j, before[0])
+            self._received[key] = self._received.get(key, 0.0) + now - before[1]
+        self._running[j] = (option, now, partner)
+
     # -- decisions -----------------------------------------------------------------------
 
     def decide(self, view: ClusterView) -> list[Decision]:
         now = view.time
         holding = {h.job.index: h.job for rounds in view.holders for h in rounds}
-        for j, (option, start) in list(self._running.items()):
+        for j, (option, _, partner) in list(self._running.items()):
             if j not in holding:  # its round has ended (now: decisions follow every event)
-                key = (j, option)
-                self._received[key] = self._received.get(key, 0.0) + now - start
+                self._switch(j, option, None, now)
                 del self._running[j]
+            elif partner is not None and partner not in holding:  # its partner's has
+                self._switch(j, ("alone", option[2]), None, now)
         active = {job.index: job for job in view.waiting} | holding
         if set(active) != self._active and (now - self._solved_at >= self.period or not holding):
             self._solve(view, sorted(active.values(), key=lambda job: job.index))
         is_vacant = set(view.vacant)
         vacant = [[g for g in gs if g in is_vacant] for gs in self._of_type]
         type_of = {g: t for t, gs in enumerate(self._of_type) for g in gs}
-        # per kind of job: the GPUs held by one single-task round of such a job (joinable),
-        # and the waiting jobs (arrival order)
-        lone: dict[Hashable, list[int]] = {}
+        # per kind of job: the GPUs held by one single-task round of such a job (joinable)
+        # with that job, and the waiting jobs (arrival order)
+        lone: dict[Hashable, list[tuple[int, int]]] = {}
         for g, rounds in enumerate(view.holders):
             if len(rounds) == 1 and rounds[0].tasks == 1:
-                lone.setdefault(self._kind[rounds[0].job.index], []).append(g)
+                holder = rounds[0].job.index
+                lone.setdefault(self._kind[holder], []).append((g, holder))
         waiting: dict[Hashable, list[ClusterJob]] = {}
         for job in view.waiting:
             waiting.setdefault(self._kind[job.index], []).append(job)
-        joinable_on = {kind: {type_of[g] for g in gs} for kind, gs in lone.items()}
+        joinable_on = {kind: {type_of[g] for g, _ in gs} for kind, gs in lone.items()}
 
         def possible(job: ClusterJob, option: Option) -> bool:
             """Whether the option could start now (before any other decision)."""
-            if option[0] == "alone":
-                return len(vacant[option[1]]) >= job.tasks_per_round
+            if option[0] == "alone" or vacant[option[2]]:  # a pair on an idle GPU: alone
+                t = option[1] if option[0] == "alone" else option[2]
+                return len(vacant[t]) >= job.tasks_per_round
             _, kind, t = option
-            return t in joinable_on.get(kind, ()) or (
-                bool(vacant[t]) and any(o is not job for o in waiting.get(kind, ()))
-            )
+            return t in joinable_on.get(kind, ())
 
         options = []
         for order, job in enumerate(view.waiting):
@@ -288,37 +306,35 @@ class PackedMaxMin:
         out: list[Decision] = []
         started: set[int] = set()
 
-        def begin(j: int, gpus: tuple[int, ...], option: Option, share: bool = False) -> None:
-            out.append((j, gpus, share) if share else (j, gpus))
+        def begin(j: int, gpus: tuple[int, ...], option: Option, partner: int | None) -> None:
+            out.append((j, gpus, True) if partner is not None else (j, gpus))
             started.add(j)
-            self._running[j] = (option, now)
-            if share:
+            self._switch(j, option, partner, now)
+            if partner is not None:
                 self.packed += 1
 
         for *_, job, option in options:
-            j = job.index
+            j, k = job.index, job.tasks_per_round
             if j in started:
                 continue
-            if option[0] == "alone":
-                t, k = option[1], job.tasks_per_round
-                if len(vacant[t]) >= k:
-                    gpus = tuple(vacant[t][:k])
-                    del vacant[t][:k]
-                    begin(j, gpus, option)
+            # work-conserving: a pair's job runs alone while a GPU of its type is vacant
+            t = option[1] if option[0] == "alone" else option[2]
+            if len(vacant[t]) >= k:
+                gpus = tuple(vacant[t][:k])
+                del vacant[t][:k]
+                begin(j, gpus, ("alone", t), None)
+                if k == 1:  # a partner may join it in this decision
+                    lone.setdefault(self._kind[j], []).append((gpus[0], j))
                 continue
-            _, kind, t = option
-            joinable = [g for g in lone.get(kind, ()) if type_of[g] == t]
-            partner = next(
-                (o for o in waiting.get(kind, ()) if o.index != j and o.index not in started),
-                None,
-            )
+            if option[0] == "alone":
+                continue
+            kind = option[1]
+            joinable = [(g, holder) for g, holder in lone.get(kind, ()) if type_of[g] == t]
             if joinable:
-                lone[kind].remove(joinable[0])  # the GPU now holds two rounds
-                begin(j, (joinable[0],), option, share=True)
-            elif partner is not None and vacant[t]:
-                g = vacant[t].pop(0)
-                begin(j, (g,), option)
-                begin(partner.index, (g,), ("pair", self._kind[j], t), share=True)
+                g, holder = joinable[0]
+                lone[kind].remove((g, holder))  # the GPU now holds two rounds
+                begin(j, (g,), option, holder)
+                self._switch(holder, ("pair", self._kind[j], t), j, now)
         if self.backfill:
             for job in view.waiting:
                 if job.index in started:
@@ -333,7 +349,7 @@ class PackedMaxMin:
                     _, t = min(fits)
                     gpus = tuple(vacant[t][: job.tasks_per_round])
                     del vacant[t][: job.tasks_per_round]
-                    begin(job.index, gpus, ("alone", t))
+                    begin(job.index, gpus, ("alone", t), None)
         return out
 
     def report(self) -> dict[str, Any]:
@@ -380,6 +396,12 @@ class PackedMaxMinOptions(Options):
         "(default 1)",
         True,
     )
+    fill: Fill = choice(
+        "none (the LP's optimum, default, as Gavel) or throughput (then the most total "
+        "normalised throughput among the max-min optimal allocations: jobs share a GPU "
+        "only where that adds throughput)",
+        ("none", "throughput"),
+    )
 
 
 @register(
@@ -391,4 +413,4 @@ class PackedMaxMinOptions(Options):
     "one-GPU jobs sharing a GPU at Gavel's pairwise throughputs (space sharing; gang)",
 )
 def _max_min_packed(options: PackedMaxMinOptions, seed: int) -> PackedMaxMin:
-    return PackedMaxMin(period=options.period, backfill=options.backfill)
+    return PackedMaxMin(period=options.period, backfill=options.backfill, fill=options.fill)

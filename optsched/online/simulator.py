@@ -518,8 +518,13 @@ def run_simulation(
     policy = cast(Policy, policy)
     if instance.needs_cluster_model:
         raise InputError(
-            f"policy {policy.name!r} does not model phases, GPU sharing or "
-            "placement factors (instance@2); use a cluster policy such as liquid"
+            f"policy {policy.name!r} does not model phases, GPU sharing, space sharing or "
+            "placement factors (instance@2); use a cluster policy: "
+            + (
+                "fifo-packed or max-min-fairness-packed (space sharing)"
+                if instance.cluster.space_sharing
+                else "liquid or integral-allocation"
+            )
         )
     if instance.mode not in declared(policy, "modes"):
         raise InputError(f"policy {policy.name!r} does not support mode {instance.mode!r}")
