@@ -254,7 +254,16 @@ def test_a_cpsat_step_stops_on_ctrl_c():
             self.stopped.set()
 
     solver = Solver()
-    threading.Timer(0.1, _thread.interrupt_main).start()
+
+    def ctrl_c() -> None:
+        # a KeyboardInterrupt that Python hands to a finalizer running at that moment is
+        # lost ("Exception ignored"): press again, 2 s later, until the search stops
+        while not solver.stopped.wait(0.1 if not pressed else 2.0):
+            pressed.append(1)
+            _thread.interrupt_main()
+
+    pressed: list[int] = []
+    threading.Thread(target=ctrl_c, daemon=True).start()
     assert solve_stoppable(solver, object()) == ("FEASIBLE", True)
     assert solver.stopped.is_set()
     assert solve_stoppable(type("Done", (), {"solve": lambda self, m: "OPTIMAL"})(), object()) == (

@@ -31,7 +31,9 @@ would slow it, and its partner, while a GPU idles), else, for a pair, next to a 
 partner's kind that holds a GPU of that type alone (running, or started alone in this
 decision). The received shares follow each round: a job joined by a partner, or left alone
 by it, counts from then on for the pair, or alone. Then (``backfill``) vacant GPUs go to the
-jobs still waiting, by arrival, on their fastest type.
+jobs still waiting, by arrival, on their fastest type. ``fill=throughput`` (not Gavel's)
+takes, among the max-min optimal allocations, one of the most total normalised throughput,
+so that jobs share a GPU only where that adds throughput.
 
 Both read no remaining work: they are non-clairvoyant. Differences from Gavel's simulator:
 a pair shares for one round of each job (our rounds, not 360 s leases), and a job whose
