@@ -6,9 +6,9 @@ The timings themselves are measured by ``benchmarks/time_limits.py``
 
 from __future__ import annotations
 
-import _thread
 import importlib
 import io
+import sys
 import threading
 import time
 
@@ -238,9 +238,12 @@ def test_a_result_that_cannot_be_checked_in_time_after_a_ctrl_c_is_exit_130(smal
         solve(small, "lp-bound", time_limit=30)
 
 
-def test_a_cpsat_step_stops_on_ctrl_c():
+def test_a_cpsat_step_stops_on_ctrl_c(monkeypatch):
     """The LNS step's CP-SAT runs in its own thread; a KeyboardInterrupt in the waiting
-    thread stops its search (stop_search) and says so."""
+    thread stops its search (stop_search) and says so. (The Ctrl-C is raised by the wait
+    itself: ``_thread.interrupt_main`` from a helper thread was, in 2 of 3 clean-clone runs
+    of the whole suite, ignored for 30 s. Real signals are tested on a subprocess in
+    test_solver_experience.)"""
 
     class Solver:
         def __init__(self) -> None:
@@ -253,17 +256,20 @@ def test_a_cpsat_step_stops_on_ctrl_c():
         def stop_search(self) -> None:
             self.stopped.set()
 
+    class PressedOnce(threading.Event):
+        """An event whose first wait by solve_stoppable itself is a Ctrl-C."""
+
+        pressed = False
+
+        def wait(self, timeout: float | None = None) -> bool:
+            caller = sys._getframe(1).f_code.co_name
+            if caller == "solve_stoppable" and not PressedOnce.pressed:
+                PressedOnce.pressed = True
+                raise KeyboardInterrupt
+            return super().wait(timeout)
+
     solver = Solver()
-
-    def ctrl_c() -> None:
-        # a KeyboardInterrupt that Python hands to a finalizer running at that moment is
-        # lost ("Exception ignored"): press again, 2 s later, until the search stops
-        while not solver.stopped.wait(0.1 if not pressed else 2.0):
-            pressed.append(1)
-            _thread.interrupt_main()
-
-    pressed: list[int] = []
-    threading.Thread(target=ctrl_c, daemon=True).start()
+    monkeypatch.setattr(threading, "Event", PressedOnce)
     assert solve_stoppable(solver, object()) == ("FEASIBLE", True)
     assert solver.stopped.is_set()
     assert solve_stoppable(type("Done", (), {"solve": lambda self, m: "OPTIMAL"})(), object()) == (
