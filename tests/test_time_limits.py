@@ -241,7 +241,7 @@ def test_a_result_that_cannot_be_checked_in_time_after_a_ctrl_c_is_exit_130(smal
 def test_a_cpsat_step_stops_on_ctrl_c(monkeypatch):
     """The LNS step's CP-SAT runs in its own thread; a KeyboardInterrupt in the waiting
     thread stops its search (stop_search) and says so. (The Ctrl-C is raised by the wait
-    itself: ``_thread.interrupt_main`` from a helper thread was, in 2 of 3 clean-clone runs
+    itself: ``_thread.interrupt_main`` from a helper thread was, in 2 of 4 clean-clone runs
     of the whole suite, ignored for 30 s. Real signals are tested on a subprocess in
     test_solver_experience.)"""
 
