@@ -201,6 +201,14 @@ class Result(Generic[SolutionT]):
         return absolute_gap(self.objective, self.bound, self.tolerance)
 
     @property
+    def regret(self) -> float | None:
+        """An online result's certified regret: its objective over the best lower bound on
+        every schedule of its instance that it computed (the critical path, the fluid work
+        bound), so at least its true ratio to the optimum; None elsewhere."""
+        value = self.extra.get("regret")
+        return None if value is None else float(value)
+
+    @property
     def bound_source(self) -> str | None:
         """Which bound the gap uses: ``method`` (the method's certified bound) or
         ``critical_path`` (``solve``); None where a result has no such choice."""

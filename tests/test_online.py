@@ -120,6 +120,26 @@ def test_toy_every_policy_is_checked_and_above_the_bound():
     assert result.objective >= result.extra["bound_critical_path"]
 
 
+@settings(max_examples=n_examples(60), deadline=None)
+@given(
+    instances(),
+    st.sampled_from(["hlas", "fifo-perf", "srtf", "tiresias", "max-min-fairness"]),
+    st.sampled_from([0.0, 0.3]),
+)
+def test_every_online_result_carries_its_certified_regret(inst, policy, noise):
+    """The regret is the checked objective over the better of the critical path and the
+    fluid work bound of the realised instance, both certified: at least 1 on any instance,
+    with noise too (the bounds are of the instance the schedule ran on)."""
+    try:
+        result = simulate(inst, policy, noise=noise)
+    except InputError:  # a policy for the other mode, or a job no single type can hold
+        assume(False)
+    floor = max(result.extra["bound_critical_path"], result.extra["bound_fluid"])
+    assert result.regret == pytest.approx(result.objective / floor)
+    assert result.regret >= 1 - 1e-9
+    assert result.bound is None  # judged by its JCT and its regret, not by a gap
+
+
 @given(instances(mode="relaxed"))
 def test_relaxed_policies_pass_the_checker(inst):
     for policy in [

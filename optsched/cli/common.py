@@ -233,6 +233,12 @@ def print_result(result: Result[Any], online: bool = False) -> None:
         floor = result.extra.get("bound_critical_path")
         if floor is not None:
             print(f"floor      {fmt(floor)}  (critical path: every job alone on the fastest GPUs)")
+        if result.regret is not None:
+            best = max(floor or 0.0, result.extra.get("bound_fluid") or 0.0)
+            print(
+                f"regret     ≤ {fmt(result.regret, 4)}  (objective ÷ {fmt(best, 6)}, the better "
+                "of the critical path and the fluid work bound)"
+            )
     else:
         source = {"method": "the method's certified bound", "critical_path": "critical path"}.get(
             result.extra.get("bound_source", "")

@@ -10,6 +10,7 @@ from typing import Any, cast
 from optsched.check import ResolutionError
 from optsched.critical_path import critical_path_bound
 from optsched.errors import InputError
+from optsched.exact.fluid import fluid_bound
 from optsched.instance import Instance
 from optsched.online.cluster import ClusterPolicy
 from optsched.online.engine import PolicyError, ScheduleStreamer, declared
@@ -46,11 +47,15 @@ def simulate(
     and the Result's objective and metrics are the checker's; without ``record`` they are the
     simulator's streamed ones, unchecked, and ``extra["checked"]`` says which. The Result has
     no bound and no gap: an online policy is judged by its JCT metrics; the realised
-    instance's critical path is reported as a floor, ``extra["bound_critical_path"]`` (not
-    for cluster policies, :mod:`optsched.online.cluster`, whose phases and placement factors
-    it ignores). ``stream_to`` (with ``record=False``) writes the schedule to that file as the
-    simulation runs, never holding it in memory (put in place atomically when the run
-    succeeds; not checked), for both execution models. The policy raising while it is built
+    instance's critical path and fluid work bound (:mod:`optsched.exact.fluid`, arrivals
+    known) are reported as floors, ``extra["bound_critical_path"]`` and
+    ``extra["bound_fluid"]``, and the objective over the better of them as
+    ``extra["regret"]`` (:attr:`Result.regret`: the policy is within that factor of the best
+    schedule of the instance; not for cluster policies, :mod:`optsched.online.cluster`,
+    whose phases and placement factors the bounds ignore). ``stream_to`` (with
+    ``record=False``) writes the schedule to that file as the simulation runs, never holding
+    it in memory (put in place atomically when the run succeeds; not checked), for both
+    execution models. The policy raising while it is built
     or while it decides (anything but an InputError or a PolicyError, exits included) is a
     :class:`~optsched.errors.MethodError` naming it and its plug-in.
     """
@@ -110,6 +115,7 @@ def simulate(
             "tick": tick,
             "event_driven": event_driven,
             "bound_critical_path": critical_path_bound(sim.instance),
+            "bound_fluid": fluid_bound(sim.instance)[0],
         }
     objective, metrics, tolerance = sim.objective, sim.metrics, None
     if sim.schedule is not None:
@@ -120,6 +126,9 @@ def simulate(
                 f"{exc} (the simulated schedule: a long --tick, heartbeat "
                 "or batch period may have delayed its starts)"
             ) from None
+    floor = max(extra.get("bound_critical_path", 0.0), extra.get("bound_fluid", 0.0))
+    if floor > 0:  # certified: no schedule of the (realised) instance does better
+        extra["regret"] = objective / floor
     report = getattr(chosen, "report", None)  # optional: what the policy did
     if callable(report):
         extra["policy"] = report()
