@@ -20,7 +20,6 @@ again from the .jsonl).
 from __future__ import annotations
 
 import argparse
-import dataclasses
 import json
 import resource
 import sys
@@ -30,7 +29,6 @@ from typing import Any
 
 import numpy as np
 
-from optsched.cluster_model import ClusterSpec
 from optsched.fairness import fairness
 from optsched.instance import Instance
 from optsched.online.run import simulate
@@ -118,15 +116,13 @@ PACKED = {"fifo-packed", "max-min-fairness-packed"}
 def gavel_instance(trace: Trace, space_sharing: bool = False) -> Instance:
     """``trace`` on the cluster as Gavel runs it: gang mode, tasks of 360 s on the V100
     (with ``space_sharing``: its one-GPU jobs may share GPUs at Gavel's pairwise rates)."""
-    inst = trace_instance(
+    return trace_instance(
         trace,
         parse_cluster(CLUSTER),
         TraceMapping(quantum=360.0, reference_type="V100"),
         mode="gang",
+        space_sharing=space_sharing,
     )
-    if not space_sharing:
-        return inst
-    return dataclasses.replace(inst, cluster=ClusterSpec(space_sharing=True))
 
 
 def cpu() -> float:

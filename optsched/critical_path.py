@@ -74,9 +74,10 @@ def critical_path(instance: Instance) -> np.ndarray:
     )
 
 
-def critical_path_bound(instance: Instance) -> float:
-    """Σ_j w_j · (per-job critical path): a certified lower bound on the objective."""
+def critical_path_bound(instance: Instance, path: np.ndarray | None = None) -> float:
+    """Σ_j w_j · (per-job critical path): a certified lower bound on the objective
+    (``path``: :func:`critical_path` of the instance, when the caller has it already)."""
     import numpy as np
 
     weights = np.array([job.weight for job in instance.jobs])
-    return float(weights @ critical_path(instance))
+    return float(weights @ (critical_path(instance) if path is None else path))

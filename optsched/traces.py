@@ -40,13 +40,13 @@ import csv
 import io
 import math
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass, replace
+from dataclasses import dataclass
 from datetime import UTC, datetime
 from pathlib import Path
 
 import numpy as np
 
-from optsched.cluster_model import ClusterProfile, spread_patterns
+from optsched.cluster_model import ClusterProfile, ClusterSpec, spread_patterns
 from optsched.errors import InputError
 from optsched.instance import GPU, Instance, Job
 from optsched.jsonfile import read_text
@@ -352,8 +352,10 @@ def trace_instance(
     *,
     mode: str = "relaxed",
     catalog: Catalog | None = None,
+    space_sharing: bool = False,
 ) -> Instance:
-    """The instance of ``trace`` on ``gpus`` under ``mapping`` (module docstring)."""
+    """The instance of ``trace`` on ``gpus`` under ``mapping`` (module docstring), with
+    ``space_sharing`` (gang mode) its jobs' GPUs shared at their co-location rates."""
     mapping = mapping or TraceMapping()
     catalog = catalog or default_catalog()
     ref = canonical_gpu_type(mapping.reference_type)
@@ -400,7 +402,14 @@ def trace_instance(
                 meta={"workload": w.name, "duration": tj.duration},
             )
         )
-    return Instance(trace.name, tuple(jobs), tuple(gpus), mode=mode, catalog=catalog)
+    return Instance(
+        trace.name,
+        tuple(jobs),
+        tuple(gpus),
+        mode=mode,
+        catalog=catalog,
+        cluster=ClusterSpec(space_sharing=space_sharing),
+    )
 
 
 #: Largest relative difference between a step job's R × i and its trace steps.
@@ -573,7 +582,7 @@ def load_workload(
     if space_sharing and mode != "gang":
         raise InputError("--space-sharing needs --mode gang")
     trace = read_trace(path, trace_format)
-    instance = trace_instance(trace, gpus, mapping, mode=mode or "relaxed")
-    if space_sharing:
-        instance = replace(instance, cluster=replace(instance.cluster, space_sharing=True))
+    instance = trace_instance(
+        trace, gpus, mapping, mode=mode or "relaxed", space_sharing=space_sharing
+    )
     return instance, trace

@@ -81,10 +81,13 @@ def preemptive_wspt_mean_busy(
     return first_moment / size
 
 
-def fluid_bound(instance: Instance, budget: Budget | None = None) -> tuple[float, float]:
+def fluid_bound(
+    instance: Instance, budget: Budget | None = None, path: npt.NDArray[np.float64] | None = None
+) -> tuple[float, float]:
     """(The fluid work bound on Σ w_j C_j, the cluster's capacity C) (see the module doc).
     Each split tried is a bound; with a ``budget``, the search for the best split stops
-    once it has expired (after the first, the plain fluid bound), with the best so far."""
+    once it has expired (after the first, the plain fluid bound), with the best so far.
+    ``path``: the instance's :func:`critical_path`, when the caller has it already."""
     n = instance.n_jobs
     work, rate, tail = np.empty(n), np.empty(n), np.empty(n)
     capacity = np.zeros(instance.n_gpus)
@@ -103,7 +106,7 @@ def fluid_bound(instance: Instance, budget: Budget | None = None) -> tuple[float
     release = np.array([job.arrival for job in instance.jobs], dtype=float)
     weight = np.array([job.weight for job in instance.jobs], dtype=float)
     after = work / (2 * rate) + tail  # C_j ≥ M_j + after_j
-    path = critical_path(instance)  # C_j ≥ path_j
+    path = critical_path(instance) if path is None else path  # C_j ≥ path_j
     # C_j ≥ max(path_j, M_j + after_j) ≥ path_j for the jobs in `alone`, M_j + after_j for
     # the others: for any such split, Σ_alone w path + min_M Σ_others w (M + after) is a
     # bound, the minimum by WSPT with the alone jobs weighted 0. Jobs join `alone` while

@@ -58,8 +58,13 @@ from optsched.online.engine import Decision
 from optsched.options import Options, choice, number, switch
 from optsched.registry import register
 
-#: What a job's round does: ("alone", type) or ("pair", partner job, type).
+#: What a job's round does: ("alone", type) or ("pair", partner's kind of job, type).
 Option = tuple[Any, ...]
+
+
+def _gpu_type(option: Option) -> int:
+    """The GPU type (index) an option runs on."""
+    return int(option[-1])
 
 
 @dataclass
@@ -144,6 +149,7 @@ class PackedMaxMin:
     _types: list[str] = field(default_factory=list, repr=False)
     _capacity: np.ndarray = field(default_factory=lambda: np.zeros(0), repr=False)
     _of_type: list[list[int]] = field(default_factory=list, repr=False)
+    _type_of: list[int] = field(default_factory=list, repr=False)  # each GPU's type index
     _pace: list[list[float]] = field(default_factory=list, repr=False)
     _active: frozenset[int] = frozenset()
     _solved_at: float = -math.inf
@@ -159,6 +165,8 @@ class PackedMaxMin:
         self._of_type = [
             [g for g, gpu in enumerate(instance.gpus) if gpu.type == t] for t in self._types
         ]
+        position = {t: i for i, t in enumerate(self._types)}
+        self._type_of = [position[gpu.type] for gpu in instance.gpus]
         self._capacity = np.array([len(gs) for gs in self._of_type], dtype=float)
         # a round's time on each type: its slowest GPU there (trace types are uniform)
         self._pace = [
@@ -271,13 +279,13 @@ class PackedMaxMin:
                 self._switch(j, option, None, now)
                 del self._running[j]
             elif partner is not None and partner not in holding:  # its partner's has
-                self._switch(j, ("alone", option[2]), None, now)
+                self._switch(j, ("alone", _gpu_type(option)), None, now)
         active = {job.index: job for job in view.waiting} | holding
         if set(active) != self._active and (now - self._solved_at >= self.period or not holding):
             self._solve(view, sorted(active.values(), key=lambda job: job.index))
         is_vacant = set(view.vacant)
         vacant = [[g for g in gs if g in is_vacant] for gs in self._of_type]
-        type_of = {g: t for t, gs in enumerate(self._of_type) for g in gs}
+        type_of = self._type_of
         # per kind of job: the GPUs held by one single-task round of such a job (joinable)
         # with that job, and the waiting jobs (arrival order)
         lone: dict[Hashable, list[tuple[int, int]]] = {}
@@ -292,11 +300,10 @@ class PackedMaxMin:
 
         def possible(job: ClusterJob, option: Option) -> bool:
             """Whether the option could start now (before any other decision)."""
-            if option[0] == "alone" or vacant[option[2]]:  # a pair on an idle GPU: alone
-                t = option[1] if option[0] == "alone" else option[2]
+            t = _gpu_type(option)
+            if option[0] == "alone" or vacant[t]:  # a pair on an idle GPU: alone
                 return len(vacant[t]) >= job.tasks_per_round
-            _, kind, t = option
-            return t in joinable_on.get(kind, ())
+            return t in joinable_on.get(option[1], ())
 
         options = []
         for order, job in enumerate(view.waiting):
@@ -320,7 +327,7 @@ class PackedMaxMin:
             if j in started:
                 continue
             # work-conserving: a pair's job runs alone while a GPU of its type is vacant
-            t = option[1] if option[0] == "alone" else option[2]
+            t = _gpu_type(option)
             if len(vacant[t]) >= k:
                 gpus = tuple(vacant[t][:k])
                 del vacant[t][:k]

@@ -8,7 +8,7 @@ from pathlib import Path
 from typing import Any, cast
 
 from optsched.check import ResolutionError
-from optsched.critical_path import critical_path_bound
+from optsched.critical_path import critical_path, critical_path_bound
 from optsched.errors import InputError
 from optsched.exact.fluid import fluid_bound
 from optsched.instance import Instance
@@ -108,14 +108,15 @@ def simulate(
         if isinstance(settings, dict):
             extra["settings"] = settings
     else:
+        path = critical_path(sim.instance)  # both bounds build on it
         extra = {
             "clairvoyant": declared(chosen, "clairvoyant"),
             "noise": noise,
             "switch_cost": switch_cost,
             "tick": tick,
             "event_driven": event_driven,
-            "bound_critical_path": critical_path_bound(sim.instance),
-            "bound_fluid": fluid_bound(sim.instance)[0],
+            "bound_critical_path": critical_path_bound(sim.instance, path),
+            "bound_fluid": fluid_bound(sim.instance, path=path)[0],
         }
     objective, metrics, tolerance = sim.objective, sim.metrics, None
     if sim.schedule is not None:
