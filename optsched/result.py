@@ -203,9 +203,18 @@ class Result(Generic[SolutionT]):
     @property
     def regret(self) -> float | None:
         """An online result's certified regret: its objective over the best lower bound on
-        every schedule of its instance that it computed (the critical path, the fluid work
-        bound), so at least its true ratio to the optimum; None elsewhere."""
+        every schedule of its instance that it computed (``extra["regret_bound"]``, from
+        ``extra["regret_source"]``: the critical path, the fluid work bound or the capacity
+        LP), so at least its true ratio to the optimum; None elsewhere."""
         value = self.extra.get("regret")
+        return None if value is None else float(value)
+
+    @property
+    def regret_jct(self) -> float | None:
+        """An online result's certified regret on the total weighted JCT Σ w_j (C_j − a_j):
+        its value over the regret bound less Σ w_j a_j (at least the policy's true ratio to
+        the least total weighted JCT); None elsewhere."""
+        value = self.extra.get("regret_jct")
         return None if value is None else float(value)
 
     @property

@@ -3,6 +3,8 @@ the critical path when jobs compete for the cluster."""
 
 from __future__ import annotations
 
+import dataclasses
+
 import numpy as np
 import pytest
 from hypothesis import given, settings
@@ -31,12 +33,22 @@ def test_preemptive_wspt_mean_busy_times():
 def test_never_above_the_optimum(instance):
     """bound ≤ OPT ≤ CP-SAT's objective (OPT itself once CP-SAT proves it)."""
     optimum = solve(instance, "cpsat", time_limit=5)
-    bound, capacity = fluid_bound(instance)
-    assert 0 < capacity <= instance.n_gpus
+    fluid, plain = fluid_bound(instance), fluid_bound(instance, search=False)
+    assert 0 < fluid.capacity <= instance.n_gpus and max(fluid.prices) == 1.0
     assert optimum.bound is not None
-    assert bound <= optimum.objective * (1 + OPTIMAL_TOL)
+    assert plain.bound <= fluid.bound <= optimum.objective * (1 + OPTIMAL_TOL)
     result = solve(instance, "fluid-bound")  # checked like every method's bound
-    assert result.bound >= max(bound, critical_path_bound(instance)) - 1e-9
+    assert result.bound >= max(fluid.bound, critical_path_bound(instance)) - 1e-9
+    # at an epoch-scale origin every schedule's objective grows by Σ w_j × origin
+    origin = 1.7e9
+    shifted = Instance(
+        "shifted",
+        tuple(dataclasses.replace(job, arrival=job.arrival + origin) for job in instance.jobs),
+        instance.gpus,
+        mode=instance.mode,
+    )
+    weight = sum(job.weight for job in instance.jobs)
+    assert fluid_bound(shifted).bound <= optimum.objective + weight * origin
 
 
 def test_exact_for_single_task_jobs_on_one_gpu():
@@ -48,13 +60,27 @@ def test_exact_for_single_task_jobs_on_one_gpu():
     )
     inst = Instance("one-gpu", jobs, (GPU("g", "V100"),))
     assert_optimum(solve(inst, "cpsat"), 23.0)
-    assert fluid_bound(inst)[0] == pytest.approx(23.0, rel=1e-8)
+    assert fluid_bound(inst).bound == pytest.approx(23.0, rel=1e-8)
     assert critical_path_bound(inst) < 23.0
 
 
 def test_stronger_than_the_critical_path_when_jobs_compete():
     """Heavier load (arrivals closer together): the critical path ignores the queue."""
     inst = generate(GeneratorSpec(jobs=20, gpus=8, gpu_types=2, hosts=2, load=4.0), seed=0)
-    assert fluid_bound(inst)[0] > 1.2 * critical_path_bound(inst)
+    assert fluid_bound(inst).bound > 1.2 * critical_path_bound(inst)
     result = solve(inst, "fluid-bound")
     assert result.bound_source == "method" and result.extra["capacity"] <= 8
+
+
+def test_prices_see_gpu_types_that_suit_few_jobs():
+    """Four jobs fast on A (2 s, 20 s on B) and one fast on B: at unit prices the pooled
+    cluster does two jobs' work at once (bound 17.5); pricing B low (1/16 of A) shows that
+    the A jobs share about one GPU (20.5), still below the optimum 22 (the A jobs one after
+    another on A, the B job on B)."""
+    jobs = [Job(f"a{k}", compute={"A": 2.0, "B": 20.0}) for k in range(4)]
+    jobs.append(Job("b", compute={"A": 20.0, "B": 2.0}))
+    inst = Instance("two-types", tuple(jobs), (GPU("ga", "A"), GPU("gb", "B")))
+    assert_optimum(solve(inst, "cpsat"), 22.0)
+    plain, priced = fluid_bound(inst, search=False), fluid_bound(inst)
+    assert plain.bound == pytest.approx(17.5, rel=1e-8)
+    assert 20.0 < priced.bound <= 22.0 and priced.prices[1] < 0.2

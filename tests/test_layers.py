@@ -78,7 +78,7 @@ LAYERS: list[tuple[str, tuple[str, ...]]] = [
             "optsched.placement.run",
         ),
     ),
-    ("online", ("optsched.online",)),
+    ("online", ("optsched.online", "optsched.regret")),
     (
         "tools",
         (

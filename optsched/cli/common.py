@@ -234,10 +234,19 @@ def print_result(result: Result[Any], online: bool = False) -> None:
         if floor is not None:
             print(f"floor      {fmt(floor)}  (critical path: every job alone on the fastest GPUs)")
         if result.regret is not None:
-            best = max(floor or 0.0, result.extra.get("bound_fluid") or 0.0)
+            named = {
+                "critical-path": "the critical path",
+                "fluid": "the fluid work bound",
+                "capacity": "the class-capacity LP",
+            }[result.extra["regret_source"]]
             print(
-                f"regret     ≤ {fmt(result.regret, 4)}  (objective ÷ {fmt(best, 6)}, the better "
-                "of the critical path and the fluid work bound)"
+                f"regret     ≤ {fmt(result.regret, 4)}  (objective ÷ "
+                f"{fmt(result.extra['regret_bound'], 6)}, {named})"
+                + (
+                    ""
+                    if result.regret_jct is None
+                    else f"; weighted JCT ≤ {fmt(result.regret_jct, 4)} × the least possible"
+                )
             )
     else:
         source = {"method": "the method's certified bound", "critical_path": "critical path"}.get(

@@ -18,6 +18,7 @@ from optsched.cli.common import (
     print_result,
 )
 from optsched.output import distinct_targets, json_text, output_target, write_outputs
+from optsched.regret import CAPACITY_TIME_LIMIT, REGRET_BOUNDS
 
 
 def add_parser(sub: Any) -> None:
@@ -56,6 +57,21 @@ def add_parser(sub: Any) -> None:
         "checked; with --out the schedule is written as it is made)",
     )
     p.add_argument("--progress", action="store_true", help="progress on stderr (default: none)")
+    p.add_argument(
+        "--bound",
+        choices=REGRET_BOUNDS,
+        default="fluid",
+        help="the lower bound the certified regret is over: none, critical-path, fluid (the "
+        "better of the critical path and the fluid work bound; default) or capacity (also "
+        "the class-capacity LP, within --bound-time-limit)",
+    )
+    p.add_argument(
+        "--bound-time-limit",
+        type=float,
+        metavar="S",
+        default=CAPACITY_TIME_LIMIT,
+        help=f"seconds for --bound capacity's LP (default {CAPACITY_TIME_LIMIT:g})",
+    )
     p.add_argument(
         "--out", metavar="SCHEDULE", help="write the schedule here (default: not written)"
     )
@@ -101,6 +117,8 @@ def run(args: argparse.Namespace) -> int:
         record=not args.no_record,
         progress=args.progress,
         stream_to=args.out if args.no_record else None,
+        bound=args.bound,
+        bound_time_limit=args.bound_time_limit,
     )
     sim = result.simulation
     assert sim is not None  # simulate always returns its simulation

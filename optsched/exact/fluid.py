@@ -4,9 +4,10 @@ The critical path (:func:`~optsched.exact.bounds.critical_path`) lets every job 
 the whole cluster; at the Hare paper's scale, where hundreds of jobs compete for the GPUs, it
 says little. This bound measures the cluster's capacity instead (docs/models/fluid-bound.md):
 
-- **Work.** Job j's work is W_j = (its tasks) × p_j, with p_j = min_g compute[j, g] its
-  fastest task time. A task of j computing on GPU g does work at rate ρ_jg = p_j /
-  compute[j, g] ≤ 1, so each task contributes exactly p_j.
+- **Work.** Each GPU g has a price π_g > 0 (one per GPU type). Job j's work is W_j = (its
+  tasks) × p_j, with p_j = min_g π_g compute[j, g] the cost of its cheapest task. A task of
+  j computing on GPU g does work at rate ρ_jg = p_j / compute[j, g] ≤ π_g, so each task
+  contributes exactly p_j. Unit prices make p_j the fastest task time.
 - **Capacity.** At any instant each GPU computes at most one task, so the cluster does work
   at a total rate of at most C = Σ_g max_j ρ_jg (a GPU type slower than another for every job
   counts less than one GPU), and job j, which computes at most K_j tasks at once (one round),
@@ -19,16 +20,18 @@ says little. This bound measures the cluster's capacity instead (docs/models/flu
   W_j / (2 R_j), and its last result is ready at least min_g sync[j, g] later. So
   Σ_j w_j C_j ≥ Σ_j w_j (M_j^WSPT + W_j / (2 R_j) + min_g sync[j, g]).
 
-The bound holds in both modes (a gang round holds its GPUs at least while its tasks compute).
-It costs O(n·M + n log n) for n jobs on M GPUs. The Result's bound is the better of this and
-the critical path (``extra.bound_source``); ``extra.fluid_bound`` and ``extra.capacity`` give
-the parts.
+The bound holds in both modes (a gang round holds its GPUs at least while its tasks compute)
+and for any prices; :func:`fluid_bound` starts at unit prices and searches those of the GPU
+types. One price vector costs O(n·T + n log n) for n jobs on T GPU types. The Result's bound
+is the better of this and the critical path (``extra.bound_source``); ``extra.fluid_bound``,
+``extra.capacity`` and ``extra.prices`` (per GPU type, the highest 1) give the parts.
 """
 
 from __future__ import annotations
 
 import heapq
 import math
+from dataclasses import dataclass
 
 import numpy as np
 import numpy.typing as npt
@@ -81,49 +84,130 @@ def preemptive_wspt_mean_busy(
     return first_moment / size
 
 
-def fluid_bound(
-    instance: Instance, budget: Budget | None = None, path: npt.NDArray[np.float64] | None = None
-) -> tuple[float, float]:
-    """(The fluid work bound on Σ w_j C_j, the cluster's capacity C) (see the module doc).
-    Each split tried is a bound; with a ``budget``, the search for the best split stops
-    once it has expired (after the first, the plain fluid bound), with the best so far.
-    ``path``: the instance's :func:`critical_path`, when the caller has it already."""
+def _fluid_terms(
+    instance: Instance, prices: npt.NDArray[np.float64]
+) -> tuple[npt.NDArray[np.float64], npt.NDArray[np.float64], float]:
+    """(W_j, W_j / (2 R_j) + s_j per job, the capacity C) at GPU-class ``prices``
+    (models/fluid-bound.md), in blocks of jobs so that no (jobs × classes) array exceeds
+    about a million entries."""
+    compute, sync = instance.class_compute, instance.class_sync
+    size = np.bincount(instance.gpu_class, minlength=compute.shape[1]).astype(float)
+    tasks = np.array([job.n_tasks for job in instance.jobs], dtype=float)
+    at_once = np.array([job.tasks_per_round for job in instance.jobs], dtype=float)
     n = instance.n_jobs
-    work, rate, tail = np.empty(n), np.empty(n), np.empty(n)
-    capacity = np.zeros(instance.n_gpus)
-    for j, job in enumerate(instance.jobs):
-        compute, sync = instance.row(j)
-        eligible = np.isfinite(compute)
-        fastest = float(compute[eligible].min())
-        rho = np.zeros(instance.n_gpus)
-        rho[eligible] = fastest / compute[eligible]
-        np.maximum(capacity, rho, out=capacity)
-        k = min(job.tasks_per_round, int(eligible.sum()))
-        rate[j] = float(np.sort(rho)[-k:].sum())
-        work[j] = job.n_tasks * fastest
-        tail[j] = float(sync[eligible].min())
-    total = float(capacity.sum())
+    work, after = np.empty(n), np.empty(n)
+    best_rate = np.zeros(compute.shape[1])
+    step = max(1, 1_000_000 // compute.shape[1])
+    for lo in range(0, n, step):
+        block = slice(lo, lo + step)
+        c, s = compute[block], sync[block]
+        eligible = np.isfinite(c)
+        priced = (c * prices).min(axis=1)  # p_j: the job's cheapest task
+        rate = np.where(eligible, priced[:, None] / np.where(eligible, c, 1.0), 0.0)
+        np.maximum(best_rate, rate.max(axis=0), out=best_rate)
+        # R_j: the K_j largest rates over GPUs, class by class from the fastest
+        order = np.argsort(-rate, axis=1, kind="stable")
+        sorted_rate = np.take_along_axis(rate, order, axis=1)
+        count = size[order]
+        taken = np.clip(at_once[block, None] - (np.cumsum(count, axis=1) - count), 0.0, count)
+        work[block] = tasks[block] * priced
+        after[block] = work[block] / (2 * (taken * sorted_rate).sum(axis=1)) + np.where(
+            eligible, s, np.inf
+        ).min(axis=1)
+    return work, after, float(size @ best_rate)
+
+
+@dataclass(frozen=True)
+class FluidBound:
+    """The outcome of :func:`fluid_bound`: the certified ``bound`` on Σ w_j C_j, the GPU-class
+    ``prices`` it was found at (the highest 1) and the cluster's ``capacity`` C at them (in
+    GPUs of the highest price), and the number of price vectors ``tried``."""
+
+    bound: float
+    prices: tuple[float, ...]
+    capacity: float
+    tried: int
+
+
+#: Price vectors :func:`fluid_bound` tries at most (each is one preemptive WSPT pass, about
+#: 0.25 s at 82,247 jobs).
+MAX_PRICE_TRIES = 40
+
+
+def fluid_bound(
+    instance: Instance,
+    budget: Budget | None = None,
+    path: npt.NDArray[np.float64] | None = None,
+    *,
+    search: bool = True,
+) -> FluidBound:
+    """The fluid work bound on Σ w_j C_j (module doc). Every price vector and split tried
+    gives a bound, and the best is returned: unit prices first (the plain fluid bound), then,
+    with ``search``, a coordinate search over the prices of the GPU types on a log scale (at
+    most :data:`MAX_PRICE_TRIES` vectors, deterministic). With a ``budget``, the search stops
+    once it has expired (after the unit prices). ``path``: the instance's
+    :func:`critical_path`, when the caller has it already."""
+    n = instance.n_jobs
     release = np.array([job.arrival for job in instance.jobs], dtype=float)
     weight = np.array([job.weight for job in instance.jobs], dtype=float)
-    after = work / (2 * rate) + tail  # C_j ≥ M_j + after_j
     path = critical_path(instance) if path is None else path  # C_j ≥ path_j
-    # C_j ≥ max(path_j, M_j + after_j) ≥ path_j for the jobs in `alone`, M_j + after_j for
-    # the others: for any such split, Σ_alone w path + min_M Σ_others w (M + after) is a
-    # bound, the minimum by WSPT with the alone jobs weighted 0. Jobs join `alone` while
-    # their critical path exceeds their fluid completion; the best split found is returned.
-    alone = np.zeros(n, dtype=bool)
-    best = 0.0
-    for _ in range(n + 1):
-        mean_busy = preemptive_wspt_mean_busy(release, work / total, weight * ~alone)
-        fluid = mean_busy + after
-        best = max(best, float(np.dot(weight, np.where(alone, path, fluid))))
-        joining = ~alone & (path > fluid)
-        if not joining.any():
-            break
-        alone |= joining
-        if budget is not None and budget.expired():
-            break
-    return best * (1 - _MARGIN), total
+
+    def value(prices: npt.NDArray[np.float64], alone: npt.NDArray[np.bool_]) -> float:
+        """The bound at ``prices`` with the jobs of ``alone`` counted at their critical path."""
+        work, after, capacity = _fluid_terms(instance, prices)
+        fluid = preemptive_wspt_mean_busy(release, work / capacity, weight * ~alone) + after
+        return float(np.dot(weight, np.where(alone, path, fluid)))
+
+    def split(prices: npt.NDArray[np.float64]) -> tuple[float, npt.NDArray[np.bool_]]:
+        """The best split at ``prices``: C_j ≥ max(path_j, M_j + after_j) ≥ path_j for the
+        jobs of `alone` and M_j + after_j for the others, so for any split Σ_alone w path +
+        min_M Σ_others w (M + after) is a bound (the minimum: WSPT with the alone jobs
+        weighted 0). Jobs join `alone` while their critical path exceeds their fluid
+        completion."""
+        work, after, capacity = _fluid_terms(instance, prices)
+        alone = np.zeros(n, dtype=bool)
+        best, best_alone = 0.0, alone
+        for _ in range(n + 1):
+            fluid = preemptive_wspt_mean_busy(release, work / capacity, weight * ~alone) + after
+            here = float(np.dot(weight, np.where(alone, path, fluid)))
+            if here > best:
+                best, best_alone = here, alone.copy()
+            joining = ~alone & (path > fluid)
+            if not joining.any():
+                break
+            alone |= joining
+            if budget is not None and budget.expired():
+                break
+        return best, best_alone
+
+    # one price per group of classes with the same compute times (a GPU type)
+    _, group = np.unique(instance.class_compute.T, axis=0, return_inverse=True)
+    group = group.ravel()
+    log_prices = np.zeros(int(group.max()) + 1)
+    best, alone = split(np.ones(len(group)))
+    best_prices, tried = log_prices.copy(), 1
+    if search and len(log_prices) > 1:
+        # coordinate search at the unit prices' split, steps 2, √2, ⁴√2 (each a bound)
+        for step in (1.0, 0.5, 0.25):
+            improved = True
+            while improved and tried < MAX_PRICE_TRIES:
+                improved = False
+                for g in range(len(log_prices)):
+                    for sign in (1.0, -1.0):
+                        if tried >= MAX_PRICE_TRIES or (budget is not None and budget.expired()):
+                            break
+                        trial = best_prices.copy()
+                        trial[g] += sign * step
+                        tried += 1
+                        here = value(2.0 ** trial[group], alone)
+                        if here > best:
+                            best, best_prices, improved = here, trial, True
+        if tried > 1 and not (budget is not None and budget.expired()):
+            best = max(best, split(2.0 ** best_prices[group])[0])
+    prices = 2.0 ** (best_prices - best_prices.max())
+    capacity = _fluid_terms(instance, prices[group])[2]
+    chosen = tuple(float(p) for p in prices[group])
+    return FluidBound(best * (1 - _MARGIN), chosen, capacity, tried)
 
 
 @register(
@@ -134,13 +218,17 @@ def fluid_bound(
 def _fluid_bound(instance: Instance, context: SolveContext[Options]) -> MethodOutput:
     budget = Budget(context.time_limit)
     schedule = ect_schedule(instance)
-    bound, capacity = fluid_bound(instance, budget)
+    fluid = fluid_bound(instance, budget)
     return MethodOutput(
         schedule=schedule,
-        bound=bound,
+        bound=fluid.bound,
         extra={
-            "fluid_bound": bound,
-            "capacity": capacity,
+            "fluid_bound": fluid.bound,
+            "capacity": fluid.capacity,
+            "prices": {
+                instance.gpus[members[0]].type: price
+                for members, price in zip(instance.class_members, fluid.prices, strict=True)
+            },
             "stopped": "time limit" if budget.expired() else "done",
         },
     )

@@ -8,15 +8,14 @@ from pathlib import Path
 from typing import Any, cast
 
 from optsched.check import ResolutionError
-from optsched.critical_path import critical_path, critical_path_bound
 from optsched.errors import InputError
-from optsched.exact.fluid import fluid_bound
 from optsched.instance import Instance
 from optsched.online.cluster import ClusterPolicy
 from optsched.online.engine import PolicyError, ScheduleStreamer, declared
 from optsched.online.simulator import Policy, execution_model, run_simulation
 from optsched.output import StreamedFile
 from optsched.registry import prepare
+from optsched.regret import CAPACITY_TIME_LIMIT, check_level, regret_bound, weighted_arrivals
 from optsched.result import Result, Status
 from optsched.runtime import checked, method_running
 from optsched.schedule import Schedule
@@ -36,6 +35,8 @@ def simulate(
     record: bool = True,
     progress: bool = False,
     stream_to: str | Path | None = None,
+    bound: str = "fluid",
+    bound_time_limit: float | None = CAPACITY_TIME_LIMIT,
 ) -> Result[Schedule]:
     """Simulate the registered ``simulate`` method ``policy`` on ``instance`` (in ``mode``,
     default the instance's); the Result
@@ -46,19 +47,24 @@ def simulate(
     The schedule (when ``record``) goes through the checker against the realised instance
     and the Result's objective and metrics are the checker's; without ``record`` they are the
     simulator's streamed ones, unchecked, and ``extra["checked"]`` says which. The Result has
-    no bound and no gap: an online policy is judged by its JCT metrics; the realised
-    instance's critical path and fluid work bound (:mod:`optsched.exact.fluid`, arrivals
-    known) are reported as floors, ``extra["bound_critical_path"]`` and
-    ``extra["bound_fluid"]``, and the objective over the better of them as
-    ``extra["regret"]`` (:attr:`Result.regret`: the policy is within that factor of the best
-    schedule of the instance; not for cluster policies, :mod:`optsched.online.cluster`,
-    whose phases and placement factors the bounds ignore). ``stream_to`` (with
-    ``record=False``) writes the schedule to that file as the simulation runs, never holding
-    it in memory (put in place atomically when the run succeeds; not checked), for both
-    execution models. The policy raising while it is built
+    no bound and no gap: an online policy is judged by its JCT metrics and its certified
+    regret. ``bound`` (:data:`~optsched.regret.REGRET_BOUNDS`: ``none``,
+    ``critical-path``, ``fluid``, the default, or ``capacity``, whose LP may take
+    ``bound_time_limit`` seconds) chooses the lower bounds computed on the realised instance
+    with its arrivals known (:mod:`optsched.regret`): each as
+    ``extra["bound_<name>"]``, the best as ``extra["regret_bound"]`` (its name
+    ``extra["regret_source"]``), the objective over it as ``extra["regret"]``
+    (:attr:`Result.regret`: the policy is within that factor of the best schedule of the
+    instance) and the total weighted JCT over the bound less Σ w_j a_j as
+    ``extra["regret_jct"]`` (:attr:`Result.regret_jct`). Not for cluster policies
+    (:mod:`optsched.online.cluster`), whose phases and placement factors the bounds
+    ignore. ``stream_to`` (with ``record=False``) writes the schedule to that file as the
+    simulation runs, never holding it in memory (put in place atomically when the run
+    succeeds; not checked), for both execution models. The policy raising while it is built
     or while it decides (anything but an InputError or a PolicyError, exits included) is a
     :class:`~optsched.errors.MethodError` naming it and its plug-in.
     """
+    check_level(bound)
     ready = prepare(policy, "simulate", seed=seed, time_limit=None, params=params)
     info, params = ready.info, ready.params
     if mode is not None and mode != instance.mode:
@@ -108,15 +114,12 @@ def simulate(
         if isinstance(settings, dict):
             extra["settings"] = settings
     else:
-        path = critical_path(sim.instance)  # both bounds build on it
         extra = {
             "clairvoyant": declared(chosen, "clairvoyant"),
             "noise": noise,
             "switch_cost": switch_cost,
             "tick": tick,
             "event_driven": event_driven,
-            "bound_critical_path": critical_path_bound(sim.instance, path),
-            "bound_fluid": fluid_bound(sim.instance, path=path)[0],
         }
     objective, metrics, tolerance = sim.objective, sim.metrics, None
     if sim.schedule is not None:
@@ -127,9 +130,8 @@ def simulate(
                 f"{exc} (the simulated schedule: a long --tick, heartbeat "
                 "or batch period may have delayed its starts)"
             ) from None
-    floor = max(extra.get("bound_critical_path", 0.0), extra.get("bound_fluid", 0.0))
-    if floor > 0:  # certified: no schedule of the (realised) instance does better
-        extra["regret"] = objective / floor
+    if not cluster:
+        extra.update(_regret(sim.instance, bound, bound_time_limit, objective, metrics, tolerance))
     report = getattr(chosen, "report", None)  # optional: what the policy did
     if callable(report):
         extra["policy"] = report()
@@ -156,3 +158,31 @@ def simulate(
         tolerance=tolerance,
         kind="simulate",
     )
+
+
+def _regret(
+    instance: Instance,
+    level: str,
+    time_limit: float | None,
+    objective: float,
+    metrics: Mapping[str, Any],
+    tolerance: float | None,
+) -> dict[str, Any]:
+    """The regret fields of an online result (:func:`simulate`) on its realised instance;
+    ``tolerance`` is set when the objective is the checker's."""
+    found = regret_bound(
+        instance,
+        level,
+        objective=objective if tolerance is not None else None,
+        makespan=metrics.get("makespan"),
+        time_limit=time_limit,
+    )
+    if found is None:
+        return {}
+    fields: dict[str, Any] = {**found.parts, "regret_bound": found.value}
+    if found.value > 0:  # certified: no schedule of the instance does better
+        fields.update(regret=objective / found.value, regret_source=found.source)
+        least_jct = found.value - weighted_arrivals(instance)
+        if least_jct > 0 and "total_weighted_jct" in metrics:
+            fields["regret_jct"] = metrics["total_weighted_jct"] / least_jct
+    return fields

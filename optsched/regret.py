@@ -1,0 +1,104 @@
+"""Certified regret of an online run: a lower bound on Σ w_j C_j over every schedule of the
+instance it ran on, with the arrivals known (the offline optimum can see them; no online
+policy can do better than it), and the policy's ratio to that bound. Nothing heavy is
+imported until a bound is computed (the CLI reads the levels at start-up).
+
+Three levels, each including the ones before (docs/model.md, *regret*):
+
+- ``critical-path``: every job alone on the fastest GPUs (:mod:`optsched.critical_path`);
+- ``fluid`` (default): the better of that and the fluid work bound at GPU-type prices
+  (:mod:`optsched.exact.fluid`), any size (seconds at 82,247 jobs);
+- ``capacity``: also the class-capacity LP (:mod:`optsched.exact.capacity`) on
+  :data:`CAPACITY_INTERVALS` intervals up to the run's makespan, within a time limit (its
+  status says whether it counted: an LP too large, stopped or interrupted gives none).
+
+Every value is certified: the LP's from its dual solution, never from the solver's label.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING
+
+from optsched.errors import InputError
+
+if TYPE_CHECKING:
+    from optsched.instance import Instance
+
+#: The bound levels, weakest first.
+REGRET_BOUNDS = ("none", "critical-path", "fluid", "capacity")
+
+#: Intervals of the capacity LP's grid.
+CAPACITY_INTERVALS = 100
+
+#: Seconds the capacity LP may take by default.
+CAPACITY_TIME_LIMIT = 60.0
+
+
+@dataclass(frozen=True)
+class RegretBound:
+    """The best certified lower bound on Σ w_j C_j found (``value``, ``source``: the bound
+    it came from) and every part computed (``parts``: ``bound_critical_path``,
+    ``bound_fluid``, ``bound_capacity``; ``capacity_status`` says why the LP gave none)."""
+
+    value: float
+    source: str
+    parts: dict[str, float | str] = field(default_factory=dict)
+
+
+def check_level(level: str) -> str:
+    """``level`` if it is one of :data:`REGRET_BOUNDS`, else an InputError listing them."""
+    if level not in REGRET_BOUNDS:
+        raise InputError(
+            f"unknown regret bound {level!r}: choose one of {', '.join(REGRET_BOUNDS)}"
+        )
+    return level
+
+
+def regret_bound(
+    instance: Instance,
+    level: str = "fluid",
+    *,
+    objective: float | None = None,
+    makespan: float | None = None,
+    time_limit: float | None = CAPACITY_TIME_LIMIT,
+) -> RegretBound | None:
+    """The best lower bound of ``level`` (module doc) on every schedule of ``instance``;
+    None for ``none``. For ``capacity``: ``objective`` is that of a checked schedule of the
+    instance (it bounds each C_j of an optimal one by objective / w_j; without it, the weight
+    of every job at the :func:`~optsched.exact.bounds.horizon`), ``makespan`` places the
+    LP's grid (default the horizon), and ``time_limit`` bounds the LP's build and solve."""
+    if check_level(level) == "none":
+        return None
+    from optsched.critical_path import critical_path, critical_path_bound
+    from optsched.exact.fluid import fluid_bound
+
+    path = critical_path(instance)
+    parts: dict[str, float | str] = {"bound_critical_path": critical_path_bound(instance, path)}
+    if level in ("fluid", "capacity"):
+        parts["bound_fluid"] = fluid_bound(instance, path=path).bound
+    if level == "capacity":
+        from optsched.exact.bounds import horizon
+        from optsched.exact.capacity import capacity_bound
+
+        weight = math.fsum(job.weight for job in instance.jobs)
+        end = horizon(instance)
+        lp = capacity_bound(
+            instance,
+            objective if objective is not None else weight * end,
+            makespan if makespan is not None else end,
+            CAPACITY_INTERVALS,
+            time_limit=time_limit,
+        )
+        parts["capacity_status"] = lp.status
+        if lp.bound is not None:
+            parts["bound_capacity"] = lp.bound
+    values = {k: float(v) for k, v in parts.items() if k.startswith("bound_")}
+    best = max(values, key=lambda k: values[k])
+    return RegretBound(values[best], best.removeprefix("bound_").replace("_", "-"), parts)
+
+
+def weighted_arrivals(instance: Instance) -> float:
+    """Σ w_j a_j: every schedule's objective minus its total weighted JCT."""
+    return math.fsum(job.weight * job.arrival for job in instance.jobs)
