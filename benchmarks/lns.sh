@@ -2,10 +2,10 @@
 # LNS (optsched/exact/lns.py) against CP-SAT at equal budgets: 60 s and one CP-SAT worker per
 # run, two runs in parallel, both modes, on the exact family at 20 jobs (its 10 seeds in
 # instances/exact) and at 30 and 50 jobs (grids/exact-large.json). Resumable; delete the
-# records to measure again (about 45 minutes). lp-bound, fluid-bound and capacity-bound put the
-# bounds beside the searches'; priority-search (to its local optimum, within 60 s) the
-# scalable search, and task-search (task moves from ECT, to its local optimum) the task-level
-# one.
+# records to measure again (about 45 minutes). lp-bound, fluid-bound, capacity-bound and
+# lagrangian-bound put the bounds beside the searches'; priority-search (to its local optimum,
+# within 60 s) the scalable search, and task-search (task moves from ECT, to its local optimum)
+# the task-level one.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 [[ -f instances/exact-large/manifest.json ]] ||
@@ -13,11 +13,12 @@ cd "$(dirname "$0")/.."
 out=benchmarks/results/lns
 mkdir -p $out
 optsched bench run instances/exact --only 'exact-jobs20-*' --method ect --method cpsat --method fluid-bound \
-  --method capacity-bound --method priority-search --method task-search \
+  --method capacity-bound --method lagrangian-bound --method priority-search --method task-search \
   --method lns --mode relaxed --mode gang --time-limit 60 --workers 2 --records $out/exact.jsonl
 optsched bench run instances/exact-large --method ect --method cpsat --method lns --method lp-bound \
-  --method fluid-bound --method capacity-bound --method priority-search --method task-search \
-  --mode relaxed --mode gang --time-limit 60 --workers 2 --records $out/exact-large.jsonl ||
+  --method fluid-bound --method capacity-bound --method lagrangian-bound --method priority-search \
+  --method task-search --mode relaxed --mode gang --time-limit 60 --workers 2 \
+  --records $out/exact-large.jsonl ||
   [[ $? == 1 ]]  # runs recorded as errors: lp-bound refuses an LP too large for memory
 optsched bench report $out/exact.jsonl --out $out/exact --manifest instances/exact
 optsched bench report $out/exact-large.jsonl --out $out/exact-large --manifest instances/exact-large

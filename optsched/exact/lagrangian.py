@@ -1,0 +1,313 @@
+"""The Lagrangian bound of GPU capacity over time (``lagrangian-bound``, both modes).
+
+The time-indexed view of the model (docs/models/lagrangian-bound.md): on the integer grid of
+the instance rounded *down* (a lower bound by monotonicity, as for the time-indexed LP),
+restricted to the deadlines of an incumbent, every job's rounds are a path through time, and
+only the capacity of each group of interchangeable GPUs at each step couples the jobs.
+Pricing that capacity with multipliers λ[q, t] ≥ 0 splits the problem into one shortest path
+per job:
+
+    L(λ) = Σ_j min over j's schedules of (w_j C_j + Σ_{q,t} λ[q, t] · GPUs of q that j
+           uses at t)  −  Σ_{q,t} λ[q, t] · |q|
+
+is a lower bound on the optimum for *every* λ ≥ 0 (each job's term is at most what the
+optimal schedule pays for it, and that schedule uses at most |q| GPUs of q at any t). Each
+job's minimum is a dynamic programme over its rounds (a relaxation of its own constraints,
+so still a lower bound: the round's K tasks take its cheapest slot; see the model page),
+O(rounds × groups × window) with NumPy. λ is improved by subgradient steps (Polyak's rule
+towards the incumbent's objective); every iteration's value is a certified bound, so the
+method is anytime: ``iterations`` bounds the work deterministically, the time limit and a
+Ctrl-C stop it with the best value so far.
+
+In gang mode a round holds its GPUs for its tasks' compute + sync, so the bound sees K GPUs
+of a round working together, which the time-indexed LP does not.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+from typing import Any
+
+import numpy as np
+import numpy.typing as npt
+
+from optsched.budget import EXACT_TIME_LIMIT, Budget
+from optsched.contracts import MethodOutput, SolveContext
+from optsched.ect import incumbent
+from optsched.instance import Instance
+from optsched.options import Options, count, number
+from optsched.registry import register
+
+#: The default grid: the data's unit, coarsened ×10 while the span of the incumbent's
+#: makespan exceeds this many steps (and the unit stays at most the shortest compute time).
+MAX_STEPS = 20_000
+
+#: Consecutive iterations without a better bound after which the step size halves.
+PATIENCE = 20
+
+_INF = math.inf
+
+
+@dataclass(frozen=True)
+class LagrangianBoundOptions(Options):
+    """Options of ``lagrangian-bound``."""
+
+    time_unit: float | None = number("grid step (default: adaptive)", open_low=True)
+    iterations: int = count(
+        "subgradient iterations at most (default 1000; each one prices every job once)", 1000
+    )
+
+
+@dataclass(frozen=True)
+class LagrangianBound:
+    """The outcome of :func:`lagrangian_bound`: the certified ``bound`` in the instance's
+    units (``None`` when no iteration finished), the ``iterations`` done, why it
+    ``stopped`` (``iterations``, ``converged``, ``time limit``, ``interrupted``), the grid
+    and the value after each iteration (``trace``, in the instance's units)."""
+
+    bound: float | None
+    iterations: int
+    stopped: str
+    time_unit: float
+    trace: tuple[float, ...]
+
+
+@dataclass(frozen=True)
+class _Job:
+    """One job on the grid: its rounds' earliest starts are ``first + r·rho`` and every round
+    may start up to ``window`` steps later; per usable group: (group, compute, sync, steps
+    held)."""
+
+    first: int
+    window: int
+    rho: int
+    k_tasks: int
+    rounds: int
+    weight: float
+    groups: tuple[tuple[int, int, int, int], ...]
+
+
+def _suffix_argmin(values: npt.NDArray[np.float64]) -> tuple[np.ndarray, np.ndarray]:
+    """(suffix minimum, an index attaining it) of ``values``: ``m[i] = min(values[i:])``."""
+    rev = np.minimum.accumulate(values[::-1])[::-1]
+    index = np.arange(len(values))
+    # i attains its suffix minimum iff values[i] == m[i]; the nearest such index at or after
+    # i attains m[i] too (every value between is larger)
+    own = np.where(values == rev, index, len(values))
+    at = np.minimum.accumulate(own[::-1])[::-1]
+    return rev, at
+
+
+def _price(job: _Job, prefix: npt.NDArray[np.float64]) -> tuple[float, list[tuple[int, int, int]]]:
+    """Job's least w·C + λ-cost over its relaxed schedules, and the (group, start, steps)
+    of each priced round of a path attaining it (K GPUs each). ``prefix[q, t]``: Σ_{t' < t}
+    λ[q, t'] for t ≤ T; λ is 0 from T on, where the rounds left cost w·(their earliest
+    completion, every round taking ``rho``)."""
+    horizon = prefix.shape[1] - 1
+    size = job.window + 1  # barrier r may be up to `window` steps after first + r·rho
+
+    def earliest(r: int) -> int:
+        return job.first + r * job.rho
+
+    def priced(r: int) -> int:  # barriers of round r before the horizon (and the deadline)
+        return int(np.clip(horizon - earliest(r), 0, size))
+
+    def tail(r: int, i: npt.NDArray[np.int_]) -> npt.NDArray[np.float64]:
+        """Rounds r.. from barrier index i at or after the horizon (inf where the deadline
+        ends the window before the horizon: no schedule is there)."""
+        if priced(r) == size:
+            return np.full(i.shape, _INF)
+        return job.weight * (earliest(r) + i + (job.rounds - r) * job.rho).astype(float)
+
+    n = priced(job.rounds)
+    f = job.weight * (earliest(job.rounds) + np.arange(n, dtype=float))  # f[i]: rounds r..
+    choices = []
+    for r in range(job.rounds - 1, -1, -1):
+        n_next, n = n, priced(r)
+        start = earliest(r) + np.arange(n)
+        phi = np.full(n, _INF)
+        arg = np.full(n, -1)
+        for k, (q, p, s, hold) in enumerate(job.groups):
+            # ready at start + p + s: the next barrier (clamped to its earliest)
+            nxt = np.maximum(np.arange(n) + p + s - job.rho, 0)
+            inside = nxt < n_next
+            later = f[np.minimum(nxt, max(n_next - 1, 0))] if n_next else _INF
+            cost = job.k_tasks * (
+                prefix[q, np.minimum(start + hold, horizon)] - prefix[q, start]
+            ) + np.where(inside, later, tail(r + 1, nxt))
+            better = cost < phi
+            phi[better] = cost[better]
+            arg[better] = k
+        f, at = _suffix_argmin(phi)
+        late = float(tail(r, np.array([n]))[0])  # round r starting at the horizon
+        np.minimum(f, late, out=f)
+        choices.append((arg, at, f, late))
+    value = float(f[0]) if n else float(tail(0, np.array([0]))[0])
+    path = []
+    i = 0
+    for r, (arg, at, f_r, late) in enumerate(reversed(choices)):
+        if i >= len(f_r) or f_r[i] >= late:  # the rest starts at the horizon: no λ
+            break
+        t = int(at[i])
+        q, p, s, hold = job.groups[int(arg[t])]
+        path.append((q, earliest(r) + t, min(hold, horizon - earliest(r) - t)))
+        i = max(0, t + p + s - job.rho)
+    return value, path
+
+
+def _grid_jobs(
+    instance: Instance, upper: float, time_unit: float
+) -> tuple[Any, list[_Job], npt.NDArray[np.float64]]:
+    """(the scaled instance, its jobs on the grid, each group's size)."""
+    from optsched.exact.bounds import _lp_jobs
+
+    inst, dn, lp_jobs = _lp_jobs(instance, upper, time_unit)
+    sizes = np.array([len(g) for g in inst.gpu_groups()], dtype=float)
+    gang = inst.mode == "gang"
+    jobs = [
+        _Job(
+            lj.arrival,
+            lj.window,
+            lj.rho,
+            lj.k_tasks,
+            lj.rounds,
+            float(int(inst.jobs[j].weight)),  # integral: a weight below 1 step counts 0
+            tuple((q, p, s, p + s if gang else p) for q, p, s, _, _ in lj.data),
+        )
+        for j, lj in enumerate(lp_jobs)
+    ]
+    return dn, jobs, sizes
+
+
+def lagrangian_bound(
+    instance: Instance,
+    upper: float,
+    time_unit: float,
+    *,
+    iterations: int = 1000,
+    priced_until: float | None = None,
+    budget: Budget | None = None,
+    report: Any = None,
+) -> LagrangianBound:
+    """The Lagrangian bound (module doc) on the grid of ``time_unit``, from the deadlines of
+    ``upper`` (the objective of a checked feasible schedule), after at most ``iterations``
+    subgradient steps or until ``budget`` expires or a Ctrl-C. Capacity is priced up to
+    ``priced_until`` seconds (default: the latest deadline; from there on λ = 0, and a job's
+    rounds cost only their earliest completion, which keeps each job's programme short on
+    large instances). ``report(bound)`` is called with each better certified bound (instance
+    units).
+
+    Guarantees: the bound is L(λ) at some λ ≥ 0 computed exactly up to float rounding, less
+    a relative 10⁻⁹, rounded up to the grid's integer objective (integer data and weights),
+    so at most the optimum of the instance rounded down, itself at most the optimum."""
+    from dataclasses import replace
+
+    from optsched.exact.grid import to_steps
+
+    dn, jobs, sizes = _grid_jobs(instance, upper, time_unit)
+    if any(j.window < 0 for j in jobs):
+        raise ValueError("upper is below the critical path: not a feasible objective")
+    # times from the first arrival (step `origin`): Σ w C = Σ w (C − origin) + origin · Σ w
+    origin = min(j.first for j in jobs)
+    jobs = [replace(j, first=j.first - origin) for j in jobs]
+    shift = origin * sum(int(j.weight) for j in jobs)  # exact: integers
+    horizon = max(j.first + j.rounds * j.rho + j.window for j in jobs) + 1
+    if priced_until is not None:
+        until = int(to_steps(priced_until, time_unit, "up")) - origin
+        horizon = max(1, min(horizon, until))
+    lam = np.zeros((len(sizes), horizon))
+    # Polyak's target: the incumbent's objective in grid units, from the origin
+    target = upper * dn.weight_scale / time_unit - shift
+    best, theta, since, done = -_INF, 1.0, 0, 0
+    trace: list[float] = []
+    stopped = "iterations"
+    try:
+        while done < iterations:
+            if budget is not None and budget.expired():
+                stopped = "time limit"
+                break
+            prefix = np.zeros((len(sizes), horizon + 1))
+            np.cumsum(lam, axis=1, out=prefix[:, 1:])
+            total, usage = 0.0, np.zeros((len(sizes), horizon + 1))
+            for job in jobs:
+                value, path = _price(job, prefix)
+                total += value
+                for q, t, hold in path:
+                    usage[q, t] += job.k_tasks
+                    usage[q, t + hold] -= job.k_tasks
+            value = total - float(sizes @ lam.sum(axis=1))
+            done += 1
+            certified = math.ceil(value - 1e-9 * abs(value) - 1e-9) + shift
+            found = dn.objective_to_original(float(certified))
+            trace.append(found)
+            if certified > best:
+                best, since = certified, 0
+                if report is not None:
+                    report(found)
+            else:
+                since += 1
+                if since >= PATIENCE:
+                    theta, since = theta / 2, 0
+            gradient = np.cumsum(usage, axis=1)[:, :horizon] - sizes[:, None]
+            norm = float((gradient * gradient).sum())
+            if norm == 0 or target <= value or theta < 1e-6:
+                stopped = "converged"
+                break
+            lam = np.maximum(0.0, lam + theta * (target - value) / norm * gradient)
+    except KeyboardInterrupt:  # a genuine Ctrl-C: the best bound so far stands
+        stopped = "interrupted"
+    bound = dn.objective_to_original(float(best)) if trace else None
+    return LagrangianBound(bound, done, stopped, time_unit, tuple(trace))
+
+
+def lagrangian_time_unit(instance: Instance, horizon: float, given: float | None) -> float:
+    """``given``, else the data's unit coarsened ×10 while the span from the first arrival
+    to ``horizon`` exceeds :data:`MAX_STEPS` steps and the unit stays at most the shortest
+    compute time (a coarser grid only weakens the bound)."""
+    from optsched.exact.grid import default_time_unit
+
+    if given is not None:
+        return given
+    unit = default_time_unit(instance)
+    shortest = float(instance.class_compute[np.isfinite(instance.class_compute)].min())
+    span = horizon - min(job.arrival for job in instance.jobs)
+    while unit * 10 <= shortest and span / unit > MAX_STEPS:
+        unit *= 10
+    return unit
+
+
+@register(
+    "lagrangian-bound",
+    options=LagrangianBoundOptions,
+    default_time_limit=EXACT_TIME_LIMIT,
+    description="ECT schedule + the Lagrangian bound of GPU capacity over time (per-job "
+    "shortest paths over rounds; anytime, both modes)",
+)
+def _lagrangian_bound(
+    instance: Instance, context: SolveContext[LagrangianBoundOptions]
+) -> MethodOutput:
+    budget = Budget(context.time_limit)
+    start = incumbent(instance, context.hint, budget)
+    unit = lagrangian_time_unit(instance, start.makespan, context.options.time_unit)
+    found = lagrangian_bound(
+        instance,
+        start.objective,
+        unit,
+        iterations=context.options.iterations,
+        priced_until=start.makespan,
+        budget=budget,
+        report=lambda bound: context.report(start.objective, bound),
+    )
+    return MethodOutput(
+        schedule=start.schedule,
+        bound=found.bound,
+        extra={
+            "time_unit": unit,
+            "start": start.origin,
+            "iterations": found.iterations,
+            "stopped": found.stopped,
+            "interrupted": found.stopped == "interrupted",
+            "bounds": list(found.trace),
+        },
+    )

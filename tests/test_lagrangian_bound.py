@@ -1,0 +1,126 @@
+"""The Lagrangian bound of GPU capacity over time: at most the optimum for every multiplier
+it tries (both modes, any grid, priced horizon and time origin), anytime, repeatable, and
+stronger than the critical path when jobs queue for GPUs."""
+
+from __future__ import annotations
+
+import dataclasses
+
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from optsched import GPU, Instance, Job, solve
+from optsched.budget import Budget
+from optsched.critical_path import critical_path_bound
+from optsched.ect import incumbent
+from optsched.exact import lagrangian
+from optsched.exact.lagrangian import lagrangian_bound, lagrangian_time_unit
+from optsched.result import OPTIMAL_TOL
+from optsched.testing import instances
+from tests.conftest import n_examples
+
+
+def _shifted(inst: Instance, origin: float) -> Instance:
+    jobs = tuple(dataclasses.replace(j, arrival=j.arrival + origin) for j in inst.jobs)
+    return Instance(inst.name, jobs, inst.gpus, mode=inst.mode)
+
+
+@settings(deadline=None, max_examples=n_examples(60))
+@given(instances(max_jobs=4), st.sampled_from([None, 0.5]))
+def test_every_iteration_is_at_most_the_optimum(instance, cut):
+    """Each iteration's value ≤ OPT ≤ CP-SAT's objective, on the data's grid or a coarser one,
+    with capacity priced to the end or only over part of the incumbent's makespan."""
+    optimum = solve(instance, "cpsat", time_limit=5)
+    start = incumbent(instance)
+    unit = lagrangian_time_unit(instance, start.makespan, None)
+    for grid in (unit, 2 * unit):
+        if grid > min(float(c) for c in instance.class_compute[instance.class_compute > 0]):
+            continue
+        until = None if cut is None else cut * start.makespan
+        found = lagrangian_bound(
+            instance, start.objective, grid, iterations=40, priced_until=until
+        )
+        assert found.bound is not None and found.bound == max(found.trace)
+        assert found.bound <= optimum.objective * (1 + OPTIMAL_TOL)
+    # the method: checked like every method's bound
+    result = solve(instance, "lagrangian-bound", params={"iterations": 40})
+    assert result.bound >= critical_path_bound(instance) * (1 - 1e-9)
+
+
+@settings(deadline=None, max_examples=n_examples(20))
+@given(instances(max_jobs=3, integer=True))
+def test_an_epoch_scale_origin_changes_nothing_but_the_shift(instance):
+    """At an origin of 1.7e9 s every schedule's objective grows by Σ w × origin; the bound
+    (integer data) grows by exactly that too, and its grid stays the data's."""
+    origin = 1.7e9
+    start = incumbent(instance)
+    here = lagrangian_bound(instance, start.objective, 1.0, iterations=20)
+    weight = sum(j.weight for j in instance.jobs)
+    there = lagrangian_bound(
+        _shifted(instance, origin), start.objective + weight * origin, 1.0, iterations=20
+    )
+    assert there.bound == pytest.approx(here.bound + weight * origin, rel=0, abs=1e-6 * origin)
+
+
+def _queue() -> Instance:
+    """Six two-task jobs of 3 rounds at once on two fast and two slow GPUs."""
+    jobs = tuple(
+        Job(
+            f"j{k}",
+            weight=1 + k % 3,
+            rounds=3,
+            tasks_per_round=2,
+            compute={"fast": 1.0, "slow": 3.0},
+            sync={"fast": 1.0, "slow": 1.0},
+        )
+        for k in range(6)
+    )
+    gpus = (GPU("f0", "fast"), GPU("f1", "fast"), GPU("s0", "slow"), GPU("s1", "slow"))
+    return Instance("queue", jobs, gpus)
+
+
+@pytest.mark.parametrize("mode", ["relaxed", "gang"])
+def test_sees_the_queue_and_gang_rounds(mode):
+    """The jobs queue for the fast GPUs: far above the critical path (each job alone),
+    below CP-SAT's schedules; in gang mode a round holds its GPUs while its results sync,
+    so the bound is higher than in relaxed mode."""
+    inst = _queue().with_mode(mode)
+    result = solve(inst, "lagrangian-bound")
+    assert result.bound_source == "method"
+    assert result.bound > 1.3 * critical_path_bound(inst)
+    assert result.bound <= solve(inst, "cpsat", time_limit=2).objective * (1 + OPTIMAL_TOL)
+    if mode == "gang":
+        relaxed = solve(_queue(), "lagrangian-bound").bound
+        assert result.bound > relaxed
+
+
+def test_anytime_repeatable_and_stopped():
+    inst = _queue()
+    start = incumbent(inst)
+    one = lagrangian_bound(inst, start.objective, 1.0, iterations=1)
+    assert one.iterations == 1 and one.stopped == "iterations"
+    assert one.bound == critical_path_bound(inst)  # λ = 0: every job alone
+    runs = [lagrangian_bound(inst, start.objective, 1.0, iterations=30) for _ in range(2)]
+    assert runs[0] == runs[1] and runs[0].bound > one.bound
+    expired = Budget(0.0)
+    none = lagrangian_bound(inst, start.objective, 1.0, budget=expired)
+    assert none.bound is None and none.stopped == "time limit"
+
+
+def test_a_ctrl_c_keeps_the_best_bound_so_far(monkeypatch):
+    inst = _queue()
+    start = incumbent(inst)
+    calls = {"n": 0}
+    price = lagrangian._price
+
+    def interrupted(job, prefix):
+        calls["n"] += 1
+        if calls["n"] > 3 * inst.n_jobs:  # during the fourth iteration
+            raise KeyboardInterrupt
+        return price(job, prefix)
+
+    monkeypatch.setattr(lagrangian, "_price", interrupted)
+    found = lagrangian_bound(inst, start.objective, 1.0)
+    assert found.stopped == "interrupted" and found.iterations == 3
+    assert found.bound == max(found.trace)
