@@ -48,6 +48,22 @@ def test_every_iteration_is_at_most_the_optimum(instance, cut):
     assert result.bound >= critical_path_bound(instance) * (1 - 1e-9)
 
 
+@settings(deadline=None, max_examples=n_examples(30))
+@given(instances(max_jobs=2), st.integers(2, 3))
+def test_identical_jobs(instance, copies):
+    """Copies of one job (the same arrival, weight, rounds and times) beside the others."""
+    twins = tuple(
+        dataclasses.replace(instance.jobs[0], id=f"{instance.jobs[0].id}~{k}")
+        for k in range(copies)
+    )
+    inst = Instance("twins", twins + instance.jobs[1:], instance.gpus, mode=instance.mode)
+    optimum = solve(inst, "cpsat", time_limit=5)
+    result = solve(inst, "lagrangian-bound", params={"iterations": 40})
+    assert result.extra["bounds"] and max(result.extra["bounds"]) <= optimum.objective * (
+        1 + OPTIMAL_TOL
+    )
+
+
 @settings(deadline=None, max_examples=n_examples(20))
 @given(instances(max_jobs=3, integer=True))
 def test_an_epoch_scale_origin_changes_nothing_but_the_shift(instance):

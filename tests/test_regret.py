@@ -8,7 +8,8 @@ import io
 import json
 
 import pytest
-from hypothesis import given, settings
+from hypothesis import assume, given, settings
+from hypothesis import strategies as st
 
 from optsched import solve
 from optsched.cli import main
@@ -18,6 +19,7 @@ from optsched.online.run import simulate
 from optsched.regret import regret_bound, weighted_arrivals
 from optsched.result import OPTIMAL_TOL
 from optsched.testing import instances
+from optsched.traces import Trace, TraceJob, TraceMapping, parse_cluster, trace_instance
 from tests.conftest import ROOT, n_examples
 
 TOY = ROOT / "optsched" / "data" / "instances" / "hare-toy.instance.json"
@@ -88,3 +90,43 @@ def test_the_cli_prints_the_regret_and_its_source():
     assert code == 0 and "regret" not in json.loads(out)
     code, _, err = cli("simulate", TOY, "--policy", "hlas", "--bound", "lp")
     assert code == 2 and "--bound" in err
+
+
+@st.composite
+def traces(draw: st.DrawFn) -> tuple[Trace, str, str]:
+    """A small random trace (arrivals, widths 1–3 GPUs, durations, weights), a cluster of
+    1–3 GPUs of each of K80, P100 and V100 (so every job fits), and a mode."""
+    n = draw(st.integers(1, 6))
+    jobs = tuple(
+        TraceJob(
+            f"t{k}",
+            arrival=draw(st.floats(0, 20_000).map(lambda x: round(x, 1))),
+            gpus=draw(st.sampled_from([1, 1, 2, 3])),
+            weight=draw(st.sampled_from([1.0, 2.0, 3.0])),
+            duration=draw(st.floats(100, 20_000).map(lambda x: round(x, 1))),
+        )
+        for k in range(n)
+    )
+    counts = [draw(st.integers(1, 3)) for _ in range(3)]
+    cluster = ",".join(f"{t}:{c}" for t, c in zip(("K80", "P100", "V100"), counts, strict=True))
+    return Trace("random", jobs), cluster, draw(st.sampled_from(["relaxed", "gang"]))
+
+
+@settings(deadline=None, max_examples=n_examples(40))
+@given(traces(), st.sampled_from(["fifo-perf", "srtf", "tiresias", "hlas", "allox"]))
+def test_every_bound_is_at_most_every_policy_on_random_traces(drawn, policy):
+    """Random traces: the regret over the capacity level is at least 1 on the objective and
+    on the JCT, and the Lagrangian bound is at most the policy's checked objective."""
+    trace, cluster, mode = drawn
+    try:
+        inst = trace_instance(
+            trace, parse_cluster(cluster), TraceMapping(quantum=3600.0), mode=mode
+        )
+        result = simulate(inst, policy, bound="capacity")
+    except InputError:  # a gang job wider than its workload's types here; a policy's mode
+        assume(False)
+    assert result.regret is not None and result.regret >= 1 - 1e-9
+    if result.regret_jct is not None:
+        assert result.regret_jct >= 1 - 1e-9
+    lagrangian = solve(inst, "lagrangian-bound", params={"iterations": 30}).bound
+    assert lagrangian <= result.objective * (1 + OPTIMAL_TOL)

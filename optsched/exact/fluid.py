@@ -144,7 +144,8 @@ def fluid_bound(
     """The fluid work bound on Σ w_j C_j (module doc). Every price vector and split tried
     gives a bound, and the best is returned: unit prices first (the plain fluid bound), then,
     with ``search``, a coordinate search over the prices of the GPU types on a log scale (at
-    most :data:`MAX_PRICE_TRIES` vectors, deterministic). With a ``budget``, the search stops
+    most :data:`MAX_PRICE_TRIES` vectors, deterministic; none when every job's critical path
+    already exceeds its fluid completion, where prices change nothing). With a ``budget``, the search stops
     once it has expired (after the unit prices). ``path``: the instance's
     :func:`critical_path`, when the caller has it already."""
     n = instance.n_jobs
@@ -186,7 +187,7 @@ def fluid_bound(
     log_prices = np.zeros(int(group.max()) + 1)
     best, alone = split(np.ones(len(group)))
     best_prices, tried = log_prices.copy(), 1
-    if search and len(log_prices) > 1:
+    if search and len(log_prices) > 1 and not alone.all():  # else prices change nothing
         # coordinate search at the unit prices' split, steps 2, √2, ⁴√2 (each a bound)
         for step in (1.0, 0.5, 0.25):
             improved = True
