@@ -226,6 +226,25 @@ def test_a_far_time_origin_off_the_grid_gives_a_feasible_schedule(method, origin
         assert bound <= optimum + _slack(optimum), (bound, optimum)
 
 
+@pytest.mark.parametrize("method", ["cpsat", "cpsat-pergpu", "lns"])
+@pytest.mark.parametrize("origin", [1_700_000_000.0, 4e9])
+def test_cpsat_proves_the_true_optimum_at_an_epoch_scale_origin(method, origin):
+    """Found by the property below: with its times around 1.7e12 steps of 1 ms, CP-SAT
+    proved an optimum one step above the true one (13.876 over 3 × origin instead of
+    13.875); the model now counts time from the first arrival."""
+    jobs = (
+        Job("j0", arrival=origin, compute={"T0": 2.0}),
+        Job("j1", arrival=origin, compute={"T0": 1.0}),
+        Job("j2", arrival=origin, rounds=2, compute={"T0": 1.625}, sync={"T0": 2.0}),
+    )
+    inst = Instance("epoch", jobs, (GPU("g0", "T0"),), mode="relaxed")
+    params = {"lp_bound": "0"} if method != "lns" else {"steps": "3"}
+    result = solve(inst, method, time_limit=5, params=params)
+    optimum = 3 * origin + 13.875  # j1, j2's first round, j0, j2's second round
+    assert result.objective == optimum
+    assert result.bound is not None and result.bound <= optimum
+
+
 @pytest.mark.parametrize("unit", ["0.5", "0.001", "0.25"])
 def test_lns_improving_on_a_non_unit_grid_returns_seconds_once(unit):
     """The reported exit 70: an improved schedule was converted to seconds twice, and the

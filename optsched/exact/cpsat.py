@@ -145,6 +145,9 @@ class _Model:
     Gang mode: a start and a pace per round and one optional interval per (round, group)
     whose demand is the number of the round's tasks in that group. ``choice[unit][q]`` is the
     boolean (relaxed) or demand (gang) of that unit in group q; a unit is (j, r, k) or (j, r).
+    Times in the model count from ``origin``, the first arrival (CP-SAT proved a wrong optimum,
+    one step above the true one, with times around 1.7e12 steps); the objective carries
+    the shift as a constant, so its values and bounds are absolute.
     """
 
     def __init__(
@@ -159,6 +162,8 @@ class _Model:
 
         self.m = cp_model.CpModel()
         self.inst, self.groups = inst, groups
+        self.origin = min(int(job.arrival) for job in inst.jobs)
+        deadline = [d - self.origin for d in deadline]
         self.gang = inst.mode == "gang"
         self.round_length = [int(round_lower_bound(inst, j)) for j in range(inst.n_jobs)]
         self.ready: dict[tuple[int, int], Any] = {}
@@ -174,7 +179,7 @@ class _Model:
                 if budget is not None:  # OutOfTime: the caller returns its incumbent, and
                     # freeing what is built takes a share of the time it took
                     budget.check(TEARDOWN_SHARE * (time.perf_counter() - begun))
-                earliest = int(job.arrival) if r == 0 else 0
+                earliest = int(job.arrival) - self.origin if r == 0 else 0
                 after = self.ready.get((j, r - 1))
                 if self.gang:
                     self._gang_round(j, r, earliest, deadline[j], after)
@@ -193,10 +198,11 @@ class _Model:
         if makespan:
             cmax = self.m.new_int_var(0, max(deadline), "cmax")
             self.m.add_max_equality(cmax, last)
-            self.m.minimize(cmax)
+            self.m.minimize(cmax + self.origin)
         else:
+            weights = [int(job.weight) for job in inst.jobs]
             self.m.minimize(
-                sum(int(job.weight) * c for job, c in zip(inst.jobs, last, strict=True))
+                sum(w * c for w, c in zip(weights, last, strict=True)) + self.origin * sum(weights)
             )
         #: Seconds freeing this model is expected to take (:data:`TEARDOWN_SHARE`).
         self.teardown = TEARDOWN_SHARE * (time.perf_counter() - begun)
@@ -293,9 +299,9 @@ class _Model:
                 + inst.sync[j, inst.gpu_index[t.gpu]]
                 for t in tasks
             )
-            m.add_hint(self.ready[j, r], int(ready))
+            m.add_hint(self.ready[j, r], int(ready) - self.origin)
             if self.gang:
-                m.add_hint(self.start[j, r], int(tasks[0].start))
+                m.add_hint(self.start[j, r], int(tasks[0].start) - self.origin)
                 m.add_hint(self.pace[j, r], int(ready - tasks[0].start))
                 for q, var in self.choice[j, r].items():
                     m.add_hint(var, used.count(q))
@@ -303,7 +309,7 @@ class _Model:
                         m.add_hint(self.present[j, r, q], int(q in used))
                 continue
             for k, (t, q_used) in enumerate(zip(tasks, used, strict=True)):
-                m.add_hint(self.start[j, r, k], int(t.start))
+                m.add_hint(self.start[j, r, k], int(t.start) - self.origin)
                 for q, var in self.choice[j, r, k].items():
                     m.add_hint(var, int(q == q_used))
 
@@ -315,7 +321,7 @@ class _Model:
         items = []
         for unit, choice in self.choice.items():
             j, r = unit[0], unit[1]
-            start = solver.value(self.start[unit])
+            start = solver.value(self.start[unit]) + self.origin
             for q, var in choice.items():
                 n = solver.value(var)
                 if n:
