@@ -43,6 +43,10 @@ def test_every_iteration_is_at_most_the_optimum(instance, cut):
         )
         assert found.bound is not None and found.bound == max(found.trace)
         assert found.bound <= optimum.objective * (1 + OPTIMAL_TOL)
+        # never below the critical path by more than a step per job (the floor gives back
+        # what rounding the times down took)
+        weight = sum(j.weight for j in instance.jobs)
+        assert found.bound >= critical_path_bound(instance) - weight * grid * (1 + 1e-9)
     # the method: checked like every method's bound
     result = solve(instance, "lagrangian-bound", params={"iterations": 40})
     assert result.bound >= critical_path_bound(instance) * (1 - 1e-9)

@@ -145,8 +145,8 @@ def fluid_bound(
     gives a bound, and the best is returned: unit prices first (the plain fluid bound), then,
     with ``search``, a coordinate search over the prices of the GPU types on a log scale (at
     most :data:`MAX_PRICE_TRIES` vectors, deterministic; none when every job's critical path
-    already exceeds its fluid completion, where prices change nothing). With a ``budget``, the search stops
-    once it has expired (after the unit prices). ``path``: the instance's
+    already exceeds its fluid completion, where prices change nothing). With a ``budget``,
+    the search stops once it has expired (after the unit prices). ``path``: the instance's
     :func:`critical_path`, when the caller has it already."""
     n = instance.n_jobs
     release = np.array([job.arrival for job in instance.jobs], dtype=float)

@@ -7,11 +7,13 @@ only the capacity of each group of interchangeable GPUs at each step couples the
 Pricing that capacity with multipliers λ[q, t] ≥ 0 splits the problem into one shortest path
 per job:
 
-    L(λ) = Σ_j min over j's schedules of (w_j C_j + Σ_{q,t} λ[q, t] · GPUs of q that j
-           uses at t)  −  Σ_{q,t} λ[q, t] · |q|
+    L(λ) = Σ_j min over j's schedules of (w_j max(C_j, CP_j) + Σ_{q,t} λ[q, t] · GPUs of q
+           that j uses at t)  −  Σ_{q,t} λ[q, t] · |q|
 
 is a lower bound on the optimum for *every* λ ≥ 0 (each job's term is at most what the
-optimal schedule pays for it, and that schedule uses at most |q| GPUs of q at any t). Each
+optimal schedule pays for it, and that schedule uses at most |q| GPUs of q at any t; CP_j,
+the job's critical path rounded down to the grid, gives back what rounding took from its
+own length). Each
 job's minimum is a dynamic programme over its rounds (a relaxation of its own constraints,
 so still a lower bound: the round's K tasks take its cheapest slot; see the model page),
 O(rounds × groups × window) with NumPy. λ is improved by subgradient steps (Polyak's rule
@@ -76,10 +78,12 @@ class LagrangianBound:
 @dataclass(frozen=True)
 class _Job:
     """One job on the grid: its rounds' earliest starts are ``first + r·rho`` and every round
-    may start up to ``window`` steps later; per usable group: (group, compute, sync, steps
-    held)."""
+    may start up to ``window`` steps later; it completes no earlier than ``floor`` (its
+    critical path in the original times, rounded down to the grid); per usable group:
+    (group, compute, sync, steps held)."""
 
     first: int
+    floor: int
     window: int
     rho: int
     k_tasks: int
@@ -118,10 +122,11 @@ def _price(job: _Job, prefix: npt.NDArray[np.float64]) -> tuple[float, list[tupl
         ends the window before the horizon: no schedule is there)."""
         if priced(r) == size:
             return np.full(i.shape, _INF)
-        return job.weight * (earliest(r) + i + (job.rounds - r) * job.rho).astype(float)
+        return job.weight * np.maximum(earliest(r) + i + (job.rounds - r) * job.rho, job.floor)
 
     n = priced(job.rounds)
-    f = job.weight * (earliest(job.rounds) + np.arange(n, dtype=float))  # f[i]: rounds r..
+    # f[i]: least cost of rounds r.. from barrier earliest(r) + i (here r = R: C = barrier)
+    f = job.weight * np.maximum(earliest(job.rounds) + np.arange(n), job.floor).astype(float)
     choices = []
     for r in range(job.rounds - 1, -1, -1):
         n_next, n = n, priced(r)
@@ -160,14 +165,18 @@ def _grid_jobs(
     instance: Instance, upper: float, time_unit: float
 ) -> tuple[Any, list[_Job], npt.NDArray[np.float64]]:
     """(the scaled instance, its jobs on the grid, each group's size)."""
+    from optsched.critical_path import critical_path
     from optsched.exact.bounds import _lp_jobs
+    from optsched.exact.grid import to_steps
 
     inst, dn, lp_jobs = _lp_jobs(instance, upper, time_unit)
+    floor = to_steps(critical_path(instance), time_unit, "down")
     sizes = np.array([len(g) for g in inst.gpu_groups()], dtype=float)
     gang = inst.mode == "gang"
     jobs = [
         _Job(
             lj.arrival,
+            int(floor[j]),
             lj.window,
             lj.rho,
             lj.k_tasks,
@@ -199,8 +208,9 @@ def lagrangian_bound(
     units).
 
     Guarantees: the bound is L(λ) at some λ ≥ 0 computed exactly up to float rounding, less
-    a relative 10⁻⁹, rounded up to the grid's integer objective (integer data and weights),
-    so at most the optimum of the instance rounded down, itself at most the optimum."""
+    a relative 10⁻⁹, rounded up to the grid's integer objective (integer steps and weights),
+    so at most Σ_j w_j max(C_j, CP_j) of an optimal schedule shifted onto the grid of the
+    instance rounded down, itself at most the optimum (docs/models/lagrangian-bound.md)."""
     from dataclasses import replace
 
     from optsched.exact.grid import to_steps
@@ -210,7 +220,7 @@ def lagrangian_bound(
         raise ValueError("upper is below the critical path: not a feasible objective")
     # times from the first arrival (step `origin`): Σ w C = Σ w (C − origin) + origin · Σ w
     origin = min(j.first for j in jobs)
-    jobs = [replace(j, first=j.first - origin) for j in jobs]
+    jobs = [replace(j, first=j.first - origin, floor=j.floor - origin) for j in jobs]
     shift = origin * sum(int(j.weight) for j in jobs)  # exact: integers
     horizon = max(j.first + j.rounds * j.rho + j.window for j in jobs) + 1
     if priced_until is not None:
