@@ -98,8 +98,8 @@ CTRL_C_SECONDS = 2.0
 EXIT_SECONDS = 0.3
 
 
-def check_time_limit(time_limit: Any) -> None:
-    """Refuse (InputError naming --time-limit) a time limit that is not a finite number in
+def check_time_limit(time_limit: Any, option: str = "--time-limit") -> None:
+    """Refuse (InputError naming ``option``) a time limit that is not a finite number in
     (0, MAX_VALUE]; None means unlimited."""
     if time_limit is None:
         return
@@ -110,7 +110,7 @@ def check_time_limit(time_limit: Any) -> None:
         or not 0 < float(time_limit) <= MAX_VALUE
     ):
         raise InputError(
-            f"--time-limit: time limit must be > 0 and a finite number of "
+            f"{option}: time limit must be > 0 and a finite number of "
             f"seconds at most {MAX_VALUE:g}, got {time_limit!r}"
         )
 

@@ -10,7 +10,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from optsched import GPU, Instance, Job, solve
+from optsched import GPU, InputError, Instance, Job, solve
 from optsched.budget import Budget
 from optsched.critical_path import critical_path_bound
 from optsched.ect import incumbent
@@ -27,7 +27,7 @@ def _shifted(inst: Instance, origin: float) -> Instance:
 
 
 @settings(deadline=None, max_examples=n_examples(60))
-@given(instances(max_jobs=4), st.sampled_from([None, 0.5]))
+@given(instances(max_jobs=4), st.sampled_from([None, 0.5, 0.1]))
 def test_every_iteration_is_at_most_the_optimum(instance, cut):
     """Each iteration's value ≤ OPT ≤ CP-SAT's objective, on the data's grid or a coarser one,
     with capacity priced to the end or only over part of the incumbent's makespan."""
@@ -63,9 +63,7 @@ def test_identical_jobs(instance, copies):
     inst = Instance("twins", twins + instance.jobs[1:], instance.gpus, mode=instance.mode)
     optimum = solve(inst, "cpsat", time_limit=5)
     result = solve(inst, "lagrangian-bound", params={"iterations": 40})
-    assert result.extra["bounds"] and max(result.extra["bounds"]) <= optimum.objective * (
-        1 + OPTIMAL_TOL
-    )
+    assert result.bound <= optimum.objective * (1 + OPTIMAL_TOL)
 
 
 @settings(deadline=None, max_examples=n_examples(20))
@@ -126,6 +124,37 @@ def test_anytime_repeatable_and_stopped():
     expired = Budget(0.0)
     none = lagrangian_bound(inst, start.objective, 1.0, budget=expired)
     assert none.bound is None and none.stopped == "time limit"
+
+
+def test_rounds_past_the_priced_horizon_are_not_overpriced():
+    """A round whose tasks start at or after the priced horizon T gives the next barrier no
+    earlier than T + its quickest compute + sync, not T + a whole round: two tasks of 1 s on
+    one GPU make a round of 2 s, but its second task alone starts at T = 1."""
+    inst = Instance("stack", (Job("j", tasks_per_round=2, compute={"A": 1.0}),), (GPU("g", "A"),))
+    assert solve(inst, "cpsat").objective == 2.0
+    found = lagrangian_bound(inst, 3.0, 1.0, iterations=50, priced_until=1.0)
+    assert found.bound == 2.0
+
+
+def test_a_grid_too_fine_is_refused_and_the_time_limit_holds_within_an_iteration():
+    inst = _queue()
+    with pytest.raises(InputError, match=r"time_unit 1e-09.*coarser"):
+        solve(inst, "lagrangian-bound", params={"time_unit": "1e-9"})
+
+    class Expiring:
+        """Expires at its 8th look: during the second iteration (6 jobs each)."""
+
+        def __init__(self) -> None:
+            self.looks = 0
+
+        def expired(self) -> bool:
+            self.looks += 1
+            return self.looks >= 8
+
+    start = incumbent(inst)
+    found = lagrangian_bound(inst, start.objective, 1.0, budget=Expiring())
+    assert found.stopped == "time limit" and found.iterations == 1
+    assert found.bound == found.trace[0]
 
 
 def test_a_ctrl_c_keeps_the_best_bound_so_far(monkeypatch):

@@ -90,6 +90,13 @@ def test_the_cli_prints_the_regret_and_its_source():
     assert code == 0 and "regret" not in json.loads(out)
     code, _, err = cli("simulate", TOY, "--policy", "hlas", "--bound", "lp")
     assert code == 2 and "--bound" in err
+    code, out, _ = cli(
+        "simulate", TOY, "--policy", "hlas", "--bound", "capacity", "--bound-time-limit", "1e-9"
+    )
+    assert code == 0 and "the class-capacity LP gave no bound: time limit" in out
+    for bad in ("-5", "0", "nan"):
+        code, _, err = cli("simulate", TOY, "--policy", "hlas", "--bound-time-limit", bad)
+        assert code == 2 and "--bound-time-limit" in err, err
 
 
 @st.composite

@@ -248,6 +248,9 @@ def print_result(result: Result[Any], online: bool = False) -> None:
                     else f"; weighted JCT ≤ {fmt(result.regret_jct, 4)} × the least possible"
                 )
             )
+            status = result.extra.get("capacity_status")
+            if status not in (None, "optimal"):
+                print(f"           (the class-capacity LP gave no bound: {status})")
     else:
         source = {"method": "the method's certified bound", "critical_path": "critical path"}.get(
             result.extra.get("bound_source", "")

@@ -8,6 +8,7 @@ An LP bound counts only when HiGHS proves the LP optimal. The closed-form critic
 from __future__ import annotations
 
 import math
+from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
@@ -133,23 +134,40 @@ def time_indexed_lp_size(instance: Instance, upper: float, time_unit: float) -> 
 def lp_time_unit(
     instance: Instance, horizon: float, given: float | None = None, *, upper: float | None = None
 ) -> float:
-    """The LP's grid: ``given`` (the ``time_unit`` option), else the data's natural unit
-    coarsened ×10 at a time while the ``horizon`` (a makespan), counted from the first
-    arrival, spans more than MAX_LP_STEPS steps (or, given
-    the incumbent objective ``upper``, while the LP would be too large for
-    :func:`~optsched.budget.lp_too_large`) and the unit stays at most the shortest
-    compute time (a coarser grid only weakens the bound: times are rounded down)."""
+    """The LP's grid: ``given`` (the ``time_unit`` option), else :func:`coarsened_time_unit`
+    to MAX_LP_STEPS steps, coarsened further, given the incumbent objective ``upper``,
+    while the LP would be too large for :func:`~optsched.budget.lp_too_large`."""
     from optsched.budget import lp_too_large
-    from optsched.exact.grid import default_time_unit
 
     if given is not None:
         return given
+    return coarsened_time_unit(
+        instance,
+        horizon,
+        MAX_LP_STEPS,
+        None
+        if upper is None
+        else lambda unit: lp_too_large(*time_indexed_lp_size(instance, upper, unit)),
+    )
+
+
+def coarsened_time_unit(
+    instance: Instance,
+    horizon: float,
+    max_steps: int,
+    too_large: Callable[[float], bool] | None = None,
+) -> float:
+    """The data's natural unit, coarsened ×10 while the ``horizon`` (a makespan), counted
+    from the first arrival, spans more than ``max_steps`` steps (or ``too_large(unit)``)
+    and the unit stays at most the shortest compute time (on a grid times are rounded down
+    for bounds, so a coarser grid only weakens them)."""
+    from optsched.exact.grid import default_time_unit
+
     unit = default_time_unit(instance)
-    shortest = float(instance.compute[np.isfinite(instance.compute)].min())
+    shortest = float(instance.class_compute[np.isfinite(instance.class_compute)].min())
     span = horizon - min(job.arrival for job in instance.jobs)  # not the distance from 0
     while unit * 10 <= shortest and (
-        span / unit > MAX_LP_STEPS
-        or (upper is not None and lp_too_large(*time_indexed_lp_size(instance, upper, unit)))
+        span / unit > max_steps or (too_large is not None and too_large(unit))
     ):
         unit *= 10
     return unit

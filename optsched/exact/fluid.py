@@ -84,9 +84,11 @@ def preemptive_wspt_mean_busy(
     return first_moment / size
 
 
-def _fluid_terms(
-    instance: Instance, prices: npt.NDArray[np.float64]
-) -> tuple[npt.NDArray[np.float64], npt.NDArray[np.float64], float]:
+#: (W_j, W_j / (2 R_j) + s_j per job, the capacity C): the fluid bound's terms at some prices.
+_Terms = tuple[npt.NDArray[np.float64], npt.NDArray[np.float64], float]
+
+
+def _fluid_terms(instance: Instance, prices: npt.NDArray[np.float64]) -> _Terms:
     """(W_j, W_j / (2 R_j) + s_j per job, the capacity C) at GPU-class ``prices``
     (models/fluid-bound.md), in blocks of jobs so that no (jobs × classes) array exceeds
     about a million entries."""
@@ -144,8 +146,8 @@ def fluid_bound(
     """The fluid work bound on Σ w_j C_j (module doc). Every price vector and split tried
     gives a bound, and the best is returned: unit prices first (the plain fluid bound), then,
     with ``search``, a coordinate search over the prices of the GPU types on a log scale (at
-    most :data:`MAX_PRICE_TRIES` vectors, deterministic; none when every job's critical path
-    already exceeds its fluid completion, where prices change nothing). With a ``budget``,
+    most :data:`MAX_PRICE_TRIES` vectors, deterministic, at the unit prices' split; none when
+    that split counts every job at its critical path). With a ``budget``,
     the search stops once it has expired (after the unit prices). ``path``: the instance's
     :func:`critical_path`, when the caller has it already."""
     n = instance.n_jobs
@@ -153,27 +155,29 @@ def fluid_bound(
     weight = np.array([job.weight for job in instance.jobs], dtype=float)
     path = critical_path(instance) if path is None else path  # C_j ≥ path_j
 
-    def value(prices: npt.NDArray[np.float64], alone: npt.NDArray[np.bool_]) -> float:
-        """The bound at ``prices`` with the jobs of ``alone`` counted at their critical path."""
-        work, after, capacity = _fluid_terms(instance, prices)
-        fluid = preemptive_wspt_mean_busy(release, work / capacity, weight * ~alone) + after
-        return float(np.dot(weight, np.where(alone, path, fluid)))
+    def fluid(terms: _Terms, alone: npt.NDArray[np.bool_]) -> npt.NDArray[np.float64]:
+        """Each job's fluid completion M_j + after_j, WSPT weighting the jobs of ``alone`` 0."""
+        work, after, capacity = terms
+        return preemptive_wspt_mean_busy(release, work / capacity, weight * ~alone) + after
+
+    def value(completion: npt.NDArray[np.float64], alone: npt.NDArray[np.bool_]) -> float:
+        """The bound with the jobs of ``alone`` at their critical path, the others at
+        ``completion``: C_j ≥ max(path_j, M_j + after_j), and Σ_others w M is at least its
+        WSPT minimum, so Σ_alone w path + Σ_others w (M^WSPT + after) is a bound."""
+        return float(np.dot(weight, np.where(alone, path, completion)))
 
     def split(prices: npt.NDArray[np.float64]) -> tuple[float, npt.NDArray[np.bool_]]:
-        """The best split at ``prices``: C_j ≥ max(path_j, M_j + after_j) ≥ path_j for the
-        jobs of `alone` and M_j + after_j for the others, so for any split Σ_alone w path +
-        min_M Σ_others w (M + after) is a bound (the minimum: WSPT with the alone jobs
-        weighted 0). Jobs join `alone` while their critical path exceeds their fluid
-        completion."""
-        work, after, capacity = _fluid_terms(instance, prices)
+        """The best split at ``prices``: jobs join `alone` while their critical path exceeds
+        their fluid completion."""
+        terms = _fluid_terms(instance, prices)
         alone = np.zeros(n, dtype=bool)
         best, best_alone = 0.0, alone
         for _ in range(n + 1):
-            fluid = preemptive_wspt_mean_busy(release, work / capacity, weight * ~alone) + after
-            here = float(np.dot(weight, np.where(alone, path, fluid)))
+            completion = fluid(terms, alone)
+            here = value(completion, alone)
             if here > best:
                 best, best_alone = here, alone.copy()
-            joining = ~alone & (path > fluid)
+            joining = ~alone & (path > completion)
             if not joining.any():
                 break
             alone |= joining
@@ -187,8 +191,10 @@ def fluid_bound(
     log_prices = np.zeros(int(group.max()) + 1)
     best, alone = split(np.ones(len(group)))
     best_prices, tried = log_prices.copy(), 1
-    if search and len(log_prices) > 1 and not alone.all():  # else prices change nothing
-        # coordinate search at the unit prices' split, steps 2, √2, ⁴√2 (each a bound)
+    # the search keeps the unit prices' split: where it counts every job at its critical
+    # path, no price vector could change the value
+    if search and len(log_prices) > 1 and not alone.all():
+        # coordinate search, steps 2, √2, ⁴√2 (each a bound)
         for step in (1.0, 0.5, 0.25):
             improved = True
             while improved and tried < MAX_PRICE_TRIES:
@@ -200,7 +206,8 @@ def fluid_bound(
                         trial = best_prices.copy()
                         trial[g] += sign * step
                         tried += 1
-                        here = value(2.0 ** trial[group], alone)
+                        terms = _fluid_terms(instance, 2.0 ** trial[group])
+                        here = value(fluid(terms, alone), alone)
                         if here > best:
                             best, best_prices, improved = here, trial, True
         if tried > 1 and not (budget is not None and budget.expired()):

@@ -37,6 +37,7 @@ import numpy.typing as npt
 from optsched.budget import EXACT_TIME_LIMIT, Budget
 from optsched.contracts import MethodOutput, SolveContext
 from optsched.ect import incumbent
+from optsched.errors import InputError
 from optsched.instance import Instance
 from optsched.options import Options, count, number
 from optsched.registry import register
@@ -48,7 +49,15 @@ MAX_STEPS = 20_000
 #: Consecutive iterations without a better bound after which the step size halves.
 PATIENCE = 20
 
+#: Most (group, step) prices, or (round, step) states of one job's programme: about 80 MB
+#: per array of them.
+MAX_CELLS = 10_000_000
+
 _INF = math.inf
+
+
+class _OutOfTime(Exception):
+    """The budget expired in the middle of an iteration."""
 
 
 @dataclass(frozen=True)
@@ -106,8 +115,10 @@ def _suffix_argmin(values: npt.NDArray[np.float64]) -> tuple[np.ndarray, np.ndar
 def _price(job: _Job, prefix: npt.NDArray[np.float64]) -> tuple[float, list[tuple[int, int, int]]]:
     """Job's least w·C + λ-cost over its relaxed schedules, and the (group, start, steps)
     of each priced round of a path attaining it (K GPUs each). ``prefix[q, t]``: Σ_{t' < t}
-    λ[q, t'] for t ≤ T; λ is 0 from T on, where the rounds left cost w·(their earliest
-    completion, every round taking ``rho``)."""
+    λ[q, t'] for t ≤ T; λ is 0 from T on: from a barrier at or after T the rounds left cost
+    w·(their earliest completion, every round taking ``rho`` from its barrier), and a round
+    whose tasks start at or after T gives the next barrier at T + its quickest p + s at the
+    earliest."""
     horizon = prefix.shape[1] - 1
     size = job.window + 1  # barrier r may be up to `window` steps after first + r·rho
 
@@ -124,6 +135,7 @@ def _price(job: _Job, prefix: npt.NDArray[np.float64]) -> tuple[float, list[tupl
             return np.full(i.shape, _INF)
         return job.weight * np.maximum(earliest(r) + i + (job.rounds - r) * job.rho, job.floor)
 
+    quickest = min(p + s for _, p, s, _ in job.groups)
     n = priced(job.rounds)
     # f[i]: least cost of rounds r.. from barrier earliest(r) + i (here r = R: C = barrier)
     f = job.weight * np.maximum(earliest(job.rounds) + np.arange(n), job.floor).astype(float)
@@ -145,7 +157,12 @@ def _price(job: _Job, prefix: npt.NDArray[np.float64]) -> tuple[float, list[tupl
             phi[better] = cost[better]
             arg[better] = k
         f, at = _suffix_argmin(phi)
-        late = float(tail(r, np.array([n]))[0])  # round r starting at the horizon
+        # round r's tasks starting at or after the horizon (where its window reaches it)
+        late = (
+            _INF
+            if n == size
+            else float(tail(r + 1, np.array([max(n + quickest - job.rho, 0)]))[0])
+        )
         np.minimum(f, late, out=f)
         choices.append((arg, at, f, late))
     value = float(f[0]) if n else float(tail(0, np.array([0]))[0])
@@ -226,6 +243,13 @@ def lagrangian_bound(
     if priced_until is not None:
         until = int(to_steps(priced_until, time_unit, "up")) - origin
         horizon = max(1, min(horizon, until))
+    cells = max(len(sizes) * horizon, max(j.rounds * min(j.window + 1, horizon) for j in jobs))
+    if cells > MAX_CELLS:
+        raise InputError(
+            f"time_unit {time_unit:g}: the Lagrangian bound would price {cells:.3g} "
+            f"(group, step) or (round, step) pairs, more than {MAX_CELLS:.0e}; choose a "
+            "coarser time_unit"
+        )
     lam = np.zeros((len(sizes), horizon))
     # Polyak's target: the incumbent's objective in grid units, from the origin
     target = upper * dn.weight_scale / time_unit - shift
@@ -241,6 +265,8 @@ def lagrangian_bound(
             np.cumsum(lam, axis=1, out=prefix[:, 1:])
             total, usage = 0.0, np.zeros((len(sizes), horizon + 1))
             for job in jobs:
+                if budget is not None and budget.expired():  # the iteration is dropped
+                    raise _OutOfTime
                 value, path = _price(job, prefix)
                 total += value
                 for q, t, hold in path:
@@ -265,6 +291,8 @@ def lagrangian_bound(
                 stopped = "converged"
                 break
             lam = np.maximum(0.0, lam + theta * (target - value) / norm * gradient)
+    except _OutOfTime:
+        stopped = "time limit"
     except KeyboardInterrupt:  # a genuine Ctrl-C: the best bound so far stands
         stopped = "interrupted"
     bound = dn.objective_to_original(float(best)) if trace else None
@@ -272,19 +300,11 @@ def lagrangian_bound(
 
 
 def lagrangian_time_unit(instance: Instance, horizon: float, given: float | None) -> float:
-    """``given``, else the data's unit coarsened ×10 while the span from the first arrival
-    to ``horizon`` exceeds :data:`MAX_STEPS` steps and the unit stays at most the shortest
-    compute time (a coarser grid only weakens the bound)."""
-    from optsched.exact.grid import default_time_unit
+    """``given``, else the data's unit coarsened to at most :data:`MAX_STEPS` steps up to
+    ``horizon`` (:func:`~optsched.exact.bounds.coarsened_time_unit`)."""
+    from optsched.exact.bounds import coarsened_time_unit
 
-    if given is not None:
-        return given
-    unit = default_time_unit(instance)
-    shortest = float(instance.class_compute[np.isfinite(instance.class_compute)].min())
-    span = horizon - min(job.arrival for job in instance.jobs)
-    while unit * 10 <= shortest and span / unit > MAX_STEPS:
-        unit *= 10
-    return unit
+    return given if given is not None else coarsened_time_unit(instance, horizon, MAX_STEPS)
 
 
 @register(
@@ -318,6 +338,6 @@ def _lagrangian_bound(
             "iterations": found.iterations,
             "stopped": found.stopped,
             "interrupted": found.stopped == "interrupted",
-            "bounds": list(found.trace),
+            "bound_at_zero": found.trace[0] if found.trace else None,  # λ = 0
         },
     )

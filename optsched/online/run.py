@@ -7,6 +7,7 @@ from collections.abc import Mapping
 from pathlib import Path
 from typing import Any, cast
 
+from optsched.budget import check_time_limit
 from optsched.check import ResolutionError
 from optsched.errors import InputError
 from optsched.instance import Instance
@@ -65,6 +66,7 @@ def simulate(
     :class:`~optsched.errors.MethodError` naming it and its plug-in.
     """
     check_level(bound)
+    check_time_limit(bound_time_limit, "--bound-time-limit")
     ready = prepare(policy, "simulate", seed=seed, time_limit=None, params=params)
     info, params = ready.info, ready.params
     if mode is not None and mode != instance.mode:
