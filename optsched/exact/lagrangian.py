@@ -126,33 +126,40 @@ def _price(job: _Job, prefix: npt.NDArray[np.float64]) -> tuple[float, list[tupl
         return job.first + r * job.rho
 
     def priced(r: int) -> int:  # barriers of round r before the horizon (and the deadline)
-        return int(np.clip(horizon - earliest(r), 0, size))
+        return min(max(horizon - earliest(r), 0), size)
 
     def tail(r: int, i: npt.NDArray[np.int_]) -> npt.NDArray[np.float64]:
         """Rounds r.. from barrier index i at or after the horizon (inf where the deadline
         ends the window before the horizon: no schedule is there)."""
         if priced(r) == size:
             return np.full(i.shape, _INF)
-        return job.weight * np.maximum(earliest(r) + i + (job.rounds - r) * job.rho, job.floor)
+        out: npt.NDArray[np.float64] = job.weight * np.maximum(
+            earliest(r) + i + (job.rounds - r) * job.rho, job.floor
+        )
+        return out
 
     quickest = min(p + s for _, p, s, _ in job.groups)
+    reach = max(p + s for _, p, s, _ in job.groups) - job.rho  # furthest next barrier
     n = priced(job.rounds)
     # f[i]: least cost of rounds r.. from barrier earliest(r) + i (here r = R: C = barrier)
     f = job.weight * np.maximum(earliest(job.rounds) + np.arange(n), job.floor).astype(float)
     choices = []
     for r in range(job.rounds - 1, -1, -1):
         n_next, n = n, priced(r)
-        start = earliest(r) + np.arange(n)
+        index = np.arange(n)
+        start = earliest(r) + index
+        # the next round's values at every barrier these starts can reach, past its priced
+        # ones from the closed form
+        beyond = np.arange(n_next, max(n_next, n + reach, 1 if n else 0))
+        ahead = np.concatenate([f, tail(r + 1, beyond)]) if len(beyond) else f
         phi = np.full(n, _INF)
         arg = np.full(n, -1)
         for k, (q, p, s, hold) in enumerate(job.groups):
             # ready at start + p + s: the next barrier (clamped to its earliest)
-            nxt = np.maximum(np.arange(n) + p + s - job.rho, 0)
-            inside = nxt < n_next
-            later = f[np.minimum(nxt, max(n_next - 1, 0))] if n_next else _INF
+            nxt = np.maximum(index + (p + s - job.rho), 0)
             cost = job.k_tasks * (
                 prefix[q, np.minimum(start + hold, horizon)] - prefix[q, start]
-            ) + np.where(inside, later, tail(r + 1, nxt))
+            ) + ahead[nxt]
             better = cost < phi
             phi[better] = cost[better]
             arg[better] = k
