@@ -126,7 +126,7 @@ def _price(job: _Job, prefix: npt.NDArray[np.float64]) -> tuple[float, list[tupl
         return job.first + r * job.rho
 
     def priced(r: int) -> int:  # barriers of round r before the horizon (and the deadline)
-        return min(max(horizon - earliest(r), 0), size)
+        return int(min(max(horizon - earliest(r), 0), size))
 
     def tail(r: int, i: npt.NDArray[np.int_]) -> npt.NDArray[np.float64]:
         """Rounds r.. from barrier index i at or after the horizon (inf where the deadline
@@ -157,9 +157,10 @@ def _price(job: _Job, prefix: npt.NDArray[np.float64]) -> tuple[float, list[tupl
         for k, (q, p, s, hold) in enumerate(job.groups):
             # ready at start + p + s: the next barrier (clamped to its earliest)
             nxt = np.maximum(index + (p + s - job.rho), 0)
-            cost = job.k_tasks * (
-                prefix[q, np.minimum(start + hold, horizon)] - prefix[q, start]
-            ) + ahead[nxt]
+            cost = (
+                job.k_tasks * (prefix[q, np.minimum(start + hold, horizon)] - prefix[q, start])
+                + ahead[nxt]
+            )
             better = cost < phi
             phi[better] = cost[better]
             arg[better] = k
