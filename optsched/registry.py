@@ -397,7 +397,7 @@ def get_method(name: str, kind: Kind = "solve") -> MethodInfo[Any]:
     ------
     UnknownNameError
         No such method of that kind (the message lists the known ones, and says when the
-        name is a method of another kind).
+        name is a method of another kind, else how to load one's own: ``--plugin``).
     """
     _load(kind)
     try:
@@ -406,7 +406,11 @@ def get_method(name: str, kind: Kind = "solve") -> MethodInfo[Any]:
         _load()  # to say when the name is a method of another kind
         known = ", ".join(i.name for i in methods(kind)) or "none"
         other = [k for k in KINDS if (k, name) in _REGISTRY]
-        hint = f"; {name!r} is a {other[0]} method" if other else ""
+        hint = (
+            f"; {name!r} is a {other[0]} method"
+            if other
+            else "; a method of your own: load its file or module with --plugin"
+        )
         raise UnknownNameError(f"unknown {kind} method {name!r}{hint} (known: {known})") from None
 
 

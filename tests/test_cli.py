@@ -97,7 +97,7 @@ def test_missing_file_and_usage_errors_exit_2(capsys):
         "optsched solve: error: the following arguments are required: --method"
     )
     code, _, err = run(capsys, "solve", TOY, "--method", "nope")
-    assert code == 2 and "unknown solve method 'nope'" in err
+    assert code == 2 and "unknown solve method 'nope'" in err and "--plugin" in err
     code, _, err = run(capsys, "solve", TOY, "--method", "ect", "--param", "x=1")
     assert code == 2 and "no parameter 'x'" in err
     code, _, err = run(capsys, "solve", TOY, "--method", "ect", "--param", "novalue")

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import dataclasses
+import io
 import json
 import math
 
@@ -16,6 +17,7 @@ from optsched.critical_path import critical_path_bound
 from optsched.errors import InputError
 from optsched.io import load_instance
 from optsched.online.baselines import FIFO, SRTF, AlloX, FIFORandom, Homo, Replay, Tiresias
+from optsched.online.engine import ProgressObserver
 from optsched.online.hlas import HLAS
 from optsched.online.run import simulate
 from optsched.online.simulator import PolicyError, realise, run_simulation, size_distribution
@@ -622,3 +624,26 @@ def test_a_gap_is_never_negative_by_rounding():
     assert gap(3.76686e11, 3.76686e11 * (1 + 1e-12)) == 0.0
     assert gap(10.0, 11.0) == pytest.approx(-0.1)
     assert gap(11.0, 10.0) == pytest.approx(1 / 11)
+
+
+class _Terminal(io.StringIO):
+    def isatty(self) -> bool:
+        return True
+
+
+@pytest.mark.parametrize("terminal", [False, True])
+def test_progress_is_one_line_per_report_in_a_log_and_rewritten_on_a_terminal(
+    monkeypatch, terminal
+):
+    monkeypatch.setattr(ProgressObserver, "EVERY", 0.0)  # report at every task
+    inst = load_instance(TOY)
+    stream = _Terminal() if terminal else io.StringIO()
+    run_simulation(inst, HLAS(), observers=[ProgressObserver(inst, stream)])
+    text = stream.getvalue()
+    reports = text.count("simulated t=")
+    assert reports == inst.n_tasks
+    if terminal:
+        assert text.count("\r") == reports and text.count("\n") == 1
+    else:
+        assert "\r" not in text and text.count("\n") == reports
+        assert all(line.startswith("simulated t=") for line in text.splitlines())

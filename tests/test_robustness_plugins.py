@@ -281,7 +281,7 @@ def test_a_broken_entry_point_is_bad_input_naming_it(tmp_path, monkeypatch):
 def test_a_method_that_raises_or_exits_is_named(plugins, method, raised):
     proc = cli(plugins, "--plugin", "pl_methods", "solve", "x.json", "--method", method)
     line = one_line_error(proc, 70)
-    assert line.startswith("optsched: internal error: ")
+    assert line.startswith(f"optsched: method error: method '{method}' (plug-in pl_methods) ")
     assert f"method '{method}' (plug-in pl_methods) raised {raised}" in line
     assert "second line" not in line
 

@@ -41,7 +41,7 @@ from optsched.cli.common import (
     one_line,
     process_started,
 )
-from optsched.errors import InputError
+from optsched.errors import InputError, MethodError
 
 # NumPy's BLAS on one thread unless the environment says otherwise: starting its thread pool
 # costs more CPU than any command gains from it (no method relies on dense linear algebra).
@@ -226,8 +226,8 @@ def _main(argv: Sequence[str] | None) -> int:
         if args.debug:
             raise
         text = one_line(str(exc).splitlines()[0]) if str(exc) else ""
-        print(
-            f"optsched: internal error: {type(exc).__name__}: {text} (rerun with --debug)",
-            file=sys.stderr,
-        )
+        # a method's own failure (a plug-in's bug, say) names the method, not optsched
+        kind = "method error" if isinstance(exc, MethodError) else "internal error"
+        what = "" if isinstance(exc, MethodError) else f"{type(exc).__name__}: "
+        print(f"optsched: {kind}: {what}{text} (rerun with --debug)", file=sys.stderr)
         return EXIT_INTERNAL

@@ -353,11 +353,17 @@ class PhaseMetricsObserver(MetricsObserver):
 
 class ProgressObserver(Observer):
     """Prints tasks started (failed attempts included), jobs done and simulated time to
-    stderr about once a second (as tasks start)."""
+    stderr about once a second (:attr:`EVERY`, as tasks start): on a terminal one line
+    rewritten in place, elsewhere (a log file, a pipe) one line each time."""
+
+    #: Seconds between two progress reports.
+    EVERY = 1.0
 
     def __init__(self, instance: Instance, stream: TextIO | None = None) -> None:
         self.total_tasks, self.total_jobs = instance.n_tasks, instance.n_jobs
         self.stream = stream or sys.stderr
+        isatty = getattr(self.stream, "isatty", None)
+        self.terminal = bool(isatty()) if callable(isatty) else False
         self.tasks = self.jobs = 0
         self.started = self.last = time.perf_counter()
 
@@ -366,19 +372,20 @@ class ProgressObserver(Observer):
     ) -> None:
         self.tasks += 1
         now = time.perf_counter()
-        if now - self.last >= 1.0:
+        if now - self.last >= self.EVERY:
             self.last = now
+            back = "\r" if self.terminal else ""  # a terminal's line is rewritten in place
             print(
-                f"\rsimulated t={start:.0f} s: {self.tasks}/{self.total_tasks} tasks, "
+                f"{back}simulated t={start:.0f} s: {self.tasks}/{self.total_tasks} tasks, "
                 f"{self.jobs}/{self.total_jobs} jobs done, {now - self.started:.0f} s",
-                end="",
+                end="" if self.terminal else "\n",
                 file=self.stream,
                 flush=True,
             )
 
     def on_job_done(self, job: int, completion: float) -> None:
         self.jobs += 1
-        if self.jobs == self.total_jobs and self.last > self.started:
+        if self.terminal and self.jobs == self.total_jobs and self.last > self.started:
             print(file=self.stream)
 
 
