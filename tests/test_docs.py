@@ -75,3 +75,10 @@ def test_nothing_shipped_points_to_documents_that_do_not_ship():
         if unshipped.search(line)
     ]
     assert not offenders, offenders
+
+
+def test_the_docs_say_how_to_call_optsched_by_name():
+    """The command lines call `optsched` by name: the README and the getting-started page
+    say to activate the virtual environment the README's commands create first."""
+    for page in (ROOT / "README.md", ROOT / "docs" / "getting-started.md"):
+        assert ". .venv/bin/activate" in page.read_text(), page
