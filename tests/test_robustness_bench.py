@@ -217,7 +217,8 @@ def exactly_once(
     seeds=(0,),
     time_limit: float | None = None,
 ) -> None:
-    """Every run of ``method`` on the set is recorded, none twice."""
+    """Every run of ``method`` on the set is recorded, none twice (a plug-in method's keys
+    end with its code's hash, which is left out here)."""
     keys = [r["key"] for r in load_records(records)]
     assert len(keys) == len(set(keys)), "a run was recorded twice"
     expected = [
@@ -226,7 +227,9 @@ def exactly_once(
         for mode in modes
         for seed in seeds
     ]
-    assert sorted(keys) == sorted(expected)
+    assert sorted(json.dumps(json.loads(k)[:6], separators=(",", ":")) for k in keys) == sorted(
+        expected
+    )
 
 
 @pytest.fixture

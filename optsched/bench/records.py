@@ -54,12 +54,15 @@ def run_key(
     seed: int,
     params: Mapping[str, str],
     time_limit: float | None,
+    code: str | None = None,
 ) -> str:
-    """The identity of a run: what a resumed runner compares to skip finished work."""
-    return json.dumps(
-        [instance, method, mode, seed, dict(sorted(params.items())), time_limit],
-        separators=(",", ":"),
-    )
+    """The identity of a run: what a resumed runner compares to skip finished work. ``code``:
+    the hash of the plug-in that defines the method, so that another version of it is
+    another run (built-in methods have none, and their keys stay as they were)."""
+    parts: list[Any] = [instance, method, mode, seed, dict(sorted(params.items())), time_limit]
+    if code is not None:
+        parts.append({"plugin": code})
+    return json.dumps(parts, separators=(",", ":"))
 
 
 def _not_json(token: str) -> Any:

@@ -62,6 +62,7 @@ from types import FrameType
 from typing import Any, TextIO
 
 from optsched.bench.manifest import Manifest
+from optsched.bench.plugins import PluginCode, capture, install
 from optsched.bench.records import (
     RECORD_FORMAT,
     RecordWriter,
@@ -82,7 +83,7 @@ from optsched.output import json_text
 from optsched.placement.model import INSTANCE_FORMAT as PLACEMENT_INSTANCE_FORMAT
 from optsched.placement.model import placement_instance_from_dict
 from optsched.placement.run import place
-from optsched.registry import MethodInfo, get_method, load_plugin
+from optsched.registry import MethodInfo, get_method
 from optsched.result import PLACEMENT_MODE, Kind, Result
 from optsched.solve import solve
 
@@ -130,14 +131,22 @@ class Run:
     seed: int
     params: Mapping[str, str]
     time_limit: float | None
-    plugins: tuple[str, ...] = ()
+    plugins: tuple[PluginCode, ...] = ()
     #: The method's kind: which verb runs it.
     kind: Kind = "solve"
+    #: The hash of the plug-in that defines the method (None: a built-in method).
+    code: str | None = None
 
     @property
     def key(self) -> str:
         return run_key(
-            self.instance, self.method, self.mode, self.seed, self.params, self.time_limit
+            self.instance,
+            self.method,
+            self.mode,
+            self.seed,
+            self.params,
+            self.time_limit,
+            self.code,
         )
 
 
@@ -225,8 +234,7 @@ def plan(
     _once(methods, "--method")
     _once(seeds, "--seeds")
     _once(modes or (), "--mode")
-    for module in plugins:
-        load_plugin(module)
+    codes = tuple(capture(module) for module in plugins)  # loaded, and sent to the workers
     params = dict(params or {})
     chosen = {
         name: entry
@@ -259,9 +267,11 @@ def plan(
     own_modes = {data.get("mode", "relaxed") for data in instances.values()}
     canonical = {}  # per method: the options as a Result records them (one key per setting)
     kinds: dict[str, Kind] = {}
+    own = {}  # per method: the hash of the plug-in that defines it
     for method in methods:
         info = _method(method, placement)
         kinds[method] = info.kind
+        own[method] = next((c.sha256 for c in codes if c.name == info.plugin), None)
         canonical[method] = info.parse_options(params).to_params(list(params))
         for mode in () if placement else modes or sorted(own_modes):
             info.check_mode(mode)
@@ -281,8 +291,9 @@ def plan(
                         seed,
                         canonical[method],
                         time_limit,
-                        tuple(plugins),
+                        codes,
                         kinds[method],
+                        own[method],
                     )
                     for seed in seeds
                 )
@@ -319,6 +330,7 @@ def _base_record(run: Run) -> dict[str, Any]:
         "seed": run.seed,
         "params": dict(run.params),
         "time_limit": run.time_limit,
+        "plugins": [{"name": c.name, "sha256": c.sha256} for c in run.plugins],
     }
 
 
@@ -357,8 +369,8 @@ def execute(run: Run) -> dict[str, Any]:
     record = _base_record(run)
     started = time.perf_counter()
     try:
-        for module in run.plugins:
-            load_plugin(module)
+        for code in run.plugins:
+            install(code)
         result: Result[Any]
         if run.kind == "place":
             result = place(
