@@ -12,6 +12,7 @@ import pytest
 
 from optsched.bench.grid import generate_set, load_grid
 from optsched.bench.records import load_records
+from optsched.bench.report import dedupe
 from tests.conftest import ROOT
 
 TINY_GRID = ROOT / "benchmarks" / "grids" / "tiny.json"
@@ -96,3 +97,41 @@ def test_a_record_is_reused_only_for_the_same_plugin_code(project):
     assert sorted(versions) == [1] * runs + [2] * runs
     hashes = {r["key"] for r in rows if r["method"] == "travel-ect"}
     assert len(hashes) == 2 * runs  # the two versions' runs have distinct keys
+
+
+FLAKY = """
+from pathlib import Path
+from optsched.contracts import MethodOutput
+from optsched.ect import ect_schedule
+from optsched.registry import register
+
+@register("flaky-ect", description="fails while a marker file exists")
+def _ect(instance, context):
+    if Path(MARKER).exists():
+        raise RuntimeError("the worker lost its GPU")
+    return MethodOutput(schedule=ect_schedule(instance))
+
+MARKER = {marker!r}
+"""
+
+
+def test_retry_errors_runs_the_failed_runs_again_and_reports_keep_the_retries(project):
+    here, instances = project
+    marker = here / "broken"
+    marker.touch()
+    (here / "travel.py").write_text(FLAKY.format(marker=str(marker)))
+    records = here / "r.jsonl"
+    args = (str(instances), "--method", "flaky-ect", "--records", str(records), "--workers", "1")
+    failed = bench(here, *args)
+    n = len(load_records(records))
+    assert failed.returncode == 1 and n > 0
+    assert all(r["status"] == "error" for r in load_records(records))
+    marker.unlink()  # the cause is gone
+    assert f"{n} already recorded" in bench(here, *args).stdout  # errors count as done
+    retried = bench(here, *args, "--retry-errors")
+    assert retried.returncode == 0, retried.stderr
+    rows = load_records(records)
+    assert len(rows) == 2 * n
+    kept = dedupe(rows)
+    assert len(kept) == n and all(r["status"] != "error" for r in kept)
+    assert "already recorded" in bench(here, *args, "--retry-errors").stdout  # nothing left

@@ -38,14 +38,14 @@ FORMATS = ("md", "csv", "tex")
 
 
 def dedupe(records: Iterable[Mapping[str, Any]]) -> list[Mapping[str, Any]]:
-    """Records with distinct keys (the first of each kept)."""
-    seen: set[str] = set()
-    out = []
+    """Records with distinct keys: of each key the first that is not an error (a run retried
+    with ``bench run --retry-errors``), else the first, in the order of first appearance."""
+    kept: dict[str, Mapping[str, Any]] = {}
     for record in records:
-        if record["key"] not in seen:
-            seen.add(record["key"])
-            out.append(record)
-    return out
+        have = kept.get(record["key"])
+        if have is None or (have["status"] == "error" and record["status"] != "error"):
+            kept[record["key"]] = record
+    return list(kept.values())
 
 
 def references(

@@ -759,8 +759,11 @@ def run_benchmark(
     manifest: Manifest | None = None,
     progress: TextIO | None = sys.stderr,
     inline: bool = False,
+    retry_errors: bool = False,
 ) -> Summary:
-    """Execute the runs not yet in ``records``, appending a record as each one ends.
+    """Execute the runs not yet in ``records``, appending a record as each one ends; with
+    ``retry_errors``, also those recorded only with status ``error`` (the new record follows
+    the old, and :func:`~optsched.bench.report.dedupe` prefers it).
 
     ``workers`` local worker processes unless ``scheduler`` names a Dask scheduler or
     ``inline`` asks for the runs to execute one by one in this process (for debugging: a
@@ -784,7 +787,7 @@ def run_benchmark(
                 f"warning: cannot lock {records}: make sure no other runner writes to it\n"
             )
         existing = load_records(records, repair=True)
-        done = {r["key"] for r in existing}
+        done = {r["key"] for r in existing if not (retry_errors and r["status"] == "error")}
         # in case a run ended after its record was written but before the manifest was saved
         if manifest is not None:
             manifest.fold(existing)

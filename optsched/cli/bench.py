@@ -81,6 +81,13 @@ def add_parser(sub: Any) -> None:
         metavar="ADDRESS",
         help="a Dask scheduler, e.g. tcp://h:8786 (default: local workers)",
     )
+    p.add_argument(
+        "--retry-errors",
+        action="store_true",
+        help="run again the runs recorded with status error (a lost worker, a missing "
+        "dependency); their new records follow the old ones, which reports then ignore "
+        "(default: an error record counts as done)",
+    )
     p.set_defaults(func=run_run)
     p = bsub.add_parser("report", help="gap tables and plots from records")
     p.add_argument("records", nargs="+", metavar="FILE.jsonl", help="records files")
@@ -190,7 +197,12 @@ def run_run(args: argparse.Namespace) -> int:
             only=args.only,
         )
         summary = run_benchmark(
-            runs, args.records, workers=args.workers, scheduler=args.scheduler, manifest=manifest
+            runs,
+            args.records,
+            workers=args.workers,
+            scheduler=args.scheduler,
+            manifest=manifest,
+            retry_errors=args.retry_errors,
         )
     except RunInterrupted as stop:
         done = stop.summary
