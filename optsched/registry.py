@@ -346,16 +346,24 @@ def load_plugin(module: str) -> None:
     )
 
 
+#: On a plug-in module imported from a file: the source it ran (read once, so that what is
+#: recorded and sent to workers is what ran).
+PLUGIN_SOURCE = "__optsched_source__"
+
+
 def _import_file(name: str, path: Path) -> None:
     """Import the file ``path`` as module ``name`` (kept in ``sys.modules``, so pickling
-    its objects for worker processes works)."""
+    its objects for worker processes works), reading its text once: the module keeps it as
+    :data:`PLUGIN_SOURCE`."""
+    source = path.read_text()
     spec = importlib.util.spec_from_file_location(name, path)
-    if spec is None or spec.loader is None:
+    if spec is None:
         raise ImportError(f"not a Python module: {path}")
     module = importlib.util.module_from_spec(spec)
+    setattr(module, PLUGIN_SOURCE, source)
     sys.modules[name] = module
     try:
-        spec.loader.exec_module(module)
+        exec(compile(source, str(path), "exec"), module.__dict__)
     except BaseException:
         del sys.modules[name]
         raise

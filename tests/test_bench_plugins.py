@@ -3,19 +3,25 @@ directory, Dask included), and a record is reused only for the plug-in code that
 
 from __future__ import annotations
 
+import hashlib
+import importlib
 import os
 import subprocess
 import sys
+from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
 import pytest
 
 from optsched.bench.grid import generate_set, load_grid
+from optsched.bench.plugins import PluginCode, capture, install
 from optsched.bench.records import load_records
 from optsched.bench.report import dedupe
 from tests.conftest import ROOT
 
 TINY_GRID = ROOT / "benchmarks" / "grids" / "tiny.json"
+registry = importlib.import_module("optsched.registry")
+get_method = registry.get_method
 
 PLUGIN = """
 from optsched.contracts import MethodOutput
@@ -97,6 +103,9 @@ def test_a_record_is_reused_only_for_the_same_plugin_code(project):
     assert sorted(versions) == [1] * runs + [2] * runs
     hashes = {r["key"] for r in rows if r["method"] == "travel-ect"}
     assert len(hashes) == 2 * runs  # the two versions' runs have distinct keys
+    # reports keep the newest version's runs only, not both pooled
+    kept = [r for r in dedupe(rows) if r["method"] == "travel-ect"]
+    assert len(kept) == runs and {r["extra"]["version"] for r in kept} == {2}
 
 
 FLAKY = """
@@ -135,3 +144,43 @@ def test_retry_errors_runs_the_failed_runs_again_and_reports_keep_the_retries(pr
     kept = dedupe(rows)
     assert len(kept) == n and all(r["status"] != "error" for r in kept)
     assert "already recorded" in bench(here, *args, "--retry-errors").stdout  # nothing left
+
+
+@pytest.fixture
+def cleanup():
+    """Forget the plug-in modules and methods a test loads into this process."""
+    before_modules, before_methods = set(sys.modules), dict(registry._REGISTRY)
+    yield
+    for name in set(sys.modules) - before_modules:
+        del sys.modules[name]
+    registry._REGISTRY.clear()
+    registry._REGISTRY.update(before_methods)
+
+
+def test_threads_install_one_plugin_once_and_the_hash_is_of_what_ran(tmp_path, cleanup):
+    """A Dask worker's threads install a plug-in at once (its import takes a while): one
+    installs, the others find it; and a file edited after its import keeps the hash of the
+    text that ran, not of the file as it is now."""
+    source = PLUGIN.replace("travel-ect", "threaded-ect") + "\nimport time\ntime.sleep(0.2)\n"
+    code = PluginCode("threaded_plugin", source, hashlib.sha256(source.encode()).hexdigest())
+    with ThreadPoolExecutor(8) as pool:
+        list(pool.map(lambda _: install(code), range(8)))
+    assert get_method("threaded-ect").plugin == "threaded_plugin"
+    path = tmp_path / "edited_plugin.py"
+    path.write_text(PLUGIN.replace("travel-ect", "edited-ect"))
+    first = capture(str(path))
+    path.write_text(
+        PLUGIN.replace("travel-ect", "edited-ect").replace("VERSION = 1", "VERSION = 2")
+    )
+    assert capture(str(path)) == first  # this process runs the first text
+
+
+def test_a_dotted_plugin_module_travels_by_name(tmp_path, monkeypatch, cleanup):
+    package = tmp_path / "dotted_pkg"
+    package.mkdir()
+    (package / "__init__.py").write_text("")
+    (package / "methods.py").write_text(PLUGIN.replace("travel-ect", "dotted-ect"))
+    monkeypatch.chdir(tmp_path)
+    code = capture("dotted_pkg.methods")
+    assert code.source is None and code.name == "dotted_pkg.methods" and len(code.sha256) == 64
+    install(code)  # by name: importable here

@@ -234,7 +234,8 @@ def plan(
     _once(methods, "--method")
     _once(seeds, "--seeds")
     _once(modes or (), "--mode")
-    codes = tuple(capture(module) for module in plugins)  # loaded, and sent to the workers
+    # loaded here, and sent to the workers (each module once)
+    codes = tuple({code.name: code for code in map(capture, plugins)}.values())
     params = dict(params or {})
     chosen = {
         name: entry
@@ -310,7 +311,10 @@ def _method(name: str, placement: bool = False) -> MethodInfo[Any]:
         except UnknownNameError:
             continue
     what = "placement" if placement else "scheduling"
-    raise UnknownNameError(f"unknown {what} method {name!r} (see optsched methods)")
+    raise UnknownNameError(
+        f"unknown {what} method {name!r} (see optsched methods; a method of your own: load "
+        "its file or module with --plugin)"
+    )
 
 
 def _error_text(exc: BaseException) -> str:
