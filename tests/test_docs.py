@@ -82,3 +82,14 @@ def test_the_docs_say_how_to_call_optsched_by_name():
     say to activate the virtual environment the README's commands create first."""
     for page in (ROOT / "README.md", ROOT / "docs" / "getting-started.md"):
         assert ". .venv/bin/activate" in page.read_text(), page
+
+
+def test_which_method_when_names_only_registered_methods():
+    """Every method the guide names in backticks exists (some kind of it)."""
+    from optsched import methods
+
+    text = (ROOT / "docs" / "methods" / "index.md").read_text()
+    guide = text.split("## Which method when", 1)[1].split("\n## ", 1)[0]
+    named = set(re.findall(r"`([a-z][a-z0-9-]+)`", guide)) - {"simulate"}
+    known = {info.name for info in methods()}
+    assert named and named <= known, named - known
