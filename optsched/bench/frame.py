@@ -7,13 +7,15 @@
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Mapping
+from collections.abc import Iterable, Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
+from optsched.bench.manifest import Manifest, best_key
 from optsched.bench.records import load_records
+from optsched.bench.report import references
 from optsched.output import plain
-from optsched.result import Result
+from optsched.result import Result, gap
 
 
 def flatten(row: Mapping[str, Any], prefix: str = "") -> dict[str, Any]:
@@ -33,7 +35,10 @@ def flatten(row: Mapping[str, Any], prefix: str = "") -> dict[str, Any]:
     return out
 
 
-def to_frame(rows: str | Path | Iterable[Mapping[str, Any] | Result[Any]]) -> Any:
+def to_frame(
+    rows: str | Path | Iterable[Mapping[str, Any] | Result[Any]],
+    manifest: str | Path | Sequence[str | Path] | None = None,
+) -> Any:
     """A pandas DataFrame with one row per record or result.
 
         ``rows``: a records file written by ``optsched bench run`` (path), or records (dicts),
@@ -41,6 +46,11 @@ def to_frame(rows: str | Path | Iterable[Mapping[str, Any] | Result[Any]]) -> An
         ``extra`` fields under ``extra.``). Nested fields are flattened (:func:`flatten`); a field
     that is a mapping in some rows and missing or None in the others gives only its dotted
     columns.
+
+    ``manifest``: one or more instance sets (a folder or its ``manifest.json``). Records then
+    gain ``best.objective`` and ``best.bound``, the best known over the records and the sets
+    (as ``optsched bench report`` takes them; for gang mode the relaxed bound counts too),
+    and ``gap_best``, the row's gap to that best bound (``gap`` stays the run's own).
 
         Raises
         ------
@@ -55,12 +65,21 @@ def to_frame(rows: str | Path | Iterable[Mapping[str, Any] | Result[Any]]) -> An
         raise ImportError("to_frame needs pandas: pip install 'optsched[frame]'") from exc
     if isinstance(rows, (str, Path)):
         rows = load_records(rows, must_exist=True)
+    rows = list(rows)
+    best = _references(rows, manifest) if manifest is not None else None
     flat = []
     for row in rows:
         if isinstance(row, Result):
             data = row.to_dict()
             fields = {k: v for k, v in data.items() if k not in row.extra}
             row = {**fields, "extra": dict(row.extra)}
+        elif best is not None and "instance" in row:
+            ref = best.get((row["instance"], best_key(row)), {})
+            row = {
+                **row,
+                "best": {"objective": ref.get("objective"), "bound": ref.get("bound")},
+                "gap_best": gap(row.get("objective"), ref.get("bound"), row.get("tolerance")),
+            }
         flat.append(flatten(row))
     frame = pd.DataFrame(flat)
     # a field that is a mapping in some rows and None in others: keep its dotted columns only
@@ -70,3 +89,16 @@ def to_frame(rows: str | Path | Iterable[Mapping[str, Any] | Result[Any]]) -> An
         if frame[c].isna().all() and any(other.startswith(f"{c}.") for other in frame.columns)
     ]
     return frame.drop(columns=empty)
+
+
+def _references(
+    rows: Sequence[Mapping[str, Any] | Result[Any]], manifest: str | Path | Sequence[str | Path]
+) -> dict[tuple[str, str], dict[str, Any]]:
+    """The best known values per (instance, mode) over the records among ``rows`` and the
+    sets ``manifest`` names."""
+    paths = [manifest] if isinstance(manifest, (str, Path)) else list(manifest)
+    manifests = [
+        Manifest.load(Path(p) / "manifest.json" if Path(p).is_dir() else p) for p in paths
+    ]
+    records = [r for r in rows if not isinstance(r, Result) and "instance" in r]
+    return references(records, manifests)
