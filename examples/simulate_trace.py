@@ -139,7 +139,9 @@ def main() -> None:
         plot_jct_cdf(
             {k: list(v / 3600) for k, v in jcts.items()},
             args.out / "jct-cdf.png",
-            title="JCT (hours)",
+            title="JCT",
+            unit="h",
+            log=True,
         )
         print(f"JCT CDFs: {args.out / 'jct-cdf.png'}")
     except ImportError:  # matplotlib is an optional extra

@@ -64,12 +64,17 @@ def plot_jct_cdf(
     path: str | Path,
     title: str = "",
     rhos: Mapping[str, Sequence[float]] | None = None,
+    *,
+    unit: str = "s",
+    log: bool = False,
 ) -> None:
     """Empirical CDFs of job completion times (C_j − a_j), one step curve per label, as the
     Hare paper's JCT CDFs draw them, with the 50th/95th/99th percentiles marked; with
     ``rhos``, a second panel of the finish-time fairness ratios ρ_j (optsched.fairness) and
-    ρ = 1 marked. Saved to ``path``."""
-    write_file(path, jct_cdf_image(jcts, image_format(path), title, rhos))
+    ρ = 1 marked. ``unit``: the unit the times are in, for the axis (``s``, ``h``, …);
+    ``log``: a logarithmic time axis (JCTs of traces span minutes to weeks). Saved to
+    ``path``."""
+    write_file(path, jct_cdf_image(jcts, image_format(path), title, rhos, unit=unit, log=log))
 
 
 def jct_cdf_image(
@@ -77,6 +82,9 @@ def jct_cdf_image(
     fmt: str = "png",
     title: str = "",
     rhos: Mapping[str, Sequence[float]] | None = None,
+    *,
+    unit: str = "s",
+    log: bool = False,
 ) -> bytes:
     """:func:`plot_jct_cdf`'s chart as image bytes of format ``fmt``."""
     import numpy as np
@@ -91,7 +99,9 @@ def jct_cdf_image(
             (line,) = ax.step(x, np.arange(1, len(x) + 1) / len(x), where="post", label=label)
             for q in (50, 95, 99):
                 ax.plot(np.percentile(x, q), q / 100, "o", color=line.get_color(), ms=3)
-    ax.set_xlabel("job completion time (s); dots: p50, p95, p99")
+    ax.set_xlabel(f"job completion time ({unit}); dots: p50, p95, p99")
+    if log:
+        ax.set_xscale("log")
     ax.set_ylabel("fraction of jobs")
     ax.set_ylim(0, 1.02)
     ax.grid(alpha=0.3)

@@ -647,3 +647,19 @@ def test_progress_is_one_line_per_report_in_a_log_and_rewritten_on_a_terminal(
     else:
         assert "\r" not in text and text.count("\n") == reports
         assert all(line.startswith("simulated t=") for line in text.splitlines())
+
+
+@pytest.mark.parametrize(("unit", "log"), [("s", False), ("h", True)])
+def test_the_jct_cdf_names_its_unit_and_can_use_a_log_axis(monkeypatch, unit, log):
+    """The times' unit is on the axis (a figure of hours once said seconds), and traces'
+    JCTs, minutes to weeks, get a log axis on request."""
+    pytest.importorskip("matplotlib")
+    from optsched import plot
+
+    drawn = []
+    monkeypatch.setattr(plot, "render", lambda fig, fmt: drawn.append(fig) or b"")
+    plot.jct_cdf_image({"a": [0.5, 2.0, 30.0], "b": [1.0, 4.0]}, unit=unit, log=log)
+    axis = drawn[0].axes[0]
+    assert f"job completion time ({unit})" in axis.get_xlabel()
+    assert axis.get_xscale() == ("log" if log else "linear")
+    plot._pyplot().close(drawn[0])
