@@ -97,8 +97,6 @@ def _references(
     """The best known values per (instance, mode) over the records among ``rows`` and the
     sets ``manifest`` names."""
     paths = [manifest] if isinstance(manifest, (str, Path)) else list(manifest)
-    manifests = [
-        Manifest.load(Path(p) / "manifest.json" if Path(p).is_dir() else p) for p in paths
-    ]
+    manifests = [Manifest.of(p) for p in paths]
     records = [r for r in rows if not isinstance(r, Result) and "instance" in r]
     return references(records, manifests)

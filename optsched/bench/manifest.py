@@ -242,6 +242,12 @@ class Manifest:
             )
         return cls.load(path / "manifest.json")
 
+    @classmethod
+    def of(cls, where: str | Path) -> Manifest:
+        """The manifest of an instance set given as its folder or its ``manifest.json``."""
+        path = Path(where)
+        return cls.load(path / "manifest.json" if path.is_dir() else path)
+
     def files(self) -> list[Path]:
         """The manifest's file and its instances' files (what a run reads)."""
         return [self.path, *(self.path.parent / e["file"] for e in self.instances.values())]

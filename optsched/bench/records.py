@@ -65,6 +65,19 @@ def run_key(
     return json.dumps(parts, separators=(",", ":"))
 
 
+def key_plugin(key: str) -> str | None:
+    """The plug-in hash a run key ends with (:func:`run_key`'s ``code``), if any; None for a
+    built-in method's key or a key not written by :func:`run_key`."""
+    try:
+        parts = json.loads(key)
+    except (TypeError, ValueError):
+        return None
+    if isinstance(parts, list) and len(parts) > 6 and isinstance(parts[6], dict):
+        code = parts[6].get("plugin")
+        return code if isinstance(code, str) else None
+    return None
+
+
 def _not_json(token: str) -> Any:
     raise ValueError(f"{token} is not JSON")
 

@@ -23,7 +23,6 @@ from __future__ import annotations
 
 import csv
 import io
-import json
 import math
 from collections import defaultdict
 from collections.abc import Iterable, Mapping, Sequence
@@ -31,6 +30,7 @@ from pathlib import Path
 from typing import Any
 
 from optsched.bench.manifest import best_bound, best_key
+from optsched.bench.records import key_plugin
 from optsched.errors import InputError
 from optsched.output import output_target, write_outputs
 from optsched.result import PLACEMENT_MODE, is_optimal
@@ -44,28 +44,16 @@ def dedupe(records: Iterable[Mapping[str, Any]]) -> list[Mapping[str, Any]]:
     of a plug-in method, only the runs of its newest code (the plug-in hash in the key of its
     last record), so that the runs of an edited plug-in are not pooled with the old ones."""
     records = list(records)
-    newest = {r["method"]: _plugin_code(r) for r in records if _plugin_code(r) is not None}
+    codes = [key_plugin(r["key"]) for r in records]
+    newest = {r["method"]: c for r, c in zip(records, codes, strict=True) if c is not None}
     kept: dict[str, Mapping[str, Any]] = {}
-    for record in records:
-        code = _plugin_code(record)
+    for record, code in zip(records, codes, strict=True):
         if code is not None and newest[record["method"]] != code:
             continue
         have = kept.get(record["key"])
         if have is None or (have["status"] == "error" and record["status"] != "error"):
             kept[record["key"]] = record
     return list(kept.values())
-
-
-def _plugin_code(record: Mapping[str, Any]) -> str | None:
-    """The plug-in hash in a record's key (:func:`~optsched.bench.records.run_key`), if any."""
-    try:
-        parts = json.loads(record["key"])
-    except (TypeError, ValueError):  # a key written by hand
-        return None
-    if isinstance(parts, list) and len(parts) > 6 and isinstance(parts[6], dict):
-        code = parts[6].get("plugin")
-        return code if isinstance(code, str) else None
-    return None
 
 
 def references(

@@ -5,7 +5,6 @@ from __future__ import annotations
 import argparse
 import os
 import sys
-from pathlib import Path
 from typing import Any
 
 from optsched.cli.common import (
@@ -232,10 +231,7 @@ def run_report(args: argparse.Namespace) -> int:
     from optsched.bench.report import FORMATS, write_report
 
     records = [r for path in args.records for r in load_records(path, must_exist=True)]
-    manifests = [
-        Manifest.load(Path(m) / "manifest.json" if Path(m).is_dir() else m)
-        for m in args.manifest or ()
-    ]
+    manifests = [Manifest.of(m) for m in args.manifest or ()]
     written = write_report(
         records,
         args.out,

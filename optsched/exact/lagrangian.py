@@ -28,7 +28,7 @@ of a round working together, which the time-indexed LP does not.
 from __future__ import annotations
 
 import math
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Any
 
 import numpy as np
@@ -236,8 +236,6 @@ def lagrangian_bound(
     a relative 10⁻⁹, rounded up to the grid's integer objective (integer steps and weights),
     so at most Σ_j w_j max(C_j, CP_j) of an optimal schedule shifted onto the grid of the
     instance rounded down, itself at most the optimum (docs/models/lagrangian-bound.md)."""
-    from dataclasses import replace
-
     from optsched.exact.grid import to_steps
 
     dn, jobs, sizes = _grid_jobs(instance, upper, time_unit)
