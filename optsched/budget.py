@@ -182,10 +182,11 @@ def fmt(count: float) -> str:
 def stopped_by_ctrl_c(solver: Any, status: str) -> bool:
     """Whether a CP-SAT search that ended with ``status`` (its name) was stopped by a Ctrl-C
     (CP-SAT catches SIGINT and returns its best solution): it ended without proof well
-    before its own time limit."""
+    before its own time limit and its deterministic one (a work budget)."""
     return (
         status in ("FEASIBLE", "UNKNOWN")
         and solver.wall_time < 0.95 * solver.parameters.max_time_in_seconds - 0.1
+        and solver.deterministic_time < 0.95 * solver.parameters.max_deterministic_time
     )
 
 

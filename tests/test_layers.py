@@ -28,6 +28,7 @@ LAYERS: list[tuple[str, tuple[str, ...]]] = [
             "optsched.output",
             "optsched.jsonfile",
             "optsched.options",
+            "optsched.work",
             "optsched.metrics",
             "optsched.workloads",
             "optsched._exports",

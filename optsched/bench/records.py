@@ -44,7 +44,7 @@ except ImportError:  # pragma: no cover - not POSIX
 RECORD_FORMAT = "optsched/bench-record@1"
 #: Fields that differ between two executions of the same deterministic run (and, in
 #: ``extra``, ``startup_s``: the one-off solver start-up).
-TIMING_FIELDS = ("runtime_s", "finished_at", "machine")
+TIMING_FIELDS = ("runtime_s", "cpu_s", "finished_at", "machine")
 
 
 def run_key(
@@ -120,6 +120,7 @@ _OPTIONAL: dict[str, tuple[str, Any]] = {
     "objective": (f"a number in [0, {MAX_VALUE:g}] or null", _is_value),
     "bound": (f"a number in [0, {MAX_VALUE:g}] or null", _is_value),
     "gap": (f"a number of magnitude at most {MAX_VALUE:g} or null", is_bounded),
+    "cpu_s": (f"a number in [0, {MAX_VALUE:g}] or null", _is_value),
     "cell": ("an object", lambda v: isinstance(v, dict)),
 }
 

@@ -22,6 +22,14 @@ Guarantees:
   its process (``os._exit``, a crash, the OOM killer) cannot take the runner down: the runs
   in flight are retried one by one, alone, and one whose worker dies again is recorded as an
   error.
+- **Reproducible budgets by default.** With ``budget="work"`` (the default), every anytime
+  method that has a ``work`` option (:mod:`optsched.work`) runs on a deterministic budget of
+  as many work-seconds as its time limit (the given one, else the method's default), under a
+  wall-clock safety net of :data:`WORK_WALL_FACTOR` times that: its result is then the same
+  on any machine and under any load (one solver thread). ``budget="wall"`` keeps the time
+  limit as a wall-clock limit, as ``optsched solve`` does. Every record holds the run's CPU
+  seconds (``cpu_s``: the worker process's, solver threads included; the thread's on a Dask
+  worker, which may run several runs at once) beside its wall seconds (``runtime_s``).
 - **Time limits are enforced.** A run given a time limit T whose method ignores it is
   stopped after T + max(10 s, 0.5 T) (:func:`kill_after`): its worker is killed and the run
   recorded as an error ("exceeded its time limit"); the other runs then in flight are retried
@@ -52,7 +60,7 @@ import sys
 import threading
 import time
 from collections import deque
-from collections.abc import Iterator, Mapping, Sequence
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from concurrent.futures import FIRST_COMPLETED, Future, ProcessPoolExecutor, wait
 from concurrent.futures.process import BrokenProcessPool
 from dataclasses import dataclass, field
@@ -86,6 +94,7 @@ from optsched.placement.run import place
 from optsched.registry import MethodInfo, get_method
 from optsched.result import PLACEMENT_MODE, Kind, Result
 from optsched.solve import solve
+from optsched.work import takes_work_budget
 
 #: Signals that stop the runner cleanly.
 STOP_SIGNALS = (signal.SIGINT, signal.SIGTERM)
@@ -95,6 +104,13 @@ _POLL_S = 0.2
 #: GRACE_FACTOR × T) seconds, and recorded as an error.
 GRACE_MIN_S = 10.0
 GRACE_FACTOR = 0.5
+
+
+#: How budgets are set (see the module doc): deterministic work, or wall-clock time.
+BUDGETS = ("work", "wall")
+#: With a work budget of W work-seconds, the run's wall-clock limit is this many times W: a
+#: safety net that a run on a machine this much slower (or loaded) than the reference reaches.
+WORK_WALL_FACTOR = 4.0
 
 
 def kill_after(run: Run) -> float | None:
@@ -211,8 +227,14 @@ def plan(
     time_limit: float | None = None,
     plugins: Sequence[str] = (),
     only: str | None = None,
+    budget: str = "work",
 ) -> list[Run]:
     """Every run of ``methods`` × the manifest's instances × ``modes`` × ``seeds``.
+
+    ``budget`` ``work`` (default) gives each anytime method (one with a ``work`` option) a
+    deterministic budget of ``time_limit`` work-seconds (default: the method's default time
+    limit), unless ``params`` sets ``work``, and a wall-clock limit of
+    :data:`WORK_WALL_FACTOR` times that; ``wall`` keeps ``time_limit`` a wall-clock limit.
 
     ``modes`` None runs each instance in its own mode; ``only`` (a shell pattern such as
     ``hare-*``) keeps the instances whose names match. Refused here, before anything runs
@@ -226,6 +248,8 @@ def plan(
     """
     if not methods:
         raise InputError("bench run needs at least one method")
+    if budget not in BUDGETS:
+        raise InputError(f"--budget must be one of {', '.join(BUDGETS)}, got {budget!r}")
     check_time_limit(time_limit)
     if not seeds:
         raise InputError("--seeds needs at least one seed")
@@ -268,12 +292,22 @@ def plan(
     own_modes = {data.get("mode", "relaxed") for data in instances.values()}
     canonical = {}  # per method: the options as a Result records them (one key per setting)
     kinds: dict[str, Kind] = {}
+    limits: dict[str, float | None] = {}  # per method: the runs' wall-clock limit
     own = {}  # per method: the hash of the plug-in that defines it
     for method in methods:
         info = _method(method, placement)
         kinds[method] = info.kind
         own[method] = next((c.sha256 for c in codes if c.name == info.plugin), None)
-        canonical[method] = info.parse_options(params).to_params(list(params))
+        given: dict[str, Any] = dict(params)
+        limits[method] = time_limit
+        work = time_limit if time_limit is not None else info.default_time_limit
+        if budget == "work" and takes_work_budget(info.options) and work is not None:
+            given.setdefault("work", work)
+        options = info.parse_options(given)
+        budgeted = getattr(options, "work", None) if takes_work_budget(info.options) else None
+        if budget == "work" and budgeted is not None:
+            limits[method] = WORK_WALL_FACTOR * float(budgeted)
+        canonical[method] = options.to_params(list(given))
         for mode in () if placement else modes or sorted(own_modes):
             info.check_mode(mode)
     runs: list[Run] = []
@@ -291,7 +325,7 @@ def plan(
                         mode,
                         seed,
                         canonical[method],
-                        time_limit,
+                        limits[method],
                         codes,
                         kinds[method],
                         own[method],
@@ -363,6 +397,15 @@ def error_record(run: Run, message: str, runtime_s: float = 0.0) -> dict[str, An
     return _finish(record)
 
 
+def _cpu_clock() -> Callable[[], float]:
+    """The clock of a run's CPU seconds: the process's where the run has its process to
+    itself (a local worker, inline), the thread's elsewhere (a Dask worker's thread, beside
+    other runs; solver threads it starts are then not counted)."""
+    if threading.current_thread() is threading.main_thread():
+        return time.process_time
+    return time.thread_time
+
+
 def execute(run: Run) -> dict[str, Any]:
     """Solve one run and return its record; a failure is recorded as status ``error``.
 
@@ -372,6 +415,8 @@ def execute(run: Run) -> dict[str, Any]:
     """
     record = _base_record(run)
     started = time.perf_counter()
+    cpu = _cpu_clock()
+    cpu_started = cpu()
     try:
         for code in run.plugins:
             install(code)
@@ -412,6 +457,7 @@ def execute(run: Run) -> dict[str, Any]:
             bound=result.bound,
             gap=result.gap,
             runtime_s=result.runtime_s,
+            cpu_s=cpu() - cpu_started,
             metrics=metrics,
             extra=dict(result.extra),
             error=None,

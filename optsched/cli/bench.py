@@ -59,6 +59,15 @@ def add_parser(sub: Any) -> None:
         metavar="S",
         help="seconds per run (default: each method's, see optsched methods)",
     )
+    p.add_argument(
+        "--budget",
+        choices=("work", "wall"),
+        default="work",
+        help="work (default): anytime methods (those with a work parameter) run on a "
+        "deterministic budget of as many work-seconds as the time limit, so that their "
+        "results repeat exactly under any load, under a wall-clock net of 4× that; wall: "
+        "the time limit is wall-clock seconds, as in optsched solve",
+    )
     add_params(p)
     p.add_argument(
         "--records",
@@ -194,6 +203,7 @@ def run_run(args: argparse.Namespace) -> int:
             time_limit=args.time_limit,
             plugins=args.plugin,
             only=args.only,
+            budget=args.budget,
         )
         summary = run_benchmark(
             runs,

@@ -21,7 +21,9 @@ time limit`` and ``extra.stopped`` = ``time limit``; CP-SAT gets what is left, l
 time to read its schedule back and the LP's fifth; the LP gets what CP-SAT leaves (none
 when nothing is left), and is stopped by a Ctrl-C like CP-SAT (``interrupted``). A model
 with more than :data:`~optsched.budget.MAX_CPSAT_INTERVALS` intervals, or whose
-integers would overflow CP-SAT's 62-bit domains, is refused (InputError).
+integers would overflow CP-SAT's 62-bit domains, is refused (InputError). With a ``work``
+budget (CP-SAT's deterministic time, :mod:`optsched.work`) and one worker, CP-SAT's search
+repeats exactly under any load (``extra.stopped`` ``work`` when it ends it).
 """
 
 from __future__ import annotations
@@ -66,6 +68,7 @@ from optsched.options import choice as one_of
 from optsched.registry import register
 from optsched.result import Status
 from optsched.schedule import Schedule, Task
+from optsched.work import cpsat_work_spent, work_option
 
 
 @dataclass(frozen=True)
@@ -94,6 +97,7 @@ class CpsatOptions(Options):
         "bounds in relaxed mode)",
         ("auto", "default", "core"),
     )
+    work: float | None = work_option()
 
 
 def assign_gpus(
@@ -540,6 +544,8 @@ def solve_cpsat(
             else 0.0
         )
         solver.parameters.max_time_in_seconds = max(left - reserve, 0.5 * left)
+    if options.work is not None:  # CP-SAT's deterministic time is the work (optsched.work)
+        solver.parameters.max_deterministic_time = options.work
     solver.parameters.absolute_gap_limit = 0.0
     solver.parameters.relative_gap_limit = 0.0
     solver.parameters.linearization_level = 2
@@ -575,7 +581,10 @@ def solve_cpsat(
         anytime=anytime,
         interrupted=interrupted,
         stopped="interrupted" if interrupted else "done" if name == "OPTIMAL" else "time limit",
+        work=solver.deterministic_time,
     )
+    if extra["stopped"] == "time limit" and cpsat_work_spent(solver, options.work):
+        extra["stopped"] = "work"
     if STATUS[name] == "bug":
         raise OptschedError(f"CP-SAT returned {name} although the incumbent is feasible")
     bound = real(solver.best_objective_bound) if exact_bound else None

@@ -53,6 +53,7 @@ class RelaxedSolution:
     bound: float | None
     solver_status: str
     interrupted: bool = False  # a Ctrl-C stopped the search (the best solution is kept)
+    work: float = 0.0  # CP-SAT's deterministic time spent
 
 
 def _rl_objective(
@@ -104,19 +105,21 @@ def solve_hare_relaxation(
     time_limit: float | None = None,
     seed: int = 0,
     workers: int = 1,
+    work: float | None = None,
 ) -> RelaxedSolution:
     """Solve Hare_Sched_RL of ``instance`` (relaxed mode) on the grid of ``time_unit``.
 
-    ``feasible`` is a checked feasible schedule of ``instance``; it is feasible for the
-    relaxation too, so it warm-starts CP-SAT, sets per-job deadlines (every solution at
-    least as good satisfies them) and is the fallback solution when CP-SAT finds none or
-    the time limit runs out while the model is built (``solver_status`` ``NOT_BUILT``).
+        ``feasible`` is a checked feasible schedule of ``instance``; it is feasible for the
+        relaxation too, so it warm-starts CP-SAT, sets per-job deadlines (every solution at
+        least as good satisfies them) and is the fallback solution when CP-SAT finds none or
+        the time limit runs out while the model is built (``solver_status`` ``NOT_BUILT``).
+    ``work``: CP-SAT's deterministic time limit (a work budget, :mod:`optsched.work`).
 
-    Raises
-    ------
-    InputError
-        If the model would exceed :data:`~optsched.budget.MAX_RL_PAIRS` (task, GPU)
-        pairs, or ``time_unit`` is so fine that the squared loads overflow CP-SAT's integers.
+        Raises
+        ------
+        InputError
+            If the model would exceed :data:`~optsched.budget.MAX_RL_PAIRS` (task, GPU)
+            pairs, or ``time_unit`` is so fine that the squared loads overflow CP-SAT's integers.
     """
     from ortools.sat.python import cp_model
 
@@ -175,6 +178,8 @@ def solve_hare_relaxation(
     left = budget.left()
     if left is not None:
         solver.parameters.max_time_in_seconds = left
+    if work is not None:
+        solver.parameters.max_deterministic_time = work
     status = solver.status_name(solver.solve(m))
     if status in ("INFEASIBLE", "MODEL_INVALID"):
         raise OptschedError(f"CP-SAT returned {status} for Hare_Sched_RL with a feasible hint")
@@ -193,6 +198,7 @@ def solve_hare_relaxation(
         value if proved else bound,
         status,
         stopped_by_ctrl_c(solver, status),
+        solver.deterministic_time,
     )
 
 

@@ -18,7 +18,8 @@ job's minimum is a dynamic programme over its rounds (a relaxation of its own co
 so still a lower bound: the round's K tasks take its cheapest slot; see the model page),
 O(rounds × groups × window) with NumPy. λ is improved by subgradient steps (Polyak's rule
 towards the incumbent's objective); every iteration's value is a certified bound, so the
-method is anytime: ``iterations`` bounds the work deterministically, the time limit and a
+method is anytime: ``iterations`` and ``work`` (:mod:`optsched.work`) bound the work
+deterministically, the time limit and a
 Ctrl-C stop it with the best value so far.
 
 In gang mode a round holds its GPUs for its tasks' compute + sync, so the bound sees K GPUs
@@ -41,6 +42,7 @@ from optsched.errors import InputError
 from optsched.instance import Instance
 from optsched.options import Options, count, number
 from optsched.registry import register
+from optsched.work import WorkMeter, work_option
 
 #: The default grid: the data's unit, coarsened ×10 while the span of the incumbent's
 #: makespan exceeds this many steps (and the unit stays at most the shortest compute time).
@@ -68,20 +70,31 @@ class LagrangianBoundOptions(Options):
     iterations: int = count(
         "subgradient iterations at most (default 1000; each one prices every job once)", 1000
     )
+    work: float | None = work_option()
+
+
+#: Work units of one work-second: measured on the 2-core reference machine by
+#: ``benchmarks/work_rates.py``. An iteration counts a (group, step) price each,
+#: :data:`JOB_WORK` per job and :data:`ROUND_WORK` per round (NumPy's fixed costs) and a
+#: dynamic-programming cell each.
+WORK_PER_SECOND = 7.7e7
+JOB_WORK, ROUND_WORK = 900, 3000
 
 
 @dataclass(frozen=True)
 class LagrangianBound:
     """The outcome of :func:`lagrangian_bound`: the certified ``bound`` in the instance's
     units (``None`` when no iteration finished), the ``iterations`` done, why it
-    ``stopped`` (``iterations``, ``converged``, ``time limit``, ``interrupted``), the grid
-    and the value after each iteration (``trace``, in the instance's units)."""
+    ``stopped`` (``iterations``, ``converged``, ``work``, ``time limit``, ``interrupted``),
+    the grid, the value after each iteration (``trace``, in the instance's units) and the
+    ``work`` spent (work-seconds)."""
 
     bound: float | None
     iterations: int
     stopped: str
     time_unit: float
     trace: tuple[float, ...]
+    work: float = 0.0
 
 
 @dataclass(frozen=True)
@@ -223,14 +236,16 @@ def lagrangian_bound(
     priced_until: float | None = None,
     budget: Budget | None = None,
     report: Any = None,
+    work: float | None = None,
 ) -> LagrangianBound:
     """The Lagrangian bound (module doc) on the grid of ``time_unit``, from the deadlines of
     ``upper`` (the objective of a checked feasible schedule), after at most ``iterations``
-    subgradient steps or until ``budget`` expires or a Ctrl-C. Capacity is priced up to
-    ``priced_until`` seconds (default: the latest deadline; from there on λ = 0, and a job's
-    rounds cost only their earliest completion, which keeps each job's programme short on
-    large instances). ``report(bound)`` is called with each better certified bound (instance
-    units).
+    subgradient steps, ``work`` work-seconds (:mod:`optsched.work`: an iteration counts its
+    dynamic-programming cells and prices) or until ``budget`` expires or a Ctrl-C. Capacity
+    is priced up to ``priced_until`` seconds (default: the latest deadline; from there on
+    λ = 0, and a job's rounds cost only their earliest completion, which keeps each job's
+    programme short on large instances). ``report(bound)`` is called with each better
+    certified bound (instance units).
 
     Guarantees: the bound is L(λ) at some λ ≥ 0 computed exactly up to float rounding, less
     a relative 10⁻⁹, rounded up to the grid's integer objective (integer steps and weights),
@@ -262,10 +277,18 @@ def lagrangian_bound(
     best, theta, since, done = -_INF, 1.0, 0, 0
     trace: list[float] = []
     stopped = "iterations"
+    meter = WorkMeter(work, WORK_PER_SECOND)
+    per_iteration = len(sizes) * horizon + sum(
+        JOB_WORK + j.rounds * (ROUND_WORK + len(j.groups) * min(j.window + 1, horizon))
+        for j in jobs
+    )
     try:
         while done < iterations:
             if budget is not None and budget.expired():
                 stopped = "time limit"
+                break
+            if meter.exhausted:
+                stopped = "work"
                 break
             prefix = np.zeros((len(sizes), horizon + 1))
             np.cumsum(lam, axis=1, out=prefix[:, 1:])
@@ -280,6 +303,7 @@ def lagrangian_bound(
                     usage[q, t + hold] -= job.k_tasks
             value = total - float(sizes @ lam.sum(axis=1))
             done += 1
+            meter.spend(per_iteration)
             certified = math.ceil(value - 1e-9 * abs(value) - 1e-9) + shift
             found = dn.objective_to_original(float(certified))
             trace.append(found)
@@ -302,7 +326,7 @@ def lagrangian_bound(
     except KeyboardInterrupt:  # a genuine Ctrl-C: the best bound so far stands
         stopped = "interrupted"
     bound = dn.objective_to_original(float(best)) if trace else None
-    return LagrangianBound(bound, done, stopped, time_unit, tuple(trace))
+    return LagrangianBound(bound, done, stopped, time_unit, tuple(trace), meter.spent)
 
 
 def lagrangian_time_unit(instance: Instance, horizon: float, given: float | None) -> float:
@@ -334,6 +358,7 @@ def _lagrangian_bound(
         priced_until=start.makespan,
         budget=budget,
         report=lambda bound: context.report(start.objective, bound),
+        work=context.options.work,
     )
     return MethodOutput(
         schedule=start.schedule,
@@ -342,6 +367,7 @@ def _lagrangian_bound(
             "time_unit": unit,
             "start": start.origin,
             "iterations": found.iterations,
+            "work": found.work,
             "stopped": found.stopped,
             "interrupted": found.stopped == "interrupted",
             "bound_at_zero": found.trace[0] if found.trace else None,  # λ = 0

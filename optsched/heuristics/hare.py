@@ -77,6 +77,7 @@ from optsched.instance import Instance
 from optsched.options import Options, choice, count, number
 from optsched.registry import register
 from optsched.schedule import Schedule, Task
+from optsched.work import work_option
 
 GPU_CHOICES = ("earliest-free", "earliest-completion")
 #: Step 1 of ``hare``/``hare-ect``: exact relaxation where it fits, else its LP (``auto``).
@@ -263,6 +264,7 @@ def _solve(
             time_limit=step1_left(),
             seed=ctx.seed,
             workers=workers,
+            work=options.work,
         )
         starts = rl.starts
 
@@ -278,6 +280,7 @@ def _solve(
             "proved": proved,
             "bound": bound,
             "solver_status": rl.solver_status,
+            "work": rl.work,
             "time_unit": unit,
             "order": "hare_sched_rl" if rl.solver_status in ("OPTIMAL", "FEASIBLE") else "ect",
         }
@@ -415,6 +418,10 @@ class HareRlOptions(Options):
         open_low=True,
     )
     workers: int = count("CP-SAT worker threads for the relaxation (default 1)")
+    work: float | None = work_option(
+        "deterministic work budget of the exact relaxation's CP-SAT search, in work-seconds "
+        "(a run repeats exactly under any load; the LP of step1=lp needs none); default: none"
+    )
 
 
 @dataclass(frozen=True)

@@ -25,7 +25,8 @@ the checker (when the limit is spent by then, it is the result, ``extra.stopped`
 limit (model build)``); the build checks the limit per round and each neighbourhood gets what
 is left less the time to read the incumbent back. LNS proves nothing about the optimum: the
 Result's bound is the critical path. With one worker a run that ends after ``steps``
-neighbourhoods is reproducible for a seed (steps are limited in deterministic time); a run the
+neighbourhoods, or when its ``work`` budget (the steps' CP-SAT deterministic time,
+:mod:`optsched.work`) is spent, is reproducible for a seed; a run the
 time limit ends depends on the machine, as does any run with more workers. A Ctrl-C stops the
 search and returns the incumbent, marked ``interrupted``. Sizes: the model must fit CP-SAT's
 limits (as ``cpsat``); the paper-scale Hare instances do not.
@@ -62,6 +63,7 @@ from optsched.instance import Instance
 from optsched.options import Options, count, number
 from optsched.registry import register
 from optsched.schedule import Schedule
+from optsched.work import WorkMeter, work_option
 
 RULES = ("random", "window", "delay")
 
@@ -91,6 +93,7 @@ class LnsOptions(Options):
         "stop after this many neighbourhoods (default: none, run to the time limit)", None
     )
     workers: int = count("CP-SAT worker threads per neighbourhood (default 1)")
+    work: float | None = work_option()
 
 
 def _decisions(model: _Model) -> dict[int, list[Any]]:
@@ -246,8 +249,12 @@ def solve_lns(instance: Instance, ctx: SolveContext[LnsOptions]) -> MethodOutput
     stopped = "time limit" if options.steps is None else "steps"
     started = time.perf_counter()
     interrupted = False
+    meter = WorkMeter(options.work)  # CP-SAT's deterministic time of the steps
     try:
         while options.steps is None or steps < options.steps:
+            if meter.exhausted:
+                stopped = "work"
+                break
             left = budget.left()
             if left is not None and left - finish < 0.05:
                 break
@@ -263,7 +270,10 @@ def solve_lns(instance: Instance, ctx: SolveContext[LnsOptions]) -> MethodOutput
             solver.parameters.num_workers = options.workers
             solver.parameters.random_seed = int(rng.integers(2**31))
             # the step's limit is deterministic (reproducible); the run's is wall-clock
-            solver.parameters.max_deterministic_time = options.step
+            left_work = meter.left()
+            solver.parameters.max_deterministic_time = (
+                options.step if left_work is None else min(options.step, left_work)
+            )
             if left is not None:
                 solver.parameters.max_time_in_seconds = left
             # a Ctrl-C is Python's: it stops the step's search at once, and the run
@@ -271,6 +281,7 @@ def solve_lns(instance: Instance, ctx: SolveContext[LnsOptions]) -> MethodOutput
             code, stop = solve_stoppable(solver, sub)
             status = solver.status_name(code)
             steps += 1
+            meter.spend(solver.deterministic_time)
             if STATUS[status] == "bug":
                 raise RuntimeError(
                     f"LNS: CP-SAT returned {status} on a neighbourhood of a feasible incumbent"
@@ -296,6 +307,7 @@ def solve_lns(instance: Instance, ctx: SolveContext[LnsOptions]) -> MethodOutput
         steps=steps,
         improvements=improvements,
         final_size=size,
+        work=meter.spent,
         anytime=anytime,
         stopped=stopped,
         interrupted=interrupted,

@@ -65,6 +65,7 @@ from optsched.instance import Instance
 from optsched.options import Options, choice, count
 from optsched.registry import register
 from optsched.schedule import Schedule, Task
+from optsched.work import WorkMeter, work_option
 
 
 @dataclass(frozen=True)
@@ -85,6 +86,14 @@ class PrioritySearchOptions(Options):
         ("auto", "reserve", "greedy"),
         "auto",
     )
+    work: float | None = work_option()
+
+
+#: Work units of one work-second: measured on the 2-core reference machine by
+#: ``benchmarks/work_rates.py`` (a least-squares fit within 3 % over its instances). A move
+#: counts :data:`MOVE_WORK`, an event decoded :data:`EVENT_WORK`, and a (round, GPU class
+#: or pace) priced and a queue entry copied one each.
+WORK_PER_SECOND, MOVE_WORK, EVENT_WORK = 5.8e6, 240, 40
 
 
 #: Events between two looks at the clock in the decoder.
@@ -106,6 +115,7 @@ class _State:
     tasks: int  # tasks placed so far
     completion: np.ndarray
     events: int
+    scanned: int = 0  # queue entries priced and copied so far (the work count)
 
 
 @dataclass
@@ -115,6 +125,7 @@ class _Decoded:
     checkpoints: list[_State]
     entry: np.ndarray  # each job's checkpoint index
     events: int
+    scanned: int = 0
 
 
 class _Decoder:
@@ -175,7 +186,7 @@ class _Decoder:
         moment, free = state.moment, state.free.copy()
         waiting, queue = list(state.waiting), [list(item) for item in state.queue]
         heapq.heapify(waiting)
-        completion, events = state.completion.copy(), state.events
+        completion, events, scanned = state.completion.copy(), state.events, state.scanned
         tasks = before.tasks[: state.tasks] if before is not None else []
         checkpoints = before.checkpoints[:restart] if before is not None else []
         entry = (
@@ -194,6 +205,7 @@ class _Decoder:
             while waiting and waiting[0][0] <= moment:
                 entering.append(heapq.heappop(waiting))
             if any(r == 0 for _, _, r in entering):  # a job's first entry: a checkpoint
+                scanned += len(waiting) + len(queue) + len(free)
                 checkpoints.append(
                     _State(
                         moment,
@@ -203,6 +215,7 @@ class _Decoder:
                         len(tasks),
                         completion.copy(),
                         events,
+                        scanned,
                     )
                 )
             for ready, j, r in entering:
@@ -213,9 +226,9 @@ class _Decoder:
                 )
             events += 1
             if self.gang:
-                self._gang_event(moment, free, queue, tasks)
+                scanned += self._gang_event(moment, free, queue, tasks)
             else:
-                self._relaxed_event(moment, free, heaps, queue, tasks)
+                scanned += self._relaxed_event(moment, free, heaps, queue, tasks)
             for item in [item for item in queue if item[4] == 0]:
                 queue.remove(item)
                 j, r = int(item[1]), int(item[2])
@@ -230,7 +243,9 @@ class _Decoder:
             if not nexts:
                 break
             moment = min(nexts)
-        return _Decoded(float(self.weight @ completion), tasks, checkpoints, entry, events)
+        return _Decoded(
+            float(self.weight @ completion), tasks, checkpoints, entry, events, scanned
+        )
 
     def _relaxed_event(
         self,
@@ -239,21 +254,24 @@ class _Decoder:
         heaps: list[list[tuple[float, int]]],
         queue: list[list[float]],
         tasks: list[tuple[int, int, int, int, float]],
-    ) -> None:
+    ) -> int:
         """Serve the queue in priority order: each task to the GPU where its result is ready
         earliest, if it is idle now. Greedy: a round whose task would wait stops there.
         Reserve: the task reserves that GPU until it would end, in a copy of the heaps that
-        only the rounds after it see, and the round's next task is placed."""
+        only the rounds after it see, and the round's next task is placed. Returns the
+        (round, class) pairs priced, the event's work count."""
         if not any(heap[0][0] <= moment for heap in heaps):
-            return
+            return 0
         # a copied heap is a heap; idle GPUs are alike in both, only busy ones get reserved
         virtual = [list(heap) for heap in heaps] if self.reserve else heaps
+        visits = len(heaps)
         for item in queue:
             if not any(heap[0][0] <= moment for heap in virtual):
-                return
+                return visits
             j = int(item[1])
             waiting = 0  # of the round's tasks, those that reserved a busy GPU
             while item[4] > waiting:
+                visits += len(self.class_choices[j])
                 best, best_class, best_compute = math.inf, -1, 0.0
                 for c, compute, pace in self.class_choices[j]:
                     head = virtual[c][0][0]
@@ -275,6 +293,7 @@ class _Decoder:
                 tasks.append((j, int(item[2]), task, g, moment))
                 item[4] -= 1
                 item[5] = max(item[5], best)
+        return visits
 
     def _gang_event(
         self,
@@ -282,18 +301,21 @@ class _Decoder:
         free: np.ndarray,
         queue: list[list[float]],
         tasks: list[tuple[int, int, int, int, float]],
-    ) -> None:
+    ) -> int:
         """Serve the queue in priority order: a round starts when the K GPUs that finish it
         earliest are idle now. Greedy: a round that would wait reserves nothing. Reserve: it
         reserves the K GPUs it waits for (idle ones included) until it would end, in a copy
-        of the free times that only the rounds after it see."""
+        of the free times that only the rounds after it see. Returns the rounds visited and
+        finishes priced, the event's work count."""
         virtual = free.copy() if self.reserve else free
+        visits = 0
         for item in queue:
             idle = virtual <= moment
             if not idle.any():
-                return
+                return visits
             j = int(item[1])
             k_tasks, order = self.tasks_per_round[j], self.by_pace[j]
+            visits += 1 + len(self.thresholds[j])
             if not self.reserve and np.count_nonzero(idle[order]) < k_tasks:
                 continue
             # the earliest finish: for each pace p, the K earliest-free GPUs of pace ≤ p
@@ -320,6 +342,7 @@ class _Decoder:
                 tasks.append((j, int(item[2]), k, g, moment))
                 free[g] = virtual[g] = moment + length
             item[4], item[5] = 0, moment + length
+        return visits
 
     def schedule(self, decoded: _Decoded) -> Schedule:
         jobs, gpus = self.inst.jobs, self.inst.gpus
@@ -425,10 +448,14 @@ def priority_search(
     replayed: list[float] = []
     anytime = [[round(time.perf_counter() - started, 4), current.objective]]
     stopped, since = "steps", 0  # moves since the last improvement
+    meter = WorkMeter(options.work, WORK_PER_SECOND)
     try:
         while options.steps is None or steps < options.steps:
             if deadline is not None and time.perf_counter() >= deadline:
                 stopped = "time limit"
+                break
+            if meter.exhausted:
+                stopped = "work"
                 break
             if instance.n_jobs < 2:
                 stopped = "one job"
@@ -440,6 +467,12 @@ def priority_search(
             restart = int(min(current.entry[j] for j in changed))
             state = current.checkpoints[restart]
             candidate = decoder.run(trial, state, current, restart, deadline)
+            meter.spend(
+                MOVE_WORK
+                + EVENT_WORK * (candidate.events - state.events)
+                + candidate.scanned
+                - state.scanned
+            )
             steps += 1
             replayed.append(1 - state.events / current.events)
             since += 1
@@ -457,6 +490,7 @@ def priority_search(
         {
             "steps": steps,
             "improvements": improvements,
+            "work": meter.spent,
             "smith_objective": first,
             "decoder": "reserve" if decoder.reserve else "greedy",
             "replayed": float(np.mean(replayed)) if replayed else None,

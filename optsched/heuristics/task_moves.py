@@ -64,6 +64,7 @@ from optsched.instance import Instance
 from optsched.options import Options, count
 from optsched.registry import register
 from optsched.schedule import Schedule, Task
+from optsched.work import WorkMeter, work_option
 
 
 @dataclass
@@ -157,6 +158,8 @@ class SequenceSchedule:
         self.start, self.ready = self._evaluate()
         self.objective = self._objective(self.ready)
         self._frames: list[_Frame] = []
+        #: The search's work count: operations re-timed, places renumbered, gaps scanned.
+        self.work = 0
 
     # -- evaluation --------------------------------------------------------------------------
     def _objective(self, ready: list[float]) -> float:
@@ -306,7 +309,9 @@ class SequenceSchedule:
         length, result = self._lengths(o, gpus)
         release = self.release(o)
         i = min(max(bisect.bisect_right(seq, release, key=start.__getitem__) - 1, lo), hi)
+        self.work += 1 + len(gpus) + 2 * len(self.round_ops[self.op_round[o]])
         while True:
+            self.work += 1
             begin = release if i == 0 else max(release, start[seq[i - 1]] + busy[seq[i - 1]])
             if push or i == hi or begin + length <= start[seq[i]]:
                 return i, begin + result
@@ -314,6 +319,7 @@ class SequenceSchedule:
 
     def _renumber(self, g: int, first: int) -> None:
         seq, pos, op_gpus = self.seq[g], self.pos, self.op_gpus
+        self.work += len(seq) - first
         for i in range(first, len(seq)):
             x = seq[i]
             gpus = op_gpus[x]
@@ -369,6 +375,7 @@ class SequenceSchedule:
         while heap:
             _, x = heapq.heappop(heap)
             queued.discard(x)
+            self.work += 1 + len(self.op_gpus[x]) + len(self.round_ops[self.op_round[x]])
             s = self._earliest(x, start, ready)
             if s == start[x] and x != moved:
                 continue
@@ -449,6 +456,7 @@ def improve(
     patience: int = 10_000,
     sample: int = 16,
     report: Callable[[float | None, float | None], None] | None = None,
+    work: float | None = None,
 ) -> dict[str, Any]:
     """Local search with task moves on ``state``, which ends at the best schedule found.
 
@@ -456,7 +464,9 @@ def improve(
     **reassign**, the best gap for it among up to ``sample`` random eligible GPUs, then for
     the round's next straggler while the round's results are not ready earlier (a chain of
     at most K moves); or **resequence**, a place one to three positions earlier or later in
-    one of its GPU's sequences. The step is kept when the objective does not get worse."""
+    one of its GPU's sequences. The step is kept when the objective does not get worse.
+    ``work``: a budget in work-seconds (:mod:`optsched.work`), counted in operations
+    re-timed, places renumbered and gaps scanned, :data:`WORK_PER_SECOND` a work-second."""
     inst = state.inst
     eligible = [np.flatnonzero(np.isfinite(inst.compute[j])) for j in range(inst.n_jobs)]
     # an improvement: more than the checker's time tolerance per unit of weight
@@ -465,8 +475,10 @@ def improve(
     n_rounds, n_ops = len(state.round_ops), len(state.start)
     tried = kept = improved = since = 0
     stopped = "steps"
+    meter = WorkMeter(work, WORK_PER_SECOND)
 
     def straggler(rid: int) -> int:
+        state.work += len(state.round_ops[rid])
         return max(state.round_ops[rid], key=lambda q: state.start[q] + state.result[q])
 
     try:
@@ -476,6 +488,10 @@ def improve(
                 break
             if since >= patience:
                 stopped = "patience"
+                break
+            meter.units = state.work + STEP_WORK * tried
+            if meter.exhausted:
+                stopped = "work"
                 break
             tried += 1
             since += 1
@@ -530,8 +546,20 @@ def improve(
     except KeyboardInterrupt:  # a genuine Ctrl-C: back to the last kept schedule
         state.undo()
         stopped = "interrupted"
-    return {"steps": tried, "kept": kept, "improvements": improved, "stopped": stopped}
+    meter.units = state.work + STEP_WORK * tried
+    return {
+        "steps": tried,
+        "kept": kept,
+        "improvements": improved,
+        "stopped": stopped,
+        "work": meter.spent,
+    }
 
+
+#: Work units of one work-second: measured on the 2-core reference machine by
+#: ``benchmarks/work_rates.py``. A step counts :data:`STEP_WORK`, and one unit per
+#: operation re-timed, place renumbered and gap scanned.
+WORK_PER_SECOND, STEP_WORK = 3.0e6, 36
 
 #: Seconds per task the end of a run takes (the schedule read off the sequences and
 #: evaluated; measured about 12 µs): kept from the search.
@@ -549,6 +577,7 @@ class TaskSearchOptions(Options):
         "stop after this many steps in a row without improvement (default 10000)", 10_000
     )
     sample: int = count("eligible GPUs sampled per reassign step (default 16)", 16)
+    work: float | None = work_option()
 
 
 @register(
@@ -609,6 +638,7 @@ def _task_search(instance: Instance, context: SolveContext[TaskSearchOptions]) -
             options.patience,
             options.sample,
             context.report,
+            options.work,
         )
     )
     extra["interrupted"] = extra["stopped"] == "interrupted"

@@ -52,6 +52,7 @@ from optsched.placement.model import PlacementInstance, placement_from_hosts
 from optsched.registry import register
 from optsched.result import Status
 from optsched.topology import Distance
+from optsched.work import cpsat_work_spent, work_option
 
 
 def _demand(c: Any) -> tuple[float, ...]:
@@ -439,8 +440,16 @@ def solve_placement(
     left = budget.left()
     if left is not None:
         solver.parameters.max_time_in_seconds = left
+    if ctx.options.work is not None:  # CP-SAT's deterministic time is the work
+        solver.parameters.max_deterministic_time = ctx.options.work
     status = solver.status_name(solver.solve(b.m))
-    extra: dict[str, Any] = {"solver_status": status, "variables": len(x)}
+    extra: dict[str, Any] = {
+        "solver_status": status,
+        "variables": len(x),
+        "work": solver.deterministic_time,
+    }
+    if status == "FEASIBLE" and cpsat_work_spent(solver, ctx.options.work):
+        extra["stopped"] = "work"
     if status == "INFEASIBLE":
         return PlaceOutput(status=Status.INFEASIBLE, extra=extra)
     if status == "MODEL_INVALID":
@@ -500,6 +509,7 @@ class CpsatPlaceOptions(CostOptions):
     """Options of the CP-SAT placement beyond the cost."""
 
     workers: int = count("CP-SAT worker threads (default 1)")
+    work: float | None = work_option()
 
 
 @dataclass(frozen=True)

@@ -95,6 +95,7 @@ from optsched.placement.model import (
 )
 from optsched.registry import register
 from optsched.result import Status
+from optsched.work import WorkMeter, work_option
 
 Genome = list[int]  # host index per container, -1 = homeless
 
@@ -128,6 +129,13 @@ class GgaOptions(BestfitOptions):
         "(default 30 + containers, the reference code's)",
         None,
     )
+    work: float | None = work_option()
+
+
+#: Work units of one work-second: measured on the 2-core reference machine by
+#: ``benchmarks/work_rates.py``. A child tried counts :data:`TRY_WORK` and its containers
+#: (the variation and repair visit each).
+WORK_PER_SECOND, TRY_WORK = 1.15e5, 8
 
 
 @dataclass(frozen=True)
@@ -386,10 +394,13 @@ def run_gga(
     config: GgaOptions | None = None,
     time_limit: float | None = None,
     report: Callable[[float | None, float | None], None] | None = None,
+    work: float | None = None,
 ) -> tuple[Genome | None, dict[str, Any]]:
     """The best genome found by fitness (None when no feasible plan was built) and run
-    statistics. ``report(cost, None)`` receives the cost of the best individual after the
-    initial population and after every generation (a progress line's incumbent)."""
+    statistics. ``work``: a budget in work-seconds (:mod:`optsched.work`), checked between
+    generations; a child tried counts :data:`TRY_WORK` and its containers.
+    ``report(cost, None)`` receives the cost of the best individual after the initial
+    population and after every generation (a progress line's incumbent)."""
     config = config or GgaOptions()
     budget = Budget(time_limit)
     rng = np.random.default_rng(seed)
@@ -437,10 +448,14 @@ def run_gga(
         report(best.cost, None)
     evaluations, stale, done = len(population), 0, 0
     stopped = "generations"
+    meter = WorkMeter(work, WORK_PER_SECOND)
     try:
         for _ in range(generations):
             if budget.expired():
                 stopped = "time limit"
+                break
+            if meter.exhausted:
+                stopped = "work"
                 break
             done += 1
             children: list[_Scored] = []
@@ -449,6 +464,7 @@ def run_gga(
                 if budget.expired():
                     break
                 tries += 1
+                meter.spend(TRY_WORK + n)
                 child = list(_tournament(population, rng).genome)
                 try:
                     fitted = _vary(prob, population, child, rng)
@@ -486,6 +502,7 @@ def run_gga(
         "best_cost": best.cost,
         "numnu": best.numnu,
         "best_cost_seen": least_cost,
+        "work": meter.spent,
         "stopped": stopped,
         "interrupted": stopped == "interrupted",
     }
@@ -507,6 +524,7 @@ def _place_gga(instance: PlacementInstance, ctx: PlaceContext[GgaOptions]) -> Pl
         config=ctx.options,
         time_limit=ctx.time_limit,
         report=ctx.report,
+        work=ctx.options.work,
     )
     if genome is None:
         return PlaceOutput(status=Status.UNKNOWN, extra=stats)
