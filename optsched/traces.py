@@ -51,6 +51,7 @@ from optsched.errors import InputError
 from optsched.instance import GPU, Instance, Job
 from optsched.jsonfile import read_text
 from optsched.limits import MAX_FACTOR, MAX_TASKS, MAX_VALUE
+from optsched.subsets import select_jobs as select_jobs  # cutting a mapped trace
 from optsched.workloads import (
     Catalog,
     Workload,
@@ -299,12 +300,17 @@ def _csv(path: Path, needed: Sequence[str]) -> list[tuple[int, dict[str, str]]]:
 MAX_CLUSTER_GPUS = 1_000_000
 
 
-def parse_cluster(spec: str, gpus_per_host: int | None = None) -> tuple[GPU, ...]:
+def parse_cluster(
+    spec: str, gpus_per_host: int | None = None, scale: float = 1.0
+) -> tuple[GPU, ...]:
     """GPUs from ``"V100:85,T4:43"`` (ids ``V100-0``, …, in the order given); at most
     :data:`MAX_CLUSTER_GPUS` in all. With ``gpus_per_host``, each type's GPUs sit on hosts
-    of that many (``V100-h0``, …; the last host of a type may hold fewer)."""
+    of that many (``V100-h0``, …; the last host of a type may hold fewer). ``scale``
+    multiplies every count (rounded, at least 1: 0.1 makes a tenth of the cluster)."""
     if gpus_per_host is not None and not 1 <= gpus_per_host <= MAX_CLUSTER_GPUS:
         raise InputError(f"--gpus-per-host must be a positive integer, got {gpus_per_host!r}")
+    if not (isinstance(scale, int | float) and math.isfinite(scale) and 0 < scale <= 1e6):
+        raise InputError(f"--cluster-scale must be a number in (0, 1e6], got {scale!r}")
     counts: dict[str, int] = {}
     for part in spec.split(","):
         name, _, count = part.strip().partition(":")
@@ -317,7 +323,7 @@ def parse_cluster(spec: str, gpus_per_host: int | None = None) -> tuple[GPU, ...
         gpu_type = canonical_gpu_type(name)
         if gpu_type in counts:
             raise InputError(f"--cluster lists GPU type {gpu_type!r} twice")
-        counts[gpu_type] = n
+        counts[gpu_type] = n if scale == 1.0 else max(1, round(n * scale))
         if sum(counts.values()) > MAX_CLUSTER_GPUS:
             raise InputError(f"--cluster {spec!r}: more than {MAX_CLUSTER_GPUS:,} GPUs")
     return tuple(
@@ -546,14 +552,21 @@ def load_workload(
     mode: str | None = None,
     gpus_per_host: int | None = None,
     space_sharing: bool = False,
+    first: int | None = None,
+    window: tuple[float, float | None] | None = None,
+    load: float = 1.0,
+    cluster_scale: float = 1.0,
 ) -> tuple[Instance, Trace | None]:
     """What ``optsched simulate`` runs: an instance file (``.json``), or a trace (any other
     file, read by :func:`read_trace` in ``trace_format``) mapped onto ``cluster`` (GPUs, or
-    ``TYPE:COUNT,...`` as :func:`parse_cluster` reads it, on hosts of ``gpus_per_host``) by
-    ``mapping``. ``mode`` (default: the instance's, ``relaxed`` for a trace) sets the
-    execution mode; ``space_sharing`` (gang mode) lets the trace's single-GPU jobs share a
-    GPU at their workloads' co-location rates. Returns the instance and the trace it came
-    from (None for an instance file).
+    ``TYPE:COUNT,...`` as :func:`parse_cluster` reads it, on hosts of ``gpus_per_host``,
+    every count × ``cluster_scale``) by ``mapping``. ``mode`` (default: the instance's,
+    ``relaxed`` for a trace) sets the execution mode; ``space_sharing`` (gang mode) lets the
+    trace's single-GPU jobs share a GPU at their workloads' co-location rates. ``first``,
+    ``window`` and ``load`` cut the jobs and scale their arrival rate
+    (:func:`optsched.subsets.select_jobs`, after the whole trace is mapped, so each job keeps
+    its workload). Returns the instance and the trace it came from (None for an instance
+    file).
 
     Raises
     ------
@@ -563,20 +576,27 @@ def load_workload(
     """
     from optsched.io import load_instance
 
+    def cut(instance: Instance) -> Instance:
+        if first is None and window is None and load == 1.0:
+            return instance
+        return select_jobs(instance, first=first, window=window, load=load)
+
     if str(path).endswith(".json"):
-        if cluster or gpus_per_host is not None or space_sharing:
+        if cluster or gpus_per_host is not None or space_sharing or cluster_scale != 1.0:
             raise InputError(
-                "--cluster, --gpus-per-host and --space-sharing go with a trace; an "
-                "instance (.json) has its own GPUs and cluster fields"
+                "--cluster, --cluster-scale, --gpus-per-host and --space-sharing go with a "
+                "trace; an instance (.json) has its own GPUs and cluster fields"
             )
-        instance = load_instance(path)
+        instance = cut(load_instance(path))
         return (instance if mode is None else instance.with_mode(mode)), None
     if not cluster:
         raise InputError("a trace needs --cluster TYPE:COUNT,... (e.g. V100:85,T4:43)")
     if isinstance(cluster, str):
-        gpus = parse_cluster(cluster, gpus_per_host)
-    elif gpus_per_host is not None:
-        raise InputError("gpus_per_host goes with a cluster spec; given GPUs have their hosts")
+        gpus = parse_cluster(cluster, gpus_per_host, cluster_scale)
+    elif gpus_per_host is not None or cluster_scale != 1.0:
+        raise InputError(
+            "gpus_per_host and cluster_scale go with a cluster spec; given GPUs are as they are"
+        )
     else:
         gpus = tuple(cluster)
     if space_sharing and mode != "gang":
@@ -585,4 +605,4 @@ def load_workload(
     instance = trace_instance(
         trace, gpus, mapping, mode=mode or "relaxed", space_sharing=space_sharing
     )
-    return instance, trace
+    return cut(instance), trace

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import ast
+import json
 import os
 import re
 import subprocess
@@ -10,6 +11,7 @@ import sys
 import tomllib
 from pathlib import Path
 
+import nbformat
 import pytest
 
 from tests.conftest import ROOT
@@ -39,14 +41,54 @@ def run(
     return proc
 
 
+def source(script: str) -> str:
+    """A tutorial's Python: a script's text, or a notebook's code cells."""
+    path = EXAMPLES / script
+    if path.suffix == ".ipynb":
+        return "\n".join(c.source for c in nbformat.read(path, as_version=4).cells
+                         if c.cell_type == "code")  # fmt: skip
+    return path.read_text()
+
+
 @pytest.mark.parametrize(
-    "script", sorted(str(p.relative_to(EXAMPLES)) for p in EXAMPLES.rglob("*.py"))
+    "script",
+    sorted(
+        str(p.relative_to(EXAMPLES)) for p in [*EXAMPLES.rglob("*.py"), *EXAMPLES.glob("*.ipynb")]
+    ),
 )
 def test_examples_import_public_names_only(script):
-    tree = ast.parse((EXAMPLES / script).read_text())
+    tree = ast.parse(source(script))
     for node in ast.walk(tree):
         if isinstance(node, ast.ImportFrom) and node.module and node.module.startswith("optsched"):
             assert node.module in PUBLIC, f"{script} imports from {node.module}"
+
+
+def test_the_analysis_notebook_runs(tmp_path, monkeypatch):
+    """examples/analysis.ipynb executes in a Jupyter kernel of this Python (nbclient), from
+    the repository's root, without an error in any cell."""
+    from nbclient import NotebookClient
+
+    spec = tmp_path / "kernels" / "optsched-test"
+    spec.mkdir(parents=True)
+    (spec / "kernel.json").write_text(
+        json.dumps(
+            {
+                "argv": [sys.executable, "-m", "ipykernel_launcher", "-f", "{connection_file}"],
+                "display_name": "optsched test",
+                "language": "python",
+            }
+        )
+    )
+    monkeypatch.setenv("JUPYTER_PATH", str(tmp_path))
+    monkeypatch.delenv("MPLBACKEND", raising=False)  # the kernel's inline plots
+    notebook = nbformat.read(EXAMPLES / "analysis.ipynb", as_version=4)
+    client = NotebookClient(
+        notebook, timeout=300, kernel_name="optsched-test", resources={"metadata": {"path": ROOT}}
+    )
+    client.execute()  # a cell that raises fails the test (CellExecutionError)
+    outputs = [o for c in notebook.cells if c.cell_type == "code" for o in c.outputs]
+    assert sum("image/png" in o.get("data", {}) for o in outputs) >= 2  # both plots drawn
+    assert any("| hlas | relaxed |" in o.get("text", "") for o in outputs)
 
 
 # The four longest tutorials (5-15 s each) are slow checks; CI runs them after the default

@@ -222,6 +222,9 @@ def test_decisions_ignore_hidden_work(data):
         return
     # its last round's training ends before its save phase: the rounds diverge there
     horizon = a.simulation.completion[inst.job_index[target.id]] - target.profile.save
+    # (less a rounding: completion - save may land a few ulps after the instant the next
+    # round of the longer job starts; found by hypothesis, a start of 246.42342913672903)
+    horizon -= 1e-9 * max(1.0, abs(horizon))
     early = {k: v for k, v in _starts(a.schedule).items() if v[1] < horizon}
     assert early == {k: v for k, v in _starts(b.schedule).items() if v[1] < horizon}
 

@@ -48,6 +48,7 @@ LAYERS: list[tuple[str, tuple[str, ...]]] = [
             "optsched.result",
             "optsched.io",
             "optsched.traces",
+            "optsched.subsets",
             "optsched.placement.model",
             "optsched.placement.cost",
             "optsched.placement.check",

@@ -7,7 +7,7 @@ from __future__ import annotations
 import threading
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Any
 
 import pytest
@@ -178,6 +178,9 @@ def test_a_grid_on_work_budgets_repeats_under_load_and_records_cpu_time(tiny_set
         time_limit=0.3,
         params={"patience": "1000000000"},
     )
+    # a wider wall-clock net than the default 4x: the machine running the tests may be
+    # loaded far beyond the spinning thread's share
+    runs = [replace(run, time_limit=120.0) for run in runs]
 
     files = iter(["quiet.jsonl", "busy.jsonl"])
 
@@ -189,7 +192,7 @@ def test_a_grid_on_work_budgets_repeats_under_load_and_records_cpu_time(tiny_set
     quiet, busy = twice(records)
     assert [r["objective"] for r in busy] == [r["objective"] for r in quiet]
     assert [r["extra"]["steps"] for r in busy] == [r["extra"]["steps"] for r in quiet]
-    assert all(r["extra"]["stopped"] in ("work", "one job") for r in quiet)
+    assert all(r["extra"]["stopped"] in ("work", "one job") for r in quiet + busy)
     for record in quiet + busy:
         assert record["status"] in ("feasible", "optimal") and record["cpu_s"] >= 0
         assert record["params"]["work"] == "0.3"

@@ -22,6 +22,7 @@ from optsched.cli import (
     bench,
     check,
     common,
+    compare,
     demo,
     estimate,
     gen,
@@ -47,7 +48,20 @@ from optsched.errors import InputError, MethodError
 # costs more CPU than any command gains from it (no method relies on dense linear algebra).
 os.environ.setdefault("OPENBLAS_NUM_THREADS", "1")
 
-COMMANDS = (check, solve, simulate, place, estimate, methods, gen, plot, workloads, demo, bench)
+COMMANDS = (
+    check,
+    solve,
+    simulate,
+    compare,
+    place,
+    estimate,
+    methods,
+    gen,
+    plot,
+    workloads,
+    demo,
+    bench,
+)
 
 
 def build_parser(command: str | None = None) -> argparse.ArgumentParser:

@@ -96,11 +96,36 @@ def add_trace_options(p: argparse.ArgumentParser) -> None:
         choices=("relaxed", "gang"),
         help="execution mode (default: the instance's; relaxed for a trace)",
     )
+    p.add_argument(
+        "--cluster-scale",
+        type=float,
+        default=1.0,
+        metavar="F",
+        help="every GPU count of --cluster × F, rounded, at least 1 (0.1: a tenth of the "
+        "cluster, to load a trace; default 1)",
+    )
+    p.add_argument(
+        "--window",
+        metavar="START:END",
+        help="only the jobs arriving in [START, END) after the first arrival, in s or with "
+        "a unit: 2d:3d, :36h, 12h: (default: all)",
+    )
+    p.add_argument(
+        "--first", type=int, metavar="N", help="only the first N jobs by arrival (default: all)"
+    )
+    p.add_argument(
+        "--load",
+        type=float,
+        default=1.0,
+        metavar="F",
+        help="arrival rate × F: every gap between arrivals ÷ F (default 1)",
+    )
 
 
 def load_instance_or_trace(args: argparse.Namespace) -> tuple[Any, Any]:
     """The instance (and the trace it came from, or None) that ``args.instance`` names,
     read with :func:`add_trace_options`' options."""
+    from optsched.subsets import parse_window
     from optsched.traces import TraceMapping, load_workload
 
     mapping = TraceMapping(
@@ -114,6 +139,10 @@ def load_instance_or_trace(args: argparse.Namespace) -> tuple[Any, Any]:
         mode=args.mode,
         gpus_per_host=args.gpus_per_host,
         space_sharing=args.space_sharing,
+        first=args.first,
+        window=None if args.window is None else parse_window(args.window),
+        load=args.load,
+        cluster_scale=args.cluster_scale,
     )
 
 

@@ -12,6 +12,8 @@ Decisions are :class:`Start` tuples. :class:`Observer` subclasses receive every 
 from optsched.online.cluster import ClusterJob as ClusterJob
 from optsched.online.cluster import ClusterPolicy as ClusterPolicy
 from optsched.online.cluster import ClusterView as ClusterView
+from optsched.online.compare import Comparison as Comparison
+from optsched.online.compare import compare as compare
 from optsched.online.engine import STALL_INSTANTS as STALL_INSTANTS
 from optsched.online.engine import MetricsObserver as MetricsObserver
 from optsched.online.engine import Observer as Observer
@@ -36,6 +38,7 @@ __all__ = [
     "ClusterJob",
     "ClusterPolicy",
     "ClusterView",
+    "Comparison",
     "IdleGPUs",
     "JobState",
     "MetricsObserver",
@@ -50,6 +53,7 @@ __all__ = [
     "Start",
     "View",
     "WaitingQueue",
+    "compare",
     "realise",
     "run_simulation",
     "simulate",

@@ -1,0 +1,177 @@
+"""``optsched compare INSTANCE_OR_TRACE --policy P --policy Q ...``: several online policies
+on one workload, one table and one JCT CDF."""
+
+from __future__ import annotations
+
+import argparse
+import sys
+from typing import Any
+
+from optsched.cli.common import (
+    EXIT_OK,
+    add_json,
+    add_seed,
+    add_trace_options,
+    load_instance_or_trace,
+    print_json,
+)
+from optsched.output import distinct_targets, json_text, output_target, write_outputs
+from optsched.regret import CAPACITY_TIME_LIMIT, REGRET_BOUNDS
+from optsched.subsets import UNITS
+
+
+def add_parser(sub: Any) -> None:
+    p = sub.add_parser(
+        "compare",
+        help="run several online policies on one instance or trace: one table, one JCT CDF",
+        epilog="example: optsched compare philly.csv --cluster V100:100,T4:50,K80:25,M60:25 "
+        "--first 2000 --policy hlas --policy tiresias --policy fifo-perf --cdf jct.png",
+    )
+    p.add_argument(
+        "instance",
+        metavar="INSTANCE_OR_TRACE",
+        help="an instance (.json) or a Gavel/Tiresias/Philly trace",
+    )
+    p.add_argument(
+        "--policy",
+        action="append",
+        required=True,
+        metavar="NAME[:KEY=VALUE,...]",
+        help="a simulate method, with its parameters after a colon (hlas:mapping=A); "
+        "repeatable, in table order",
+    )
+    add_trace_options(p)
+    add_seed(p, "the noise, a trace's workload draw and randomised policies")
+    p.add_argument(
+        "--noise",
+        type=float,
+        default=0.0,
+        help="task times × U[1-x, 1+x], drawn once per (job, GPU type) (default 0)",
+    )
+    p.add_argument(
+        "--switch-cost",
+        type=float,
+        default=0.0,
+        help="task-switch cost as a fraction of each task (default 0)",
+    )
+    p.add_argument(
+        "--no-record",
+        action="store_true",
+        help="keep no schedules (large traces): metrics are streamed, not checked",
+    )
+    p.add_argument(
+        "--bound",
+        choices=REGRET_BOUNDS,
+        default="fluid",
+        help="the lower bound regrets are over (default fluid; see optsched simulate)",
+    )
+    p.add_argument(
+        "--bound-time-limit",
+        type=float,
+        metavar="S",
+        default=CAPACITY_TIME_LIMIT,
+        help=f"seconds for --bound capacity's LP (default {CAPACITY_TIME_LIMIT:g})",
+    )
+    p.add_argument(
+        "--unit",
+        choices=tuple(UNITS),
+        default="h",
+        help="the unit of the table's and the plot's times (default h)",
+    )
+    p.add_argument(
+        "--out",
+        metavar="TABLE",
+        help="write the table here: .md (Markdown), .csv or .json (default: printed only)",
+    )
+    p.add_argument(
+        "--cdf",
+        metavar="PNG",
+        help="plot every policy's JCT CDF on one chart (needs matplotlib; default: no plot)",
+    )
+    p.add_argument(
+        "--linear", action="store_true", help="a linear time axis on the CDF (default: log)"
+    )
+    p.add_argument("--progress", action="store_true", help="a line on stderr per policy")
+    add_json(p)
+    p.set_defaults(func=run)
+
+
+def _table_format(path: str) -> str:
+    from optsched.errors import InputError
+
+    suffix = path.rsplit(".", 1)[-1].lower() if "." in path else ""
+    if suffix not in ("md", "csv", "json"):
+        raise InputError(f"--out {path!r}: the table is written as .md, .csv or .json")
+    return suffix
+
+
+def _csv(rows: list[dict[str, Any]]) -> str:
+    import csv
+    import io
+
+    buffer = io.StringIO()
+    writer = csv.DictWriter(buffer, fieldnames=list(rows[0]), lineterminator="\n")
+    writer.writeheader()
+    writer.writerows(rows)
+    return buffer.getvalue()
+
+
+def run(args: argparse.Namespace) -> int:
+    from optsched.online.compare import compare
+
+    targets = [("--out", args.out), ("--cdf", args.cdf)]
+    for option, path in targets:
+        if path is not None:
+            output_target(path, option, inputs=[args.instance])
+    distinct_targets(targets)
+    table_format = None if args.out is None else _table_format(args.out)
+    if args.cdf is not None:
+        from optsched.plot import image_format
+
+        cdf_format = image_format(args.cdf, "--cdf")
+    instance, trace = load_instance_or_trace(args)
+    if trace is not None and trace.skipped:
+        print(
+            f"trace {trace.name}: {len(trace.jobs)} jobs, {trace.skipped} skipped "
+            f"(first: {trace.first_skip})",
+            file=sys.stderr,
+        )
+    result = compare(
+        instance,
+        args.policy,
+        mode=args.mode,
+        seed=args.seed,
+        noise=args.noise,
+        switch_cost=args.switch_cost,
+        record=not args.no_record,
+        bound=args.bound,
+        bound_time_limit=args.bound_time_limit,
+        progress=(lambda line: print(line, file=sys.stderr, flush=True))
+        if args.progress
+        else None,
+    )
+    outputs: list[tuple[str, str | bytes]] = []
+    if args.out is not None:
+        text = {
+            "md": lambda: result.table(args.unit),
+            "csv": lambda: _csv(result.rows(args.unit)),
+            "json": lambda: json_text(result.to_dict(args.unit)),
+        }[str(table_format)]()
+        outputs.append((args.out, text))
+    if args.cdf is not None:
+        from optsched.plot import jct_cdf_image
+
+        image = jct_cdf_image(
+            result.jcts_in(args.unit),
+            cdf_format,
+            title=f"{result.instance.name}: JCT CDF ({result.instance.n_jobs} jobs)",
+            unit=args.unit,
+            log=not args.linear,
+        )
+        outputs.append((args.cdf, image))
+    write_outputs(outputs)  # all or nothing, after the work succeeded
+    if args.json:
+        print_json(result.to_dict(args.unit))
+    else:
+        print(result.table(args.unit), end="")
+    return EXIT_OK

@@ -1,0 +1,286 @@
+"""Several online policies on one workload: one table, one JCT CDF (``optsched compare``).
+
+:func:`compare` simulates each policy (a registered ``simulate`` method, with its own
+parameters: ``hlas:mapping=A``) on the same instance with the same seed, noise and switch
+cost, each in the instance's mode or, where it has only the other one and the mode is not
+imposed, in its own (HLAS and AlloX are relaxed-mode policies, Tiresias and FIFO gang-mode
+ones; the table says which), and returns a :class:`Comparison`: per policy its mode, JCT
+statistics (mean, p50, p95, p99), makespan, the certified regrets (of the total weighted JCT,
+and of Σ w_j C_j, which arrivals spread over months dilute) over the best
+lower bound the runs of its mode computed (:mod:`optsched.regret`; one bound per mode, so
+the ratios compare) and the simulation's CPU time; :meth:`Comparison.table` writes them as
+a Markdown table in a unit of time of choice, and :meth:`Comparison.jcts_in` gives every
+policy's JCTs in that unit for one CDF chart (:func:`optsched.plot.plot_jct_cdf`). Every schedule
+is checked as :func:`~optsched.online.run.simulate` checks it (``record=False`` streams the
+metrics instead, for traces too large to keep, and says so in the table).
+"""
+
+from __future__ import annotations
+
+import math
+import time
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass
+from typing import Any
+
+import numpy as np
+
+from optsched.errors import InputError
+from optsched.instance import Instance
+from optsched.regret import CAPACITY_TIME_LIMIT, weighted_arrivals
+from optsched.result import Result
+from optsched.subsets import UNITS
+
+#: Columns of :meth:`Comparison.rows`, in table order, with their headings (``{unit}``: the
+#: table's unit of time).
+COLUMNS = {
+    "policy": "policy",
+    "mode": "mode",
+    "mean_jct": "mean JCT ({unit})",
+    "p50_jct": "p50 ({unit})",
+    "p95_jct": "p95 ({unit})",
+    "p99_jct": "p99 ({unit})",
+    "makespan": "makespan ({unit})",
+    "regret_jct": "JCT regret",
+    "regret": "regret",
+    "cpu_s": "CPU s",
+}
+
+
+def parse_policy(text: str) -> tuple[str, dict[str, str]]:
+    """``NAME`` or ``NAME:KEY=VALUE,KEY=VALUE`` → (name, parameters); InputError otherwise."""
+    name, _, rest = text.partition(":")
+    params: dict[str, str] = {}
+    for pair in filter(None, (p.strip() for p in rest.split(","))):
+        key, sep, value = pair.partition("=")
+        if not sep or not key:
+            raise InputError(f"--policy {text!r}: expected NAME:KEY=VALUE,..., got {pair!r}")
+        if key in params:
+            raise InputError(f"--policy {text!r}: {key} given twice")
+        params[key] = value
+    if not name.strip():
+        raise InputError(f"--policy {text!r}: no policy name")
+    return name.strip(), params
+
+
+@dataclass(frozen=True)
+class PolicyRun:
+    """One policy's simulation: its label (as given), the method and parameters, the
+    checked Result and the CPU seconds it took."""
+
+    label: str
+    policy: str
+    params: Mapping[str, str]
+    result: Result[Any]
+    cpu_s: float
+
+
+@dataclass(frozen=True)
+class Comparison:
+    """What :func:`compare` returns: the runs, in the order given, on ``instance`` (the
+    first run's realised instance: the same jobs and times for all), and per mode the best
+    lower bound the runs in that mode computed (``bounds[mode]`` = (value, source); none
+    with ``bound="none"``)."""
+
+    instance: Instance
+    runs: tuple[PolicyRun, ...]
+    bounds: Mapping[str, tuple[float, str]]
+    checked: bool = True
+
+    @property
+    def jcts(self) -> dict[str, list[float]]:
+        """Each policy's JCTs (s), by label."""
+        return {run.label: _simulation(run.result).jct for run in self.runs}
+
+    def rows(self, unit: str = "h") -> list[dict[str, Any]]:
+        """One mapping per policy, keys :data:`COLUMNS`, times in ``unit`` (s, m, h, d)."""
+        scale = _unit(unit)
+        arrivals = weighted_arrivals(self.instance)
+        out = []
+        for run in self.runs:
+            jct = np.asarray(_simulation(run.result).jct, dtype=float) / scale
+            metrics = run.result.metrics or {}
+            objective = run.result.objective
+            total_jct = metrics.get("total_weighted_jct")
+            bound = self.bounds.get(run.result.mode, (None, None))[0]
+            least_jct = None if bound is None else bound - arrivals
+            out.append(
+                {
+                    "policy": run.label,
+                    "mode": run.result.mode,
+                    "mean_jct": float(jct.mean()),
+                    "p50_jct": float(np.percentile(jct, 50)),
+                    "p95_jct": float(np.percentile(jct, 95)),
+                    "p99_jct": float(np.percentile(jct, 99)),
+                    "makespan": _scaled(metrics.get("makespan"), scale),
+                    "regret": objective / bound if objective is not None and bound else None,
+                    "regret_jct": (
+                        total_jct / least_jct
+                        if total_jct is not None and least_jct is not None and least_jct > 0
+                        else None
+                    ),
+                    "cpu_s": run.cpu_s,
+                }
+            )
+        return out
+
+    def table(self, unit: str = "h") -> str:
+        """The rows as a Markdown table, with a line on the workload and the bound above."""
+        head = [COLUMNS[k].format(unit=unit) for k in COLUMNS]
+        bounds = "; ".join(
+            f"{mode} {_number(value / _unit(unit))} {unit} ({source})"
+            for mode, (value, source) in sorted(self.bounds.items())
+        )
+        lines = [
+            f"{self.instance.name}: {self.instance.n_jobs} jobs on {self.instance.n_gpus} GPUs; "
+            + (f"regret over the best lower bound: {bounds}" if bounds else "no lower bound")
+            + ("" if self.checked else "; metrics streamed by the simulator, not checked"),
+            "",
+            "| " + " | ".join(head) + " |",
+            "|" + "---|" * len(head),
+        ]
+        for row in self.rows(unit):
+            cells = [row["policy"], row["mode"]] + [_number(row[k]) for k in list(COLUMNS)[2:]]
+            lines.append("| " + " | ".join(cells) + " |")
+        return "\n".join(lines) + "\n"
+
+    def to_dict(self, unit: str = "h") -> dict[str, Any]:
+        """The comparison as plain JSON data (no NaN: a missing value is null)."""
+        return {
+            "instance": self.instance.name,
+            "jobs": self.instance.n_jobs,
+            "gpus": self.instance.n_gpus,
+            "unit": unit,
+            "bounds": {
+                mode: {"value": value, "source": source}
+                for mode, (value, source) in self.bounds.items()
+            },
+            "checked": self.checked,
+            "policies": [
+                {
+                    **row,
+                    "method": run.policy,
+                    "params": dict(run.params),
+                    "objective": run.result.objective,
+                }
+                for row, run in zip(self.rows(unit), self.runs, strict=True)
+            ],
+        }
+
+    def jcts_in(self, unit: str = "h") -> dict[str, list[float]]:
+        """Each policy's JCTs in ``unit``, by label: what
+        :func:`optsched.plot.plot_jct_cdf` draws (``unit=unit, log=True``)."""
+        scale = _unit(unit)
+        return {label: [v / scale for v in values] for label, values in self.jcts.items()}
+
+
+def compare(
+    instance: Instance,
+    policies: Sequence[str | tuple[str, Mapping[str, str]]],
+    *,
+    mode: str | None = None,
+    seed: int = 0,
+    noise: float = 0.0,
+    switch_cost: float = 0.0,
+    record: bool = True,
+    bound: str = "fluid",
+    bound_time_limit: float | None = CAPACITY_TIME_LIMIT,
+    progress: Callable[[str], None] | None = None,
+) -> Comparison:
+    """Simulate each of ``policies`` (``"hlas"``, ``"hlas:mapping=A"`` or (name, params)) on
+    ``instance`` and compare them (module doc). Labels must differ. Each policy runs in
+    ``mode`` when given (a policy without it is refused), else in the instance's mode or,
+    when the policy has one mode only, in that one. ``progress(line)`` is told as each
+    policy starts and ends.
+
+    Raises
+    ------
+    InputError
+        No policy, a label given twice, an unknown policy or parameter, a policy without
+        ``mode`` (all before anything runs).
+    """
+    from optsched.online.run import simulate
+    from optsched.registry import get_method
+
+    specs = [
+        (p, *parse_policy(p)) if isinstance(p, str) else (_label(*p), p[0], dict(p[1]))
+        for p in policies
+    ]
+    if not specs:
+        raise InputError("compare needs at least one policy")
+    labels = [label for label, _, _ in specs]
+    repeated = next((label for label in labels if labels.count(label) > 1), None)
+    if repeated is not None:
+        raise InputError(f"--policy {repeated!r} is given twice")
+    modes = []
+    for _, name, params in specs:  # bad input before the first (maybe long) simulation
+        info = get_method(name, "simulate")
+        own = mode or instance.mode
+        if mode is None and own not in info.modes and len(info.modes) == 1:
+            own = next(iter(info.modes))
+        info.check_mode(own)
+        info.parse_options(params)
+        modes.append(own)
+    runs = []
+    for i, ((label, name, params), own) in enumerate(zip(specs, modes, strict=True), 1):
+        if progress is not None:
+            progress(f"[{i}/{len(specs)}] {label} ...")
+        cpu = time.process_time()
+        result = simulate(
+            instance,
+            name,
+            mode=own,
+            params=params,
+            seed=seed,
+            noise=noise,
+            switch_cost=switch_cost,
+            record=record,
+            bound=bound,
+            bound_time_limit=bound_time_limit,
+        )
+        runs.append(PolicyRun(label, name, params, result, time.process_time() - cpu))
+        if progress is not None:
+            progress(f"[{i}/{len(specs)}] {label}: mean JCT {_mean_jct(result):,.0f} s")
+    bounds: dict[str, tuple[float, str]] = {}
+    for r in runs:  # a bound holds for the runs of its mode
+        if r.result.extra.get("regret_bound") is not None:
+            found = (float(r.result.extra["regret_bound"]), str(r.result.extra["regret_source"]))
+            bounds[r.result.mode] = max(bounds.get(r.result.mode, found), found)
+    return Comparison(
+        _simulation(runs[0].result).instance,
+        tuple(runs),
+        bounds,
+        checked=all(r.result.extra.get("checked", True) for r in runs),
+    )
+
+
+def _label(name: str, params: Mapping[str, str]) -> str:
+    return name + ("" if not params else ":" + ",".join(f"{k}={v}" for k, v in params.items()))
+
+
+def _simulation(result: Result[Any]) -> Any:
+    assert result.simulation is not None  # simulate always returns its simulation
+    return result.simulation
+
+
+def _mean_jct(result: Result[Any]) -> float:
+    jct = _simulation(result).jct
+    return math.fsum(jct) / len(jct) if jct else 0.0
+
+
+def _unit(unit: str) -> float:
+    if unit not in UNITS:
+        raise InputError(f"unit must be one of {', '.join(UNITS)}, got {unit!r}")
+    return UNITS[unit]
+
+
+def _scaled(value: float | None, scale: float) -> float | None:
+    return None if value is None else value / scale
+
+
+def _number(value: Any) -> str:
+    if value is None:
+        return "–"
+    if isinstance(value, float) and not math.isfinite(value):
+        return "–"
+    return f"{value:.4g}"

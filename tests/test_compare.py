@@ -1,0 +1,198 @@
+"""Online comparisons in one call (``optsched compare``, :func:`optsched.online.compare`),
+and the workload cuts and load scaling every trace command takes."""
+
+from __future__ import annotations
+
+import contextlib
+import io
+import json
+from typing import Any
+
+import pytest
+
+from optsched.cli import main
+from optsched.errors import InputError
+from optsched.generate import GeneratorSpec, generate
+from optsched.io import save_instance
+from optsched.online.compare import compare, parse_policy
+from optsched.subsets import parse_duration, parse_window, select_jobs
+from optsched.traces import parse_cluster
+from tests.conftest import ROOT
+
+PHILLY = ROOT / "tests" / "data" / "traces" / "philly.csv"
+
+
+def cli(*argv: object) -> tuple[int, str, str]:
+    out, err = io.StringIO(), io.StringIO()
+    with contextlib.redirect_stdout(out), contextlib.redirect_stderr(err):
+        code = main([str(a) for a in argv])
+    return code, out.getvalue(), err.getvalue()
+
+
+def instance(jobs: int = 12) -> Any:
+    return generate(GeneratorSpec(jobs=jobs, gpus=6, gpu_types=2, hosts=2, load=2.0), 5)
+
+
+# -- cuts and load ------------------------------------------------------------------------------
+
+
+def test_select_jobs_cuts_a_window_and_the_first_jobs_and_scales_the_load():
+    inst = instance()
+    order = sorted(inst.jobs, key=lambda job: job.arrival)
+    origin = order[0].arrival
+    assert [j.id for j in select_jobs(inst, first=4).jobs] == [j.id for j in order[:4]]
+    start, end = order[3].arrival - origin, order[8].arrival - origin
+    assert start < end
+    inside = [j.id for j in order if start <= j.arrival - origin < end]  # [start, end)
+    assert [j.id for j in select_jobs(inst, window=(start, end)).jobs] == inside
+    both = select_jobs(inst, window=(start, None), first=2).jobs
+    assert [j.id for j in both] == [j.id for j in order if j.arrival - origin >= start][:2]
+    loaded = select_jobs(inst, load=4.0)
+    for before, after in zip(order, sorted(loaded.jobs, key=lambda j: j.arrival), strict=True):
+        assert after.arrival == pytest.approx(origin + (before.arrival - origin) / 4)
+        assert (after.rounds, after.compute, after.weight) == (
+            before.rounds,
+            before.compute,
+            before.weight,
+        )
+
+
+@pytest.mark.parametrize(
+    ("kwargs", "message"),
+    [
+        ({"first": 0}, "--first"),
+        ({"load": 0.0}, "--load"),
+        ({"load": float("inf")}, "--load"),
+        ({"window": (10.0, 5.0)}, "after its start"),
+        ({"window": (1e9, None)}, "no job arrives in the window"),
+    ],
+)
+def test_select_jobs_refuses_what_keeps_nothing_or_means_nothing(kwargs, message):
+    with pytest.raises(InputError, match=message):
+        select_jobs(instance(), **kwargs)
+
+
+def test_times_and_windows_read_with_units():
+    assert parse_duration("90") == 90 and parse_duration("36h") == 36 * 3600
+    assert parse_duration("2.5d") == 2.5 * 86400 and parse_duration("3m") == 180
+    assert parse_window("2d:3d") == (2 * 86400, 3 * 86400)
+    assert parse_window(":36h") == (0.0, 36 * 3600) and parse_window("12h:") == (43200, None)
+    for bad in ("abc", "-1h", "nan"):
+        with pytest.raises(InputError, match="--window"):
+            parse_duration(bad)
+    with pytest.raises(InputError, match="START:END"):
+        parse_window("36h")
+
+
+def test_a_cluster_scales_every_count_to_at_least_one():
+    gpus = parse_cluster("V100:100,T4:50,K80:3", scale=0.1)
+    counts = {t: sum(g.type == t for g in gpus) for t in ("V100", "T4", "K80")}
+    assert counts == {"V100": 10, "T4": 5, "K80": 1}
+    with pytest.raises(InputError, match="--cluster-scale"):
+        parse_cluster("V100:4", scale=0)
+
+
+# -- compare ----------------------------------------------------------------------------------
+
+
+def test_compare_runs_every_policy_in_its_mode_with_certified_regrets():
+    inst = instance()
+    result = compare(inst, ["hlas", "fifo-perf", "hlas:mapping=A", ("srtf", {})])
+    rows = {row["policy"]: row for row in result.rows(unit="s")}
+    assert list(rows) == ["hlas", "fifo-perf", "hlas:mapping=A", "srtf"]
+    assert rows["hlas"]["mode"] == "relaxed" and rows["fifo-perf"]["mode"] == "gang"
+    assert rows["srtf"]["mode"] == inst.mode  # both modes: the instance's
+    assert set(result.bounds) == {"relaxed", "gang"}
+    for run in result.runs:  # each bound holds for the runs of its mode
+        assert run.result.extra["checked"]
+        assert result.bounds[run.result.mode][0] <= run.result.objective * (1 + 1e-9)
+        row = rows[run.label]
+        assert row["regret"] >= 1 - 1e-9 and row["regret_jct"] >= 1 - 1e-9
+        jct = result.jcts[run.label]
+        assert row["mean_jct"] == pytest.approx(sum(jct) / len(jct))
+    hours = result.rows(unit="h")[0]
+    assert hours["mean_jct"] == pytest.approx(rows["hlas"]["mean_jct"] / 3600)
+    table = result.table("h")
+    assert "mean JCT (h)" in table and "| hlas:mapping=A | relaxed |" in table
+    data = json.loads(json.dumps(result.to_dict(), allow_nan=False))
+    assert [p["method"] for p in data["policies"]] == ["hlas", "fifo-perf", "hlas", "srtf"]
+
+
+def test_compare_refuses_bad_policies_before_running_any():
+    inst = instance()
+    with pytest.raises(InputError, match="given twice"):
+        compare(inst, ["hlas", "hlas"])
+    with pytest.raises(InputError, match="unknown"):
+        compare(inst, ["hlas", "no-such-policy"])
+    with pytest.raises(InputError, match="mapping"):
+        compare(inst, ["hlas", "hlas:mapping=Z"])
+    with pytest.raises(InputError, match="does not support mode"):
+        compare(inst, ["hlas", "tiresias"], mode="relaxed")
+    with pytest.raises(InputError, match="KEY=VALUE"):
+        parse_policy("hlas:mapping")
+
+
+def test_the_compare_command_draws_every_policy_in_hours(tmp_path, monkeypatch):
+    import optsched.plot
+
+    seen: dict[str, Any] = {}
+
+    def fake(jcts, fmt="png", title="", rhos=None, *, unit="s", log=False):
+        seen.update(jcts=jcts, unit=unit, log=log)
+        return b"image"
+
+    monkeypatch.setattr(optsched.plot, "jct_cdf_image", fake)
+    path = tmp_path / "inst.json"
+    save_instance(path, instance())
+    code, _, err = cli(
+        "compare", path, "--policy", "hlas", "--policy", "fifo-perf", "--cdf", tmp_path / "c.png"
+    )
+    assert code == 0, err
+    assert seen["unit"] == "h" and seen["log"] is True
+    assert list(seen["jcts"]) == ["hlas", "fifo-perf"]
+    result = compare(instance(), ["hlas", "fifo-perf"])
+    assert seen["jcts"]["hlas"] == pytest.approx([v / 3600 for v in result.jcts["hlas"]])
+    assert result.jcts_in("m")["hlas"] == pytest.approx([v / 60 for v in result.jcts["hlas"]])
+    assert (tmp_path / "c.png").read_bytes() == b"image"
+
+
+def test_compare_command_writes_one_table_and_one_cdf(tmp_path):
+    pytest.importorskip("matplotlib")
+    path = tmp_path / "inst.json"
+    save_instance(path, instance(20))
+    table, cdf = tmp_path / "t.md", tmp_path / "jct.png"
+    code, out, err = cli(
+        "compare", path, "--policy", "hlas", "--policy", "tiresias",
+        "--first", "15", "--load", "2", "--out", table, "--cdf", cdf,
+    )  # fmt: skip
+    assert code == 0, err
+    text = table.read_text()
+    assert "15 jobs" in text and "| tiresias | gang |" in text and "mean JCT (h)" in text
+    assert out == text and cdf.read_bytes().startswith(b"\x89PNG")
+    data = tmp_path / "t.json"
+    assert cli("compare", path, "--policy", "hlas", "--out", data)[0] == 0
+    assert json.loads(data.read_text())["policies"][0]["policy"] == "hlas"
+    csv = tmp_path / "t.csv"
+    assert cli("compare", path, "--policy", "hlas", "--out", csv)[0] == 0
+    assert csv.read_text().startswith("policy,mode,mean_jct")
+
+
+def test_compare_command_refuses_bad_targets_before_running(tmp_path):
+    path = tmp_path / "inst.json"
+    save_instance(path, instance())
+    code, _, err = cli("compare", path, "--policy", "hlas", "--out", tmp_path / "t.txt")
+    assert code == 2 and ".md, .csv or .json" in err
+    code, _, err = cli("compare", path, "--policy", "hlas", "--cluster-scale", "0.5")
+    assert code == 2 and "go with a trace" in err
+
+
+def test_simulate_takes_the_first_jobs_of_a_trace_on_a_scaled_cluster(tmp_path):
+    out = tmp_path / "s.json"
+    code, _, err = cli(
+        "simulate", PHILLY, "--policy", "hlas", "--cluster", "V100:20,K80:10",
+        "--cluster-scale", "0.1", "--first", "2", "--out", out,
+    )  # fmt: skip
+    assert code == 0, err
+    tasks = json.loads(out.read_text())["tasks"]
+    assert len({t["job"] for t in tasks}) == 2
+    assert {t["gpu"] for t in tasks} <= {"V100-0", "V100-1", "K80-0"}
