@@ -23,7 +23,6 @@ they do get Hare's model (the variants the first Hare study ran).
 
 from __future__ import annotations
 
-import bisect
 import heapq
 import math
 from collections.abc import Iterable, Iterator
@@ -391,21 +390,23 @@ class AlloX:
         assert oracle is not None
         queue = ordered(view, self)
         assert isinstance(queue, _ArrayQueue)
-        free = queue.column("running") == 0
+        table = queue.rows()
+        free = queue.column(table, "running") == 0
         if not free.any():
             return []
-        index = queue.column("index")[free].astype(np.int64)
+        table = table[free]
+        index = queue.column(table, "index").astype(np.int64)
         big = 1e300
         idle = view.idle.array()
-        times = queue.times()[free][:, queue.classes(view.idle)[idle]]  # = compute[j, idle]
+        times = queue.times(table)[:, queue.classes(view.idle)[idle]]  # = compute[j, idle]
         remaining = oracle.remaining_tasks_of(
             index,
             *(
-                queue.column(name)[free].astype(np.int64)
+                queue.column(table, name).astype(np.int64)
                 for name in ("waiting", "rounds_done", "tasks_per_round")
             ),
         )
-        weights = queue.column("weight")[free]
+        weights = queue.column(table, "weight")
         with np.errstate(invalid="ignore"):
             cost = np.where(
                 np.isfinite(times),
@@ -421,17 +422,18 @@ class AlloX:
 
 
 class _ArrayQueue(WaitingQueue):
-    """A waiting queue that also keeps, in queue order, one numpy row per job: its progress
+    """A waiting queue that also keeps one numpy row per job: its progress
     (:data:`FIELDS`) and its compute time per GPU class — so a decision over every waiting
-    job runs in C, not Python. A row is refreshed at every ``put`` (the engine puts a
-    waiting job whenever its state changes)."""
+    job runs in C, not Python. A row is written at every ``put`` (the engine puts a
+    waiting job whenever its state changes) into a table indexed by job; :meth:`rows`
+    gathers the waiting jobs' rows in queue order."""
 
-    __slots__ = ("_classes", "_rows")
+    __slots__ = ("_classes", "_table")
     FIELDS = ("index", "weight", "waiting", "running", "rounds_done", "tasks_per_round")
 
     def __init__(self, states: dict[int, JobState]) -> None:
         super().__init__(states)
-        self._rows = np.empty((0, 0))
+        self._table = np.empty((0, 0))
         self._classes = np.empty(0, dtype=np.int64)
 
     def classes(self, idle: IdleGPUs) -> np.ndarray:
@@ -440,35 +442,32 @@ class _ArrayQueue(WaitingQueue):
             self._classes = np.array(idle.class_of)
         return self._classes
 
-    def column(self, name: str) -> np.ndarray:
-        """A progress column (float; integral fields are exact)."""
-        return self._rows[:, self.FIELDS.index(name)]
+    def rows(self) -> np.ndarray:
+        """The waiting jobs' rows, in queue order."""
+        order = np.fromiter((j for _, j in self._entries), np.int64, len(self._entries))
+        return self._table[order]
 
-    def times(self) -> np.ndarray:
-        """The compute times per GPU class, one row per job."""
-        return self._rows[:, len(self.FIELDS) :]
+    def column(self, rows: np.ndarray, name: str) -> np.ndarray:
+        """A progress column of ``rows`` (float; integral fields are exact)."""
+        return rows[:, self.FIELDS.index(name)]
 
-    def _row(self, job: JobState) -> list[float]:
-        return [*(float(getattr(job, name)) for name in self.FIELDS), *job.by_class]
-
-    def _position(self, j: int) -> int:
-        return bisect.bisect_left(self._entries, (self._keys[j], j))
+    def times(self, rows: np.ndarray) -> np.ndarray:
+        """The compute times per GPU class of ``rows``, one row per job."""
+        return rows[:, len(self.FIELDS) :]
 
     def put(self, j: int, key: Any) -> None:
-        job = self._states[j]
-        if self._keys.get(j) == key:
-            self._rows[self._position(j)] = self._row(job)
-            return
-        self.drop(j)
         super().put(j, key)
-        if not self._rows.size:
-            self._rows = np.empty((0, len(self.FIELDS) + len(job.by_class)))
-        self._rows = np.insert(self._rows, self._position(j), self._row(job), axis=0)
-
-    def drop(self, j: int) -> None:
-        if j in self._keys:
-            self._rows = np.delete(self._rows, self._position(j), axis=0)
-        super().drop(j)
+        job = self._states[j]
+        if j >= len(self._table):  # grown by doubling, so O(1) amortised
+            width = len(self.FIELDS) + len(job.by_class)
+            table = np.empty((max(2 * len(self._table), j + 1, len(self._states)), width))
+            if len(self._table):
+                table[: len(self._table)] = self._table
+            self._table = table
+        row = self._table[j]
+        for i, name in enumerate(self.FIELDS):
+            row[i] = float(getattr(job, name))
+        row[len(self.FIELDS) :] = job.by_class
 
 
 @dataclass
@@ -648,6 +647,7 @@ def _homo(options: Options, seed: int) -> Homo:
     "allox",
     kind="simulate",
     modes=("relaxed",),
+    imports=("scipy.optimize",),
     description="AlloX-like job-level min-cost matching, no intra-job parallelism (clairvoyant)",
 )
 def _allox(options: Options, seed: int) -> AlloX:

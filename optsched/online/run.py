@@ -72,6 +72,7 @@ def simulate(
     if mode is not None and mode != instance.mode:
         instance = instance.with_mode(mode)
     info.check_mode(instance.mode)
+    startup = info.start_up()  # a policy's solver packages, imported before it runs
     with method_running(info, (PolicyError,)):
         chosen = info.func(ready.options, seed)
         validate = getattr(chosen, "validate", None)  # optional: refuse an instance
@@ -132,6 +133,7 @@ def simulate(
                 f"{exc} (the simulated schedule: a long --tick, heartbeat "
                 "or batch period may have delayed its starts)"
             ) from None
+    extra["startup_s"] = startup
     if not cluster:
         extra.update(_regret(sim.instance, bound, bound_time_limit, objective, metrics, tolerance))
     report = getattr(chosen, "report", None)  # optional: what the policy did
