@@ -23,6 +23,7 @@ happens while a method runs is :mod:`optsched.runtime`'s.
 from __future__ import annotations
 
 import dataclasses
+import difflib
 import importlib
 import importlib.util
 import os
@@ -354,7 +355,8 @@ PLUGIN_SOURCE = "__optsched_source__"
 def _import_file(name: str, path: Path) -> None:
     """Import the file ``path`` as module ``name`` (kept in ``sys.modules``, so pickling
     its objects for worker processes works), reading its text once: the module keeps it as
-    :data:`PLUGIN_SOURCE`."""
+    :data:`PLUGIN_SOURCE`. The file's folder is searched first while it runs, so it imports
+    the modules beside it as a script does."""
     source = path.read_text()
     spec = importlib.util.spec_from_file_location(name, path)
     if spec is None:
@@ -362,11 +364,18 @@ def _import_file(name: str, path: Path) -> None:
     module = importlib.util.module_from_spec(spec)
     setattr(module, PLUGIN_SOURCE, source)
     sys.modules[name] = module
+    folder = str(path.resolve().parent)  # its own folder first, as for a script
+    added = folder not in sys.path
+    if added:
+        sys.path.insert(0, folder)
     try:
         exec(compile(source, str(path), "exec"), module.__dict__)
     except BaseException:
         del sys.modules[name]
         raise
+    finally:
+        if added:
+            sys.path.remove(folder)
 
 
 def _import_here(module: str) -> None:
@@ -414,9 +423,12 @@ def get_method(name: str, kind: Kind = "solve") -> MethodInfo[Any]:
         _load()  # to say when the name is a method of another kind
         known = ", ".join(i.name for i in methods(kind)) or "none"
         other = [k for k in KINDS if (k, name) in _REGISTRY]
+        close = difflib.get_close_matches(name, [i.name for i in methods(kind)], n=1)
         hint = (
             f"; {name!r} is a {other[0]} method"
             if other
+            else f"; did you mean {close[0]!r}?"
+            if close
             else "; a method of your own: load its file or module with --plugin"
         )
         raise UnknownNameError(f"unknown {kind} method {name!r}{hint} (known: {known})") from None

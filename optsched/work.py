@@ -7,8 +7,10 @@ changes. A *work budget* (the ``work`` option of every anytime method, in *work-
 counts the method's own operations instead:
 
 - CP-SAT's deterministic time, for the methods that search with CP-SAT (``cpsat``,
-  ``cpsat-pergpu``, ``lns``, Hare's exact relaxation, exact placement); CP-SAT calibrates it
-  to be about seconds;
+  ``cpsat-pergpu``, ``lns``, Hare's exact relaxation, exact placement), scaled by
+  :data:`CPSAT_PER_WORK_SECOND` (CP-SAT's deterministic seconds take 1-15 s of CPU on this
+  project's models, the most on large ones: a work-second of these methods strays the most,
+  0.4-3 s); ``lns`` adds each neighbourhood's model copy;
 - for optsched's own searches, a count of their inner operations (events decoded, steps,
   dynamic-programming cells, fitness evaluations) divided by a rate measured on the 2-core
   reference machine, so that one work-second takes about one second there, unloaded
@@ -38,6 +40,17 @@ WORK_HELP = (
 #: Field metadata that marks an options class's ``work`` field as a work budget (a plug-in
 #: may have a ``work`` option of another meaning).
 _MARK = "optsched.work-budget"
+
+
+#: CP-SAT's deterministic seconds in one work-second: fitted on the 2-core reference machine
+#: (``benchmarks/work_rates.py``: a deterministic second took 2 s of CPU on 10 jobs and up
+#: to 15 s on 30 jobs of 10-30 rounds; this is the middle).
+CPSAT_PER_WORK_SECOND = 0.2
+
+
+def cpsat_limit(work: float) -> float:
+    """CP-SAT's ``max_deterministic_time`` for a budget of ``work`` work-seconds."""
+    return work * CPSAT_PER_WORK_SECOND
 
 
 def work_option(help: str = WORK_HELP) -> Any:
@@ -77,7 +90,13 @@ class WorkMeter:
         return None if self.limit is None else max(0.0, self.limit - self.spent)
 
 
+def cpsat_work(solver: Any) -> float:
+    """The work-seconds a CP-SAT ``solver`` spent (its deterministic time, scaled)."""
+    return float(solver.deterministic_time) / CPSAT_PER_WORK_SECOND
+
+
 def cpsat_work_spent(solver: Any, work: float | None) -> bool:
     """True when a CP-SAT ``solver`` that did not prove optimality stopped at its work
-    budget (``max_deterministic_time`` = ``work``) rather than at its wall-clock limit."""
-    return work is not None and solver.deterministic_time >= 0.99 * work
+    budget (``max_deterministic_time`` = :func:`cpsat_limit` of ``work``) rather than at its
+    wall-clock limit."""
+    return work is not None and solver.deterministic_time >= 0.99 * cpsat_limit(work)

@@ -108,6 +108,53 @@ def test_a_record_is_reused_only_for_the_same_plugin_code(project):
     assert len(kept) == runs and {r["extra"]["version"] for r in kept} == {2}
 
 
+HELPED = """
+from helper import VERSION
+from optsched.contracts import MethodOutput
+from optsched.ect import ect_schedule
+from optsched.registry import register
+
+@register("helped-ect", description="ECT from a plug-in file with a helper beside it")
+def _ect(instance, context):
+    return MethodOutput(schedule=ect_schedule(instance), extra={"version": VERSION})
+"""
+
+
+def test_a_plugin_file_imports_its_helpers_which_travel_and_count_in_its_hash(tmp_path):
+    """A plug-in file imports the module beside it (as a script does); the helper travels
+    to the workers with it (installed there from its source) and editing it makes
+    the plug-in's runs new ones."""
+    distributed = pytest.importorskip("distributed")
+    here = tmp_path / "project"
+    here.mkdir()
+    (here / "helped.py").write_text(HELPED)
+    (here / "helper.py").write_text("VERSION = 1\n")
+    generate_set(load_grid(TINY_GRID), tmp_path / "set")
+    records = here / "r.jsonl"
+
+    def run(*extra: str) -> subprocess.CompletedProcess[str]:
+        argv = [sys.executable, "-m", "optsched.cli", "--plugin", "helped.py", "bench", "run"]
+        argv += [str(tmp_path / "set"), "--method", "helped-ect", "--records", str(records)]
+        env = {**os.environ, "PYTHONPATH": str(ROOT)}
+        return subprocess.run(
+            [*argv, *extra], cwd=here, env=env, capture_output=True, text=True, timeout=300
+        )
+
+    with distributed.LocalCluster(
+        n_workers=1, threads_per_worker=1, processes=True, dashboard_address=None
+    ) as cluster:
+        first = run("--scheduler", cluster.scheduler_address)
+    assert first.returncode == 0, first.stderr
+    runs = len(load_records(records))
+    assert {r["extra"]["version"] for r in load_records(records)} == {1}
+    assert f"{runs} already recorded" in run("--workers", "1").stdout  # the same code
+    (here / "helper.py").write_text("VERSION = 2\n")
+    edited = run("--workers", "1")
+    assert edited.returncode == 0, edited.stderr
+    versions = sorted(r["extra"]["version"] for r in load_records(records))
+    assert versions == [1] * runs + [2] * runs
+
+
 FLAKY = """
 from pathlib import Path
 from optsched.contracts import MethodOutput

@@ -98,6 +98,8 @@ def test_missing_file_and_usage_errors_exit_2(capsys):
     )
     code, _, err = run(capsys, "solve", TOY, "--method", "nope")
     assert code == 2 and "unknown solve method 'nope'" in err and "--plugin" in err
+    code, _, err = run(capsys, "solve", TOY, "--method", "cpsta")
+    assert code == 2 and "did you mean 'cpsat'?" in err
     code, _, err = run(capsys, "solve", TOY, "--method", "ect", "--param", "x=1")
     assert code == 2 and "no parameter 'x'" in err
     code, _, err = run(capsys, "solve", TOY, "--method", "ect", "--param", "novalue")

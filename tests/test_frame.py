@@ -67,3 +67,21 @@ def test_with_manifests_the_gap_is_to_the_best_known_bound():
         (row["objective"] - row["best.bound"]) / row["objective"]
     )
     assert "gap_best" not in to_frame(records)  # without manifests: the runs' own gaps only
+
+
+def test_superseded_records_are_left_out_as_the_reports_leave_them():
+    """A run recorded as an error and retried, and a plug-in method's older version: the
+    frame keeps what the reports use unless asked for every row."""
+    base = {"instance": "i", "mode": "relaxed", "objective": 5.0, "bound": 4.0}
+    rows = [
+        {**base, "key": "a", "method": "ect", "status": "error", "objective": None},
+        {**base, "key": "a", "method": "ect", "status": "feasible"},
+        {**base, "key": '["i","mine","relaxed",0,{},null,{"plugin":"v1"}]', "method": "mine",
+         "status": "feasible"},
+        {**base, "key": '["i","mine","relaxed",0,{},null,{"plugin":"v2"}]', "method": "mine",
+         "status": "feasible", "objective": 4.5},
+    ]  # fmt: skip
+    df = to_frame(rows)
+    assert len(df) == 2 and set(df["status"]) == {"feasible"}
+    assert df.loc[df["method"] == "mine", "objective"].tolist() == [4.5]
+    assert len(to_frame(rows, superseded=True)) == 4

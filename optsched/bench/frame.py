@@ -13,7 +13,7 @@ from typing import Any
 
 from optsched.bench.manifest import Manifest, best_key
 from optsched.bench.records import load_records
-from optsched.bench.report import references
+from optsched.bench.report import dedupe, references
 from optsched.output import plain
 from optsched.result import Result, gap
 
@@ -38,6 +38,8 @@ def flatten(row: Mapping[str, Any], prefix: str = "") -> dict[str, Any]:
 def to_frame(
     rows: str | Path | Iterable[Mapping[str, Any] | Result[Any]],
     manifest: str | Path | Sequence[str | Path] | None = None,
+    *,
+    superseded: bool = False,
 ) -> Any:
     """A pandas DataFrame with one row per record or result.
 
@@ -51,6 +53,10 @@ def to_frame(
     gain ``best.objective`` and ``best.bound``, the best known over the records and the sets
     (as ``optsched bench report`` takes them; for gang mode the relaxed bound counts too),
     and ``gap_best``, the row's gap to that best bound (``gap`` stays the run's own).
+
+    Records keep only the rows the reports use (:func:`~optsched.bench.report.dedupe`): of a
+    run recorded as an error and then retried, its new record; of a plug-in method, the runs
+    of its newest code. ``superseded=True`` keeps every row.
 
         Raises
         ------
@@ -66,6 +72,8 @@ def to_frame(
     if isinstance(rows, (str, Path)):
         rows = load_records(rows, must_exist=True)
     rows = list(rows)
+    if not superseded and rows and all(isinstance(r, Mapping) and "key" in r for r in rows):
+        rows = list(dedupe(rows))  # type: ignore[arg-type]
     best = _references(rows, manifest) if manifest is not None else None
     flat = []
     for row in rows:

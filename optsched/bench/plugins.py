@@ -5,10 +5,11 @@ it ran in the runner and that source's SHA-256. A worker installs the plug-in fr
 source, so it needs neither the file nor a shared filesystem, whatever the path given on the
 command line (a relative path works from any directory); and records name the code that ran
 (``plugins`` in a record; a plug-in method's run key holds its hash, so editing the plug-in
-file never reuses the records of another version). The hash covers the plug-in file only,
-not the modules it imports (a one-file module given by name travels by content too). A
-package or a dotted module name travels by name: the workers must be able to import it, and
-its hash covers the runner's copy of its ``.py`` files, which nothing checks on the workers.
+never reuses the records of another version). The one-file modules beside the plug-in that
+it imports (its helpers: loaded modules from the plug-in's own folder) travel and are hashed
+with it; a one-file module given by name travels by content too. A package or a dotted
+module name travels by name: the workers must be able to import it, and its hash covers the
+runner's copy of its ``.py`` files, which nothing checks on the workers.
 """
 
 from __future__ import annotations
@@ -39,6 +40,8 @@ class PluginCode:
     name: str
     source: str | None
     sha256: str
+    #: The one-file modules beside it that it imported: (module name, source).
+    helpers: tuple[tuple[str, str], ...] = ()
 
 
 def _digest(text: str) -> str:
@@ -59,14 +62,28 @@ def capture(module: str) -> PluginCode:
     if source is None and package is None and "." not in name and file:
         source = Path(file).read_text()  # a one-file module by name: sent by content too
     if source is not None:
-        digest = _digest(source)
+        helpers = _helpers(name, Path(module if is_file else str(file)).resolve().parent)
+        digest = _digest(source + "".join(f"\n{n}\n{text}" for n, text in helpers))
         setattr(loaded, _HASH, digest)
-        return PluginCode(name, source, digest)
+        return PluginCode(name, source, digest, helpers)
     # a package or a dotted module: the workers import it by name
     files = sorted(f for p in package for f in Path(p).rglob("*.py")) if package else []
     if not files and file:
         files = [Path(file)]
     return PluginCode(name, None, _digest("".join(f"{f.name}\n{f.read_text()}" for f in files)))
+
+
+def _helpers(name: str, folder: Path) -> tuple[tuple[str, str], ...]:
+    """(name, source) of the loaded one-file modules from ``folder`` other than ``name``."""
+    found = []
+    for other, loaded in list(sys.modules.items()):
+        file = getattr(loaded, "__file__", None)
+        if other == name or "." in other or hasattr(loaded, "__path__") or not file:
+            continue
+        path = Path(file)
+        if path.suffix == ".py" and path.resolve().parent == folder:
+            found.append((other, path.read_text()))
+    return tuple(sorted(found))
 
 
 def install(code: PluginCode) -> None:
@@ -88,6 +105,8 @@ def install(code: PluginCode) -> None:
             return
         folder = Path(tempfile.mkdtemp(prefix="optsched-plugin-"))
         try:
+            for helper, text in code.helpers:  # beside it, as in the runner's folder
+                (folder / f"{helper}.py").write_text(text)
             path = folder / f"{code.name}.py"
             path.write_text(code.source)
             load_plugin(str(path))

@@ -214,16 +214,16 @@ def print_result(result: Result[Any], online: bool = False) -> None:
     print(f"objective  {fmt(result.objective)}  ({name})")
     metrics = result.metrics or {}
     if online:
-        for key, label in (
-            ("total_weighted_jct", "wJCT"),
-            ("mean_jct", "mean JCT"),
-            ("makespan", "makespan"),
+        for key, label, unit in (
+            ("total_weighted_jct", "wJCT", "s (Σ w_j (C_j - a_j))"),
+            ("mean_jct", "mean JCT", "s"),
+            ("makespan", "makespan", "s"),
         ):
             if key in metrics:
-                print(f"{label:<10} {fmt(metrics[key])}")
+                print(f"{label:<10} {fmt(metrics[key])} {unit}")
         tail = result.fairness
         if tail.p99_jct is not None:
-            print(f"JCT p50/99 {fmt(tail.p50_jct)} / {fmt(tail.p99_jct)}")
+            print(f"JCT p50/99 {fmt(tail.p50_jct)} s / {fmt(tail.p99_jct)} s")
         if tail.max_rho is not None:
             print(
                 f"fairness   max ρ {fmt(tail.max_rho, 4)}, Jain {fmt(tail.jain_rho, 4)}, "

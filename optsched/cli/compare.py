@@ -105,14 +105,17 @@ def _table_format(path: str) -> str:
     return suffix
 
 
-def _csv(rows: list[dict[str, Any]]) -> str:
+def _csv(rows: list[dict[str, Any]], unit: str) -> str:
+    """The rows as CSV, under the table's headings (their units in them)."""
     import csv
     import io
 
+    from optsched.online.compare import COLUMNS
+
     buffer = io.StringIO()
-    writer = csv.DictWriter(buffer, fieldnames=list(rows[0]), lineterminator="\n")
-    writer.writeheader()
-    writer.writerows(rows)
+    writer = csv.writer(buffer, lineterminator="\n")
+    writer.writerow([COLUMNS[key].format(unit=unit) for key in rows[0]])
+    writer.writerows([list(row.values()) for row in rows])
     return buffer.getvalue()
 
 
@@ -154,7 +157,7 @@ def run(args: argparse.Namespace) -> int:
     if args.out is not None:
         text = {
             "md": lambda: result.table(args.unit),
-            "csv": lambda: _csv(result.rows(args.unit)),
+            "csv": lambda: _csv(result.rows(args.unit), args.unit),
             "json": lambda: json_text(result.to_dict(args.unit)),
         }[str(table_format)]()
         outputs.append((args.out, text))

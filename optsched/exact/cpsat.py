@@ -23,7 +23,8 @@ when nothing is left), and is stopped by a Ctrl-C like CP-SAT (``interrupted``).
 with more than :data:`~optsched.budget.MAX_CPSAT_INTERVALS` intervals, or whose
 integers would overflow CP-SAT's 62-bit domains, is refused (InputError). With a ``work``
 budget (CP-SAT's deterministic time, :mod:`optsched.work`) and one worker, CP-SAT's search
-repeats exactly under any load (``extra.stopped`` ``work`` when it ends it).
+repeats exactly under any load (``extra.stopped`` ``work`` when it ends it); the LP bound is
+then not computed (it has no deterministic budget).
 """
 
 from __future__ import annotations
@@ -68,7 +69,7 @@ from optsched.options import choice as one_of
 from optsched.registry import register
 from optsched.result import Status
 from optsched.schedule import Schedule, Task
-from optsched.work import cpsat_work_spent, work_option
+from optsched.work import cpsat_limit, cpsat_work, cpsat_work_spent, work_option
 
 
 @dataclass(frozen=True)
@@ -88,7 +89,8 @@ class CpsatOptions(Options):
     lp_bound: bool = switch(
         "1 (default): unless proved optimal, also compute the "
         "time-indexed LP bound from the final incumbent, in the last "
-        "fifth of the time limit; 0: do not",
+        "fifth of the time limit (not with a work budget: the LP has none, and would "
+        "make the run depend on the machine); 0: do not",
         default=True,
     )
     search: Literal["auto", "default", "core"] = one_of(
@@ -545,7 +547,7 @@ def solve_cpsat(
         )
         solver.parameters.max_time_in_seconds = max(left - reserve, 0.5 * left)
     if options.work is not None:  # CP-SAT's deterministic time is the work (optsched.work)
-        solver.parameters.max_deterministic_time = options.work
+        solver.parameters.max_deterministic_time = cpsat_limit(options.work)
     solver.parameters.absolute_gap_limit = 0.0
     solver.parameters.relative_gap_limit = 0.0
     solver.parameters.linearization_level = 2
@@ -581,7 +583,7 @@ def solve_cpsat(
         anytime=anytime,
         interrupted=interrupted,
         stopped="interrupted" if interrupted else "done" if name == "OPTIMAL" else "time limit",
-        work=solver.deterministic_time,
+        work=cpsat_work(solver),
     )
     if extra["stopped"] == "time limit" and cpsat_work_spent(solver, options.work):
         extra["stopped"] = "work"
@@ -598,7 +600,9 @@ def solve_cpsat(
     else:
         return MethodOutput(bound=bound, status=Status.UNKNOWN, extra=extra)
     schedule = Schedule(instance.name, schedule.tasks, instance.mode)
-    if use_lp and name != "OPTIMAL" and not interrupted:
+    if use_lp and options.work is not None:  # the LP has no deterministic budget
+        extra.update(lp_bound=None, lp_status="not computed (work budget)")
+    elif use_lp and name != "OPTIMAL" and not interrupted:
         if budget.expired():
             extra.update(lp_bound=None, lp_status="time limit (build)")
         else:

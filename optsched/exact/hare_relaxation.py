@@ -36,6 +36,7 @@ from optsched.errors import InputError, OptschedError
 from optsched.exact.grid import scale
 from optsched.instance import Instance
 from optsched.schedule import Schedule
+from optsched.work import cpsat_limit, cpsat_work
 
 
 @dataclass(frozen=True)
@@ -53,7 +54,7 @@ class RelaxedSolution:
     bound: float | None
     solver_status: str
     interrupted: bool = False  # a Ctrl-C stopped the search (the best solution is kept)
-    work: float = 0.0  # CP-SAT's deterministic time spent
+    work: float = 0.0  # work-seconds spent (CP-SAT's deterministic time, scaled)
 
 
 def _rl_objective(
@@ -179,7 +180,7 @@ def solve_hare_relaxation(
     if left is not None:
         solver.parameters.max_time_in_seconds = left
     if work is not None:
-        solver.parameters.max_deterministic_time = work
+        solver.parameters.max_deterministic_time = cpsat_limit(work)
     status = solver.status_name(solver.solve(m))
     if status in ("INFEASIBLE", "MODEL_INVALID"):
         raise OptschedError(f"CP-SAT returned {status} for Hare_Sched_RL with a feasible hint")
@@ -198,7 +199,7 @@ def solve_hare_relaxation(
         value if proved else bound,
         status,
         stopped_by_ctrl_c(solver, status),
-        solver.deterministic_time,
+        cpsat_work(solver),
     )
 
 

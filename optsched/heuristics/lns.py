@@ -24,7 +24,9 @@ ECT schedule (or the hint). Time: the instance's ECT schedule comes first, evalu
 the checker (when the limit is spent by then, it is the result, ``extra.stopped`` ``time
 limit (model build)``); the build checks the limit per round and each neighbourhood gets what
 is left less the time to read the incumbent back. LNS proves nothing about the optimum: the
-Result's bound is the critical path. With one worker a run that ends after ``steps``
+Result's bound is the critical path. The search stops early when a neighbourhood holding
+every job is solved to optimality (``extra.stopped`` ``optimal``: nothing better exists on
+the grid). With one worker a run that ends after ``steps``
 neighbourhoods, or when its ``work`` budget (the steps' CP-SAT deterministic time,
 :mod:`optsched.work`) is spent, is reproducible for a seed; a run the
 time limit ends depends on the machine, as does any run with more workers. A Ctrl-C stops the
@@ -46,7 +48,7 @@ import numpy.typing as npt
 from optsched.budget import EXACT_TIME_LIMIT, Budget, OutOfTime, solve_stoppable
 from optsched.check import check
 from optsched.contracts import MethodOutput, SolveContext
-from optsched.critical_path import critical_path
+from optsched.critical_path import critical_path, critical_path_bound
 from optsched.ect import completions, ect_schedule, evaluate, incumbent
 from optsched.exact.cpsat import (
     CPSAT_IMPORTS,
@@ -63,9 +65,14 @@ from optsched.instance import Instance
 from optsched.options import Options, count, number
 from optsched.registry import register
 from optsched.schedule import Schedule
-from optsched.work import WorkMeter, work_option
+from optsched.work import WorkMeter, cpsat_limit, cpsat_work, work_option
 
 RULES = ("random", "window", "delay")
+
+#: Work-seconds of a step beyond CP-SAT's search: a fixed part and one per variable of the
+#: neighbourhood's copy of the model (fitted by ``benchmarks/work_rates.py``: 5-9 ms a step
+#: on a 3-job instance, about 25 ms on 30 jobs).
+STEP_BASE_WORK, STEP_WORK = 6e-3, 1e-5
 
 #: Seconds per task to read the incumbent back in seconds at the end (measured about 10 µs):
 #: kept from the search.
@@ -249,11 +256,18 @@ def solve_lns(instance: Instance, ctx: SolveContext[LnsOptions]) -> MethodOutput
     stopped = "time limit" if options.steps is None else "steps"
     started = time.perf_counter()
     interrupted = False
-    meter = WorkMeter(options.work)  # CP-SAT's deterministic time of the steps
+    # the work of a step: CP-SAT's deterministic time (optsched.work) and the neighbourhood's
+    # copy of the model, STEP_WORK per variable
+    meter = WorkMeter(options.work)
+    copy_work = STEP_BASE_WORK + STEP_WORK * len(model.m.proto.variables)
+    floor = critical_path_bound(inst, np.array(lower))  # Σ w C of the grid's instance
     try:
         while options.steps is None or steps < options.steps:
             if meter.exhausted:
                 stopped = "work"
+                break
+            if upper <= floor:  # the incumbent meets the critical path: proved optimal
+                stopped = "optimal"
                 break
             left = budget.left()
             if left is not None and left - finish < 0.05:
@@ -272,7 +286,7 @@ def solve_lns(instance: Instance, ctx: SolveContext[LnsOptions]) -> MethodOutput
             # the step's limit is deterministic (reproducible); the run's is wall-clock
             left_work = meter.left()
             solver.parameters.max_deterministic_time = (
-                options.step if left_work is None else min(options.step, left_work)
+                options.step if left_work is None else min(options.step, cpsat_limit(left_work))
             )
             if left is not None:
                 solver.parameters.max_time_in_seconds = left
@@ -281,7 +295,7 @@ def solve_lns(instance: Instance, ctx: SolveContext[LnsOptions]) -> MethodOutput
             code, stop = solve_stoppable(solver, sub)
             status = solver.status_name(code)
             steps += 1
-            meter.spend(solver.deterministic_time)
+            meter.spend(cpsat_work(solver) + copy_work)
             if STATUS[status] == "bug":
                 raise RuntimeError(
                     f"LNS: CP-SAT returned {status} on a neighbourhood of a feasible incumbent"
@@ -295,6 +309,9 @@ def solve_lns(instance: Instance, ctx: SolveContext[LnsOptions]) -> MethodOutput
                     [round(time.perf_counter() - started, 4), sc.objective_to_original(upper)]
                 )
                 ctx.report(sc.objective_to_original(upper), None)
+            if status == "OPTIMAL" and len(free) == inst.n_jobs:  # the whole grid instance
+                stopped = "optimal"
+                break
             if status == "OPTIMAL" and solver.deterministic_time < options.step / 2:
                 size = min(inst.n_jobs, size + 1)
             elif status != "OPTIMAL":

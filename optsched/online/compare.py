@@ -128,12 +128,16 @@ class Comparison:
         """The rows as a Markdown table, with a line on the workload and the bound above."""
         head = [COLUMNS[k].format(unit=unit) for k in COLUMNS]
         bounds = "; ".join(
-            f"{mode} {_number(value / _unit(unit))} {unit} ({source})"
+            f"{_number(value / _unit(unit))} ({mode} mode, {source})"
             for mode, (value, source) in sorted(self.bounds.items())
         )
         lines = [
             f"{self.instance.name}: {self.instance.n_jobs} jobs on {self.instance.n_gpus} GPUs; "
-            + (f"regret over the best lower bound: {bounds}" if bounds else "no lower bound")
+            + (
+                f"regrets over the best lower bound on Σ w_j C_j ({unit}): {bounds}"
+                if bounds
+                else "no lower bound"
+            )
             + ("" if self.checked else "; metrics streamed by the simulator, not checked"),
             "",
             "| " + " | ".join(head) + " |",
@@ -145,14 +149,16 @@ class Comparison:
         return "\n".join(lines) + "\n"
 
     def to_dict(self, unit: str = "h") -> dict[str, Any]:
-        """The comparison as plain JSON data (no NaN: a missing value is null)."""
+        """The comparison as plain JSON data (no NaN: a missing value is null); every time,
+        Σ w_j C_j and its bounds included, in ``unit``."""
+        scale = _unit(unit)
         return {
             "instance": self.instance.name,
             "jobs": self.instance.n_jobs,
             "gpus": self.instance.n_gpus,
             "unit": unit,
             "bounds": {
-                mode: {"value": value, "source": source}
+                mode: {"value": value / scale, "source": source}
                 for mode, (value, source) in self.bounds.items()
             },
             "checked": self.checked,
@@ -161,7 +167,7 @@ class Comparison:
                     **row,
                     "method": run.policy,
                     "params": dict(run.params),
-                    "objective": run.result.objective,
+                    "objective": _scaled(run.result.objective, scale),
                 }
                 for row, run in zip(self.rows(unit), self.runs, strict=True)
             ],
@@ -218,6 +224,11 @@ def compare(
         own = mode or instance.mode
         if mode is None and own not in info.modes and len(info.modes) == 1:
             own = next(iter(info.modes))
+        if mode is not None and mode not in info.modes:
+            raise InputError(
+                f"policy {name!r} has no {mode} mode (its modes: {', '.join(sorted(info.modes))}"
+                "); leave the mode out to run each policy in its own"
+            )
         info.check_mode(own)
         info.parse_options(params)
         modes.append(own)

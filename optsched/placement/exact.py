@@ -52,7 +52,7 @@ from optsched.placement.model import PlacementInstance, placement_from_hosts
 from optsched.registry import register
 from optsched.result import Status
 from optsched.topology import Distance
-from optsched.work import cpsat_work_spent, work_option
+from optsched.work import cpsat_limit, cpsat_work, cpsat_work_spent, work_option
 
 
 def _demand(c: Any) -> tuple[float, ...]:
@@ -441,12 +441,12 @@ def solve_placement(
     if left is not None:
         solver.parameters.max_time_in_seconds = left
     if ctx.options.work is not None:  # CP-SAT's deterministic time is the work
-        solver.parameters.max_deterministic_time = ctx.options.work
+        solver.parameters.max_deterministic_time = cpsat_limit(ctx.options.work)
     status = solver.status_name(solver.solve(b.m))
     extra: dict[str, Any] = {
         "solver_status": status,
         "variables": len(x),
-        "work": solver.deterministic_time,
+        "work": cpsat_work(solver),
     }
     if status == "FEASIBLE" and cpsat_work_spent(solver, ctx.options.work):
         extra["stopped"] = "work"
