@@ -428,13 +428,14 @@ class _ArrayQueue(WaitingQueue):
     waiting job whenever its state changes) into a table indexed by job; :meth:`rows`
     gathers the waiting jobs' rows in queue order."""
 
-    __slots__ = ("_classes", "_table")
+    __slots__ = ("_classes", "_order", "_table")
     FIELDS = ("index", "weight", "waiting", "running", "rounds_done", "tasks_per_round")
 
     def __init__(self, states: dict[int, JobState]) -> None:
         super().__init__(states)
         self._table = np.empty((0, 0))
         self._classes = np.empty(0, dtype=np.int64)
+        self._order: np.ndarray | None = None  # the jobs in queue order (None: to rebuild)
 
     def classes(self, idle: IdleGPUs) -> np.ndarray:
         """Each GPU's speed class, as an array."""
@@ -444,8 +445,11 @@ class _ArrayQueue(WaitingQueue):
 
     def rows(self) -> np.ndarray:
         """The waiting jobs' rows, in queue order."""
-        order = np.fromiter((j for _, j in self._entries), np.int64, len(self._entries))
-        return self._table[order]
+        if self._order is None:
+            entries = self._entries
+            self._order = np.fromiter((j for _, j in entries), np.int64, len(entries))
+        rows: np.ndarray = self._table[self._order]
+        return rows
 
     def column(self, rows: np.ndarray, name: str) -> np.ndarray:
         """A progress column of ``rows`` (float; integral fields are exact)."""
@@ -456,6 +460,8 @@ class _ArrayQueue(WaitingQueue):
         return rows[:, len(self.FIELDS) :]
 
     def put(self, j: int, key: Any) -> None:
+        if self._keys.get(j) != key:
+            self._order = None
         super().put(j, key)
         job = self._states[j]
         if j >= len(self._table):  # grown by doubling, so O(1) amortised
@@ -468,6 +474,11 @@ class _ArrayQueue(WaitingQueue):
         for i, name in enumerate(self.FIELDS):
             row[i] = float(getattr(job, name))
         row[len(self.FIELDS) :] = job.by_class
+
+    def drop(self, j: int) -> None:
+        if j in self._keys:
+            self._order = None
+        super().drop(j)
 
 
 @dataclass
