@@ -782,6 +782,15 @@ class Summary:
     finished: int = 0
     errors: int = 0
     elapsed_s: float = 0.0
+    #: Of the runs skipped, those recorded only as errors (``retry_errors`` reruns them).
+    skipped_errors: int = 0
+
+    @property
+    def errors_note(self) -> str:
+        """`` (E of them as errors: ...)`` when runs skipped were recorded only as errors."""
+        if not self.skipped_errors:
+            return ""
+        return f" ({self.skipped_errors} of them as errors: --retry-errors runs them again)"
 
     @property
     def remaining(self) -> int:
@@ -847,9 +856,17 @@ def run_benchmark(
         if manifest is not None:
             manifest.fold(existing)
         todo = [run for run in runs if run.key not in done]
-        summary = Summary(planned=len(runs), skipped=len(runs) - len(todo))
+        ok = {r["key"] for r in existing if r["status"] != "error"}
+        failed = {run.key for run in runs if run.key in done and run.key not in ok}
+        summary = Summary(
+            planned=len(runs), skipped=len(runs) - len(todo), skipped_errors=len(failed)
+        )
         if progress is not None and summary.skipped:
-            progress.write(f"resuming: {summary.skipped} of {len(runs)} runs already recorded\n")
+            progress.write(
+                f"resuming: {summary.skipped} of {len(runs)} runs already recorded"
+                + summary.errors_note
+                + "\n"
+            )
         if (
             workers > (os.cpu_count() or 1)
             and progress is not None

@@ -230,7 +230,8 @@ def run_run(args: argparse.Namespace) -> int:
         return EXIT_INTERRUPTED
     print(
         f"{summary.finished} runs finished ({summary.errors} errors), {summary.skipped} "
-        f"already recorded, in {summary.elapsed_s:.1f} s; records in {args.records}"
+        f"already recorded{summary.errors_note}, in {summary.elapsed_s:.1f} s; records in "
+        f"{args.records}"
     )
     return EXIT_NEGATIVE if summary.errors else EXIT_OK
 
