@@ -146,6 +146,40 @@ def load_instance_or_trace(args: argparse.Namespace) -> tuple[Any, Any]:
     )
 
 
+def add_simulation_options(p: argparse.ArgumentParser) -> None:
+    """What a simulation runs under (``simulate``, ``compare``): noise, switch cost, the
+    regret's lower bound and its LP's time."""
+    from optsched.regret import CAPACITY_TIME_LIMIT, REGRET_BOUNDS
+
+    p.add_argument(
+        "--noise",
+        type=float,
+        default=0.0,
+        help="task times × U[1-x, 1+x], drawn once per (job, GPU type) (default 0)",
+    )
+    p.add_argument(
+        "--switch-cost",
+        type=float,
+        default=0.0,
+        help="task-switch cost as a fraction of each task (Hare: < 0.05; default 0)",
+    )
+    p.add_argument(
+        "--bound",
+        choices=REGRET_BOUNDS,
+        default="fluid",
+        help="the lower bound the certified regret is over: none, critical-path, fluid (the "
+        "better of the critical path and the fluid work bound; default) or capacity (also "
+        "the class-capacity LP, within --bound-time-limit)",
+    )
+    p.add_argument(
+        "--bound-time-limit",
+        type=float,
+        metavar="S",
+        default=CAPACITY_TIME_LIMIT,
+        help=f"seconds for --bound capacity's LP (default {CAPACITY_TIME_LIMIT:g})",
+    )
+
+
 def add_seed(p: argparse.ArgumentParser, what: str = "randomised methods") -> None:
     p.add_argument("--seed", type=seed, default=0, help=f"seed of {what} (default 0)")
 

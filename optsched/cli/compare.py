@@ -11,12 +11,12 @@ from optsched.cli.common import (
     EXIT_OK,
     add_json,
     add_seed,
+    add_simulation_options,
     add_trace_options,
     load_instance_or_trace,
     print_json,
 )
 from optsched.output import distinct_targets, json_text, output_target, write_outputs
-from optsched.regret import CAPACITY_TIME_LIMIT, REGRET_BOUNDS
 from optsched.subsets import UNITS
 
 
@@ -42,35 +42,11 @@ def add_parser(sub: Any) -> None:
     )
     add_trace_options(p)
     add_seed(p, "the noise, a trace's workload draw and randomised policies")
-    p.add_argument(
-        "--noise",
-        type=float,
-        default=0.0,
-        help="task times × U[1-x, 1+x], drawn once per (job, GPU type) (default 0)",
-    )
-    p.add_argument(
-        "--switch-cost",
-        type=float,
-        default=0.0,
-        help="task-switch cost as a fraction of each task (default 0)",
-    )
+    add_simulation_options(p)
     p.add_argument(
         "--no-record",
         action="store_true",
         help="keep no schedules (large traces): metrics are streamed, not checked",
-    )
-    p.add_argument(
-        "--bound",
-        choices=REGRET_BOUNDS,
-        default="fluid",
-        help="the lower bound regrets are over (default fluid; see optsched simulate)",
-    )
-    p.add_argument(
-        "--bound-time-limit",
-        type=float,
-        metavar="S",
-        default=CAPACITY_TIME_LIMIT,
-        help=f"seconds for --bound capacity's LP (default {CAPACITY_TIME_LIMIT:g})",
     )
     p.add_argument(
         "--unit",

@@ -11,6 +11,7 @@ from optsched.cli.common import (
     add_json,
     add_params,
     add_seed,
+    add_simulation_options,
     add_trace_options,
     load_instance_or_trace,
     parse_params,
@@ -18,7 +19,6 @@ from optsched.cli.common import (
     print_result,
 )
 from optsched.output import distinct_targets, json_text, output_target, write_outputs
-from optsched.regret import CAPACITY_TIME_LIMIT, REGRET_BOUNDS
 
 
 def add_parser(sub: Any) -> None:
@@ -32,18 +32,7 @@ def add_parser(sub: Any) -> None:
     add_trace_options(p)
     add_seed(p, "the noise, a trace's workload draw and randomised policies")
     add_params(p)
-    p.add_argument(
-        "--noise",
-        type=float,
-        default=0.0,
-        help="task times × U[1-x, 1+x], drawn once per (job, GPU type) (default 0)",
-    )
-    p.add_argument(
-        "--switch-cost",
-        type=float,
-        default=0.0,
-        help="task-switch cost as a fraction of each task (Hare: < 0.05; default 0)",
-    )
+    add_simulation_options(p)
     p.add_argument(
         "--tick", type=float, metavar="S", help="periodic scheduling ticks (default: none)"
     )
@@ -57,21 +46,6 @@ def add_parser(sub: Any) -> None:
         "checked; with --out the schedule is written as it is made)",
     )
     p.add_argument("--progress", action="store_true", help="progress on stderr (default: none)")
-    p.add_argument(
-        "--bound",
-        choices=REGRET_BOUNDS,
-        default="fluid",
-        help="the lower bound the certified regret is over: none, critical-path, fluid (the "
-        "better of the critical path and the fluid work bound; default) or capacity (also "
-        "the class-capacity LP, within --bound-time-limit)",
-    )
-    p.add_argument(
-        "--bound-time-limit",
-        type=float,
-        metavar="S",
-        default=CAPACITY_TIME_LIMIT,
-        help=f"seconds for --bound capacity's LP (default {CAPACITY_TIME_LIMIT:g})",
-    )
     p.add_argument(
         "--out", metavar="SCHEDULE", help="write the schedule here (default: not written)"
     )
