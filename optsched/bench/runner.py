@@ -299,14 +299,13 @@ def plan(
         kinds[method] = info.kind
         own[method] = next((c.sha256 for c in codes if c.name == info.plugin), None)
         given: dict[str, Any] = dict(params)
-        limits[method] = time_limit
+        budgeted = budget == "work" and takes_work_budget(info.options)
         work = time_limit if time_limit is not None else info.default_time_limit
-        if budget == "work" and takes_work_budget(info.options) and work is not None:
+        if budgeted and work is not None:
             given.setdefault("work", work)
         options = info.parse_options(given)
-        budgeted = getattr(options, "work", None) if takes_work_budget(info.options) else None
-        if budget == "work" and budgeted is not None:
-            limits[method] = WORK_WALL_FACTOR * float(budgeted)
+        work = getattr(options, "work", None) if budgeted else None
+        limits[method] = time_limit if work is None else WORK_WALL_FACTOR * float(work)
         canonical[method] = options.to_params(list(given))
         for mode in () if placement else modes or sorted(own_modes):
             info.check_mode(mode)
