@@ -10,7 +10,7 @@ counts the method's own operations instead:
   ``cpsat-pergpu``, ``lns``, Hare's exact relaxation, exact placement), scaled by
   :data:`CPSAT_PER_WORK_SECOND` (CP-SAT's deterministic seconds take 1-15 s of CPU on this
   project's models, the most on large ones: a work-second of these methods strays the most,
-  0.4-3 s); ``lns`` adds each neighbourhood's model copy;
+  0.4-5 s); ``lns`` adds each neighbourhood's model copy;
 - for optsched's own searches, a count of their inner operations (events decoded, steps,
   dynamic-programming cells, fitness evaluations) divided by a rate measured on the 2-core
   reference machine, so that one work-second takes about one second there, unloaded
