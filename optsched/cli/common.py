@@ -180,6 +180,16 @@ def add_simulation_options(p: argparse.ArgumentParser) -> None:
     )
 
 
+def note_skipped(trace: Any) -> None:
+    """Say on stderr how many lines of a trace (None: an instance file) were skipped."""
+    if trace is not None and trace.skipped:
+        print(
+            f"trace {trace.name}: {len(trace.jobs)} jobs, {trace.skipped} skipped "
+            f"(first: {trace.first_skip})",
+            file=sys.stderr,
+        )
+
+
 def add_seed(p: argparse.ArgumentParser, what: str = "randomised methods") -> None:
     p.add_argument("--seed", type=seed, default=0, help=f"seed of {what} (default 0)")
 

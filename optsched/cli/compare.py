@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import argparse
 import sys
+from pathlib import Path
 from typing import Any
 
 from optsched.cli.common import (
@@ -14,6 +15,7 @@ from optsched.cli.common import (
     add_simulation_options,
     add_trace_options,
     load_instance_or_trace,
+    note_skipped,
     print_json,
 )
 from optsched.output import distinct_targets, json_text, output_target, write_outputs
@@ -75,7 +77,7 @@ def add_parser(sub: Any) -> None:
 def _table_format(path: str) -> str:
     from optsched.errors import InputError
 
-    suffix = path.rsplit(".", 1)[-1].lower() if "." in path else ""
+    suffix = Path(path).suffix.lower().lstrip(".")
     if suffix not in ("md", "csv", "json"):
         raise InputError(f"--out {path!r}: the table is written as .md, .csv or .json")
     return suffix
@@ -109,12 +111,7 @@ def run(args: argparse.Namespace) -> int:
 
         cdf_format = image_format(args.cdf, "--cdf")
     instance, trace = load_instance_or_trace(args)
-    if trace is not None and trace.skipped:
-        print(
-            f"trace {trace.name}: {len(trace.jobs)} jobs, {trace.skipped} skipped "
-            f"(first: {trace.first_skip})",
-            file=sys.stderr,
-        )
+    note_skipped(trace)
     result = compare(
         instance,
         args.policy,

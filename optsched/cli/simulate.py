@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import argparse
-import sys
 from typing import Any
 
 from optsched.cli.common import (
@@ -14,6 +13,7 @@ from optsched.cli.common import (
     add_simulation_options,
     add_trace_options,
     load_instance_or_trace,
+    note_skipped,
     parse_params,
     print_json,
     print_result,
@@ -117,12 +117,7 @@ def run(args: argparse.Namespace) -> int:
             )
         )
     write_outputs(outputs)  # all or nothing, after the work succeeded
-    if trace is not None and trace.skipped:
-        print(
-            f"trace {trace.name}: {len(trace.jobs)} jobs, {trace.skipped} skipped "
-            f"(first: {trace.first_skip})",
-            file=sys.stderr,
-        )
+    note_skipped(trace)
     if args.json:
         print_json(result.to_dict())
     else:
