@@ -23,6 +23,7 @@ they do get Hare's model (the variants the first Hare study ran).
 
 from __future__ import annotations
 
+import bisect
 import heapq
 import math
 from collections.abc import Iterable, Iterator
@@ -390,95 +391,98 @@ class AlloX:
         assert oracle is not None
         queue = ordered(view, self)
         assert isinstance(queue, _ArrayQueue)
-        table = queue.rows()
-        free = queue.column(table, "running") == 0
-        if not free.any():
-            return []
-        table = table[free]
-        index = queue.column(table, "index").astype(np.int64)
-        big = 1e300
+        index = queue.order()
+        table = queue.table[index]
+        free = table[:, _ArrayQueue.RUNNING] == 0
+        if not free.all():
+            if not free.any():
+                return []
+            index, table = index[free], table[free]
         idle = view.idle.array()
-        times = queue.times(table)[:, queue.classes(view.idle)[idle]]  # = compute[j, idle]
+        times = table[:, queue.time_columns(view.idle)[idle]]  # = compute[j, idle]
         remaining = oracle.remaining_tasks_of(
-            index,
-            *(
-                queue.column(table, name).astype(np.int64)
-                for name in ("waiting", "rounds_done", "tasks_per_round")
-            ),
-        )
-        weights = queue.column(table, "weight")
-        with np.errstate(invalid="ignore"):
-            cost = np.where(
-                np.isfinite(times),
-                remaining[:, None].astype(float) * times / weights[:, None],
-                big,
-            )
+            index, *(table[:, c] for c in _ArrayQueue.PROGRESS)
+        )  # ≥ 1: a waiting job has a task waiting
+        weights = table[:, _ArrayQueue.WEIGHT]
+        cost = remaining[:, None] * times / weights[:, None]  # ∞ where a job cannot run
+        big = 1e300
+        cost[cost == np.inf] = big
         rows, cols = linear_sum_assignment(cost)
         return [
             (int(index[r]), int(idle[c]))
-            for r, c in zip(rows, cols, strict=True)
+            for r, c in zip(rows.tolist(), cols.tolist(), strict=True)
             if cost[r, c] < big
         ]
 
 
 class _ArrayQueue(WaitingQueue):
-    """A waiting queue that also keeps one numpy row per job: its progress
+    """A waiting queue that also keeps one numpy row per job, indexed by job: its progress
     (:data:`FIELDS`) and its compute time per GPU class — so a decision over every waiting
-    job runs in C, not Python. A row is written at every ``put`` (the engine puts a
-    waiting job whenever its state changes) into a table indexed by job; :meth:`rows`
-    gathers the waiting jobs' rows in queue order."""
+    job runs in C, not Python. A row's progress is written at every ``put`` (the engine puts
+    a waiting job whenever its state changes), its times at the first; :meth:`order` gives
+    the waiting jobs in queue order, kept beside the sorted entries."""
 
-    __slots__ = ("_classes", "_order", "_table")
-    FIELDS = ("index", "weight", "waiting", "running", "rounds_done", "tasks_per_round")
+    __slots__ = ("_columns", "_jobs", "_order", "table")
+    FIELDS = ("running", "weight", "waiting", "rounds_done", "tasks_per_round")
+    RUNNING, WEIGHT = 0, 1
+    #: the columns of Oracle.remaining_tasks_of's progress arguments
+    PROGRESS = (2, 3, 4)
 
     def __init__(self, states: dict[int, JobState]) -> None:
         super().__init__(states)
-        self._table = np.empty((0, 0))
-        self._classes = np.empty(0, dtype=np.int64)
-        self._order: np.ndarray | None = None  # the jobs in queue order (None: to rebuild)
+        self.table = np.empty((0, 0))
+        self._columns = np.empty(0, dtype=np.int64)
+        self._jobs: list[int] = []  # the job of each entry, in queue order
+        self._order: np.ndarray | None = None  # the same as an array (None: to rebuild)
 
-    def classes(self, idle: IdleGPUs) -> np.ndarray:
-        """Each GPU's speed class, as an array."""
-        if len(self._classes) != len(idle.class_of):
-            self._classes = np.array(idle.class_of)
-        return self._classes
+    def time_columns(self, idle: IdleGPUs) -> np.ndarray:
+        """The table column of each GPU's compute time (its speed class's)."""
+        if len(self._columns) != len(idle.class_of):
+            self._columns = len(self.FIELDS) + np.array(idle.class_of, dtype=np.int64)
+        return self._columns
 
-    def rows(self) -> np.ndarray:
-        """The waiting jobs' rows, in queue order."""
+    def order(self) -> np.ndarray:
+        """The waiting jobs' indices, in queue order."""
         if self._order is None:
-            entries = self._entries
-            self._order = np.fromiter((j for _, j in entries), np.int64, len(entries))
-        rows: np.ndarray = self._table[self._order]
-        return rows
-
-    def column(self, rows: np.ndarray, name: str) -> np.ndarray:
-        """A progress column of ``rows`` (float; integral fields are exact)."""
-        return rows[:, self.FIELDS.index(name)]
-
-    def times(self, rows: np.ndarray) -> np.ndarray:
-        """The compute times per GPU class of ``rows``, one row per job."""
-        return rows[:, len(self.FIELDS) :]
+            self._order = np.array(self._jobs, dtype=np.int64)
+        return self._order
 
     def put(self, j: int, key: Any) -> None:
-        if self._keys.get(j) != key:
+        old = self._keys.get(j)
+        if old != key:
+            entries, jobs = self._entries, self._jobs
+            if old is not None:
+                at = bisect.bisect_left(entries, (old, j))
+                del entries[at], jobs[at]
+            at = bisect.bisect_left(entries, (key, j))
+            entries.insert(at, (key, j))
+            jobs.insert(at, j)
+            self._keys[j] = key
             self._order = None
-        super().put(j, key)
         job = self._states[j]
-        if j >= len(self._table):  # grown by doubling, so O(1) amortised
+        if j >= len(self.table):  # grown by doubling, so O(1) amortised
             width = len(self.FIELDS) + len(job.by_class)
-            table = np.empty((max(2 * len(self._table), j + 1, len(self._states)), width))
-            if len(self._table):
-                table[: len(self._table)] = self._table
-            self._table = table
-        row = self._table[j]
-        for i, name in enumerate(self.FIELDS):
-            row[i] = float(getattr(job, name))
-        row[len(self.FIELDS) :] = job.by_class
+            table = np.full((max(2 * len(self.table), j + 1, len(self._states)), width), np.nan)
+            if len(self.table):
+                table[: len(self.table)] = self.table
+            self.table = table
+        row = self.table[j]
+        if old is None:
+            row[len(self.FIELDS) :] = job.by_class
+        row[: len(self.FIELDS)] = (
+            job.running,
+            job.weight,
+            job.waiting,
+            job.rounds_done,
+            job.tasks_per_round,
+        )
 
     def drop(self, j: int) -> None:
-        if j in self._keys:
+        old = self._keys.pop(j, None)
+        if old is not None:
+            at = bisect.bisect_left(self._entries, (old, j))
+            del self._entries[at], self._jobs[at]
             self._order = None
-        super().drop(j)
 
 
 @dataclass
