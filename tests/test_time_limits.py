@@ -227,6 +227,24 @@ def test_linprog_agrees_with_scipy():
     assert highs.presolve(highs.PRESOLVE_MAX_NONZEROS + 1) == "off"
 
 
+def test_a_column_wise_matrix_is_solved_as_given_and_as_any_other_form():
+    """A canonical column-wise A_ub goes to HiGHS as it is (no conversions): the same
+    solution, bit for bit, as from the dense or row-wise form."""
+    from scipy.sparse import csc_array, csr_array
+
+    rng = np.random.default_rng(1)
+    a = np.where(rng.random((15, 25)) < 0.3, rng.random((15, 25)), 0.0)
+    c, b = rng.random(25) - 0.7, a.sum(1) / 3 + 0.1
+    results = [
+        highs.linprog(c, A_ub=form, b_ub=b, bounds=(0, 1), method="primal")
+        for form in (a, csr_array(a), csc_array(a))
+    ]
+    assert all(r.status == 0 for r in results)
+    for other in results[1:]:
+        np.testing.assert_array_equal(other.x, results[0].x)
+        np.testing.assert_array_equal(other.ineqlin.marginals, results[0].ineqlin.marginals)
+
+
 def test_a_result_that_cannot_be_checked_in_time_after_a_ctrl_c_is_exit_130(small, monkeypatch):
     """Stopped by a Ctrl-C, a method's schedule is checked only when that ends the run
     within CTRL_C_SECONDS of the signal; else the run ends at once (KeyboardInterrupt)."""

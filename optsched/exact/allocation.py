@@ -50,7 +50,7 @@ from optsched.exact.highs import LPResult
 from optsched.exact.highs import linprog as highs_linprog
 
 if TYPE_CHECKING:
-    from scipy.sparse import coo_array
+    from scipy.sparse import coo_array, csc_array
 
 Fill = Literal["none", "throughput"]
 
@@ -210,10 +210,27 @@ def _coo(*args: Any, **kwargs: Any) -> coo_array:
     return coo_array(*args, **kwargs)
 
 
-def _vstack(blocks: list[coo_array]) -> coo_array:
-    from scipy.sparse import vstack
+def _vstack(blocks: list[coo_array]) -> csc_array | coo_array:
+    """The blocks stacked vertically, as the column-wise matrix HiGHS reads: in canonical
+    form (row indices sorted within each column), as scipy's conversions would leave it, but
+    built at once (an allocation policy builds hundreds of these LPs). Blocks with
+    repeated entries are stacked by scipy instead, which sums them."""
+    from scipy.sparse import coo_array, csc_array, vstack
 
-    return _coo(vstack(blocks))
+    blocks = [b if isinstance(b, coo_array) else coo_array(b) for b in blocks]
+    offsets = np.cumsum([0, *(b.shape[0] for b in blocks)])
+    n_rows, n_cols = int(offsets[-1]), blocks[0].shape[1]
+    rows = np.concatenate(
+        [b.row.astype(np.int64) + o for b, o in zip(blocks, offsets[:-1], strict=True)]
+    )
+    cols = np.concatenate([b.col.astype(np.int64) for b in blocks])
+    data = np.concatenate([b.data.astype(float) for b in blocks])
+    order = np.lexsort((rows, cols))
+    rows, cols, data = rows[order], cols[order], data[order]
+    if ((np.diff(rows) == 0) & (np.diff(cols) == 0)).any():
+        return _coo(vstack(blocks))
+    indptr = np.searchsorted(cols, np.arange(n_cols + 1))
+    return csc_array((data, rows, indptr), shape=(n_rows, n_cols))
 
 
 def _grouped(
@@ -254,7 +271,7 @@ def _expanded(result: Allocation, of: np.ndarray, started: float) -> Allocation:
 
 def _max_min_model(
     problem: AllocationProblem, reference: np.ndarray
-) -> tuple[_Columns, np.ndarray, np.ndarray, coo_array, np.ndarray]:
+) -> tuple[_Columns, np.ndarray, np.ndarray, csc_array | coo_array, np.ndarray]:
     """The max-min LP: its columns, each pair's utility, and min c·x s.t. A x ≤ b with the
     rows per job (time), per type (capacity), then per job (z − Σ_t u_jt X_jt ≤ 0)."""
     n, _ = problem.shape

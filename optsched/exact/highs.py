@@ -188,15 +188,18 @@ def linprog(
     n = len(c)
     blocks, lower, upper = [], [], []
     if A_ub is not None and b_ub is not None and len(b_ub):
-        blocks.append(csr_array(A_ub))
+        blocks.append(A_ub)
         lower.append(np.full(len(b_ub), -np.inf))
         upper.append(np.asarray(b_ub, dtype=float))
     if A_eq is not None and b_eq is not None and len(b_eq):
-        blocks.append(csr_array(A_eq))
+        blocks.append(A_eq)
         lower.append(np.asarray(b_eq, dtype=float))
         upper.append(np.asarray(b_eq, dtype=float))
     n_ub = len(upper[0]) if A_ub is not None and b_ub is not None and len(b_ub) else 0
-    matrix = csc_array(vstack(blocks) if blocks else csr_array((0, n)))
+    if len(blocks) == 1 and isinstance(blocks[0], csc_array) and blocks[0].has_canonical_format:
+        matrix = blocks[0]  # as the conversions below would leave it
+    else:
+        matrix = csc_array(vstack([csr_array(b) for b in blocks]) if blocks else csr_array((0, n)))
     box = np.array(bounds, dtype=float)  # None → nan: unbounded
     if box.ndim == 1:
         box = np.broadcast_to(box, (n, 2))

@@ -139,17 +139,24 @@ class AllocationPolicy:
     lp_seconds: float = 0.0
     solved_at: float = -math.inf
     _jobs: frozenset[int] = frozenset()
-    #: per row (the active jobs at the last solve, by arrival): job index, state, GPUs,
-    #: (type, share) where it can run, round time per type, time held per type since the
-    #: solve, the type and end of its latest round, and a version that outdates its queue
-    #: entries
+    #: per row (the active jobs at the last solve, by arrival): job index, state, GPUs, its
+    #: share per type and the types it can run on, round time per type, time held per type
+    #: since the solve, the type and end of its latest round (also by job, across solves),
+    #: its deficit, when it completed, and a version that outdates its queue entries
     _row: dict[int, int] = field(default_factory=dict, repr=False)
     _state: list[JobState] = field(default_factory=list, repr=False)
     _k: list[int] = field(default_factory=list, repr=False)
-    _runs_on: list[list[tuple[int, float]]] = field(default_factory=list, repr=False)
+    _share: np.ndarray = field(default_factory=lambda: np.zeros((0, 0)), repr=False)
+    _runnable: np.ndarray = field(default_factory=lambda: np.zeros((0, 0), bool), repr=False)
+    _share_rows: list[list[float]] = field(default_factory=list, repr=False)
     _pace_rows: list[list[float]] = field(default_factory=list, repr=False)
-    _held: list[list[float]] = field(default_factory=list, repr=False)
+    _held: np.ndarray = field(default_factory=lambda: np.zeros((0, 0)), repr=False)
     _latest: dict[int, tuple[int, float]] = field(default_factory=dict, repr=False)
+    _latest_type: np.ndarray = field(default_factory=lambda: np.zeros(0, int), repr=False)
+    _latest_end: np.ndarray = field(default_factory=lambda: np.zeros(0), repr=False)
+    _row_deficit: np.ndarray = field(default_factory=lambda: np.zeros(0), repr=False)
+    _row_deficit_list: list[float] = field(default_factory=list, repr=False)
+    _done_at: np.ndarray = field(default_factory=lambda: np.zeros(0), repr=False)
     _version: list[int] = field(default_factory=list, repr=False)
     #: per type: the waiting jobs it has a share for, by priority (a heap of (−priority,
     #: −deficit, −share, row, version)), and those that can run there at all, by arrival
@@ -163,12 +170,14 @@ class AllocationPolicy:
     #: the allocation in force, and per solve (start, end, promised, realised)
     _interval: AllocationInForce | None = field(default=None, repr=False)
     realisation: list[tuple[float, float, float, float]] = field(default_factory=list)
-    _completed: dict[int, float] = field(default_factory=dict, repr=False)
     _starved: int = 0
-    _work: dict[int, tuple[float, float]] = field(default_factory=dict, repr=False)
+    #: per job index: the work its promised throughputs would have done while it was
+    #: allocated, and the work its rounds did (NaN: never allocated)
+    _work: np.ndarray = field(default_factory=lambda: np.zeros((2, 0)), repr=False)
     _last_event: float = 0.0
     _class_of: np.ndarray = field(default_factory=lambda: np.zeros(0, int), repr=False)
     _capacity: np.ndarray = field(default_factory=lambda: np.zeros(0), repr=False)
+    _paces: dict[int, np.ndarray] = field(default_factory=dict, repr=False)
     #: finish-time fairness: each job's isolated time of the work done, and at the last
     #: solve its remaining rounds and isolated rate (Gavel's cumulative isolated time)
     _isolated_time: dict[int, float] = field(default_factory=dict, repr=False)
@@ -198,11 +207,15 @@ class AllocationPolicy:
     # -- the allocation --------------------------------------------------------------------
 
     def _pace(self, job: JobState) -> np.ndarray:
-        """Round time per GPU type: compute + sync (∞ where it cannot run)."""
-        if job.sync_by_class is not None:
-            return np.asarray(job.by_class + job.sync_by_class)
-        pace = np.full(len(self._capacity), math.inf)
-        np.minimum.at(pace, self._class_of, job.compute + job.sync)
+        """Round time per GPU type: compute + sync (∞ where it cannot run); kept per job."""
+        pace = self._paces.get(job.index)
+        if pace is None:
+            if job.sync_by_class is not None:
+                pace = np.asarray(job.by_class + job.sync_by_class)
+            else:
+                pace = np.full(len(self._capacity), math.inf)
+                np.minimum.at(pace, self._class_of, job.compute + job.sync)
+            self._paces[job.index] = pace
         return pace
 
     def _solve(self, view: View, jobs: list[JobState]) -> None:
@@ -246,17 +259,23 @@ class AllocationPolicy:
         self._row = {job.index: i for i, job in enumerate(jobs)}
         self._state = list(jobs)
         self._k = [job.tasks_per_round for job in jobs]
-        # per row, the types it can run on with its share there, and its round times
-        self._runs_on = [
-            [(int(c), float(result.x[i, c])) for c in np.nonzero(np.isfinite(pace[i]))[0]]
-            for i in range(n)
-        ]
+        self._share = result.x
+        self._share_rows = result.x.tolist()
+        self._runnable = np.isfinite(pace)
         self._pace_rows = pace.tolist()
-        self._held = [[0.0] * m for _ in range(n)]  # since now: a running round counts on
+        # since now: a running round counts on
+        self._held = np.zeros((n, m))
+        self._latest_type = np.zeros(n, dtype=np.int64)
+        self._latest_end = np.full(n, -math.inf)
         for j, (c, end) in latest.items():
+            row = self._row[j]
+            self._latest_type[row], self._latest_end[row] = c, end
             if end > view.time:
-                self._held[self._row[j]][c] = end - view.time
+                self._held[row, c] = end - view.time
         self._latest = latest
+        self._row_deficit_list = [self._deficit.get(job.index, 0.0) for job in jobs]
+        self._row_deficit = np.array(self._row_deficit_list)
+        self._done_at = np.full(n, math.inf)
         self._version = [0] * n
         self._by_priority = [[] for _ in range(m)]
         self._by_arrival = [[] for _ in range(m)]
@@ -283,7 +302,9 @@ class AllocationPolicy:
 
     def finished(self, job: JobState, now: float) -> bool:
         """Note when a job completes (its realised share ends there); no key changes."""
-        self._completed[job.index] = now
+        row = self._row.get(job.index)
+        if row is not None:
+            self._done_at[row] = now
         self._last_event = max(self._last_event, now)
         return False
 
@@ -295,24 +316,20 @@ class AllocationPolicy:
         interval = self._interval
         if interval is None or end <= interval.start:
             return
-        theta = np.zeros(len(interval.jobs))
-        for i, j in enumerate(interval.jobs):
-            stop = min(end, self._completed.get(j, end))
-            row = self._row.get(j)
-            if row is None or stop <= interval.start:
-                theta[i] = np.nan
-                continue
-            held = self._held_at(j, row, stop)
-            theta[i] = float(held @ interval.rates[i]) / (stop - interval.start)
-        keep = ~np.isnan(theta)
-        for i in map(int, np.nonzero(keep)[0]):  # per job: promised and realised work
-            j = interval.jobs[i]
-            span = min(end, self._completed.get(j, end)) - interval.start
-            promised, realised = self._work.get(j, (0.0, 0.0))
-            self._work[j] = (
-                promised + float(interval.theta[i]) * span,
-                realised + float(theta[i]) * span,
-            )
+        stop = np.minimum(end, self._done_at)
+        keep = stop > interval.start
+        span = stop - interval.start
+        with np.errstate(invalid="ignore", divide="ignore"):
+            theta = (self._held_until(stop) * interval.rates).sum(axis=1) / span
+        theta[~keep] = np.nan
+        jobs = np.array(interval.jobs, dtype=np.int64)[keep]
+        if len(jobs) and jobs.max() >= self._work.shape[1]:  # grown by doubling
+            grown = np.full((2, max(2 * self._work.shape[1], int(jobs.max()) + 1)), np.nan)
+            grown[:, : self._work.shape[1]] = self._work
+            self._work = grown
+        work = self._work[:, jobs]  # per job: promised and realised work
+        work[np.isnan(work)] = 0.0
+        self._work[:, jobs] = work + np.array([interval.theta[keep], theta[keep]]) * span[keep]
         if keep.any():
             realised = interval.value(theta, keep)
             self.realisation.append((interval.start, end, interval.promised, realised))
@@ -355,7 +372,9 @@ class AllocationPolicy:
                     for a, b, p, r in self.realisation
                 ],
             }
-        ratios = np.array([b / a for a, b in self._work.values() if a > 0])
+        promised, realised = self._work
+        allocated = promised > 0  # NaN (never allocated) is not
+        ratios = realised[allocated] / promised[allocated]
         if len(ratios):  # how closely each job's rounds tracked the shares it was promised
             out["tracking"] = {
                 "jobs": len(ratios),
@@ -399,13 +418,13 @@ class AllocationPolicy:
 
     # -- the realisation -------------------------------------------------------------------
 
-    def _held_at(self, j: int, row: int, at: float) -> np.ndarray:
-        """GPU-time per type job ``j`` (``row``) has held from the last solve until ``at``:
-        its rounds' times less the part of a running round still to come."""
-        held = np.array(self._held[row])
-        c, last = self._latest.get(j, (0, -math.inf))
-        if last > at:
-            held[c] -= last - at
+    def _held_until(self, at: float | np.ndarray) -> np.ndarray:
+        """GPU-time per row and type held from the last solve until ``at`` (one time, or
+        one per row): its rounds' times less the part of a running round still to come."""
+        held = self._held.copy()
+        ahead = self._latest_end - at
+        rows = np.flatnonzero(ahead > 0)
+        held[rows, self._latest_type[rows]] -= ahead[rows]
         return held
 
     def _carry_deficits(self, now: float) -> None:
@@ -414,24 +433,57 @@ class AllocationPolicy:
         such deficits across resets to break ties): jobs left unserved by one allocation
         go first among equals under the next."""
         span = now - self.solved_at
-        if not math.isfinite(span):
+        if not math.isfinite(span) or not self._row:
             return
+        held = self._held_until(now).sum(axis=1)
+        shares = np.zeros(len(held))
+        for c in range(self._share.shape[1]):  # summed type by type, in order
+            shares += self._share[:, c]
+        deficit = self._row_deficit + span * shares - held
         for j, row in self._row.items():
-            held = float(self._held_at(j, row, now).sum())
-            promised = span * sum(x for _, x in self._runs_on[row])
-            self._deficit[j] = self._deficit.get(j, 0.0) + promised - held
+            self._deficit[j] = float(deficit[row])
 
-    def _enqueue(self, row: int) -> None:
-        """Queue a job that has just become waiting. Its priority on type t is its share
-        over the share it received since the solve, X / (held / span): the span is the
-        same for every job (all were active at the solve), and a waiting job holds no GPU,
-        so the key X / held stays valid until it starts again. Ties (every job not served
-        since the solve has priority ∞) go to the larger deficit, then the larger share,
-        then the earlier arrival."""
-        version, held_row = self._version[row], self._held[row]
-        deficit = self._deficit.get(self._state[row].index, 0.0)
-        for c, x in self._runs_on[row]:
-            held = held_row[c]
+    def _enqueue(self, rows: list[int]) -> None:
+        """Queue jobs that have just become waiting. A job's priority on type t is its
+        share over the share it received since the solve, X / (held / span): the span is
+        the same for every job (all were active at the solve), and a waiting job holds no
+        GPU, so the key X / held stays valid until it starts again. Ties (every job not
+        served since the solve has priority ∞) go to the larger deficit, then the larger
+        share, then the earlier arrival."""
+        if len(rows) < 8:  # one by one: numpy costs more than it saves
+            for row in rows:
+                self._enqueue_one(row)
+            return
+        at = np.array(rows, dtype=np.int64)
+        versions = [self._version[row] for row in rows]
+        minus_deficit = (-self._row_deficit[at]).tolist()
+        for c in range(self._share.shape[1]):
+            share, held = self._share[at, c], self._held[at, c]
+            runs = self._runnable[at, c]
+            shared = runs & (share > 1e-9)
+            if shared.any():
+                with np.errstate(divide="ignore", invalid="ignore"):
+                    key = np.where(held > 1e-9, -share / held, -math.inf).tolist()
+                minus_share = (-share).tolist()
+                by_priority = self._by_priority[c]
+                by_priority.extend(
+                    (key[i], minus_deficit[i], minus_share[i], rows[i], versions[i])
+                    for i in np.flatnonzero(shared).tolist()
+                )
+                heapq.heapify(by_priority)
+            if runs.any():
+                by_arrival = self._by_arrival[c]
+                by_arrival.extend((rows[i], versions[i]) for i in np.flatnonzero(runs).tolist())
+                heapq.heapify(by_arrival)
+
+    def _enqueue_one(self, row: int) -> None:
+        """:meth:`_enqueue` of one job, the same keys computed in Python."""
+        version, deficit = self._version[row], self._row_deficit_list[row]
+        shares, held_row = self._share_rows[row], self._held[row].tolist()
+        for c, pace in enumerate(self._pace_rows[row]):
+            if pace == math.inf:
+                continue
+            x, held = shares[c], held_row[c]
             if x > 1e-9:
                 key = -x / held if held > 1e-9 else -math.inf
                 heapq.heappush(self._by_priority[c], (key, -deficit, -x, row, version))
@@ -450,11 +502,13 @@ class AllocationPolicy:
         waiting = view.waiting.indices()
         # a job leaves the waiting jobs only when it starts (start() forgets it then) or
         # for good (it completed): the new ones are the waiting jobs not queued yet
-        for j in waiting - self._queued:
-            self._queued.add(j)
-            row = self._row.get(j)
-            if row is not None:  # else it arrived after the solve: it waits for the next
-                self._enqueue(row)
+        new = waiting - self._queued
+        if new:
+            self._queued |= new
+            # a job that arrived after the solve waits for the next
+            rows = [row for row in map(self._row.get, new) if row is not None]
+            if rows:
+                self._enqueue(rows)
         free = [len(pool) for pool in view.idle.by_class]
         pools: dict[int, list[int]] = {}
         out: list[Decision] = []
@@ -469,8 +523,9 @@ class AllocationPolicy:
             del pool[:k]
             free[c] -= k
             pace = self._pace_rows[row][c]
-            self._held[row][c] += pace
+            self._held[row, c] += pace
             self._latest[job.index] = (c, view.time + pace)
+            self._latest_type[row], self._latest_end[row] = c, view.time + pace
             self._version[row] += 1
             self._queued.discard(job.index)
             out.append((job.index, gpus))
