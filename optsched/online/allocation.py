@@ -165,6 +165,11 @@ class AllocationPolicy:
         default_factory=list, repr=False
     )
     _by_arrival: list[list[tuple[int, int]]] = field(default_factory=list, repr=False)
+    #: per type, batches queued in bulk not yet in its backfill heap: (rows, the versions
+    #: of all rows of the batch, which of them run there)
+    _arrivals_pending: list[list[tuple[list[int], list[int], np.ndarray]]] = field(
+        default_factory=list, repr=False
+    )
     _queued: set[int] = field(default_factory=set, repr=False)
     _deficit: dict[int, float] = field(default_factory=dict, repr=False)
     #: the allocation in force, and per solve (start, end, promised, realised)
@@ -267,11 +272,12 @@ class AllocationPolicy:
         self._held = np.zeros((n, m))
         self._latest_type = np.zeros(n, dtype=np.int64)
         self._latest_end = np.full(n, -math.inf)
-        for j, (c, end) in latest.items():
-            row = self._row[j]
-            self._latest_type[row], self._latest_end[row] = c, end
-            if end > view.time:
-                self._held[row, c] = end - view.time
+        if latest:
+            rows = [self._row[j] for j in latest]
+            self._latest_type[rows] = [c for c, _ in latest.values()]
+            self._latest_end[rows] = [end for _, end in latest.values()]
+            ahead = np.flatnonzero(self._latest_end > view.time)
+            self._held[ahead, self._latest_type[ahead]] = self._latest_end[ahead] - view.time
         self._latest = latest
         self._row_deficit_list = [self._deficit.get(job.index, 0.0) for job in jobs]
         self._row_deficit = np.array(self._row_deficit_list)
@@ -279,6 +285,7 @@ class AllocationPolicy:
         self._version = [0] * n
         self._by_priority = [[] for _ in range(m)]
         self._by_arrival = [[] for _ in range(m)]
+        self._arrivals_pending = [[] for _ in range(m)]
         self._queued = set()
         self.solved_at = view.time
         self.solves += 1
@@ -471,10 +478,10 @@ class AllocationPolicy:
                     for i in np.flatnonzero(shared).tolist()
                 )
                 heapq.heapify(by_priority)
-            if runs.any():
-                by_arrival = self._by_arrival[c]
-                by_arrival.extend((rows[i], versions[i]) for i in np.flatnonzero(runs).tolist())
-                heapq.heapify(by_arrival)
+            if runs.any():  # backfill's entries are made when it first needs them
+                self._arrivals_pending[c].append(
+                    ([rows[i] for i in np.flatnonzero(runs).tolist()], versions, runs)
+                )
 
     def _enqueue_one(self, row: int) -> None:
         """:meth:`_enqueue` of one job, the same keys computed in Python."""
@@ -531,9 +538,21 @@ class AllocationPolicy:
             out.append((job.index, gpus))
 
         self._assign(self._by_priority, free, live, start)
-        if self.backfill:
+        if self.backfill and any(free):
+            self._fill_arrivals()
             self._assign(self._by_arrival, free, live, start)
         return out
+
+    def _fill_arrivals(self) -> None:
+        """Put the batches queued in bulk into the backfill heaps."""
+        for c, pending in enumerate(self._arrivals_pending):
+            if pending:
+                heap = self._by_arrival[c]
+                for rows, versions, runs in pending:
+                    at = np.flatnonzero(runs).tolist()
+                    heap.extend(zip(rows, (versions[i] for i in at), strict=True))
+                heapq.heapify(heap)
+                pending.clear()
 
     def _assign(
         self,
