@@ -137,3 +137,27 @@ def test_every_bound_is_at_most_every_policy_on_random_traces(drawn, policy):
         assert result.regret_jct >= 1 - 1e-9
     lagrangian = solve(inst, "lagrangian-bound", params={"iterations": 30}).bound
     assert lagrangian <= result.objective * (1 + OPTIMAL_TOL)
+
+
+def test_a_bound_above_the_objective_is_rounding_within_its_tolerance_and_a_bug_beyond(
+    monkeypatch,
+):
+    """The regret is at least 1: a bound above the run's objective by no more than the
+    objective's tolerance (sums in another order) counts as equal to it; further above, the
+    bound is wrong and the run says so rather than report a regret below 1."""
+    import optsched.online.run as run
+    from optsched.errors import OptschedError
+    from optsched.regret import RegretBound
+
+    inst = _toy()
+    objective = simulate(inst, "hlas").objective
+    for excess, fails in ((1e-15, False), (1e-3, True)):
+        value = objective * (1 + excess)
+        monkeypatch.setattr(
+            run, "regret_bound", lambda *a, v=value, **k: RegretBound(v, "critical-path", {})
+        )
+        if fails:
+            with pytest.raises(OptschedError, match="exceeds the run's objective"):
+                simulate(inst, "hlas")
+        else:
+            assert simulate(inst, "hlas").regret == 1.0

@@ -9,7 +9,7 @@ from typing import Any, cast
 
 from optsched.budget import check_time_limit
 from optsched.check import ResolutionError
-from optsched.errors import InputError
+from optsched.errors import InputError, OptschedError
 from optsched.instance import Instance
 from optsched.online.cluster import ClusterPolicy
 from optsched.online.engine import PolicyError, ScheduleStreamer, declared
@@ -17,7 +17,7 @@ from optsched.online.simulator import Policy, execution_model, run_simulation
 from optsched.output import StreamedFile
 from optsched.registry import prepare
 from optsched.regret import CAPACITY_TIME_LIMIT, check_level, regret_bound, weighted_arrivals
-from optsched.result import Result, Status
+from optsched.result import Result, Status, tolerance_of
 from optsched.runtime import checked, method_running
 from optsched.schedule import Schedule
 
@@ -183,10 +183,16 @@ def _regret(
     )
     if found is None:
         return {}
+    if found.value - objective > tolerance_of(objective, tolerance):
+        raise OptschedError(
+            f"the {found.source} bound {found.value} exceeds the run's objective {objective}: "
+            "a bug in the bound"
+        )
     fields: dict[str, Any] = {**found.parts, "regret_bound": found.value}
     if found.value > 0:  # certified: no schedule of the instance does better
-        fields.update(regret=objective / found.value, regret_source=found.source)
+        # at least 1: a bound above the objective within its tolerance is rounding
+        fields.update(regret=max(1.0, objective / found.value), regret_source=found.source)
         least_jct = found.value - weighted_arrivals(instance)
         if least_jct > 0 and "total_weighted_jct" in metrics:
-            fields["regret_jct"] = metrics["total_weighted_jct"] / least_jct
+            fields["regret_jct"] = max(1.0, metrics["total_weighted_jct"] / least_jct)
     return fields
