@@ -165,9 +165,8 @@ class AllocationPolicy:
         default_factory=list, repr=False
     )
     _by_arrival: list[list[tuple[int, int]]] = field(default_factory=list, repr=False)
-    #: per type, batches queued in bulk not yet in its backfill heap: (rows, the versions
-    #: of all rows of the batch, which of them run there)
-    _arrivals_pending: list[list[tuple[list[int], list[int], np.ndarray]]] = field(
+    #: per type, batches queued in bulk not yet in its backfill heap: (rows, versions)
+    _arrivals_pending: list[list[tuple[np.ndarray, np.ndarray]]] = field(
         default_factory=list, repr=False
     )
     _queued: set[int] = field(default_factory=set, repr=False)
@@ -462,26 +461,30 @@ class AllocationPolicy:
                 self._enqueue_one(row)
             return
         at = np.array(rows, dtype=np.int64)
-        versions = [self._version[row] for row in rows]
-        minus_deficit = (-self._row_deficit[at]).tolist()
+        versions = np.array([self._version[row] for row in rows], dtype=np.int64)
+        minus_deficit = -self._row_deficit[at]
         for c in range(self._share.shape[1]):
             share, held = self._share[at, c], self._held[at, c]
             runs = self._runnable[at, c]
-            shared = runs & (share > 1e-9)
-            if shared.any():
+            shared = np.flatnonzero(runs & (share > 1e-9))
+            if len(shared):
+                share, held = share[shared], held[shared]
                 with np.errstate(divide="ignore", invalid="ignore"):
-                    key = np.where(held > 1e-9, -share / held, -math.inf).tolist()
-                minus_share = (-share).tolist()
+                    key = np.where(held > 1e-9, -share / held, -math.inf)
                 by_priority = self._by_priority[c]
                 by_priority.extend(
-                    (key[i], minus_deficit[i], minus_share[i], rows[i], versions[i])
-                    for i in np.flatnonzero(shared).tolist()
+                    zip(
+                        key.tolist(),
+                        minus_deficit[shared].tolist(),
+                        (-share).tolist(),
+                        at[shared].tolist(),
+                        versions[shared].tolist(),
+                        strict=True,
+                    )
                 )
                 heapq.heapify(by_priority)
             if runs.any():  # backfill's entries are made when it first needs them
-                self._arrivals_pending[c].append(
-                    ([rows[i] for i in np.flatnonzero(runs).tolist()], versions, runs)
-                )
+                self._arrivals_pending[c].append((at[runs], versions[runs]))
 
     def _enqueue_one(self, row: int) -> None:
         """:meth:`_enqueue` of one job, the same keys computed in Python."""
@@ -548,9 +551,8 @@ class AllocationPolicy:
         for c, pending in enumerate(self._arrivals_pending):
             if pending:
                 heap = self._by_arrival[c]
-                for rows, versions, runs in pending:
-                    at = np.flatnonzero(runs).tolist()
-                    heap.extend(zip(rows, (versions[i] for i in at), strict=True))
+                for rows, versions in pending:
+                    heap.extend(zip(rows.tolist(), versions.tolist(), strict=True))
                 heapq.heapify(heap)
                 pending.clear()
 
