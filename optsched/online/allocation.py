@@ -87,7 +87,7 @@ class AllocationInForce:
     function of the jobs' throughputs (and which of them to count)."""
 
     start: float
-    jobs: list[int]
+    jobs: np.ndarray
     rates: np.ndarray
     theta: np.ndarray
     promised: float
@@ -116,6 +116,47 @@ def _value_of(objective: str, norm: np.ndarray, *terms: np.ndarray) -> Callable[
             return float(((elapsed + remaining / t) / ideal).max())
 
     return value
+
+
+class _JobTable:
+    """What the policy keeps per job index across solves, grown by doubling: each job's
+    round time per GPU type (compute + sync, ∞ where it cannot run), GPUs, weight and
+    deficit, and the type and end of its latest round (end −∞: none yet)."""
+
+    def __init__(self, n_types: int) -> None:
+        self.known = np.zeros(0, dtype=bool)
+        self.pace = np.zeros((0, n_types))
+        self.k = np.zeros(0, dtype=np.int64)
+        self.weight = np.zeros(0)
+        self.deficit = np.zeros(0)
+        self.latest_type = np.zeros(0, dtype=np.int64)
+        self.latest_end = np.zeros(0)
+
+    def add(self, jobs: list[JobState], idx: np.ndarray, class_of: np.ndarray) -> None:
+        """Enter the jobs (``idx``: their indices) not seen before."""
+        if len(idx) and idx.max() >= len(self.known):
+            size = max(2 * len(self.known), int(idx.max()) + 1)
+            for name, fill in (
+                ("known", False),
+                ("pace", math.inf),
+                ("k", 0),
+                ("weight", 0.0),
+                ("deficit", 0.0),
+                ("latest_type", 0),
+                ("latest_end", -math.inf),
+            ):
+                old = getattr(self, name)
+                grown = np.full((size, *old.shape[1:]), fill, dtype=old.dtype)
+                grown[: len(old)] = old
+                setattr(self, name, grown)
+        for i in np.flatnonzero(~self.known[idx]).tolist():
+            job = jobs[i]
+            j = job.index
+            if job.sync_by_class is not None:
+                self.pace[j] = job.by_class + job.sync_by_class
+            else:
+                np.minimum.at(self.pace[j], class_of, job.compute + job.sync)
+            self.k[j], self.weight[j], self.known[j] = job.tasks_per_round, job.weight, True
 
 
 @dataclass
@@ -151,11 +192,11 @@ class AllocationPolicy:
     _share_rows: list[list[float]] = field(default_factory=list, repr=False)
     _pace_rows: list[list[float]] = field(default_factory=list, repr=False)
     _held: np.ndarray = field(default_factory=lambda: np.zeros((0, 0)), repr=False)
-    _latest: dict[int, tuple[int, float]] = field(default_factory=dict, repr=False)
     _latest_type: np.ndarray = field(default_factory=lambda: np.zeros(0, int), repr=False)
     _latest_end: np.ndarray = field(default_factory=lambda: np.zeros(0), repr=False)
     _row_deficit: np.ndarray = field(default_factory=lambda: np.zeros(0), repr=False)
     _row_deficit_list: list[float] = field(default_factory=list, repr=False)
+    _idx: np.ndarray = field(default_factory=lambda: np.zeros(0, dtype=np.int64), repr=False)
     _done_at: np.ndarray = field(default_factory=lambda: np.zeros(0), repr=False)
     _version: list[int] = field(default_factory=list, repr=False)
     #: per type: the waiting jobs it has a share for, by priority (a heap of (−priority,
@@ -170,7 +211,6 @@ class AllocationPolicy:
         default_factory=list, repr=False
     )
     _queued: set[int] = field(default_factory=set, repr=False)
-    _deficit: dict[int, float] = field(default_factory=dict, repr=False)
     #: the allocation in force, and per solve (start, end, promised, realised)
     _interval: AllocationInForce | None = field(default=None, repr=False)
     realisation: list[tuple[float, float, float, float]] = field(default_factory=list)
@@ -181,7 +221,7 @@ class AllocationPolicy:
     _last_event: float = 0.0
     _class_of: np.ndarray = field(default_factory=lambda: np.zeros(0, int), repr=False)
     _capacity: np.ndarray = field(default_factory=lambda: np.zeros(0), repr=False)
-    _paces: dict[int, np.ndarray] = field(default_factory=dict, repr=False)
+    _table: _JobTable | None = field(default=None, repr=False)
     #: finish-time fairness: each job's isolated time of the work done, and at the last
     #: solve its remaining rounds and isolated rate (Gavel's cumulative isolated time)
     _isolated_time: dict[int, float] = field(default_factory=dict, repr=False)
@@ -210,26 +250,19 @@ class AllocationPolicy:
 
     # -- the allocation --------------------------------------------------------------------
 
-    def _pace(self, job: JobState) -> np.ndarray:
-        """Round time per GPU type: compute + sync (∞ where it cannot run); kept per job."""
-        pace = self._paces.get(job.index)
-        if pace is None:
-            if job.sync_by_class is not None:
-                pace = np.asarray(job.by_class + job.sync_by_class)
-            else:
-                pace = np.full(len(self._capacity), math.inf)
-                np.minimum.at(pace, self._class_of, job.compute + job.sync)
-            self._paces[job.index] = pace
-        return pace
-
     def _solve(self, view: View, jobs: list[JobState]) -> None:
-        n, m = len(jobs), len(self._capacity)
-        pace = np.array([self._pace(job) for job in jobs]).reshape(n, m)
+        n = len(jobs)
+        if self._table is None:
+            self._table = _JobTable(len(self._capacity))
+        table = self._table
+        idx = np.fromiter((job.index for job in jobs), np.int64, n)
+        table.add(jobs, idx, self._class_of)
+        pace = table.pace[idx]
         rates = np.where(np.isfinite(pace), 1.0 / pace, 0.0)
         if self.agnostic:  # every type as fast as the job's fastest (Gavel: as a V100)
             rates = np.where(rates > 0, rates.max(axis=1, keepdims=True), 0.0)
-        scale = np.array([job.tasks_per_round for job in jobs], dtype=float)
-        weights = np.array([job.weight for job in jobs])
+        scale = table.k[idx].astype(float)
+        weights = table.weight[idx]
         problem = AllocationProblem(rates, scale, self._capacity, weights)
         central = self.solution == "central"
         self._terms: tuple[np.ndarray, ...] = ()
@@ -256,30 +289,23 @@ class AllocationPolicy:
         norm = reference / weights if self.objective == "max-throughput" else reference * weights
         value = _value_of(self.objective, norm, *self._terms)
         theta = problem.throughput(result.x)
-        self._interval = AllocationInForce(
-            view.time, [job.index for job in jobs], rates, theta, value(theta), value
-        )
-        latest = {job.index: self._latest[job.index] for job in jobs if job.index in self._latest}
-        self._row = {job.index: i for i, job in enumerate(jobs)}
+        self._interval = AllocationInForce(view.time, idx, rates, theta, value(theta), value)
+        self._idx = idx
+        self._row = dict(zip(idx.tolist(), range(n), strict=True))
         self._state = list(jobs)
-        self._k = [job.tasks_per_round for job in jobs]
+        self._k = table.k[idx].tolist()
         self._share = result.x
         self._share_rows = result.x.tolist()
         self._runnable = np.isfinite(pace)
         self._pace_rows = pace.tolist()
         # since now: a running round counts on
+        m = len(self._capacity)
         self._held = np.zeros((n, m))
-        self._latest_type = np.zeros(n, dtype=np.int64)
-        self._latest_end = np.full(n, -math.inf)
-        if latest:
-            rows = [self._row[j] for j in latest]
-            self._latest_type[rows] = [c for c, _ in latest.values()]
-            self._latest_end[rows] = [end for _, end in latest.values()]
-            ahead = np.flatnonzero(self._latest_end > view.time)
-            self._held[ahead, self._latest_type[ahead]] = self._latest_end[ahead] - view.time
-        self._latest = latest
-        self._row_deficit_list = [self._deficit.get(job.index, 0.0) for job in jobs]
-        self._row_deficit = np.array(self._row_deficit_list)
+        self._latest_type, self._latest_end = table.latest_type[idx], table.latest_end[idx]
+        ahead = np.flatnonzero(self._latest_end > view.time)
+        self._held[ahead, self._latest_type[ahead]] = self._latest_end[ahead] - view.time
+        self._row_deficit = table.deficit[idx]
+        self._row_deficit_list = self._row_deficit.tolist()
         self._done_at = np.full(n, math.inf)
         self._version = [0] * n
         self._by_priority = [[] for _ in range(m)]
@@ -328,7 +354,7 @@ class AllocationPolicy:
         with np.errstate(invalid="ignore", divide="ignore"):
             theta = (self._held_until(stop) * interval.rates).sum(axis=1) / span
         theta[~keep] = np.nan
-        jobs = np.array(interval.jobs, dtype=np.int64)[keep]
+        jobs = interval.jobs[keep]
         if len(jobs) and jobs.max() >= self._work.shape[1]:  # grown by doubling
             grown = np.full((2, max(2 * self._work.shape[1], int(jobs.max()) + 1)), np.nan)
             grown[:, : self._work.shape[1]] = self._work
@@ -445,9 +471,8 @@ class AllocationPolicy:
         shares = np.zeros(len(held))
         for c in range(self._share.shape[1]):  # summed type by type, in order
             shares += self._share[:, c]
-        deficit = self._row_deficit + span * shares - held
-        for j, row in self._row.items():
-            self._deficit[j] = float(deficit[row])
+        assert self._table is not None
+        self._table.deficit[self._idx] = self._row_deficit + span * shares - held
 
     def _enqueue(self, rows: list[int]) -> None:
         """Queue jobs that have just become waiting. A job's priority on type t is its
@@ -534,8 +559,10 @@ class AllocationPolicy:
             free[c] -= k
             pace = self._pace_rows[row][c]
             self._held[row, c] += pace
-            self._latest[job.index] = (c, view.time + pace)
-            self._latest_type[row], self._latest_end[row] = c, view.time + pace
+            end = view.time + pace
+            self._latest_type[row], self._latest_end[row] = c, end
+            assert self._table is not None
+            self._table.latest_type[job.index], self._table.latest_end[job.index] = c, end
             self._version[row] += 1
             self._queued.discard(job.index)
             out.append((job.index, gpus))
