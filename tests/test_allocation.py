@@ -372,3 +372,5 @@ def test_stacked_blocks_are_the_column_matrix_scipy_would_build(data):
         assert isinstance(ours, csc_array) and ours.has_canonical_format
         for name in ("indptr", "indices", "data"):
             np.testing.assert_array_equal(getattr(ours, name), getattr(theirs, name))
+    with pytest.raises(ValueError, match="same columns"):
+        _vstack([*blocks, coo_array((1, n_cols + 1))])

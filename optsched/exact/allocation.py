@@ -218,6 +218,8 @@ def _vstack(blocks: list[coo_array]) -> csc_array | coo_array:
     from scipy.sparse import coo_array, csc_array, vstack
 
     blocks = [b if isinstance(b, coo_array) else coo_array(b) for b in blocks]
+    if not blocks or len({b.shape[1] for b in blocks}) > 1:
+        raise ValueError("stacking needs at least one block, all with the same columns")
     offsets = np.cumsum([0, *(b.shape[0] for b in blocks)])
     n_rows, n_cols = int(offsets[-1]), blocks[0].shape[1]
     rows = np.concatenate(

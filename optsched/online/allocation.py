@@ -516,7 +516,7 @@ class AllocationPolicy:
         version, deficit = self._version[row], self._row_deficit_list[row]
         shares, held_row = self._share_rows[row], self._held[row].tolist()
         for c, pace in enumerate(self._pace_rows[row]):
-            if pace == math.inf:
+            if not math.isfinite(pace):
                 continue
             x, held = shares[c], held_row[c]
             if x > 1e-9:
