@@ -66,15 +66,6 @@ def split(name: str) -> tuple[str, dict[str, str]]:
     return policy, dict(pair.split("=", 1) for pair in pairs)
 
 
-#: Gavel's own simulator on the heavy trace, CPU seconds (median of 3, same machine type;
-#: not re-run here: it needs Gavel's code and cvxpy): its counterpart of each policy
-GAVEL_HEAVY_CPU = {
-    "fifo-perf": ("fifo_perf", 2.7),
-    "tiresias": ("max_min_fairness", 3.8),
-    "hlas": ("max_min_fairness_perf", 3.3),
-}
-
-
 def tiled(trace, copies: int):
     """``copies`` copies of ``trace`` one after another, at the trace's arrival rate."""
     from optsched.traces import Trace
@@ -140,24 +131,22 @@ def table(path: Path) -> str:
         "",
         "`python benchmarks/sim_speed.py` (medians of the runs; one fresh process per run; "
         "schedules not recorded). CPU s: the process's CPU time to read the trace, build "
-        "the instance and simulate. Gavel: its own simulator on the same trace and "
-        "cluster, CPU s (median of 3 on this machine type; not re-run here, it needs "
-        "Gavel's code and cvxpy).",
+        "the instance and simulate (with the default regret bound, the fluid bound). "
+        "Simulation s: the event loop alone. Gavel's own simulator, run side by side with "
+        "this one on the same machine: `gavel-speed.md` (`benchmarks/gavel_side_by_side.py`).",
         "",
         "| case | policy | jobs | GPUs | events | simulation s | events/s | CPU s | "
-        "peak MB | runs | Gavel's counterpart, CPU s |",
-        "|---|---|---|---|---|---|---|---|---|---|---|",
+        "peak MB | runs |",
+        "|---|---|---|---|---|---|---|---|---|---|",
     ]
     for case, policy in rows:
         first = rows[case, policy][0]
-        gavel = GAVEL_HEAVY_CPU.get(policy) if case == "heavy" else None
         out.append(
             f"| {case} | {policy} | {first['jobs']:,} | {first['gpus']:,} | "
             f"{first['events']:,} | {med(case, policy, 'simulation_s'):.2f} | "
             f"{med(case, policy, 'events_per_s'):,.0f} | "
             f"{med(case, policy, 'cpu_s'):.2f} | "
-            f"{med(case, policy, 'peak_rss_mb'):.0f} | {len(rows[case, policy])} | "
-            f"{f'{gavel[0]}: {gavel[1]}' if gavel else '-'} |"
+            f"{med(case, policy, 'peak_rss_mb'):.0f} | {len(rows[case, policy])} |"
         )
     grown = [p for c, p in rows if c == "heavy-x10" and ("heavy", p) in rows]
     if grown:
