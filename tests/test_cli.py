@@ -54,6 +54,27 @@ def test_check_rejects_with_exit_1_and_named_violations(capsys, tmp_path):
     assert code == 1 and "missing: task ('J1', round 0, task 0) is not scheduled" in out
 
 
+def test_a_text_verdict_lists_the_first_violations_and_counts_the_rest(capsys, tmp_path):
+    from optsched.cli.common import PRINTED_VIOLATIONS
+
+    sched = json.loads(Path(FIG1).read_text())
+    extra = PRINTED_VIOLATIONS + 5
+    sched["tasks"] += [
+        {"job": f"X{i}", "round": 0, "task": 0, "gpu": "G1", "start": 0} for i in range(extra)
+    ]
+    path = tmp_path / "s.json"
+    path.write_text(json.dumps(sched))
+    code, out, _ = run(capsys, "check", TOY, str(path))
+    lines = out.splitlines()
+    assert (
+        code == 1 and sum(line.startswith("unknown-job:") for line in lines) == PRINTED_VIOLATIONS
+    )
+    assert "... and 5 more (--json lists every one)" in out
+    assert f"{extra} violation(s)" in lines[-1]
+    code, out, _ = run(capsys, "check", TOY, str(path), "--json")
+    assert len(json.loads(out)["violations"]) == extra
+
+
 @pytest.mark.parametrize(
     "content,match",
     [

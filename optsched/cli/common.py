@@ -243,9 +243,16 @@ def fmt(value: float | None, digits: int = 12) -> str:
     return "-" if value is None else f"{value:.{digits}g}"
 
 
+#: Violations a text verdict lists (``--json`` gives every one).
+PRINTED_VIOLATIONS = 20
+
+
 def print_verdict(violations: Sequence[Any], tail: str) -> None:
-    for v in violations:
+    """The first :data:`PRINTED_VIOLATIONS` violations, one per line, and the verdict."""
+    for v in violations[:PRINTED_VIOLATIONS]:
         print(f"{v.kind}: {v.message}")
+    if len(violations) > PRINTED_VIOLATIONS:
+        print(f"... and {len(violations) - PRINTED_VIOLATIONS} more (--json lists every one)")
     print(f"{'feasible' if not violations else f'{len(violations)} violation(s)'} {tail}")
 
 
