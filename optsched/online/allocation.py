@@ -121,7 +121,9 @@ def _value_of(objective: str, norm: np.ndarray, *terms: np.ndarray) -> Callable[
 class _JobTable:
     """What the policy keeps per job index across solves, grown by doubling: each job's
     round time per GPU type (compute + sync, ∞ where it cannot run), GPUs, weight and
-    deficit, and the type and end of its latest round (end −∞: none yet)."""
+    deficit, the type and end of its latest round (end −∞: none yet), and the work its
+    promised throughputs would have done while it was allocated and the work its rounds
+    did (NaN: never allocated)."""
 
     def __init__(self, n_types: int) -> None:
         self.known = np.zeros(0, dtype=bool)
@@ -131,6 +133,8 @@ class _JobTable:
         self.deficit = np.zeros(0)
         self.latest_type = np.zeros(0, dtype=np.int64)
         self.latest_end = np.zeros(0)
+        self.promised = np.zeros(0)
+        self.realised = np.zeros(0)
 
     def add(self, jobs: list[JobState], idx: np.ndarray, class_of: np.ndarray) -> None:
         """Enter the jobs (``idx``: their indices) not seen before."""
@@ -144,6 +148,8 @@ class _JobTable:
                 ("deficit", 0.0),
                 ("latest_type", 0),
                 ("latest_end", -math.inf),
+                ("promised", math.nan),
+                ("realised", math.nan),
             ):
                 old = getattr(self, name)
                 grown = np.full((size, *old.shape[1:]), fill, dtype=old.dtype)
@@ -182,8 +188,8 @@ class AllocationPolicy:
     _jobs: frozenset[int] = frozenset()
     #: per row (the active jobs at the last solve, by arrival): job index, state, GPUs, its
     #: share per type and the types it can run on, round time per type, time held per type
-    #: since the solve, the type and end of its latest round (also by job, across solves),
-    #: its deficit, when it completed, and a version that outdates its queue entries
+    #: since the solve, its deficit, when it completed, and a version that outdates its
+    #: queue entries
     _row: dict[int, int] = field(default_factory=dict, repr=False)
     _state: list[JobState] = field(default_factory=list, repr=False)
     _k: list[int] = field(default_factory=list, repr=False)
@@ -192,8 +198,6 @@ class AllocationPolicy:
     _share_rows: list[list[float]] = field(default_factory=list, repr=False)
     _pace_rows: list[list[float]] = field(default_factory=list, repr=False)
     _held: np.ndarray = field(default_factory=lambda: np.zeros((0, 0)), repr=False)
-    _latest_type: np.ndarray = field(default_factory=lambda: np.zeros(0, int), repr=False)
-    _latest_end: np.ndarray = field(default_factory=lambda: np.zeros(0), repr=False)
     _row_deficit: np.ndarray = field(default_factory=lambda: np.zeros(0), repr=False)
     _row_deficit_list: list[float] = field(default_factory=list, repr=False)
     _idx: np.ndarray = field(default_factory=lambda: np.zeros(0, dtype=np.int64), repr=False)
@@ -215,9 +219,6 @@ class AllocationPolicy:
     _interval: AllocationInForce | None = field(default=None, repr=False)
     realisation: list[tuple[float, float, float, float]] = field(default_factory=list)
     _starved: int = 0
-    #: per job index: the work its promised throughputs would have done while it was
-    #: allocated, and the work its rounds did (NaN: never allocated)
-    _work: np.ndarray = field(default_factory=lambda: np.zeros((2, 0)), repr=False)
     _last_event: float = 0.0
     _class_of: np.ndarray = field(default_factory=lambda: np.zeros(0, int), repr=False)
     _capacity: np.ndarray = field(default_factory=lambda: np.zeros(0), repr=False)
@@ -301,9 +302,9 @@ class AllocationPolicy:
         # since now: a running round counts on
         m = len(self._capacity)
         self._held = np.zeros((n, m))
-        self._latest_type, self._latest_end = table.latest_type[idx], table.latest_end[idx]
-        ahead = np.flatnonzero(self._latest_end > view.time)
-        self._held[ahead, self._latest_type[ahead]] = self._latest_end[ahead] - view.time
+        end, latest = table.latest_end[idx], table.latest_type[idx]
+        ahead = np.flatnonzero(end > view.time)
+        self._held[ahead, latest[ahead]] = end[ahead] - view.time
         self._row_deficit = table.deficit[idx]
         self._row_deficit_list = self._row_deficit.tolist()
         self._done_at = np.full(n, math.inf)
@@ -354,14 +355,12 @@ class AllocationPolicy:
         with np.errstate(invalid="ignore", divide="ignore"):
             theta = (self._held_until(stop) * interval.rates).sum(axis=1) / span
         theta[~keep] = np.nan
-        jobs = interval.jobs[keep]
-        if len(jobs) and jobs.max() >= self._work.shape[1]:  # grown by doubling
-            grown = np.full((2, max(2 * self._work.shape[1], int(jobs.max()) + 1)), np.nan)
-            grown[:, : self._work.shape[1]] = self._work
-            self._work = grown
-        work = self._work[:, jobs]  # per job: promised and realised work
-        work[np.isnan(work)] = 0.0
-        self._work[:, jobs] = work + np.array([interval.theta[keep], theta[keep]]) * span[keep]
+        assert self._table is not None  # made by the solve that made the interval
+        jobs, table = interval.jobs[keep], self._table
+        for work, rate in ((table.promised, interval.theta), (table.realised, theta)):
+            done = work[jobs]  # per job: promised and realised work
+            done[np.isnan(done)] = 0.0
+            work[jobs] = done + rate[keep] * span[keep]
         if keep.any():
             realised = interval.value(theta, keep)
             self.realisation.append((interval.start, end, interval.promised, realised))
@@ -404,9 +403,9 @@ class AllocationPolicy:
                     for a, b, p, r in self.realisation
                 ],
             }
-        promised, realised = self._work
-        allocated = promised > 0  # NaN (never allocated) is not
-        ratios = realised[allocated] / promised[allocated]
+        table = self._table or _JobTable(0)
+        allocated = table.promised > 0  # NaN (never allocated) is not
+        ratios = table.realised[allocated] / table.promised[allocated]
         if len(ratios):  # how closely each job's rounds tracked the shares it was promised
             out["tracking"] = {
                 "jobs": len(ratios),
@@ -453,10 +452,11 @@ class AllocationPolicy:
     def _held_until(self, at: float | np.ndarray) -> np.ndarray:
         """GPU-time per row and type held from the last solve until ``at`` (one time, or
         one per row): its rounds' times less the part of a running round still to come."""
+        assert self._table is not None  # rows exist only after a solve
         held = self._held.copy()
-        ahead = self._latest_end - at
+        ahead = self._table.latest_end[self._idx] - at
         rows = np.flatnonzero(ahead > 0)
-        held[rows, self._latest_type[rows]] -= ahead[rows]
+        held[rows, self._table.latest_type[self._idx[rows]]] -= ahead[rows]
         return held
 
     def _carry_deficits(self, now: float) -> None:
@@ -559,10 +559,9 @@ class AllocationPolicy:
             free[c] -= k
             pace = self._pace_rows[row][c]
             self._held[row, c] += pace
-            end = view.time + pace
-            self._latest_type[row], self._latest_end[row] = c, end
             assert self._table is not None
-            self._table.latest_type[job.index], self._table.latest_end[job.index] = c, end
+            self._table.latest_type[job.index] = c
+            self._table.latest_end[job.index] = view.time + pace
             self._version[row] += 1
             self._queued.discard(job.index)
             out.append((job.index, gpus))
