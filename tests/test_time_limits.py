@@ -245,6 +245,30 @@ def test_a_column_wise_matrix_is_solved_as_given_and_as_any_other_form():
         np.testing.assert_array_equal(other.ineqlin.marginals, results[0].ineqlin.marginals)
 
 
+def test_an_lp_solved_again_with_new_right_hand_sides_agrees_with_solves_from_scratch():
+    """RowBoundsLP (each solve warm-started from the last basis) finds the same status and
+    optimal value as a solve from scratch of the same right-hand side, and a feasible point,
+    over a sequence that crosses between feasible and infeasible."""
+    rng = np.random.default_rng(2)
+    a = np.where(rng.random((10, 14)) < 0.4, rng.random((10, 14)), 0.0)
+    a[-3:] = -np.abs(a[-3:]) - 0.05  # demand rows: Σ ≥ −b, infeasible when b is too low
+    c = rng.random(14)
+    b = np.concatenate([np.full(7, 1.0), np.zeros(3)])
+    warm = highs.RowBoundsLP(c, A_ub=a, b_ub=b, bounds=(0, 1), method="primal")
+    rows = np.arange(7, 10)
+    statuses = set()
+    for level in rng.uniform(-6.0, 0.0, size=40):
+        b[7:] = level * rng.uniform(0.5, 1.0, size=3)
+        status, _, x = warm.solve(rows, b[7:])
+        cold = highs.linprog(c, A_ub=a, b_ub=b, bounds=(0, 1), method="primal")
+        assert status == cold.status
+        statuses.add(status)
+        if status == 0:
+            assert c @ x == pytest.approx(cold.fun, rel=1e-9, abs=1e-12)
+            assert (a @ x <= b + 1e-7).all() and (x >= -1e-9).all() and (x <= 1 + 1e-9).all()
+    assert statuses == {0, 2}  # both kinds of answer were tested
+
+
 def test_a_result_that_cannot_be_checked_in_time_after_a_ctrl_c_is_exit_130(small, monkeypatch):
     """Stopped by a Ctrl-C, a method's schedule is checked only when that ends the run
     within CTRL_C_SECONDS of the signal; else the run ends at once (KeyboardInterrupt)."""

@@ -46,7 +46,7 @@ from typing import TYPE_CHECKING, Any, Literal
 import numpy as np
 
 from optsched.errors import InputError, OptschedError
-from optsched.exact.highs import LPResult
+from optsched.exact.highs import LPResult, RowBoundsLP
 from optsched.exact.highs import linprog as highs_linprog
 
 if TYPE_CHECKING:
@@ -663,20 +663,47 @@ def min_max_rho(
     rate = problem.rates[cols.jobs, cols.types]
     demand_rows = _coo((-rate, (cols.jobs, np.arange(cols.pairs))), shape=(n, cols.n))
     a_ub = _vstack([*blocks, demand_rows])
+    demand_at = np.arange(len(rhs), len(rhs) + n)
+    # the simplex's tests start from the last one's basis; the interior point's cannot
+    warm = None
+    if not central:
+        b_ub = np.array([*rhs, *np.zeros(n)])  # the demand rows' are set by each test
+        warm = RowBoundsLP(np.zeros(cols.n), A_ub=a_ub, b_ub=b_ub, method="primal")
     solves = 0
 
-    def feasible(r: float) -> np.ndarray | None:
-        nonlocal solves
+    def demand(r: float) -> np.ndarray | None:
+        """The demand rows' right-hand side at level r (None: r is below a job's
+        elapsed time, no allocation reaches it)."""
         slack = r * ideal - elapsed
-        if (slack <= 0).any():
+        return None if (slack <= 0).any() else -remaining / slack
+
+    def solved(r: float) -> np.ndarray | None:
+        """Level r's point from a solve from scratch (None: infeasible)."""
+        nonlocal solves
+        b = demand(r)
+        if b is None:
             return None
         solves += 1
-        result = linprog(
-            np.zeros(cols.n), central, A_ub=a_ub, b_ub=np.array([*rhs, *(-remaining / slack)])
-        )
+        result = linprog(np.zeros(cols.n), central, A_ub=a_ub, b_ub=np.array([*rhs, *b]))
         if result.status == 2:
             return None
         return _solved(result, "finish-time allocation").x
+
+    def feasible(r: float) -> np.ndarray | None:
+        """A point at level r (None: infeasible), from the warm-started LP if any."""
+        nonlocal solves
+        if warm is None:
+            return solved(r)
+        b = demand(r)
+        if b is None:
+            return None
+        solves += 1
+        status, message, x = warm.solve(demand_at, b)
+        if status == 2:
+            return None
+        if status != 0:
+            raise OptschedError(f"finish-time allocation: HiGHS did not solve the LP ({message})")
+        return x
 
     # the best job alone on its fastest runnable type bounds every level from below
     best_rate = np.where(problem.runnable(), problem.rates, 0.0).max(axis=1)
@@ -697,6 +724,12 @@ def min_max_rho(
             lower = mid
         else:
             upper, found = mid, x
+    if warm is not None:
+        # the point of the level found, solved from scratch: the same whatever the tests
+        # before it (the warm one is kept should that solve, at HiGHS's tolerances, differ)
+        again = solved(upper)
+        if again is not None:
+            found = again
     return Allocation(
         cols.to_matrix(found), upper, lower, upper, solves, time.perf_counter() - started
     )

@@ -373,9 +373,10 @@ class AlloX:
     """In the spirit of AlloX (Le et al., EuroSys'20), clairvoyant: jobs are the unit (no
     intra-job parallelism: at most one task of a job runs at a time, so a job's K tasks of
     a round run one after another), matched to idle GPUs by a min-cost bipartite matching
-    (scipy's ``linear_sum_assignment``) with cost remaining tasks × compute on that GPU /
-    w_j — heterogeneity-aware at the job level. Relaxed mode only lets the tasks run in
-    sequence; with one task at a time, Hare's relaxed synchronisation gives it nothing."""
+    (scipy's ``linear_sum_assignment``, :mod:`optsched.online.assignment`) with cost
+    remaining tasks × compute on that GPU / w_j — heterogeneity-aware at the job level.
+    Relaxed mode only lets the tasks run in sequence; with one task at a time, Hare's
+    relaxed synchronisation gives it nothing."""
 
     name: str = "allox"
     clairvoyant: bool = True
@@ -385,7 +386,7 @@ class AlloX:
         return _ArrayQueue(states)  # by arrival
 
     def decide(self, view: View) -> list[Decision]:
-        from scipy.optimize import linear_sum_assignment
+        from optsched.online.assignment import linear_sum_assignment
 
         oracle = view.oracle
         assert oracle is not None
@@ -662,7 +663,7 @@ def _homo(options: Options, seed: int) -> Homo:
     "allox",
     kind="simulate",
     modes=("relaxed",),
-    imports=("scipy.optimize",),
+    imports=("optsched.online.assignment",),
     description="AlloX-like job-level min-cost matching, no intra-job parallelism (clairvoyant)",
 )
 def _allox(options: Options, seed: int) -> AlloX:

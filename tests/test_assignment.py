@@ -1,0 +1,45 @@
+"""The matching AlloX uses is scipy's own ``linear_sum_assignment``, loaded without the
+``scipy.optimize`` package (optsched.online.assignment)."""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+
+import numpy as np
+from hypothesis import given, settings
+from hypothesis import strategies as st
+from scipy.optimize import linear_sum_assignment as public
+
+from optsched.online.assignment import linear_sum_assignment
+from tests.conftest import ROOT
+
+
+@settings(max_examples=200, deadline=None)
+@given(
+    rows=st.integers(1, 12),
+    cols=st.integers(1, 12),
+    levels=st.integers(1, 6),
+    seed=st.integers(0, 2**32 - 1),
+)
+def test_the_same_assignment_as_scipy_optimize_ties_and_huge_costs_included(
+    rows: int, cols: int, levels: int, seed: int
+) -> None:
+    rng = np.random.default_rng(seed)
+    cost = rng.integers(0, levels, (rows, cols)).astype(float)  # few levels: many ties
+    cost[rng.random((rows, cols)) < 0.2] = 1e300  # AlloX's stand-in for "cannot run"
+    ours, theirs = linear_sum_assignment(cost), public(cost)
+    assert all(np.array_equal(a, b) for a, b in zip(ours, theirs, strict=True))
+
+
+def test_it_loads_without_the_scipy_optimize_package() -> None:
+    code = (
+        "import sys, numpy as np\n"
+        "from optsched.online.assignment import linear_sum_assignment as f\n"
+        "assert 'scipy.optimize' not in sys.modules, 'scipy.optimize was imported'\n"
+        "rows, cols = f(np.array([[4.0, 1.0], [2.0, 3.0]]))\n"
+        "assert rows.tolist() == [0, 1] and cols.tolist() == [1, 0]\n"
+        "import scipy.optimize\n"  # the package still imports afterwards
+        "assert scipy.optimize.linear_sum_assignment(1 - np.eye(2))[1].tolist() == [0, 1]\n"
+    )
+    subprocess.run([sys.executable, "-c", code], cwd=ROOT, check=True)
