@@ -341,15 +341,17 @@ def test_partitioned_max_min_brackets_the_optimum(problem, parts):
 @settings(max_examples=n_examples(40), deadline=None)
 @given(st.data())
 def test_stacked_blocks_are_the_column_matrix_scipy_would_build(data):
-    """The allocation LPs stack their blocks straight into canonical column-wise form; it
-    must be the matrix scipy's conversions make (HiGHS then solves the very same model),
-    and blocks with repeated entries go through scipy, which sums them."""
+    """The allocation LPs stack their blocks (triplets or scipy matrices) straight into
+    canonical column-wise form; it must be the matrix scipy's conversions make (HiGHS then
+    solves the very same model), and blocks with repeated entries go through scipy, which
+    sums them."""
     from scipy.sparse import coo_array, csc_array, csr_array, vstack
 
-    from optsched.exact.allocation import _vstack
+    from optsched.exact.allocation import _block, _vstack
+    from optsched.exact.highs import ColumnMatrix
 
     n_cols = data.draw(st.integers(1, 6))
-    blocks, repeated = [], False
+    blocks, given, repeated = [], [], False
     for _ in range(data.draw(st.integers(1, 3))):
         n_rows = data.draw(st.integers(1, 5))
         cells = data.draw(
@@ -364,12 +366,15 @@ def test_stacked_blocks_are_the_column_matrix_scipy_would_build(data):
         repeated |= len(set(cells)) < len(cells)
         rows, cols = (np.array([c[i] for c in cells], dtype=np.int64) for i in (0, 1))
         blocks.append(coo_array((np.array(values), (rows, cols)), shape=(n_rows, n_cols)))
-    ours = _vstack(blocks)
+        triplets = _block(np.array(values), rows, cols, (n_rows, n_cols))
+        given.append(triplets if data.draw(st.booleans()) else blocks[-1])
+    ours = _vstack(given)
     theirs = csc_array(vstack([csr_array(b) for b in blocks]))
     assert ours.shape == theirs.shape
-    np.testing.assert_array_equal(ours.toarray(), theirs.toarray())
-    if not repeated:
-        assert isinstance(ours, csc_array) and ours.has_canonical_format
+    if repeated:
+        np.testing.assert_array_equal(ours.toarray(), theirs.toarray())
+    else:
+        assert isinstance(ours, ColumnMatrix)
         for name in ("indptr", "indices", "data"):
             np.testing.assert_array_equal(getattr(ours, name), getattr(theirs, name))
     with pytest.raises(ValueError, match="same columns"):

@@ -228,16 +228,18 @@ def test_linprog_agrees_with_scipy():
 
 
 def test_a_column_wise_matrix_is_solved_as_given_and_as_any_other_form():
-    """A canonical column-wise A_ub goes to HiGHS as it is (no conversions): the same
-    solution, bit for bit, as from the dense or row-wise form."""
+    """A canonical column-wise A_ub (scipy's or a ColumnMatrix) goes to HiGHS as it is (no
+    conversions): the same solution, bit for bit, as from the dense or row-wise form."""
     from scipy.sparse import csc_array, csr_array
 
     rng = np.random.default_rng(1)
     a = np.where(rng.random((15, 25)) < 0.3, rng.random((15, 25)), 0.0)
     c, b = rng.random(25) - 0.7, a.sum(1) / 3 + 0.1
+    canonical = csc_array(a)
+    given = highs.ColumnMatrix(a.shape, canonical.indptr, canonical.indices, canonical.data)
     results = [
         highs.linprog(c, A_ub=form, b_ub=b, bounds=(0, 1), method="primal")
-        for form in (a, csr_array(a), csc_array(a))
+        for form in (a, csr_array(a), canonical, given)
     ]
     assert all(r.status == 0 for r in results)
     for other in results[1:]:

@@ -41,16 +41,16 @@ from __future__ import annotations
 import math
 import time
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any, Literal
+from typing import TYPE_CHECKING, Any, Literal, NamedTuple
 
 import numpy as np
 
 from optsched.errors import InputError, OptschedError
-from optsched.exact.highs import LPResult, RowBoundsLP
+from optsched.exact.highs import ColumnMatrix, LPResult, RowBoundsLP
 from optsched.exact.highs import linprog as highs_linprog
 
 if TYPE_CHECKING:
-    from scipy.sparse import coo_array, csc_array
+    from scipy.sparse import coo_array
 
 Fill = Literal["none", "throughput"]
 
@@ -181,13 +181,13 @@ class _Columns:
         self.pairs = len(self.jobs)
         self.n = self.pairs + extra
 
-    def rows(self) -> tuple[list[coo_array], list[float]]:
+    def rows(self) -> tuple[list[_Block], list[float]]:
         """Σ_t X[j, t] ≤ 1 per job and Σ_j K_j X[j, t] ≤ capacity[t] per type."""
         n_jobs, n_types = self.problem.shape
         k = np.arange(self.pairs)
-        per_job = _coo((np.ones(self.pairs), (self.jobs, k)), shape=(n_jobs, self.n))
+        per_job = _block(np.ones(self.pairs), self.jobs, k, (n_jobs, self.n))
         gpus = self.problem.scale * self.problem.count
-        per_type = _coo((gpus[self.jobs], (self.types, k)), shape=(n_types, self.n))
+        per_type = _block(gpus[self.jobs], self.types, k, (n_types, self.n))
         return [per_job, per_type], [*np.ones(n_jobs), *self.problem.capacity]
 
     def to_matrix(self, values: np.ndarray) -> np.ndarray:
@@ -202,37 +202,62 @@ def _solved(result: LPResult, what: str) -> LPResult:
     return result
 
 
+class _Block(NamedTuple):
+    """Rows of an LP's constraint matrix as (row, column, value) triplets."""
+
+    row: np.ndarray
+    col: np.ndarray
+    data: np.ndarray
+    shape: tuple[int, int]
+
+
+def _block(data: np.ndarray, row: np.ndarray, col: np.ndarray, shape: tuple[int, int]) -> _Block:
+    return _Block(np.asarray(row), np.asarray(col), np.asarray(data, dtype=float), shape)
+
+
 def _coo(*args: Any, **kwargs: Any) -> coo_array:
     """scipy's ``coo_array``, imported on first use (importing optsched.exact for a solve
-    method must not load scipy.sparse)."""
+    method must not load scipy.sparse; the LPs the online policies solve never do)."""
     from scipy.sparse import coo_array
 
+    if len(args) == 1 and isinstance(args[0], _Block):
+        b = args[0]
+        return coo_array((b.data, (b.row, b.col)), shape=b.shape)
     return coo_array(*args, **kwargs)
 
 
-def _vstack(blocks: list[coo_array]) -> csc_array | coo_array:
-    """The blocks stacked vertically, as the column-wise matrix HiGHS reads: in canonical
-    form (row indices sorted within each column), as scipy's conversions would leave it, but
-    built at once (an allocation policy builds hundreds of these LPs). Blocks with
-    repeated entries are stacked by scipy instead, which sums them."""
-    from scipy.sparse import coo_array, csc_array, vstack
+def _triplets(block: Any) -> _Block:
+    """``block`` (a :class:`_Block` or any scipy or dense matrix) as triplets."""
+    if isinstance(block, _Block):
+        return block
+    coo = _coo(block)
+    return _Block(coo.row, coo.col, coo.data, coo.shape)
 
-    blocks = [b if isinstance(b, coo_array) else coo_array(b) for b in blocks]
-    if not blocks or len({b.shape[1] for b in blocks}) > 1:
+
+def _vstack(blocks: list[Any]) -> ColumnMatrix | coo_array:
+    """The blocks (:class:`_Block` or scipy) stacked vertically, as the column-wise matrix
+    HiGHS reads: in canonical form (row indices sorted within each column), as scipy's
+    conversions would leave it, but built at once with NumPy (an allocation policy builds
+    hundreds of these LPs). Blocks with repeated entries are stacked by scipy instead,
+    which sums them."""
+    triplets = [_triplets(b) for b in blocks]
+    if not triplets or len({b.shape[1] for b in triplets}) > 1:
         raise ValueError("stacking needs at least one block, all with the same columns")
-    offsets = np.cumsum([0, *(b.shape[0] for b in blocks)])
-    n_rows, n_cols = int(offsets[-1]), blocks[0].shape[1]
+    offsets = np.cumsum([0, *(b.shape[0] for b in triplets)])
+    n_rows, n_cols = int(offsets[-1]), int(triplets[0].shape[1])
     rows = np.concatenate(
-        [b.row.astype(np.int64) + o for b, o in zip(blocks, offsets[:-1], strict=True)]
+        [b.row.astype(np.int64) + o for b, o in zip(triplets, offsets[:-1], strict=True)]
     )
-    cols = np.concatenate([b.col.astype(np.int64) for b in blocks])
-    data = np.concatenate([b.data.astype(float) for b in blocks])
+    cols = np.concatenate([b.col.astype(np.int64) for b in triplets])
+    data = np.concatenate([b.data.astype(float) for b in triplets])
     order = np.lexsort((rows, cols))
     rows, cols, data = rows[order], cols[order], data[order]
     if ((np.diff(rows) == 0) & (np.diff(cols) == 0)).any():
-        return _coo(vstack(blocks))
+        from scipy.sparse import vstack
+
+        return _coo(vstack([_coo(b) for b in triplets]))
     indptr = np.searchsorted(cols, np.arange(n_cols + 1))
-    return csc_array((data, rows, indptr), shape=(n_rows, n_cols))
+    return ColumnMatrix((n_rows, n_cols), indptr, rows, data)
 
 
 def _grouped(
@@ -273,7 +298,7 @@ def _expanded(result: Allocation, of: np.ndarray, started: float) -> Allocation:
 
 def _max_min_model(
     problem: AllocationProblem, reference: np.ndarray
-) -> tuple[_Columns, np.ndarray, np.ndarray, csc_array | coo_array, np.ndarray]:
+) -> tuple[_Columns, np.ndarray, np.ndarray, ColumnMatrix | coo_array, np.ndarray]:
     """The max-min LP: its columns, each pair's utility, and min c·x s.t. A x ≤ b with the
     rows per job (time), per type (capacity), then per job (z − Σ_t u_jt X_jt ≤ 0)."""
     n, _ = problem.shape
@@ -283,15 +308,11 @@ def _max_min_model(
         np.asarray(reference, dtype=float)[cols.jobs] * problem.weights[cols.jobs]
     )
     blocks, rhs = cols.rows()
-    level = _coo(
-        (
-            np.concatenate([-utility, np.ones(n)]),
-            (
-                np.concatenate([cols.jobs, np.arange(n)]),
-                np.concatenate([np.arange(z), np.full(n, z)]),
-            ),
-        ),
-        shape=(n, cols.n),
+    level = _block(
+        np.concatenate([-utility, np.ones(n)]),
+        np.concatenate([cols.jobs, np.arange(n)]),
+        np.concatenate([np.arange(z), np.full(n, z)]),
+        (n, cols.n),
     )
     c = np.zeros(cols.n)
     c[z] = -1.0
@@ -417,7 +438,7 @@ def max_min_share(
     if fill == "throughput" and best > 0:
         # keep every job at the optimum (a hair below, for HiGHS's tolerances) and add
         # the most total utility
-        fixed = _coo((-utility, (cols.jobs, np.arange(z))), shape=(n, cols.n))
+        fixed = _block(-utility, cols.jobs, np.arange(z), (n, cols.n))
         second = linprog(
             np.concatenate([-utility * problem.count[cols.jobs], [0.0]]),
             central,
@@ -512,7 +533,7 @@ def max_min_packed(
         ),
         shape=(n, cols.n),
     )
-    a_ub = _vstack([_coo(blocks[0] + time_rows), _coo(blocks[1] + gpu_rows), level])
+    a_ub = _vstack([_coo(_coo(blocks[0]) + time_rows), _coo(_coo(blocks[1]) + gpu_rows), level])
     b_ub = np.array([*rhs, *np.zeros(n)])
     c = np.zeros(cols.n)
     c[z] = -1.0
@@ -604,21 +625,19 @@ def min_makespan(
     k = np.arange(cols.pairs)
     if np.setdiff1d(np.nonzero(remaining > 0)[0], cols.jobs).size:
         raise InputError("min-makespan allocation: a job with work left can run nowhere")
-    per_job = _coo(
-        (
-            np.concatenate([np.ones(cols.pairs), -np.ones(n)]),
-            (np.concatenate([cols.jobs, np.arange(n)]), np.concatenate([k, np.full(n, t)])),
-        ),
-        shape=(n, cols.n),
+    per_job = _block(
+        np.concatenate([np.ones(cols.pairs), -np.ones(n)]),
+        np.concatenate([cols.jobs, np.arange(n)]),
+        np.concatenate([k, np.full(n, t)]),
+        (n, cols.n),
     )
-    per_type = _coo(
-        (
-            np.concatenate([problem.scale[cols.jobs], -problem.capacity]),
-            (np.concatenate([cols.types, np.arange(m)]), np.concatenate([k, np.full(m, t)])),
-        ),
-        shape=(m, cols.n),
+    per_type = _block(
+        np.concatenate([problem.scale[cols.jobs], -problem.capacity]),
+        np.concatenate([cols.types, np.arange(m)]),
+        np.concatenate([k, np.full(m, t)]),
+        (m, cols.n),
     )
-    work = _coo((-problem.rates[cols.jobs, cols.types], (cols.jobs, k)), shape=(n, cols.n))
+    work = _block(-problem.rates[cols.jobs, cols.types], cols.jobs, k, (n, cols.n))
     c = np.zeros(cols.n)
     c[t] = 1.0
     result = _solved(
@@ -661,7 +680,7 @@ def min_max_rho(
     cols = _Columns(problem)
     blocks, rhs = cols.rows()
     rate = problem.rates[cols.jobs, cols.types]
-    demand_rows = _coo((-rate, (cols.jobs, np.arange(cols.pairs))), shape=(n, cols.n))
+    demand_rows = _block(-rate, cols.jobs, np.arange(cols.pairs), (n, cols.n))
     a_ub = _vstack([*blocks, demand_rows])
     demand_at = np.arange(len(rhs), len(rhs) + n)
     # the simplex's tests start from the last one's basis; the interior point's cannot

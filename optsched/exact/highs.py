@@ -157,6 +157,24 @@ _SCIPY_STATUS = {
 }
 
 
+@dataclass(frozen=True)
+class ColumnMatrix:
+    """A sparse matrix as HiGHS reads it, column by column and canonical (row indices
+    increasing, none repeated, within each column): column j holds
+    ``data[indptr[j]:indptr[j + 1]]`` in rows ``indices[indptr[j]:indptr[j + 1]]``.
+    :func:`linprog` hands it to HiGHS as it is, without scipy.sparse: a caller that builds
+    many small LPs (an allocation policy, hundreds per trace) builds it directly."""
+
+    shape: tuple[int, int]
+    indptr: np.ndarray
+    indices: np.ndarray
+    data: np.ndarray
+
+    @property
+    def nnz(self) -> int:
+        return len(self.data)
+
+
 def linprog(
     c: np.ndarray,
     *,
@@ -169,7 +187,8 @@ def linprog(
     method: Literal["dual", "primal", "ipm", "central"] = "dual",
 ) -> LPResult:
     """Minimise ``c @ x`` subject to ``A_ub @ x ≤ b_ub``, ``A_eq @ x = b_eq`` and
-    ``bounds`` (a pair for every column, or an (n, 2) array; None or ±inf: unbounded) with
+    ``bounds`` (a pair for every column, or an (n, 2) array; None or ±inf: unbounded;
+    matrices dense, scipy sparse, or an ``A_ub`` alone as a :class:`ColumnMatrix`) with
     HiGHS, as ``scipy.optimize.linprog(method="highs")`` does (dual simplex; presolve on
     models of at most :data:`PRESOLVE_MAX_NONZEROS` non-zeros), but stoppable by Ctrl-C and
     at its deadline (:func:`run`; LPs of at most :data:`INLINE_MAX_NONZEROS` non-zeros
@@ -264,7 +283,6 @@ def _model(
     """A ``highspy.Highs`` holding :func:`linprog`'s LP and options: (it, the rows of
     ``A_ub``, the constraint non-zeros), or None when HiGHS refuses the model."""
     import highspy
-    from scipy.sparse import csc_array, csr_array, vstack
 
     from optsched.exact.quiet import native_stdout_silenced
 
@@ -279,10 +297,15 @@ def _model(
         lower.append(np.asarray(b_eq, dtype=float))
         upper.append(np.asarray(b_eq, dtype=float))
     n_ub = len(upper[0]) if A_ub is not None and b_ub is not None and len(b_ub) else 0
-    if len(blocks) == 1 and isinstance(blocks[0], csc_array) and blocks[0].has_canonical_format:
-        matrix = blocks[0]  # as the conversions below would leave it
-    else:
-        matrix = csc_array(vstack([csr_array(b) for b in blocks]) if blocks else csr_array((0, n)))
+    matrix = blocks[0] if len(blocks) == 1 else None
+    if not isinstance(matrix, ColumnMatrix):
+        from scipy.sparse import csc_array, csr_array, vstack
+
+        if not (isinstance(matrix, csc_array) and matrix.has_canonical_format):
+            # (a canonical csc_array is what these conversions would leave)
+            matrix = csc_array(
+                vstack([csr_array(b) for b in blocks]) if blocks else csr_array((0, n))
+            )
     box = np.array(bounds, dtype=float)  # None → nan: unbounded
     if box.ndim == 1:
         box = np.broadcast_to(box, (n, 2))
