@@ -379,3 +379,24 @@ def test_stacked_blocks_are_the_column_matrix_scipy_would_build(data):
             np.testing.assert_array_equal(getattr(ours, name), getattr(theirs, name))
     with pytest.raises(ValueError, match="same columns"):
         _vstack([*blocks, coo_array((1, n_cols + 1))])
+
+
+@settings(max_examples=n_examples(200), deadline=None)
+@given(
+    rows=st.integers(1, 30),
+    cols=st.integers(1, 5),
+    levels=st.sampled_from([1, 2, 3, 0.5]),
+    seed=st.integers(0, 2**32 - 1),
+)
+def test_identical_jobs_are_found_as_numpy_unique_finds_them(rows, cols, levels, seed):
+    """The grouping of identical jobs orders and indexes the distinct rows as np.unique
+    does (the grouped LP, and so the allocation, depends on that order)."""
+    from optsched.exact.allocation import _distinct_rows
+
+    rng = np.random.default_rng(seed)
+    key = (rng.integers(0, 3, (rows, cols)) * levels).astype(float)  # many equal rows
+    key[rng.random((rows, cols)) < 0.1] *= -1.0  # −0.0 where the value is 0
+    first, of = _distinct_rows(key)
+    _, their_first, their_of = np.unique(key, axis=0, return_index=True, return_inverse=True)
+    np.testing.assert_array_equal(first, their_first)
+    np.testing.assert_array_equal(of, their_of.reshape(-1))

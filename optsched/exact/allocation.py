@@ -260,6 +260,19 @@ def _vstack(blocks: list[Any]) -> ColumnMatrix | coo_array:
     return ColumnMatrix((n_rows, n_cols), indptr, rows, data)
 
 
+def _distinct_rows(key: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """(the index of each distinct row's first occurrence, each row's distinct row), the
+    distinct rows in lexicographic order: ``np.unique(key, axis=0, return_index=True,
+    return_inverse=True)``'s index and inverse, by one stable lexicographic sort."""
+    order = np.lexsort(key.T[::-1])  # column 0 first; stable: first occurrences lead
+    ranked = key[order]
+    new = np.ones(len(key), dtype=bool)
+    new[1:] = (ranked[1:] != ranked[:-1]).any(axis=1)
+    of = np.empty(len(key), dtype=np.intp)
+    of[order] = np.cumsum(new) - 1
+    return order[new], of
+
+
 def _grouped(
     problem: AllocationProblem, reference: np.ndarray
 ) -> tuple[AllocationProblem, np.ndarray, np.ndarray] | None:
@@ -274,10 +287,10 @@ def _grouped(
     key = np.column_stack(
         [problem.rates, problem.scale, problem.weights, np.asarray(reference, dtype=float)]
     )
-    _, first, of = np.unique(key, axis=0, return_index=True, return_inverse=True)
+    first, of = _distinct_rows(key)
     if len(first) == len(key):
         return None
-    count = np.bincount(of.reshape(-1), weights=problem.count, minlength=len(first))
+    count = np.bincount(of, weights=problem.count, minlength=len(first))
     grouped = AllocationProblem(
         problem.rates[first],
         problem.scale[first],
@@ -285,7 +298,7 @@ def _grouped(
         problem.weights[first],
         count,
     )
-    return grouped, np.asarray(reference, dtype=float)[first], of.reshape(-1)
+    return grouped, np.asarray(reference, dtype=float)[first], of
 
 
 def _expanded(result: Allocation, of: np.ndarray, started: float) -> Allocation:
