@@ -400,3 +400,57 @@ def test_identical_jobs_are_found_as_numpy_unique_finds_them(rows, cols, levels,
     _, their_first, their_of = np.unique(key, axis=0, return_index=True, return_inverse=True)
     np.testing.assert_array_equal(first, their_first)
     np.testing.assert_array_equal(of, their_of.reshape(-1))
+
+
+#: A finish-time allocation whose bisection reaches levels feasible only within HiGHS's
+#: tolerance (demands of about 0.002 rounds/s, tolerance 10⁻⁷): a warm-started test that
+#: loosened its demands by a relative 10⁻⁶ to confirm "infeasible" answered otherwise than
+#: a solve from scratch (Gavel's light trace on 1 V100 + 2 P100 + 3 K80).
+BORDERLINE_RHO = {
+    "rates": [
+        [0.0027781894108441997, 0.0017439613574658256, 0.00044115903567751985],
+        [0.002777430266596212, 0.0020578513285304865, 0.0009172120400618773],
+        [0.0027775113490899205, 0.0022064317997006794, 0.0005606921735384729],
+        [0.002777986613984242, 0.0016557960856997509, 0.0003912947030497202],
+    ],
+    "capacity": [1.0, 2.0, 3.0],
+    "elapsed": [7998.0, 3322.0, 720.0, 0.0],
+    "remaining": [26.0, 32.0, 40.0, 30.0],
+    "ideal": [31622.26474161787, 24883.95511691543, 27050.021162208042, 24781.568050066475],
+}
+
+
+def _rho_both_ways(problem, elapsed, remaining, ideal, tolerance):
+    warm = min_max_rho(problem, elapsed, remaining, ideal, tolerance=tolerance)
+    cold = min_max_rho(problem, elapsed, remaining, ideal, tolerance=tolerance, warm_start=False)
+    for field in ("value", "lower", "upper"):
+        assert getattr(warm, field) == getattr(cold, field), field
+    np.testing.assert_array_equal(warm.x, cold.x)
+
+
+def test_a_warm_started_bisection_answers_as_solves_from_scratch_at_the_tolerance():
+    b = BORDERLINE_RHO
+    problem = AllocationProblem(b["rates"], np.ones(4), b["capacity"], np.ones(4))
+    _rho_both_ways(problem, *(np.array(b[k]) for k in ("elapsed", "remaining", "ideal")), 1e-4)
+
+
+@settings(max_examples=n_examples(100), deadline=None)
+@given(
+    n=st.integers(1, 10),
+    m=st.integers(1, 3),
+    unit=st.sampled_from([1.0, 1e-3, 1e-4, 1e3]),
+    tolerance=st.sampled_from([1e-4, 1e-6, 1e-9]),
+    seed=st.integers(0, 2**32 - 1),
+)
+def test_finish_time_bisection_warm_or_from_scratch_is_the_same(n, m, unit, tolerance, seed):
+    """Warm-started tests reproduce the bisection whose every test is solved from scratch,
+    levels, answers and allocation, at any scale of the rates and down to a relative
+    tolerance of 10⁻⁹ (where the last tests are within HiGHS's own tolerance)."""
+    rng = np.random.default_rng(seed)
+    rates = rng.random((n, m)) * (rng.random((n, m)) > 0.2) * unit
+    rates[np.arange(n), rng.integers(0, m, n)] = (rng.random(n) + 0.1) * unit
+    problem = AllocationProblem(
+        rates, rng.choice([1, 1, 2, 4], n), rng.integers(4, 12, m), rng.choice([1, 2, 0.5], n)
+    )
+    elapsed = rng.choice([0.0, 1.0, 50.0], n) * rng.random(n)
+    _rho_both_ways(problem, elapsed, rng.random(n) * 100 + 0.1, rng.random(n) * 50 + 1, tolerance)

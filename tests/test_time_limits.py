@@ -269,6 +269,8 @@ def test_an_lp_solved_again_with_new_right_hand_sides_agrees_with_solves_from_sc
             assert c @ x == pytest.approx(cold.fun, rel=1e-9, abs=1e-12)
             assert (a @ x <= b + 1e-7).all() and (x >= -1e-9).all() and (x <= 1 + 1e-9).all()
     assert statuses == {0, 2}  # both kinds of answer were tested
+    # a right-hand side HiGHS refuses is a model error, as linprog reports it
+    assert warm.solve(rows, np.full(3, np.nan))[0] == 2
 
 
 def test_a_result_that_cannot_be_checked_in_time_after_a_ctrl_c_is_exit_130(small, monkeypatch):

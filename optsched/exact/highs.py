@@ -226,13 +226,13 @@ class RowBoundsLP:
     """One LP in :func:`linprog`'s form (``A_ub x ≤ b_ub``, ``bounds``, no time limit)
     solved again and again with new right-hand sides for some of its rows, each solve
     starting from the previous one's basis (HiGHS keeps it across bound changes): a
-    bisection's feasibility tests take a few pivots each instead of a solve from scratch
-    (finish-time fairness: 5.5× less HiGHS time on Gavel's heavy trace).
+    bisection's feasibility tests take a few pivots each instead of a solve from scratch.
 
     :meth:`solve` gives each solve's status and point, which depend on the solves before
-    it (the LP's optima need not be unique; the status only at HiGHS's tolerances, for a
-    right-hand side that makes the LP feasible within them): a caller that needs the point
-    of a given right-hand side reproducibly solves it from scratch with :func:`linprog`."""
+    it: the LP's optima need not be unique, and where a right-hand side makes the LP
+    feasible only within HiGHS's tolerances, a solve from scratch may call it infeasible and
+    this one feasible, or the other way round. A caller that needs the answer or the point of
+    a solve from scratch checks them, or solves from scratch with :func:`linprog`."""
 
     def __init__(
         self,
@@ -256,7 +256,12 @@ class RowBoundsLP:
         rows = np.asarray(rows, dtype=np.int32)
         inf = highspy.kHighsInf
         upper = np.clip(np.asarray(b_ub, dtype=float), -inf, inf)
-        self._highs.changeRowsBounds(len(rows), rows, np.full(len(rows), -inf), upper)
+        lower = np.full(len(rows), -inf)
+        if (
+            self._highs.changeRowsBounds(len(rows), rows, lower, upper)
+            == highspy.HighsStatus.kError
+        ):
+            return 2, "model error", np.empty(0)  # as linprog answers such a model
         ended = _solve(self._highs, self._nonzeros, None)
         status, message = _status(self._highs, ended)
         if status != 0:
