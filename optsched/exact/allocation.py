@@ -742,8 +742,8 @@ def min_max_rho(
         where a solve from scratch, as the bisection made before, gives the same answer:
         its point meets every row to 10⁻¹² (float rounding; HiGHS allows 10⁻⁷ on its
         scaled rows), or the LP stays infeasible with every demand row loosened by
-        10⁻⁶ (1 + |b|). Between the two, at HiGHS's tolerances, either answer could be
-        given, and the level is solved from scratch."""
+        :data:`LOOSER` (1 + |b|). Between the two, at HiGHS's tolerances, either answer
+        could be given, and the level is solved from scratch."""
         nonlocal solves
         b = demand(r)
         if warm is None or b is None:

@@ -303,6 +303,8 @@ def _model(
         upper.append(np.asarray(b_eq, dtype=float))
     n_ub = len(upper[0]) if A_ub is not None and b_ub is not None and len(b_ub) else 0
     matrix = blocks[0] if len(blocks) == 1 else None
+    if matrix is None and any(isinstance(b, ColumnMatrix) for b in blocks):
+        raise ValueError("a ColumnMatrix is taken as A_ub alone, without A_eq")
     if not isinstance(matrix, ColumnMatrix):
         from scipy.sparse import csc_array, csr_array, vstack
 
