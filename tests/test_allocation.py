@@ -434,6 +434,20 @@ def test_a_warm_started_bisection_answers_as_solves_from_scratch_at_the_toleranc
     _rho_both_ways(problem, *(np.array(b[k]) for k in ("elapsed", "remaining", "ideal")), 1e-4)
 
 
+def test_a_dual_ray_counts_only_for_an_infeasibility_beyond_the_tolerance():
+    """One job, one GPU: x ≤ 1 (time), x ≤ 1 (capacity), throughput x ≥ d. The ray
+    (1, 0, 1) proves d = 2 infeasible, but not d = 1 + 10⁻⁸, which a solver may call
+    feasible within its tolerance."""
+    from optsched.exact.allocation import _block, _infeasible_beyond, _vstack
+
+    a_ub = _vstack([_block(np.array([1.0, 1.0, -1.0]), np.arange(3), np.zeros(3), (3, 1))])
+    column_of = np.zeros(3, dtype=int)
+    ray = np.array([1.0, 0.0, 1.0])
+    assert _infeasible_beyond(a_ub, column_of, [1.0, 1.0], np.array([-2.0]), ray)
+    assert not _infeasible_beyond(a_ub, column_of, [1.0, 1.0], np.array([-1 - 1e-8]), ray)
+    assert not _infeasible_beyond(a_ub, column_of, [1.0, 1.0], np.array([-0.5]), ray)
+
+
 @settings(max_examples=n_examples(100), deadline=None)
 @given(
     n=st.integers(1, 10),

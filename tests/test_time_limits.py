@@ -265,6 +265,9 @@ def test_an_lp_solved_again_with_new_right_hand_sides_agrees_with_solves_from_sc
         cold = highs.linprog(c, A_ub=a, b_ub=b, bounds=(0, 1), method="primal")
         assert status == cold.status
         statuses.add(status)
+        if status == 2:  # a Farkas ray y ≥ 0 (HiGHS: ≤ 0): yᵀb < min over 0 ≤ x ≤ 1 of yᵀAx
+            y = -warm.dual_ray()
+            assert (y >= -1e-12).all() and y @ b < np.minimum(a.T @ y, 0).sum() - 1e-9
         if status == 0:
             assert c @ x == pytest.approx(cold.fun, rel=1e-9, abs=1e-12)
             assert (a @ x <= b + 1e-7).all() and (x >= -1e-9).all() and (x <= 1 + 1e-9).all()

@@ -667,10 +667,27 @@ def min_makespan(
     return Allocation(x, span, span, span, 1, time.perf_counter() - started)
 
 
-#: How much finish-time fairness loosens each demand row (× (1 + |demand|)) to confirm a
-#: warm-started test's "infeasible": more than HiGHS's feasibility tolerance (10⁻⁷ on the
-#: row activity), so that no solve from scratch can find the level feasible.
+#: The violation (× (1 + |right-hand side|)) of every row, and of x ≥ 0, that a warm-started
+#: finish-time test's "infeasible" must rule out: three times HiGHS's feasibility tolerance
+#: (10⁻⁷ on a row's activity), so that no solve from scratch can find the level feasible.
 LOOSER = 3e-7
+
+
+def _infeasible_beyond(
+    a_ub: ColumnMatrix, column_of: np.ndarray, rhs: list[float], b: np.ndarray, y: np.ndarray
+) -> bool:
+    """Whether y proves the finish-time LP (time and capacity rows ``rhs``, demand rows
+    ``b``; x ≥ 0) infeasible even with every row loosened by :data:`LOOSER` (1 + |rhs|) and
+    x ≥ −LOOSER (Farkas: for y ≥ 0, every such x has yᵀAx ≤ yᵀ(rhs + slack), while
+    yᵀAx = gᵀx with g = Aᵀy, and x ≤ 1 + LOOSER by the time rows, so gᵀx ≥
+    Σ min(g, 0)(1 + LOOSER) − LOOSER Σ max(g, 0)); with a margin for float rounding."""
+    full = np.concatenate([rhs, b])
+    y = np.maximum(y, 0.0)
+    g = np.bincount(column_of, weights=a_ub.data * y[a_ub.indices], minlength=a_ub.shape[1])
+    least = float(np.minimum(g, 0).sum() * (1 + LOOSER) - LOOSER * np.maximum(g, 0).sum())
+    most = float(y @ (full + LOOSER * (1 + np.abs(full))))
+    scale = float(np.abs(g).sum() + y @ np.abs(full))
+    return least - most > 1e-9 * scale
 
 
 def min_max_rho(
@@ -740,10 +757,13 @@ def min_max_rho(
     def feasible(r: float) -> np.ndarray | None:
         """A point at level r (None: infeasible). A test on the warm-started LP counts only
         where a solve from scratch, as the bisection made before, gives the same answer:
-        its point meets every row to 10⁻¹² (float rounding; HiGHS allows 10⁻⁷ on its
-        scaled rows), or the LP stays infeasible with every demand row loosened by
-        :data:`LOOSER` (1 + |b|). Between the two, at HiGHS's tolerances, either answer
-        could be given, and the level is solved from scratch."""
+        its point meets every row to a relative 10⁻¹² (float rounding; HiGHS allows 10⁻⁷
+        on a row's activity, more than a small job's whole demand), or HiGHS's dual ray
+        proves the LP infeasible with every row loosened by :data:`LOOSER`
+        (:func:`_infeasible_beyond`). Between the two, at HiGHS's tolerances, either
+        answer could be given, and the level is solved from scratch. (Where a solve from
+        scratch would fail, HiGHS's status "unknown", and the warm test's answer is clear,
+        the bisection goes on with that answer.)"""
         nonlocal solves
         b = demand(r)
         if warm is None or b is None:
@@ -755,11 +775,11 @@ def min_max_rho(
             activity = np.bincount(
                 a_ub.indices, weights=a_ub.data * x[column_of], minlength=len(full)
             )
-            if (activity - full <= 1e-12 * (1 + np.abs(full))).all() and (x >= 0).all():
+            if (activity - full <= 1e-12 * np.abs(full)).all() and (x >= 0).all():
                 return x
         elif status == 2:
-            solves += 1
-            if warm.solve(demand_at, b + LOOSER * (1 + np.abs(b)))[0] == 2:
+            ray = warm.dual_ray()
+            if ray is not None and _infeasible_beyond(a_ub, column_of, rhs, b, -ray):
                 return None
         return solved(r)
 

@@ -247,6 +247,9 @@ class RowBoundsLP:
         if built is None:
             raise ValueError("HiGHS refused the LP (model error)")
         self._highs, _, self._nonzeros = built
+        import highspy
+
+        self._error = highspy.HighsStatus.kError
 
     def solve(self, rows: np.ndarray, b_ub: np.ndarray) -> tuple[int, str, np.ndarray]:
         """Set ``A_ub``'s rows ``rows`` to ``≤ b_ub`` (the others keep theirs) and solve:
@@ -267,6 +270,15 @@ class RowBoundsLP:
         if status != 0:
             return status, message, np.empty(0)
         return 0, message, np.asarray(self._highs.getSolution().col_value, dtype=float)
+
+    def dual_ray(self) -> np.ndarray | None:
+        """After a solve found the LP infeasible: HiGHS's dual ray (a Farkas certificate,
+        one value per row, ≤ 0 on ``≤`` rows), or None when it has none. A caller that
+        relies on it checks it."""
+        status, has_ray, ray = self._highs.getDualRay()
+        if not has_ray or status == self._error:
+            return None
+        return np.asarray(ray, dtype=float)
 
 
 def _failed(status: int, message: str, interrupted: bool = False) -> LPResult:
