@@ -679,12 +679,13 @@ def _infeasible_beyond(
     """Whether y proves the finish-time LP (time and capacity rows ``rhs``, demand rows
     ``b``; x ≥ 0) infeasible even with every row loosened by :data:`LOOSER` (1 + |rhs|) and
     x ≥ −LOOSER (Farkas: for y ≥ 0, every such x has yᵀAx ≤ yᵀ(rhs + slack), while
-    yᵀAx = gᵀx with g = Aᵀy, and x ≤ 1 + LOOSER by the time rows, so gᵀx ≥
-    Σ min(g, 0)(1 + LOOSER) − LOOSER Σ max(g, 0)); with a margin for float rounding."""
+    yᵀAx = gᵀx with g = Aᵀy, and x ≤ 1 + 10⁻⁵ by the loosened time rows for up to 30 GPU
+    types, so gᵀx ≥ Σ min(g, 0)(1 + 10⁻⁵) − LOOSER Σ max(g, 0)); with a margin for float
+    rounding."""
     full = np.concatenate([rhs, b])
     y = np.maximum(y, 0.0)
     g = np.bincount(column_of, weights=a_ub.data * y[a_ub.indices], minlength=a_ub.shape[1])
-    least = float(np.minimum(g, 0).sum() * (1 + LOOSER) - LOOSER * np.maximum(g, 0).sum())
+    least = float(np.minimum(g, 0).sum() * (1 + 1e-5) - LOOSER * np.maximum(g, 0).sum())
     most = float(y @ (full + LOOSER * (1 + np.abs(full))))
     scale = float(np.abs(g).sum() + y @ np.abs(full))
     return least - most > 1e-9 * scale
