@@ -443,9 +443,9 @@ def test_a_dual_ray_counts_only_for_an_infeasibility_beyond_the_tolerance():
     a_ub = _vstack([_block(np.array([1.0, 1.0, -1.0]), np.arange(3), np.zeros(3), (3, 1))])
     column_of = np.zeros(3, dtype=int)
     ray = np.array([1.0, 0.0, 1.0])
-    assert _infeasible_beyond(a_ub, column_of, [1.0, 1.0], np.array([-2.0]), ray)
-    assert not _infeasible_beyond(a_ub, column_of, [1.0, 1.0], np.array([-1 - 1e-8]), ray)
-    assert not _infeasible_beyond(a_ub, column_of, [1.0, 1.0], np.array([-0.5]), ray)
+    assert _infeasible_beyond(a_ub, column_of, np.array([1.0, 1.0, -2.0]), ray)
+    assert not _infeasible_beyond(a_ub, column_of, np.array([1.0, 1.0, -1 - 1e-8]), ray)
+    assert not _infeasible_beyond(a_ub, column_of, np.array([1.0, 1.0, -0.5]), ray)
 
 
 @settings(max_examples=n_examples(100), deadline=None)

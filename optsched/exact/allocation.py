@@ -674,15 +674,15 @@ LOOSER = 3e-7
 
 
 def _infeasible_beyond(
-    a_ub: ColumnMatrix, column_of: np.ndarray, rhs: list[float], b: np.ndarray, y: np.ndarray
+    a_ub: ColumnMatrix, column_of: np.ndarray, full: np.ndarray, y: np.ndarray
 ) -> bool:
-    """Whether y proves the finish-time LP (time and capacity rows ``rhs``, demand rows
-    ``b``; x ≥ 0) infeasible even with every row loosened by :data:`LOOSER` (1 + |rhs|) and
+    """Whether y proves the finish-time LP (``a_ub`` x ≤ ``full``, its time, capacity and
+    demand rows, whose entries lie in columns ``column_of``; x ≥ 0) infeasible even with
+    every row loosened by :data:`LOOSER` (1 + |full|) and
     x ≥ −LOOSER (Farkas: for y ≥ 0, every such x has yᵀAx ≤ yᵀ(rhs + slack), while
     yᵀAx = gᵀx with g = Aᵀy, and x ≤ 1 + 10⁻⁵ by the loosened time rows for up to 30 GPU
     types, so gᵀx ≥ Σ min(g, 0)(1 + 10⁻⁵) − LOOSER Σ max(g, 0)); with a margin for float
     rounding."""
-    full = np.concatenate([rhs, b])
     y = np.maximum(y, 0.0)
     g = np.bincount(column_of, weights=a_ub.data * y[a_ub.indices], minlength=a_ub.shape[1])
     least = float(np.minimum(g, 0).sum() * (1 + 1e-5) - LOOSER * np.maximum(g, 0).sum())
@@ -727,6 +727,7 @@ def min_max_rho(
     demand_rows = _block(-rate, cols.jobs, np.arange(cols.pairs), (n, cols.n))
     a_ub = _vstack([*blocks, demand_rows])
     demand_at = np.arange(len(rhs), len(rhs) + n)
+    fixed_rhs = np.array(rhs)  # the time and capacity rows'; the demand rows' vary
     # the simplex's tests start from the last one's basis; the interior point's cannot
     warm = None
     if warm_start and not central and isinstance(a_ub, ColumnMatrix):
@@ -749,7 +750,8 @@ def min_max_rho(
         if b is None:
             return None
         solves += 1
-        result = linprog(np.zeros(cols.n), central, A_ub=a_ub, b_ub=np.array([*rhs, *b]))
+        full = np.concatenate([fixed_rhs, b])
+        result = linprog(np.zeros(cols.n), central, A_ub=a_ub, b_ub=full)
         if result.status == 2:
             return None
         scratch[r] = _solved(result, "finish-time allocation").x
@@ -766,13 +768,15 @@ def min_max_rho(
         scratch would fail, HiGHS's status "unknown", and the warm test's answer is clear,
         the bisection goes on with that answer.)"""
         nonlocal solves
-        b = demand(r)
-        if warm is None or b is None:
+        if warm is None:
             return solved(r)
+        b = demand(r)
+        if b is None:
+            return None
         solves += 1
         status, _, x = warm.solve(demand_at, b)
+        full = np.concatenate([fixed_rhs, b])
         if status == 0:
-            full = np.concatenate([rhs, b])
             activity = np.bincount(
                 a_ub.indices, weights=a_ub.data * x[column_of], minlength=len(full)
             )
@@ -780,7 +784,7 @@ def min_max_rho(
                 return x
         elif status == 2:
             ray = warm.dual_ray()
-            if ray is not None and _infeasible_beyond(a_ub, column_of, rhs, b, -ray):
+            if ray is not None and _infeasible_beyond(a_ub, column_of, full, -ray):
                 return None
         return solved(r)
 

@@ -249,21 +249,15 @@ class RowBoundsLP:
         self._highs, _, self._nonzeros = built
         import highspy
 
-        self._error = highspy.HighsStatus.kError
+        self._error, self._inf = highspy.HighsStatus.kError, highspy.kHighsInf
 
     def solve(self, rows: np.ndarray, b_ub: np.ndarray) -> tuple[int, str, np.ndarray]:
         """Set ``A_ub``'s rows ``rows`` to ``≤ b_ub`` (the others keep theirs) and solve:
         (status as :class:`LPResult`'s, HiGHS's message, the point; empty unless status 0)."""
-        import highspy
-
         rows = np.asarray(rows, dtype=np.int32)
-        inf = highspy.kHighsInf
-        upper = np.clip(np.asarray(b_ub, dtype=float), -inf, inf)
-        lower = np.full(len(rows), -inf)
-        if (
-            self._highs.changeRowsBounds(len(rows), rows, lower, upper)
-            == highspy.HighsStatus.kError
-        ):
+        upper = np.clip(np.asarray(b_ub, dtype=float), -self._inf, self._inf)
+        lower = np.full(len(rows), -self._inf)
+        if self._highs.changeRowsBounds(len(rows), rows, lower, upper) == self._error:
             return 2, "model error", np.empty(0)  # as linprog answers such a model
         ended = _solve(self._highs, self._nonzeros, None)
         status, message = _status(self._highs, ended)
