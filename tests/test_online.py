@@ -18,9 +18,15 @@ from optsched.errors import InputError
 from optsched.io import load_instance
 from optsched.online.baselines import FIFO, SRTF, AlloX, FIFORandom, Homo, Replay, Tiresias
 from optsched.online.engine import ProgressObserver
-from optsched.online.hlas import HLAS
+from optsched.online.hlas import HLAS, fill_fastest
 from optsched.online.run import simulate
-from optsched.online.simulator import PolicyError, realise, run_simulation, size_distribution
+from optsched.online.simulator import (
+    PolicyError,
+    realise,
+    run_simulation,
+    size_distribution,
+    speed_classes,
+)
 from optsched.testing import instances
 from tests.conftest import ROOT, n_examples
 
@@ -663,3 +669,49 @@ def test_the_jct_cdf_names_its_unit_and_can_use_a_log_axis(monkeypatch, unit, lo
     assert f"job completion time ({unit})" in axis.get_xlabel()
     assert axis.get_xscale() == ("log" if log else "linear")
     plot._pyplot().close(drawn[0])
+
+
+@given(instances(mode="relaxed"), st.data())
+def test_job_state_summaries_and_sizes_are_their_dense_definitions(inst, data):
+    """A JobState's summaries, read from its speed classes, and the workload's sizes, read
+    when first asked for, equal their definitions over every GPU: also where a job's sync
+    time differs between GPUs of one type (sync_by_gpu)."""
+    if data.draw(st.booleans()):  # per-GPU sync times, some differing within a type
+        jobs = []
+        for j, old in enumerate(inst.jobs):
+            draws = st.sampled_from([0.0, 0.5, 1.0])
+            by_gpu = {g.id: data.draw(draws, label=f"sync {j} {g.id}") for g in inst.gpus}
+            jobs.append(dataclasses.replace(old, sync=None, sync_by_gpu=by_gpu))
+        inst = dataclasses.replace(inst, jobs=tuple(jobs))
+    class_of, _ = speed_classes(inst)
+    seen = []
+
+    class Summaries(Probe):
+        def decide(self, view):
+            for job in view.waiting:
+                if job.index not in seen:
+                    seen.append(job.index)
+                    eligible = job.compute[np.isfinite(job.compute)]
+                    assert job.fastest == float(np.min(job.compute))
+                    assert job.slowest == float(np.max(eligible))
+                    assert job.mean_compute == float(np.mean(eligible))
+                    assert job.by_class[class_of].tolist() == job.compute.tolist()
+                    per_class = job.sync[[class_of.index(c) for c in range(len(job.by_class))]]
+                    if np.array_equal(job.sync, per_class[class_of]):
+                        assert job.sync_by_class.tolist() == per_class.tolist()
+                    else:
+                        assert job.sync_by_class is None
+            return fill_fastest(view.waiting, view)
+
+    run_simulation(inst, Summaries())
+    assert sorted(seen) == list(range(len(inst.jobs)))
+    sizes = size_distribution(inst)
+    ref, held = [], []
+    for j, job in enumerate(inst.jobs):
+        compute, sync = inst.row(j)
+        eligible = np.isfinite(compute)
+        tasks = job.rounds * job.tasks_per_round
+        ref.append(tasks * float(np.min(compute[eligible])))
+        held.append(tasks * float(np.mean(compute[eligible] + sync[eligible])))
+    assert sizes.gpu_seconds == tuple(sorted(held))
+    assert sizes.reference == tuple(sorted(ref))
