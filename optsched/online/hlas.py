@@ -15,7 +15,7 @@ from __future__ import annotations
 import bisect
 import heapq
 import math
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from itertools import repeat
 from typing import Any, Literal
@@ -158,6 +158,8 @@ class HLAS:
     levels: tuple[float, ...] = field(default=(), init=False)
     _entered: dict[int, float] = field(default_factory=dict, init=False, repr=False)
     _history: FinishedSizes | None = field(default=None, init=False, repr=False)
+    _levels_of: tuple[float, ...] | None = field(default=None, init=False, repr=False)
+    _sorted_levels: list[float] = field(default_factory=list, init=False, repr=False)
 
     def __post_init__(self) -> None:
         self.levels = self.thresholds or ()
@@ -193,7 +195,9 @@ class HLAS:
 
     def _level(self, job: JobState) -> int:
         own = (job.tasks_started * job.fastest - self._entered.get(job.index, 0.0)) / job.weight
-        return sum(own >= q for q in self.levels)
+        if self.levels is not self._levels_of:  # the thresholds at or below own, counted
+            self._levels_of, self._sorted_levels = self.levels, sorted(self.levels)
+        return bisect.bisect_right(self._sorted_levels, own)
 
     def priority(
         self, job: JobState, now: float, oracle: object = None
@@ -254,10 +258,16 @@ class _LevelClassQueue(WaitingQueue):
         n = len(job.by_class)
         gain = self.gain.setdefault(level, [[] for _ in range(n)])
         fast = self.fast.setdefault(level, [[] for _ in range(n)])
-        for c, t in enumerate(job.by_class):
+        slowest = job.slowest
+        for c, t in enumerate(job.by_class.tolist()):
             if t < math.inf:
-                _update(gain[c], (-(job.slowest / t), key, j), add)
-                _update(fast[c], (t, 0, j), add)
+                by_gain, by_time = gain[c], fast[c]
+                if add:
+                    bisect.insort(by_gain, (-(slowest / t), key, j))
+                    bisect.insort(by_time, (t, 0, j))
+                else:
+                    del by_gain[bisect.bisect_left(by_gain, (-(slowest / t), key, j))]
+                    del by_time[bisect.bisect_left(by_time, (t, 0, j))]
 
     def put(self, j: int, key: Any) -> None:
         old = self._keys.get(j)
@@ -273,16 +283,6 @@ class _LevelClassQueue(WaitingQueue):
         if old is not None:
             self._index(j, old, add=False)
         super().drop(j)
-
-
-def _update(
-    entries: list[tuple[float, Any, int]], entry: tuple[float, Any, int], add: bool
-) -> None:
-    """Insert ``entry`` into the sorted ``entries``, or remove it."""
-    if add:
-        bisect.insort(entries, entry)
-    else:
-        del entries[bisect.bisect_left(entries, entry)]
 
 
 def fill_earliest_available(order: Iterable[JobState], view: View) -> list[Decision]:
@@ -313,17 +313,12 @@ def _speedup_matching(queue: _LevelClassQueue, view: View) -> list[Decision]:
     level = next(iter(queue.items()))[0][0]
     gain, fast = queue.gain[level], queue.fast[level]
     states = queue._states
-    streams = [
-        zip(repeat(fast[c][0][0] if fast[c] else math.inf), pool, repeat(c))
-        for c, pool in enumerate(view.idle.by_class)
-        if pool
-    ]
     left: dict[int, int] = {}  # tasks left of the jobs given some here
     pending = queue.tasks[level]
     cursor = [0] * len(gain)
     taken: set[int] = set()
     out: list[Decision] = []
-    for _, g, c in heapq.merge(*streams):
+    for g, c in _by_fastest(view.idle.by_class, fast):
         if not pending:
             break
         jobs, i = gain[c], cursor[c]
@@ -337,6 +332,24 @@ def _speedup_matching(queue: _LevelClassQueue, view: View) -> list[Decision]:
             taken.add(g)
             out.append((j, g))
     return out + fill_fastest(queue, view, taken, left)
+
+
+def _by_fastest(
+    pools: list[list[int]], fast: list[list[tuple[float, int, int]]]
+) -> Iterator[tuple[int, int]]:
+    """The idle GPUs (``pools``: per class, in index order) as (GPU, class), by the fastest
+    time a job of ``fast`` has on the class, then by index: classes of different times one
+    after the other, only classes of one time merged."""
+    classes: dict[float, list[int]] = {}
+    for c, pool in enumerate(pools):
+        if pool:
+            classes.setdefault(fast[c][0][0] if fast[c] else math.inf, []).append(c)
+    for time in sorted(classes):
+        tied = classes[time]
+        if len(tied) == 1:
+            yield from zip(pools[tied[0]], repeat(tied[0]))
+        else:
+            yield from heapq.merge(*(zip(pools[c], repeat(c)) for c in tied))
 
 
 @dataclass(frozen=True)

@@ -622,9 +622,6 @@ class _BasicEngine(Engine):
         self.profiled, self.real = profiled, real
         self.event_driven = event_driven
         self.gang = real.mode == "gang"
-        # realised times per GPU class (the compact form; no dense matrix)
-        self.compute, self.sync = real.class_compute, real.class_sync
-        self.cls = real.gpu_class.tolist()
         self.rounds = [job.rounds for job in real.jobs]
         class_of, n_classes = speed_classes(real)
         self.first_of_class = [class_of.index(c) for c in range(n_classes)]
@@ -759,7 +756,7 @@ class _BasicEngine(Engine):
                 f"tick (--tick) {self.tick:g} s with --heartbeat delays task "
                 f"starts past {MAX_START:g} s (t={now:g})"
             )
-        if self.revisits:
+        if self.revisits and self.revisits[0][0] <= now:
             self._requeue_due(now)
         view = View(
             now,
@@ -787,22 +784,20 @@ class _BasicEngine(Engine):
                         "model does not share GPUs"
                     )
             self.decisions += 1
-            j = index_of(j, "a decision's job", self.policy)
+            if type(j) is not int:  # (a Python int, the common case, is an index as it is)
+                j = index_of(j, "a decision's job", self.policy)
             state = self.active.get(j)
             if state is None or not state.waiting:
                 raise PolicyError(
                     f"policy {self.policy.name!r} started a task of job {j}, "
                     f"which has no waiting task at t={now}"
                 )
-            gpus = (
-                gpu_indices(where, self.policy)
-                if self.gang
-                else (index_of(where, "a decision's GPU", self.policy),)
-            )
             if self.gang:
-                self._start_round(state, gpus, now)
+                self._start_round(state, gpu_indices(where, self.policy), now)
+            elif type(where) is int:
+                self._start_task(state, where, now)
             else:
-                self._start_task(state, gpus[0], now)
+                self._start_task(state, index_of(where, "a decision's GPU", self.policy), now)
             touched.add(j)
         for g in claimed:
             self.idle._remove(g)
@@ -816,16 +811,17 @@ class _BasicEngine(Engine):
         touched.clear()
 
     def _claim(self, state: JobState, g: int, now: float) -> float:
-        if g not in self.idle or g in self.claimed:
+        idle = self.idle._idle
+        if not (0 <= g < len(idle) and idle[g]) or g in self.claimed:
             raise PolicyError(f"policy {self.policy.name!r} used GPU {g}, busy at t={now}")
-        c = self.compute[state.index, self.cls[g]]
-        if not np.isfinite(c):
+        c = self.real.compute_of(state.index, g)
+        if not math.isfinite(c):
             raise PolicyError(
                 f"policy {self.policy.name!r} put job {state.id!r} on GPU "
                 f"{self.real.gpus[g].id!r}, which it cannot use"
             )
         self.claimed.add(g)
-        return float(c)
+        return c
 
     def _start_task(self, state: JobState, g: int, now: float) -> None:
         c = self._claim(state, g, now)
@@ -839,7 +835,7 @@ class _BasicEngine(Engine):
         if state.tasks_started == 1:
             state.first_start = now
         state.last_start = now
-        self.round_ready[j] = max(self.round_ready[j], now + c + float(self.sync[j, self.cls[g]]))
+        self.round_ready[j] = max(self.round_ready[j], now + c + self.real.sync_of(j, g))
         self.push(now + c, _FREE, g)
         for started in self.on_task:
             started(j, state.rounds_done, task, g, now, now + c)
@@ -857,9 +853,7 @@ class _BasicEngine(Engine):
                 f"tasks"
             )
         compute = [self._claim(state, g, now) for g in gpus]
-        pace = max(
-            c + float(self.sync[j, self.cls[g]]) for c, g in zip(compute, gpus, strict=True)
-        )
+        pace = max(c + self.real.sync_of(j, g) for c, g in zip(compute, gpus, strict=True))
         state.waiting = 0
         state.tasks_started += len(gpus)
         state.attained += pace * len(gpus)
