@@ -21,7 +21,9 @@ from optsched.online.engine import ProgressObserver
 from optsched.online.hlas import HLAS, fill_fastest
 from optsched.online.run import simulate
 from optsched.online.simulator import (
+    JobState,
     PolicyError,
+    SizeDistribution,
     realise,
     run_simulation,
     size_distribution,
@@ -713,5 +715,12 @@ def test_job_state_summaries_and_sizes_are_their_dense_definitions(inst, data):
         tasks = job.rounds * job.tasks_per_round
         ref.append(tasks * float(np.min(compute[eligible])))
         held.append(tasks * float(np.mean(compute[eligible] + sync[eligible])))
-    assert sizes.gpu_seconds == tuple(sorted(held))
-    assert sizes.reference == tuple(sorted(ref))
+    assert sizes == SizeDistribution(sorted(ref), sorted(held))
+
+
+def test_a_job_state_made_by_hand_summarises_its_own_compute_row():
+    """Without fastest and slowest given, a JobState computes them from every GPU's time
+    (only the engine gives them, from the speed classes)."""
+    compute = np.array([2.0, 1.0, math.inf, 3.0])
+    state = JobState(0, "j", 0.0, 1.0, 1, compute, np.zeros(4), by_class=np.array([2.0]))
+    assert (state.fastest, state.slowest, state.mean_compute) == (1.0, 3.0, 2.0)

@@ -158,8 +158,6 @@ class HLAS:
     levels: tuple[float, ...] = field(default=(), init=False)
     _entered: dict[int, float] = field(default_factory=dict, init=False, repr=False)
     _history: FinishedSizes | None = field(default=None, init=False, repr=False)
-    _levels_of: tuple[float, ...] | None = field(default=None, init=False, repr=False)
-    _sorted_levels: list[float] = field(default_factory=list, init=False, repr=False)
 
     def __post_init__(self) -> None:
         self.levels = self.thresholds or ()
@@ -195,9 +193,11 @@ class HLAS:
 
     def _level(self, job: JobState) -> int:
         own = (job.tasks_started * job.fastest - self._entered.get(job.index, 0.0)) / job.weight
-        if self.levels is not self._levels_of:  # the thresholds at or below own, counted
-            self._levels_of, self._sorted_levels = self.levels, sorted(self.levels)
-        return bisect.bisect_right(self._sorted_levels, own)
+        level = 0
+        for q in self.levels:  # (a loop: a generator costs more at two thresholds)
+            if own >= q:
+                level += 1
+        return level
 
     def priority(
         self, job: JobState, now: float, oracle: object = None

@@ -85,7 +85,9 @@ class JobState:
     Fixed summaries of the profile, for policies: ``by_class`` the compute time per GPU speed
     class (:attr:`IdleGPUs.by_class`), ``sync_by_class`` the sync time per class when it is
     the same on every GPU of a class (else None), ``fastest`` / ``slowest`` /
-    ``mean_compute`` the smallest, largest and mean compute time over its eligible GPUs.
+    ``mean_compute`` the smallest, largest and mean compute time over its eligible GPUs
+    (``fastest`` and ``slowest`` computed from ``compute`` unless given: the engine gives
+    them from the job's speed classes, the same values without a pass over every GPU).
     """
 
     index: int
@@ -104,14 +106,14 @@ class JobState:
     last_start: float = 0.0
     by_class: np.ndarray = field(default_factory=lambda: np.empty(0), repr=False)
     sync_by_class: np.ndarray | None = field(default=None, repr=False)
-    fastest: float = field(init=False, repr=False)
-    slowest: float = field(init=False, repr=False)
+    fastest: float = field(default=math.nan, repr=False)
+    slowest: float = field(default=math.nan, repr=False)
 
     def __post_init__(self) -> None:
-        # a job's compute time is its GPU type's: by_class, when given, has every value
-        times = self.by_class if len(self.by_class) else self.compute
-        self.fastest = float(np.min(times))
-        self.slowest = float(np.max(times[np.isfinite(times)]))
+        if math.isnan(self.fastest):
+            self.fastest = float(np.min(self.compute))
+        if math.isnan(self.slowest):
+            self.slowest = float(np.max(self.compute[np.isfinite(self.compute)]))
 
     @cached_property
     def mean_compute(self) -> float:
@@ -132,14 +134,14 @@ class SizeDistribution:
     job's profile (1.8 s on an 82,247-job trace on 2,000 GPUs).
     """
 
-    def __init__(self, reference: Iterable[float] = (), gpu_seconds: Iterable[float] = ()) -> None:
+    def __init__(self, reference: Iterable[float], gpu_seconds: Iterable[float]) -> None:
         self._sizes = {"reference": tuple(reference), "gpu_seconds": tuple(gpu_seconds)}
         self._instance: Instance | None = None
 
     @classmethod
     def of(cls, instance: Instance) -> SizeDistribution:
         """The distribution of ``instance``'s profiled times, computed on first read."""
-        sizes = cls()
+        sizes = cls((), ())
         sizes._instance = instance
         return sizes
 
@@ -164,6 +166,16 @@ class SizeDistribution:
             self._sizes = {"reference": tuple(sorted(ref)), "gpu_seconds": tuple(sorted(held))}
             self._instance = None
         return self._sizes[name]
+
+    def __eq__(self, other: object) -> bool:
+        if not isinstance(other, SizeDistribution):
+            return NotImplemented
+        return (self.reference, self.gpu_seconds) == (other.reference, other.gpu_seconds)
+
+    __hash__ = None  # type: ignore[assignment]  # equal by value, filled in on first read
+
+    def __repr__(self) -> str:
+        return f"SizeDistribution(reference={self.reference}, gpu_seconds={self.gpu_seconds})"
 
 
 def size_distribution(instance: Instance) -> SizeDistribution:
@@ -699,6 +711,9 @@ class _BasicEngine(Engine):
             last_start=job.arrival,
             by_class=read_only(by_class),
             sync_by_class=read_only(per_class) if uniform else None,
+            # a job's compute time is its GPU type's: by_class holds every value
+            fastest=float(np.min(by_class)),
+            slowest=float(np.max(by_class[np.isfinite(by_class)])),
         )
         self.states[j] = state
         state.waiting = state.tasks_per_round
