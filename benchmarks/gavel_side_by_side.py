@@ -12,17 +12,19 @@ with its RPC stubs built once (``make rpc_stubs`` in that folder, with ``PY`` fi
 PATH). Nothing of Gavel is copied or changed: its ``scheduler.Scheduler`` is imported from
 that folder and run on the trace file itself.
 
-Each pair (our policy, its Gavel namesake) runs on each trace, Gavel first on even repeats
-and ours first on odd ones, every run in a fresh process: Gavel's ``Scheduler.simulate`` and
-our ``simulate`` (metrics streamed, no schedule kept and no bound computed: Gavel keeps and
-computes neither) on 12 V100 + 12 P100 + 12 K80, 360 s rounds, seed 0; a task is 360 s of
-the job's V100 work (optsched.traces with reference type V100, as Gavel's trace generator
-sizes jobs). Measured: the CPU seconds of the simulation call in the process
-(``time.process_time``; both sides import their solver packages before it) and of the
-whole process (start-up, imports and loading included; ``RUSAGE_CHILDREN``), each the
-median of ``--repeats``; ratio = ours / Gavel's. The mean JCT of both says that the two
-simulators did comparable work. The table states the machine and its load average before
-and after.
+Each pair (our policy, its Gavel namesake) runs on each trace (our allocation policies
+with Gavel's re-solve limit, ``period=1920``, and again re-solving at every change), Gavel
+first on even repeats and ours first on odd ones, every run in a fresh process: Gavel's
+``Scheduler.simulate`` and our ``simulate`` (metrics streamed, no schedule kept and no
+bound computed: Gavel keeps and computes neither) on 12 V100 + 12 P100 + 12 K80, 360 s
+rounds, seed 0; a task is 360 s of the job's V100 work (optsched.traces with reference
+type V100, as Gavel's trace generator sizes jobs). Measured: the CPU seconds of the
+simulation call in the process (``time.process_time``; both sides import their solver
+packages before it) and of the whole process (start-up, imports and loading included;
+``RUSAGE_CHILDREN``), each the median of ``--repeats``; ratio = ours / Gavel's; the
+allocations each side computed (a wrapper counts Gavel's). The mean JCT of both says that
+the two simulators did comparable work. The table states the machine and its load average
+before and after.
 """
 
 from __future__ import annotations
@@ -44,17 +46,36 @@ TRACES = {
     "heavy": GAVEL_TRACES / "gen300_lam120_a2_b4_seed1.trace",
     "light": GAVEL_TRACES / "gen300_lam2400_seed0.trace",
 }
-#: our policy -> (its execution model, Gavel's namesake)
+#: Gavel's simulator recomputes an allocation at most every 1,920 s (its Scheduler's
+#: ``minimum_time_between_allocation_resets``); ``period=1920`` is the same rule in ours.
+GAVEL_PERIOD = "period=1920"
+#: our row -> (policy and its options, its execution model, Gavel's namesake). The
+#: allocation policies run with Gavel's re-solve period, so that both sides solve about as
+#: many LPs (the table counts them); the rows marked "every change" re-solve on every
+#: arrival and completion (our default), about ten times as many LPs on the heavy trace.
 PAIRS = {
-    "fifo-perf": ("gang", "fifo_perf"),
-    "tiresias": ("gang", "max_min_fairness"),
-    "hlas": ("relaxed", "max_min_fairness_perf"),
-    "allox": ("relaxed", "allox"),
-    "max-min-fairness": ("gang", "max_min_fairness_perf"),
-    "max-throughput": ("gang", "max_sum_throughput_perf"),
-    "min-makespan": ("gang", "min_total_duration_perf"),
-    "finish-time-fairness": ("gang", "finish_time_fairness_perf"),
-    "isolated": ("gang", "isolated"),
+    "fifo-perf": ("fifo-perf", "gang", "fifo_perf"),
+    "tiresias": ("tiresias", "gang", "max_min_fairness"),
+    "hlas": ("hlas", "relaxed", "max_min_fairness_perf"),
+    "allox": ("allox", "relaxed", "allox"),
+    "max-min-fairness": (f"max-min-fairness {GAVEL_PERIOD}", "gang", "max_min_fairness_perf"),
+    "max-throughput": (f"max-throughput {GAVEL_PERIOD}", "gang", "max_sum_throughput_perf"),
+    "min-makespan": (f"min-makespan {GAVEL_PERIOD}", "gang", "min_total_duration_perf"),
+    "finish-time-fairness": (
+        f"finish-time-fairness {GAVEL_PERIOD}",
+        "gang",
+        "finish_time_fairness_perf",
+    ),
+    "isolated": (f"isolated {GAVEL_PERIOD}", "gang", "isolated"),
+    "max-min-fairness every change": ("max-min-fairness", "gang", "max_min_fairness_perf"),
+    "max-throughput every change": ("max-throughput", "gang", "max_sum_throughput_perf"),
+    "min-makespan every change": ("min-makespan", "gang", "min_total_duration_perf"),
+    "finish-time-fairness every change": (
+        "finish-time-fairness",
+        "gang",
+        "finish_time_fairness_perf",
+    ),
+    "isolated every change": ("isolated", "gang", "isolated"),
 }
 
 #: Run by Gavel's Python: argv = scheduler folder, trace, policy. Prints one JSON line.
@@ -63,6 +84,12 @@ import contextlib, io, json, os, sys, time
 sys.path.insert(0, sys.argv[1])
 import scheduler, utils
 jobs, arrivals = utils.parse_trace(sys.argv[2])
+solves = [0]  # allocations computed, counted by a wrapper (Gavel's code is not changed)
+compute = scheduler.Scheduler._compute_allocation
+def counted(self, *args, **kwargs):
+    solves[0] += 1
+    return compute(self, *args, **kwargs)
+scheduler.Scheduler._compute_allocation = counted
 policy = utils.get_policy(sys.argv[3], solver="ECOS", seed=0)
 sched = scheduler.Scheduler(
     policy,
@@ -78,11 +105,12 @@ with contextlib.redirect_stdout(log):
     sched.simulate(spec, arrivals, jobs, num_gpus_per_server={"v100": 1, "p100": 1, "k80": 1})
     cpu = time.process_time() - cpu
     jct = sched.get_average_jct()
-print(json.dumps({"sim_cpu": cpu, "mean_jct_h": jct / 3600}))
+print(json.dumps({"sim_cpu": cpu, "mean_jct_h": jct / 3600, "solves": solves[0]}))
 os._exit(0)  # its RPC threads would keep the process alive
 """
 
-#: Run by our Python: argv = trace, policy, mode. Prints one JSON line.
+#: Run by our Python: argv = trace, policy and options ("name k=v ..."), mode. Prints one
+#: JSON line.
 OURS_RUN = """
 import json, sys, time
 from optsched.online.run import simulate
@@ -94,11 +122,15 @@ inst = trace_instance(
     TraceMapping(quantum=360.0, reference_type="V100"),
     mode=sys.argv[3],
 )
-get_method(sys.argv[2], "simulate").start_up()  # its solver packages, as Gavel's are
+policy, *options = sys.argv[2].split()
+params = dict(option.split("=", 1) for option in options)
+get_method(policy, "simulate").start_up()  # its solver packages, as Gavel's are
 cpu = time.process_time()
-result = simulate(inst, sys.argv[2], record=False, bound="none")
+result = simulate(inst, policy, params=params, record=False, bound="none")
 cpu = time.process_time() - cpu
-print(json.dumps({"sim_cpu": cpu, "mean_jct_h": result.metrics["mean_jct"] / 3600}))
+solves = result.extra.get("policy", {}).get("solves", 0)
+jct = result.metrics["mean_jct"] / 3600
+print(json.dumps({"sim_cpu": cpu, "mean_jct_h": jct, "solves": solves}))
 """
 
 
@@ -130,7 +162,7 @@ def main(argv: list[str] | None = None) -> int:
     rows = []
     for trace in args.traces:
         for ours in args.pairs:
-            mode, theirs = PAIRS[ours]
+            policy, mode, theirs = PAIRS[ours]
             runs: dict[str, list[dict[str, Any]]] = {"gavel": [], "ours": []}
             for repeat in range(args.repeats):
                 order = ["gavel", "ours"] if repeat % 2 == 0 else ["ours", "gavel"]
@@ -139,15 +171,15 @@ def main(argv: list[str] | None = None) -> int:
                         cmd = [args.gavel_python, "-c", GAVEL_RUN, args.gavel]
                         cmd += [str(TRACES[trace]), theirs]
                     else:
-                        cmd = [sys.executable, "-c", OURS_RUN, str(TRACES[trace]), ours, mode]
+                        cmd = [sys.executable, "-c", OURS_RUN, str(TRACES[trace]), policy, mode]
                     runs[side].append(child(cmd))
             row = {"trace": trace, "ours": ours, "mode": mode, "gavel": theirs}
             for side, done in runs.items():
-                for key in ("sim_cpu", "cpu", "mean_jct_h"):
+                for key in ("sim_cpu", "cpu", "mean_jct_h", "solves"):
                     row[f"{side}_{key}"] = statistics.median(r[key] for r in done)
             rows.append(row)
             print(
-                f"{trace:6} {ours:21} {row['ours_sim_cpu']:7.2f} s vs {theirs:26} "
+                f"{trace:6} {ours:33} {row['ours_sim_cpu']:7.2f} s vs {theirs:26} "
                 f"{row['gavel_sim_cpu']:7.2f} s: {row['ours_sim_cpu'] / row['gavel_sim_cpu']:.2f}",
                 flush=True,
             )
@@ -160,18 +192,23 @@ def main(argv: list[str] | None = None) -> int:
         f"{os.getloadavg()[0]:.2f} after. CPU seconds, median of {args.repeats} alternating "
         "runs, each in a fresh process; 12 V100 + 12 P100 + 12 K80, 360 s rounds. "
         "Simulation: the simulate call; process: the whole process (start-up, imports, "
-        "trace loading included).",
+        "trace loading included). Allocations: how many times each side computed an "
+        "allocation (our allocation policies' LP solves; Gavel's `_compute_allocation` "
+        "calls, which it makes at most every 1,920 s of simulated time); our allocation "
+        "policies run with the same limit (`period=1920`) except in the rows marked "
+        "'every change' (our default: a solve at every arrival and completion).",
         "",
-        "| trace | optsched | mode | simulation CPU s | process CPU s | mean JCT (h) | Gavel "
-        "| simulation CPU s | process CPU s | mean JCT (h) | ratio, simulation | ratio, "
-        "process |",
-        "|---|---|---|---|---|---|---|---|---|---|---|---|",
+        "| trace | optsched | mode | simulation CPU s | process CPU s | mean JCT (h) "
+        "| allocations | Gavel | simulation CPU s | process CPU s | mean JCT (h) "
+        "| allocations | ratio, simulation | ratio, process |",
+        "|---|---|---|---|---|---|---|---|---|---|---|---|---|---|",
     ]
     for r in rows:
         lines.append(
             f"| {r['trace']} | {r['ours']} | {r['mode']} | {r['ours_sim_cpu']:.2f} | "
-            f"{r['ours_cpu']:.2f} | {r['ours_mean_jct_h']:.2f} | {r['gavel']} | "
-            f"{r['gavel_sim_cpu']:.2f} | {r['gavel_cpu']:.2f} | {r['gavel_mean_jct_h']:.2f} | "
+            f"{r['ours_cpu']:.2f} | {r['ours_mean_jct_h']:.2f} | {r['ours_solves']:.0f} | "
+            f"{r['gavel']} | {r['gavel_sim_cpu']:.2f} | {r['gavel_cpu']:.2f} | "
+            f"{r['gavel_mean_jct_h']:.2f} | {r['gavel_solves']:.0f} | "
             f"**{r['ours_sim_cpu'] / r['gavel_sim_cpu']:.2f}** | "
             f"{r['ours_cpu'] / r['gavel_cpu']:.2f} |"
         )
