@@ -548,9 +548,6 @@ class AllocationPolicy:
         pools: dict[int, list[int]] = {}
         out: list[Decision] = []
 
-        def live(row: int, version: int) -> bool:
-            return version == self._version[row] and self._state[row].index in waiting
-
         def start(row: int, c: int) -> None:
             job, k = self._state[row], self._k[row]
             pool = pools.setdefault(c, list(view.idle.by_class[c]))
@@ -566,10 +563,10 @@ class AllocationPolicy:
             self._queued.discard(job.index)
             out.append((job.index, gpus))
 
-        self._assign(self._by_priority, free, live, start)
+        self._assign(self._by_priority, free, waiting, start)
         if self.backfill and any(free):
             self._fill_arrivals()
-            self._assign(self._by_arrival, free, live, start)
+            self._assign(self._by_arrival, free, waiting, start)
         return out
 
     def _fill_arrivals(self) -> None:
@@ -586,20 +583,21 @@ class AllocationPolicy:
         self,
         queues: list[list[Any]],
         free: list[int],
-        live: Callable[[int, int], bool],
+        waiting: KeysView[int],
         start: Callable[[int, int], None],
     ) -> None:
-        """Start the best live entry over the types' queues whose job fits the type's idle
-        GPUs, until none does (an entry that does not fit is skipped, as in Gavel, and put
-        back afterwards)."""
+        """Start the best live entry (its job still ``waiting``, its version current) over
+        the types' queues whose job fits the type's idle GPUs, until none does (an entry
+        that does not fit is skipped, as in Gavel, and put back afterwards)."""
         skipped: list[tuple[int, Any]] = []
+        versions, states = self._version, self._state
         while True:
             best = None
             for c, queue in enumerate(queues):
                 while free[c] and queue:
                     entry = queue[0]
-                    row, version = entry[-2], entry[-1]
-                    if not live(row, version):
+                    row = entry[-2]
+                    if entry[-1] != versions[row] or states[row].index not in waiting:
                         heapq.heappop(queue)
                     elif self._k[row] > free[c]:
                         skipped.append((c, heapq.heappop(queue)))
