@@ -505,7 +505,8 @@ def test_policies_see_no_size_and_no_other_job():
     for job in view.active:
         fields = {f.name for f in dataclasses.fields(job)}
         assert not {"rounds", "remaining"} & fields
-        assert job.compute.base is None and not job.compute.flags.writeable
+        for row in (job.compute, job.sync, job.by_class, job.sync_by_class):
+            assert row.base is None and not row.flags.writeable  # no way to other jobs
 
 
 def test_a_run_without_its_schedule_does_not_claim_to_be_checked(capsys):

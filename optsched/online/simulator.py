@@ -64,7 +64,6 @@ from optsched.online.engine import (
     declared,
     gpu_indices,
     index_of,
-    read_only,
     unpack,
 )
 from optsched.options import MIN_PERIOD
@@ -700,17 +699,19 @@ class _BasicEngine(Engine):
         per_class = class_sync[self.first_profile_class]
         # whether each speed class has one sync time (compared per profile class)
         uniform = np.array_equal(class_sync[self.pair_class], class_sync[self.pair_first])
+        for fresh in (compute, sync, by_class, per_class):  # new arrays (fancy indexing)
+            fresh.setflags(write=False)  # read_only() without its copy
         state = JobState(
             j,
             job.id,
             job.arrival,
             job.weight,
             job.tasks_per_round,
-            read_only(compute),
-            read_only(sync),
+            compute,
+            sync,
             last_start=job.arrival,
-            by_class=read_only(by_class),
-            sync_by_class=read_only(per_class) if uniform else None,
+            by_class=by_class,
+            sync_by_class=per_class if uniform else None,
             # a job's compute time is its GPU type's: by_class holds every value
             fastest=float(np.min(by_class)),
             slowest=float(np.max(by_class[np.isfinite(by_class)])),
