@@ -50,6 +50,21 @@ def round_lower_bound(instance: Instance, j: int) -> float:
     raise AssertionError("every job has K eligible GPU slots")  # Instance ensures it
 
 
+def round_lower_bounds(instance: Instance) -> list[float]:
+    """:func:`round_lower_bound` of every job, in job order, computed once per distinct
+    (tasks per round, per-class times) profile: jobs of one workload share theirs."""
+    seen: dict[tuple[int, bytes, bytes], float] = {}
+    out = []
+    for j, job in enumerate(instance.jobs):
+        compute, sync = instance.class_times(j)
+        key = (job.tasks_per_round, compute.tobytes(), sync.tobytes())
+        value = seen.get(key)
+        if value is None:
+            value = seen[key] = round_lower_bound(instance, j)
+        out.append(value)
+    return out
+
+
 def class_sizes(instance: Instance) -> np.ndarray:
     """How many GPUs each of the instance's GPU classes holds (``Instance.gpu_class``)."""
     import numpy as np
@@ -68,8 +83,8 @@ def critical_path(instance: Instance) -> np.ndarray:
 
     return np.array(
         [
-            job.arrival + job.rounds * round_lower_bound(instance, j)
-            for j, job in enumerate(instance.jobs)
+            job.arrival + job.rounds * bound
+            for job, bound in zip(instance.jobs, round_lower_bounds(instance), strict=True)
         ]
     )
 

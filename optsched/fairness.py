@@ -40,7 +40,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from optsched.cluster_model import ClusterSpec
-from optsched.critical_path import round_lower_bound
+from optsched.critical_path import round_lower_bounds
 from optsched.instance import Instance
 
 #: How far above 1 a ρ must be to count as unfair: a job alone on its fastest GPUs has ρ = 1
@@ -131,7 +131,10 @@ def percentiles(values: Sequence[float], qs: tuple[float, ...]) -> list[float]:
 
 def alone_times(instance: Instance) -> list[float]:
     """T_alone per job: rounds × the shortest round alone on the cluster."""
-    return [job.rounds * round_lower_bound(instance, j) for j, job in enumerate(instance.jobs)]
+    return [
+        job.rounds * bound
+        for job, bound in zip(instance.jobs, round_lower_bounds(instance), strict=True)
+    ]
 
 
 def mean_contention(arrival: Sequence[float], completion: Sequence[float]) -> list[float]:

@@ -590,6 +590,15 @@ class Instance:
         """``compute[j, g]`` as a float, read from the compact form (no NumPy)."""
         return self._compute[j * len(self.class_members) + self._class_of[g]]
 
+    def class_times(self, j: int) -> tuple[array[float], array[float]]:
+        """Job ``j``'s compute and sync times per GPU class (``class_members`` order), from
+        the compact form (no NumPy)."""
+        width = len(self.class_members)
+        return (
+            self._compute[j * width : (j + 1) * width],
+            self._sync[j * width : (j + 1) * width],
+        )
+
     def sync_of(self, j: int, g: int) -> float:
         """``sync[j, g]`` as a float, read from the compact form (no NumPy)."""
         return self._sync[j * len(self.class_members) + self._class_of[g]]

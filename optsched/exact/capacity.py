@@ -43,7 +43,7 @@ from optsched.budget import (
     size_text,
 )
 from optsched.contracts import MethodOutput, SolveContext
-from optsched.critical_path import critical_path, round_lower_bound
+from optsched.critical_path import critical_path, round_lower_bounds
 from optsched.ect import incumbent
 from optsched.errors import InputError
 from optsched.instance import Instance
@@ -141,7 +141,7 @@ def capacity_bound(
     fastest = np.where(eligible, compute, np.inf).min(axis=1)
     rate = np.where(eligible, fastest[:, None] / np.where(eligible, compute, 1.0), 0.0)
     tail = np.where(eligible, sync, np.inf).min(axis=1)
-    round_time = np.array([round_lower_bound(instance, j) for j in range(n)])
+    round_time = np.array(round_lower_bounds(instance))
     path = critical_path(instance)
     work = rounds * tasks * fastest
     after = tail + fastest / 2 + round_time * (rounds - 1) / 2  # C_j ≥ M_j + after_j
