@@ -468,3 +468,42 @@ def test_finish_time_bisection_warm_or_from_scratch_is_the_same(n, m, unit, tole
     )
     elapsed = rng.choice([0.0, 1.0, 50.0], n) * rng.random(n)
     _rho_both_ways(problem, elapsed, rng.random(n) * 100 + 0.1, rng.random(n) * 50 + 1, tolerance)
+
+
+@given(st.lists(st.integers(0, 2**31), min_size=2, max_size=6))
+def test_small_lps_share_one_highs_object_without_changing_a_vertex(seeds):
+    """Small LPs solved in a row in one thread go through one cleared ``Highs`` object: each
+    gives bit for bit the vertex (and duals) of a new object, whatever the LP before it
+    asked for (interior point, a time limit, another size, an infeasible model)."""
+    from optsched.exact import highs
+
+    def random_lp(seed: int) -> dict[str, Any]:
+        rng = np.random.default_rng(seed)
+        n, m = int(rng.integers(2, 12)), int(rng.integers(1, 8))
+        a = np.where(rng.random((m, n)) < 0.6, rng.integers(-3, 4, (m, n)), 0).astype(float)
+        return {
+            "c": -rng.integers(0, 4, n).astype(float),
+            "A_ub": a,
+            "b_ub": rng.integers(-1, 6, m).astype(float),
+            "bounds": (0, float(rng.integers(1, 3))),
+            "method": str(rng.choice(["primal", "dual", "ipm"])),
+        }
+
+    def solved(lp: dict[str, Any]) -> tuple[Any, ...]:
+        r = highs.linprog(
+            lp["c"], A_ub=lp["A_ub"], b_ub=lp["b_ub"], bounds=lp["bounds"], method=lp["method"]
+        )
+        return (
+            r.status,
+            r.x.tobytes(),
+            r.fun,
+            None if r.ineqlin.marginals is None else r.ineqlin.marginals.tobytes(),
+        )
+
+    lps = [random_lp(seed) for seed in seeds]
+    shared = [solved(lp) for lp in lps]
+    fresh = []
+    for lp in lps:
+        highs._shared.highs = None  # a new object for this one
+        fresh.append(solved(lp))
+    assert shared == fresh
