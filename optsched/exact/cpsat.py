@@ -51,7 +51,7 @@ from optsched.budget import (
 )
 from optsched.check import check
 from optsched.contracts import MethodOutput, SolveContext
-from optsched.critical_path import critical_path, round_lower_bound
+from optsched.critical_path import critical_path, round_lower_bounds
 from optsched.ect import completions, ect_schedule, evaluate, incumbent
 from optsched.errors import InputError, OptschedError
 from optsched.exact.bounds import lp_time_unit, solve_time_indexed_lp, time_indexed_lp_size
@@ -171,7 +171,7 @@ class _Model:
         self.origin = min(int(job.arrival) for job in inst.jobs)
         deadline = [d - self.origin for d in deadline]
         self.gang = inst.mode == "gang"
-        self.round_length = [int(round_lower_bound(inst, j)) for j in range(inst.n_jobs)]
+        self.round_length = [int(bound) for bound in round_lower_bounds(inst)]
         self.ready: dict[tuple[int, int], Any] = {}
         self.start: dict[tuple[int, ...], Any] = {}
         self.choice: dict[tuple[int, ...], dict[int, Any]] = {}
