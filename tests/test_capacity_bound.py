@@ -29,6 +29,22 @@ def test_never_above_the_optimum(instance):
     assert result.bound <= optimum.objective * (1 + OPTIMAL_TOL)
 
 
+@settings(deadline=None, max_examples=n_examples(60))
+@given(instances(mode="gang", max_jobs=4, integer=True, positive_sync=True))
+def test_gang_holding_never_above_the_gang_optimum(instance):
+    """The gang LP (GPU time held, not only computed) keeps every relaxed row, so it is at
+    least the relaxed LP's bound, and at most the proved gang optimum."""
+    optimum = solve(instance, "cpsat", time_limit=5)
+    gang = capacity_bound(instance, optimum.objective, optimum.objective, 20)
+    relaxed = capacity_bound(
+        replace(instance, mode="relaxed"), optimum.objective, optimum.objective, 20
+    )
+    assert gang.status == relaxed.status == "optimal"
+    assert gang.bound is not None and relaxed.bound is not None
+    assert gang.bound >= relaxed.bound * (1 - 1e-7)
+    assert gang.bound <= optimum.objective * (1 + OPTIMAL_TOL)
+
+
 def _contended() -> Instance:
     """Five two-task jobs of 3 rounds at once; two fast GPUs and two four times slower."""
     jobs = tuple(
@@ -54,6 +70,16 @@ def test_sees_the_queue_for_the_fast_gpus():
     assert result.bound > 1.5 * path and result.bound > 1.05 * fluid
     # CP-SAT does not prove this optimum quickly; its best schedule is above the bound
     assert result.bound <= solve(inst, "cpsat", time_limit=1).objective
+
+
+def test_gang_rounds_hold_their_gpus_through_the_sync():
+    """In gang mode a fast GPU is held 1.5 times its compute (sync 0.5 after compute 1.0), so
+    the queue for the fast GPUs is longer than in relaxed mode."""
+    gang = replace(_contended(), mode="gang")
+    held = solve(gang, "capacity-bound")
+    computing = solve(replace(gang, mode="relaxed"), "capacity-bound")
+    assert held.bound > 1.05 * computing.bound
+    assert held.bound <= solve(gang, "cpsat", time_limit=1).objective
 
 
 def test_bound_is_the_dual_certificate_of_the_lp_optimum():

@@ -18,12 +18,18 @@ or runs on slower ones. This LP keeps GPU types (classes of identical GPUs) and 
   labelled slow, and ``C_j ≥ a_j + Σ_q y[j, q] · (a round's least duration on q)``: one slow
   task paces its whole round;
 - ``C_j ≥ critical path_j`` and ``C_j ≥ M_j + s_j + p_j / 2 + ρ̂_j (R_j − 1) / 2``, with M_j
-  the mean time at which j's work is done (read at interval starts, never late).
+  the mean time at which j's work is done (read at interval starts, never late);
+- gang mode: ``h[j, c, t]``, the GPU time class c is *held* by j in interval t, takes the
+  capacity and the K_j-at-once rows instead of ``x``. A gang task holds its GPU until its
+  round's results are ready, at least compute + sync, so ``x ≤ h`` in every interval and,
+  summed up to the end of any interval, ``(p_jc + s_jc) / p_jc · x − h ≤ s_jc · min(K_j,
+  n_c)`` (only the tasks still held then fall short, at most s_jc each), and ``≤ 0`` over
+  all time.
 
-Minimising Σ w_j C_j gives a lower bound in both modes. The value reported is not HiGHS's
-objective but the Lagrangian bound of its dual solution evaluated over the variables' boxes
-(every variable has a finite box that contains an optimal schedule), so solver tolerances
-cannot make it exceed the LP's optimum.
+Minimising Σ w_j C_j gives a lower bound in the instance's mode (the relaxed LP's in both).
+The value reported is not HiGHS's objective but the Lagrangian bound of its dual solution
+evaluated over the variables' boxes (every variable has a finite box that contains an optimal
+schedule), so solver tolerances cannot make it exceed the LP's optimum.
 """
 
 from __future__ import annotations
@@ -100,6 +106,9 @@ def capacity_lp_size(instance: Instance, intervals: int) -> tuple[int, int]:
     nonzeros = (
         4 * n_x + 2 * n * n_t + n + pairs * (instance.class_compute.shape[1] * (n_t + 2) + 2)
     )
+    if instance.mode == "gang":  # holding columns; x ≤ h and the sync-aware rows
+        variables += n_x + pairs * n_t
+        nonzeros += 2 * n_x + 4 * pairs * n_t + 3 * pairs
     return variables, nonzeros
 
 
@@ -113,7 +122,9 @@ def capacity_bound(
 ) -> CapacityLP:
     """The class-capacity LP bound (module doc) on a grid of ``intervals`` from the first
     arrival to ``horizon`` (at least the longest critical path); ``upper`` is the objective
-    of a feasible schedule (it bounds each C_j of an optimal one by ``upper / w_j``).
+    of a feasible schedule (it bounds each C_j of an optimal one by ``upper / w_j``). The
+    instance's mode picks the LP: gang mode adds the holding time (module doc), and its bound
+    holds for gang schedules only.
 
     Guarantees: the size is estimated (:func:`capacity_lp_size`) before anything of it is
     allocated, and an LP too large for :func:`~optsched.budget.lp_too_large` is not
@@ -158,19 +169,25 @@ def capacity_bound(
     x_rate = rate[x_job, x_class]
     z0, c0 = n_x, n_x + n * n_t
     y0 = c0 + n  # y: the job's rounds whose slowest class (by compute + sync) is that one
-    n_cols = y0 + len(pair_job)
+    h0 = y0 + len(pair_job)  # gang: h, GPU time held, per x column
+    gang = instance.mode == "gang"
+    # gang: U, the cumulative (pace / p) x − h of each pair up to the end of interval t < T
+    u0 = h0 + (n_x if gang else 0)
+    n_cols = u0 + (len(pair_job) * n_t if gang else 0)
     inner = x_t < n_t
     assert n_cols == variables
     if budget.expired():
         return CapacityLP(None, "time limit", variables, nonzeros)
 
-    # ≤ rows: class capacity (class, t); job's tasks at once (job, t); completion (job)
+    # ≤ rows: class capacity (class, t); job's tasks at once (job, t); completion (job); both
+    # count GPU time held (gang: h), which is GPU time computing in relaxed mode
     cap_row = x_class * n_t + x_t
     slot_row = size.size * n_t + x_job * n_t + x_t
     done_row = size.size * n_t + n * n_t + np.arange(n)
+    held = h0 + col if gang else col
     rows, cols, vals = _rows(
-        (cap_row[inner], col[inner], np.ones(inner.sum())),
-        (slot_row[inner], col[inner], np.ones(inner.sum())),
+        (cap_row[inner], held[inner], np.ones(inner.sum())),
+        (slot_row[inner], held[inner], np.ones(inner.sum())),
         (done_row[x_job], col, edges[x_t] * x_rate / work[x_job]),
         (done_row, c0 + np.arange(n), -np.ones(n)),
     )
@@ -202,8 +219,25 @@ def capacity_bound(
         (pace_row + pair_job, y0 + np.arange(len(pair_job)), duration),
         (pace_row + np.arange(n), c0 + np.arange(n), -np.ones(n)),
     ]
+    n_rows, held_b = pace_row + n, []
+    if gang:
+        # a task computes inside its hold: x ≤ h in every interval; and over the whole time a
+        # hold lasts compute + sync at least: U[pair, T − 1] + (pace / p) x − h ≤ 0 in the
+        # last interval (U, the running sum of (pace / p) x − h, is defined in A_eq)
+        ratio = pace[x_job, x_class] / compute[x_job, x_class]
+        last = np.flatnonzero(~inner)  # one x column per pair
+        end_row = n_rows + n_x + np.arange(last.size)
+        blocks += [
+            (n_rows + col, col, np.ones(n_x)),
+            (n_rows + col, h0 + col, -np.ones(n_x)),
+            (end_row, col[last], ratio[last]),
+            (end_row, h0 + col[last], -np.ones(last.size)),
+            (end_row, u0 + np.arange(last.size) * n_t + n_t - 1, np.ones(last.size)),
+        ]
+        held_b = [np.zeros(n_x + last.size)]
+        n_rows += n_x + last.size
     rows, cols, vals = _rows(*blocks)
-    a_ub = coo_matrix((vals, (rows, cols)), shape=(pace_row + n, n_cols)).tocsr()
+    a_ub = coo_matrix((vals, (rows, cols)), shape=(n_rows, n_cols)).tocsr()
     b_ub = np.concatenate(
         [
             (size[:, None] * np.diff(edges)[None, :]).ravel(),
@@ -211,6 +245,7 @@ def capacity_bound(
             -after,
             np.zeros(len(pair_job)),
             -arrival,
+            *held_b,
         ]
     )
     # = rows: all work done (job); Z[j, t] = Z[j, t-1] + work of j in interval t
@@ -225,8 +260,21 @@ def capacity_bound(
         (n + np.flatnonzero(later), z0 + np.flatnonzero(later) - 1, np.ones(later.sum())),
         (rounds_row + pair_job, y0 + np.arange(len(pair_job)), np.ones(len(pair_job))),
     )
-    a_eq = coo_matrix((vals, (rows, cols)), shape=(rounds_row + n, n_cols)).tocsr()
-    b_eq = np.concatenate([work, np.zeros(n * n_t), rounds])
+    n_eq = rounds_row + n
+    if gang:  # U[pair, t] = U[pair, t − 1] + (pace / p) x − h
+        u_col = u0 + col // (n_t + 1) * n_t + x_t
+        row = n_eq + u_col - u0
+        step = inner & (x_t > 0)
+        rows, cols, vals = _rows(
+            (rows, cols, vals),
+            (row[inner], u_col[inner], np.ones(inner.sum())),
+            (row[inner], col[inner], -ratio[inner]),
+            (row[inner], h0 + col[inner], np.ones(inner.sum())),
+            (row[step], u_col[step] - 1, -np.ones(step.sum())),
+        )
+        n_eq += len(pair_job) * n_t
+    a_eq = coo_matrix((vals, (rows, cols)), shape=(n_eq, n_cols)).tocsr()
+    b_eq = np.concatenate([work, np.zeros(n * n_t), rounds, np.zeros(n_eq - rounds_row - n)])
 
     # boxes; Z[j, t] ≤ the work of the rounds that can have started by the end of interval t
     # (round r starts at or after a_j + r·ρ̂_j; by then a round has done at most K_j·elapsed)
@@ -240,7 +288,17 @@ def capacity_bound(
         started, rounds[:, None]
     ).ravel()
     lo[c0:y0], hi[c0:y0] = path, np.maximum(path, upper / weight)
-    hi[y0:] = rounds[pair_job]
+    hi[y0:h0] = rounds[pair_job]
+    if gang:  # held at most K_j at once, and at most every round for its longest pace
+        longest = np.where(eligible, np.maximum(round_time[:, None], pace), 0.0).max(axis=1)
+        hi[h0:u0] = np.minimum(
+            np.minimum(size[x_class], tasks[x_job]) * room, (tasks * rounds * longest)[x_job]
+        )
+        # at the end of interval t, the tasks of j on class c still held are at most
+        # min(K_j, n_c), each short of at most s (its hold minus (pace / p) × its compute)
+        u_pair = np.arange(len(pair_job)).repeat(n_t)
+        lo[u0:] = -hi[h0:u0].reshape(len(pair_job), n_t + 1).sum(axis=1)[u_pair]
+        hi[u0:] = (sync * np.minimum(tasks[:, None], size[None, :]))[pair_job, pair_class][u_pair]
     cost = np.zeros(n_cols)
     cost[c0:y0] = weight
 
