@@ -74,12 +74,19 @@ def test_sees_the_queue_for_the_fast_gpus():
 
 def test_gang_rounds_hold_their_gpus_through_the_sync():
     """In gang mode a fast GPU is held 1.5 times its compute (sync 0.5 after compute 1.0), so
-    the queue for the fast GPUs is longer than in relaxed mode."""
+    on the same grid the queue for the fast GPUs is longer than in relaxed mode."""
     gang = replace(_contended(), mode="gang")
-    held = solve(gang, "capacity-bound")
-    computing = solve(replace(gang, mode="relaxed"), "capacity-bound")
+    held = capacity_bound(gang, upper=1e3, horizon=40.0, intervals=100)
+    computing = capacity_bound(
+        replace(gang, mode="relaxed"), upper=1e3, horizon=40.0, intervals=100
+    )
+    assert held.bound is not None and computing.bound is not None
     assert held.bound > 1.05 * computing.bound
     assert held.bound <= solve(gang, "cpsat", time_limit=1).objective
+    assert (
+        solve(gang, "capacity-bound").bound
+        > solve(replace(gang, mode="relaxed"), "capacity-bound").bound
+    )
 
 
 def test_bound_is_the_dual_certificate_of_the_lp_optimum():
