@@ -295,7 +295,8 @@ def capacity_bound(
             np.minimum(size[x_class], tasks[x_job]) * room, (tasks * rounds * longest)[x_job]
         )
         # at the end of interval t, the tasks of j on class c still held are at most
-        # min(K_j, n_c), each short of at most s (its hold minus (pace / p) × its compute)
+        # min(K_j, n_c), each short of at most s ((pace / p) × its compute so far, less its
+        # hold so far)
         u_pair = np.arange(len(pair_job)).repeat(n_t)
         lo[u0:] = -hi[h0:u0].reshape(len(pair_job), n_t + 1).sum(axis=1)[u_pair]
         hi[u0:] = (sync * np.minimum(tasks[:, None], size[None, :]))[pair_job, pair_class][u_pair]
