@@ -290,7 +290,8 @@ def capacity_bound(
     lo[c0:y0], hi[c0:y0] = path, np.maximum(path, upper / weight)
     hi[y0:h0] = rounds[pair_job]
     if gang:  # held at most K_j at once, and at most every round for its longest pace
-        longest = np.where(eligible, np.maximum(round_time[:, None], pace), 0.0).max(axis=1)
+        longest = np.zeros(n)  # the job's longest round: its largest pace-row duration
+        np.maximum.at(longest, pair_job, duration)
         hi[h0:u0] = np.minimum(
             np.minimum(size[x_class], tasks[x_job]) * room, (tasks * rounds * longest)[x_job]
         )
