@@ -83,7 +83,7 @@ def tiled(trace, copies: int):
     return Trace(f"{trace.name}x{copies}", jobs, trace.skipped, trace.first_skip)
 
 
-def one(case: str, policy: str) -> dict:
+def one(case: str, policy: str, engine: str = "auto") -> dict:
     """Run one (case, policy) in this process and measure it."""
     from optsched.online.run import simulate
     from optsched.traces import TraceMapping, parse_cluster, read_trace, trace_instance
@@ -95,11 +95,12 @@ def one(case: str, policy: str) -> dict:
         trace, parse_cluster(cluster), TraceMapping(quantum=quantum), mode=POLICIES[policy]
     )
     name, params = split(policy)
-    result = simulate(inst, name, params=params, record=False)
+    result = simulate(inst, name, params=params, record=False, engine=engine)
     sim = result.simulation
     return {
         "case": case,
         "policy": policy,
+        "engine": sim.engine,
         "mode": inst.mode,
         "jobs": inst.n_jobs,
         "gpus": inst.n_gpus,
@@ -121,7 +122,10 @@ def table(path: Path) -> str:
     rows: dict[tuple[str, str], list[dict]] = {}
     for line in path.read_text().splitlines():
         record = json.loads(line)
-        rows.setdefault((record["case"], record["policy"]), []).append(record)
+        label = record["policy"]
+        if record.get("engine", "python") != "python":
+            label += f" ({record['engine']})"
+        rows.setdefault((record["case"], label), []).append(record)
 
     def med(case: str, policy: str, key: str) -> float:
         return statistics.median(r[key] for r in rows[case, policy])
@@ -173,11 +177,17 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument(
         "--out", type=Path, default=ROOT / "benchmarks" / "results" / "online" / "sim-speed.jsonl"
     )
+    parser.add_argument(
+        "--engine",
+        default="auto",
+        help="simulate's engine: auto (default: compiled for hlas on the large cases when "
+        "numba is installed), python or compiled",
+    )
     parser.add_argument("--one", nargs=2, metavar=("CASE", "POLICY"), help=argparse.SUPPRESS)
     parser.add_argument("--table", action="store_true", help="only print the table of --out")
     args = parser.parse_args(argv)
     if args.one:
-        print(json.dumps(one(*args.one)))
+        print(json.dumps(one(*args.one, engine=args.engine)))
         return 0
     if args.table:
         print(table(args.out))
@@ -189,7 +199,7 @@ def main(argv: list[str] | None = None) -> int:
         for policy in args.policies.split(","):
             for repeat in range(args.repeats):
                 done = subprocess.run(
-                    [sys.executable, __file__, "--one", case, policy],
+                    [sys.executable, __file__, "--one", case, policy, "--engine", args.engine],
                     capture_output=True,
                     text=True,
                     check=True,

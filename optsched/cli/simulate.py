@@ -47,6 +47,15 @@ def add_parser(sub: Any) -> None:
     )
     p.add_argument("--progress", action="store_true", help="progress on stderr (default: none)")
     p.add_argument(
+        "--engine",
+        choices=("auto", "python", "compiled"),
+        default="auto",
+        help="what runs the simulation, the same schedule either way: python (the event "
+        "engine), compiled (hlas as one compiled loop; needs numba: pip install "
+        "'optsched[fast]') or auto (compiled for hlas on 100,000 tasks or more when numba "
+        "is installed; default)",
+    )
+    p.add_argument(
         "--out", metavar="SCHEDULE", help="write the schedule here (default: not written)"
     )
     p.add_argument(
@@ -93,6 +102,7 @@ def run(args: argparse.Namespace) -> int:
         stream_to=args.out if args.no_record else None,
         bound=args.bound,
         bound_time_limit=args.bound_time_limit,
+        engine=args.engine,
     )
     sim = result.simulation
     assert sim is not None  # simulate always returns its simulation

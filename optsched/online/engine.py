@@ -393,7 +393,7 @@ class ProgressObserver(Observer):
 class Simulation:
     """What a simulation produced: the instance it ran on (the realised one, for the basic
     model's noise), the schedule (when recorded), the objective Σ w_j C_j and metrics
-    (:class:`MetricsObserver`), and counters."""
+    (:class:`MetricsObserver`), counters, and the engine that ran it."""
 
     instance: Instance
     schedule: Schedule | None
@@ -403,6 +403,9 @@ class Simulation:
     events: int
     decisions: int
     runtime_s: float
+    #: what ran it: ``python`` (this event engine) or ``compiled``
+    #: (:mod:`optsched.online._hlas_compiled`)
+    engine: str = "python"
 
     @property
     def events_per_s(self) -> float:

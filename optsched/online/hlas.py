@@ -15,7 +15,7 @@ from __future__ import annotations
 import bisect
 import heapq
 import math
-from collections.abc import Iterable, Iterator, Mapping, Sequence
+from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from itertools import repeat
 from typing import Any, Literal
@@ -23,7 +23,7 @@ from typing import Any, Literal
 import numpy as np
 
 from optsched.errors import InputError
-from optsched.online.engine import Decision
+from optsched.online.engine import Decision, Simulation
 from optsched.online.simulator import (
     JobState,
     SizeDistribution,
@@ -218,6 +218,32 @@ class HLAS:
         if self.starvation <= 0 or not self._level(job):
             return math.inf
         return after(now, job.last_start + self.starvation * job.tasks_started * job.fastest)
+
+    def compiled_engine(
+        self, mode: str, tick: float | None, event_driven: bool
+    ) -> Callable[..., Simulation]:
+        """The compiled simulation of this policy
+        (:func:`optsched.online._hlas_compiled.simulate_hlas`: the same runs).
+
+        Raises
+        ------
+        InputError
+            A run it does not cover: a subclass, ``form=continuous``, mapping C, gang mode,
+            a tick or heartbeat.
+        ImportError
+            numba is not installed.
+        """
+        if type(self) is not HLAS:
+            raise InputError(f"{type(self).__name__} is not hlas itself")
+        if self.form != "queues" or self.mapping not in ("A", "B"):
+            raise InputError("the compiled hlas covers form=queues with mapping A or B")
+        if mode != "relaxed":
+            raise InputError("the compiled hlas runs in relaxed mode")
+        if tick is not None or not event_driven:
+            raise InputError("the compiled hlas decides at every instant (no tick or heartbeat)")
+        from optsched.online._hlas_compiled import simulate_hlas
+
+        return simulate_hlas
 
     def waiting_queue(self, states: dict[int, JobState]) -> WaitingQueue:
         """Mapping B's queue also indexes each level's jobs per GPU speed class."""

@@ -38,6 +38,7 @@ def simulate(
     stream_to: str | Path | None = None,
     bound: str = "fluid",
     bound_time_limit: float | None = CAPACITY_TIME_LIMIT,
+    engine: str = "auto",
 ) -> Result[Schedule]:
     """Simulate the registered ``simulate`` method ``policy`` on ``instance`` (in ``mode``,
     default the instance's); the Result
@@ -63,7 +64,10 @@ def simulate(
     simulation runs, never holding it in memory (put in place atomically when the run
     succeeds; not checked), for both execution models. The policy raising while it is built
     or while it decides (anything but an InputError or a PolicyError, exits included) is a
-    :class:`~optsched.errors.MethodError` naming it and its plug-in.
+    :class:`~optsched.errors.MethodError` naming it and its plug-in. ``engine`` (``auto``,
+    ``python`` or ``compiled``: :func:`~optsched.online.simulator.run_simulation`) says
+    what runs the basic model, the same schedule either way; ``extra["engine"]`` says which
+    ran.
     """
     check_level(bound)
     check_time_limit(bound_time_limit, "--bound-time-limit")
@@ -98,6 +102,7 @@ def simulate(
                 record=record,
                 progress=progress,
                 observers=streamer,
+                engine=engine,
             )
         if out is not None:
             streamer[0].close()
@@ -141,6 +146,7 @@ def simulate(
         extra["policy"] = report()
     # honest output: without a recorded schedule nothing was checked
     extra.update(
+        engine=sim.engine,
         checked=sim.schedule is not None,
         events=sim.events,
         decisions=sim.decisions,

@@ -42,7 +42,7 @@ from __future__ import annotations
 import bisect
 import heapq
 import math
-from collections.abc import Iterable, Iterator, KeysView, Sequence
+from collections.abc import Callable, Iterable, Iterator, KeysView, Sequence
 from dataclasses import dataclass, field
 from functools import cached_property
 from typing import Any, Protocol, cast
@@ -442,6 +442,9 @@ class Policy(Protocol):
       cannot run on; :func:`optsched.simulate` calls it before the run.
     - ``report()``: a JSON-ready dict of what the policy did (e.g. its solves), which
       :func:`optsched.simulate` puts in the result's ``extra["policy"]`` after the run.
+    - ``compiled_engine(mode, tick, event_driven)``: a function that makes this policy's
+      run without the event engine, with the same result (:func:`run_simulation`'s
+      ``engine``; HLAS has one), or an InputError saying why not.
 
     A policy without ``priority`` sees the waiting jobs by arrival. ``calibrate(sizes)``
     receives the workload's :class:`SizeDistribution` once before the run (a policy that
@@ -522,10 +525,17 @@ def run_simulation(
     record: bool = True,
     progress: bool = False,
     observers: Sequence[Observer] = (),
+    engine: str = "auto",
 ) -> Simulation:
     """Run ``policy`` online on ``instance`` (in the instance's mode), with its execution
     model: the basic one here, the cluster one (:mod:`optsched.online.cluster`) for a policy
     whose ``execution`` is ``"cluster"``.
+
+    ``engine`` (:data:`ENGINES`) chooses how the basic model runs: ``python``, the event
+    engine; ``compiled``, HLAS as one compiled loop (:mod:`optsched.online._hlas_compiled`:
+    the same schedule task by task, needs numba; an InputError says why a run cannot take
+    it); ``auto`` (default), the compiled loop where it applies, numba is installed and the
+    instance has at least :data:`COMPILED_FROM_TASKS` tasks, else the event engine.
 
     Policies decide on profiled times (``instance``); execution uses :func:`realise` with
     ``noise``/``switch_cost``/``seed`` (basic model; a cluster policy draws its random
@@ -538,11 +548,14 @@ def run_simulation(
     InputError
         A policy that does not support the instance's mode; a bad noise, switch cost or tick
         (in [:data:`~optsched.options.MIN_PERIOD`, MAX_VALUE] s); heartbeat ticks that delay a
-        task start past MAX_START; noise, switch cost or tick for a cluster policy.
+        task start past MAX_START; noise, switch cost or tick for a cluster policy; an
+        unknown engine, or ``engine="compiled"`` for a run it does not cover.
     PolicyError
         An impossible decision, or a policy that leaves waiting work with nothing left to
         happen.
     """
+    if engine not in ENGINES:
+        raise InputError(f"engine must be one of {', '.join(ENGINES)}, got {engine!r}")
     if execution_model(policy) == "cluster":
         if noise or switch_cost or tick is not None or not event_driven:
             raise InputError(
@@ -578,9 +591,14 @@ def run_simulation(
     if not event_driven and tick is None:
         raise InputError("scheduling only at ticks needs a tick period")
     real = realise(instance, noise=noise, switch_cost=switch_cost, seed=seed)
+    compiled = _compiled(policy, instance, tick, event_driven, engine)
     calibrate = getattr(policy, "calibrate", None)
     if callable(calibrate):
         calibrate(size_distribution(instance))
+    if compiled is not None:
+        return compiled(
+            instance, real, policy, record=record, progress=progress, observers=observers
+        )
     return _BasicEngine(
         instance,
         real,
@@ -591,6 +609,37 @@ def run_simulation(
         progress=progress,
         observers=observers,
     ).run()
+
+
+#: The engines of the basic model (:func:`run_simulation`'s ``engine``).
+ENGINES = ("auto", "python", "compiled")
+#: The smallest instance (in tasks) on which ``engine="auto"`` takes the compiled HLAS:
+#: below it, importing numba and loading the compiled code (about 0.7 s of CPU, 100 MB)
+#: costs about as much as it saves.
+COMPILED_FROM_TASKS = 100_000
+
+
+def _compiled(
+    policy: Policy, instance: Instance, tick: float | None, event_driven: bool, engine: str
+) -> Callable[..., Simulation] | None:
+    """The compiled simulation to run instead of the event engine (the policy's
+    ``compiled_engine``), or None."""
+    if engine == "python" or (engine == "auto" and instance.n_tasks < COMPILED_FROM_TASKS):
+        return None
+    offer = getattr(policy, "compiled_engine", None)
+    try:
+        if not callable(offer):
+            raise InputError(f"policy {policy.name!r} has no compiled engine")
+        return cast("Callable[..., Simulation]", offer(instance.mode, tick, event_driven))
+    except InputError as exc:
+        if engine == "compiled":
+            raise InputError(f"engine=compiled: {exc}") from None
+    except ImportError as exc:  # numba is an optional dependency
+        if engine == "compiled":
+            raise InputError(
+                f'engine=compiled needs numba ({exc}): pip install "optsched[fast]"'
+            ) from None
+    return None
 
 
 def execution_model(policy: object) -> str:

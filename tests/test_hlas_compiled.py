@@ -1,0 +1,209 @@
+"""The compiled HLAS engine against the Python event engine: the same schedule task by task,
+the same events, decisions, metrics, observer calls and policy state, on random instances
+and options; and how a run chooses its engine."""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from optsched import GPU, Instance, Job, check
+from optsched.errors import InputError
+from optsched.online import simulator
+from optsched.online.engine import Observer
+from optsched.online.hlas import HLAS
+from optsched.online.run import simulate
+from optsched.online.simulator import run_simulation
+from optsched.testing import instances
+
+hlas_compiled = pytest.importorskip("optsched.online._hlas_compiled")  # needs numba
+
+POLICIES = st.builds(
+    HLAS,
+    thresholds=st.sampled_from([None, None, (1.0,), (2.0, 6.0), (0.5, 3.0, 9.0)]),
+    starvation=st.sampled_from([0.0, 0.5, 0.5, 2.0]),
+    mapping=st.sampled_from(["A", "B", "B"]),
+    quantiles=st.sampled_from([(0.5, 0.8), (0.5,), (0.2, 0.4, 0.9)]),
+    calibration=st.sampled_from(["history", "history", "workload"]),
+)
+
+
+@st.composite
+def relaxed_instances(draw: st.DrawFn) -> Instance:
+    """Relaxed instances with up to 8 jobs of up to 6 rounds on up to 6 GPUs; some with
+    sync times that differ between GPUs of one type, some with every job arriving at 0."""
+    inst = draw(instances(mode="relaxed", max_jobs=8, max_gpus=6, max_rounds=6, max_k=4))
+    per_gpu = draw(st.booleans())
+    together = draw(st.booleans())
+    jobs = []
+    for job in inst.jobs:
+        sync_by_gpu = None
+        if per_gpu:
+            sync_by_gpu = {
+                g.id: draw(st.sampled_from([0.0, 0.5, 1.25, 3.0]))
+                for g in inst.gpus
+                if g.type in job.compute
+            }
+        jobs.append(
+            Job(
+                id=job.id,
+                arrival=0.0 if together else job.arrival,
+                weight=job.weight,
+                rounds=job.rounds,
+                tasks_per_round=job.tasks_per_round,
+                compute=dict(job.compute),
+                sync=None if per_gpu else job.sync,
+                sync_by_gpu=sync_by_gpu,
+            )
+        )
+    return Instance(inst.name, tuple(jobs), inst.gpus, mode="relaxed")
+
+
+class Calls(Observer):
+    """Every hook call, in order."""
+
+    def __init__(self) -> None:
+        self.calls: list[tuple] = []
+
+    def on_task(self, job, round_, task, gpu, start, busy_until):
+        self.calls.append(("task", job, round_, task, gpu, start, busy_until))
+
+    def on_held(self, gpu, start, end):
+        self.calls.append(("held", gpu, start, end))
+
+    def on_job_done(self, job, completion):
+        self.calls.append(("done", job, completion))
+
+
+def both(inst, make, **kw):
+    """The Python engine's and the compiled engine's runs (with their observers' calls
+    and policies)."""
+    out = []
+    for engine in ("python", "compiled"):
+        policy, calls = make(), Calls()
+        sim = run_simulation(inst, policy, engine=engine, observers=[calls], **kw)
+        out.append((sim, calls.calls, policy))
+    return out
+
+
+def assert_same(python, compiled):
+    (a, calls_a, pa), (b, calls_b, pb) = python, compiled
+    assert a.schedule.tasks == b.schedule.tasks
+    assert calls_a == calls_b
+    assert (a.events, a.decisions, a.objective) == (b.events, b.decisions, b.objective)
+    assert a.metrics == b.metrics
+    assert np.array_equal(a.completion, b.completion)
+    assert pa.levels == pb.levels
+    assert pa._entered == pb._entered
+    assert (pa._history and pa._history.sizes) == (pb._history and pb._history.sizes)
+
+
+@settings(max_examples=300, deadline=None)
+@given(relaxed_instances(), POLICIES, st.sampled_from([0.0, 0.0, 0.3]), st.integers(0, 3))
+def test_compiled_hlas_makes_the_python_engines_run(inst, policy, noise, seed):
+    def make():
+        return HLAS(
+            policy.thresholds,
+            policy.starvation,
+            policy.mapping,
+            quantiles=policy.quantiles,
+            calibration=policy.calibration,
+        )
+
+    python, compiled = both(inst, make, noise=noise, switch_cost=noise / 3, seed=seed)
+    assert_same(python, compiled)
+    report = check(compiled[0].instance, compiled[0].schedule)
+    assert report.feasible, report.violations[:1]
+
+
+@settings(max_examples=60, deadline=None)
+@given(relaxed_instances(), POLICIES)
+def test_buffers_that_fill_and_grow_change_nothing(inst, policy):
+    """A replay buffer of one decision and a revisit heap with no slack: the loop returns
+    to Python to flush and to grow, and resumes where it was."""
+
+    def make():
+        return HLAS(policy.thresholds, policy.starvation, policy.mapping)
+
+    with pytest.MonkeyPatch.context() as patch:
+        patch.setattr(hlas_compiled, "LOG_ENTRIES", 1)
+        patch.setattr(hlas_compiled, "REVISIT_SLACK", 0)
+        assert_same(*both(inst, make))
+
+
+def test_a_long_run_with_promotions_and_new_thresholds():
+    """Forty jobs of up to 30 rounds arriving over time on three GPU types: starvation
+    promotions, thresholds re-derived at 1, 2, 4, ... 32 finished jobs, idle GPUs of every
+    class at once."""
+    rng = np.random.default_rng(7)
+    gpus = tuple(GPU(f"g{i}", t) for i, t in enumerate(["A"] * 3 + ["B"] * 4 + ["C"] * 2))
+    jobs = []
+    for j in range(40):
+        types = [t for t in "ABC" if rng.random() < 0.8] or ["B"]
+        jobs.append(
+            Job(
+                id=f"j{j}",
+                arrival=float(rng.integers(0, 200)),
+                weight=float(rng.integers(1, 4)),
+                rounds=int(rng.integers(1, 31)),
+                tasks_per_round=int(rng.integers(1, 5)),
+                compute={t: float(rng.uniform(1, 20)) for t in types},
+                sync={t: float(rng.uniform(0, 2)) for t in types},
+            )
+        )
+    inst = Instance("long", tuple(jobs), gpus, mode="relaxed")
+    python, compiled = both(inst, lambda: HLAS(starvation=0.3))
+    assert_same(python, compiled)
+    assert python[2]._entered  # some job was promoted
+    assert len(python[2]._history.sizes) == 40
+
+
+def test_auto_takes_the_compiled_engine_from_its_size(monkeypatch):
+    inst = Instance(
+        "two",
+        (
+            Job("a", 0.0, 1.0, 3, 2, compute={"A": 1.0}),
+            Job("b", 1.0, 1.0, 2, 1, compute={"A": 2.0}),
+        ),
+        (GPU("g0", "A"), GPU("g1", "A")),
+    )
+    used = []
+    real = hlas_compiled.simulate_hlas
+    monkeypatch.setattr(
+        hlas_compiled, "simulate_hlas", lambda *a, **k: used.append(1) or real(*a, **k)
+    )
+    small = run_simulation(inst, HLAS())
+    assert not used
+    monkeypatch.setattr(simulator, "COMPILED_FROM_TASKS", inst.n_tasks)
+    large = run_simulation(inst, HLAS())
+    assert used
+    assert small.schedule.tasks == large.schedule.tasks
+    result = simulate(inst, "hlas", engine="compiled")
+    assert result.objective == pytest.approx(small.objective)
+
+
+@pytest.mark.parametrize(
+    ("policy", "kw", "message"),
+    [
+        (HLAS(mapping="C"), {}, "mapping A or B"),
+        (HLAS(form="continuous"), {}, "form=queues"),
+        (HLAS(), {"tick": 10.0}, "no tick"),
+        ("tiresias", {}, "has no compiled engine"),
+    ],
+)
+def test_compiled_refuses_what_it_does_not_cover(policy, kw, message):
+    inst = Instance("one", (Job("a", 0.0, 1.0, 1, 1, compute={"A": 1.0}),), (GPU("g", "A"),))
+    if isinstance(policy, str):
+        with pytest.raises(InputError, match=message):
+            simulate(inst.with_mode("gang"), policy, engine="compiled")
+        return
+    with pytest.raises(InputError, match=message):
+        run_simulation(inst, policy, engine="compiled", **kw)
+    with pytest.raises(InputError, match="engine must be one of"):
+        run_simulation(inst, policy, engine="fast")
+    # auto falls back to the Python engine
+    assert math.isfinite(run_simulation(inst, policy, **kw).objective)
