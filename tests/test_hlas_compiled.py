@@ -14,7 +14,7 @@ from hypothesis import strategies as st
 from optsched import GPU, Instance, Job, check
 from optsched.errors import InputError
 from optsched.online import simulator
-from optsched.online.engine import Observer
+from optsched.online.engine import Observer, ProgressObserver
 from optsched.online.hlas import HLAS
 from optsched.online.run import simulate
 from optsched.online.simulator import run_simulation
@@ -207,3 +207,18 @@ def test_compiled_refuses_what_it_does_not_cover(policy, kw, message):
         run_simulation(inst, policy, engine="fast")
     # auto falls back to the Python engine
     assert math.isfinite(run_simulation(inst, policy, **kw).objective)
+
+
+def test_the_progress_line_counts_every_task(monkeypatch, capsys):
+    """The compiled engine tells the progress line its counts in bulk: the last line has
+    every task started, as the event engine's does."""
+    monkeypatch.setattr(ProgressObserver, "EVERY", 0.0)
+    inst = Instance(
+        "three",
+        tuple(Job(f"j{k}", float(k), 1.0, 4, 2, compute={"A": 1.0 + k}) for k in range(3)),
+        (GPU("g0", "A"), GPU("g1", "A"), GPU("g2", "A")),
+    )
+    for engine in ("python", "compiled"):
+        run_simulation(inst, HLAS(), engine=engine, progress=True, record=False)
+        lines = capsys.readouterr().err.splitlines()
+        assert lines and f"{inst.n_tasks}/{inst.n_tasks} tasks" in lines[-1], engine

@@ -20,9 +20,11 @@ run: a job's place in each order never changes while it waits, only whether it i
 Two things stay in Python. The queue thresholds derived from finished jobs
 (``calibration=history``) are computed by the policy's own code: the loop returns each time
 the number of finished jobs reaches a power of two, when the thresholds may change, and
-resumes. Observers other than the metrics (the recorded or streamed schedule, the progress
-line, a user's) receive every hook call in the engine's order, replayed from a buffer each
-time it fills; the metrics are kept in the loop, summed in the same order.
+resumes. Observers other than the metrics (the recorded or streamed schedule, a user's)
+receive every hook call in the engine's order, replayed from a buffer each time it fills;
+the progress line gets the buffer's counts
+(:meth:`~optsched.online.engine.ProgressObserver.advance`); the metrics are kept in the
+loop, summed in the same order.
 """
 
 from __future__ import annotations
@@ -731,10 +733,27 @@ def _hooks(observers: Sequence[Observer], hook: str) -> list[Any]:
     ]
 
 
-def _replay(loop: Any, on_task: list[Any], on_held: list[Any], on_done: list[Any]) -> None:
-    """Give the observers the hook calls in the buffer, in order, and empty it."""
+def _replay(
+    loop: Any,
+    on_task: list[Any],
+    on_held: list[Any],
+    on_done: list[Any],
+    reporter: ProgressObserver | None,
+) -> None:
+    """Give the observers the hook calls in the buffer, in order, and the progress line its
+    counts; empty the buffer."""
     k = int(loop.i[I_LOG])
     loop.i[I_LOG] = 0
+    if reporter is not None and k:
+        kinds = loop.log_kind[:k]
+        starts = np.flatnonzero(kinds == _ON_TASK)
+        reporter.advance(
+            len(starts),
+            int(np.count_nonzero(kinds == _ON_DONE)),
+            float(loop.log_float[starts[-1], 0]) if len(starts) else float(loop.f[F_NOW]),
+        )
+    if not (on_task or on_held or on_done):
+        return
     for kind, (a, b, c, d), (x, y) in zip(
         loop.log_kind[:k].tolist(),
         loop.log_int[:k].tolist(),
@@ -766,22 +785,20 @@ def simulate_hlas(
     observers' calls (the schedule with ``record``, progress with ``progress``)."""
     started = time.perf_counter()
     recorder = ScheduleRecorder(real) if record else None
-    everyone = [
-        *([recorder] if recorder else []),
-        *([ProgressObserver(real)] if progress else []),
-        *observers,
-    ]
+    everyone = [*([recorder] if recorder else []), *observers]
     on_task, on_held, on_done = (
         _hooks(everyone, hook) for hook in ("on_task", "on_held", "on_job_done")
     )
-    logging = bool(on_task or on_held or on_done)
+    # the progress line is told in bulk, from the buffer's counts
+    reporter = ProgressObserver(real) if progress else None
+    logging = bool(on_task or on_held or on_done or reporter)
     jobs, states, gpus, trees, loop = _prepare(profiled, real, policy, logging)
     history = policy._history
     fed = 0  # finished sizes given to the policy's history
     while True:
         status = _run(jobs, states, gpus, trees, loop)
         if logging:
-            _replay(loop, on_task, on_held, on_done)
+            _replay(loop, on_task, on_held, on_done, reporter)
         if status == DONE:
             break
         if status == GROW:

@@ -370,22 +370,28 @@ class ProgressObserver(Observer):
     def on_task(
         self, job: int, round_: int, task: int, gpu: int, start: float, busy_until: float
     ) -> None:
-        self.tasks += 1
+        self.advance(1, 0, start)
+
+    def on_job_done(self, job: int, completion: float) -> None:
+        self.advance(0, 1, completion)
+
+    def advance(self, tasks: int, jobs: int, at: float) -> None:
+        """``tasks`` more tasks started and ``jobs`` more jobs done, up to simulated time
+        ``at`` (one call for many: a compiled engine's way to report)."""
+        self.tasks += tasks
+        self.jobs += jobs
         now = time.perf_counter()
-        if now - self.last >= self.EVERY:
+        if tasks and now - self.last >= self.EVERY:
             self.last = now
             back = "\r" if self.terminal else ""  # a terminal's line is rewritten in place
             print(
-                f"{back}simulated t={start:.0f} s: {self.tasks}/{self.total_tasks} tasks, "
+                f"{back}simulated t={at:.0f} s: {self.tasks}/{self.total_tasks} tasks, "
                 f"{self.jobs}/{self.total_jobs} jobs done, {now - self.started:.0f} s",
                 end="" if self.terminal else "\n",
                 file=self.stream,
                 flush=True,
             )
-
-    def on_job_done(self, job: int, completion: float) -> None:
-        self.jobs += 1
-        if self.terminal and self.jobs == self.total_jobs and self.last > self.started:
+        if jobs and self.terminal and self.jobs == self.total_jobs and self.last > self.started:
             print(file=self.stream)
 
 
