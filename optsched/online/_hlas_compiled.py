@@ -97,14 +97,15 @@ Jobs = namedtuple(
 #: Each job's state, updated in place (``left``/``left_stamp``: tasks left in one decision).
 States = namedtuple(
     "States",
-    "waiting running started rounds_done last_start entered round_ready active "
+    "waiting started rounds_done last_start entered round_ready active "
     "queued level counted left left_stamp completion",
 )
 #: The GPUs: speed class, realised profile class, place in its class, idle state.
 Gpus = namedtuple(
     "Gpus", "speed_class profile_class position members idle on_gpu taken busy idle_in_class"
 )
-#: The Fenwick trees (per level; per level and class; per class) and per-level counts.
+#: Fenwick trees: the waiting jobs per level by queue order, per (level, speed class) by
+#: speed-up and by time; the jobs and their waiting tasks per level.
 Trees = namedtuple("Trees", "queue gain fast queued tasks")
 #: Scalars, thresholds, the heaps, scratch buffers, the replay buffer, finished sizes.
 Loop = namedtuple(
@@ -443,7 +444,6 @@ def _start_task(j: int, g: int, now: float, jobs: Any, st: Any, gpus: Any, loop:
     c = jobs.compute[j, p]
     task = jobs.tasks[j] - st.waiting[j]
     st.waiting[j] -= 1
-    st.running[j] += 1
     gpus.on_gpu[g] = j
     st.started[j] += 1
     st.last_start[j] = now
@@ -471,7 +471,6 @@ def _handle(
         loop.i[I_IDLE] += 1
         j = gpus.on_gpu[who]
         if j >= 0:
-            st.running[j] -= 1
             gpus.on_gpu[who] = -1
             if st.waiting[j]:
                 _queue(j, now, jobs, st, trees, loop)
@@ -621,37 +620,39 @@ def _prepare(profiled: Instance, real: Instance, policy: HLAS, logging: bool) ->
         fast_rank[c, idx[by_time]] = np.arange(len(idx))
         fast_time[c, : len(idx)] = t[by_time]
     jobs = Jobs(
-        arrival,
-        np.array([job.weight for job in profiled.jobs], dtype=float),
-        np.array([job.tasks_per_round for job in profiled.jobs], dtype=np.int64),
-        np.array([job.rounds for job in real.jobs], dtype=np.int64),
-        fastest,
-        by_class,
-        np.ascontiguousarray(real.class_compute, dtype=float),
-        np.ascontiguousarray(real.class_sync, dtype=float),
-        queue_rank,
-        queue_job.astype(np.int64),
-        gain_rank,
-        gain_job,
-        fast_rank,
-        fast_time,
+        arrival=arrival,
+        weight=np.array([job.weight for job in profiled.jobs], dtype=float),
+        tasks=np.array([job.tasks_per_round for job in profiled.jobs], dtype=np.int64),
+        rounds=np.array([job.rounds for job in real.jobs], dtype=np.int64),
+        fastest=fastest,
+        by_class=by_class,
+        compute=np.ascontiguousarray(real.class_compute, dtype=float),
+        sync=np.ascontiguousarray(real.class_sync, dtype=float),
+        queue_rank=queue_rank,
+        queue_job=queue_job.astype(np.int64),
+        gain_rank=gain_rank,
+        gain_job=gain_job,
+        fast_rank=fast_rank,
+        fast_time=fast_time,
     )
-    zeros = lambda dtype: np.zeros(n, dtype=dtype)  # noqa: E731
+
+    def zeros(dtype: Any) -> np.ndarray:
+        return np.zeros(n, dtype=dtype)
+
     states = States(
-        zeros(np.int64),
-        zeros(np.int64),
-        zeros(np.int64),
-        zeros(np.int64),
-        zeros(float),
-        zeros(float),
-        arrival.copy(),
-        zeros(np.bool_),
-        zeros(np.bool_),
-        zeros(np.int64),
-        zeros(np.int64),
-        zeros(np.int64),
-        zeros(np.int64),
-        np.full(n, np.nan),
+        waiting=zeros(np.int64),
+        started=zeros(np.int64),
+        rounds_done=zeros(np.int64),
+        last_start=zeros(float),
+        entered=zeros(float),
+        round_ready=arrival.copy(),
+        active=zeros(np.bool_),
+        queued=zeros(np.bool_),
+        level=zeros(np.int64),
+        counted=zeros(np.int64),
+        left=zeros(np.int64),
+        left_stamp=zeros(np.int64),
+        completion=np.full(n, np.nan),
     )
     speed_class = np.array(class_of, dtype=np.int64)
     sizes = np.bincount(speed_class, minlength=n_classes)
@@ -663,23 +664,23 @@ def _prepare(profiled: Instance, real: Instance, policy: HLAS, logging: bool) ->
         members[c, : len(of_c)] = of_c
         position[of_c] = np.arange(len(of_c))
     gpus = Gpus(
-        speed_class,
-        np.asarray(real.gpu_class, dtype=np.int64),
-        position,
-        members,
-        _fenwick((n_classes,), widest, sizes),  # every GPU idle
-        np.full(n_gpus, -1, dtype=np.int64),
-        np.zeros(n_gpus, dtype=np.int64),
-        np.zeros(n_gpus),
-        sizes.astype(np.int64),
+        speed_class=speed_class,
+        profile_class=np.asarray(real.gpu_class, dtype=np.int64),
+        position=position,
+        members=members,
+        idle=_fenwick((n_classes,), widest, sizes),  # every GPU idle
+        on_gpu=np.full(n_gpus, -1, dtype=np.int64),
+        taken=np.zeros(n_gpus, dtype=np.int64),
+        busy=np.zeros(n_gpus),
+        idle_in_class=sizes.astype(np.int64),
     )
     depth = max(len(policy.levels), len(policy.quantiles)) + 1
     trees = Trees(
-        _fenwick((depth,), n),
-        _fenwick((depth, n_classes), n),
-        _fenwick((depth, n_classes), n),
-        np.zeros(depth, dtype=np.int64),
-        np.zeros(depth, dtype=np.int64),
+        queue=_fenwick((depth,), n),
+        gain=_fenwick((depth, n_classes), n),
+        fast=_fenwick((depth, n_classes), n),
+        queued=np.zeros(depth, dtype=np.int64),
+        tasks=np.zeros(depth, dtype=np.int64),
     )
     ints = np.zeros(N_INTS, dtype=np.int64)
     ints[[I_SEQ, I_UNFINISHED, I_HEAP]] = n  # every arrival pushed, numbered 1..n
@@ -699,28 +700,29 @@ def _prepare(profiled: Instance, real: Instance, policy: HLAS, logging: bool) ->
     heap_t[:n], heap_seq[:n] = arrival[queue_job], queue_job + 1
     heap_kind[:n], heap_what[:n] = _ARRIVE, queue_job
     log = max(LOG_ENTRIES, 2 * n_gpus + 1) if logging else 1
+    revisits = 4 * n + 2 * n_gpus + REVISIT_SLACK
     loop = Loop(
-        ints,
-        floats,
-        levels,
-        heap_t,
-        heap_seq,
-        heap_kind,
-        heap_what,
-        np.zeros(4 * n + 2 * n_gpus + REVISIT_SLACK),
-        np.zeros(4 * n + 2 * n_gpus + REVISIT_SLACK, dtype=np.int64),
-        np.zeros(n_gpus, dtype=np.int64),
-        np.zeros(n_gpus, dtype=np.int64),
-        np.zeros(n_gpus, dtype=np.int64),
-        np.zeros(n, dtype=np.int64),
-        np.zeros(n_classes, dtype=np.int64),
-        np.zeros(n_classes),
-        np.zeros(n_classes, dtype=np.int64),
-        np.zeros(n_classes, dtype=np.int64),
-        np.zeros(log, dtype=np.int64),
-        np.zeros((log, 4), dtype=np.int64),
-        np.zeros((log, 2)),
-        np.zeros(n),
+        i=ints,
+        f=floats,
+        levels=levels,
+        heap_t=heap_t,
+        heap_seq=heap_seq,
+        heap_kind=heap_kind,
+        heap_what=heap_what,
+        rev_t=np.zeros(revisits),
+        rev_job=np.zeros(revisits, dtype=np.int64),
+        dec_job=np.zeros(n_gpus, dtype=np.int64),
+        dec_gpu=np.zeros(n_gpus, dtype=np.int64),
+        touched=np.zeros(n_gpus, dtype=np.int64),
+        due=np.zeros(n, dtype=np.int64),
+        cursor=np.zeros(n_classes, dtype=np.int64),
+        keys=np.zeros(n_classes),
+        group=np.zeros(n_classes, dtype=np.int64),
+        pos=np.zeros(n_classes, dtype=np.int64),
+        log_kind=np.zeros(log, dtype=np.int64),
+        log_int=np.zeros((log, 4), dtype=np.int64),
+        log_float=np.zeros((log, 2)),
+        history=np.zeros(n),
     )
     return jobs, states, gpus, trees, loop
 
