@@ -222,3 +222,38 @@ def test_the_progress_line_counts_every_task(monkeypatch, capsys):
         run_simulation(inst, HLAS(), engine=engine, progress=True, record=False)
         lines = capsys.readouterr().err.splitlines()
         assert lines and f"{inst.n_tasks}/{inst.n_tasks} tasks" in lines[-1], engine
+
+
+def test_thresholds_changing_many_times_in_one_instant_keep_room_for_revisits():
+    """64 jobs finishing at one instant change the thresholds seven times (at 1, 2, 4, ...,
+    64 finished), each re-keying 500 waiting jobs that push a revisit, more than one
+    instant's room: the loop returns to Python in the middle of the instant each time,
+    which makes room then."""
+    jobs = [Job("hog", 0.0, 1.0, 1, 1, compute={"B": 100.0})]
+    jobs += [Job(f"big{i}", 0.0, 1.0, 2, 1, compute={"C": 1.0}) for i in range(500)]
+    jobs += [
+        Job(f"small{i}", 0.0, 1.0, 1, 1, compute={"A": 1.0, "B": 0.5 + 0.001 * i})
+        for i in range(64)
+    ]
+    gpus = [GPU("b0", "B"), *(GPU(f"c{i}", "C") for i in range(500))]
+    gpus += [GPU(f"a{i}", "A") for i in range(64)]
+    inst = Instance("rekeys", tuple(jobs), tuple(gpus), mode="relaxed")
+    with pytest.MonkeyPatch.context() as patch:
+        patch.setattr(hlas_compiled, "REVISIT_SLACK", 0)
+        assert_same(*both(inst, lambda: HLAS(starvation=2.0, mapping="A")))
+
+
+def test_a_job_promoted_with_no_service_is_remembered():
+    """A threshold of 0 (possible from Python) puts a job that has not started in queue 1,
+    and starvation promotes it with service 0: both engines remember that promotion."""
+    inst = Instance(
+        "zero",
+        (
+            Job("a", 0.0, 1.0, 2, 1, compute={"A": 1.0}),
+            Job("b", 0.0, 1.0, 1, 1, compute={"A": 1.0}),
+        ),
+        (GPU("g", "A"),),
+    )
+    python, compiled = both(inst, lambda: HLAS(thresholds=(0.0,), mapping="A"))
+    assert_same(python, compiled)
+    assert compiled[2]._entered == {0: 1.0, 1: 0.0}

@@ -83,8 +83,9 @@ _ON_TASK, _ON_HELD, _ON_DONE = 0, 1, 2
     I_HISTORY,
     I_LOGGING,
     I_DONE,
+    I_MARGIN,
     N_INTS,
-) = range(18)
+) = range(19)
 # ... and its float scalars (``Loop.f``)
 F_NOW, F_STARVATION, F_OBJECTIVE, F_WEIGHTED_JCT, F_JCT_SUM, F_MAKESPAN, N_FLOATS = range(7)
 
@@ -97,7 +98,7 @@ Jobs = namedtuple(
 #: Each job's state, updated in place (``left``/``left_stamp``: tasks left in one decision).
 States = namedtuple(
     "States",
-    "waiting started rounds_done last_start entered round_ready active "
+    "waiting started rounds_done last_start entered promoted round_ready active "
     "queued level counted left left_stamp completion",
 )
 #: The GPUs: speed class, realised profile class, place in its class, idle state.
@@ -199,6 +200,8 @@ def _pop(loop: Any) -> tuple[int, int]:
 def _push_revisit(loop: Any, t: float, j: int) -> None:
     rt, rj = loop.rev_t, loop.rev_job
     i = loop.i[I_REVISITS]
+    if i == rt.shape[0]:  # never: the driver keeps room for the most one stretch can push
+        raise IndexError("the revisit heap is full")
     loop.i[I_REVISITS] = i + 1
     while i > 0:
         p = (i - 1) >> 1
@@ -283,6 +286,7 @@ def _queue(j: int, now: float, jobs: Any, st: Any, trees: Any, loop: Any) -> Non
     level = _level(j, jobs, st, loop)
     if level and starvation > 0 and now - st.last_start[j] > starvation * service:
         st.entered[j] = service
+        st.promoted[j] = True
         level = 0
     if st.queued[j]:
         if st.level[j] != level or st.counted[j] != st.waiting[j]:
@@ -524,12 +528,11 @@ def _run(jobs: Any, st: Any, gpus: Any, trees: Any, loop: Any) -> int:
             if st.active[j] and st.waiting[j]:
                 _queue(j, f[F_NOW], jobs, st, trees, loop)
     log_room = loop.log_kind.shape[0]
-    margin = 4 * n_jobs + 2 * gpus.on_gpu.shape[0]
     while True:
         if li[I_PHASE] == 0:  # a new instant
             if li[I_HEAP] == 0 or li[I_UNFINISHED] == 0:
                 return DONE
-            if loop.rev_t.shape[0] - li[I_REVISITS] < margin:
+            if loop.rev_t.shape[0] - li[I_REVISITS] < li[I_MARGIN]:
                 return GROW
             f[F_NOW] = loop.heap_t[0]
             li[I_PHASE] = 1
@@ -645,6 +648,7 @@ def _prepare(profiled: Instance, real: Instance, policy: HLAS, logging: bool) ->
         rounds_done=zeros(np.int64),
         last_start=zeros(float),
         entered=zeros(float),
+        promoted=zeros(np.bool_),
         round_ready=arrival.copy(),
         active=zeros(np.bool_),
         queued=zeros(np.bool_),
@@ -689,6 +693,9 @@ def _prepare(profiled: Instance, real: Instance, policy: HLAS, logging: bool) ->
     ints[I_HISTORY] = policy._history is not None
     ints[I_LOGGING] = logging
     ints[I_LEVELS] = len(policy.levels)
+    # the most revisits the loop can push between two returns: a re-keying of every job, a
+    # heap of events, every due job and every GPU's job
+    ints[I_MARGIN] = 4 * n + 2 * n_gpus
     floats = np.zeros(N_FLOATS)
     floats[F_STARVATION] = policy.starvation
     levels = np.zeros(depth)
@@ -700,7 +707,7 @@ def _prepare(profiled: Instance, real: Instance, policy: HLAS, logging: bool) ->
     heap_t[:n], heap_seq[:n] = arrival[queue_job], queue_job + 1
     heap_kind[:n], heap_what[:n] = _ARRIVE, queue_job
     log = max(LOG_ENTRIES, 2 * n_gpus + 1) if logging else 1
-    revisits = 4 * n + 2 * n_gpus + REVISIT_SLACK
+    revisits = int(ints[I_MARGIN]) + REVISIT_SLACK
     loop = Loop(
         i=ints,
         f=floats,
@@ -803,12 +810,12 @@ def simulate_hlas(
             _replay(loop, on_task, on_held, on_done, reporter)
         if status == DONE:
             break
-        if status == GROW:
+        if len(loop.rev_t) - loop.i[I_REVISITS] < loop.i[I_MARGIN]:  # room for what follows
             loop = loop._replace(
                 rev_t=np.concatenate([loop.rev_t, np.zeros_like(loop.rev_t)]),
                 rev_job=np.concatenate([loop.rev_job, np.zeros_like(loop.rev_job)]),
             )
-        elif status == LEVELS:
+        if status == LEVELS:
             assert history is not None
             finished = int(loop.i[I_FINISHED])
             new = None
@@ -822,7 +829,7 @@ def simulate_hlas(
                 loop.i[I_REKEY] = 1
     if history is not None:
         history.sizes.extend(loop.history[fed : int(loop.i[I_FINISHED])].tolist())
-    promoted = np.flatnonzero(states.entered)
+    promoted = np.flatnonzero(states.promoted)
     policy._entered = dict(zip(promoted.tolist(), states.entered[promoted].tolist(), strict=True))
     runtime = time.perf_counter() - started
     unfinished = int(loop.i[I_UNFINISHED])
