@@ -25,7 +25,7 @@ hlas_compiled = pytest.importorskip("optsched.online._hlas_compiled")  # needs n
 POLICIES = st.builds(
     HLAS,
     thresholds=st.sampled_from([None, None, (1.0,), (2.0, 6.0), (0.5, 3.0, 9.0)]),
-    starvation=st.sampled_from([0.0, 0.5, 0.5, 2.0]),
+    starvation=st.sampled_from([0.0, 0.5, 0.5, 2.0, math.inf]),
     mapping=st.sampled_from(["A", "B", "B"]),
     quantiles=st.sampled_from([(0.5, 0.8), (0.5,), (0.2, 0.4, 0.9)]),
     calibration=st.sampled_from(["history", "history", "workload"]),
@@ -193,6 +193,7 @@ def test_auto_takes_the_compiled_engine_from_its_size(monkeypatch):
         (HLAS(form="continuous"), {}, "form=queues"),
         (HLAS(), {"tick": 10.0}, "no tick"),
         ("tiresias", {}, "has no compiled engine"),
+        ("liquid", {}, "cluster policy 'liquid' has none"),
     ],
 )
 def test_compiled_refuses_what_it_does_not_cover(policy, kw, message):

@@ -299,7 +299,9 @@ def _queue(j: int, now: float, jobs: Any, st: Any, trees: Any, loop: Any) -> Non
         # hlas.after: just before ``at``, and later than now
         early = at - 1e-9 * max(1.0, abs(at))
         later = np.nextafter(now, np.inf)
-        _push_revisit(loop, later if later > early else early, j)
+        at = later if later > early else early
+        if at < np.inf:  # not an infinite or NaN time (starvation=inf): never
+            _push_revisit(loop, at, j)
 
 
 @njit(cache=True)

@@ -557,6 +557,8 @@ def run_simulation(
     if engine not in ENGINES:
         raise InputError(f"engine must be one of {', '.join(ENGINES)}, got {engine!r}")
     if execution_model(policy) == "cluster":
+        if engine == "compiled":
+            raise InputError(f"engine=compiled: cluster policy {policy.name!r} has none")
         if noise or switch_cost or tick is not None or not event_driven:
             raise InputError(
                 f"cluster policy {policy.name!r} takes no noise, switch cost, "
