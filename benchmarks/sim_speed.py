@@ -136,7 +136,9 @@ def table(path: Path) -> str:
         "`python benchmarks/sim_speed.py` (medians of the runs; one fresh process per run; "
         "schedules not recorded). CPU s: the process's CPU time to read the trace, build "
         "the instance and simulate (with the default regret bound, the fluid bound). "
-        "Simulation s: the event loop alone. Gavel's own simulator, run side by side with "
+        "Simulation s: the event loop alone. Rows marked (compiled): the compiled HLAS "
+        "engine (`--engine compiled`, numba; the same runs as the event engine's), its "
+        "one-off load outside the simulation's time. Gavel's own simulator, run side by side with "
         "this one on the same machine: `gavel-speed.md` (`benchmarks/gavel_side_by_side.py`).",
         "",
         "| case | policy | jobs | GPUs | events | simulation s | events/s | CPU s | "
