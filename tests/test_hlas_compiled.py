@@ -184,6 +184,8 @@ def test_auto_takes_the_compiled_engine_from_its_size(monkeypatch):
     assert small.schedule.tasks == large.schedule.tasks
     result = simulate(inst, "hlas", engine="compiled")
     assert result.objective == pytest.approx(small.objective)
+    assert result.extra["engine"] == "compiled" and result.extra["startup_s"] > 0
+    assert (small.engine, large.engine) == ("python", "compiled")
 
 
 @pytest.mark.parametrize(
@@ -193,7 +195,7 @@ def test_auto_takes_the_compiled_engine_from_its_size(monkeypatch):
         (HLAS(form="continuous"), {}, "form=queues"),
         (HLAS(), {"tick": 10.0}, "no tick"),
         ("tiresias", {}, "has no compiled engine"),
-        ("liquid", {}, "cluster policy 'liquid' has none"),
+        ("liquid", {}, "cluster policy 'liquid' has no compiled engine"),
     ],
 )
 def test_compiled_refuses_what_it_does_not_cover(policy, kw, message):
@@ -258,3 +260,26 @@ def test_a_job_promoted_with_no_service_is_remembered():
     python, compiled = both(inst, lambda: HLAS(thresholds=(0.0,), mapping="A"))
     assert_same(python, compiled)
     assert compiled[2]._entered == {0: 1.0, 1: 0.0}
+
+
+def test_compare_and_the_cli_take_the_engine(tmp_path, capsys):
+    from optsched.cli import main
+    from optsched.io import save_instance
+    from optsched.online.compare import compare
+
+    inst = Instance(
+        "two",
+        (
+            Job("a", 0.0, 1.0, 3, 2, compute={"A": 1.0}),
+            Job("b", 1.0, 1.0, 2, 1, compute={"A": 2.0}),
+        ),
+        (GPU("g0", "A"), GPU("g1", "A")),
+    )
+    table = compare(inst, ["hlas"], engine="compiled")
+    assert table.runs[0].result.extra["engine"] == "compiled"
+    with pytest.raises(InputError, match="has no compiled engine"):
+        compare(inst, ["hlas", "srtf"], engine="compiled")
+    path = tmp_path / "two.json"
+    save_instance(path, inst)
+    assert main(["simulate", str(path), "--policy", "hlas", "--engine", "compiled"]) == 0
+    assert "compiled engine" in capsys.readouterr().out

@@ -148,7 +148,7 @@ def load_instance_or_trace(args: argparse.Namespace) -> tuple[Any, Any]:
 
 def add_simulation_options(p: argparse.ArgumentParser) -> None:
     """What a simulation runs under (``simulate``, ``compare``): noise, switch cost, the
-    regret's lower bound and its LP's time."""
+    regret's lower bound and its LP's time, the engine."""
     from optsched.regret import CAPACITY_TIME_LIMIT, REGRET_BOUNDS
 
     p.add_argument(
@@ -177,6 +177,16 @@ def add_simulation_options(p: argparse.ArgumentParser) -> None:
         metavar="S",
         default=CAPACITY_TIME_LIMIT,
         help=f"seconds for --bound capacity's LP (default {CAPACITY_TIME_LIMIT:g})",
+    )
+    p.add_argument(
+        "--engine",
+        choices=("auto", "python", "compiled"),
+        default="auto",
+        help="what runs the simulation, the same schedule either way: python (the event "
+        "engine), compiled (hlas as one compiled loop, with form=queues, mapping A or B and "
+        "no --tick or --heartbeat; needs numba: pip install 'optsched[fast]'; its first run "
+        "compiles it, about 10 s) or auto (compiled where it applies on 100,000 tasks or "
+        "more when numba is installed, else python; default)",
     )
 
 

@@ -122,6 +122,7 @@ def run(args: argparse.Namespace) -> int:
         record=not args.no_record,
         bound=args.bound,
         bound_time_limit=args.bound_time_limit,
+        engine=args.engine,
         progress=(lambda line: print(line, file=sys.stderr, flush=True))
         if args.progress
         else None,

@@ -47,15 +47,6 @@ def add_parser(sub: Any) -> None:
     )
     p.add_argument("--progress", action="store_true", help="progress on stderr (default: none)")
     p.add_argument(
-        "--engine",
-        choices=("auto", "python", "compiled"),
-        default="auto",
-        help="what runs the simulation, the same schedule either way: python (the event "
-        "engine), compiled (hlas as one compiled loop; needs numba: pip install "
-        "'optsched[fast]') or auto (compiled for hlas on 100,000 tasks or more when numba "
-        "is installed; default)",
-    )
-    p.add_argument(
         "--out", metavar="SCHEDULE", help="write the schedule here (default: not written)"
     )
     p.add_argument(
@@ -142,5 +133,8 @@ def run(args: argparse.Namespace) -> int:
                 + (f"; optsched check the schedule in {args.out}" if args.out else "")
             )
         )
-        print(f"{sim.events} events in {sim.runtime_s:.2f} s ({sim.events_per_s:,.0f} events/s)")
+        print(
+            f"{sim.events} events in {sim.runtime_s:.2f} s ({sim.events_per_s:,.0f} events/s, "
+            f"{sim.engine} engine)"
+        )
     return EXIT_OK

@@ -1,8 +1,9 @@
 """HLAS in relaxed mode as one compiled event loop: the Python engine's schedules, task by
 task, at a fraction of its cost on large traces. Optional: it needs numba
 (``pip install "optsched[fast]"``); :func:`~optsched.online.simulator.run_simulation` uses it
-when it is installed and the run is one it covers
-(:meth:`~optsched.online.hlas.HLAS.compiled_engine`), else the Python engine.
+with ``engine="compiled"``, or with ``engine="auto"`` (the default) from
+:data:`~optsched.online.simulator.COMPILED_FROM_TASKS` tasks when numba is installed and the
+run is one it covers (:meth:`~optsched.online.hlas.HLAS.compiled_engine`).
 
 What it covers: :class:`~optsched.online.hlas.HLAS` itself (not a subclass) with
 ``form=queues`` and mapping A or B, in relaxed mode, decisions at every instant (no tick),
@@ -29,6 +30,7 @@ loop, summed in the same order.
 
 from __future__ import annotations
 
+import sys
 import time
 from collections import namedtuple
 from collections.abc import Sequence
@@ -786,10 +788,18 @@ def _replay(
 _loaded: list[bool] = []
 
 
-def _load() -> None:
-    """Load the compiled loop (from numba's cache, or compile it: about 10 s once) with a
-    one-job run, so that a run's time is its own, as a solver's import is not a solve's."""
+def _load(progress: bool) -> float:
+    """Load the compiled loop (from numba's cache, about 0.4 s, or compile it: about 10 s
+    the first time) with a one-job run, so that a run's time is its own, as a solver's
+    import is not a solve's; the seconds it took."""
+    started = time.perf_counter()
     if not _loaded:
+        if progress:
+            print(
+                "loading the compiled hlas engine (compiling it the first time: about 10 s)",
+                file=sys.stderr,
+                flush=True,
+            )
         one = Instance("load", (Job("j", 0.0, 1.0, 1, 1, compute={"A": 1.0}),), (GPU("g", "A"),))
         # what _prepare reads of a policy: HLAS's defaults
         policy = SimpleNamespace(
@@ -797,6 +807,7 @@ def _load() -> None:
         )
         _run(*_prepare(one, one, cast("HLAS", policy), logging=False))
         _loaded.append(True)
+    return time.perf_counter() - started
 
 
 def simulate_hlas(
@@ -811,7 +822,7 @@ def simulate_hlas(
     """Run ``policy`` (calibrated) on ``real``, deciding on ``profiled``: the simulation
     the Python engine makes (:class:`~optsched.online.engine.Engine`), with the same
     observers' calls (the schedule with ``record``, progress with ``progress``)."""
-    _load()
+    startup = _load(progress)
     started = time.perf_counter()
     recorder = ScheduleRecorder(real) if record else None
     everyone = [*([recorder] if recorder else []), *observers]
@@ -873,4 +884,5 @@ def simulate_hlas(
         int(loop.i[I_DECISIONS]),
         runtime,
         "compiled",
+        startup,
     )

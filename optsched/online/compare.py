@@ -192,12 +192,15 @@ def compare(
     bound: str = "fluid",
     bound_time_limit: float | None = CAPACITY_TIME_LIMIT,
     progress: Callable[[str], None] | None = None,
+    engine: str = "auto",
 ) -> Comparison:
     """Simulate each of ``policies`` (``"hlas"``, ``"hlas:mapping=A"`` or (name, params)) on
     ``instance`` and compare them (module doc). Labels must differ. Each policy runs in
     ``mode`` when given (a policy without it is refused), else in the instance's mode or,
     when the policy has one mode only, in that one. ``progress(line)`` is told as each
-    policy starts and ends.
+    policy starts and ends. ``engine`` is each simulation's
+    (:func:`~optsched.online.simulator.run_simulation`; ``compiled`` only when every policy
+    has one).
 
     Raises
     ------
@@ -248,6 +251,7 @@ def compare(
             record=record,
             bound=bound,
             bound_time_limit=bound_time_limit,
+            engine=engine,
         )
         runs.append(PolicyRun(label, name, params, result, time.process_time() - cpu))
         if progress is not None:

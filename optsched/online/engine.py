@@ -412,6 +412,8 @@ class Simulation:
     #: what ran it: ``python`` (this event engine) or ``compiled``
     #: (:mod:`optsched.online._hlas_compiled`)
     engine: str = "python"
+    #: one-off seconds before the run, outside ``runtime_s`` (loading a compiled engine)
+    startup_s: float = 0.0
 
     @property
     def events_per_s(self) -> float:

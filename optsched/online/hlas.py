@@ -236,7 +236,10 @@ class HLAS:
         if type(self) is not HLAS:
             raise InputError(f"{type(self).__name__} is not hlas itself")
         if self.form != "queues" or self.mapping not in ("A", "B"):
-            raise InputError("the compiled hlas covers form=queues with mapping A or B")
+            raise InputError(
+                "the compiled hlas covers form=queues with mapping A or B, not "
+                f"form={self.form} with mapping {self.mapping}"
+            )
         if mode != "relaxed":
             raise InputError("the compiled hlas runs in relaxed mode")
         if tick is not None or not event_driven:

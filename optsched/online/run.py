@@ -138,7 +138,7 @@ def simulate(
                 f"{exc} (the simulated schedule: a long --tick, heartbeat "
                 "or batch period may have delayed its starts)"
             ) from None
-    extra["startup_s"] = startup
+    extra["startup_s"] = startup + sim.startup_s
     if not cluster:
         extra.update(_regret(sim.instance, bound, bound_time_limit, objective, metrics, tolerance))
     report = getattr(chosen, "report", None)  # optional: what the policy did

@@ -558,7 +558,10 @@ def run_simulation(
         raise InputError(f"engine must be one of {', '.join(ENGINES)}, got {engine!r}")
     if execution_model(policy) == "cluster":
         if engine == "compiled":
-            raise InputError(f"engine=compiled: cluster policy {policy.name!r} has none")
+            raise InputError(
+                f"the compiled engine (--engine compiled): cluster policy {policy.name!r} has "
+                "no compiled engine"
+            )
         if noise or switch_cost or tick is not None or not event_driven:
             raise InputError(
                 f"cluster policy {policy.name!r} takes no noise, switch cost, "
@@ -616,8 +619,8 @@ def run_simulation(
 #: The engines of the basic model (:func:`run_simulation`'s ``engine``).
 ENGINES = ("auto", "python", "compiled")
 #: The smallest instance (in tasks) on which ``engine="auto"`` takes the compiled HLAS:
-#: below it, importing numba and loading the compiled code (about 0.7 s of CPU, 100 MB)
-#: costs about as much as it saves.
+#: below it, a run takes a second or two with the event engine, not worth numba's memory
+#: (about 130 MB once loaded) and the first run's compilation (about 10 s).
 COMPILED_FROM_TASKS = 100_000
 
 
@@ -635,11 +638,12 @@ def _compiled(
         return cast("Callable[..., Simulation]", offer(instance.mode, tick, event_driven))
     except InputError as exc:
         if engine == "compiled":
-            raise InputError(f"engine=compiled: {exc}") from None
+            raise InputError(f"the compiled engine (--engine compiled): {exc}") from None
     except ImportError as exc:  # numba is an optional dependency
         if engine == "compiled":
             raise InputError(
-                f'engine=compiled needs numba ({exc}): pip install "optsched[fast]"'
+                f"the compiled engine (--engine compiled) needs numba ({exc}): "
+                'pip install "optsched[fast]"'
             ) from None
     return None
 
