@@ -283,3 +283,16 @@ def test_compare_and_the_cli_take_the_engine(tmp_path, capsys):
     save_instance(path, inst)
     assert main(["simulate", str(path), "--policy", "hlas", "--engine", "compiled"]) == 0
     assert "compiled engine" in capsys.readouterr().out
+
+
+def test_without_numba_auto_falls_back_and_compiled_says_what_to_install(monkeypatch):
+    """A missing numba (the compiled module cannot be imported): auto runs the event engine,
+    compiled is an InputError naming the extra to install."""
+    import sys
+
+    inst = Instance("one", (Job("a", 0.0, 1.0, 2, 1, compute={"A": 1.0}),), (GPU("g", "A"),))
+    monkeypatch.setitem(sys.modules, "optsched.online._hlas_compiled", None)
+    monkeypatch.setattr(simulator, "COMPILED_FROM_TASKS", 0)
+    assert run_simulation(inst, HLAS()).engine == "python"
+    with pytest.raises(InputError, match=r'needs numba .*pip install "optsched\[fast\]"'):
+        run_simulation(inst, HLAS(), engine="compiled")
