@@ -48,6 +48,7 @@ from optsched.online.engine import (
     ProgressObserver,
     ScheduleRecorder,
     Simulation,
+    implementing,
 )
 from optsched.online.simulator import speed_classes
 
@@ -98,7 +99,9 @@ Jobs = namedtuple(
     "arrival weight tasks rounds fastest by_class compute sync "
     "queue_rank queue_job gain_rank gain_job fast_rank fast_time",
 )
-#: Each job's state, updated in place (``left``/``left_stamp``: tasks left in one decision).
+#: Each job's state, updated in place. ``left`` holds the tasks left in the current
+#: decision where ``left_stamp`` equals the decision's stamp; a stamp also marks a job once
+#: in a pass over the due revisits or the jobs a decision touched.
 States = namedtuple(
     "States",
     "waiting started rounds_done last_start entered promoted round_ready active "
@@ -252,32 +255,31 @@ def _level(j: int, jobs: Any, st: Any, loop: Any) -> int:
 
 
 @njit(cache=True)
+def _count(j: int, level: int, delta: int, jobs: Any, st: Any, trees: Any) -> None:
+    """Add (``delta`` 1) or remove (-1) job ``j``'s entries at ``level``: the queue, the
+    per-class orders of the classes it can use, the level's jobs and waiting tasks."""
+    trees.tasks[level] += delta * st.counted[j]
+    trees.queued[level] += delta
+    _fw_add(trees.queue[level], jobs.queue_rank[j], delta)
+    for c in range(jobs.by_class.shape[1]):
+        r = jobs.gain_rank[c, j]
+        if r >= 0:
+            _fw_add(trees.gain[level, c], r, delta)
+            _fw_add(trees.fast[level, c], jobs.fast_rank[c, j], delta)
+
+
+@njit(cache=True)
 def _index(j: int, level: int, jobs: Any, st: Any, trees: Any) -> None:
     st.queued[j] = True
     st.level[j] = level
     st.counted[j] = st.waiting[j]
-    trees.tasks[level] += st.waiting[j]
-    trees.queued[level] += 1
-    _fw_add(trees.queue[level], jobs.queue_rank[j], 1)
-    for c in range(jobs.by_class.shape[1]):
-        r = jobs.gain_rank[c, j]
-        if r >= 0:
-            _fw_add(trees.gain[level, c], r, 1)
-            _fw_add(trees.fast[level, c], jobs.fast_rank[c, j], 1)
+    _count(j, level, 1, jobs, st, trees)
 
 
 @njit(cache=True)
 def _unindex(j: int, jobs: Any, st: Any, trees: Any) -> None:
-    level = st.level[j]
     st.queued[j] = False
-    trees.tasks[level] -= st.counted[j]
-    trees.queued[level] -= 1
-    _fw_add(trees.queue[level], jobs.queue_rank[j], -1)
-    for c in range(jobs.by_class.shape[1]):
-        r = jobs.gain_rank[c, j]
-        if r >= 0:
-            _fw_add(trees.gain[level, c], r, -1)
-            _fw_add(trees.fast[level, c], jobs.fast_rank[c, j], -1)
+    _count(j, st.level[j], -1, jobs, st, trees)
 
 
 @njit(cache=True)
@@ -739,14 +741,6 @@ def _prepare(profiled: Instance, real: Instance, policy: HLAS, logging: bool) ->
     return jobs, states, gpus, trees, loop
 
 
-def _hooks(observers: Sequence[Observer], hook: str) -> list[Any]:
-    return [
-        getattr(obs, hook)
-        for obs in observers
-        if getattr(type(obs), hook) is not getattr(Observer, hook)
-    ]
-
-
 def _replay(
     loop: Any,
     on_task: list[Any],
@@ -827,7 +821,7 @@ def simulate_hlas(
     recorder = ScheduleRecorder(real) if record else None
     everyone = [*([recorder] if recorder else []), *observers]
     on_task, on_held, on_done = (
-        _hooks(everyone, hook) for hook in ("on_task", "on_held", "on_job_done")
+        implementing(everyone, hook) for hook in ("on_task", "on_held", "on_job_done")
     )
     # the progress line is told in bulk, from the buffer's counts
     reporter = ProgressObserver(real) if progress else None

@@ -178,6 +178,16 @@ class Observer:
         """All results of ``job``'s last round are ready at ``completion``."""
 
 
+def implementing(observers: Sequence[Observer], hook: str) -> list[Any]:
+    """The bound ``hook`` of each of ``observers`` that implements it (a no-op hook is never
+    called)."""
+    return [
+        getattr(obs, hook)
+        for obs in observers
+        if getattr(type(obs), hook) is not getattr(Observer, hook)
+    ]
+
+
 class ScheduleRecorder(Observer):
     """Collects every task, to emit a :class:`Schedule` (with the training starts and failed
     attempts of the cluster model)."""
@@ -466,7 +476,6 @@ class Engine:
             *([ProgressObserver(instance)] if progress else []),
             *observers,
         ]
-        # per hook, the observers that implement it (a no-op hook is never called)
         (
             self.on_task,
             self.on_held,
@@ -475,11 +484,7 @@ class Engine:
             self.on_fail,
             self.on_job_done,
         ) = (
-            [
-                getattr(obs, hook)
-                for obs in everyone
-                if getattr(type(obs), hook) is not getattr(Observer, hook)
-            ]
+            implementing(everyone, hook)
             for hook in ("on_task", "on_held", "on_trained", "on_train", "on_fail", "on_job_done")
         )
         self.heap: list[tuple[float, int, int, Any]] = []
