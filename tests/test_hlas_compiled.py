@@ -13,14 +13,13 @@ from hypothesis import strategies as st
 
 from optsched import GPU, Instance, Job, check
 from optsched.errors import InputError
+from optsched.online import _hlas_compiled as hlas_compiled
 from optsched.online import simulator
 from optsched.online.engine import Observer, ProgressObserver
 from optsched.online.hlas import HLAS
 from optsched.online.run import simulate
 from optsched.online.simulator import run_simulation
 from optsched.testing import instances
-
-hlas_compiled = pytest.importorskip("optsched.online._hlas_compiled")  # needs numba
 
 POLICIES = st.builds(
     HLAS,
@@ -285,14 +284,46 @@ def test_compare_and_the_cli_take_the_engine(tmp_path, capsys):
     assert "compiled engine" in capsys.readouterr().out
 
 
-def test_without_numba_auto_falls_back_and_compiled_says_what_to_install(monkeypatch):
-    """A missing numba (the compiled module cannot be imported): auto runs the event engine,
-    compiled is an InputError naming the extra to install."""
-    import sys
-
+def test_without_a_c_compiler_auto_falls_back_and_compiled_says_why(monkeypatch):
+    """No C compiler to build the loop with: auto runs the event engine, compiled is an
+    InputError that says what is missing."""
     inst = Instance("one", (Job("a", 0.0, 1.0, 2, 1, compute={"A": 1.0}),), (GPU("g", "A"),))
-    monkeypatch.setitem(sys.modules, "optsched.online._hlas_compiled", None)
+    monkeypatch.setattr(hlas_compiled, "_kernel", [])  # not loaded yet in this process
+    monkeypatch.setenv("CC", "/nonexistent/cc")
     monkeypatch.setattr(simulator, "COMPILED_FROM_TASKS", 0)
     assert run_simulation(inst, HLAS()).engine == "python"
-    with pytest.raises(InputError, match=r'needs numba .*pip install "optsched\[fast\]"'):
+    with pytest.raises(InputError, match=r"needs a C compiler .*no C compiler found"):
         run_simulation(inst, HLAS(), engine="compiled")
+
+
+def test_a_failed_compilation_says_what_the_compiler_said(monkeypatch, tmp_path):
+    monkeypatch.setattr(hlas_compiled, "_kernel", [])
+    monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path))  # nothing cached
+    monkeypatch.setattr(hlas_compiled, "CFLAGS", ("-no-such-flag",))
+    with pytest.raises(ImportError, match=r"compiling the hlas kernel .* failed: .*no-such-flag"):
+        hlas_compiled.kernel()
+    assert not list((tmp_path / "optsched").iterdir())  # no half-written library left
+
+
+def test_thousands_of_jobs_and_a_hundred_gpus_per_class():
+    """5,000 jobs and 130 GPUs of a class: sets of ranks with three levels of words (jobs)
+    and two (GPUs), as on real traces."""
+    rng = np.random.default_rng(3)
+    types = {"A": 130, "B": 70, "C": 3}
+    gpus = tuple(GPU(f"{t}{i}", t) for t, count in types.items() for i in range(count))
+    jobs = tuple(
+        Job(
+            f"j{j}",
+            float(rng.integers(0, 400)),
+            float(rng.choice([1.0, 2.0])),
+            int(rng.integers(1, 4)),
+            int(rng.integers(1, 3)),
+            compute={t: float(rng.integers(1, 60)) for t in types if rng.random() < 0.8}
+            or {"B": 5.0},
+        )
+        for j in range(5000)
+    )
+    inst = Instance("many", jobs, gpus, mode="relaxed")
+    for mapping in ("A", "B"):
+        python, compiled = both(inst, lambda m=mapping: HLAS(starvation=1.0, mapping=m))
+        assert_same(python, compiled)

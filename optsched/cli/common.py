@@ -146,6 +146,15 @@ def load_instance_or_trace(args: argparse.Namespace) -> tuple[Any, Any]:
     )
 
 
+def load_instance(args: argparse.Namespace) -> Any:
+    """The instance ``args.instance`` names (:func:`load_instance_or_trace`), saying on
+    stderr how many lines of a trace were skipped; the trace itself is not kept (on a large
+    trace it holds as much memory as a simulation's state)."""
+    instance, trace = load_instance_or_trace(args)
+    note_skipped(trace)
+    return instance
+
+
 def add_simulation_options(p: argparse.ArgumentParser) -> None:
     """What a simulation runs under (``simulate``, ``compare``): noise, switch cost, the
     regret's lower bound and its LP's time, the engine."""
@@ -184,9 +193,9 @@ def add_simulation_options(p: argparse.ArgumentParser) -> None:
         default="auto",
         help="what runs the simulation, the same schedule either way: python (the event "
         "engine), compiled (hlas as one compiled loop, with form=queues, mapping A or B and "
-        "no --tick or --heartbeat; needs numba: pip install 'optsched[fast]'; its first run "
-        "compiles it, about 10 s) or auto (compiled where it applies on 100,000 tasks or "
-        "more when numba is installed, else python; default)",
+        "no --tick or --heartbeat; needs a C compiler, which builds it once, on first use) "
+        "or auto (compiled where it applies on 100,000 tasks or more when a C compiler is "
+        "there, else python; default)",
     )
 
 

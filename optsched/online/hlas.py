@@ -231,7 +231,8 @@ class HLAS:
             A run it does not cover: a subclass, ``form=continuous``, mapping C, gang mode,
             a tick or heartbeat.
         ImportError
-            numba is not installed.
+            No C compiler to compile it with, or compiling failed
+            (:func:`optsched.online._hlas_compiled.kernel`).
         """
         if type(self) is not HLAS:
             raise InputError(f"{type(self).__name__} is not hlas itself")
@@ -244,8 +245,9 @@ class HLAS:
             raise InputError("the compiled hlas runs in relaxed mode")
         if tick is not None or not event_driven:
             raise InputError("the compiled hlas decides at every instant (no tick or heartbeat)")
-        from optsched.online._hlas_compiled import simulate_hlas
+        from optsched.online._hlas_compiled import kernel, simulate_hlas
 
+        kernel()
         return simulate_hlas
 
     def waiting_queue(self, states: dict[int, JobState]) -> WaitingQueue:

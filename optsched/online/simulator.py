@@ -533,9 +533,10 @@ def run_simulation(
 
     ``engine`` (:data:`ENGINES`) chooses how the basic model runs: ``python``, the event
     engine; ``compiled``, HLAS as one compiled loop (:mod:`optsched.online._hlas_compiled`:
-    the same schedule task by task, needs numba; an InputError says why a run cannot take
-    it); ``auto`` (default), the compiled loop where it applies, numba is installed and the
-    instance has at least :data:`COMPILED_FROM_TASKS` tasks, else the event engine.
+    the same schedule task by task, needs a C compiler; an InputError says why a run cannot
+    take it); ``auto`` (default), the compiled loop where it applies, a C compiler is there
+    and the instance has at least :data:`COMPILED_FROM_TASKS` tasks, else the event
+    engine.
 
     Policies decide on profiled times (``instance``); execution uses :func:`realise` with
     ``noise``/``switch_cost``/``seed`` (basic model; a cluster policy draws its random
@@ -619,8 +620,8 @@ def run_simulation(
 #: The engines of the basic model (:func:`run_simulation`'s ``engine``).
 ENGINES = ("auto", "python", "compiled")
 #: The smallest instance (in tasks) on which ``engine="auto"`` takes the compiled HLAS:
-#: below it, a run takes a second or two with the event engine, not worth numba's memory
-#: (about 130 MB once loaded) and the first run's compilation (about 10 s).
+#: below it, a run takes a second or two with the event engine, and small runs keep the
+#: engine whose every step a user can step through in Python.
 COMPILED_FROM_TASKS = 100_000
 
 
@@ -639,11 +640,10 @@ def _compiled(
     except InputError as exc:
         if engine == "compiled":
             raise InputError(f"the compiled engine (--engine compiled): {exc}") from None
-    except ImportError as exc:  # numba is an optional dependency
+    except ImportError as exc:  # no C compiler to build it with
         if engine == "compiled":
             raise InputError(
-                f"the compiled engine (--engine compiled) needs numba ({exc}): "
-                'pip install "optsched[fast]"'
+                f"the compiled engine (--engine compiled) needs a C compiler ({exc})"
             ) from None
     return None
 
