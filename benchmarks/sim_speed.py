@@ -90,9 +90,11 @@ def one(case: str, policy: str, engine: str = "auto") -> dict:
 
     path, cluster, quantum, copies = CASES[case]
     cpu, wall = time.process_time(), time.perf_counter()
-    trace = tiled(read_trace(path), copies)
-    inst = trace_instance(
-        trace, parse_cluster(cluster), TraceMapping(quantum=quantum), mode=POLICIES[policy]
+    inst = trace_instance(  # the trace is not kept, as simulate's command does
+        tiled(read_trace(path), copies),
+        parse_cluster(cluster),
+        TraceMapping(quantum=quantum),
+        mode=POLICIES[policy],
     )
     name, params = split(policy)
     result = simulate(inst, name, params=params, record=False, engine=engine)
@@ -137,7 +139,7 @@ def table(path: Path) -> str:
         "schedules not recorded). CPU s: the process's CPU time to read the trace, build "
         "the instance and simulate (with the default regret bound, the fluid bound). "
         "Simulation s: the event loop alone. Rows marked (compiled): the compiled HLAS "
-        "engine (`--engine compiled`, numba; the same runs as the event engine's), its "
+        "engine (`--engine compiled`, a C loop; the same runs as the event engine's), its "
         "one-off load outside the simulation's time. Gavel's own simulator, run side by side with "
         "this one on the same machine: `gavel-speed.md` (`benchmarks/gavel_side_by_side.py`).",
         "",
@@ -183,7 +185,7 @@ def main(argv: list[str] | None = None) -> int:
         "--engine",
         default="auto",
         help="simulate's engine: auto (default: compiled for hlas on the large cases when "
-        "numba is installed), python or compiled",
+        "a C compiler is there), python or compiled",
     )
     parser.add_argument("--one", nargs=2, metavar=("CASE", "POLICY"), help=argparse.SUPPRESS)
     parser.add_argument("--table", action="store_true", help="only print the table of --out")

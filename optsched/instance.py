@@ -74,7 +74,7 @@ class GPU:
             object.__setattr__(self, "memory", float(self.memory))
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, slots=True)
 class Job:
     """A data-parallel training job: ``rounds`` rounds of ``tasks_per_round`` tasks.
 

@@ -8,10 +8,11 @@ import dataclasses
 import numpy as np
 import pytest
 from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from optsched import GPU, GeneratorSpec, Instance, Job, generate, solve
 from optsched.critical_path import critical_path_bound
-from optsched.exact.fluid import fluid_bound, preemptive_wspt_mean_busy
+from optsched.exact.fluid import _same_columns, fluid_bound, preemptive_wspt_mean_busy
 from optsched.result import OPTIMAL_TOL
 from optsched.testing import instances
 from tests.conftest import assert_optimum, n_examples
@@ -84,3 +85,23 @@ def test_prices_see_gpu_types_that_suit_few_jobs():
     plain, priced = fluid_bound(inst, search=False), fluid_bound(inst)
     assert plain.bound == pytest.approx(17.5, rel=1e-8)
     assert 20.0 < priced.bound <= 22.0 and priced.prices[1] < 0.2
+
+
+@settings(max_examples=200, deadline=None)
+@given(
+    st.integers(1, 5).flatmap(
+        lambda n: st.lists(
+            st.lists(st.sampled_from([1.0, 2.0, 3.0, np.inf]), min_size=n, max_size=n),
+            min_size=1,
+            max_size=6,
+        )
+    ),
+    st.lists(st.integers(0, 5), min_size=1, max_size=8),
+)
+def test_classes_are_grouped_and_numbered_as_numpy_unique_does(columns, picks):
+    """The price groups (GPU types) of the fluid bound's search: the classes with equal
+    compute columns, numbered as np.unique(axis=0) numbers them, so that the search visits
+    the types in the same order."""
+    compute = np.array([columns[p % len(columns)] for p in picks]).T
+    _, expected = np.unique(compute.T, axis=0, return_inverse=True)
+    assert np.array_equal(_same_columns(compute), expected.ravel())

@@ -14,8 +14,7 @@ from optsched.cli.common import (
     add_seed,
     add_simulation_options,
     add_trace_options,
-    load_instance_or_trace,
-    note_skipped,
+    load_instance,
     print_json,
 )
 from optsched.output import distinct_targets, json_text, output_target, write_outputs
@@ -110,8 +109,7 @@ def run(args: argparse.Namespace) -> int:
         from optsched.plot import image_format
 
         cdf_format = image_format(args.cdf, "--cdf")
-    instance, trace = load_instance_or_trace(args)
-    note_skipped(trace)
+    instance = load_instance(args)
     result = compare(
         instance,
         args.policy,

@@ -12,8 +12,7 @@ from optsched.cli.common import (
     add_seed,
     add_simulation_options,
     add_trace_options,
-    load_instance_or_trace,
-    note_skipped,
+    load_instance,
     parse_params,
     print_json,
     print_result,
@@ -78,7 +77,7 @@ def run(args: argparse.Namespace) -> int:
         from optsched.plot import image_format, jct_cdf_image
 
         cdf_format = image_format(args.cdf, "--cdf")
-    instance, trace = load_instance_or_trace(args)
+    instance = load_instance(args)
     result = simulate(
         instance,
         args.policy,
@@ -118,7 +117,6 @@ def run(args: argparse.Namespace) -> int:
             )
         )
     write_outputs(outputs)  # all or nothing, after the work succeeded
-    note_skipped(trace)
     if args.json:
         print_json(result.to_dict())
     else:

@@ -59,7 +59,7 @@ def preemptive_wspt_mean_busy(
     index), preempted only when a job arrives. It minimises Σ weight_j M_j over preemptive
     (and fractional) schedules with these release dates (Goemans)."""
     n = len(size)
-    order = sorted(range(n), key=lambda j: (release[j], j))
+    order = np.lexsort((np.arange(n), release)).tolist()  # by release, then index
     remaining = size.astype(float).copy()
     first_moment = np.zeros(n)  # ∫ t dt over the job's processing
     ready: list[tuple[float, int]] = []
@@ -91,7 +91,7 @@ _Terms = tuple[npt.NDArray[np.float64], npt.NDArray[np.float64], float]
 def _fluid_terms(instance: Instance, prices: npt.NDArray[np.float64]) -> _Terms:
     """(W_j, W_j / (2 R_j) + s_j per job, the capacity C) at GPU-class ``prices``
     (models/fluid-bound.md), in blocks of jobs so that no (jobs × classes) array exceeds
-    about a million entries."""
+    about 100,000 entries (its temporaries stay under 10 MB on any trace)."""
     compute, sync = instance.class_compute, instance.class_sync
     size = np.bincount(instance.gpu_class, minlength=compute.shape[1]).astype(float)
     tasks = np.array([job.n_tasks for job in instance.jobs], dtype=float)
@@ -99,7 +99,7 @@ def _fluid_terms(instance: Instance, prices: npt.NDArray[np.float64]) -> _Terms:
     n = instance.n_jobs
     work, after = np.empty(n), np.empty(n)
     best_rate = np.zeros(compute.shape[1])
-    step = max(1, 1_000_000 // compute.shape[1])
+    step = max(1, 100_000 // compute.shape[1])
     for lo in range(0, n, step):
         block = slice(lo, lo + step)
         c, s = compute[block], sync[block]
@@ -117,6 +117,23 @@ def _fluid_terms(instance: Instance, prices: npt.NDArray[np.float64]) -> _Terms:
             eligible, s, np.inf
         ).min(axis=1)
     return work, after, float(size @ best_rate)
+
+
+def _same_columns(compute: npt.NDArray[np.float64]) -> npt.NDArray[np.intp]:
+    """Each class's group: the classes with the same compute times (a GPU type), numbered
+    in the lexicographic order of those times (as ``np.unique(compute.T, axis=0)`` numbers
+    them, without its copies of the whole matrix)."""
+    first: list[int] = []  # a representative class of each group
+    of = np.empty(compute.shape[1], dtype=np.intp)
+    for c in range(compute.shape[1]):
+        same = [k for k, r in enumerate(first) if np.array_equal(compute[:, r], compute[:, c])]
+        if not same:
+            first.append(c)
+        of[c] = same[0] if same else len(first) - 1
+    ranked = sorted(range(len(first)), key=lambda k: compute[:, first[k]].tolist())
+    rank = np.empty(len(first), dtype=np.intp)
+    rank[ranked] = np.arange(len(first))
+    return rank[of]
 
 
 @dataclass(frozen=True)
@@ -185,9 +202,7 @@ def fluid_bound(
                 break
         return best, best_alone
 
-    # one price per group of classes with the same compute times (a GPU type)
-    _, group = np.unique(instance.class_compute.T, axis=0, return_inverse=True)
-    group = group.ravel()
+    group = _same_columns(instance.class_compute)  # one price per GPU type
     log_prices = np.zeros(int(group.max()) + 1)
     best, alone = split(np.ones(len(group)))
     best_prices, tried = log_prices.copy(), 1
