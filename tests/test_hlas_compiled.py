@@ -292,7 +292,7 @@ def test_without_a_c_compiler_auto_falls_back_and_compiled_says_why(monkeypatch)
     monkeypatch.setenv("CC", "/nonexistent/cc")
     monkeypatch.setattr(simulator, "COMPILED_FROM_TASKS", 0)
     assert run_simulation(inst, HLAS()).engine == "python"
-    with pytest.raises(InputError, match=r"needs a C compiler .*no C compiler found"):
+    with pytest.raises(InputError, match=r"needs a C compiler .*CC='/nonexistent/cc' was not"):
         run_simulation(inst, HLAS(), engine="compiled")
 
 
@@ -303,6 +303,23 @@ def test_a_failed_compilation_says_what_the_compiler_said(monkeypatch, tmp_path)
     with pytest.raises(ImportError, match=r"compiling the hlas kernel .* failed: .*no-such-flag"):
         hlas_compiled.kernel()
     assert not list((tmp_path / "optsched").iterdir())  # no half-written library left
+
+
+def test_a_damaged_library_in_the_cache_is_built_again(monkeypatch, tmp_path):
+    """A library cut short (a crash while it was written, a full disk) is never loaded (a
+    truncated shared library kills the process that maps it): its SHA-256 beside it does
+    not match, and it is compiled again."""
+    monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path))
+    monkeypatch.setattr(hlas_compiled, "_kernel", [])
+    hlas_compiled.kernel()
+    (library,) = (tmp_path / "optsched").glob("hlas-*.so")
+    whole = library.read_bytes()
+    cut = tmp_path / "cut"  # a new file: the one this process has mapped stays whole
+    cut.write_bytes(whole[:1000])
+    cut.replace(library)
+    monkeypatch.setattr(hlas_compiled, "_kernel", [])
+    hlas_compiled.kernel()
+    assert library.read_bytes() == whole
 
 
 def test_thousands_of_jobs_and_a_hundred_gpus_per_class():

@@ -62,6 +62,7 @@ from optsched.online.engine import (
     implementing,
 )
 from optsched.online.simulator import speed_classes
+from optsched.output import write_outputs
 
 if TYPE_CHECKING:
     from optsched.online.hlas import HLAS
@@ -378,13 +379,12 @@ def kernel() -> Kernel:
     Raises
     ------
     ImportError
-        No C compiler (``$CC``, ``cc``, ``gcc``, ``clang``), or compiling failed (with the
-        compiler's message).
+        No C compiler (``$CC``, ``cc``, ``gcc``, ``clang``), compiling failed (with the
+        compiler's message), or the library does not load.
     """
     if not _kernel:
         started = time.perf_counter()
-        library = ctypes.CDLL(str(_compiled_library()))
-        fields = ctypes.string_at(ctypes.addressof(ctypes.c_char.in_dll(library, "hlas_fields")))
+        fields, run = _library()
         typed = [line.split() for line in fields.decode().splitlines()]
         arrays = tuple((name, _DTYPES[ctype]) for ctype, name in typed if ctype != "size")
         sizes = tuple(name for ctype, name in typed if ctype == "size")
@@ -396,7 +396,6 @@ def kernel() -> Kernel:
                 + [(name, ctypes.c_int64) for name in sizes]
             },
         )
-        run = library.hlas_run
         run.argtypes, run.restype = [ctypes.POINTER(state)], ctypes.c_int
         seconds = time.perf_counter() - started
         _kernel.append(Kernel(run, state, arrays, sizes, seconds))
@@ -404,54 +403,86 @@ def kernel() -> Kernel:
     return _kernel[0]
 
 
-def _compiled_library() -> Path:
-    """The shared library of ``_hlas_kernel.c``: from the cache, else compiled into it
-    (written under a temporary name, then moved in place: processes never see half a
-    file)."""
+def _library() -> tuple[bytes, Any]:
+    """The field list and the run function of ``_hlas_kernel.c``'s library, loaded from the
+    cache when it is there whole (its SHA-256 beside it), else compiled and written there
+    (both files atomically), so that a truncated file is never loaded."""
     source = Path(__file__).with_name("_hlas_kernel.c")
-    found = [path for path in map(shutil.which, ("cc", "gcc", "clang")) if path]
-    cc = shlex.split(os.environ.get("CC", "")) or found[:1]
-    if not cc or shutil.which(cc[0]) is None:
-        raise ImportError("no C compiler found (set CC, or install cc, gcc or clang)")
-    command = [*cc, *CFLAGS]
+    command = [*_compiler(), *CFLAGS]
     made_by = [*command, platform.machine(), platform.system()]
     key = hashlib.sha256(
         b"\0".join([source.read_bytes(), *(part.encode() for part in made_by)])
     ).hexdigest()[:16]
-    library = _cache() / f"hlas-{key}.so"
-    if library.exists():
-        return library
-    partial = library.with_name(f".{library.name}.{os.getpid()}")
+    folder, temporary = _cache()
+    library, digest = folder / f"hlas-{key}.so", folder / f"hlas-{key}.sha256"
     try:
-        done = subprocess.run(
-            [*command, "-o", str(partial), str(source), "-lm"],
-            capture_output=True,
-            text=True,
-            timeout=300,
-        )
-    except (OSError, subprocess.SubprocessError) as exc:
-        raise ImportError(f"compiling the hlas kernel with {cc[0]} failed: {exc}") from None
-    if done.returncode:
-        partial.unlink(missing_ok=True)
-        raise ImportError(
-            f"compiling the hlas kernel with {' '.join(command)} failed: "
-            + " ".join(done.stderr.split())[-400:]
-        )
-    os.replace(partial, library)
-    return library
+        if not _whole(library, digest):
+            built = _compile(command, source)
+            write_outputs([(library, built), (digest, hashlib.sha256(built).hexdigest())])
+        try:
+            loaded = ctypes.CDLL(str(library))
+            fields = ctypes.c_char.in_dll(loaded, "hlas_fields")
+            return ctypes.string_at(ctypes.addressof(fields)), loaded.hlas_run
+        except (OSError, AttributeError, ValueError) as exc:
+            raise ImportError(f"the compiled hlas kernel {library} does not load: {exc}") from None
+    finally:
+        if temporary:  # a loaded library stays mapped without its file
+            shutil.rmtree(folder, ignore_errors=True)
 
 
-def _cache() -> Path:
-    """The user's cache folder for the compiled loop (``$XDG_CACHE_HOME/optsched``, else
-    ``~/.cache/optsched``), else a private temporary one (compiled again by each process)."""
+def _compiler() -> list[str]:
+    """The C compiler's command: ``$CC``, else the first of ``cc``, ``gcc``, ``clang``."""
+    given = shlex.split(os.environ.get("CC", ""))
+    found = given or [path for path in map(shutil.which, ("cc", "gcc", "clang")) if path][:1]
+    if not found:
+        raise ImportError("no C compiler found (set CC, or install cc, gcc or clang)")
+    if shutil.which(found[0]) is None:
+        raise ImportError(f"the C compiler $CC={found[0]!r} was not found")
+    return found
+
+
+def _whole(library: Path, digest: Path) -> bool:
+    try:
+        return hashlib.sha256(library.read_bytes()).hexdigest() == digest.read_text().strip()
+    except OSError:
+        return False
+
+
+def _compile(command: list[str], source: Path) -> bytes:
+    """The shared library ``command`` makes of ``source``, built in a temporary folder."""
+    with tempfile.TemporaryDirectory(prefix="optsched-cc-") as work:
+        out = Path(work) / "hlas.so"
+        try:
+            done = subprocess.run(
+                [*command, "-o", str(out), str(source), "-lm"],
+                capture_output=True,
+                text=True,
+                timeout=300,
+            )
+        except (OSError, subprocess.SubprocessError) as exc:
+            raise ImportError(
+                f"compiling the hlas kernel with {command[0]} failed: {exc}"
+            ) from None
+        if done.returncode:
+            raise ImportError(
+                f"compiling the hlas kernel with {' '.join(command)} failed: "
+                + " ".join(done.stderr.split())[-400:]
+            )
+        return out.read_bytes()
+
+
+def _cache() -> tuple[Path, bool]:
+    """The folder for the compiled loop: the user's cache (``$XDG_CACHE_HOME/optsched``,
+    else ``~/.cache/optsched``), else a private temporary one (True: removed once the
+    library is loaded, compiled again by each process)."""
     folder = Path(os.environ.get("XDG_CACHE_HOME") or Path.home() / ".cache") / "optsched"
     try:
         folder.mkdir(parents=True, exist_ok=True)
         if os.access(folder, os.W_OK):
-            return folder
+            return folder, False
     except OSError:
         pass
-    return Path(tempfile.mkdtemp(prefix="optsched-"))
+    return Path(tempfile.mkdtemp(prefix="optsched-")), True
 
 
 def _bind(kernel: Kernel, *parts: Any) -> ctypes.Structure:
