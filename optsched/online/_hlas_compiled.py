@@ -344,6 +344,8 @@ def _replay(
                 hook(a, x)
 
 
+# -- compiling and loading the loop ----------------------------------------------------------
+
 #: The C compiler's flags: no fused multiply-adds (-ffp-contract=off), so that every
 #: floating-point expression rounds as Python's does.
 CFLAGS = ("-O2", "-std=c11", "-ffp-contract=off", "-fPIC", "-shared")
