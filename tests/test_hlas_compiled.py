@@ -292,7 +292,9 @@ def test_without_a_c_compiler_auto_falls_back_and_compiled_says_why(monkeypatch)
     monkeypatch.setenv("CC", "/nonexistent/cc")
     monkeypatch.setattr(simulator, "COMPILED_FROM_TASKS", 0)
     assert run_simulation(inst, HLAS()).engine == "python"
-    with pytest.raises(InputError, match=r"needs a C compiler .*CC='/nonexistent/cc' was not"):
+    with pytest.raises(
+        InputError, match=r"unavailable: the C compiler \$CC='/nonexistent/cc' was not"
+    ):
         run_simulation(inst, HLAS(), engine="compiled")
 
 

@@ -640,10 +640,10 @@ def _compiled(
     except InputError as exc:
         if engine == "compiled":
             raise InputError(f"the compiled engine (--engine compiled): {exc}") from None
-    except ImportError as exc:  # no C compiler to build it with
+    except ImportError as exc:  # no C compiler, or the loop did not build or load
         if engine == "compiled":
             raise InputError(
-                f"the compiled engine (--engine compiled) needs a C compiler ({exc})"
+                f"the compiled engine (--engine compiled) is unavailable: {exc}"
             ) from None
     return None
 
