@@ -266,8 +266,8 @@ def _import_plugin(module: str, load: Callable[[], Any], what: str) -> None:
 
 def builtin_modules(kind: Kind | None = None) -> list[str]:
     """Every module of :data:`METHOD_PACKAGES` (of one kind) but private ones (a name that
-    starts with ``_``, which register nothing: e.g. a compiled engine, whose import is
-    costly): the built-in methods are registered by importing them."""
+    starts with ``_``, which register nothing: e.g. the compiled engine's driver): the
+    built-in methods are registered by importing them."""
     found = []
     for package in (p for k in KINDS if kind in (None, k) for p in METHOD_PACKAGES[k]):
         path = importlib.import_module(package).__path__

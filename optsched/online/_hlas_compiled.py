@@ -137,34 +137,32 @@ Loop = namedtuple(
 # -- the driver ------------------------------------------------------------------------------
 
 
-def _set_words(size: int) -> int:
-    """The 64-bit words of a set of ``size`` ranks in the kernel: a bit per rank, then a bit
-    per word of the level below, up to a level of one word."""
-    total, words = 0, -(-size // 64)
+def _level_words(size: int) -> list[int]:
+    """The 64-bit words of each level of a set of ``size`` ranks in the kernel: a bit per
+    rank, then a bit per word of the level below, up to a level of one word."""
+    levels, words = [], -(-size // 64)
     while words:
-        total += words
+        levels.append(words)
         if words == 1:
             break
         words = -(-words // 64)
-    return total
+    return levels
 
 
 def _sets(shape: tuple[int, ...], size: int, members: np.ndarray | int = 0) -> np.ndarray:
     """Sets of ``size`` ranks (``shape`` of them) holding ranks 0 … members - 1 (one count
     for every set, or one per set)."""
-    sets = np.zeros((*shape, _set_words(size)), dtype=np.uint64)
+    levels = _level_words(size)
+    sets = np.zeros((*shape, sum(levels)), dtype=np.uint64)
     counts = np.broadcast_to(np.asarray(members), shape)
     for index in np.ndindex(*shape):
-        row, present = sets[index], int(counts[index])
-        offset, words = 0, -(-size // 64)
-        while present:  # a prefix of ranks sets a prefix of the words of each level
+        row, present, offset = sets[index], int(counts[index]), 0
+        for words in levels:  # a prefix of ranks sets a prefix of the words of each level
             full, rest = divmod(present, 64)
             row[offset : offset + full] = np.iinfo(np.uint64).max
             if rest:
                 row[offset + full] = (1 << rest) - 1
-            if words == 1:
-                break
-            offset, present, words = offset + words, -(-present // 64), -(-words // 64)
+            offset, present = offset + words, -(-present // 64)
     return sets
 
 
@@ -361,18 +359,16 @@ _DTYPES = {
 
 class Kernel(NamedTuple):
     """The compiled loop: ``hlas_run``, the state it takes (a ctypes structure of array
-    pointers and sizes), its arrays' names and types, its sizes' names, and the seconds
-    compiling or loading it took."""
+    pointers and sizes), its arrays' names and types, and its sizes' names."""
 
     run: Any
     state: type[ctypes.Structure]
     arrays: tuple[tuple[str, Any], ...]
     sizes: tuple[str, ...]
-    seconds: float
 
 
 _kernel: list[Kernel] = []  # the one loaded in this process
-_unreported: list[float] = []  # its seconds, until a run has reported them
+_unreported: list[float] = []  # the seconds loading it took, until a run has reported them
 
 
 def kernel() -> Kernel:
@@ -399,9 +395,8 @@ def kernel() -> Kernel:
             },
         )
         run.argtypes, run.restype = [ctypes.POINTER(state)], ctypes.c_int
-        seconds = time.perf_counter() - started
-        _kernel.append(Kernel(run, state, arrays, sizes, seconds))
-        _unreported.append(seconds)
+        _kernel.append(Kernel(run, state, arrays, sizes))
+        _unreported.append(time.perf_counter() - started)
     return _kernel[0]
 
 
