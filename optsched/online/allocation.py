@@ -67,6 +67,7 @@ from optsched.exact.allocation import (
     min_makespan,
     min_max_rho,
 )
+from optsched.exact.allocation_sequence import AllocationSequence
 from optsched.instance import Instance
 from optsched.online.engine import Decision
 from optsched.online.simulator import JobState, View, speed_classes
@@ -176,6 +177,7 @@ class AllocationPolicy:
     agnostic: bool = False
     solution: Literal["central", "vertex"] = "vertex"
     parts: int = 1
+    warm: bool = True
     name: str = ""
     modes: frozenset[str] = field(default_factory=lambda: frozenset({"gang"}))
     clairvoyant: bool = False
@@ -227,6 +229,8 @@ class AllocationPolicy:
     #: solve its remaining rounds and isolated rate (Gavel's cumulative isolated time)
     _isolated_time: dict[int, float] = field(default_factory=dict, repr=False)
     _last_isolated: dict[int, tuple[float, float]] = field(default_factory=dict, repr=False)
+    #: the LP edited and solved from its last basis at each solve (``warm``)
+    _sequence: AllocationSequence | None = field(default=None, repr=False)
 
     def __post_init__(self) -> None:
         self.clairvoyant = self.objective in CLAIRVOYANT
@@ -268,12 +272,16 @@ class AllocationPolicy:
         central = self.solution == "central"
         self._terms: tuple[np.ndarray, ...] = ()
         share, reference = problem.proportional(), problem.reference()
-        if self.objective == "max-min-fairness":
-            result = self._max_min(problem, reference, central)
-        elif self.objective == "isolated":
+        sequence = self._sequence_for(self.objective)
+        if self.objective == "isolated":
             result = isolated_share(problem)
-        elif self.objective == "max-throughput":
-            result = max_total_share(problem, reference, central=central)
+        elif self.objective in ("max-min-fairness", "max-throughput"):
+            if sequence is not None:
+                result = sequence.solve(problem, reference=reference)
+            elif self.objective == "max-min-fairness":
+                result = self._max_min(problem, reference, central)
+            else:
+                result = max_total_share(problem, reference, central=central)
         else:
             assert view.oracle is not None
             remaining = np.array(
@@ -281,10 +289,19 @@ class AllocationPolicy:
             )
             if self.objective == "min-makespan":
                 self._terms = (remaining,)
-                result = min_makespan(problem, remaining, central=central)
+                if sequence is not None:
+                    result = sequence.solve(problem, idx.tolist(), remaining=remaining)
+                else:
+                    result = min_makespan(problem, remaining, central=central)
             else:
                 self._terms = self._rho_terms(view, jobs, share, remaining)
-                result = min_max_rho(problem, *self._terms, central=central)
+                elapsed, _, ideal = self._terms
+                if sequence is not None:
+                    result = sequence.solve(
+                        problem, idx.tolist(), elapsed=elapsed, remaining=remaining, ideal=ideal
+                    )
+                else:
+                    result = min_max_rho(problem, *self._terms, central=central)
         self._close_interval(view.time)
         self._carry_deficits(view.time)
         norm = reference / weights if self.objective == "max-throughput" else reference * weights
@@ -316,6 +333,17 @@ class AllocationPolicy:
         self.solved_at = view.time
         self.solves += 1
         self.lp_seconds += result.seconds
+
+    def _sequence_for(self, objective: Objective) -> AllocationSequence | None:
+        """The one LP that every solve edits and warm-starts (``warm``, at a vertex, and for
+        max-min without pieces or fill), made at the first solve; None: from scratch."""
+        if objective == "isolated" or not self.warm or self.solution != "vertex":
+            return None
+        if objective == "max-min-fairness" and (self.parts > 1 or self.fill != "none"):
+            return None
+        if self._sequence is None:
+            self._sequence = AllocationSequence(objective, self._capacity)
+        return self._sequence
 
     def _max_min(
         self, problem: AllocationProblem, reference: np.ndarray, central: bool
@@ -644,6 +672,12 @@ class LPOptions(AllocationOptions):
         "bottleneck, as an interior-point solver such as Gavel's returns)",
         ("vertex", "central"),
     )
+    warm: bool = switch(
+        "with solution=vertex: keep one LP for the run, edited as the jobs change, each "
+        "solve from the last one's basis (default 1; the vertex can then depend on the "
+        "solves before); 0: every LP from scratch",
+        True,
+    )
 
 
 @dataclass(frozen=True)
@@ -708,6 +742,7 @@ def _register(
             agnostic=getattr(chosen, "agnostic", False),
             solution=getattr(chosen, "solution", "vertex"),
             parts=getattr(chosen, "parts", 1),
+            warm=getattr(chosen, "warm", True),
         )
 
 

@@ -1,0 +1,399 @@
+"""Allocation LPs solved one after another while the jobs change (docs/models/allocation.md,
+"Re-solving as the jobs change"). An online allocation policy re-solves its LP at every
+arrival and completion, and consecutive LPs differ by a job or two: :class:`AllocationSequence`
+keeps one HiGHS model for the whole run, edits it into each new problem (the rows and
+columns of the jobs that left deleted, those of the new ones added, changed coefficients
+set) and solves it from the previous solve's simplex basis, in a few pivots instead of a
+solve from scratch and without building the model again.
+
+The LPs are those of :mod:`optsched.exact.allocation`, with the same rows per job and per
+type: max-min fairness (identical jobs grouped, as :func:`~optsched.exact.allocation.
+max_min_share` groups them), total throughput (grouped), min-makespan and finish-time
+fairness (one row per job; the bisection of :func:`~optsched.exact.allocation.min_max_rho`
+runs on the same model, starting from the last optimum). Every result is an optimum of its
+LP (HiGHS's status optimal; the finish-time level certified as in ``min_max_rho``) with the
+same value as a solve from scratch, up to HiGHS's tolerances. Which optimal vertex it is
+can depend on the solves before it (these LPs rarely have one optimum), so the allocations,
+and the schedule of a policy that uses them, may differ from those of solving every LP
+from scratch.
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Hashable, Sequence
+from typing import Any, Literal
+
+import numpy as np
+
+from optsched.errors import InputError, OptschedError
+from optsched.exact.allocation import (
+    Allocation,
+    AllocationProblem,
+    _Columns,
+    _distinct_rows,
+    min_max_rho,
+)
+
+Sequenced = Literal["max-min-fairness", "max-throughput", "min-makespan", "finish-time-fairness"]
+#: The objectives whose LP is symmetric in identical jobs: their rows are groups of them.
+GROUPED: frozenset[str] = frozenset({"max-min-fairness", "max-throughput"})
+
+
+class AllocationSequence:
+    """One allocation LP per call of :meth:`solve`, for one ``objective`` on one cluster
+    (``capacity``: GPUs per type), each edited from the last and solved from its basis.
+
+    The model's layout: the global column first (max-min's level z, min-makespan's T), then
+    one column per (row, type) of the problem (bounds [0, 0] where the row cannot run);
+    the capacity rows first (one per type), then each problem row's own rows (its time row,
+    then max-min's level row, min-makespan's work row or finish-time's demand row). A row of
+    the problem is identified by its key: the caller's for the per-job objectives, its data
+    (rates, GPUs, weight, reference) for the grouped ones."""
+
+    def __init__(self, objective: Sequenced, capacity: np.ndarray) -> None:
+        import highspy
+
+        from optsched.exact.quiet import native_stdout_silenced
+
+        self.objective = objective
+        self.capacity = np.array(capacity, dtype=float)
+        self._m = m = len(self.capacity)
+        self._top = 1 if objective in ("max-min-fairness", "min-makespan") else 0
+        self._own = 1 if objective == "max-throughput" else 2
+        self._keys: list[Hashable] = []
+        self._pos: dict[Hashable, int] = {}
+        self._data = np.zeros((0, m + 3))
+        self._count = np.zeros(0)
+        self._level: float | None = None  # finish-time: the last optimum, the next hint
+        #: LPs solved and simplex iterations, over the run
+        self.solves = 0
+        self.iterations = 0
+        self._hs = highspy
+        with native_stdout_silenced():
+            self._highs: Any = highspy.Highs()  # type: ignore[no-untyped-call, unused-ignore]
+        highs, inf = self._highs, highspy.kHighsInf
+        highs.setOptionValue("output_flag", False)
+        highs.setOptionValue("simplex_strategy", 4)  # primal: the dual is degenerate here
+        if self._top:
+            cost = -1.0 if objective == "max-min-fairness" else 1.0
+            highs.addCol(cost, 0.0, inf, 0, np.zeros(0, np.int32), np.zeros(0))
+        for t in range(m):
+            if objective == "min-makespan":  # Σ K Y − capacity · T ≤ 0
+                highs.addRow(-inf, 0.0, 1, np.array([0], np.int32), np.array([-self.capacity[t]]))
+            else:
+                highs.addRow(-inf, float(self.capacity[t]), 0, np.zeros(0, np.int32), np.zeros(0))
+
+    # -- the model ---------------------------------------------------------------------------
+
+    def _columns(self, pos: np.ndarray) -> np.ndarray:
+        """The model's columns of the rows at ``pos`` (one per type, row-major)."""
+        return self._top + pos[:, None] * self._m + np.arange(self._m)[None, :]
+
+    def _edit(self, keys: Sequence[Hashable], data: np.ndarray, count: np.ndarray) -> np.ndarray:
+        """Edit the model into the rows ``keys`` (``data``: rates per type, GPUs, weight,
+        reference; ``count``: jobs per row): rows gone or with other data deleted, new ones
+        added, counts changed in place. Returns each row's position in the model."""
+        n = len(keys)
+        pos = np.fromiter((self._pos.get(k, -1) for k in keys), np.int64, n)
+        known = np.flatnonzero(pos >= 0)
+        same = known[(self._data[pos[known]] == data[known]).all(axis=1)]
+        stay = np.zeros(len(self._keys), dtype=bool)
+        stay[pos[same]] = True
+        if not stay.all():
+            self._delete(np.flatnonzero(~stay))
+            pos = np.fromiter((self._pos.get(k, -1) for k in keys), np.int64, n)
+        moved = same[self._count[pos[same]] != count[same]]
+        if len(moved):
+            self._recount(pos[moved], data[moved], count[moved])
+        new = np.flatnonzero(pos < 0)
+        if len(new):
+            pos[new] = self._add([keys[i] for i in new.tolist()], data[new], count[new])
+        return pos
+
+    def _delete(self, gone: np.ndarray) -> None:
+        """Delete the rows at positions ``gone``, then mend the basis's count of basic
+        variables (HiGHS drops a basis that lost a basic column): slacks of the model's last
+        rows made basic where too few remain, the last basic columns made nonbasic where too
+        many do."""
+        highs, m, own = self._highs, self._m, self._own
+        cols = self._columns(gone).ravel().astype(np.int32)
+        rows = (m + gone[:, None] * own + np.arange(own)[None, :]).ravel().astype(np.int32)
+        had_basis = self.solves > 0
+        if highs.deleteCols(len(cols), cols) == self._hs.HighsStatus.kError:
+            raise OptschedError("allocation sequence: HiGHS refused to delete columns")
+        if highs.deleteRows(len(rows), rows) == self._hs.HighsStatus.kError:
+            raise OptschedError("allocation sequence: HiGHS refused to delete rows")
+        keep = np.ones(len(self._keys), dtype=bool)
+        keep[gone] = False
+        self._keys = [k for k, kept in zip(self._keys, keep, strict=True) if kept]
+        self._pos = {k: i for i, k in enumerate(self._keys)}
+        self._data, self._count = self._data[keep], self._count[keep]
+        if had_basis:
+            self._mend_basis()
+
+    def _mend_basis(self) -> None:
+        basis = self._highs.getBasis()
+        if basis.valid:
+            return
+        basic = self._hs.HighsBasisStatus.kBasic
+        col, row = list(basis.col_status), list(basis.row_status)
+        need = len(row) - sum(s == basic for s in col) - sum(s == basic for s in row)
+        for i in reversed(range(len(row))):
+            if need <= 0:
+                break
+            if row[i] != basic:
+                row[i], need = basic, need - 1
+        for j in reversed(range(self._top, len(col))):
+            if need >= 0:
+                break
+            if col[j] == basic:
+                col[j], need = self._hs.HighsBasisStatus.kLower, need + 1
+        basis.col_status, basis.row_status, basis.valid = col, row, True
+        self._highs.setBasis(basis)  # refused: HiGHS starts from its own basis
+
+    def _recount(self, pos: np.ndarray, data: np.ndarray, count: np.ndarray) -> None:
+        """Rows whose job count changed: their GPUs in the capacity rows (grouped rows),
+        their cost (total throughput)."""
+        m, highs = self._m, self._highs
+        cols = self._columns(pos)
+        rates = data[:, :m]
+        for i in range(len(pos)):
+            for t in np.flatnonzero(rates[i] > 0).tolist():
+                highs.changeCoeff(t, int(cols[i, t]), float(data[i, m] * count[i]))
+        if self.objective == "max-throughput":
+            cost = self._cost(data, count)
+            highs.changeColsCost(cols.size, cols.ravel().astype(np.int32), cost.ravel())
+        self._count[pos] = count
+
+    def _cost(self, data: np.ndarray, count: np.ndarray) -> np.ndarray:
+        """Total throughput's cost per (row, type): −count · weight · rate / reference."""
+        m = self._m
+        return np.asarray(-(count * data[:, m + 1] / data[:, m + 2])[:, None] * data[:, :m])
+
+    def _add(self, keys: list[Hashable], data: np.ndarray, count: np.ndarray) -> np.ndarray:
+        """Add rows (their columns, with their entries in the capacity rows, then their own
+        rows); returns their positions."""
+        highs, inf, m, own = self._highs, self._hs.kHighsInf, self._m, self._own
+        k, first = len(keys), len(self._keys)
+        pos = np.arange(first, first + k)
+        rates, gpus = data[:, :m], data[:, m]
+        runs = (rates > 0) & (gpus[:, None] <= self.capacity[None, :])
+        # columns: one entry each where it can run, in capacity row t
+        cost = np.zeros((k, m))
+        if self.objective == "max-throughput":
+            cost = self._cost(data, count)
+        per = np.where(runs, 1, 0).ravel()
+        starts = np.concatenate([[0], np.cumsum(per)[:-1]]).astype(np.int32)
+        index = np.broadcast_to(np.arange(m), (k, m))[runs].astype(np.int32)
+        value = (gpus * count)[:, None] * np.ones(m)
+        highs.addCols(
+            k * m,
+            cost.ravel(),
+            np.zeros(k * m),
+            np.where(runs, inf, 0.0).ravel(),
+            int(per.sum()),
+            starts,
+            index,
+            value[runs],
+        )
+        # own rows: time (Σ_t X ≤ 1 or, min-makespan, Σ_t Y − T ≤ 0), then the second row
+        cols = self._columns(pos)
+        job, typ = np.nonzero(runs)
+        col = cols[job, typ]
+        row_of, col_of, val = [job * own], [col], [np.ones(len(job))]
+        upper = np.zeros((k, own))
+        lower = np.full((k, own), -inf)
+        if self.objective == "min-makespan":
+            row_of.append(np.arange(k) * own)
+            col_of.append(np.zeros(k, dtype=np.int64))
+            val.append(-np.ones(k))
+        else:
+            upper[:, 0] = 1.0
+        if own == 2:
+            if self.objective == "max-min-fairness":
+                utility = rates[job, typ] / (data[job, m + 2] * data[job, m + 1])
+                row_of += [job * own + 1, np.arange(k) * own + 1]
+                col_of += [col, np.zeros(k, dtype=np.int64)]
+                val += [-utility, np.ones(k)]
+            else:  # work or demand: −Σ_t r Y ≤ bound (set at each solve)
+                row_of.append(job * own + 1)
+                col_of.append(col)
+                val.append(-rates[job, typ])
+        r, c, v = (np.concatenate(a) for a in (row_of, col_of, val))
+        order = np.lexsort((c, r))
+        r, c, v = r[order], c[order], v[order]
+        starts = np.searchsorted(r, np.arange(k * own)).astype(np.int32)
+        highs.addRows(k * own, lower.ravel(), upper.ravel(), len(v), starts, c.astype(np.int32), v)
+        self._keys += keys
+        self._pos.update((key, int(p)) for key, p in zip(keys, pos, strict=True))
+        self._data = np.concatenate([self._data, data])
+        self._count = np.concatenate([self._count, count])
+        return pos
+
+    def _run_model(self, infeasible: bool = False) -> Any:
+        """Solve from the current basis; HiGHS's model status. Where the warm start ends
+        neither optimal nor (``infeasible`` allowed) infeasible, e.g. HiGHS's primal simplex
+        stalling on a mended basis ("unknown"), the basis is dropped and the LP solved again
+        from scratch."""
+        done = {self._hs.HighsModelStatus.kOptimal}
+        if infeasible:
+            done.add(self._hs.HighsModelStatus.kInfeasible)
+        status = None
+        for cold in (False, True):
+            if cold:
+                self._highs.clearSolver()
+            self._highs.run()
+            self.solves += 1
+            self.iterations += int(self._highs.getInfo().simplex_iteration_count)
+            status = self._highs.getModelStatus()
+            if status in done:
+                break
+        return status
+
+    def _run(self, what: str) -> np.ndarray:
+        """Solve (:meth:`_run_model`); the column values (optimal, else an error)."""
+        status = self._run_model()
+        if status != self._hs.HighsModelStatus.kOptimal:
+            raise OptschedError(
+                f"{what}: HiGHS did not solve the LP ({self._highs.modelStatusToString(status)})"
+            )
+        return np.asarray(self._highs.getSolution().col_value, dtype=float)
+
+    # -- the solves --------------------------------------------------------------------------
+
+    def solve(
+        self,
+        problem: AllocationProblem,
+        keys: Sequence[Hashable] | None = None,
+        *,
+        reference: np.ndarray | None = None,
+        remaining: np.ndarray | None = None,
+        elapsed: np.ndarray | None = None,
+        ideal: np.ndarray | None = None,
+        tolerance: float = 1e-4,
+    ) -> Allocation:
+        """The allocation of ``problem`` for this sequence's objective: ``reference`` for
+        max-min and total throughput, ``remaining`` for min-makespan, ``elapsed``,
+        ``remaining`` and ``ideal`` for finish-time fairness (as the functions of
+        :mod:`optsched.exact.allocation` take them), ``keys`` (one per job, distinct) for
+        the last two. Its ``solves`` counts the LPs of this call.
+
+        Raises
+        ------
+        InputError
+            Another cluster than the sequence's, keys missing, repeated or of another
+            length, or the input the matching function of optsched.exact.allocation refuses.
+        """
+        started, before = time.perf_counter(), self.solves
+        n, m = problem.shape
+        if m != self._m or not np.array_equal(problem.capacity, self.capacity):
+            raise InputError("allocation sequence: the problem's capacity is not the sequence's")
+        if n == 0:
+            return Allocation(np.zeros((0, m)), 0.0, 0.0, 0.0, 0, 0.0)
+        if self.objective in GROUPED:
+            if reference is None:
+                raise InputError(f"allocation sequence: {self.objective} needs a reference")
+            ref = np.asarray(reference, dtype=float).reshape(n)
+            data = np.column_stack([problem.rates, problem.scale, problem.weights, ref])
+            first, of = _distinct_rows(data)
+            data = data[first]
+            count = np.bincount(of, weights=problem.count, minlength=len(first))
+            pos = self._edit([row.tobytes() for row in data], data, count)
+        else:
+            if keys is None or len(keys) != n or len(set(keys)) != n:
+                raise InputError("allocation sequence: one distinct key per job")
+            if (problem.count != 1).any():
+                raise InputError(f"allocation sequence: {self.objective} takes one row per job")
+            of = np.arange(n)
+            data = np.column_stack([problem.rates, problem.scale, problem.weights, np.zeros(n)])
+            pos = self._edit(keys, data, np.ones(n))
+        cols = self._columns(pos)
+        if self.objective == "finish-time-fairness":
+            assert elapsed is not None and remaining is not None and ideal is not None
+            result = self._finish_time(problem, pos, elapsed, remaining, ideal, tolerance)
+            x, value, lower, upper = result.x, result.value, result.lower, result.upper
+        elif self.objective == "min-makespan":
+            if remaining is None:
+                raise InputError("allocation sequence: min-makespan needs the remaining work")
+            remaining = np.asarray(remaining, dtype=float).reshape(n)
+            if not (remaining > 0).any():
+                return Allocation(np.zeros((n, m)), 0.0, 0.0, 0.0, 0, 0.0)
+            if ((remaining > 0) & ~problem.runnable().any(axis=1)).any():
+                raise InputError("min-makespan allocation: a job with work left can run nowhere")
+            work = (self._m + pos * 2 + 1).astype(np.int32)
+            inf = self._hs.kHighsInf
+            self._highs.changeRowsBounds(n, work, np.full(n, -inf), -remaining)
+            values = self._run("min-makespan allocation (sequence)")
+            value = lower = upper = float(values[0])
+            x = np.maximum(values[cols], 0.0) / value if value > 0 else np.zeros((n, m))
+        else:
+            values = self._run(f"{self.objective} allocation (sequence)")
+            if self.objective == "max-min-fairness":
+                value = float(values[0])
+            else:
+                value = -float(self._highs.getInfo().objective_function_value)
+            lower = upper = value
+            x = np.maximum(values[cols], 0.0)[of]
+        x = np.where(problem.runnable(), x, 0.0)
+        return Allocation(
+            x, value, lower, upper, self.solves - before, time.perf_counter() - started
+        )
+
+    def _finish_time(
+        self,
+        problem: AllocationProblem,
+        pos: np.ndarray,
+        elapsed: np.ndarray,
+        remaining: np.ndarray,
+        ideal: np.ndarray,
+        tolerance: float,
+    ) -> Allocation:
+        """:func:`min_max_rho`'s bisection with its tests on this model (``_Tests``),
+        starting from the last optimum."""
+        tests = _Tests(self, problem, pos)
+        result = min_max_rho(
+            problem, elapsed, remaining, ideal, tolerance=tolerance, tests=tests, hint=self._level
+        )
+        self._level = result.upper
+        return result
+
+
+class _Tests:
+    """The finish-time tests of one solve on the sequence's model, in the row and column
+    order of :func:`min_max_rho`'s LP (time rows, capacity rows, demand rows; a column per
+    runnable (job, type) pair): what :class:`~optsched.exact.highs.RowBoundsLP` offers it."""
+
+    def __init__(self, sequence: AllocationSequence, problem: AllocationProblem, pos: np.ndarray):
+        n, m = problem.shape
+        self._sequence = sequence
+        lp = _Columns(problem)
+        self._cols = sequence._columns(pos)[lp.jobs, lp.types]
+        own = sequence._own
+        # the model's row of each of min_max_rho's rows
+        self._rows = np.concatenate([m + pos * own, np.arange(m), m + pos * own + 1])
+        self._n = n
+
+    def solve(self, rows: np.ndarray, b_ub: np.ndarray) -> tuple[int, str, np.ndarray]:
+        """Set the demand rows ``rows`` (min_max_rho's numbering) to ``≤ b_ub`` and solve:
+        (0 and the point, 2 when infeasible, 4 otherwise)."""
+        seq = self._sequence
+        at = self._rows[np.asarray(rows)].astype(np.int32)
+        inf = seq._hs.kHighsInf
+        upper = np.clip(np.asarray(b_ub, dtype=float), -inf, inf)
+        seq._highs.changeRowsBounds(len(at), at, np.full(len(at), -inf), upper)
+        status = seq._run_model(infeasible=True)
+        if status == seq._hs.HighsModelStatus.kOptimal:
+            values = np.asarray(seq._highs.getSolution().col_value, dtype=float)
+            return 0, "optimal", values[self._cols]
+        if status == seq._hs.HighsModelStatus.kInfeasible:
+            return 2, "infeasible", np.empty(0)
+        return 4, seq._highs.modelStatusToString(status), np.empty(0)
+
+    def dual_ray(self) -> np.ndarray | None:
+        """HiGHS's dual ray after an infeasible test, in min_max_rho's row order."""
+        highs = self._sequence._highs
+        status, has_ray, ray = highs.getDualRay()
+        if not has_ray or status == self._sequence._hs.HighsStatus.kError:
+            return None
+        return np.asarray(np.asarray(ray, dtype=float)[self._rows])
