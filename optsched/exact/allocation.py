@@ -703,30 +703,37 @@ HINT_STEP = 1e-3
 
 
 def _gallop(
-    feasible: Callable[[float], np.ndarray | None], hint: float, lower: float, tolerance: float
+    probe: Callable[[float], tuple[float, np.ndarray] | None],
+    hint: float,
+    lower: float,
+    tolerance: float,
 ) -> tuple[float, float, np.ndarray | None]:
     """Bracket a finish-time optimum from ``hint``: (lower, upper, the point at upper, None
-    when no feasible level was found up to 1.26× the hint, upper then ∞). Tests
-    the hint, then levels ``HINT_STEP`` (1 + s)-fold below it (feasible hint) or above it
-    (infeasible), s growing 4× per test, until the answer changes."""
-    upper, found, step = math.inf, feasible(hint), HINT_STEP
-    if found is not None:
-        upper = hint
+    when no feasible level was found up to 1.26× the hint, upper then ∞). ``probe(r)``
+    gives (a feasible level ≤ r, its point) or None (r infeasible). Tests the hint, then
+    levels (1 + s)-fold below the best level found (feasible hint) or above the hint
+    (infeasible), s = ``HINT_STEP`` growing 4× per test, until the answer changes."""
+    step = HINT_STEP
+    got = probe(hint)
+    if got is not None:
+        upper, found = got
         while upper > lower * (1 + tolerance):
             level = upper / (1 + step)
             if level <= lower:
                 break
-            x = feasible(level)
-            if x is None:
+            got = probe(level)
+            if got is None:
                 return level, upper, found
-            upper, found, step = level, x, 4 * step
+            if got[0] >= upper:  # no certified progress: bisect from here
+                break
+            (upper, found), step = got, 4 * step
         return lower, upper, found
     lower = hint
     while step < 1:
         level = hint * (1 + step)
-        x = feasible(level)
-        if x is not None:
-            return lower, level, x
+        got = probe(level)
+        if got is not None:
+            return lower, *got
         lower, step = level, 4 * step
     return lower, math.inf, None
 
@@ -832,28 +839,32 @@ def min_max_rho(
         x = np.asarray(point, dtype=float)
         full = np.concatenate([fixed_rhs, b])
         if status == 0:
-            activity = np.bincount(
-                a_ub.indices, weights=a_ub.data * x[column_of], minlength=len(full)
-            )
-            if (activity - full <= 1e-12 * np.abs(full)).all() and (x >= 0).all():
-                return x
             if tests is not None:  # the point made exactly feasible, its own level checked
-                x = within(x, activity)
+                x = within(x)
                 if level(x) <= r * (1 + 1e-9):
                     return x
+            elif (activity(x) - full <= 1e-12 * np.abs(full)).all() and (x >= 0).all():
+                return x
         elif status == 2:
             ray = warm.dual_ray()
             # the caller's tests: proved infeasible is enough (no solve from scratch to match)
             looser = LOOSER if tests is None else 0.0
             if ray is not None and _infeasible_beyond(a_ub, column_of, full, -ray, looser):
                 return None
-        return solved(r)
+        point = solved(r)
+        return point if point is None or tests is None else within(point)
 
-    def within(x: np.ndarray, activity: np.ndarray) -> np.ndarray:
+    def activity(x: np.ndarray) -> np.ndarray:
+        """Every row's activity at ``x`` (the warm LP's matrix)."""
+        rows = len(fixed_rhs) + n
+        return np.bincount(a_ub.indices, weights=a_ub.data * x[column_of], minlength=rows)
+
+    def within(x: np.ndarray) -> np.ndarray:
         """``x`` ≥ 0 scaled down until it meets every time and capacity row exactly."""
-        fixed = activity[: len(fixed_rhs)]
+        x = np.maximum(x, 0.0)
+        fixed = activity(x)[: len(fixed_rhs)]
         over = np.divide(fixed, fixed_rhs, out=np.zeros_like(fixed), where=fixed_rhs > 0)
-        return np.asarray(np.maximum(x, 0.0) / max(1.0, float(over.max(initial=0.0))))
+        return np.asarray(x / max(1.0, float(over.max(initial=0.0))))
 
     def level(x: np.ndarray) -> float:
         """max_j ρ_j of the point ``x`` (over the LP's columns)."""
@@ -861,32 +872,49 @@ def min_max_rho(
         with np.errstate(divide="ignore"):
             return float(((elapsed + remaining / theta) / ideal).max())
 
+    def attained(x: np.ndarray, r: float) -> float:
+        """The level to keep for a point found feasible at r: with a caller's ``tests``,
+        whose points are made exactly feasible, the point's own level (often below r)."""
+        return level(x) if tests is not None else r
+
+    def probe(r: float) -> tuple[float, np.ndarray] | None:
+        x = feasible(r)
+        return None if x is None else (attained(x, r), x)
+
     # the best job alone on its fastest runnable type bounds every level from below
     best_rate = np.where(problem.runnable(), problem.rates, 0.0).max(axis=1)
     if (best_rate <= 0).any():
         raise InputError("finish-time allocation: a job can run nowhere")
     lower = float(((elapsed + remaining / best_rate) / ideal).max()) * (1 - 1e-12)
-    upper, found = math.inf, None
+    if tests is not None:  # every job alone on its fastest type, where they all fit
+        alone = np.zeros(problem.shape)
+        alone[np.arange(n), np.argmax(np.where(problem.runnable(), problem.rates, -1), 1)] = 1
+        if problem.violation(alone) == 0:
+            best = level(alone[cols.jobs, cols.types])
+            return Allocation(alone, best, lower, best, 0, time.perf_counter() - started)
+    got: tuple[float, np.ndarray] | None = None
     if hint is not None and math.isfinite(hint) and hint > lower:
-        lower, upper, found = _gallop(feasible, hint, lower, tolerance)
-    if found is None:
+        lower, upper, found = _gallop(probe, hint, lower, tolerance)
+        got = None if found is None else (upper, found)
+    if got is None:
         equal = problem.equal_share()
         equal_rate = np.maximum(problem.throughput(equal), 1e-300)
         upper = float(((elapsed + remaining / equal_rate) / ideal).max())
-        found = feasible(upper) if math.isfinite(upper) and upper > lower else None
-    while found is None:  # the equal share can miss (a job runs nowhere in it): grow
+        got = probe(upper) if math.isfinite(upper) and upper > lower else None
+    while got is None:  # the equal share can miss (a job runs nowhere in it): grow
         upper = 2 * max(upper if math.isfinite(upper) else lower, lower, 1e-12)
-        found = feasible(upper)
+        got = probe(upper)
+    upper, found = got
     while upper > lower * (1 + tolerance):
         mid = math.sqrt(lower * upper) if lower > 0 else upper / 2
-        x = feasible(mid)
-        if x is None:
+        got = probe(mid)
+        if got is None:
             lower = mid
-        else:
-            upper, found = mid, x
-    if tests is not None:  # the level of the point returned, which may be a hair above
-        upper = max(upper, level(found))
-    elif upper not in scratch and warm is not None:
+        elif got[0] < upper:
+            upper, found = got
+        else:  # no certified progress (a point at HiGHS's tolerance): the bracket as it is
+            break
+    if tests is None and upper not in scratch and warm is not None:
         # the level found solved from scratch: its point does not depend on the tests
         # before it (the warm one, feasible to 10⁻¹², stays should that solve disagree)
         again = solved(upper)

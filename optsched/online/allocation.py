@@ -188,6 +188,8 @@ class AllocationPolicy:
     lp_seconds: float = 0.0
     solved_at: float = -math.inf
     _jobs: frozenset[int] = frozenset()
+    #: how many of ``_jobs`` (the jobs of the last solve) have completed since
+    _left: int = 0
     #: per row (the active jobs at the last solve, by arrival): job index, state, GPUs, its
     #: share per type and the types it can run on, round time per type, time held per type
     #: since the solve, its deficit, when it completed, and a version that outdates its
@@ -260,7 +262,7 @@ class AllocationPolicy:
         if self._table is None:
             self._table = _JobTable(len(self._capacity))
         table = self._table
-        idx = np.fromiter((job.index for job in jobs), np.int64, n)
+        idx = np.fromiter(view.active_ids, np.int64, n)  # the jobs' indices, in their order
         table.add(jobs, idx, self._class_of)
         pace = table.pace[idx]
         rates = np.where(np.isfinite(pace), 1.0 / pace, 0.0)
@@ -366,6 +368,8 @@ class AllocationPolicy:
         row = self._row.get(job.index)
         if row is not None:
             self._done_at[row] = now
+        if job.index in self._jobs:
+            self._left += 1
         self._last_event = max(self._last_event, now)
         return False
 
@@ -470,8 +474,8 @@ class AllocationPolicy:
         return elapsed, remaining, ideal
 
     def _stale(self, view: View, jobs: KeysView[int]) -> bool:
-        if jobs == self._jobs:
-            return False
+        if not self._left and len(jobs) == len(self._jobs):
+            return False  # none of the last solve's jobs has left, none has come: the same
         busy = len(view.idle) < len(view.gpu_ids)
         return not busy or view.time - self.solved_at >= self.period
 
@@ -560,7 +564,7 @@ class AllocationPolicy:
             )
         self._last_event = view.time
         if self._stale(view, view.active_ids):
-            self._jobs = frozenset(view.active_ids)
+            self._jobs, self._left = frozenset(view.active_ids), 0
             self._solve(view, view.active)
         waiting = view.waiting.indices()
         # a job leaves the waiting jobs only when it starts (start() forgets it then) or
