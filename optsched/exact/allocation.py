@@ -47,7 +47,7 @@ from typing import TYPE_CHECKING, Any, Literal, NamedTuple
 import numpy as np
 
 from optsched.errors import InputError, OptschedError
-from optsched.exact.highs import ColumnMatrix, LPResult, RowBoundsLP
+from optsched.exact.highs import ColumnMatrix, LPResult, RowBoundsLP, RowBoundsSolver
 from optsched.exact.highs import linprog as highs_linprog
 
 if TYPE_CHECKING:
@@ -747,7 +747,7 @@ def min_max_rho(
     tolerance: float = 1e-4,
     central: bool = False,
     warm_start: bool = True,
-    tests: Any = None,
+    tests: RowBoundsSolver | None = None,
     hint: float | None = None,
 ) -> Allocation:
     """Finish-time fairness: minimise max_j ρ_j(X), ρ_j(X) = (elapsed_j + remaining_j /
@@ -764,14 +764,19 @@ def min_max_rho(
     answers and allocation as with every test solved from scratch (``warm_start=False``),
     in about half the time.
 
-    ``tests`` runs the warm tests on a caller's LP instead (an object with
-    :class:`~optsched.exact.highs.RowBoundsLP`'s ``solve`` and ``dual_ray`` over this LP's
-    rows and columns, e.g. an :class:`~optsched.exact.allocation_sequence.AllocationSequence`'s
-    model); the allocation is then the warm test's point at the level found (checked as every
-    warm test is), not solved again from scratch. ``hint`` (e.g. the last optimum of a
-    sequence) is tested first, then levels :data:`HINT_STEP`, 4×, 16× … relatively beyond
-    it until the optimum is bracketed (up to 1.26× above it; beyond, as without a hint):
-    where the optimum moved little, a handful of tests instead of the whole bisection."""
+    ``tests`` runs the warm tests on a caller's LP instead (a
+    :class:`~optsched.exact.highs.RowBoundsSolver` over this LP's rows and columns, e.g. an
+    :class:`~optsched.exact.allocation_sequence.AllocationSequence`'s model), whose answers
+    need not match solves from scratch, only be proved: a feasible answer's point is scaled
+    down until it meets every time and capacity row exactly and its own max ρ is the level
+    kept (often below the level tested); an infeasible answer counts when the dual ray proves
+    the LP itself infeasible; anything else is solved from scratch. The allocation is the
+    point of the level kept, and when every job fits alone on its fastest type that
+    allocation (the optimum: each job at its least ρ) is returned without an LP. ``hint``
+    (e.g. the last optimum of a sequence) is tested first, then levels :data:`HINT_STEP`,
+    4×, 16× … relatively beyond it until the optimum is bracketed (up to 1.26× above it;
+    beyond, as without a hint): where the optimum moved little, a handful of tests instead
+    of the whole bisection."""
     started = time.perf_counter()
     n, _ = problem.shape
     elapsed, remaining, ideal = (np.asarray(a, dtype=float) for a in (elapsed, remaining, ideal))
@@ -786,15 +791,15 @@ def min_max_rho(
     a_ub = _vstack([*blocks, demand_rows])
     demand_at = np.arange(len(rhs), len(rhs) + n)
     fixed_rhs = np.array(rhs)  # the time and capacity rows'; the demand rows' vary
+    assert isinstance(a_ub, ColumnMatrix)  # no entry repeated: stacked as HiGHS reads it
+    column_of = np.repeat(np.arange(cols.n), np.diff(a_ub.indptr))  # each entry's column
     # the simplex's tests start from the last one's basis; the interior point's cannot
-    warm = None
-    if warm_start and not central and isinstance(a_ub, ColumnMatrix):
+    warm: RowBoundsSolver | None = None
+    if tests is not None:
+        warm = tests
+    elif warm_start and not central:
         b_ub = np.array([*rhs, *np.zeros(n)])  # the demand rows' are set by each test
-        if tests is not None:
-            warm = tests
-        else:
-            warm = RowBoundsLP(np.zeros(cols.n), A_ub=a_ub, b_ub=b_ub, method="primal")
-        column_of = np.repeat(np.arange(cols.n), np.diff(a_ub.indptr))
+        warm = RowBoundsLP(np.zeros(cols.n), A_ub=a_ub, b_ub=b_ub, method="primal")
     solves = 0
     scratch: dict[float, np.ndarray] = {}  # the points of levels solved from scratch
 
@@ -830,7 +835,7 @@ def min_max_rho(
         the bisection goes on with that answer.)"""
         nonlocal solves
         if warm is None:
-            return solved(r)
+            return from_scratch(r)
         b = demand(r)
         if b is None:
             return None
@@ -851,11 +856,15 @@ def min_max_rho(
             looser = LOOSER if tests is None else 0.0
             if ray is not None and _infeasible_beyond(a_ub, column_of, full, -ray, looser):
                 return None
+        return from_scratch(r)
+
+    def from_scratch(r: float) -> np.ndarray | None:
+        """:func:`solved`, its point made exactly feasible for a caller's ``tests``."""
         point = solved(r)
         return point if point is None or tests is None else within(point)
 
     def activity(x: np.ndarray) -> np.ndarray:
-        """Every row's activity at ``x`` (the warm LP's matrix)."""
+        """Every row's activity at ``x``."""
         rows = len(fixed_rhs) + n
         return np.bincount(a_ub.indices, weights=a_ub.data * x[column_of], minlength=rows)
 

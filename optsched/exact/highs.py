@@ -36,7 +36,7 @@ import time
 from collections.abc import Callable
 from dataclasses import dataclass
 from types import SimpleNamespace
-from typing import Any, Literal
+from typing import Any, Literal, Protocol
 
 import numpy as np
 
@@ -221,6 +221,20 @@ def linprog(
         SimpleNamespace(marginals=duals[n_ub:]),
         False,
     )
+
+
+class RowBoundsSolver(Protocol):
+    """An LP solved again and again with new right-hand sides for some of its ``≤`` rows,
+    as a bisection uses it (:class:`RowBoundsLP`, or an allocation sequence's model)."""
+
+    def solve(self, rows: np.ndarray, b_ub: np.ndarray) -> tuple[int, str, np.ndarray]:
+        """Set rows ``rows`` to ``≤ b_ub`` and solve: (status as :class:`LPResult`'s, a
+        message, the point; empty unless status 0)."""
+        ...
+
+    def dual_ray(self) -> np.ndarray | None:
+        """After an infeasible solve: a Farkas ray over the rows (≤ 0 on ``≤`` rows)."""
+        ...
 
 
 class RowBoundsLP:
