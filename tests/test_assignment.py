@@ -43,3 +43,14 @@ def test_it_loads_without_the_scipy_optimize_package() -> None:
         "assert scipy.optimize.linear_sum_assignment(1 - np.eye(2))[1].tolist() == [0, 1]\n"
     )
     subprocess.run([sys.executable, "-c", code], cwd=ROOT, check=True)
+
+
+@settings(max_examples=300, deadline=None)
+@given(rows=st.integers(1, 40), levels=st.integers(1, 5), seed=st.integers(0, 2**32 - 1))
+def test_one_column_is_matched_to_its_first_cheapest_row(rows: int, levels: int, seed: int):
+    """AlloX matches a single idle GPU without the matching: to the first of the cheapest
+    jobs, the row scipy's matching gives, ties and "cannot run" (1e300) included."""
+    rng = np.random.default_rng(seed)
+    cost = rng.integers(0, levels, (rows, 1)).astype(float)
+    cost[rng.random(rows) < 0.3] = 1e300
+    assert linear_sum_assignment(cost)[0].tolist() == [int(np.argmin(cost[:, 0]))]

@@ -400,11 +400,16 @@ class AlloX:
                 return []
             index, table = index[free], table[free]
         idle = view.idle.array()
-        times = table[:, queue.time_columns(view.idle)[idle]]  # = compute[j, idle]
         remaining = oracle.remaining_tasks_of(
             index, *(table[:, c] for c in _ArrayQueue.PROGRESS)
         )  # ≥ 1: a waiting job has a task waiting
         weights = table[:, _ArrayQueue.WEIGHT]
+        columns = queue.time_columns(view.idle)
+        if len(idle) == 1:  # one GPU: the cheapest job, the first of equals as scipy's
+            one = remaining * table[:, columns[idle[0]]] / weights
+            best = int(np.argmin(one))
+            return [(int(index[best]), int(idle[0]))] if one[best] < np.inf else []
+        times = table[:, columns[idle]]  # = compute[j, idle]
         cost = remaining[:, None] * times / weights[:, None]  # ∞ where a job cannot run
         big = 1e300
         cost[cost == np.inf] = big
