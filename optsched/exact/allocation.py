@@ -772,11 +772,15 @@ def min_max_rho(
     kept (often below the level tested); an infeasible answer counts when the dual ray proves
     the LP itself infeasible; anything else is solved from scratch. The allocation is the
     point of the level kept, and when every job fits alone on its fastest type that
-    allocation (the optimum: each job at its least ρ) is returned without an LP. ``hint``
-    (e.g. the last optimum of a sequence) is tested first, then levels :data:`HINT_STEP`,
-    4×, 16× … relatively beyond it until the optimum is bracketed (up to 1.26× above it;
-    beyond, as without a hint): where the optimum moved little, a handful of tests instead
-    of the whole bisection."""
+    allocation (the optimum: each job at its least ρ) is returned without an LP; the equal
+    share's own point, not a test, is the first upper end. ``hint`` (e.g. the last optimum
+    of a sequence) is tested first, then levels a factor 1 + s below the best level found
+    (a feasible hint) or above the hint (an infeasible one), s = :data:`HINT_STEP`, 4×, 16×
+    … until the answer flips (up to 1.26× above the hint; beyond, as without a hint): where
+    the optimum moved little, a handful of tests instead of the whole bisection. The caller's
+    tests' rows should be scaled so that their right-hand sides are not far below HiGHS's
+    absolute tolerance (10⁻⁷), as the sequence's are; where a point's own level makes no
+    progress, the bisection stops with its certified, wider bracket."""
     started = time.perf_counter()
     n, _ = problem.shape
     elapsed, remaining, ideal = (np.asarray(a, dtype=float) for a in (elapsed, remaining, ideal))
@@ -817,7 +821,14 @@ def min_max_rho(
             return None
         solves += 1
         full = np.concatenate([fixed_rhs, b])
-        result = linprog(np.zeros(cols.n), central, A_ub=a_ub, b_ub=full)
+        matrix = a_ub
+        if tests is not None:  # each demand row scaled to a right-hand side of -1, as the
+            # caller's tests are: HiGHS's absolute tolerance then means a relative one
+            row_scale = np.concatenate([np.ones(len(fixed_rhs)), -1 / b])
+            full = full * row_scale
+            data = a_ub.data * row_scale[a_ub.indices]
+            matrix = ColumnMatrix(a_ub.shape, a_ub.indptr, a_ub.indices, data)
+        result = linprog(np.zeros(cols.n), central, A_ub=matrix, b_ub=full)
         if result.status == 2:
             return None
         scratch[r] = _solved(result, "finish-time allocation").x
@@ -845,8 +856,8 @@ def min_max_rho(
         full = np.concatenate([fixed_rhs, b])
         if status == 0:
             if tests is not None:  # the point made exactly feasible, its own level checked
-                x = within(x)
-                if level(x) <= r * (1 + 1e-9):
+                x = within(x)  # (HiGHS meets a row to 10⁻⁷: its level can be that above r)
+                if level(x) <= r * (1 + 1e-6):
                     return x
             elif (activity(x) - full <= 1e-12 * np.abs(full)).all() and (x >= 0).all():
                 return x
@@ -909,7 +920,11 @@ def min_max_rho(
         equal = problem.equal_share()
         equal_rate = np.maximum(problem.throughput(equal), 1e-300)
         upper = float(((elapsed + remaining / equal_rate) / ideal).max())
-        got = probe(upper) if math.isfinite(upper) and upper > lower else None
+        if tests is None:
+            got = probe(upper) if math.isfinite(upper) else None
+        else:  # the equal share's own point (exactly feasible) where every job runs in it
+            share = within(equal[cols.jobs, cols.types])
+            got = (level(share), share) if math.isfinite(level(share)) else None
     while got is None:  # the equal share can miss (a job runs nowhere in it): grow
         upper = 2 * max(upper if math.isfinite(upper) else lower, lower, 1e-12)
         got = probe(upper)

@@ -56,6 +56,8 @@ class AllocationSequence:
 
         from optsched.exact.quiet import native_stdout_silenced
 
+        if objective not in (*GROUPED, "min-makespan", "finish-time-fairness"):
+            raise InputError(f"allocation sequence: no objective {objective!r}")
         self.objective = objective
         self.capacity = np.array(capacity, dtype=float)
         self._m = m = len(self.capacity)
@@ -65,6 +67,9 @@ class AllocationSequence:
         self._pos: dict[Hashable, int] = {}
         self._data = np.zeros((0, m + 3))
         self._count = np.zeros(0)
+        #: finish-time: each row's demand row is its throughput × this factor ≥ demand ×
+        #: the factor, which keeps the right-hand sides near 1 (``_scale_demands``)
+        self._factor = np.zeros(0)
         self._level: float | None = None  # finish-time: the last optimum, the next hint
         #: LPs solved and simplex iterations, over the run
         self.solves = 0
@@ -129,6 +134,7 @@ class AllocationSequence:
         self._keys = [k for k, kept in zip(self._keys, keep, strict=True) if kept]
         self._pos = {k: i for i, k in enumerate(self._keys)}
         self._data, self._count = self._data[keep], self._count[keep]
+        self._factor = self._factor[keep]
         if had_basis:
             self._mend_basis()
 
@@ -144,7 +150,7 @@ class AllocationSequence:
                 break
             if row[i] != basic:
                 row[i], need = basic, need - 1
-        for j in reversed(range(self._top, len(col))):
+        for j in [*reversed(range(self._top, len(col))), *range(self._top)]:  # global last
             if need >= 0:
                 break
             if col[j] == basic:
@@ -157,14 +163,19 @@ class AllocationSequence:
         their cost (total throughput)."""
         m, highs = self._m, self._highs
         cols = self._columns(pos)
-        rates = data[:, :m]
+        runs = self._runs(data)
         for i in range(len(pos)):
-            for t in np.flatnonzero(rates[i] > 0).tolist():
+            for t in np.flatnonzero(runs[i]).tolist():
                 highs.changeCoeff(t, int(cols[i, t]), float(data[i, m] * count[i]))
         if self.objective == "max-throughput":
             cost = self._cost(data, count)
             highs.changeColsCost(cols.size, cols.ravel().astype(np.int32), cost.ravel())
         self._count[pos] = count
+
+    def _runs(self, data: np.ndarray) -> np.ndarray:
+        """Where each row (its data) can run: rate > 0 and its GPUs within the capacity."""
+        m = self._m
+        return np.asarray((data[:, :m] > 0) & (data[:, m, None] <= self.capacity[None, :]))
 
     def _cost(self, data: np.ndarray, count: np.ndarray) -> np.ndarray:
         """Total throughput's cost per (row, type): −count · weight · rate / reference."""
@@ -178,7 +189,7 @@ class AllocationSequence:
         k, first = len(keys), len(self._keys)
         pos = np.arange(first, first + k)
         rates, gpus = data[:, :m], data[:, m]
-        runs = (rates > 0) & (gpus[:, None] <= self.capacity[None, :])
+        runs = self._runs(data)
         # columns: one entry each where it can run, in capacity row t
         cost = np.zeros((k, m))
         if self.objective == "max-throughput":
@@ -229,6 +240,7 @@ class AllocationSequence:
         self._pos.update((key, int(p)) for key, p in zip(keys, pos, strict=True))
         self._data = np.concatenate([self._data, data])
         self._count = np.concatenate([self._count, count])
+        self._factor = np.concatenate([self._factor, np.ones(k)])
         return pos
 
     def _run_model(self, infeasible: bool = False) -> Any:
@@ -310,10 +322,16 @@ class AllocationSequence:
             pos = self._edit(keys, data, np.ones(n))
         cols = self._columns(pos)
         if self.objective == "finish-time-fairness":
-            assert elapsed is not None and remaining is not None and ideal is not None
+            if elapsed is None or remaining is None or ideal is None:
+                raise InputError(
+                    "allocation sequence: finish-time needs elapsed, remaining, ideal"
+                )
             result = self._finish_time(problem, pos, elapsed, remaining, ideal, tolerance)
-            x, value, lower, upper = result.x, result.value, result.lower, result.upper
-        elif self.objective == "min-makespan":
+            seconds = time.perf_counter() - started
+            return Allocation(
+                result.x, result.value, result.lower, result.upper, result.solves, seconds
+            )
+        if self.objective == "min-makespan":
             if remaining is None:
                 raise InputError("allocation sequence: min-makespan needs the remaining work")
             remaining = np.asarray(remaining, dtype=float).reshape(n)
@@ -358,6 +376,22 @@ class AllocationSequence:
         self._level = result.upper
         return result
 
+    def _scale_demands(self, pos: np.ndarray, want: np.ndarray) -> None:
+        """Scale the demand rows of the rows at ``pos`` by the factors ``want`` where the
+        current factor is off by more than 4× (``_Tests.solve``)."""
+        now = self._factor[pos]
+        off = np.flatnonzero((want > 4 * now) | (want < now / 4))
+        if not len(off):
+            return
+        m, highs = self._m, self._highs
+        runs = self._runs(self._data[pos[off]])
+        cols = self._columns(pos[off])
+        for i, p in enumerate(pos[off].tolist()):
+            for t in np.flatnonzero(runs[i]).tolist():
+                scaled = float(self._data[p, t]) * float(want[off[i]])
+                highs.changeCoeff(m + 2 * p + 1, int(cols[i, t]), -scaled)
+        self._factor[pos[off]] = want[off]
+
 
 class _Tests:
     """The finish-time tests of one solve on the sequence's model, in the row and column
@@ -370,17 +404,25 @@ class _Tests:
         lp = _Columns(problem)
         self._cols = sequence._columns(pos)[lp.jobs, lp.types]
         own = sequence._own
-        # the model's row of each of min_max_rho's rows
+        # the model's row of each of min_max_rho's rows, and the factor it is scaled by
         self._rows = np.concatenate([m + pos * own, np.arange(m), m + pos * own + 1])
-        self._n = n
+        self._pos, self._first = pos, n + m  # min_max_rho's first demand row
+        self._scale = np.concatenate([np.ones(n + m), sequence._factor[pos]])
 
     def solve(self, rows: np.ndarray, b_ub: np.ndarray) -> tuple[int, str, np.ndarray]:
         """Set the demand rows ``rows`` (min_max_rho's numbering) to ``≤ b_ub`` and solve:
-        (0 and the point, 2 when infeasible, 4 otherwise)."""
+        (0 and the point, 2 when infeasible, 4 otherwise). Each demand row θ_j ≥ d_j is
+        first scaled by about 1 / d_j (within 4×): a demand far below HiGHS's feasibility
+        tolerance (10⁻⁷, absolute) would otherwise be met with no throughput at all."""
         seq = self._sequence
-        at = self._rows[np.asarray(rows)].astype(np.int32)
+        rows = np.asarray(rows)
+        demand = -np.asarray(b_ub, dtype=float)
+        pos = self._pos[rows - self._first]
+        seq._scale_demands(pos, np.where(demand > 0, 1 / demand, seq._factor[pos]))
+        self._scale[rows] = seq._factor[pos]
+        at = self._rows[rows].astype(np.int32)
         inf = seq._hs.kHighsInf
-        upper = np.clip(np.asarray(b_ub, dtype=float), -inf, inf)
+        upper = np.clip(np.asarray(b_ub, dtype=float) * self._scale[rows], -inf, inf)
         seq._highs.changeRowsBounds(len(at), at, np.full(len(at), -inf), upper)
         status = seq._run_model(infeasible=True)
         if status == seq._hs.HighsModelStatus.kOptimal:
@@ -396,4 +438,4 @@ class _Tests:
         status, has_ray, ray = highs.getDualRay()
         if not has_ray or status == self._sequence._hs.HighsStatus.kError:
             return None
-        return np.asarray(np.asarray(ray, dtype=float)[self._rows])
+        return np.asarray(np.asarray(ray, dtype=float)[self._rows] * self._scale)
