@@ -7,15 +7,15 @@ set) and solves it from the previous solve's simplex basis, in a few pivots inst
 solve from scratch and without building the model again.
 
 The LPs are those of :mod:`optsched.exact.allocation`, with the same rows per job and per
-type: max-min fairness (identical jobs grouped, as :func:`~optsched.exact.allocation.
-max_min_share` groups them), total throughput (grouped), min-makespan and finish-time
-fairness (one row per job; the bisection of :func:`~optsched.exact.allocation.min_max_rho`
-runs on the same model, starting from the last optimum). Every result is an optimum of its
-LP (HiGHS's status optimal; the finish-time level certified as in ``min_max_rho``) with the
-same value as a solve from scratch, up to HiGHS's tolerances. Which optimal vertex it is
-can depend on the solves before it (these LPs rarely have one optimum), so the allocations,
-and the schedule of a policy that uses them, may differ from those of solving every LP
-from scratch.
+type: max-min fairness (identical jobs grouped, as ``max_min_share`` groups them), total
+throughput (grouped), min-makespan and finish-time fairness (one row per job; the bisection
+of :func:`~optsched.exact.allocation.min_max_rho` runs on the same model, starting from the
+last optimum, each demand row scaled to a right-hand side near 1 so that HiGHS's absolute
+tolerance acts as a relative one). Every result is an optimum of its LP (HiGHS's status
+optimal; the finish-time level certified as in ``min_max_rho``) with the same value as a
+solve from scratch, up to HiGHS's tolerances. Which optimal vertex it is can depend on the
+solves before it (these LPs rarely have one optimum), so the allocations, and the schedule
+of a policy that uses them, may differ from those of solving every LP from scratch.
 """
 
 from __future__ import annotations
