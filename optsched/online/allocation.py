@@ -7,7 +7,9 @@ per second (the K tasks of a gang round on K GPUs of that type). The policy (re)
 LP over every arrived, unfinished job when the set of jobs has changed (an arrival or a
 completion) and at least ``period`` seconds have passed since the last solve, or when no
 GPU is busy (an idle cluster never waits for the period). ``period=0`` solves on every
-change.
+change. With ``warm=1`` (the default) one LP is kept for the run and edited at each solve
+(:class:`~optsched.exact.allocation_sequence.AllocationSequence`), each solve starting from
+the last one's basis.
 
 **Realisation** (Gavel's mechanism, §5): each job's *received share* on type t is the time
 its rounds have held GPUs of type t since the allocation was computed, divided by that time
@@ -274,7 +276,7 @@ class AllocationPolicy:
         central = self.solution == "central"
         self._terms: tuple[np.ndarray, ...] = ()
         share, reference = problem.proportional(), problem.reference()
-        sequence = self._sequence_for(self.objective)
+        sequence = self._warm_sequence()
         if self.objective == "isolated":
             result = isolated_share(problem)
         elif self.objective in ("max-min-fairness", "max-throughput"):
@@ -336,16 +338,15 @@ class AllocationPolicy:
         self.solves += 1
         self.lp_seconds += result.seconds
 
-    def _sequence_for(self, objective: Objective) -> AllocationSequence | None:
+    def _warm_sequence(self) -> AllocationSequence | None:
         """The one LP that every solve edits and warm-starts (``warm``, at a vertex, not
         ``agnostic``, and for max-min without pieces or fill), made at the first solve;
         None: from scratch. The agnostic LPs see every type alike, so any split of a job's
         time over its types is optimal, and started from the last basis they kept more of
         it on the slowest type (Gavel's physical-cluster trace under max-min: 424 rounds on
         K80s against 304, makespan 35.1 h against 18.7 h; min-makespan's 2.2× longer)."""
-        if objective == "isolated" or not self.warm or self.solution != "vertex":
-            return None
-        if self.agnostic:
+        objective = self.objective
+        if objective == "isolated" or not self.warm or self.agnostic or self.solution != "vertex":
             return None
         if objective == "max-min-fairness" and (self.parts > 1 or self.fill != "none"):
             return None
