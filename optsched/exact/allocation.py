@@ -274,6 +274,19 @@ def _distinct_rows(key: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     return order[new], of
 
 
+def _kinds(
+    problem: AllocationProblem, reference: np.ndarray
+) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
+    """The jobs' kinds (same rates, GPUs, weight and reference): each job's data row
+    (rates per type, GPUs, weight, reference), the first job of each kind, each job's kind,
+    and each kind's number of jobs (``problem.count`` summed)."""
+    key = np.column_stack(
+        [problem.rates, problem.scale, problem.weights, np.asarray(reference, dtype=float)]
+    )
+    first, of = _distinct_rows(key)
+    return key, first, of, np.bincount(of, weights=problem.count, minlength=len(first))
+
+
 def _grouped(
     problem: AllocationProblem, reference: np.ndarray
 ) -> tuple[AllocationProblem, np.ndarray, np.ndarray] | None:
@@ -285,13 +298,9 @@ def _grouped(
     permutations is an optimum that gives identical jobs identical shares, which the grouped
     LP (a row's GPUs counted ``count`` times) describes; its size is the number of distinct
     jobs (a trace's job types), not of jobs."""
-    key = np.column_stack(
-        [problem.rates, problem.scale, problem.weights, np.asarray(reference, dtype=float)]
-    )
-    first, of = _distinct_rows(key)
-    if len(first) == len(key):
+    _, first, of, count = _kinds(problem, reference)
+    if len(first) == len(of):
         return None
-    count = np.bincount(of, weights=problem.count, minlength=len(first))
     grouped = AllocationProblem(
         problem.rates[first],
         problem.scale[first],

@@ -31,9 +31,10 @@ from optsched.exact.allocation import (
     Allocation,
     AllocationProblem,
     _Columns,
-    _distinct_rows,
+    _kinds,
     min_max_rho,
 )
+from optsched.exact.highs import dual_ray, scipy_status
 
 Sequenced = Literal["max-min-fairness", "max-throughput", "min-makespan", "finish-time-fairness"]
 #: The objectives whose LP is symmetric in identical jobs: their rows are groups of them.
@@ -306,11 +307,8 @@ class AllocationSequence:
         if self.objective in GROUPED:
             if reference is None:
                 raise InputError(f"allocation sequence: {self.objective} needs a reference")
-            ref = np.asarray(reference, dtype=float).reshape(n)
-            data = np.column_stack([problem.rates, problem.scale, problem.weights, ref])
-            first, of = _distinct_rows(data)
-            data = data[first]
-            count = np.bincount(of, weights=problem.count, minlength=len(first))
+            key, first, of, count = _kinds(problem, np.asarray(reference).reshape(n))
+            data = key[first]
             pos = self._edit([row.tobytes() for row in data], data, count)
         else:
             if keys is None or len(keys) != n or len(set(keys)) != n:
@@ -424,18 +422,14 @@ class _Tests:
         inf = seq._hs.kHighsInf
         upper = np.clip(np.asarray(b_ub, dtype=float) * self._scale[rows], -inf, inf)
         seq._highs.changeRowsBounds(len(at), at, np.full(len(at), -inf), upper)
-        status = seq._run_model(infeasible=True)
-        if status == seq._hs.HighsModelStatus.kOptimal:
-            values = np.asarray(seq._highs.getSolution().col_value, dtype=float)
-            return 0, "optimal", values[self._cols]
-        if status == seq._hs.HighsModelStatus.kInfeasible:
-            return 2, "infeasible", np.empty(0)
-        return 4, seq._highs.modelStatusToString(status), np.empty(0)
+        seq._run_model(infeasible=True)
+        status, message = scipy_status(seq._highs, "solved")
+        if status != 0:
+            return status, message, np.empty(0)
+        values = np.asarray(seq._highs.getSolution().col_value, dtype=float)
+        return 0, message, values[self._cols]
 
     def dual_ray(self) -> np.ndarray | None:
         """HiGHS's dual ray after an infeasible test, in min_max_rho's row order."""
-        highs = self._sequence._highs
-        status, has_ray, ray = highs.getDualRay()
-        if not has_ray or status == self._sequence._hs.HighsStatus.kError:
-            return None
-        return np.asarray(np.asarray(ray, dtype=float)[self._rows] * self._scale)
+        ray = dual_ray(self._sequence._highs)
+        return None if ray is None else np.asarray(ray[self._rows] * self._scale)

@@ -207,7 +207,7 @@ def linprog(
     ended = _solve(highs, nonzeros, time_limit)
     if ended == "abandoned":
         return _failed(1, "time limit (abandoned)")
-    status, message = _status(highs, ended)
+    status, message = scipy_status(highs, ended)
     if status != 0:
         return _failed(status, message, ended == "interrupted")
     solution = highs.getSolution()
@@ -275,7 +275,7 @@ class RowBoundsLP:
         if self._highs.changeRowsBounds(len(rows), rows, lower, upper) == self._error:
             return 2, "model error", np.empty(0)  # as linprog answers such a model
         ended = _solve(self._highs, self._nonzeros, None)
-        status, message = _status(self._highs, ended)
+        status, message = scipy_status(self._highs, ended)
         if status != 0:
             return status, message, np.empty(0)
         return 0, message, np.asarray(self._highs.getSolution().col_value, dtype=float)
@@ -284,10 +284,18 @@ class RowBoundsLP:
         """After a solve found the LP infeasible: HiGHS's dual ray (a Farkas certificate,
         one value per row, ≤ 0 on ``≤`` rows), or None when it has none. A caller that
         relies on it checks it."""
-        status, has_ray, ray = self._highs.getDualRay()
-        if not has_ray or status == self._error:
-            return None
-        return np.asarray(ray, dtype=float)
+        return dual_ray(self._highs)
+
+
+def dual_ray(highs: Any) -> np.ndarray | None:
+    """After ``highs`` found its LP infeasible: HiGHS's dual ray (a Farkas certificate, one
+    value per row, ≤ 0 on ``≤`` rows), or None when it has none."""
+    import highspy
+
+    status, has_ray, ray = highs.getDualRay()
+    if not has_ray or status == highspy.HighsStatus.kError:
+        return None
+    return np.asarray(ray, dtype=float)
 
 
 def _failed(status: int, message: str, interrupted: bool = False) -> LPResult:
@@ -410,7 +418,7 @@ def _solve(highs: Any, nonzeros: int, time_limit: float | None) -> str:
     )
 
 
-def _status(highs: Any, ended: str) -> tuple[int, str]:
+def scipy_status(highs: Any, ended: str) -> tuple[int, str]:
     """scipy's status and a message for a solve that ended as :func:`run` says."""
     if ended == "interrupted":
         return 4, "interrupted (Ctrl-C)"
