@@ -64,13 +64,15 @@ def runs(draw: st.DrawFn) -> tuple[np.ndarray, list[dict[str, np.ndarray]]]:
 
 
 @settings(max_examples=n_examples(60), deadline=None)
-@given(runs(), st.sampled_from(OBJECTIVES))
-def test_each_solve_of_a_sequence_is_an_optimum_of_its_lp(run, objective):
+@given(runs(), st.sampled_from(OBJECTIVES), st.sampled_from([0, 64]))
+def test_each_solve_of_a_sequence_is_an_optimum_of_its_lp(run, objective, kept):
     """Every solve of the edited, warm-started model is feasible and has the optimum of the
     same LP solved from scratch (finish-time: the certified brackets overlap and the point's
-    level is the one returned)."""
+    level is the one returned), whether the rows of jobs that left are deleted at once
+    (``kept`` 0: as soon as they outnumber the live ones) or kept retired."""
     capacity, steps = run
     sequence = AllocationSequence(objective, capacity)
+    sequence.retired_kept = kept
     for step in steps:
         problem = AllocationProblem(step["rates"], step["scale"], capacity, step["weights"])
         reference = problem.reference()
@@ -113,13 +115,18 @@ def test_each_solve_of_a_sequence_is_an_optimum_of_its_lp(run, objective):
         assert got.value == pytest.approx(want.value, rel=1e-6, abs=1e-9)
 
 
-def test_a_job_leaving_and_coming_back_keeps_the_model_consistent():
-    """Jobs leave (their rows and columns deleted, the basis mended) and come back (added
-    again) many times: the model always has its rows' jobs and solves to the optimum."""
+@pytest.mark.parametrize("kept", [0, 4, 64])
+def test_a_job_leaving_and_coming_back_keeps_the_model_consistent(kept):
+    """Jobs leave (their rows retired, then deleted together with the basis mended once
+    they outnumber the live ones and ``kept``) and come back (added again) many times: the
+    model always has its jobs' rows and at most that many retired ones, and solves to the
+    optimum."""
     rng = np.random.default_rng(7)
     capacity = np.array([4.0, 8.0, 2.0])
     rates = rng.random((12, 3)) + 0.1
     sequence = AllocationSequence("min-makespan", capacity)
+    sequence.retired_kept = kept
+    deletions, rows_before = 0, 0
     for _ in range(60):
         jobs = np.flatnonzero(rng.random(12) < 0.5)
         if not len(jobs):
@@ -128,8 +135,12 @@ def test_a_job_leaving_and_coming_back_keeps_the_model_consistent():
         remaining = rng.random(len(jobs)) * 10 + 1
         got = sequence.solve(problem, jobs.tolist(), remaining=remaining)
         assert got.value == pytest.approx(min_makespan(problem, remaining).value, rel=1e-7)
-        assert sequence._highs.getNumRow() == 3 + 2 * len(jobs)
-        assert sequence._highs.getNumCol() == 1 + 3 * len(jobs)
+        rows, live = len(sequence._keys), int(sequence._live.sum())
+        assert live == len(jobs) and rows - live <= max(kept, live)
+        deletions, rows_before = deletions + (rows < rows_before), rows
+        assert sequence._highs.getNumRow() == 3 + 2 * rows
+        assert sequence._highs.getNumCol() == 1 + 3 * rows
+    assert deletions > 0  # the retired rows were deleted (and the basis mended)
     assert sequence.iterations < 40 * sequence.solves  # warm: a few pivots a solve
 
 

@@ -89,6 +89,27 @@ class AllocationProblem:
             value.flags.writeable = False
             object.__setattr__(self, name, value)
 
+    @classmethod
+    def trusted(
+        cls, rates: np.ndarray, scale: np.ndarray, capacity: np.ndarray, weights: np.ndarray
+    ) -> AllocationProblem:
+        """The problem of float arrays its caller has made valid (shapes (n, m), n, m and
+        n; rates finite and ≥ 0, scale ≥ 1, capacity ≥ 0, weights > 0) and never writes
+        again: made read-only in place, without the checks and copies (an online policy
+        builds one at every solve from its own validated state)."""
+        problem = object.__new__(cls)
+        copies = np.ones(len(scale))
+        for name, value in (
+            ("rates", rates),
+            ("scale", scale),
+            ("capacity", capacity),
+            ("weights", weights),
+            ("copies", copies),
+        ):
+            value.flags.writeable = False
+            object.__setattr__(problem, name, value)
+        return problem
+
     @property
     def count(self) -> np.ndarray:
         """How many identical jobs each row stands for (``copies``, 1 each by default)."""

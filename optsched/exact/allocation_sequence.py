@@ -22,6 +22,7 @@ from __future__ import annotations
 
 import time
 from collections.abc import Hashable, Sequence
+from itertools import repeat
 from typing import Any, Literal
 
 import numpy as np
@@ -34,9 +35,12 @@ from optsched.exact.allocation import (
     _kinds,
     min_max_rho,
 )
-from optsched.exact.highs import dual_ray, scipy_status
+from optsched.exact.highs import dual_ray, run_here, scipy_status
 
 Sequenced = Literal["max-min-fairness", "max-throughput", "min-makespan", "finish-time-fairness"]
+#: Retired rows the model keeps before deleting them all at once (or as many as are live).
+RETIRED_KEPT = 64
+
 #: The objectives whose LP is symmetric in identical jobs: their rows are groups of them.
 GROUPED: frozenset[str] = frozenset({"max-min-fairness", "max-throughput"})
 
@@ -68,10 +72,16 @@ class AllocationSequence:
         self._pos: dict[Hashable, int] = {}
         self._data = np.zeros((0, m + 3))
         self._count = np.zeros(0)
+        self._live = np.zeros(0, dtype=bool)  # False: retired (``_retire``)
+        self.retired_kept = RETIRED_KEPT
         #: finish-time: each row's demand row is its throughput × this factor ≥ demand ×
         #: the factor, which keeps the right-hand sides near 1 (``_scale_demands``)
         self._factor = np.zeros(0)
         self._level: float | None = None  # finish-time: the last optimum, the next hint
+        #: grouped objectives with keys: each key's kind, each kind's data and number
+        self._kind_of: dict[Hashable, int] = {}
+        self._kind_data = np.zeros((0, m + 3))
+        self._kind_id: dict[bytes, int] = {}
         #: LPs solved and simplex iterations, over the run
         self.solves = 0
         self.iterations = 0
@@ -98,17 +108,22 @@ class AllocationSequence:
 
     def _edit(self, keys: Sequence[Hashable], data: np.ndarray, count: np.ndarray) -> np.ndarray:
         """Edit the model into the rows ``keys`` (``data``: rates per type, GPUs, weight,
-        reference; ``count``: jobs per row): rows gone or with other data deleted, new ones
+        reference; ``count``: jobs per row): rows gone or with other data retired, new ones
         added, counts changed in place. Returns each row's position in the model."""
         n = len(keys)
-        pos = np.fromiter((self._pos.get(k, -1) for k in keys), np.int64, n)
+        pos = np.fromiter(map(self._pos.get, keys, repeat(-1)), np.int64, n)
         known = np.flatnonzero(pos >= 0)
         same = known[(self._data[pos[known]] == data[known]).all(axis=1)]
         stay = np.zeros(len(self._keys), dtype=bool)
         stay[pos[same]] = True
-        if not stay.all():
-            self._delete(np.flatnonzero(~stay))
-            pos = np.fromiter((self._pos.get(k, -1) for k in keys), np.int64, n)
+        gone = np.flatnonzero(self._live & ~stay)
+        if len(gone):
+            self._retire(gone)
+            pos = np.where(stay[pos] & (pos >= 0), pos, -1)
+            retired = len(self._live) - len(same)
+            if retired > max(self.retired_kept, len(same)):
+                self._delete(np.flatnonzero(~self._live))
+                pos = np.fromiter(map(self._pos.get, keys, repeat(-1)), np.int64, n)
         moved = same[self._count[pos[same]] != count[same]]
         if len(moved):
             self._recount(pos[moved], data[moved], count[moved])
@@ -117,8 +132,23 @@ class AllocationSequence:
             pos[new] = self._add([keys[i] for i in new.tolist()], data[new], count[new])
         return pos
 
+    def _retire(self, gone: np.ndarray) -> None:
+        """Take the rows at positions ``gone`` out of the LP without deleting them: their
+        columns fixed at 0 and their own rows made free. Bound changes keep HiGHS's basis
+        and factorization (a deletion drops both); :meth:`_edit` deletes the retired rows
+        all at once when they outnumber the live ones."""
+        highs, inf, m, own = self._highs, self._hs.kHighsInf, self._m, self._own
+        cols = self._columns(gone).ravel().astype(np.int32)
+        rows = (m + gone[:, None] * own + np.arange(own)[None, :]).ravel().astype(np.int32)
+        zero = np.zeros(len(cols))
+        highs.changeColsBounds(len(cols), cols, zero, zero)
+        highs.changeRowsBounds(len(rows), rows, np.full(len(rows), -inf), np.full(len(rows), inf))
+        self._live[gone] = False
+        for p in gone.tolist():
+            del self._pos[self._keys[p]]
+
     def _delete(self, gone: np.ndarray) -> None:
-        """Delete the rows at positions ``gone``, then mend the basis's count of basic
+        """Delete the retired rows at positions ``gone``, then mend the basis's count of basic
         variables (HiGHS drops a basis that lost a basic column): slacks of the model's last
         rows made basic where too few remain, the last basic columns made nonbasic where too
         many do."""
@@ -135,7 +165,7 @@ class AllocationSequence:
         self._keys = [k for k, kept in zip(self._keys, keep, strict=True) if kept]
         self._pos = {k: i for i, k in enumerate(self._keys)}
         self._data, self._count = self._data[keep], self._count[keep]
-        self._factor = self._factor[keep]
+        self._factor, self._live = self._factor[keep], self._live[keep]
         if had_basis:
             self._mend_basis()
 
@@ -164,10 +194,13 @@ class AllocationSequence:
         their cost (total throughput)."""
         m, highs = self._m, self._highs
         cols = self._columns(pos)
-        runs = self._runs(data)
-        for i in range(len(pos)):
-            for t in np.flatnonzero(runs[i]).tolist():
-                highs.changeCoeff(t, int(cols[i, t]), float(data[i, m] * count[i]))
+        gpus = (data[:, m] * count).tolist()
+        for i, (runs, col) in enumerate(
+            zip(self._runs(data).tolist(), cols.tolist(), strict=True)
+        ):
+            for t in range(m):
+                if runs[t]:
+                    highs.changeCoeff(t, col[t], gpus[i])
         if self.objective == "max-throughput":
             cost = self._cost(data, count)
             highs.changeColsCost(cols.size, cols.ravel().astype(np.int32), cost.ravel())
@@ -242,7 +275,26 @@ class AllocationSequence:
         self._data = np.concatenate([self._data, data])
         self._count = np.concatenate([self._count, count])
         self._factor = np.concatenate([self._factor, np.ones(k)])
+        self._live = np.concatenate([self._live, np.ones(k, dtype=bool)])
         return pos
+
+    def _kind_of_keys(
+        self, keys: Sequence[Hashable], problem: AllocationProblem, reference: np.ndarray
+    ) -> np.ndarray:
+        """Each job's kind (grouped objectives): an integer, the same for jobs with the same
+        data (rates, GPUs, weight, reference), remembered per key and found again only for
+        keys not seen before or whose data changed."""
+        n, _ = problem.shape
+        data = np.column_stack([problem.rates, problem.scale, problem.weights, reference])
+        kind = np.fromiter(map(self._kind_of.get, keys, repeat(-1)), np.int64, n)
+        known = np.flatnonzero(kind >= 0)
+        same = (self._kind_data[kind[known]] == data[known]).all(axis=1)
+        for i in [*np.flatnonzero(kind < 0).tolist(), *known[~same].tolist()]:
+            k = self._kind_id.setdefault(data[i].tobytes(), len(self._kind_id))
+            if k == len(self._kind_data):
+                self._kind_data = np.concatenate([self._kind_data, data[i : i + 1]])
+            self._kind_of[keys[i]] = kind[i] = k
+        return kind
 
     def _run_model(self, infeasible: bool = False) -> Any:
         """Solve from the current basis; HiGHS's model status. Where the warm start ends
@@ -256,9 +308,9 @@ class AllocationSequence:
         for cold in (False, True):
             if cold:
                 self._highs.clearSolver()
-            self._highs.run()
+            run_here(self._highs)
             self.solves += 1
-            self.iterations += int(self._highs.getInfo().simplex_iteration_count)
+            self.iterations += int(self._highs.getInfoValue("simplex_iteration_count")[1])
             status = self._highs.getModelStatus()
             if status in done:
                 break
@@ -290,7 +342,8 @@ class AllocationSequence:
         max-min and total throughput, ``remaining`` for min-makespan, ``elapsed``,
         ``remaining`` and ``ideal`` for finish-time fairness (as the functions of
         :mod:`optsched.exact.allocation` take them), ``keys`` (one per job, distinct) for
-        the last two. Its ``solves`` counts the LPs of this call.
+        the last two; for the first two, keys (optional) let it find the identical jobs
+        once per key instead of at every solve. Its ``solves`` counts the LPs of this call.
 
         Raises
         ------
@@ -304,21 +357,32 @@ class AllocationSequence:
             raise InputError("allocation sequence: the problem's capacity is not the sequence's")
         if n == 0:
             return Allocation(np.zeros((0, m)), 0.0, 0.0, 0.0, 0, 0.0)
+        if keys is not None and (len(keys) != n or len(set(keys)) != n):
+            raise InputError("allocation sequence: one distinct key per job")
         if self.objective in GROUPED:
             if reference is None:
                 raise InputError(f"allocation sequence: {self.objective} needs a reference")
-            key, first, of, count = _kinds(problem, np.asarray(reference).reshape(n))
-            data = key[first]
-            pos = self._edit([row.tobytes() for row in data], data, count)
+            if keys is None:  # identical jobs found by sorting their data
+                key, first, of, count = _kinds(problem, np.asarray(reference).reshape(n))
+                data = key[first]
+                pos = self._edit([row.tobytes() for row in data], data, count)
+            else:  # by their keys' kinds
+                kind = self._kind_of_keys(keys, problem, reference)
+                count = np.bincount(kind, weights=problem.count, minlength=len(self._kind_data))
+                present = np.flatnonzero(count)
+                pos = self._edit(present.tolist(), self._kind_data[present], count[present])
+                row = np.empty(len(count), dtype=np.int64)
+                row[present] = np.arange(len(present))
+                of = row[kind]
         else:
-            if keys is None or len(keys) != n or len(set(keys)) != n:
+            if keys is None:
                 raise InputError("allocation sequence: one distinct key per job")
             if (problem.count != 1).any():
                 raise InputError(f"allocation sequence: {self.objective} takes one row per job")
             of = np.arange(n)
             data = np.column_stack([problem.rates, problem.scale, problem.weights, np.zeros(n)])
             pos = self._edit(keys, data, np.ones(n))
-        cols = self._columns(pos)
+        cols, runnable = self._columns(pos), problem.runnable()
         if self.objective == "finish-time-fairness":
             if elapsed is None or remaining is None or ideal is None:
                 raise InputError(
@@ -335,7 +399,7 @@ class AllocationSequence:
             remaining = np.asarray(remaining, dtype=float).reshape(n)
             if not (remaining > 0).any():
                 return Allocation(np.zeros((n, m)), 0.0, 0.0, 0.0, 0, 0.0)
-            if ((remaining > 0) & ~problem.runnable().any(axis=1)).any():
+            if ((remaining > 0) & ~runnable.any(axis=1)).any():
                 raise InputError("min-makespan allocation: a job with work left can run nowhere")
             work = (self._m + pos * 2 + 1).astype(np.int32)
             inf = self._hs.kHighsInf
@@ -351,7 +415,7 @@ class AllocationSequence:
                 value = -float(self._highs.getInfo().objective_function_value)
             lower = upper = value
             x = np.maximum(values[cols], 0.0)[of]
-        x = np.where(problem.runnable(), x, 0.0)
+        x = np.where(runnable, x, 0.0)
         return Allocation(
             x, value, lower, upper, self.solves - before, time.perf_counter() - started
         )

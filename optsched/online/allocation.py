@@ -52,6 +52,7 @@ from __future__ import annotations
 
 import heapq
 import math
+import operator
 from collections.abc import Callable, KeysView
 from dataclasses import dataclass, field
 from typing import Any, Literal
@@ -72,13 +73,16 @@ from optsched.exact.allocation import (
 from optsched.exact.allocation_sequence import AllocationSequence
 from optsched.instance import Instance
 from optsched.online.engine import Decision
-from optsched.online.simulator import JobState, View, speed_classes
+from optsched.online.simulator import JobState, View, WaitingQueue, speed_classes
 from optsched.options import Options, choice, count, number, switch
 from optsched.registry import register
 
 Objective = Literal[
     "max-min-fairness", "max-throughput", "min-makespan", "finish-time-fairness", "isolated"
 ]
+#: A job state's rounds done, read from many at once.
+_ROUNDS_DONE = operator.attrgetter("rounds_done")
+
 #: The objectives that read the jobs' remaining rounds.
 CLAIRVOYANT: frozenset[str] = frozenset({"min-makespan", "finish-time-fairness"})
 
@@ -201,7 +205,6 @@ class AllocationPolicy:
     _k: list[int] = field(default_factory=list, repr=False)
     _share: np.ndarray = field(default_factory=lambda: np.zeros((0, 0)), repr=False)
     _runnable: np.ndarray = field(default_factory=lambda: np.zeros((0, 0), bool), repr=False)
-    _share_rows: list[list[float]] = field(default_factory=list, repr=False)
     _pace_rows: list[list[float]] = field(default_factory=list, repr=False)
     _held: np.ndarray = field(default_factory=lambda: np.zeros((0, 0)), repr=False)
     _row_deficit: np.ndarray = field(default_factory=lambda: np.zeros(0), repr=False)
@@ -265,59 +268,57 @@ class AllocationPolicy:
             self._table = _JobTable(len(self._capacity))
         table = self._table
         idx = np.fromiter(view.active_ids, np.int64, n)  # the jobs' indices, in their order
+        keys = idx.tolist()
         table.add(jobs, idx, self._class_of)
         pace = table.pace[idx]
-        rates = np.where(np.isfinite(pace), 1.0 / pace, 0.0)
+        rates = 1.0 / pace  # 0 where it cannot run (∞)
         if self.agnostic:  # every type as fast as the job's fastest (Gavel: as a V100)
             rates = np.where(rates > 0, rates.max(axis=1, keepdims=True), 0.0)
         scale = table.k[idx].astype(float)
         weights = table.weight[idx]
-        problem = AllocationProblem(rates, scale, self._capacity, weights)
+        problem = AllocationProblem.trusted(rates, scale, self._capacity, weights)
         central = self.solution == "central"
         self._terms: tuple[np.ndarray, ...] = ()
-        share, reference = problem.proportional(), problem.reference()
+        reference = problem.reference()
         sequence = self._warm_sequence()
         if self.objective == "isolated":
             result = isolated_share(problem)
         elif self.objective in ("max-min-fairness", "max-throughput"):
             if sequence is not None:
-                result = sequence.solve(problem, reference=reference)
+                result = sequence.solve(problem, keys, reference=reference)
             elif self.objective == "max-min-fairness":
                 result = self._max_min(problem, reference, central)
             else:
                 result = max_total_share(problem, reference, central=central)
         else:
             assert view.oracle is not None
-            remaining = np.array(
-                [view.oracle.rounds(job) - job.rounds_done for job in jobs], dtype=float
-            )
+            done = np.fromiter(map(_ROUNDS_DONE, jobs), float, n)
+            remaining = view.oracle.rounds_of(idx) - done
             if self.objective == "min-makespan":
                 self._terms = (remaining,)
                 if sequence is not None:
-                    result = sequence.solve(problem, idx.tolist(), remaining=remaining)
+                    result = sequence.solve(problem, keys, remaining=remaining)
                 else:
                     result = min_makespan(problem, remaining, central=central)
             else:
-                self._terms = self._rho_terms(view, jobs, share, remaining)
+                self._terms = self._rho_terms(view, jobs, problem.proportional(), remaining)
                 elapsed, _, ideal = self._terms
                 if sequence is not None:
                     result = sequence.solve(
-                        problem, idx.tolist(), elapsed=elapsed, remaining=remaining, ideal=ideal
+                        problem, keys, elapsed=elapsed, remaining=remaining, ideal=ideal
                     )
                 else:
                     result = min_max_rho(problem, *self._terms, central=central)
-        self._close_interval(view.time)
-        self._carry_deficits(view.time)
+        self._close_interval(view.time, carry=True)
         norm = reference / weights if self.objective == "max-throughput" else reference * weights
         value = _value_of(self.objective, norm, *self._terms)
         theta = problem.throughput(result.x)
         self._interval = AllocationInForce(view.time, idx, rates, theta, value(theta), value)
         self._idx = idx
-        self._row = dict(zip(idx.tolist(), range(n), strict=True))
+        self._row = dict(zip(keys, range(n), strict=True))
         self._state = list(jobs)
         self._k = table.k[idx].tolist()
         self._share = result.x
-        self._share_rows = result.x.tolist()
         self._runnable = np.isfinite(pace)
         self._pace_rows = pace.tolist()
         # since now: a running round counts on
@@ -380,26 +381,29 @@ class AllocationPolicy:
         self._last_event = max(self._last_event, now)
         return False
 
-    def _close_interval(self, end: float) -> None:
+    def _close_interval(self, end: float, carry: bool = False) -> None:
         """Record the allocation in force until ``end``: what it promised and what the
         rounds realised, the same objective on each job's realised throughput (time held
         per type × its rate there, over the time from the solve to ``end`` or to its
-        completion if earlier)."""
-        interval = self._interval
+        completion if earlier); with ``carry`` (before a new allocation), carry the
+        deficits (:meth:`_carry_deficits`)."""
+        interval, table = self._interval, self._table
         if interval is None or end <= interval.start:
             return
+        assert table is not None  # made by the solve that made the interval
         stop = np.minimum(end, self._done_at)
-        keep = stop > interval.start
         span = stop - interval.start
+        keep = span > 0
+        held = self._held_until(stop)
+        if carry:
+            self._carry_deficits(end, held)
         with np.errstate(invalid="ignore", divide="ignore"):
-            theta = (self._held_until(stop) * interval.rates).sum(axis=1) / span
+            theta = (held * interval.rates).sum(axis=1) / span
         theta[~keep] = np.nan
-        assert self._table is not None  # made by the solve that made the interval
-        jobs, table = interval.jobs[keep], self._table
+        jobs = interval.jobs[keep]
         for work, rate in ((table.promised, interval.theta), (table.realised, theta)):
-            done = work[jobs]  # per job: promised and realised work
-            done[np.isnan(done)] = 0.0
-            work[jobs] = done + rate[keep] * span[keep]
+            done = work[jobs]  # per job: promised and realised work (NaN: none yet)
+            work[jobs] = np.where(np.isnan(done), 0.0, done) + rate[keep] * span[keep]
         if keep.any():
             realised = interval.value(theta, keep)
             self.realisation.append((interval.start, end, interval.promised, realised))
@@ -498,20 +502,18 @@ class AllocationPolicy:
         held[rows, self._table.latest_type[self._idx[rows]]] -= ahead[rows]
         return held
 
-    def _carry_deficits(self, now: float) -> None:
-        """Before a new allocation: add to each allocated job's deficit the GPU-time its
-        shares promised since the last solve minus the time its rounds held (Gavel keeps
-        such deficits across resets to break ties): jobs left unserved by one allocation
-        go first among equals under the next."""
-        span = now - self.solved_at
-        if not math.isfinite(span) or not self._row:
-            return
-        held = self._held_until(now).sum(axis=1)
+    def _carry_deficits(self, now: float, held: np.ndarray) -> None:
+        """Add to each allocated job's deficit the GPU-time its shares promised since the
+        last solve minus the time its rounds ``held`` per type (Gavel keeps such deficits
+        across resets to break ties): jobs left unserved by one allocation go first among
+        equals under the next. (A completed job's deficit, held until its completion, is
+        never read again.)"""
         shares = np.zeros(len(held))
         for c in range(self._share.shape[1]):  # summed type by type, in order
             shares += self._share[:, c]
+        promised = (now - self.solved_at) * shares
         assert self._table is not None
-        self._table.deficit[self._idx] = self._row_deficit + span * shares - held
+        self._table.deficit[self._idx] = self._row_deficit + promised - held.sum(axis=1)
 
     def _enqueue(self, rows: list[int]) -> None:
         """Queue jobs that have just become waiting. A job's priority on type t is its
@@ -553,7 +555,7 @@ class AllocationPolicy:
     def _enqueue_one(self, row: int) -> None:
         """:meth:`_enqueue` of one job, the same keys computed in Python."""
         version, deficit = self._version[row], self._row_deficit_list[row]
-        shares, held_row = self._share_rows[row], self._held[row].tolist()
+        shares, held_row = self._share[row].tolist(), self._held[row].tolist()
         for c, pace in enumerate(self._pace_rows[row]):
             if not math.isfinite(pace):
                 continue
@@ -563,6 +565,9 @@ class AllocationPolicy:
                 heapq.heappush(self._by_priority[c], (key, -deficit, -x, row, version))
             heapq.heappush(self._by_arrival[c], (row, version))
 
+    def waiting_queue(self, states: dict[int, JobState]) -> WaitingQueue:
+        return _EnteredQueue(states)
+
     def decide(self, view: View) -> list[Decision]:
         if not len(self._class_of):
             self._class_of = np.array(view.idle.class_of)  # the view's speed classes
@@ -570,13 +575,22 @@ class AllocationPolicy:
                 float
             )
         self._last_event = view.time
-        if self._stale(view, view.active_ids):
+        solved = self._stale(view, view.active_ids)
+        if solved:
             self._jobs, self._left = frozenset(view.active_ids), 0
             self._solve(view, view.active)
-        waiting = view.waiting.indices()
+        waiting, queue = view.waiting.indices(), view.waiting
         # a job leaves the waiting jobs only when it starts (start() forgets it then) or
-        # for good (it completed): the new ones are the waiting jobs not queued yet
-        new = waiting - self._queued
+        # for good (it completed): the new ones are the waiting jobs not queued yet, and
+        # between solves those are among the jobs that entered the engine's queue since
+        if isinstance(queue, _EnteredQueue) and queue.owner is self:
+            entered, queue.entered = queue.entered, []
+            if not solved:
+                new = {j for j in entered if j in waiting} - self._queued
+            else:
+                new = waiting - self._queued
+        else:  # another policy's queue: every waiting job looked at
+            new = waiting - self._queued
         if new:
             self._queued |= new
             # a job that arrived after the solve waits for the next
@@ -651,6 +665,23 @@ class AllocationPolicy:
             start(entry[-2], c)
         for c, entry in skipped:
             heapq.heappush(queues[c], entry)
+
+
+class _EnteredQueue(WaitingQueue):
+    """The engine's waiting queue (by arrival), noting the jobs that enter it (``entered``,
+    emptied by the policy): between two solves the policy queues those alone instead of
+    comparing every waiting job with the ones it has queued."""
+
+    __slots__ = ("entered",)
+
+    def __init__(self, states: dict[int, JobState]) -> None:
+        super().__init__(states)
+        self.entered: list[int] = []
+
+    def put(self, j: int, key: Any) -> None:
+        if j not in self._keys:
+            self.entered.append(j)
+        super().put(j, key)
 
 
 @dataclass(frozen=True)

@@ -198,6 +198,11 @@ class Oracle:
     def rounds(self, job: JobState) -> int:
         return self._rounds[job.index]
 
+    def rounds_of(self, index: np.ndarray) -> npt.NDArray[np.int64]:
+        """:meth:`rounds` of many jobs at once, by their indices."""
+        rounds: npt.NDArray[np.int64] = self._rounds_array[index]
+        return rounds
+
     def remaining_tasks_of(
         self,
         index: np.ndarray,
