@@ -50,11 +50,14 @@ class AllocationSequence:
     (``capacity``: GPUs per type), each edited from the last and solved from its basis.
 
     The model's layout: the global column first (max-min's level z, min-makespan's T), then
-    one column per (row, type) of the problem (bounds [0, 0] where the row cannot run);
-    the capacity rows first (one per type), then each problem row's own rows (its time row,
-    then max-min's level row, min-makespan's work row or finish-time's demand row). A row of
-    the problem is identified by its key: the caller's for the per-job objectives, its data
-    (rates, GPUs, weight, reference) for the grouped ones."""
+    one column per (row, type) of the problem (bounds [0, 0] where the row cannot run): the
+    share of the type its jobs have together (a grouped row's count × each job's share, so
+    that a change of count changes its time row's bound and, for max-min, one coefficient of
+    its level row, not its capacity entries); the capacity rows first (one per type), then
+    each problem row's own rows (its time row, then max-min's level row, min-makespan's work
+    row or finish-time's demand row). A row of the problem is identified by its key: the
+    caller's for the per-job objectives, its kind or its data (rates, GPUs, weight,
+    reference) for the grouped ones."""
 
     def __init__(self, objective: Sequenced, capacity: np.ndarray) -> None:
         import highspy
@@ -126,7 +129,7 @@ class AllocationSequence:
                 pos = np.fromiter(map(self._pos.get, keys, repeat(-1)), np.int64, n)
         moved = same[self._count[pos[same]] != count[same]]
         if len(moved):
-            self._recount(pos[moved], data[moved], count[moved])
+            self._recount(pos[moved], count[moved])
         new = np.flatnonzero(pos < 0)
         if len(new):
             pos[new] = self._add([keys[i] for i in new.tolist()], data[new], count[new])
@@ -189,21 +192,16 @@ class AllocationSequence:
         basis.col_status, basis.row_status, basis.valid = col, row, True
         self._highs.setBasis(basis)  # refused: HiGHS starts from its own basis
 
-    def _recount(self, pos: np.ndarray, data: np.ndarray, count: np.ndarray) -> None:
-        """Rows whose job count changed: their GPUs in the capacity rows (grouped rows),
-        their cost (total throughput)."""
-        m, highs = self._m, self._highs
-        cols = self._columns(pos)
-        gpus = (data[:, m] * count).tolist()
-        for i, (runs, col) in enumerate(
-            zip(self._runs(data).tolist(), cols.tolist(), strict=True)
-        ):
-            for t in range(m):
-                if runs[t]:
-                    highs.changeCoeff(t, col[t], gpus[i])
-        if self.objective == "max-throughput":
-            cost = self._cost(data, count)
-            highs.changeColsCost(cols.size, cols.ravel().astype(np.int32), cost.ravel())
+    def _recount(self, pos: np.ndarray, count: np.ndarray) -> None:
+        """Rows (grouped) whose job count changed: their time rows' bound and, for max-min,
+        the level's coefficient in their level rows (the columns are the kind's total
+        share, so its capacity entries and costs do not change)."""
+        m, own, highs = self._m, self._own, self._highs
+        time_rows = (m + pos * own).astype(np.int32)
+        highs.changeRowsBounds(len(pos), time_rows, np.full(len(pos), -self._hs.kHighsInf), count)
+        if self.objective == "max-min-fairness":
+            for row, n in zip((time_rows + 1).tolist(), count.tolist(), strict=True):
+                highs.changeCoeff(row, 0, n)
         self._count[pos] = count
 
     def _runs(self, data: np.ndarray) -> np.ndarray:
@@ -211,10 +209,10 @@ class AllocationSequence:
         m = self._m
         return np.asarray((data[:, :m] > 0) & (data[:, m, None] <= self.capacity[None, :]))
 
-    def _cost(self, data: np.ndarray, count: np.ndarray) -> np.ndarray:
-        """Total throughput's cost per (row, type): −count · weight · rate / reference."""
+    def _cost(self, data: np.ndarray) -> np.ndarray:
+        """Total throughput's cost per (row, type): −weight · rate / reference."""
         m = self._m
-        return np.asarray(-(count * data[:, m + 1] / data[:, m + 2])[:, None] * data[:, :m])
+        return np.asarray(-(data[:, m + 1] / data[:, m + 2])[:, None] * data[:, :m])
 
     def _add(self, keys: list[Hashable], data: np.ndarray, count: np.ndarray) -> np.ndarray:
         """Add rows (their columns, with their entries in the capacity rows, then their own
@@ -227,11 +225,11 @@ class AllocationSequence:
         # columns: one entry each where it can run, in capacity row t
         cost = np.zeros((k, m))
         if self.objective == "max-throughput":
-            cost = self._cost(data, count)
+            cost = self._cost(data)
         per = np.where(runs, 1, 0).ravel()
         starts = np.concatenate([[0], np.cumsum(per)[:-1]]).astype(np.int32)
         index = np.broadcast_to(np.arange(m), (k, m))[runs].astype(np.int32)
-        value = (gpus * count)[:, None] * np.ones(m)
+        value = gpus[:, None] * np.ones(m)
         highs.addCols(
             k * m,
             cost.ravel(),
@@ -242,7 +240,7 @@ class AllocationSequence:
             index,
             value[runs],
         )
-        # own rows: time (Σ_t X ≤ 1 or, min-makespan, Σ_t Y − T ≤ 0), then the second row
+        # own rows: time (Σ_t X ≤ count or, min-makespan, Σ_t Y − T ≤ 0), then the second
         cols = self._columns(pos)
         job, typ = np.nonzero(runs)
         col = cols[job, typ]
@@ -254,13 +252,13 @@ class AllocationSequence:
             col_of.append(np.zeros(k, dtype=np.int64))
             val.append(-np.ones(k))
         else:
-            upper[:, 0] = 1.0
+            upper[:, 0] = count
         if own == 2:
-            if self.objective == "max-min-fairness":
+            if self.objective == "max-min-fairness":  # count · z − Σ_t u X ≤ 0
                 utility = rates[job, typ] / (data[job, m + 2] * data[job, m + 1])
                 row_of += [job * own + 1, np.arange(k) * own + 1]
                 col_of += [col, np.zeros(k, dtype=np.int64)]
-                val += [-utility, np.ones(k)]
+                val += [-utility, count]
             else:  # work or demand: −Σ_t r Y ≤ bound (set at each solve)
                 row_of.append(job * own + 1)
                 col_of.append(col)
@@ -414,7 +412,7 @@ class AllocationSequence:
             else:
                 value = -float(self._highs.getInfo().objective_function_value)
             lower = upper = value
-            x = np.maximum(values[cols], 0.0)[of]
+            x = (np.maximum(values[cols], 0.0) / self._count[pos, None])[of]
         x = np.where(runnable, x, 0.0)
         return Allocation(
             x, value, lower, upper, self.solves - before, time.perf_counter() - started

@@ -397,13 +397,16 @@ class AllocationPolicy:
         held = self._held_until(stop)
         if carry:
             self._carry_deficits(end, held)
-        with np.errstate(invalid="ignore", divide="ignore"):
-            theta = (held * interval.rates).sum(axis=1) / span
-        theta[~keep] = np.nan
-        jobs = interval.jobs[keep]
-        for work, rate in ((table.promised, interval.theta), (table.realised, theta)):
+        theta = np.full(len(span), np.nan)  # NaN where the interval is empty
+        np.divide((held * interval.rates).sum(axis=1), span, out=theta, where=keep)
+        if keep.all():
+            jobs, spans, promised_rate, realised_rate = interval.jobs, span, interval.theta, theta
+        else:
+            jobs, spans = interval.jobs[keep], span[keep]
+            promised_rate, realised_rate = interval.theta[keep], theta[keep]
+        for work, rate in ((table.promised, promised_rate), (table.realised, realised_rate)):
             done = work[jobs]  # per job: promised and realised work (NaN: none yet)
-            work[jobs] = np.where(np.isnan(done), 0.0, done) + rate[keep] * span[keep]
+            work[jobs] = np.where(np.isnan(done), 0.0, done) + rate * spans
         if keep.any():
             realised = interval.value(theta, keep)
             self.realisation.append((interval.start, end, interval.promised, realised))
@@ -529,28 +532,26 @@ class AllocationPolicy:
         at = np.array(rows, dtype=np.int64)
         versions = np.array([self._version[row] for row in rows], dtype=np.int64)
         minus_deficit = -self._row_deficit[at]
-        for c in range(self._share.shape[1]):
-            share, held = self._share[at, c], self._held[at, c]
-            runs = self._runnable[at, c]
-            shared = np.flatnonzero(runs & (share > 1e-9))
+        share, held, runs = self._share[at], self._held[at], self._runnable[at]
+        keys = np.full(share.shape, -math.inf)
+        np.divide(-share, held, out=keys, where=held > 1e-9)
+        for c, shared in enumerate((runs & (share > 1e-9)).T):
+            shared = np.flatnonzero(shared)
             if len(shared):
-                share, held = share[shared], held[shared]
-                with np.errstate(divide="ignore", invalid="ignore"):
-                    key = np.where(held > 1e-9, -share / held, -math.inf)
                 by_priority = self._by_priority[c]
                 by_priority.extend(
                     zip(
-                        key.tolist(),
+                        keys[shared, c].tolist(),
                         minus_deficit[shared].tolist(),
-                        (-share).tolist(),
+                        (-share[shared, c]).tolist(),
                         at[shared].tolist(),
                         versions[shared].tolist(),
                         strict=True,
                     )
                 )
                 heapq.heapify(by_priority)
-            if runs.any():  # backfill's entries are made when it first needs them
-                self._arrivals_pending[c].append((at[runs], versions[runs]))
+            if runs[:, c].any():  # backfill's entries are made when it first needs them
+                self._arrivals_pending[c].append((at[runs[:, c]], versions[runs[:, c]]))
 
     def _enqueue_one(self, row: int) -> None:
         """:meth:`_enqueue` of one job, the same keys computed in Python."""
