@@ -41,6 +41,10 @@ Sequenced = Literal["max-min-fairness", "max-throughput", "min-makespan", "finis
 #: Retired rows the model keeps before deleting them all at once (or as many as are live).
 RETIRED_KEPT = 64
 
+#: Slack a total-throughput time row keeps, before and after a change of its bound, for the
+#: last optimum to stay optimal (its slack basic: the change moves that slack alone).
+SLACK = 1e-6
+
 #: The objectives whose LP is symmetric in identical jobs: their rows are groups of them.
 GROUPED: frozenset[str] = frozenset({"max-min-fairness", "max-throughput"})
 
@@ -81,6 +85,10 @@ class AllocationSequence:
         #: the factor, which keeps the right-hand sides near 1 (``_scale_demands``)
         self._factor = np.zeros(0)
         self._level: float | None = None  # finish-time: the last optimum, the next hint
+        #: total throughput: the last solve's column values and value while the edits since
+        #: keep them optimal (``_retire``, ``_recount``), else None
+        self._optimum: np.ndarray | None = None
+        self._value = 0.0
         #: grouped objectives with keys: each key's kind, each kind's data and number
         self._kind_of: dict[Hashable, int] = {}
         self._kind_data = np.zeros((0, m + 3))
@@ -143,6 +151,8 @@ class AllocationSequence:
         highs, inf, m, own = self._highs, self._hs.kHighsInf, self._m, self._own
         cols = self._columns(gone).ravel().astype(np.int32)
         rows = (m + gone[:, None] * own + np.arange(own)[None, :]).ravel().astype(np.int32)
+        if self._optimum is not None and self._optimum[cols].any():
+            self._optimum = None  # they had a share: the others may take it
         zero = np.zeros(len(cols))
         highs.changeColsBounds(len(cols), cols, zero, zero)
         highs.changeRowsBounds(len(rows), rows, np.full(len(rows), -inf), np.full(len(rows), inf))
@@ -158,7 +168,7 @@ class AllocationSequence:
         highs, m, own = self._highs, self._m, self._own
         cols = self._columns(gone).ravel().astype(np.int32)
         rows = (m + gone[:, None] * own + np.arange(own)[None, :]).ravel().astype(np.int32)
-        had_basis = self.solves > 0
+        had_basis, self._optimum = self.solves > 0, None
         if highs.deleteCols(len(cols), cols) == self._hs.HighsStatus.kError:
             raise OptschedError("allocation sequence: HiGHS refused to delete columns")
         if highs.deleteRows(len(rows), rows) == self._hs.HighsStatus.kError:
@@ -197,6 +207,10 @@ class AllocationSequence:
         the level's coefficient in their level rows (the columns are the kind's total
         share, so its capacity entries and costs do not change)."""
         m, own, highs = self._m, self._own, self._highs
+        if self._optimum is not None:  # each job's time row slack before and after
+            used = self._optimum[self._columns(pos)].sum(axis=1)
+            if (used > np.minimum(self._count[pos], count) - SLACK).any():
+                self._optimum = None
         time_rows = (m + pos * own).astype(np.int32)
         highs.changeRowsBounds(len(pos), time_rows, np.full(len(pos), -self._hs.kHighsInf), count)
         if self.objective == "max-min-fairness":
@@ -220,6 +234,7 @@ class AllocationSequence:
         highs, inf, m, own = self._highs, self._hs.kHighsInf, self._m, self._own
         k, first = len(keys), len(self._keys)
         pos = np.arange(first, first + k)
+        self._optimum = None
         rates, gpus = data[:, :m], data[:, m]
         runs = self._runs(data)
         # columns: one entry each where it can run, in capacity row t
@@ -405,12 +420,15 @@ class AllocationSequence:
             values = self._run("min-makespan allocation (sequence)")
             value = lower = upper = float(values[0])
             x = np.maximum(values[cols], 0.0) / value if value > 0 else np.zeros((n, m))
+        elif self.objective == "max-min-fairness":
+            values = self._run("max-min-fairness allocation (sequence)")
+            value = lower = upper = float(values[0])
+            x = (np.maximum(values[cols], 0.0) / self._count[pos, None])[of]
         else:
-            values = self._run(f"{self.objective} allocation (sequence)")
-            if self.objective == "max-min-fairness":
-                value = float(values[0])
-            else:
-                value = -float(self._highs.getInfo().objective_function_value)
+            if self._optimum is None:  # else the edits kept the last optimum optimal
+                self._optimum = self._run("max-throughput allocation (sequence)")
+                self._value = -float(self._highs.getObjectiveValue())
+            values, value = self._optimum, self._value
             lower = upper = value
             x = (np.maximum(values[cols], 0.0) / self._count[pos, None])[of]
         x = np.where(runnable, x, 0.0)

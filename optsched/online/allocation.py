@@ -671,7 +671,8 @@ class AllocationPolicy:
 class _EnteredQueue(WaitingQueue):
     """The engine's waiting queue (by arrival), noting the jobs that enter it (``entered``,
     emptied by the policy): between two solves the policy queues those alone instead of
-    comparing every waiting job with the ones it has queued."""
+    comparing every waiting job with the ones it has queued. The policy keeps its own order,
+    so this queue sorts its jobs only when someone reads them in order."""
 
     __slots__ = ("entered",)
 
@@ -679,10 +680,24 @@ class _EnteredQueue(WaitingQueue):
         super().__init__(states)
         self.entered: list[int] = []
 
+    @property  # the base class's sorted list, made on demand
+    def _entries(self) -> list[tuple[Any, int]]:
+        return sorted((key, j) for j, key in self._keys.items())
+
+    @_entries.setter
+    def _entries(self, entries: list[tuple[Any, int]]) -> None:
+        pass  # the base class's constructor sets it empty
+
+    def __len__(self) -> int:
+        return len(self._keys)
+
     def put(self, j: int, key: Any) -> None:
         if j not in self._keys:
             self.entered.append(j)
-        super().put(j, key)
+        self._keys[j] = key
+
+    def drop(self, j: int) -> None:
+        self._keys.pop(j, None)
 
 
 @dataclass(frozen=True)
