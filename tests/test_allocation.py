@@ -509,3 +509,55 @@ def test_small_lps_share_one_highs_object_without_changing_a_vertex(seeds):
         highs._shared.highs = None  # a new object for this one
         fresh.append(solved(lp))
     assert shared == fresh
+
+
+def test_a_run_in_this_thread_survives_a_scheduler_started_with_another_thread_count(
+    monkeypatch,
+):
+    """``run_here`` runs first at HiGHS's default and then sets ``threads`` to the count
+    that default gives; where that is not the scheduler's count, HiGHS refuses the run, and
+    it is run again at the default (0), which is kept from then on."""
+    import highspy
+
+    from optsched.exact import highs
+
+    model = highs._highs(shared=False)
+    model.setOptionValue("output_flag", False)
+    model.addCol(-1.0, 0.0, 2.0, 0, np.zeros(0, np.int32), np.zeros(0))
+    monkeypatch.setattr(highs, "_threads", [None])
+    for _ in range(2):  # the first run starts the scheduler (if nothing had), the second pins
+        highs.run_here(model)
+        assert model.getModelStatus() == highspy.HighsModelStatus.kOptimal
+    assert highs._threads[0] == highs._default_threads() >= 1
+    highs._threads[0] += 1  # not the scheduler's count
+    model.changeColBounds(0, 0.0, 3.0)
+    highs.run_here(model)
+    assert model.getModelStatus() == highspy.HighsModelStatus.kOptimal
+    assert model.getSolution().col_value == [3.0]
+    assert highs._threads == [0]
+
+
+def test_the_policys_own_waiting_queue_changes_no_decision(monkeypatch):
+    """The allocation policies keep the engine's waiting queue without its order and queue
+    the jobs that entered it: the same schedule as with the engine's ordered queue, where they
+    compare every waiting job with those they have queued; the queue still reads in order."""
+    from optsched.online import allocation
+    from optsched.online.simulator import WaitingQueue
+
+    jobs = [
+        Job(id=f"j{i}", arrival=float(i % 5), rounds=3 + i % 4, compute={"V100": 1.0 + i % 3})
+        for i in range(12)
+    ]
+    gpus = tuple(GPU(f"g{i}", "V100") for i in range(3))
+    inst = Instance("queue", tuple(jobs), gpus, mode="gang")
+    ours = simulate(inst, "max-min-fairness").schedule
+    monkeypatch.setattr(
+        allocation.AllocationPolicy, "waiting_queue", lambda self, states: WaitingQueue(states)
+    )
+    assert simulate(inst, "max-min-fairness").schedule == ours
+    queue = allocation._EnteredQueue({})
+    for j, arrival in ((3, 2.0), (1, 5.0), (2, 1.0)):
+        queue.put(j, (arrival,))
+    queue.drop(1)
+    assert [j for _, j in queue._entries] == [2, 3] and len(queue) == 2
+    assert queue.entered == [3, 1, 2]

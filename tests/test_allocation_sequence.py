@@ -17,7 +17,7 @@ from optsched.exact.allocation import (
     min_makespan,
     min_max_rho,
 )
-from optsched.exact.allocation_sequence import AllocationSequence
+from optsched.exact.allocation_sequence import GROUPED, AllocationSequence
 from optsched.testing import instances
 from tests.conftest import n_examples
 from tests.test_allocation import gang_instance_for_allocation
@@ -64,19 +64,20 @@ def runs(draw: st.DrawFn) -> tuple[np.ndarray, list[dict[str, np.ndarray]]]:
 
 
 @settings(max_examples=n_examples(60), deadline=None)
-@given(runs(), st.sampled_from(OBJECTIVES), st.sampled_from([0, 64]))
-def test_each_solve_of_a_sequence_is_an_optimum_of_its_lp(run, objective, kept):
+@given(runs(), st.sampled_from(OBJECTIVES), st.sampled_from([0, 64]), st.booleans())
+def test_each_solve_of_a_sequence_is_an_optimum_of_its_lp(run, objective, kept, keyed):
     """Every solve of the edited, warm-started model is feasible and has the optimum of the
     same LP solved from scratch (finish-time: the certified brackets overlap and the point's
     level is the one returned), whether the rows of jobs that left are deleted at once
-    (``kept`` 0: as soon as they outnumber the live ones) or kept retired."""
+    (``kept`` 0: as soon as they outnumber the live ones) or kept retired, and whether the
+    grouped objectives find identical jobs by their keys or by their data (``keyed``)."""
     capacity, steps = run
     sequence = AllocationSequence(objective, capacity)
     sequence.retired_kept = kept
     for step in steps:
         problem = AllocationProblem(step["rates"], step["scale"], capacity, step["weights"])
         reference = problem.reference()
-        keys = step["keys"].tolist()
+        keys = step["keys"].tolist() if keyed or objective not in GROUPED else None
         got = sequence.solve(
             problem,
             keys,
@@ -142,6 +143,24 @@ def test_a_job_leaving_and_coming_back_keeps_the_model_consistent(kept):
         assert sequence._highs.getNumCol() == 1 + 3 * rows
     assert deletions > 0  # the retired rows were deleted (and the basis mended)
     assert sequence.iterations < 40 * sequence.solves  # warm: a few pivots a solve
+
+
+def test_total_throughput_keeps_an_optimum_its_edits_leave_optimal():
+    """A kind with no share (its time row slack) gains and loses jobs, and leaves: the last
+    optimum stays optimal, so no LP is solved, and the value is that of a solve from scratch;
+    a job joining the kind that has the whole GPU is solved again."""
+    capacity = np.array([1.0])
+    fast, slow = [4.0], [1.0]  # max-throughput gives the one GPU to the fast kind
+    sequence = AllocationSequence("max-throughput", capacity)
+    runs = []
+    for jobs in ([fast, slow], [fast, slow, slow], [fast, slow], [fast], [fast, fast]):
+        problem = AllocationProblem(jobs, np.ones(len(jobs)), capacity, np.ones(len(jobs)))
+        reference = np.ones(len(jobs))
+        got = sequence.solve(problem, list(range(len(jobs))), reference=reference)
+        assert got.value == pytest.approx(max_total_share(problem, reference).value, rel=1e-9)
+        assert problem.violation(got.x) <= 1e-9
+        runs.append(got.solves)
+    assert runs == [1, 0, 0, 0, 1]
 
 
 def test_a_sequence_refuses_what_it_cannot_solve():

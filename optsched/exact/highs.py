@@ -35,6 +35,7 @@ import threading
 import time
 from collections.abc import Callable
 from dataclasses import dataclass
+from pathlib import Path
 from types import SimpleNamespace
 from typing import Any, Literal, Protocol
 
@@ -401,24 +402,45 @@ def _highs(shared: bool) -> Any:
     return highs
 
 
-#: The ``threads`` option of :func:`run_here`'s runs: the count HiGHS's process-wide task
-#: scheduler starts with by default (half the CPUs, rounded up), or 0 (HiGHS's default) once
-#: a run found the scheduler started with another count.
-_threads = [((os.cpu_count() or 1) + 1) // 2]
+#: The ``threads`` option of :func:`run_here`'s runs: None before its first run (made at
+#: HiGHS's default, 0, which starts HiGHS's process-wide scheduler if nothing has), then the
+#: count that default gives (:func:`_default_threads`), or 0 once a run found the scheduler
+#: started with another count.
+_threads: list[int | None] = [None]
+
+
+def _default_threads() -> int:
+    """The thread count HiGHS (1.16) starts its scheduler with by default: the distinct
+    physical cores (``core_id``) among the CPUs this process may run on, where Linux tells
+    them, else half the CPUs, rounded up."""
+    cores: set[int] = set()
+    try:
+        for cpu in os.sched_getaffinity(0):
+            cores.add(int(Path(f"/sys/devices/system/cpu/cpu{cpu}/topology/core_id").read_text()))
+    except (AttributeError, OSError, ValueError):
+        cores.clear()
+    return len(cores) or ((os.cpu_count() or 1) + 1) // 2
 
 
 def run_here(highs: Any) -> None:
     """``highs.run()`` in the calling thread, its ``threads`` option set to the thread count
     of HiGHS's process-wide scheduler. At HiGHS's default (0) every run asks the operating
     system for the CPU count, about 30 µs of the 50-80 µs a tiny LP takes; the count changes
-    nothing else (the simplex runs in this thread either way). Where the scheduler was
-    started with another count (someone set ``threads`` before), HiGHS refuses the run
-    without touching the model: it is run again at 0, and 0 is kept from then on."""
+    nothing else (the simplex runs in this thread either way). The first run is made at 0,
+    so that this never starts the scheduler itself; where the scheduler runs another count
+    than HiGHS's default (someone set ``threads`` first), HiGHS refuses the run without
+    touching the model: it is run again at 0, and 0 is kept from then on."""
     import highspy
 
-    highs.setOptionValue("threads", _threads[0])
+    threads = _threads[0]
+    if threads is None:
+        highs.setOptionValue("threads", 0)
+        highs.run()
+        _threads[0] = _default_threads()
+        return
+    highs.setOptionValue("threads", threads)
     refused = highs.run() == highspy.HighsStatus.kError
-    if refused and _threads[0] and highs.getModelStatus() == highspy.HighsModelStatus.kNotset:
+    if refused and threads and highs.getModelStatus() == highspy.HighsModelStatus.kNotset:
         _threads[0] = 0
         highs.setOptionValue("threads", 0)
         highs.run()

@@ -531,27 +531,29 @@ class AllocationPolicy:
             return
         at = np.array(rows, dtype=np.int64)
         versions = np.array([self._version[row] for row in rows], dtype=np.int64)
-        minus_deficit = -self._row_deficit[at]
         share, held, runs = self._share[at], self._held[at], self._runnable[at]
         keys = np.full(share.shape, -math.inf)
         np.divide(-share, held, out=keys, where=held > 1e-9)
-        for c, shared in enumerate((runs & (share > 1e-9)).T):
-            shared = np.flatnonzero(shared)
-            if len(shared):
-                by_priority = self._by_priority[c]
-                by_priority.extend(
-                    zip(
-                        keys[shared, c].tolist(),
-                        minus_deficit[shared].tolist(),
-                        (-share[shared, c]).tolist(),
-                        at[shared].tolist(),
-                        versions[shared].tolist(),
-                        strict=True,
-                    )
-                )
+        # every (row, type) entry, by type, made in one pass over all the types
+        typ, i = np.nonzero((runs & (share > 1e-9)).T)
+        entries = list(
+            zip(
+                keys[i, typ].tolist(),
+                (-self._row_deficit[at[i]]).tolist(),
+                (-share[i, typ]).tolist(),
+                at[i].tolist(),
+                versions[i].tolist(),
+                strict=True,
+            )
+        )
+        bounds = np.searchsorted(typ, np.arange(len(self._by_priority) + 1)).tolist()
+        for c, by_priority in enumerate(self._by_priority):
+            if bounds[c] < bounds[c + 1]:
+                by_priority.extend(entries[bounds[c] : bounds[c + 1]])
                 heapq.heapify(by_priority)
-            if runs[:, c].any():  # backfill's entries are made when it first needs them
-                self._arrivals_pending[c].append((at[runs[:, c]], versions[runs[:, c]]))
+            runs_c = runs[:, c]
+            if runs_c.any():  # backfill's entries are made when it first needs them
+                self._arrivals_pending[c].append((at[runs_c], versions[runs_c]))
 
     def _enqueue_one(self, row: int) -> None:
         """:meth:`_enqueue` of one job, the same keys computed in Python."""
