@@ -586,13 +586,12 @@ class AllocationPolicy:
         # a job leaves the waiting jobs only when it starts (start() forgets it then) or
         # for good (it completed): the new ones are the waiting jobs not queued yet, and
         # between solves those are among the jobs that entered the engine's queue since
+        entered = None
         if isinstance(queue, _EnteredQueue) and queue.owner is self:
             entered, queue.entered = queue.entered, []
-            if not solved:
-                new = {j for j in entered if j in waiting} - self._queued
-            else:
-                new = waiting - self._queued
-        else:  # another policy's queue: every waiting job looked at
+        if entered is not None and not solved:
+            new = {j for j in entered if j in waiting} - self._queued
+        else:  # after a solve (nothing queued), or another policy's queue: every waiting job
             new = waiting - self._queued
         if new:
             self._queued |= new
