@@ -516,7 +516,7 @@ def test_a_run_in_this_thread_survives_a_scheduler_started_with_another_thread_c
 ):
     """``run_here`` runs first at HiGHS's default and then sets ``threads`` to the count
     that default gives; where that is not the scheduler's count, HiGHS refuses the run, and
-    it is run again at the default (0), which is kept from then on."""
+    it is run again at the default (0), which is kept from then on (in that thread)."""
     import highspy
 
     from optsched.exact import highs
@@ -524,17 +524,19 @@ def test_a_run_in_this_thread_survives_a_scheduler_started_with_another_thread_c
     model = highs._highs(shared=False)
     model.setOptionValue("output_flag", False)
     model.addCol(-1.0, 0.0, 2.0, 0, np.zeros(0, np.int32), np.zeros(0))
-    monkeypatch.setattr(highs, "_threads", [None])
+    monkeypatch.delattr(highs._run_threads, "count", raising=False)
     for _ in range(2):  # the first run starts the scheduler (if nothing had), the second pins
         highs.run_here(model)
         assert model.getModelStatus() == highspy.HighsModelStatus.kOptimal
-    assert highs._threads[0] == highs._default_threads() >= 1
-    highs._threads[0] += 1  # not the scheduler's count
+    assert highs._run_threads.count == highs._default_threads() >= 1
+    monkeypatch.setattr(highs._run_threads, "count", highs._run_threads.count + 1)
     model.changeColBounds(0, 0.0, 3.0)
-    highs.run_here(model)
-    assert model.getModelStatus() == highspy.HighsModelStatus.kOptimal
-    assert model.getSolution().col_value == [3.0]
-    assert highs._threads == [0]
+    for _ in range(2):  # an edited model, then an unchanged one (its old status still there)
+        highs.run_here(model)
+        assert model.getModelStatus() == highspy.HighsModelStatus.kOptimal
+        assert model.getSolution().col_value == [3.0]
+        assert highs._run_threads.count == 0
+        monkeypatch.setattr(highs._run_threads, "count", highs._default_threads() + 1)
 
 
 def test_the_policys_own_waiting_queue_changes_no_decision(monkeypatch):

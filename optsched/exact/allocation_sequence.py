@@ -89,7 +89,8 @@ class AllocationSequence:
         #: keep them optimal (``_retire``, ``_recount``), else None
         self._optimum: np.ndarray | None = None
         self._value = 0.0
-        #: grouped objectives with keys: each key's kind, each kind's data and number
+        #: grouped objectives with keys: each key's kind, each kind's data (rows beyond the
+        #: kinds unused) and number
         self._kind_of: dict[Hashable, int] = {}
         self._kind_data = np.zeros((0, m + 3))
         self._kind_id: dict[bytes, int] = {}
@@ -304,9 +305,14 @@ class AllocationSequence:
         same = (self._kind_data[kind[known]] == data[known]).all(axis=1)
         for i in [*np.flatnonzero(kind < 0).tolist(), *known[~same].tolist()]:
             k = self._kind_id.setdefault(data[i].tobytes(), len(self._kind_id))
-            if k == len(self._kind_data):
-                self._kind_data = np.concatenate([self._kind_data, data[i : i + 1]])
+            if k >= len(self._kind_data):  # grown by doubling
+                grown = np.zeros((2 * k + 8, data.shape[1]))
+                grown[:k] = self._kind_data[:k]
+                self._kind_data = grown
+            self._kind_data[k] = data[i]
             self._kind_of[keys[i]] = kind[i] = k
+        if len(self._kind_of) > 4 * n + 1024:  # forget the keys that left
+            self._kind_of = dict(zip(keys, kind.tolist(), strict=True))
         return kind
 
     def _run_model(self, infeasible: bool = False) -> Any:
@@ -381,12 +387,9 @@ class AllocationSequence:
                 pos = self._edit([row.tobytes() for row in data], data, count)
             else:  # by their keys' kinds
                 kind = self._kind_of_keys(keys, problem, reference)
-                count = np.bincount(kind, weights=problem.count, minlength=len(self._kind_data))
-                present = np.flatnonzero(count)
-                pos = self._edit(present.tolist(), self._kind_data[present], count[present])
-                row = np.empty(len(count), dtype=np.int64)
-                row[present] = np.arange(len(present))
-                of = row[kind]
+                present, of = np.unique(kind, return_inverse=True)
+                count = np.bincount(of, weights=problem.count, minlength=len(present))
+                pos = self._edit(present.tolist(), self._kind_data[present], count)
         else:
             if keys is None:
                 raise InputError("allocation sequence: one distinct key per job")

@@ -402,11 +402,11 @@ def _highs(shared: bool) -> Any:
     return highs
 
 
-#: The ``threads`` option of :func:`run_here`'s runs: None before its first run (made at
-#: HiGHS's default, 0, which starts HiGHS's process-wide scheduler if nothing has), then the
-#: count that default gives (:func:`_default_threads`), or 0 once a run found the scheduler
-#: started with another count.
-_threads: list[int | None] = [None]
+#: Per thread (HiGHS keeps one task scheduler per thread), the ``threads`` option of
+#: :func:`run_here`'s runs: absent before its first run in the thread (made at HiGHS's
+#: default, 0, which starts the thread's scheduler if nothing has), then the count that
+#: default gives (:func:`_default_threads`), or 0 once a run was refused.
+_run_threads = threading.local()
 
 
 def _default_threads() -> int:
@@ -424,24 +424,24 @@ def _default_threads() -> int:
 
 def run_here(highs: Any) -> None:
     """``highs.run()`` in the calling thread, its ``threads`` option set to the thread count
-    of HiGHS's process-wide scheduler. At HiGHS's default (0) every run asks the operating
-    system for the CPU count, about 30 µs of the 50-80 µs a tiny LP takes; the count changes
-    nothing else (the simplex runs in this thread either way). The first run is made at 0,
-    so that this never starts the scheduler itself; where the scheduler runs another count
-    than HiGHS's default (someone set ``threads`` first), HiGHS refuses the run without
-    touching the model: it is run again at 0, and 0 is kept from then on."""
+    of HiGHS's scheduler for this thread. At HiGHS's default (0) every run asks the
+    operating system for the CPU count, about 30 µs of the 50-80 µs a tiny LP takes; the
+    count changes nothing else (the simplex runs in this thread either way). The first run
+    in a thread is made at 0, so that this never starts a scheduler itself; where the
+    scheduler runs another count than HiGHS's default (someone set ``threads`` first),
+    HiGHS refuses the run without touching the model: it is run again at 0, and 0 is kept
+    in this thread from then on."""
     import highspy
 
-    threads = _threads[0]
+    threads = getattr(_run_threads, "count", None)
     if threads is None:
         highs.setOptionValue("threads", 0)
         highs.run()
-        _threads[0] = _default_threads()
+        _run_threads.count = _default_threads()
         return
     highs.setOptionValue("threads", threads)
-    refused = highs.run() == highspy.HighsStatus.kError
-    if refused and threads and highs.getModelStatus() == highspy.HighsModelStatus.kNotset:
-        _threads[0] = 0
+    if highs.run() == highspy.HighsStatus.kError and threads:
+        _run_threads.count = 0
         highs.setOptionValue("threads", 0)
         highs.run()
 
