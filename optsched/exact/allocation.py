@@ -295,15 +295,20 @@ def _distinct_rows(key: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     return order[new], of
 
 
+def _job_data(problem: AllocationProblem, reference: np.ndarray) -> np.ndarray:
+    """Each job's data row: its rates per type, GPUs, weight and ``reference``."""
+    return np.column_stack(
+        [problem.rates, problem.scale, problem.weights, np.asarray(reference, dtype=float)]
+    )
+
+
 def _kinds(
     problem: AllocationProblem, reference: np.ndarray
 ) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
     """The jobs' kinds (same rates, GPUs, weight and reference): each job's data row
-    (rates per type, GPUs, weight, reference), the first job of each kind, each job's kind,
-    and each kind's number of jobs (``problem.count`` summed)."""
-    key = np.column_stack(
-        [problem.rates, problem.scale, problem.weights, np.asarray(reference, dtype=float)]
-    )
+    (:func:`_job_data`), the first job of each kind, each job's kind, and each kind's
+    number of jobs (``problem.count`` summed)."""
+    key = _job_data(problem, reference)
     first, of = _distinct_rows(key)
     return key, first, of, np.bincount(of, weights=problem.count, minlength=len(first))
 

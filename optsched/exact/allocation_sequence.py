@@ -32,6 +32,7 @@ from optsched.exact.allocation import (
     Allocation,
     AllocationProblem,
     _Columns,
+    _job_data,
     _kinds,
     min_max_rho,
 )
@@ -118,6 +119,11 @@ class AllocationSequence:
         """The model's columns of the rows at ``pos`` (one per type, row-major)."""
         return self._top + pos[:, None] * self._m + np.arange(self._m)[None, :]
 
+    def _own_rows(self, pos: np.ndarray) -> np.ndarray:
+        """The model's own rows of the rows at ``pos`` (time row, then the second; one row
+        per position and own row), after the capacity rows."""
+        return self._m + pos[:, None] * self._own + np.arange(self._own)[None, :]
+
     def _edit(self, keys: Sequence[Hashable], data: np.ndarray, count: np.ndarray) -> np.ndarray:
         """Edit the model into the rows ``keys`` (``data``: rates per type, GPUs, weight,
         reference; ``count``: jobs per row): rows gone or with other data retired, new ones
@@ -149,9 +155,9 @@ class AllocationSequence:
         columns fixed at 0 and their own rows made free. Bound changes keep HiGHS's basis
         and factorization (a deletion drops both); :meth:`_edit` deletes the retired rows
         all at once when they outnumber the live ones."""
-        highs, inf, m, own = self._highs, self._hs.kHighsInf, self._m, self._own
+        highs, inf = self._highs, self._hs.kHighsInf
         cols = self._columns(gone).ravel().astype(np.int32)
-        rows = (m + gone[:, None] * own + np.arange(own)[None, :]).ravel().astype(np.int32)
+        rows = self._own_rows(gone).ravel().astype(np.int32)
         if self._optimum is not None and self._optimum[cols].any():
             self._optimum = None  # they had a share: the others may take it
         zero = np.zeros(len(cols))
@@ -166,9 +172,9 @@ class AllocationSequence:
         variables (HiGHS drops a basis that lost a basic column): slacks of the model's last
         rows made basic where too few remain, the last basic columns made nonbasic where too
         many do."""
-        highs, m, own = self._highs, self._m, self._own
+        highs = self._highs
         cols = self._columns(gone).ravel().astype(np.int32)
-        rows = (m + gone[:, None] * own + np.arange(own)[None, :]).ravel().astype(np.int32)
+        rows = self._own_rows(gone).ravel().astype(np.int32)
         had_basis, self._optimum = self.solves > 0, None
         if highs.deleteCols(len(cols), cols) == self._hs.HighsStatus.kError:
             raise OptschedError("allocation sequence: HiGHS refused to delete columns")
@@ -207,15 +213,16 @@ class AllocationSequence:
         """Rows (grouped) whose job count changed: their time rows' bound and, for max-min,
         the level's coefficient in their level rows (the columns are the kind's total
         share, so its capacity entries and costs do not change)."""
-        m, own, highs = self._m, self._own, self._highs
+        highs = self._highs
         if self._optimum is not None:  # each job's time row slack before and after
             used = self._optimum[self._columns(pos)].sum(axis=1)
             if (used > np.minimum(self._count[pos], count) - SLACK).any():
                 self._optimum = None
-        time_rows = (m + pos * own).astype(np.int32)
+        rows = self._own_rows(pos).astype(np.int32)
+        time_rows = rows[:, 0]
         highs.changeRowsBounds(len(pos), time_rows, np.full(len(pos), -self._hs.kHighsInf), count)
         if self.objective == "max-min-fairness":
-            for row, n in zip((time_rows + 1).tolist(), count.tolist(), strict=True):
+            for row, n in zip(rows[:, 1].tolist(), count.tolist(), strict=True):
                 highs.changeCoeff(row, 0, n)
         self._count[pos] = count
 
@@ -299,7 +306,7 @@ class AllocationSequence:
         data (rates, GPUs, weight, reference), remembered per key and found again only for
         keys not seen before or whose data changed."""
         n, _ = problem.shape
-        data = np.column_stack([problem.rates, problem.scale, problem.weights, reference])
+        data = _job_data(problem, reference)
         kind = np.fromiter(map(self._kind_of.get, keys, repeat(-1)), np.int64, n)
         known = np.flatnonzero(kind >= 0)
         same = (self._kind_data[kind[known]] == data[known]).all(axis=1)
@@ -396,7 +403,7 @@ class AllocationSequence:
             if (problem.count != 1).any():
                 raise InputError(f"allocation sequence: {self.objective} takes one row per job")
             of = np.arange(n)
-            data = np.column_stack([problem.rates, problem.scale, problem.weights, np.zeros(n)])
+            data = _job_data(problem, np.zeros(n))
             pos = self._edit(keys, data, np.ones(n))
         cols, runnable = self._columns(pos), problem.runnable()
         if self.objective == "finish-time-fairness":
@@ -417,7 +424,7 @@ class AllocationSequence:
                 return Allocation(np.zeros((n, m)), 0.0, 0.0, 0.0, 0, 0.0)
             if ((remaining > 0) & ~runnable.any(axis=1)).any():
                 raise InputError("min-makespan allocation: a job with work left can run nowhere")
-            work = (self._m + pos * 2 + 1).astype(np.int32)
+            work = self._own_rows(pos)[:, 1].astype(np.int32)
             inf = self._hs.kHighsInf
             self._highs.changeRowsBounds(n, work, np.full(n, -inf), -remaining)
             values = self._run("min-makespan allocation (sequence)")
@@ -464,13 +471,14 @@ class AllocationSequence:
         off = np.flatnonzero((want > 4 * now) | (want < now / 4))
         if not len(off):
             return
-        m, highs = self._m, self._highs
+        highs = self._highs
         runs = self._runs(self._data[pos[off]])
         cols = self._columns(pos[off])
+        demand_rows = self._own_rows(pos[off])[:, 1].tolist()
         for i, p in enumerate(pos[off].tolist()):
             for t in np.flatnonzero(runs[i]).tolist():
                 scaled = float(self._data[p, t]) * float(want[off[i]])
-                highs.changeCoeff(m + 2 * p + 1, int(cols[i, t]), -scaled)
+                highs.changeCoeff(demand_rows[i], int(cols[i, t]), -scaled)
         self._factor[pos[off]] = want[off]
 
 
@@ -484,9 +492,9 @@ class _Tests:
         self._sequence = sequence
         lp = _Columns(problem)
         self._cols = sequence._columns(pos)[lp.jobs, lp.types]
-        own = sequence._own
         # the model's row of each of min_max_rho's rows, and the factor it is scaled by
-        self._rows = np.concatenate([m + pos * own, np.arange(m), m + pos * own + 1])
+        own_rows = sequence._own_rows(pos)
+        self._rows = np.concatenate([own_rows[:, 0], np.arange(m), own_rows[:, 1]])
         self._pos, self._first = pos, n + m  # min_max_rho's first demand row
         self._scale = np.concatenate([np.ones(n + m), sequence._factor[pos]])
 
