@@ -279,6 +279,23 @@ def test_large_max_min_lps_take_the_interior_point_path_to_the_same_optimum(monk
     assert problem.violation(by_ipm.x) <= 1e-7
 
 
+def test_a_jobs_reference_throughput_does_not_depend_on_the_other_jobs():
+    """The reference a policy normalises by is computed row by row: a job's is the same,
+    to the last bit, whichever jobs it is solved with (a matrix product's can differ with
+    the number of rows, which split identical jobs into kinds of their own)."""
+    rng = np.random.default_rng(5)
+    rates = rng.random((300, 3)) * (rng.random((300, 3)) < 0.8) + 1e-3
+    scale = rng.integers(1, 5, 300).astype(float)
+    capacity = np.array([12.0, 12.0, 12.0])
+    alone = [
+        AllocationProblem(rates[i : i + 1], scale[i : i + 1], capacity, [1.0]).reference()[0]
+        for i in range(300)
+    ]
+    for n in (2, 3, 5, 8, 17, 64, 150, 300):
+        together = AllocationProblem(rates[:n], scale[:n], capacity, np.ones(n)).reference()
+        assert together.tolist() == alone[:n]
+
+
 def test_identical_jobs_get_identical_shares():
     """Four identical jobs and one other: the grouped LP gives the four the same shares,
     and its optimum is the one CBC finds without grouping."""
@@ -563,3 +580,4 @@ def test_the_policys_own_waiting_queue_changes_no_decision(monkeypatch):
     queue.drop(1)
     assert [j for _, j in queue._entries] == [2, 3] and len(queue) == 2
     assert queue.entered == [3, 1, 2]
+
