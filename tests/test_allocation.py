@@ -581,3 +581,50 @@ def test_the_policys_own_waiting_queue_changes_no_decision(monkeypatch):
     assert [j for _, j in queue._entries] == [2, 3] and len(queue) == 2
     assert queue.entered == [3, 1, 2]
 
+
+@pytest.mark.parametrize("policy", ["max-min-fairness", "max-throughput", "min-makespan"])
+def test_backfill_queues_filled_on_demand_change_no_decision(monkeypatch, policy):
+    """A job queued on its own enters the backfill queues only when the priorities leave
+    GPUs idle: the same schedule as putting it there at once, on runs where backfill
+    starts rounds."""
+    import heapq
+
+    from optsched.online import allocation
+
+    jobs = [
+        Job(
+            id=f"j{i}",
+            arrival=float(i % 7) * 2.5,
+            rounds=2 + i % 5,
+            tasks_per_round=1 + i % 2,
+            compute={"V100": 1.0 + i % 3, "K80": 2.5 + i % 4},
+        )
+        for i in range(40)
+    ]
+    gpus = tuple(GPU(f"v{i}", "V100") for i in range(3)) + tuple(
+        GPU(f"k{i}", "K80") for i in range(4)
+    )
+    inst = Instance("backfill", tuple(jobs), gpus, mode="gang")
+    filled = []
+    fill, one = (
+        allocation.AllocationPolicy._fill_arrivals,
+        allocation.AllocationPolicy._enqueue_one,
+    )
+
+    def counted(self):
+        filled.append(len(self._arrivals_one))
+        fill(self)
+
+    monkeypatch.setattr(allocation.AllocationPolicy, "_fill_arrivals", counted)
+    lazy = simulate(inst, policy).schedule
+    assert any(filled)
+
+    def at_once(self, row):
+        one(self, row)
+        self._arrivals_one.pop()
+        for c, pace in enumerate(self._pace_rows[row]):
+            if pace < float("inf"):
+                heapq.heappush(self._by_arrival[c], (row, self._version[row]))
+
+    monkeypatch.setattr(allocation.AllocationPolicy, "_enqueue_one", at_once)
+    assert simulate(inst, policy).schedule == lazy

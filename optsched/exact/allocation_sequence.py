@@ -93,7 +93,7 @@ class AllocationSequence:
         #: grouped objectives with keys: each key's kind, each kind's data (rows beyond the
         #: kinds unused) and number
         self._kind_of: dict[Hashable, int] = {}
-        self._kind_data = np.zeros((0, m + 3))
+        self._kind_data = np.zeros((8, m + 3))
         self._kind_id: dict[bytes, int] = {}
         #: LPs solved and simplex iterations, over the run
         self.solves = 0
@@ -308,9 +308,9 @@ class AllocationSequence:
         n, _ = problem.shape
         data = _job_data(problem, reference)
         kind = np.fromiter(map(self._kind_of.get, keys, repeat(-1)), np.int64, n)
-        known = np.flatnonzero(kind >= 0)
-        same = (self._kind_data[kind[known]] == data[known]).all(axis=1)
-        for i in [*np.flatnonzero(kind < 0).tolist(), *known[~same].tolist()]:
+        # a key not seen before (-1 reads the last kind row, as good as any) or whose data
+        # changed
+        for i in np.flatnonzero((self._kind_data[kind] != data).any(axis=1) | (kind < 0)).tolist():
             k = self._kind_id.setdefault(data[i].tobytes(), len(self._kind_id))
             if k >= len(self._kind_data):  # grown by doubling
                 grown = np.zeros((2 * k + 8, data.shape[1]))
@@ -394,7 +394,9 @@ class AllocationSequence:
                 pos = self._edit([row.tobytes() for row in data], data, count)
             else:  # by their keys' kinds
                 kind = self._kind_of_keys(keys, problem, reference)
-                present, of = np.unique(kind, return_inverse=True)
+                ranked = np.sort(kind)  # the kinds present, each job's: np.unique's, faster
+                present = ranked[np.concatenate([[True], ranked[1:] != ranked[:-1]])]
+                of = np.searchsorted(present, kind)
                 count = np.bincount(of, weights=problem.count, minlength=len(present))
                 pos = self._edit(present.tolist(), self._kind_data[present], count)
         else:

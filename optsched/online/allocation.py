@@ -108,18 +108,17 @@ def _value_of(objective: str, norm: np.ndarray, *terms: np.ndarray) -> Callable[
     fairness max (e_j + R_j / θ_j) / I_j (``terms``: R, or e, R, I)."""
 
     def value(theta: np.ndarray, keep: np.ndarray | None = None) -> float:
-        keep = np.ones(len(theta), bool) if keep is None else keep
-        t = theta[keep]
+        t, of = (theta, norm) if keep is None else (theta[keep], norm[keep])
         with np.errstate(divide="ignore"):
             if objective == "max-min-fairness":
-                return float((t / norm[keep]).min())
+                return float((t / of).min())
             if objective == "max-throughput":
-                return float((t / norm[keep]).sum())
+                return float((t / of).sum())
             if objective == "isolated":
                 return float(t.min())
             if objective == "min-makespan":
-                return float((terms[0][keep] / t).max())
-            elapsed, remaining, ideal = (a[keep] for a in terms)
+                return float((terms[0] / t if keep is None else terms[0][keep] / t).max())
+            elapsed, remaining, ideal = terms if keep is None else (a[keep] for a in terms)
             return float(((elapsed + remaining / t) / ideal).max())
 
     return value
@@ -130,7 +129,7 @@ class _JobTable:
     round time per GPU type (compute + sync, ∞ where it cannot run), GPUs, weight and
     deficit, the type and end of its latest round (end −∞: none yet), and the work its
     promised throughputs would have done while it was allocated and the work its rounds
-    did (NaN: never allocated)."""
+    did."""
 
     def __init__(self, n_types: int) -> None:
         self.known = np.zeros(0, dtype=bool)
@@ -155,8 +154,8 @@ class _JobTable:
                 ("deficit", 0.0),
                 ("latest_type", 0),
                 ("latest_end", -math.inf),
-                ("promised", math.nan),
-                ("realised", math.nan),
+                ("promised", 0.0),
+                ("realised", 0.0),
             ):
                 old = getattr(self, name)
                 grown = np.full((size, *old.shape[1:]), fill, dtype=old.dtype)
@@ -219,10 +218,13 @@ class AllocationPolicy:
         default_factory=list, repr=False
     )
     _by_arrival: list[list[tuple[int, int]]] = field(default_factory=list, repr=False)
-    #: per type, batches queued in bulk not yet in its backfill heap: (rows, versions)
-    _arrivals_pending: list[list[tuple[np.ndarray, np.ndarray]]] = field(
+    #: batches queued in bulk not yet in the backfill heaps: (rows, versions, where each
+    #: can run)
+    _arrivals_pending: list[tuple[np.ndarray, np.ndarray, np.ndarray]] = field(
         default_factory=list, repr=False
     )
+    #: and those queued one by one: (row, version)
+    _arrivals_one: list[tuple[int, int]] = field(default_factory=list, repr=False)
     _queued: set[int] = field(default_factory=set, repr=False)
     #: the allocation in force, and per solve (start, end, promised, realised)
     _interval: AllocationInForce | None = field(default=None, repr=False)
@@ -333,7 +335,8 @@ class AllocationPolicy:
         self._version = [0] * n
         self._by_priority = [[] for _ in range(m)]
         self._by_arrival = [[] for _ in range(m)]
-        self._arrivals_pending = [[] for _ in range(m)]
+        self._arrivals_pending = []
+        self._arrivals_one = []
         self._queued = set()
         self.solved_at = view.time
         self.solves += 1
@@ -404,13 +407,12 @@ class AllocationPolicy:
         else:
             jobs, spans = interval.jobs[keep], span[keep]
             promised_rate, realised_rate = interval.theta[keep], theta[keep]
-        for work, rate in ((table.promised, promised_rate), (table.realised, realised_rate)):
-            done = work[jobs]  # per job: promised and realised work (NaN: none yet)
-            work[jobs] = np.where(np.isnan(done), 0.0, done) + rate * spans
-        if keep.any():
-            realised = interval.value(theta, keep)
+        table.promised[jobs] += promised_rate * spans  # the jobs are distinct
+        table.realised[jobs] += realised_rate * spans
+        if len(jobs):
+            realised = interval.value(theta, None if len(jobs) == len(theta) else keep)
             self.realisation.append((interval.start, end, interval.promised, realised))
-            self._starved += bool((theta[keep] <= 0).any())
+            self._starved += bool((realised_rate <= 0).any())
 
     def report(self) -> dict[str, Any]:
         """What the run did: LP solves and their time; the realisation of each allocation
@@ -450,7 +452,7 @@ class AllocationPolicy:
                 ],
             }
         table = self._table or _JobTable(0)
-        allocated = table.promised > 0  # NaN (never allocated) is not
+        allocated = table.promised > 0
         ratios = table.realised[allocated] / table.promised[allocated]
         if len(ratios):  # how closely each job's rounds tracked the shares it was promised
             out["tracking"] = {
@@ -534,26 +536,29 @@ class AllocationPolicy:
         share, held, runs = self._share[at], self._held[at], self._runnable[at]
         keys = np.full(share.shape, -math.inf)
         np.divide(-share, held, out=keys, where=held > 1e-9)
-        # every (row, type) entry, by type, made in one pass over all the types
+        # every (row, type) entry, by type and then as the heaps order them (the rows are
+        # distinct, so the order is total): a sorted list is a heap as it stands
         typ, i = np.nonzero((runs & (share > 1e-9)).T)
+        ranks = (at[i], -share[i, typ], -self._row_deficit[at[i]], keys[i, typ], typ)
+        order = np.lexsort(ranks)
         entries = list(
             zip(
-                keys[i, typ].tolist(),
-                (-self._row_deficit[at[i]]).tolist(),
-                (-share[i, typ]).tolist(),
-                at[i].tolist(),
-                versions[i].tolist(),
+                *(column[order].tolist() for column in ranks[3::-1]),
+                versions[i[order]].tolist(),
                 strict=True,
             )
         )
         bounds = np.searchsorted(typ, np.arange(len(self._by_priority) + 1)).tolist()
         for c, by_priority in enumerate(self._by_priority):
-            if bounds[c] < bounds[c + 1]:
+            if bounds[c] == bounds[c + 1]:
+                continue
+            if by_priority:
                 by_priority.extend(entries[bounds[c] : bounds[c + 1]])
                 heapq.heapify(by_priority)
-            runs_c = runs[:, c]
-            if runs_c.any():  # backfill's entries are made when it first needs them
-                self._arrivals_pending[c].append((at[runs_c], versions[runs_c]))
+            else:
+                by_priority[:] = entries[bounds[c] : bounds[c + 1]]
+        # backfill's entries are made when it first needs them
+        self._arrivals_pending.append((at, versions, runs))
 
     def _enqueue_one(self, row: int) -> None:
         """:meth:`_enqueue` of one job, the same keys computed in Python."""
@@ -566,7 +571,7 @@ class AllocationPolicy:
             if x > 1e-9:
                 key = -x / held if held > 1e-9 else -math.inf
                 heapq.heappush(self._by_priority[c], (key, -deficit, -x, row, version))
-            heapq.heappush(self._by_arrival[c], (row, version))
+        self._arrivals_one.append((row, version))
 
     def waiting_queue(self, states: dict[int, JobState]) -> WaitingQueue:
         return _EnteredQueue(states)
@@ -625,14 +630,24 @@ class AllocationPolicy:
         return out
 
     def _fill_arrivals(self) -> None:
-        """Put the batches queued in bulk into the backfill heaps."""
-        for c, pending in enumerate(self._arrivals_pending):
-            if pending:
-                heap = self._by_arrival[c]
-                for rows, versions in pending:
-                    heap.extend(zip(rows.tolist(), versions.tolist(), strict=True))
-                heapq.heapify(heap)
-                pending.clear()
+        """Put the jobs queued since the backfill heaps were last filled into them (they
+        are rarely read: only when the priorities leave GPUs idle)."""
+        if not (self._arrivals_pending or self._arrivals_one):
+            return
+        for rows, versions, runs in self._arrivals_pending:
+            for c, heap in enumerate(self._by_arrival):
+                on = runs[:, c]
+                heap.extend(zip(rows[on].tolist(), versions[on].tolist(), strict=True))
+        current = self._version
+        for row, version in self._arrivals_one:
+            if version == current[row]:  # else outdated: it has started since
+                for c, pace in enumerate(self._pace_rows[row]):
+                    if pace < math.inf:
+                        self._by_arrival[c].append((row, version))
+        for heap in self._by_arrival:
+            heapq.heapify(heap)
+        self._arrivals_pending.clear()
+        self._arrivals_one.clear()
 
     def _assign(
         self,
