@@ -386,13 +386,22 @@ class AlloX:
         return _ArrayQueue(states)  # by arrival
 
     def decide(self, view: View) -> list[Decision]:
-        from optsched.online.assignment import linear_sum_assignment
-
         oracle = view.oracle
         assert oracle is not None
         queue = ordered(view, self)
         assert isinstance(queue, _ArrayQueue)
         index = queue.order()
+        if len(index) == 1:
+            return self._one_job(view, oracle, queue, int(index[0]))
+        return self._match(view, oracle, queue, index)
+
+    @staticmethod
+    def _match(
+        view: View, oracle: Oracle, queue: _ArrayQueue, index: np.ndarray
+    ) -> list[Decision]:
+        """The waiting jobs ``index`` (queue order) matched to the idle GPUs."""
+        from optsched.online.assignment import linear_sum_assignment
+
         table = queue.table[index]
         free = table[:, _ArrayQueue.RUNNING] == 0
         if not free.all():
@@ -411,14 +420,34 @@ class AlloX:
             return [(int(index[best]), int(idle[0]))] if one[best] < np.inf else []
         times = table[:, columns[idle]]  # = compute[j, idle]
         cost = remaining[:, None] * times / weights[:, None]  # ∞ where a job cannot run
-        big = 1e300
-        cost[cost == np.inf] = big
+        cost[cost == np.inf] = _BIG
         rows, cols = linear_sum_assignment(cost)
         return [
             (int(index[r]), int(idle[c]))
             for r, c in zip(rows.tolist(), cols.tolist(), strict=True)
-            if cost[r, c] < big
+            if cost[r, c] < _BIG
         ]
+
+    @staticmethod
+    def _one_job(view: View, oracle: Oracle, queue: _ArrayQueue, j: int) -> list[Decision]:
+        """:meth:`_match` of one waiting job ``j`` (on a light load, nearly every decision),
+        its numbers read as scalars: the same arithmetic, and the matching of one row is its
+        cheapest column, the first of equals (as scipy's picks it)."""
+        running, weight, waiting, done, per_round = queue.table[j, : _ArrayQueue.WIDTH].tolist()
+        idle = view.idle.array()
+        if running or not len(idle):
+            return []
+        remaining = oracle.remaining_tasks_at(j, waiting, done, per_round)
+        cost = remaining * queue.table[j, queue.time_columns(view.idle)[idle]] / weight
+        if len(idle) == 1:  # as decide's one-GPU case
+            return [(j, int(idle[0]))] if cost[0] < np.inf else []
+        cost[cost == np.inf] = _BIG
+        best = int(np.argmin(cost))
+        return [(j, int(idle[best]))] if cost[best] < _BIG else []
+
+
+#: AlloX's cost where a job cannot run: finite, as the matching needs.
+_BIG = 1e300
 
 
 class _ArrayQueue(WaitingQueue):
@@ -430,7 +459,7 @@ class _ArrayQueue(WaitingQueue):
 
     __slots__ = ("_columns", "_jobs", "_order", "table")
     FIELDS = ("running", "weight", "waiting", "rounds_done", "tasks_per_round")
-    RUNNING, WEIGHT = 0, 1
+    RUNNING, WEIGHT, WIDTH = 0, 1, len(FIELDS)
     #: the columns of Oracle.remaining_tasks_of's progress arguments
     PROGRESS = (2, 3, 4)
 

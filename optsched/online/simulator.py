@@ -215,6 +215,14 @@ class Oracle:
         remaining: npt.NDArray[np.int64] = waiting + np.maximum(0, rest) * tasks_per_round
         return remaining
 
+    def remaining_tasks_at(
+        self, j: int, waiting: float, rounds_done: float, tasks_per_round: float
+    ) -> float:
+        """:meth:`remaining_tasks_of` of one job, from its state's values: the same
+        arithmetic on scalars."""
+        rest = self._rounds[j] - rounds_done - 1
+        return waiting + max(0, rest) * tasks_per_round
+
 
 class WaitingQueue:
     """The jobs with a task waiting, in the policy's priority order, kept incrementally.
