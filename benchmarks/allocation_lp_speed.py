@@ -64,7 +64,7 @@ def problem(n: int, seed: int = 0) -> tuple[AllocationProblem, np.ndarray, np.nd
         rates[j] = [1.0 / w.cells[t].seconds for t in TYPES]
     capacity = np.full(3, max(8, n // 4), dtype=float)
     p = AllocationProblem(rates, scale.astype(float), capacity, np.ones(n))
-    reference = p.rates @ (capacity / capacity.sum()) / p.scale
+    reference = p.reference()
     remaining = rng.uniform(10, 1000, size=n)
     return p, reference, remaining
 

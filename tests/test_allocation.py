@@ -294,6 +294,12 @@ def test_a_jobs_reference_throughput_does_not_depend_on_the_other_jobs():
     for n in (2, 3, 5, 8, 17, 64, 150, 300):
         together = AllocationProblem(rates[:n], scale[:n], capacity, np.ones(n)).reference()
         assert together.tolist() == alone[:n]
+    wide = rng.random((40, 9)) + 1e-3  # nine types, rows stored column-major
+    columns = AllocationProblem(np.asfortranarray(wide), np.ones(40), np.ones(9), np.ones(40))
+    assert columns.reference().tolist() == [
+        AllocationProblem(wide[i : i + 1], [1.0], np.ones(9), [1.0]).reference()[0]
+        for i in range(40)
+    ]
 
 
 def test_identical_jobs_get_identical_shares():

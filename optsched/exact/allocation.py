@@ -132,9 +132,11 @@ class AllocationProblem:
     def proportional(self) -> np.ndarray:
         """Each job's throughput with its time split over the types as their GPU counts
         (Gavel's proportional throughput, its reference for normalising). Summed row by
-        row, so that a job's value does not depend on the other rows (a matrix product's
-        can differ in the last bit with the number of rows)."""
-        return np.asarray((self.rates * (self.capacity / self.capacity.sum())).sum(axis=1))
+        row in C order, so that a job's value does not depend on the other rows (a matrix
+        product's, or a sum over a column-major array, can differ in the last bit with the
+        number of rows)."""
+        share = self.capacity / self.capacity.sum()
+        return np.asarray((np.ascontiguousarray(self.rates) * share).sum(axis=1))
 
     def reference(self) -> np.ndarray:
         """The reference throughput the allocation policies normalise by: the proportional

@@ -308,9 +308,10 @@ class AllocationSequence:
         n, _ = problem.shape
         data = _job_data(problem, reference)
         kind = np.fromiter(map(self._kind_of.get, keys, repeat(-1)), np.int64, n)
-        # a key not seen before (-1 reads the last kind row, as good as any) or whose data
-        # changed
-        for i in np.flatnonzero((self._kind_data[kind] != data).any(axis=1) | (kind < 0)).tolist():
+        # keys not seen before (-1 reads the last kind row, as good as any), then keys whose
+        # data changed: numbered in that order
+        fresh = np.flatnonzero((self._kind_data[kind] != data).any(axis=1) | (kind < 0))
+        for i in sorted(fresh.tolist(), key=lambda i: kind[i] >= 0):
             k = self._kind_id.setdefault(data[i].tobytes(), len(self._kind_id))
             if k >= len(self._kind_data):  # grown by doubling
                 grown = np.zeros((2 * k + 8, data.shape[1]))

@@ -439,7 +439,7 @@ class AlloX:
             return []
         remaining = oracle.remaining_tasks_at(j, waiting, done, per_round)
         cost = remaining * queue.table[j, queue.time_columns(view.idle)[idle]] / weight
-        if len(idle) == 1:  # as decide's one-GPU case
+        if len(idle) == 1:  # as _match's one-GPU case
             return [(j, int(idle[0]))] if cost[0] < np.inf else []
         cost[cost == np.inf] = _BIG
         best = int(np.argmin(cost))
