@@ -424,9 +424,10 @@ def _default_threads() -> int:
 
 def run_here(highs: Any) -> None:
     """``highs.run()`` in the calling thread, its ``threads`` option set to the thread count
-    of HiGHS's scheduler for this thread. At HiGHS's default (0) every run asks the
-    operating system for the CPU count, about 30 µs of the 50-80 µs a tiny LP takes; the
-    count changes nothing else (the simplex runs in this thread either way). The first run
+    of HiGHS's scheduler for this thread. HiGHS (1.16) reads the cores' topology from the
+    operating system at every run, twice at its default (0) and once with the count set:
+    the second read is about 30 µs of the 50-80 µs a tiny LP takes; the count changes
+    nothing else (the simplex runs in this thread either way). The first run
     in a thread is made at 0, so that this never starts a scheduler itself; where the
     scheduler runs another count than HiGHS's default (someone set ``threads`` first),
     HiGHS refuses the run without touching the model: it is run again at 0, and 0 is kept

@@ -108,7 +108,9 @@ def _value_of(objective: str, norm: np.ndarray, *terms: np.ndarray) -> Callable[
     fairness max (e_j + R_j / θ_j) / I_j (``terms``: R, or e, R, I)."""
 
     def value(theta: np.ndarray, keep: np.ndarray | None = None) -> float:
-        t, of = (theta, norm) if keep is None else (theta[keep], norm[keep])
+        t, of, kept = theta, norm, terms
+        if keep is not None:
+            t, of, kept = theta[keep], norm[keep], tuple(a[keep] for a in terms)
         with np.errstate(divide="ignore"):
             if objective == "max-min-fairness":
                 return float((t / of).min())
@@ -117,8 +119,8 @@ def _value_of(objective: str, norm: np.ndarray, *terms: np.ndarray) -> Callable[
             if objective == "isolated":
                 return float(t.min())
             if objective == "min-makespan":
-                return float((terms[0] / t if keep is None else terms[0][keep] / t).max())
-            elapsed, remaining, ideal = terms if keep is None else (a[keep] for a in terms)
+                return float((kept[0] / t).max())
+            elapsed, remaining, ideal = kept
             return float(((elapsed + remaining / t) / ideal).max())
 
     return value
@@ -402,15 +404,16 @@ class AllocationPolicy:
             self._carry_deficits(end, held)
         theta = np.full(len(span), np.nan)  # NaN where the interval is empty
         np.divide((held * interval.rates).sum(axis=1), span, out=theta, where=keep)
-        if keep.all():
+        mask: np.ndarray | None = None if keep.all() else keep  # None: every row
+        if mask is None:
             jobs, spans, promised_rate, realised_rate = interval.jobs, span, interval.theta, theta
         else:
-            jobs, spans = interval.jobs[keep], span[keep]
-            promised_rate, realised_rate = interval.theta[keep], theta[keep]
+            jobs, spans = interval.jobs[mask], span[mask]
+            promised_rate, realised_rate = interval.theta[mask], theta[mask]
         table.promised[jobs] += promised_rate * spans  # the jobs are distinct
         table.realised[jobs] += realised_rate * spans
         if len(jobs):
-            realised = interval.value(theta, None if len(jobs) == len(theta) else keep)
+            realised = interval.value(theta, mask)
             self.realisation.append((interval.start, end, interval.promised, realised))
             self._starved += bool((realised_rate <= 0).any())
 

@@ -192,8 +192,9 @@ class Oracle:
 
     def remaining_tasks(self, job: JobState) -> int:
         """Tasks of ``job`` not started yet (current round included)."""
-        rest = self._rounds[job.index] - job.rounds_done - 1
-        return job.waiting + max(0, rest) * job.tasks_per_round
+        return int(
+            self.remaining_tasks_at(job.index, job.waiting, job.rounds_done, job.tasks_per_round)
+        )
 
     def rounds(self, job: JobState) -> int:
         return self._rounds[job.index]
@@ -219,7 +220,7 @@ class Oracle:
         self, j: int, waiting: float, rounds_done: float, tasks_per_round: float
     ) -> float:
         """:meth:`remaining_tasks_of` of one job, from its state's values: the same
-        arithmetic on scalars."""
+        arithmetic on scalars (on integers, :meth:`remaining_tasks`)."""
         rest = self._rounds[j] - rounds_done - 1
         return waiting + max(0, rest) * tasks_per_round
 
