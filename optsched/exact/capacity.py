@@ -19,6 +19,10 @@ or runs on slower ones. This LP keeps GPU types (classes of identical GPUs) and 
   task paces its whole round;
 - ``C_j ≥ critical path_j`` and ``C_j ≥ M_j + s_j + p_j / 2 + ρ̂_j (R_j − 1) / 2``, with M_j
   the mean time at which j's work is done (read at interval starts, never late);
+- work left for slow GPUs: with f_ji the share of W_j done on j's classes of rate rank ≥ i
+  (fastest rank 0) and g_ji ≥ f_ji² (tangents), ``C_j ≥ M_j + s_j + (R_j / 2) (p_j +
+  Σ_i (p_j(i) − p_j(i − 1)) g_ji)``: the job's last stretch is slower when some of its work is
+  slow, even with the slow work done first;
 - gang mode: ``h[j, c, t]``, the GPU time class c is *held* by j in interval t, takes the
   capacity and the K_j-at-once rows instead of ``x``. A gang task holds its GPU until its
   round's results are ready, at least compute + sync, so ``x ≤ h`` in every interval and,
@@ -58,6 +62,11 @@ from optsched.registry import register
 
 #: Relative margin taken off the bound for floating-point sums.
 _MARGIN = 1e-9
+
+#: Tangents of g ≥ f² in the slow-work rows, at f = k / TANGENTS for k = 1, 2, ..: they
+#: undercut the square by at most 1 / (4 TANGENTS²).
+TANGENTS = 8
+TANGENT = np.arange(1, TANGENTS + 1) / TANGENTS
 
 #: Most intervals accepted: the LP has at least 4 non-zeros per interval (one job on one GPU
 #: type), so more can never fit :data:`~optsched.budget.MAX_NONZEROS`.
@@ -109,6 +118,11 @@ def capacity_lp_size(instance: Instance, intervals: int) -> tuple[int, int]:
     if instance.mode == "gang":  # holding columns; x ≤ h and the sync-aware rows
         variables += n_x + pairs * n_t
         nonzeros += 2 * n_x + 4 * pairs * n_t + 3 * pairs
+    # the slow-work rows: f and g per pair but each job's fastest, f chained but the slowest
+    slow = pairs - n
+    chained = slow - int((np.isfinite(instance.class_compute).sum(axis=1) > 1).sum())
+    variables += 2 * slow
+    nonzeros += slow * (n_t + 4 + 2 * TANGENTS) + chained + n_x + n
     return variables, nonzeros
 
 
@@ -173,7 +187,9 @@ def capacity_bound(
     gang = instance.mode == "gang"
     # gang: U, the cumulative (pace / p) x − h of each pair up to the end of interval t < T
     u0 = h0 + (n_x if gang else 0)
-    n_cols = u0 + (len(pair_job) * n_t if gang else 0)
+    f0 = u0 + (len(pair_job) * n_t if gang else 0)  # slow work: f, then g, per slow pair
+    n_slow = len(pair_job) - n
+    n_cols = f0 + 2 * n_slow
     inner = x_t < n_t
     assert n_cols == variables
     if budget.expired():
@@ -236,6 +252,28 @@ def capacity_bound(
         ]
         held_b = [np.zeros(n_x + last.size)]
         n_rows += n_x + last.size
+    # slow work (module doc): each job's pairs by rate, fastest first; slow pair k (rank
+    # i ≥ 1) has f_k, the share of W_j done on j's classes of rank ≥ i, and g_k ≥ f_k² by
+    # tangents; C_j ≥ M_j + s_j + (R_j / 2) (p_j + Σ_k (compute of rank i − of rank i − 1) g_k)
+    by_rate = np.lexsort((pair_class, -rate[pair_job, pair_class], pair_job))
+    sorted_job = pair_job[by_rate]
+    first = np.searchsorted(sorted_job, sorted_job)
+    at = np.flatnonzero(np.arange(len(by_rate)) > first)  # sorted positions of slow pairs
+    slow_pair, faster_pair = by_rate[at], by_rate[at - 1]
+    slow_job = pair_job[slow_pair]
+    g_cols = f0 + n_slow + np.arange(n_slow)
+    tangent_row = n_rows + np.arange(n_slow * TANGENTS)
+    slow_row = n_rows + n_slow * TANGENTS + np.arange(n)
+    step = compute[slow_job, pair_class[slow_pair]] - compute[slow_job, pair_class[faster_pair]]
+    blocks += [
+        (tangent_row, f0 + np.arange(n_slow).repeat(TANGENTS), np.tile(2 * TANGENT, n_slow)),
+        (tangent_row, g_cols.repeat(TANGENTS), -np.ones(tangent_row.size)),
+        (slow_row[x_job], col, edges[x_t] * x_rate / work[x_job]),
+        (slow_row, c0 + np.arange(n), -np.ones(n)),
+        (slow_row[slow_job], g_cols, rounds[slow_job] * step / 2),
+    ]
+    held_b += [np.tile(TANGENT**2, n_slow), -(tail + rounds * fastest / 2)]
+    n_rows += n_slow * TANGENTS + n
     rows, cols, vals = _rows(*blocks)
     a_ub = coo_matrix((vals, (rows, cols)), shape=(n_rows, n_cols)).tocsr()
     b_ub = np.concatenate(
@@ -273,6 +311,17 @@ def capacity_bound(
             (row[step], u_col[step] - 1, -np.ones(step.sum())),
         )
         n_eq += len(pair_job) * n_t
+    # f_k = f_(next slower pair of j) + this pair's work / W_j: the share on ranks ≥ i
+    x_cols = (slow_pair[:, None] * (n_t + 1) + np.arange(n_t + 1)).ravel()
+    chained = np.flatnonzero(slow_job[1:] == slow_job[:-1])
+    f_row = n_eq + np.arange(n_slow)
+    rows, cols, vals = _rows(
+        (rows, cols, vals),
+        (f_row, f0 + np.arange(n_slow), np.ones(n_slow)),
+        (f_row[chained], f0 + chained + 1, -np.ones(chained.size)),
+        (f_row.repeat(n_t + 1), x_cols, -x_rate[x_cols] / work[x_job[x_cols]]),
+    )
+    n_eq += n_slow
     a_eq = coo_matrix((vals, (rows, cols)), shape=(n_eq, n_cols)).tocsr()
     b_eq = np.concatenate([work, np.zeros(n * n_t), rounds, np.zeros(n_eq - rounds_row - n)])
 
@@ -299,8 +348,10 @@ def capacity_bound(
         # min(K_j, n_c), each short of at most s ((pace / p) × its compute so far, less its
         # hold so far)
         u_pair = np.arange(len(pair_job)).repeat(n_t)
-        lo[u0:] = -hi[h0:u0].reshape(len(pair_job), n_t + 1).sum(axis=1)[u_pair]
-        hi[u0:] = (sync * np.minimum(tasks[:, None], size[None, :]))[pair_job, pair_class][u_pair]
+        lo[u0:f0] = -hi[h0:u0].reshape(len(pair_job), n_t + 1).sum(axis=1)[u_pair]
+        short = sync * np.minimum(tasks[:, None], size[None, :])
+        hi[u0:f0] = short[pair_job, pair_class][u_pair]
+    lo[f0:], hi[f0:] = 0.0, 1.0  # shares and their squares
     cost = np.zeros(n_cols)
     cost[c0:y0] = weight
 
@@ -317,6 +368,7 @@ def capacity_bound(
         b_eq=b_eq,
         bounds=np.column_stack([lo, hi]),
         time_limit=left,
+        method="ipm",  # the dual simplex takes ten times longer at the Hare paper's scale
     )
     if res.interrupted:
         return CapacityLP(None, "interrupted", variables, nonzeros)
