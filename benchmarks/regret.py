@@ -56,8 +56,8 @@ POLICIES = (
 )
 #: the traces whose capacity LP is built (it is too large at Philly's size)
 CAPACITY_CASES = ("heavy", "light")
-#: the capacity LP's grid: on the heavy trace 100 intervals give 0.884 of the best policy's
-#: total weighted JCT, 200 give 0.891 (five times the CPU, under a minute)
+#: the capacity LP's grid: on the heavy trace 100 intervals give 0.905 of the best policy's
+#: total weighted JCT, 200 give 0.912 (about two minutes of CPU)
 CAPACITY_INTERVALS = 200
 CAPACITY_TIME_LIMIT = 600.0
 
