@@ -204,10 +204,11 @@ def capacity_bound(
     slot_row = size.size * n_t + x_job * n_t + x_t
     done_row = size.size * n_t + n * n_t + np.arange(n)
     held = h0 + col if gang else col
+    mean_time = edges[x_t] * x_rate / work[x_job]  # Σ over j's columns: M_j, read early
     rows, cols, vals = _rows(
         (cap_row[inner], held[inner], np.ones(inner.sum())),
         (slot_row[inner], held[inner], np.ones(inner.sum())),
-        (done_row[x_job], col, edges[x_t] * x_rate / work[x_job]),
+        (done_row[x_job], col, mean_time),
         (done_row, c0 + np.arange(n), -np.ones(n)),
     )
     overlap = np.clip(
@@ -238,7 +239,7 @@ def capacity_bound(
         (pace_row + pair_job, y0 + np.arange(len(pair_job)), duration),
         (pace_row + np.arange(n), c0 + np.arange(n), -np.ones(n)),
     ]
-    n_rows, held_b = pace_row + n, []
+    n_rows, rest_b = pace_row + n, []  # right-hand sides of the rows after pacing
     if gang:
         # a task computes inside its hold: x ≤ h in every interval; and over the whole time a
         # hold lasts compute + sync at least: U[pair, T − 1] + (pace / p) x − h ≤ 0 in the
@@ -253,7 +254,7 @@ def capacity_bound(
             (end_row, h0 + col[last], -np.ones(last.size)),
             (end_row, u0 + np.arange(last.size) * n_t + n_t - 1, np.ones(last.size)),
         ]
-        held_b = [np.zeros(n_x + last.size)]
+        rest_b = [np.zeros(n_x + last.size)]
         n_rows += n_x + last.size
     # slow work (module doc): each job's pairs by rate, fastest first; slow pair k (rank
     # i ≥ 1) has f_k, the share of W_j done on j's classes of rank ≥ i, and g_k ≥ f_k² by
@@ -271,11 +272,11 @@ def capacity_bound(
     blocks += [
         (tangent_row, f0 + np.arange(n_slow).repeat(TANGENTS), np.tile(2 * TANGENT, n_slow)),
         (tangent_row, g_cols.repeat(TANGENTS), -np.ones(tangent_row.size)),
-        (slow_row[x_job], col, edges[x_t] * x_rate / work[x_job]),
+        (slow_row[x_job], col, mean_time),
         (slow_row, c0 + np.arange(n), -np.ones(n)),
         (slow_row[slow_job], g_cols, rounds[slow_job] * step / 2),
     ]
-    held_b += [np.tile(TANGENT**2, n_slow), -(tail + rounds * fastest / 2)]
+    rest_b += [np.tile(TANGENT**2, n_slow), -(tail + rounds * fastest / 2)]
     n_rows += n_slow * TANGENTS + n
     rows, cols, vals = _rows(*blocks)
     a_ub = coo_matrix((vals, (rows, cols)), shape=(n_rows, n_cols)).tocsr()
@@ -286,7 +287,7 @@ def capacity_bound(
             -after,
             np.zeros(len(pair_job)),
             -arrival,
-            *held_b,
+            *rest_b,
         ]
     )
     # = rows: all work done (job); Z[j, t] = Z[j, t-1] + work of j in interval t
