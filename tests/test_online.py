@@ -93,6 +93,34 @@ def test_relaxed_semantics_by_hand():
     assert sim.objective == check(inst, sim.schedule).objective == 12.0
 
 
+def test_paced_srtf_keeps_a_round_off_slower_gpus_by_hand():
+    """A round lasts as long as its slowest task: paced SRTF starts a's second task on the
+    V100 its first one frees at 1 (round over at 2) instead of on the idle K80 (over at 4);
+    b, arriving at 0.5, leaves the idle K80 too (4× its fastest compute, over slowdown 2),
+    and takes it with slowdown 4. Paced SRTF is relaxed-mode only."""
+    gpus = (GPU("fast", "V100"), GPU("slow", "K80"))
+    a = job("a", {"V100": 1, "K80": 4}, tasks_per_round=2)
+    b = job("b", {"V100": 1, "K80": 4}, arrival=0.5, rounds=2)
+    inst = Instance("x", (a, b), gpus)
+    fastest = simulate(inst, "srtf")
+    assert starts(fastest.schedule)[("a", 0, 1)] == ("slow", 0.0)
+    paced = simulate(inst, "srtf", params={"placement": "paced"})
+    assert starts(paced.schedule) == {
+        ("a", 0, 0): ("fast", 0.0),
+        ("a", 0, 1): ("fast", 1.0),  # a has 1 task left, b 2: a first
+        ("b", 0, 0): ("fast", 2.0),
+        ("b", 1, 0): ("fast", 3.0),
+    }
+    assert paced.simulation.completion.tolist() == [2.0, 4.0]
+    assert fastest.simulation.completion.tolist() == [4.0, 3.0]
+    patient = simulate(inst, "srtf", params={"placement": "paced", "slowdown": "4"})
+    assert starts(patient.schedule)[("b", 0, 0)] == ("slow", 0.5)
+    for result in (fastest, paced, patient):
+        assert check(inst, result.schedule).feasible
+    with pytest.raises(InputError, match="placement=paced is for relaxed mode"):
+        simulate(inst.with_mode("gang"), "srtf", params={"placement": "paced"})
+
+
 def test_gang_fifo_is_strict_and_uses_the_fastest_gpus():
     gpus = tuple(GPU(f"g{i}", t) for i, t in enumerate(["K80", "V100", "V100"]))
     inst = Instance(

@@ -270,6 +270,44 @@ class PlainSRTF:
 
 
 @dataclass
+class PlainPacedSRTF(PlainSRTF):
+    """Relaxed SRTF, paced: a task takes the fastest idle GPU only if it computes there no
+    slower than its round's started tasks (or the job's fastest), or, first in its round,
+    within ``slowdown`` × the job's fastest; else the job's tasks left wait."""
+
+    name: str = "plain-paced-srtf"
+    slowdown: float = 2.0
+    paces: dict = field(default_factory=dict)
+
+    def decide(self, view):
+        oracle = view.oracle
+        order = sorted(
+            view.waiting,
+            key=lambda j: (
+                oracle.remaining_tasks(j) * float(np.min(j.compute)) / j.weight,
+                j.arrival,
+                j.index,
+            ),
+        )
+        free = sorted(view.idle)
+        out = []
+        for job in order:
+            fastest = float(np.min(job.compute))
+            for _ in range(job.waiting):
+                if not free:
+                    break
+                g = min(free, key=lambda g: (job.compute[g], g))
+                pace = self.paces.get((job.index, job.rounds_done))
+                limit = self.slowdown * fastest if pace is None else max(pace, fastest)
+                if math.isinf(job.compute[g]) or job.compute[g] > limit:
+                    break
+                self.paces[job.index, job.rounds_done] = max(pace or 0.0, job.compute[g])
+                free.remove(g)
+                out.append((job.index, g))
+        return out
+
+
+@dataclass
 class PlainHomo:
     name: str = "plain-homo"
     clairvoyant: bool = True
@@ -388,6 +426,13 @@ def test_clairvoyant_baselines_decide_as_their_definitions(inst, options):
     _same(inst, Homo(), PlainHomo(), **options)
     if inst.mode == "relaxed":
         _same(inst, AlloX(), PlainAlloX(), **options)
+        for slowdown in (1.0, 2.0, math.inf):
+            _same(
+                inst,
+                SRTF(placement="paced", slowdown=slowdown),
+                PlainPacedSRTF(slowdown=slowdown),
+                **options,
+            )
 
 
 def test_a_starving_job_is_promoted_at_the_same_decision():

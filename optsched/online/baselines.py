@@ -14,7 +14,8 @@ they do get Hare's model (the variants the first Hare study ran).
   paper's Gavel_FIFO: arrival order on the fastest idle GPUs, strict (no backfilling).
 - ``fifo-random`` (gang, non-clairvoyant): Gavel's ``fifo``: one random GPU type per job,
   kept until it ends.
-- ``srtf`` (gang, clairvoyant): shortest remaining time first, on the fastest GPUs.
+- ``srtf`` (gang, clairvoyant): shortest remaining time first, on the fastest GPUs (in
+  relaxed mode optionally paced: no task slower than its round's pace).
 - ``tiresias`` (gang, non-clairvoyant): Tiresias' discretised 2D-LAS (NSDI'19).
 - ``homo`` (gang, clairvoyant): Sched_Homo (MobiHoc'20), heterogeneity-oblivious.
 - ``allox`` (relaxed, clairvoyant): AlloX (EuroSys'20), job-level min-cost matching.
@@ -241,11 +242,21 @@ class SRTF:
     compute / w_j. Gang mode (its own model, synchronous data parallelism): each round on
     the K idle GPUs of smallest compute + sync, a job that does not fit is skipped.
     Relaxed mode (Hare's model, the first study's variant): each waiting task on the fastest
-    idle GPU (HLAS's mapping A). Preemption only at round (gang) or task (relaxed) ends."""
+    idle GPU (HLAS's mapping A). Preemption only at round (gang) or task (relaxed) ends.
+
+    ``placement="paced"`` (relaxed mode; ours, not a published rule): a round lasts as long
+    as its slowest task, so a task never takes a GPU slower than the ones its round's
+    started tasks run on (the job's fastest type always qualifies), and a round's first
+    task takes none more than ``slowdown`` × the job's fastest compute; a task that finds
+    no such GPU idle waits for one, and the jobs after it go on."""
 
     name: str = "srtf"
     clairvoyant: bool = True
     modes: frozenset[str] = field(default_factory=lambda: frozenset({"gang", "relaxed"}))
+    placement: str = "fastest"
+    slowdown: float = 2.0
+    #: paced: per job, (its current round, its first task's compute time: the round's pace)
+    _paces: dict[int, tuple[int, float]] = field(default_factory=dict, repr=False)
 
     def priority(self, job: JobState, now: float, oracle: Oracle | None) -> tuple[float, float]:
         assert oracle is not None  # the simulator gives clairvoyant policies an oracle
@@ -254,8 +265,26 @@ class SRTF:
     def decide(self, view: View) -> list[Decision]:
         waiting = ordered(view, self)
         if view.mode == "gang":
+            if self.placement != "fastest":
+                raise InputError(
+                    f"srtf: placement={self.placement} is for relaxed mode (a gang round "
+                    "starts on its K GPUs together)"
+                )
             return fill_gangs(waiting, view, strict=False, by="speed")
-        return fill_fastest(waiting, view)
+        return fill_fastest(
+            waiting, view, admit=self._paced if self.placement == "paced" else None
+        )
+
+    def _paced(self, job: JobState, compute: float) -> bool:
+        """Whether a task of ``job`` may start where it computes in ``compute`` (class doc),
+        and if so, the round's pace updated."""
+        current, pace = self._paces.get(job.index, (-1, 0.0))
+        first = current != job.rounds_done
+        if compute > (self.slowdown * job.fastest if first else pace):
+            return False
+        if first:  # later tasks of the round compute no slower, so this one sets its pace
+            self._paces[job.index] = (job.rounds_done, compute)
+        return True
 
 
 @dataclass
@@ -640,15 +669,33 @@ def _fifo_random(options: Options, seed: int) -> FIFORandom:
     return FIFORandom(seed)
 
 
+@dataclass(frozen=True)
+class SRTFOptions(Options):
+    """Options of ``srtf``."""
+
+    placement: Literal["fastest", "paced"] = choice(
+        "relaxed mode: each task on the fastest idle GPU (fastest; default) or never on one "
+        "slower than its round's pace (paced; see slowdown)",
+        ("fastest", "paced"),
+    )
+    slowdown: float = number(
+        "paced: a round's first task takes no GPU more than this × the job's fastest "
+        "compute (default 2)",
+        2.0,
+        low=1.0,
+    )
+
+
 @register(
     "srtf",
     kind="simulate",
     modes=("gang", "relaxed"),
+    options=SRTFOptions,
     description="shortest remaining time first (clairvoyant), fastest idle GPUs; "
     "gang is its own model, relaxed gets Hare's",
 )
-def _srtf(options: Options, seed: int) -> SRTF:
-    return SRTF()
+def _srtf(options: SRTFOptions, seed: int) -> SRTF:
+    return SRTF(placement=options.placement, slowdown=options.slowdown)
 
 
 @dataclass(frozen=True)

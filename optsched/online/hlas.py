@@ -40,10 +40,13 @@ def fill_fastest(
     view: View,
     taken: set[int] | None = None,
     left: Mapping[int, int] | None = None,
+    admit: Callable[[JobState, float], bool] | None = None,
 ) -> list[Decision]:
     """In ``order``, each waiting task (``left[job]`` of them, default all) on the fastest
     idle GPU not ``taken`` (ties: lowest index; HLAS's mapping A, also used by the
-    baselines). O(speed classes) per task: the idle GPUs are kept by class."""
+    baselines). With ``admit``, a task takes that GPU only if ``admit(job, its compute time
+    there)`` is true, and otherwise the job's tasks left wait. O(speed classes) per task: the
+    idle GPUs are kept by class."""
     taken = set() if taken is None else taken
     pools = view.idle.by_class
     cursor = [0] * len(pools)
@@ -62,7 +65,7 @@ def fill_fastest(
                 cursor[c] = i
                 if i < len(pool) and (times[c], pool[i]) < best_key:
                     best, best_key = pool[i], (times[c], pool[i])
-            if best < 0:
+            if best < 0 or (admit is not None and not admit(job, best_key[0])):
                 break
             taken.add(best)
             out.append((job.index, best))
