@@ -24,6 +24,8 @@ from typing import TYPE_CHECKING
 from optsched.errors import InputError
 
 if TYPE_CHECKING:
+    from collections.abc import Callable
+
     from optsched.instance import Instance
 
 #: The bound levels, weakest first.
@@ -97,6 +99,87 @@ def regret_bound(
     values = {k: float(v) for k, v in parts.items() if k.startswith("bound_")}
     best = max(values, key=lambda k: values[k])
     return RegretBound(values[best], best.removeprefix("bound_").replace("_", "-"), parts)
+
+
+@dataclass(frozen=True)
+class PartsBound:
+    """The outcome of :func:`parts_bound`: ``value``, a certified lower bound on Σ w_j C_j,
+    and per part its LP's status and its ``gains`` over the part's critical paths (0 where
+    the LP gave no bound)."""
+
+    value: float
+    statuses: tuple[str, ...]
+    gains: tuple[float, ...]
+
+
+def long_job_parts(instance: Instance, longer_than: float, size: int) -> list[list[int]]:
+    """The indices of the jobs whose critical path exceeds ``longer_than`` seconds after
+    their arrival, in arrival order, cut into consecutive parts of ``size`` jobs (the last
+    one shorter): the jobs that contend for days, in parts small enough for the LP."""
+    from optsched.critical_path import critical_path
+
+    if size < 1:
+        raise InputError(f"a part must hold at least one job, got size={size}")
+    path = critical_path(instance)
+    long = [
+        j
+        for j in sorted(range(instance.n_jobs), key=lambda j: instance.jobs[j].arrival)
+        if path[j] - instance.jobs[j].arrival > longer_than
+    ]
+    return [long[k : k + size] for k in range(0, len(long), size)]
+
+
+def parts_bound(
+    instance: Instance,
+    parts: list[list[int]],
+    *,
+    intervals: int = CAPACITY_INTERVALS,
+    time_limit: float | None = CAPACITY_TIME_LIMIT,
+    progress: Callable[[int, int, str, float], None] | None = None,
+) -> PartsBound:
+    """A lower bound on Σ w_j C_j of every schedule of ``instance`` for traces too large for
+    one class-capacity LP: for each part (disjoint lists of job indices), the LP bound of
+    those jobs alone on ``intervals`` up to their ECT schedule's makespan (``time_limit``
+    seconds per part), plus w_j × its critical path for every job in no part.
+
+    Valid in both modes: restricted to some of its jobs, any schedule is a schedule of those
+    jobs alone (dropping tasks only frees GPUs; the kept jobs' rounds and arrivals are
+    unchanged), so an optimal schedule pays for each part at least that part's own optimum,
+    which its LP bounds from below, and for every other job at least its critical path. A
+    part whose LP gives no bound (too large, out of time, interrupted) counts its critical
+    paths. Jobs that contend gain only when they share a part. ``progress(k, parts, status,
+    gain)`` is called after each part."""
+    from dataclasses import replace
+
+    from optsched.critical_path import critical_path
+    from optsched.ect import incumbent
+    from optsched.exact.capacity import capacity_bound
+
+    seen: set[int] = set()
+    for part in parts:
+        for j in part:
+            if not 0 <= j < instance.n_jobs or j in seen:
+                raise InputError(
+                    f"parts: job index {j} is out of range or in two parts "
+                    f"(the instance has {instance.n_jobs} jobs)"
+                )
+            seen.add(j)
+    weight = [job.weight for job in instance.jobs]
+    floor = [w * c for w, c in zip(weight, critical_path(instance), strict=True)]
+    statuses, gains = [], []
+    for part in parts:
+        alone = replace(instance, jobs=tuple(instance.jobs[j] for j in part))
+        start = incumbent(alone)
+        lp = capacity_bound(
+            alone, start.objective, start.makespan, intervals, time_limit=time_limit
+        )
+        statuses.append(lp.status)
+        own = math.fsum(floor[j] for j in part)
+        gains.append(max(0.0, lp.bound - own) if lp.bound is not None else 0.0)
+        if progress is not None:
+            progress(len(gains), len(parts), lp.status, gains[-1])
+    value = math.fsum(floor) + math.fsum(gains)
+    return PartsBound(value, tuple(statuses), tuple(gains))
 
 
 def weighted_arrivals(instance: Instance) -> float:

@@ -120,6 +120,29 @@ def test_time_limit_and_size_are_reported():
         solve(inst, "capacity-bound", params={"intervals": 10**7})
 
 
+def test_a_stalled_interior_point_is_solved_again_with_crossover(monkeypatch):
+    """HiGHS's interior point without crossover can end short of an optimum ("Unknown",
+    seen on a part of the loaded Philly trace): the LP is solved again with crossover, and
+    the bound is the same as that of a first solve that succeeds."""
+    import optsched.exact.highs as highs
+
+    inst = _contended()
+    expected = capacity_bound(inst, 1e4, 40.0, 40).bound
+    methods = []
+    solve_lp = highs.linprog
+
+    def stalling(*args, method="dual", **kwargs):
+        methods.append(method)
+        if method == "central":
+            return highs._failed(4, "Unknown")
+        return solve_lp(*args, method=method, **kwargs)
+
+    monkeypatch.setattr(highs, "linprog", stalling)
+    again = capacity_bound(inst, 1e4, 40.0, 40)
+    assert methods == ["central", "ipm"]
+    assert again.status == "optimal" and again.bound == pytest.approx(expected, rel=1e-6)
+
+
 def test_slow_work_rows_charge_work_left_for_slow_gpus(monkeypatch):
     """Three one-task jobs of 4 rounds on one fast GPU and one twice slower: some job ends
     on the slow GPU, later than its mean busy time at full speed says. Without the slow-work

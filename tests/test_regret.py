@@ -11,13 +11,14 @@ import pytest
 from hypothesis import assume, given, settings
 from hypothesis import strategies as st
 
-from optsched import solve
+from optsched import GPU, Instance, Job, solve
 from optsched.cli import main
+from optsched.critical_path import critical_path_bound
 from optsched.errors import InputError
 from optsched.io import load_instance
 from optsched.online.compare import parse_policy
 from optsched.online.run import simulate
-from optsched.regret import regret_bound, weighted_arrivals
+from optsched.regret import long_job_parts, parts_bound, regret_bound, weighted_arrivals
 from optsched.result import OPTIMAL_TOL
 from optsched.testing import instances
 from optsched.traces import Trace, TraceJob, TraceMapping, parse_cluster, trace_instance
@@ -166,3 +167,44 @@ def test_a_bound_above_the_objective_is_rounding_within_its_tolerance_and_a_bug_
                 simulate(inst, "hlas")
         else:
             assert simulate(inst, "hlas").regret == 1.0
+
+
+@settings(deadline=None, max_examples=n_examples(40))
+@given(instances(max_jobs=5, integer=True), st.data())
+def test_the_bound_on_parts_lies_between_the_critical_path_and_the_optimum(instance, data):
+    """Any partition of any instance (both modes): each part's LP alone plus the critical
+    paths of the jobs in no part is at least the critical-path bound and at most the
+    objective of CP-SAT's schedule (so at most the optimum)."""
+    labels = data.draw(
+        st.lists(st.integers(0, 2), min_size=instance.n_jobs, max_size=instance.n_jobs)
+    )
+    parts = [[j for j, label in enumerate(labels) if label == k] for k in (1, 2)]
+    found = parts_bound(instance, [p for p in parts if p], intervals=20, time_limit=None)
+    optimum = solve(instance, "cpsat", time_limit=5)
+    assert found.value >= critical_path_bound(instance) * (1 - 1e-9)
+    assert found.value <= optimum.objective * (1 + OPTIMAL_TOL)
+
+
+def test_jobs_that_contend_gain_only_in_one_part():
+    """Two 4-round jobs on one GPU: the optimum is 4 + 8 = 12 against critical paths of
+    4 + 4. In one part the LP sees the queue; in two parts, or in none, only the paths
+    count. Long-job parts are cut in arrival order; bad parts are refused."""
+    jobs = tuple(
+        Job(
+            id=f"j{k}", arrival=0.0, weight=1.0, rounds=4, tasks_per_round=1, compute={"V100": 1.0}
+        )
+        for k in range(2)
+    )
+    inst = Instance("queue", jobs, (GPU("g", "V100"),))
+    together = parts_bound(inst, [[0, 1]], intervals=20)
+    assert together.statuses == ("optimal",)
+    assert 8 < together.value <= 12 * (1 + OPTIMAL_TOL)
+    assert together.gains[0] == pytest.approx(together.value - 8)
+    assert parts_bound(inst, [[0], [1]], intervals=20).value == pytest.approx(8)
+    assert parts_bound(inst, []).value == pytest.approx(8)
+    assert long_job_parts(inst, 3.5, 1) == [[0], [1]]
+    assert long_job_parts(inst, 4.0, 5) == []
+    with pytest.raises(InputError, match="in two parts"):
+        parts_bound(inst, [[0], [0, 1]])
+    with pytest.raises(InputError, match="out of range"):
+        parts_bound(inst, [[2]])

@@ -36,7 +36,9 @@ evaluated over the variables' boxes (every variable has a finite box that contai
 schedule), so solver tolerances cannot make it exceed the LP's optimum. That needs dual values,
 not a vertex, so HiGHS runs its interior-point method without crossover: at the Hare paper's
 scale it takes 22–24 s where the dual simplex takes 6 minutes to more than 10, and where
-crossing over to a vertex can take 9 minutes more.
+crossing over to a vertex can take 9 minutes more. Where the interior point stalls short of
+an optimum (HiGHS's "Unknown", seen on one part of the loaded Philly trace), the LP is solved
+again with crossover in the time left.
 """
 
 from __future__ import annotations
@@ -374,6 +376,19 @@ def capacity_bound(
         time_limit=left,
         method="central",  # module doc: faster than the simplex and than crossing over
     )
+    if res.status == 4 and not res.interrupted and not budget.expired():
+        # the interior point stalled short of an optimum (HiGHS's "Unknown"): again, with
+        # crossover, which ends at a vertex, in the time left
+        res = linprog(
+            cost,
+            A_ub=a_ub,
+            b_ub=b_ub,
+            A_eq=a_eq,
+            b_eq=b_eq,
+            bounds=np.column_stack([lo, hi]),
+            time_limit=budget.left(),
+            method="ipm",
+        )
     if res.interrupted:
         return CapacityLP(None, "interrupted", variables, nonzeros)
     if res.status == 1:
