@@ -73,6 +73,7 @@ def regret_bound(
     LP's grid (default the horizon), and ``time_limit`` bounds the LP's build and solve."""
     if check_level(level) == "none":
         return None
+    _basic_model(instance)
     from optsched.critical_path import critical_path, critical_path_bound
     from optsched.exact.fluid import fluid_bound
 
@@ -104,12 +105,13 @@ def regret_bound(
 @dataclass(frozen=True)
 class PartsBound:
     """The outcome of :func:`parts_bound`: ``value``, a certified lower bound on Σ w_j C_j,
-    and per part its LP's status and its ``gains`` over the part's critical paths (0 where
-    the LP gave no bound)."""
+    and per part solved its LP's status and its ``gains`` over the part's critical paths (0
+    where the LP gave no bound)."""
 
     value: float
     statuses: tuple[str, ...]
     gains: tuple[float, ...]
+    interrupted: bool = False  # a Ctrl-C stopped it: the parts after the last one counted
 
 
 def long_job_parts(instance: Instance, longer_than: float, size: int) -> list[list[int]]:
@@ -118,8 +120,11 @@ def long_job_parts(instance: Instance, longer_than: float, size: int) -> list[li
     one shorter): the jobs that contend for days, in parts small enough for the LP."""
     from optsched.critical_path import critical_path
 
-    if size < 1:
-        raise InputError(f"a part must hold at least one job, got size={size}")
+    _basic_model(instance)
+    if isinstance(size, bool) or not isinstance(size, int) or size < 1:
+        raise InputError(f"a part must hold at least one job, got size={size!r}")
+    if not (isinstance(longer_than, int | float) and 0 <= longer_than < math.inf):
+        raise InputError(f"longer_than must be a finite time >= 0 s, got {longer_than!r}")
     path = critical_path(instance)
     long = [
         j
@@ -148,16 +153,29 @@ def parts_bound(
     which its LP bounds from below, and for every other job at least its critical path. A
     part whose LP gives no bound (too large, out of time, interrupted) counts its critical
     paths. Jobs that contend gain only when they share a part. ``progress(k, parts, status,
-    gain)`` is called after each part."""
+    gain)`` is called after each part; a Ctrl-C during a part's LP stops there, with the
+    parts solved so far (``interrupted``). Basic model only: GPU sharing and placement
+    factors (instance@2) can make jobs faster together than alone."""
     from dataclasses import replace
 
     from optsched.critical_path import critical_path
     from optsched.ect import incumbent
     from optsched.exact.capacity import capacity_bound
 
+    _basic_model(instance)
+    if isinstance(intervals, bool) or not isinstance(intervals, int) or intervals < 1:
+        raise InputError(f"intervals must be an integer >= 1, got {intervals!r}")
+    if time_limit is not None and not (
+        isinstance(time_limit, int | float) and 0 <= time_limit < math.inf
+    ):
+        raise InputError(f"time_limit must be None or a finite time >= 0 s, got {time_limit!r}")
     seen: set[int] = set()
-    for part in parts:
+    for k, part in enumerate(parts):
+        if not part:
+            raise InputError(f"parts: part {k} is empty")
         for j in part:
+            if isinstance(j, bool) or not isinstance(j, int):
+                raise InputError(f"parts: job indices are integers, got {j!r}")
             if not 0 <= j < instance.n_jobs or j in seen:
                 raise InputError(
                     f"parts: job index {j} is out of range or in two parts "
@@ -178,8 +196,20 @@ def parts_bound(
         gains.append(max(0.0, lp.bound - own) if lp.bound is not None else 0.0)
         if progress is not None:
             progress(len(gains), len(parts), lp.status, gains[-1])
+        if lp.status == "interrupted":
+            break
     value = math.fsum(floor) + math.fsum(gains)
-    return PartsBound(value, tuple(statuses), tuple(gains))
+    return PartsBound(value, tuple(statuses), tuple(gains), "interrupted" in statuses)
+
+
+def _basic_model(instance: Instance) -> None:
+    """An InputError for an instance the bounds do not model (instance@2's GPU sharing and
+    placement factors can make jobs faster together than alone, or than the profiles say)."""
+    if instance.needs_cluster_model:
+        raise InputError(
+            f"{instance.name!r}: the lower bounds are for the basic model; this instance "
+            "has phases, GPU sharing or placement factors (instance@2)"
+        )
 
 
 def weighted_arrivals(instance: Instance) -> float:

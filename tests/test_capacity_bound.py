@@ -41,7 +41,8 @@ def test_gang_holding_never_above_the_gang_optimum(instance):
     )
     assert gang.status == relaxed.status == "optimal"
     assert gang.bound is not None and relaxed.bound is not None
-    assert gang.bound >= relaxed.bound * (1 - 1e-7)
+    # each certificate comes from interior-point duals, within about 1e-7 of its LP's optimum
+    assert gang.bound >= relaxed.bound * (1 - 1e-6)
     assert gang.bound <= optimum.objective * (1 + OPTIMAL_TOL)
 
 

@@ -119,6 +119,15 @@ def test_paced_srtf_keeps_a_round_off_slower_gpus_by_hand():
         assert check(inst, result.schedule).feasible
     with pytest.raises(InputError, match="placement=paced is for relaxed mode"):
         simulate(inst.with_mode("gang"), "srtf", params={"placement": "paced"})
+    # one policy object run again starts anew (its paces are of the last run's jobs)
+    policy = SRTF(placement="paced")
+    first = run_simulation(inst, policy)
+    slower = job("c", {"V100": 2, "K80": 8})  # slower than the pace a's round 0 had
+    again = run_simulation(Instance("y", (slower,), gpus), policy)
+    assert first.completion.tolist() == [2.0, 4.0] and again.completion.tolist() == [2.0]
+    for bad in ({"placement": "Paced"}, {"slowdown": 0.5}):
+        with pytest.raises(InputError, match=r"srtf: (placement|slowdown)"):
+            SRTF(**bad)
 
 
 def test_gang_fifo_is_strict_and_uses_the_fastest_gpus():

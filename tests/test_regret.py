@@ -208,3 +208,46 @@ def test_jobs_that_contend_gain_only_in_one_part():
         parts_bound(inst, [[0], [0, 1]])
     with pytest.raises(InputError, match="out of range"):
         parts_bound(inst, [[2]])
+
+
+def test_parts_refuse_what_they_cannot_bound_and_stop_at_ctrl_c(monkeypatch):
+    """Cluster instances (GPU sharing can make jobs faster together than alone) and
+    malformed parts are refused; a Ctrl-C in a part's LP stops with the parts solved."""
+    import optsched.exact.capacity as capacity
+
+    cluster = load_instance(ROOT / "optsched" / "data" / "instances" / "liquid-demo.instance.json")
+    assert cluster.needs_cluster_model
+    for call in (
+        lambda: parts_bound(cluster, [[0]]),
+        lambda: long_job_parts(cluster, 0.0, 1),
+        lambda: regret_bound(cluster, "critical-path"),
+    ):
+        with pytest.raises(InputError, match="basic model"):
+            call()
+    jobs = tuple(
+        Job(
+            id=f"j{k}", arrival=0.0, weight=1.0, rounds=4, tasks_per_round=1, compute={"V100": 1.0}
+        )
+        for k in range(3)
+    )
+    inst = Instance("queue", jobs, (GPU("g", "V100"),))
+    for parts, kwargs, message in (
+        ([[0], []], {}, "part 1 is empty"),
+        ([[0.0]], {}, "integers"),
+        ([[0]], {"intervals": 0}, "intervals must be"),
+        ([[0]], {"time_limit": float("nan")}, "time_limit must be"),
+    ):
+        with pytest.raises(InputError, match=message):
+            parts_bound(inst, parts, **kwargs)
+    with pytest.raises(InputError, match="longer_than"):
+        long_job_parts(inst, float("nan"), 1)
+    calls = []
+
+    def interrupted(*args, **kwargs):
+        calls.append(1)
+        return capacity.CapacityLP(None, "interrupted", 0, 0)
+
+    monkeypatch.setattr(capacity, "capacity_bound", interrupted)
+    stopped = parts_bound(inst, [[0, 1], [2]])
+    assert stopped.interrupted and stopped.statuses == ("interrupted",) and len(calls) == 1
+    assert stopped.value == pytest.approx(12)  # the three critical paths

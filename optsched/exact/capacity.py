@@ -376,7 +376,10 @@ def capacity_bound(
         time_limit=left,
         method="central",  # module doc: faster than the simplex and than crossing over
     )
-    if res.status == 4 and not res.interrupted and not budget.expired():
+    left = budget.left()
+    if left is not None:
+        left -= handover_seconds(variables, nonzeros)
+    if res.status == 4 and not res.interrupted and (left is None or left >= MIN_SOLVER_SECONDS):
         # the interior point stalled short of an optimum (HiGHS's "Unknown"): again, with
         # crossover, which ends at a vertex, in the time left
         res = linprog(
@@ -386,7 +389,7 @@ def capacity_bound(
             A_eq=a_eq,
             b_eq=b_eq,
             bounds=np.column_stack([lo, hi]),
-            time_limit=budget.left(),
+            time_limit=left,
             method="ipm",
         )
     if res.interrupted:

@@ -248,15 +248,23 @@ class SRTF:
     as its slowest task, so a task never takes a GPU slower than the ones its round's
     started tasks run on (the job's fastest type always qualifies), and a round's first
     task takes none more than ``slowdown`` × the job's fastest compute; a task that finds
-    no such GPU idle waits for one, and the jobs after it go on."""
+    no such GPU idle waits for one, and the jobs after it go on. The pace compares compute
+    times only: a round's sync times are not the policy's to choose."""
 
     name: str = "srtf"
     clairvoyant: bool = True
     modes: frozenset[str] = field(default_factory=lambda: frozenset({"gang", "relaxed"}))
     placement: str = "fastest"
     slowdown: float = 2.0
-    #: paced: per job, (its current round, its first task's compute time: the round's pace)
-    _paces: dict[int, tuple[int, float]] = field(default_factory=dict, repr=False)
+    #: paced: per job, (its state in this run, its current round, the round's first task's
+    #: compute time: its pace); a run's states are new objects, so a reused policy starts anew
+    _paces: dict[int, tuple[JobState, int, float]] = field(default_factory=dict, repr=False)
+
+    def __post_init__(self) -> None:
+        if self.placement not in ("fastest", "paced"):
+            raise InputError(f"srtf: placement must be fastest or paced, got {self.placement!r}")
+        if not self.slowdown >= 1:
+            raise InputError(f"srtf: slowdown must be at least 1, got {self.slowdown!r}")
 
     def priority(self, job: JobState, now: float, oracle: Oracle | None) -> tuple[float, float]:
         assert oracle is not None  # the simulator gives clairvoyant policies an oracle
@@ -278,12 +286,12 @@ class SRTF:
     def _paced(self, job: JobState, compute: float) -> bool:
         """Whether a task of ``job`` may start where it computes in ``compute`` (class doc),
         and if so, the round's pace updated."""
-        current, pace = self._paces.get(job.index, (-1, 0.0))
-        first = current != job.rounds_done
+        state, current, pace = self._paces.get(job.index, (job, -1, 0.0))
+        first = state is not job or current != job.rounds_done
         if compute > (self.slowdown * job.fastest if first else pace):
             return False
         if first:  # later tasks of the round compute no slower, so this one sets its pace
-            self._paces[job.index] = (job.rounds_done, compute)
+            self._paces[job.index] = (job, job.rounds_done, compute)
         return True
 
 
