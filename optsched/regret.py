@@ -12,6 +12,9 @@ Three levels, each including the ones before (docs/model.md, *regret*):
   :data:`CAPACITY_INTERVALS` intervals up to the run's makespan, within a time limit (its
   status says whether it counted: an LP too large, stopped or interrupted gives none).
 
+For a trace too large for one LP, :func:`parts_bound` solves it on parts of the jobs (e.g.
+:func:`long_job_parts`) and adds the parts up. All of them are for the basic model.
+
 Every value is certified: the LP's from its dual solution, never from the solver's label.
 """
 
