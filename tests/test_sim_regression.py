@@ -249,9 +249,9 @@ class PlainSRTF:
     clairvoyant: bool = True
     modes: frozenset[str] = frozenset({"gang", "relaxed"})
 
-    def decide(self, view):
+    def order(self, view):
         oracle = view.oracle
-        order = sorted(
+        return sorted(
             view.waiting,
             key=lambda j: (
                 oracle.remaining_tasks(j) * float(np.min(j.compute)) / j.weight,
@@ -259,6 +259,9 @@ class PlainSRTF:
                 j.index,
             ),
         )
+
+    def decide(self, view):
+        order = self.order(view)
         if view.mode == "gang":
             return fill_gangs(
                 order,
@@ -280,18 +283,9 @@ class PlainPacedSRTF(PlainSRTF):
     paces: dict = field(default_factory=dict)
 
     def decide(self, view):
-        oracle = view.oracle
-        order = sorted(
-            view.waiting,
-            key=lambda j: (
-                oracle.remaining_tasks(j) * float(np.min(j.compute)) / j.weight,
-                j.arrival,
-                j.index,
-            ),
-        )
         free = sorted(view.idle)
         out = []
-        for job in order:
+        for job in self.order(view):
             fastest = float(np.min(job.compute))
             for _ in range(job.waiting):
                 if not free:

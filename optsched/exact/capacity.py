@@ -366,32 +366,23 @@ def capacity_bound(
         left -= handover_seconds(variables, nonzeros)
         if left < MIN_SOLVER_SECONDS:
             return CapacityLP(None, "time limit", variables, nonzeros)
-    res = linprog(
-        cost,
-        A_ub=a_ub,
-        b_ub=b_ub,
-        A_eq=a_eq,
-        b_eq=b_eq,
-        bounds=np.column_stack([lo, hi]),
-        time_limit=left,
-        method="central",  # module doc: faster than the simplex and than crossing over
-    )
+    lp: dict[str, Any] = {
+        "A_ub": a_ub,
+        "b_ub": b_ub,
+        "A_eq": a_eq,
+        "b_eq": b_eq,
+        "bounds": np.column_stack([lo, hi]),
+    }
+    # module doc: the interior point without crossover is faster than the simplex and than
+    # crossing over
+    res = linprog(cost, **lp, time_limit=left, method="central")
     left = budget.left()
     if left is not None:
         left -= handover_seconds(variables, nonzeros)
     if res.status == 4 and not res.interrupted and (left is None or left >= MIN_SOLVER_SECONDS):
-        # the interior point stalled short of an optimum (HiGHS's "Unknown"): again, with
-        # crossover, which ends at a vertex, in the time left
-        res = linprog(
-            cost,
-            A_ub=a_ub,
-            b_ub=b_ub,
-            A_eq=a_eq,
-            b_eq=b_eq,
-            bounds=np.column_stack([lo, hi]),
-            time_limit=left,
-            method="ipm",
-        )
+        # it stalled short of an optimum (HiGHS's "Unknown"): again, with crossover, which
+        # ends at a vertex, in the time left
+        res = linprog(cost, **lp, time_limit=left, method="ipm")
     if res.interrupted:
         return CapacityLP(None, "interrupted", variables, nonzeros)
     if res.status == 1:
