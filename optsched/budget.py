@@ -161,6 +161,13 @@ class Budget:
             return None
         return max(0.0, self.limit - self.elapsed())
 
+    def solver_seconds(self, variables: int, nonzeros: int) -> float | None:
+        """The time limit to hand a solver of an LP of this size: the seconds left less its
+        hand-over (:func:`handover_seconds`), which the solver's own limit does not cover
+        (may be below :data:`MIN_SOLVER_SECONDS`: the caller decides); None when unlimited."""
+        left = self.left()
+        return None if left is None else left - handover_seconds(variables, nonzeros)
+
     def expired(self) -> bool:
         """True once fewer than :data:`MIN_SOLVER_SECONDS` are left."""
         left = self.left()

@@ -266,7 +266,6 @@ def solve_time_indexed_lp(
         MIN_SOLVER_SECONDS,
         Budget,
         OutOfTime,
-        handover_seconds,
         lp_too_large,
     )
     from optsched.exact.highs import linprog
@@ -408,12 +407,10 @@ def solve_time_indexed_lp(
     a_ub = vstack([ub.matrix(n_cols), ub_cap]).tocsr()
     b_ub = np.concatenate([*ub.rhs, cap_rhs])
     a_eq = eq.matrix(n_cols)
-    left = budget.left()
-    if left is not None:
-        # handing the model to HiGHS and reading it back is not interruptible; reserve it
-        left -= handover_seconds(variables, nonzeros)
-        if left < MIN_SOLVER_SECONDS:
-            return outcome(None, "time limit (build)")
+    # handing the model to HiGHS and reading it back is not interruptible; reserve it
+    left = budget.solver_seconds(variables, nonzeros)
+    if left is not None and left < MIN_SOLVER_SECONDS:
+        return outcome(None, "time limit (build)")
     res = linprog(
         np.concatenate(cost),
         A_ub=a_ub,
@@ -553,7 +550,6 @@ def interval_lp(
         MIN_SOLVER_SECONDS,
         Budget,
         OutOfTime,
-        handover_seconds,
         lp_too_large,
         size_text,
     )
@@ -574,10 +570,9 @@ def interval_lp(
         )
 
     def options() -> dict[str, Any] | None:
-        left = budget.left()
+        left = budget.solver_seconds(variables, nonzeros)
         if left is None:
             return {}
-        left -= handover_seconds(variables, nonzeros)
         return {"time_limit": left} if left >= MIN_SOLVER_SECONDS else None
 
     def status_of(res: Any) -> str:

@@ -53,7 +53,6 @@ from optsched.budget import (
     MAX_NONZEROS,
     MIN_SOLVER_SECONDS,
     Budget,
-    handover_seconds,
     lp_too_large,
     size_text,
 )
@@ -361,11 +360,9 @@ def capacity_bound(
     cost = np.zeros(n_cols)
     cost[c0:y0] = weight
 
-    left = budget.left()
-    if left is not None:
-        left -= handover_seconds(variables, nonzeros)
-        if left < MIN_SOLVER_SECONDS:
-            return CapacityLP(None, "time limit", variables, nonzeros)
+    left = budget.solver_seconds(variables, nonzeros)
+    if left is not None and left < MIN_SOLVER_SECONDS:
+        return CapacityLP(None, "time limit", variables, nonzeros)
     lp: dict[str, Any] = {
         "A_ub": a_ub,
         "b_ub": b_ub,
@@ -376,9 +373,7 @@ def capacity_bound(
     # module doc: the interior point without crossover is faster than the simplex and than
     # crossing over
     res = linprog(cost, **lp, time_limit=left, method="central")
-    left = budget.left()
-    if left is not None:
-        left -= handover_seconds(variables, nonzeros)
+    left = budget.solver_seconds(variables, nonzeros)
     if res.status == 4 and not res.interrupted and (left is None or left >= MIN_SOLVER_SECONDS):
         # it stalled short of an optimum (HiGHS's "Unknown"): again, with crossover, which
         # ends at a vertex, in the time left
