@@ -10,7 +10,8 @@ Three levels, each including the ones before (docs/model.md, *regret*):
   (:mod:`optsched.exact.fluid`), any size (seconds at 82,247 jobs);
 - ``capacity``: also the class-capacity LP (:mod:`optsched.exact.capacity`) on
   :data:`CAPACITY_INTERVALS` intervals up to the run's makespan, within a time limit (its
-  status says whether it counted: an LP too large, stopped or interrupted gives none).
+  status says whether it counted: an LP stopped or interrupted gives none). Where the LP is
+  too large to build, the same LP on parts of the longest jobs instead (below).
 
 For a trace too large for one LP, :func:`parts_bound` solves it on parts of the jobs (e.g.
 :func:`long_job_parts`) and adds the parts up. All of them are for the basic model.
@@ -24,6 +25,7 @@ import math
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
+from optsched.budget import Budget, check_time_limit
 from optsched.errors import InputError
 
 if TYPE_CHECKING:
@@ -39,6 +41,11 @@ CAPACITY_INTERVALS = 100
 
 #: Seconds the capacity LP may take by default.
 CAPACITY_TIME_LIMIT = 60.0
+
+#: Where the capacity LP is too large: the share of the jobs, longest critical path first,
+#: that :func:`regret_bound` puts in parts, and the jobs per part.
+PARTS_LONGEST_SHARE = 0.1
+PARTS_SIZE = 500
 
 
 @dataclass(frozen=True)
@@ -73,7 +80,11 @@ def regret_bound(
     None for ``none``. For ``capacity``: ``objective`` is that of a checked schedule of the
     instance (it bounds each C_j of an optimal one by objective / w_j; without it, the weight
     of every job at the :func:`~optsched.exact.bounds.horizon`), ``makespan`` places the
-    LP's grid (default the horizon), and ``time_limit`` bounds the LP's build and solve."""
+    LP's grid (default the horizon), and ``time_limit`` bounds the LP's build and solve.
+    Where the LP is too large to build (a trace of many jobs), the bound is instead
+    :func:`parts_bound` on the :data:`PARTS_LONGEST_SHARE` of the jobs with the longest
+    critical paths, :data:`PARTS_SIZE` per part, within the same time limit
+    (``bound_capacity_parts``; ``capacity_parts_status`` says how many parts were solved)."""
     if check_level(level) == "none":
         return None
     _basic_model(instance)
@@ -100,6 +111,18 @@ def regret_bound(
         parts["capacity_status"] = lp.status
         if lp.bound is not None:
             parts["bound_capacity"] = lp.bound
+        elif lp.status == "too large":
+            length = sorted(
+                (c - job.arrival for c, job in zip(path, instance.jobs, strict=True)),
+                reverse=True,
+            )
+            # the jobs strictly longer than the one just after the share (ties left out)
+            share = min(len(length) - 1, math.ceil(PARTS_LONGEST_SHARE * len(length)))
+            cut = long_job_parts(instance, float(length[share]), PARTS_SIZE)
+            found = parts_bound(instance, cut, time_limit=time_limit)
+            solved = sum(status == "optimal" for status in found.statuses)
+            parts["bound_capacity_parts"] = found.value
+            parts["capacity_parts_status"] = f"{solved} of {len(cut)} parts solved"
     values = {k: float(v) for k, v in parts.items() if k.startswith("bound_")}
     best = max(values, key=lambda k: values[k])
     return RegretBound(values[best], best.removeprefix("bound_").replace("_", "-"), parts)
@@ -147,8 +170,10 @@ def parts_bound(
 ) -> PartsBound:
     """A lower bound on Σ w_j C_j of every schedule of ``instance`` for traces too large for
     one class-capacity LP: for each part (disjoint lists of job indices), the LP bound of
-    those jobs alone on ``intervals`` up to their ECT schedule's makespan (``time_limit``
-    seconds per part), plus w_j × its critical path for every job in no part.
+    those jobs alone on ``intervals`` up to their ECT schedule's makespan, plus w_j × its
+    critical path for every job in no part. The parts are solved in order within
+    ``time_limit`` seconds in all (None: unlimited); those left when it runs out count their
+    critical paths (status ``time limit``).
 
     Valid in both modes: restricted to some of its jobs, any schedule is a schedule of those
     jobs alone (dropping tasks only frees GPUs; the kept jobs' rounds and arrivals are
@@ -168,10 +193,7 @@ def parts_bound(
     _basic_model(instance)
     if isinstance(intervals, bool) or not isinstance(intervals, int) or intervals < 1:
         raise InputError(f"intervals must be an integer >= 1, got {intervals!r}")
-    if time_limit is not None and not (
-        isinstance(time_limit, int | float) and 0 <= time_limit < math.inf
-    ):
-        raise InputError(f"time_limit must be None or a finite time >= 0 s, got {time_limit!r}")
+    check_time_limit(time_limit, "parts_bound")
     seen: set[int] = set()
     for k, part in enumerate(parts):
         if not part:
@@ -187,19 +209,24 @@ def parts_bound(
             seen.add(j)
     weight = [job.weight for job in instance.jobs]
     floor = [w * c for w, c in zip(weight, critical_path(instance), strict=True)]
+    budget = Budget(time_limit)
     statuses, gains = [], []
     for part in parts:
-        alone = replace(instance, jobs=tuple(instance.jobs[j] for j in part))
-        start = incumbent(alone)
-        lp = capacity_bound(
-            alone, start.objective, start.makespan, intervals, time_limit=time_limit
-        )
-        statuses.append(lp.status)
-        own = math.fsum(floor[j] for j in part)
-        gains.append(max(0.0, lp.bound - own) if lp.bound is not None else 0.0)
+        if budget.expired():  # no time for this part's LP: its critical paths count
+            statuses.append("time limit")
+            gains.append(0.0)
+        else:
+            alone = replace(instance, jobs=tuple(instance.jobs[j] for j in part))
+            start = incumbent(alone)
+            lp = capacity_bound(
+                alone, start.objective, start.makespan, intervals, time_limit=budget.left()
+            )
+            statuses.append(lp.status)
+            own = math.fsum(floor[j] for j in part)
+            gains.append(max(0.0, lp.bound - own) if lp.bound is not None else 0.0)
         if progress is not None:
-            progress(len(gains), len(parts), lp.status, gains[-1])
-        if lp.status == "interrupted":
+            progress(len(gains), len(parts), statuses[-1], gains[-1])
+        if statuses[-1] == "interrupted":
             break
     value = math.fsum(floor) + math.fsum(gains)
     return PartsBound(value, tuple(statuses), tuple(gains), "interrupted" in statuses)

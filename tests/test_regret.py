@@ -15,7 +15,7 @@ from optsched import GPU, Instance, Job, solve
 from optsched.cli import main
 from optsched.critical_path import critical_path_bound
 from optsched.errors import InputError
-from optsched.io import load_instance
+from optsched.io import load_instance, save_instance
 from optsched.online.compare import parse_policy
 from optsched.online.run import simulate
 from optsched.regret import long_job_parts, parts_bound, regret_bound, weighted_arrivals
@@ -235,7 +235,7 @@ def test_parts_refuse_what_they_cannot_bound_and_stop_at_ctrl_c(monkeypatch):
         ([[0], []], {}, "part 1 is empty"),
         ([[0.0]], {}, "integers"),
         ([[0]], {"intervals": 0}, "intervals must be"),
-        ([[0]], {"time_limit": float("nan")}, "time_limit must be"),
+        ([[0]], {"time_limit": float("nan")}, "time limit must be"),
     ):
         with pytest.raises(InputError, match=message):
             parts_bound(inst, parts, **kwargs)
@@ -251,3 +251,68 @@ def test_parts_refuse_what_they_cannot_bound_and_stop_at_ctrl_c(monkeypatch):
     stopped = parts_bound(inst, [[0, 1], [2]])
     assert stopped.interrupted and stopped.statuses == ("interrupted",) and len(calls) == 1
     assert stopped.value == pytest.approx(12)  # the three critical paths
+
+
+def _queue_with_long_jobs() -> Instance:
+    """Eight one-second jobs and two four-round jobs on one GPU, all at time 0."""
+    jobs = tuple(
+        Job(
+            id=f"j{k}",
+            arrival=0.0,
+            weight=1.0,
+            rounds=4 if k >= 8 else 1,
+            tasks_per_round=1,
+            compute={"V100": 1.0},
+        )
+        for k in range(10)
+    )
+    return Instance("long-queue", jobs, (GPU("g", "V100"),))
+
+
+def test_a_trace_too_large_for_one_lp_is_bounded_on_parts(monkeypatch, tmp_path):
+    """Where the whole capacity LP is too large, the capacity level solves it on parts of
+    the longest jobs: above the critical path where those jobs contend, at most the
+    optimum, named in the result and in simulate's report (where the fluid bound, which
+    sees this one-GPU queue whole, is taken out to let the parts be the best)."""
+    import optsched.exact.capacity as capacity
+    import optsched.exact.fluid as fluid
+    import optsched.regret as regret
+
+    inst = _queue_with_long_jobs()
+    whole, _ = capacity.capacity_lp_size(inst, regret.CAPACITY_INTERVALS)
+    monkeypatch.setattr(capacity, "lp_too_large", lambda variables, nonzeros: variables >= whole)
+    monkeypatch.setattr(regret, "PARTS_LONGEST_SHARE", 0.2)  # the two four-round jobs
+    found = regret_bound(inst, "capacity")
+    assert found is not None
+    assert found.parts["capacity_status"] == "too large"
+    assert found.parts["capacity_parts_status"] == "1 of 1 parts solved"
+    on_parts = found.parts["bound_capacity_parts"]
+    assert isinstance(on_parts, float) and on_parts > critical_path_bound(inst) + 1
+    assert on_parts <= solve(inst, "cpsat", time_limit=5).objective * (1 + OPTIMAL_TOL)
+    monkeypatch.setattr(fluid, "fluid_bound", lambda *a, **k: fluid.FluidBound(0.0, (), 0.0, 1))
+    assert regret_bound(inst, "capacity").source == "capacity-parts"
+    save_instance(tmp_path / "queue.json", inst)
+    code, out, _ = cli(
+        "simulate", tmp_path / "queue.json", "--policy", "srtf", "--bound", "capacity"
+    )
+    assert code == 0 and "on parts of the longest jobs" in out and "1 of 1 parts solved" in out
+
+
+def test_parts_left_when_the_time_runs_out_count_their_critical_paths(monkeypatch):
+    """The time limit covers all parts: once it is spent, the parts not solved count their
+    critical paths, with status ``time limit``."""
+    import optsched.regret as regret
+
+    class SpentAfterOnePart(regret.Budget):
+        calls = 0
+
+        def expired(self) -> bool:
+            SpentAfterOnePart.calls += 1
+            return SpentAfterOnePart.calls > 1
+
+    monkeypatch.setattr(regret, "Budget", SpentAfterOnePart)
+    inst = _queue_with_long_jobs()
+    found = parts_bound(inst, [[8, 9], [0, 1]], intervals=20, time_limit=30)
+    assert found.statuses == ("optimal", "time limit")
+    assert found.gains[0] > 0 and found.gains[1] == 0
+    assert found.value == pytest.approx(critical_path_bound(inst) + found.gains[0])

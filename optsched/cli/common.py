@@ -178,7 +178,8 @@ def add_simulation_options(p: argparse.ArgumentParser) -> None:
         default="fluid",
         help="the lower bound the certified regret is over: none, critical-path, fluid (the "
         "better of the critical path and the fluid work bound; default) or capacity (also "
-        "the class-capacity LP, within --bound-time-limit)",
+        "the class-capacity LP, within --bound-time-limit; on parts of the longest jobs "
+        "where the trace is too large for one LP)",
     )
     p.add_argument(
         "--bound-time-limit",
@@ -337,6 +338,7 @@ def print_result(result: Result[Any], online: bool = False) -> None:
                 "critical-path": "the critical path",
                 "fluid": "the fluid work bound",
                 "capacity": "the class-capacity LP",
+                "capacity-parts": "the class-capacity LP on parts of the longest jobs",
             }[result.extra["regret_source"]]
             print(
                 f"regret     ≤ {fmt(result.regret, 4)}  (objective ÷ "
@@ -348,7 +350,10 @@ def print_result(result: Result[Any], online: bool = False) -> None:
                 )
             )
             status = result.extra.get("capacity_status")
-            if status not in (None, "optimal"):
+            on_parts = result.extra.get("capacity_parts_status")
+            if on_parts is not None:
+                print(f"           (the class-capacity LP is too large for one model: {on_parts})")
+            elif status not in (None, "optimal"):
                 print(f"           (the class-capacity LP gave no bound: {status})")
     else:
         source = {"method": "the method's certified bound", "critical_path": "critical path"}.get(
