@@ -1,0 +1,113 @@
+"""How much a bound that pools the cluster can certify on a trace: a feasible schedule of the
+pooled relaxation, whose value no bound of that relaxation can exceed.
+
+Usage: python benchmarks/fluid_ceiling.py [--case philly-loaded] [--dt 60]
+       [--prices K80=0.18,M60=0.2,T4=0.33,V100=1;...]
+
+The fluid bound (docs/models/fluid-bound.md) relaxes the cluster, at GPU-type prices, to one
+machine of capacity C on which job j does its work W_j at a rate of at most R_j, and charges
+it max(critical path, M_j + W_j / (2 R_j) + s_j). Every bound that sees only this, however
+it is computed (Goemans' mean busy times, an LP, prices varying over time), is at most the
+optimum of that relaxation. This script builds a feasible point of it: slots of ``--dt``
+seconds; in each, the jobs that have arrived by its start, by least remaining time at full
+rate (SRPT), each at a constant rate up to R_j while C lasts. Its value, in total weighted
+JCT, bounds the relaxation's optimum from above at those prices: the printed ratio to the
+best policy's total weighted JCT (``benchmarks/results/online/regret.jsonl``) is the most
+such a bound can certify.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import math
+import sys
+from pathlib import Path
+
+import numpy as np
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+from regret import CASES, instance
+
+from optsched.critical_path import critical_path
+from optsched.exact.fluid import _fluid_terms
+
+ROOT = Path(__file__).resolve().parents[1]
+PRICES = "K80=1,M60=1,T4=1,V100=1;K80=0.18,M60=0.2,T4=0.33,V100=1;K80=0.01,M60=0.01,T4=0.01,V100=1"
+
+
+def srpt_fluid_jct(inst, prices: dict[str, float], dt: float) -> tuple[float, float]:
+    """(total weighted JCT of the SRPT fluid schedule, the capacity C) at ``prices``."""
+    types = [inst.gpus[members[0]].type for members in inst.class_members]
+    work, after, capacity = _fluid_terms(inst, np.array([prices[t] for t in types]))
+    sync = np.where(np.isfinite(inst.class_compute), inst.class_sync, np.inf).min(axis=1)
+    rate = work / (2 * (after - sync))  # after = W / (2 R) + s
+    arrival = np.array([job.arrival for job in inst.jobs])
+    weight = np.array([job.weight for job in inst.jobs])
+    order = np.argsort(arrival, kind="stable")
+    left, moment = work.copy(), np.zeros(len(work))
+    active = np.zeros(0, dtype=int)
+    i, k = 0, 0
+    while i < len(order) or len(active):
+        start = k * dt
+        if not len(active) and arrival[order[i]] > start:
+            k = math.ceil(arrival[order[i]] / dt)
+            continue
+        arrived = i
+        while i < len(order) and arrival[order[i]] <= start:
+            i += 1
+        active = np.concatenate([active, order[arrived:i]])
+        active = active[np.argsort(left[active] / rate[active], kind="stable")]
+        most = np.minimum(rate[active] * dt, left[active])
+        given = np.clip(capacity * dt - (np.cumsum(most) - most), 0.0, most)
+        moment[active] += given * (start + dt / 2)  # a constant rate over the slot
+        left[active] -= given
+        active = active[left[active] > 1e-9 * work[active]]
+        k += 1
+    completion = np.maximum(critical_path(inst), moment / work + after)
+    return float(weight @ (completion - arrival)), capacity
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--case", default="philly-loaded", choices=CASES)
+    parser.add_argument("--dt", type=float, default=60.0)
+    parser.add_argument("--prices", default=PRICES, help="TYPE=PRICE,...;... (one run each)")
+    parser.add_argument(
+        "--out", type=Path, default=ROOT / "benchmarks" / "results" / "online" / "fluid-ceiling.md"
+    )
+    args = parser.parse_args(argv)
+    from optsched.output import write_file
+
+    rows = [
+        json.loads(line)
+        for line in (args.out.parent / "regret.jsonl").read_text().split("\n")
+        if line
+    ]
+    best = min(
+        r["total_weighted_jct"]
+        for r in rows
+        if r["case"] == args.case and r["policy"] is not None and "skipped" not in r
+    )
+    inst = instance(args.case, "relaxed")
+    lines = [
+        f"# Pooled fluid relaxation on {args.case}: a feasible point",
+        "",
+        f"`python benchmarks/fluid_ceiling.py --case {args.case} --dt {args.dt:g}`: the SRPT "
+        "fluid schedule's total weighted JCT, at least the pooled relaxation's optimum at those "
+        f"prices, over the best policy's ({best:.6g} s).",
+        "",
+        "| prices | capacity C | SRPT fluid Σ w_j JCT | ÷ best policy's |",
+        "|---|---|---|---|",
+    ]
+    for spec in args.prices.split(";"):
+        prices = {t: float(p) for t, p in (kv.split("=") for kv in spec.split(","))}
+        value, capacity = srpt_fluid_jct(inst, prices, args.dt)
+        lines.append(f"| {spec} | {capacity:.4g} | {value:.6g} | {value / best:.3f} |")
+        print(lines[-1], flush=True)
+    write_file(args.out, "\n".join(lines) + "\n")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
