@@ -75,6 +75,7 @@ def regret_bound(
     objective: float | None = None,
     makespan: float | None = None,
     time_limit: float | None = CAPACITY_TIME_LIMIT,
+    progress: Callable[[int, int, str, float], None] | None = None,
 ) -> RegretBound | None:
     """The best lower bound of ``level`` (module doc) on every schedule of ``instance``;
     None for ``none``. For ``capacity``: ``objective`` is that of a checked schedule of the
@@ -84,7 +85,8 @@ def regret_bound(
     Where the LP is too large to build (a trace of many jobs), the bound is instead
     :func:`parts_bound` on the :data:`PARTS_LONGEST_SHARE` of the jobs with the longest
     critical paths, :data:`PARTS_SIZE` per part, within the same time limit
-    (``bound_capacity_parts``; ``capacity_parts_status`` says how many parts were solved)."""
+    (``bound_capacity_parts``; ``capacity_parts_status`` says how many parts were solved),
+    with ``progress`` called after each part as :func:`parts_bound` does."""
     if check_level(level) == "none":
         return None
     _basic_model(instance)
@@ -119,7 +121,7 @@ def regret_bound(
             # the jobs strictly longer than the one just after the share (ties left out)
             share = min(len(length) - 1, math.ceil(PARTS_LONGEST_SHARE * len(length)))
             cut = long_job_parts(instance, float(length[share]), PARTS_SIZE)
-            found = parts_bound(instance, cut, time_limit=time_limit)
+            found = parts_bound(instance, cut, time_limit=time_limit, progress=progress)
             solved = sum(status == "optimal" for status in found.statuses)
             parts["bound_capacity_parts"] = found.value
             parts["capacity_parts_status"] = f"{solved} of {len(cut)} parts solved"

@@ -292,10 +292,17 @@ def test_a_trace_too_large_for_one_lp_is_bounded_on_parts(monkeypatch, tmp_path)
     monkeypatch.setattr(fluid, "fluid_bound", lambda *a, **k: fluid.FluidBound(0.0, (), 0.0, 1))
     assert regret_bound(inst, "capacity").source == "capacity-parts"
     save_instance(tmp_path / "queue.json", inst)
-    code, out, _ = cli(
-        "simulate", tmp_path / "queue.json", "--policy", "srtf", "--bound", "capacity"
+    code, out, err = cli(
+        "simulate",
+        tmp_path / "queue.json",
+        "--policy",
+        "srtf",
+        "--bound",
+        "capacity",
+        "--progress",
     )
     assert code == 0 and "on parts of the longest jobs" in out and "1 of 1 parts solved" in out
+    assert "bound: LP on part 1/1 of the longest jobs: optimal, +" in err
 
 
 def test_parts_left_when_the_time_runs_out_count_their_critical_paths(monkeypatch):

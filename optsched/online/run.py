@@ -3,6 +3,7 @@
 
 from __future__ import annotations
 
+import sys
 from collections.abc import Mapping
 from pathlib import Path
 from typing import Any, cast
@@ -52,7 +53,9 @@ def simulate(
     no bound and no gap: an online policy is judged by its JCT metrics and its certified
     regret. ``bound`` (:data:`~optsched.regret.REGRET_BOUNDS`: ``none``,
     ``critical-path``, ``fluid``, the default, or ``capacity``, whose LP may take
-    ``bound_time_limit`` seconds) chooses the lower bounds computed on the realised instance
+    ``bound_time_limit`` seconds; on a trace too large for one LP, the LP on parts of its
+    longest jobs, a line per part on stderr with ``progress``) chooses the lower bounds
+    computed on the realised instance
     with its arrivals known (:mod:`optsched.regret`): each as
     ``extra["bound_<name>"]``, the best as ``extra["regret_bound"]`` (its name
     ``extra["regret_source"]``), the objective over it as ``extra["regret"]``
@@ -140,7 +143,9 @@ def simulate(
             ) from None
     extra["startup_s"] = startup + sim.startup_s
     if not cluster:
-        extra.update(_regret(sim.instance, bound, bound_time_limit, objective, metrics, tolerance))
+        extra.update(
+            _regret(sim.instance, bound, bound_time_limit, objective, metrics, tolerance, progress)
+        )
     report = getattr(chosen, "report", None)  # optional: what the policy did
     if callable(report):
         extra["policy"] = report()
@@ -177,15 +182,26 @@ def _regret(
     objective: float,
     metrics: Mapping[str, Any],
     tolerance: float | None,
+    progress: bool = False,
 ) -> dict[str, Any]:
     """The regret fields of an online result (:func:`simulate`) on its realised instance;
-    ``tolerance`` is set when the objective is the checker's."""
+    ``tolerance`` is set when the objective is the checker's. With ``progress``, a line on
+    stderr for each part of a capacity bound solved on parts."""
+
+    def report(k: int, parts: int, status: str, gain: float) -> None:
+        print(
+            f"bound: LP on part {k}/{parts} of the longest jobs: {status}, +{gain:.6g}",
+            file=sys.stderr,
+            flush=True,
+        )
+
     found = regret_bound(
         instance,
         level,
         objective=objective if tolerance is not None else None,
         makespan=metrics.get("makespan"),
         time_limit=time_limit,
+        progress=report if progress else None,
     )
     if found is None:
         return {}
