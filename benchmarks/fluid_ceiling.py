@@ -2,7 +2,7 @@
 pooled relaxation, whose value no bound of that relaxation can exceed.
 
 Usage: python benchmarks/fluid_ceiling.py [--case philly-loaded] [--dt 60]
-       [--prices K80=0.18,M60=0.2,T4=0.33,V100=1;...]
+       [--prices K80=0.18,M60=0.2,T4=0.33,V100=1;...] [--out FILE.md] [--regret FILE.jsonl]
 
 The fluid bound (docs/models/fluid-bound.md) relaxes the cluster, at GPU-type prices, to one
 machine of capacity C on which job j does its work W_j at a rate of at most R_j, and charges
@@ -36,14 +36,13 @@ ROOT = Path(__file__).resolve().parents[1]
 PRICES = "K80=1,M60=1,T4=1,V100=1;K80=0.18,M60=0.2,T4=0.33,V100=1;K80=0.01,M60=0.01,T4=0.01,V100=1"
 
 
-def srpt_fluid_jct(inst, prices: dict[str, float], dt: float) -> tuple[float, float]:
-    """(total weighted JCT of the SRPT fluid schedule, the capacity C) at ``prices``."""
+def srpt_fluid_jct(inst, prices: dict[str, float], dt: float) -> tuple[np.ndarray, float]:
+    """(each job's JCT in the SRPT fluid schedule, the capacity C) at ``prices``."""
     types = [inst.gpus[members[0]].type for members in inst.class_members]
     work, after, capacity = _fluid_terms(inst, np.array([prices[t] for t in types]))
     sync = np.where(np.isfinite(inst.class_compute), inst.class_sync, np.inf).min(axis=1)
     rate = work / (2 * (after - sync))  # after = W / (2 R) + s
     arrival = np.array([job.arrival for job in inst.jobs])
-    weight = np.array([job.weight for job in inst.jobs])
     order = np.argsort(arrival, kind="stable")
     left, moment = work.copy(), np.zeros(len(work))
     active = np.zeros(0, dtype=int)
@@ -65,7 +64,7 @@ def srpt_fluid_jct(inst, prices: dict[str, float], dt: float) -> tuple[float, fl
         active = active[left[active] > 1e-9 * work[active]]
         k += 1
     completion = np.maximum(critical_path(inst), moment / work + after)
-    return float(weight @ (completion - arrival)), capacity
+    return completion - arrival, capacity
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -73,17 +72,20 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--case", default="philly-loaded", choices=CASES)
     parser.add_argument("--dt", type=float, default=60.0)
     parser.add_argument("--prices", default=PRICES, help="TYPE=PRICE,...;... (one run each)")
+    results = ROOT / "benchmarks" / "results" / "online"
+    parser.add_argument("--out", type=Path, default=results / "fluid-ceiling.md")
     parser.add_argument(
-        "--out", type=Path, default=ROOT / "benchmarks" / "results" / "online" / "fluid-ceiling.md"
+        "--regret",
+        type=Path,
+        default=results / "regret.jsonl",
+        help="benchmarks/regret.py's rows: the best policy's total weighted JCT",
     )
     args = parser.parse_args(argv)
     from optsched.output import write_file
 
-    rows = [
-        json.loads(line)
-        for line in (args.out.parent / "regret.jsonl").read_text().split("\n")
-        if line
-    ]
+    args.out.parent.mkdir(parents=True, exist_ok=True)
+
+    rows = [json.loads(line) for line in args.regret.read_text().splitlines() if line]
     best = min(
         r["total_weighted_jct"]
         for r in rows
@@ -102,7 +104,8 @@ def main(argv: list[str] | None = None) -> int:
     ]
     for spec in args.prices.split(";"):
         prices = {t: float(p) for t, p in (kv.split("=") for kv in spec.split(","))}
-        value, capacity = srpt_fluid_jct(inst, prices, args.dt)
+        jct, capacity = srpt_fluid_jct(inst, prices, args.dt)
+        value = float(np.array([job.weight for job in inst.jobs]) @ jct)
         lines.append(f"| {spec} | {capacity:.4g} | {value:.6g} | {value / best:.3f} |")
         print(lines[-1], flush=True)
     write_file(args.out, "\n".join(lines) + "\n")
