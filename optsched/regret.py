@@ -22,6 +22,7 @@ Every value is certified: the LP's from its dual solution, never from the solver
 from __future__ import annotations
 
 import math
+from collections import Counter
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
@@ -29,7 +30,7 @@ from optsched.budget import Budget, check_time_limit
 from optsched.errors import InputError
 
 if TYPE_CHECKING:
-    from collections.abc import Callable
+    from collections.abc import Callable, Sequence
 
     from optsched.instance import Instance
 
@@ -52,7 +53,8 @@ PARTS_SIZE = 500
 class RegretBound:
     """The best certified lower bound on Σ w_j C_j found (``value``, ``source``: the bound
     it came from) and every part computed (``parts``: ``bound_critical_path``,
-    ``bound_fluid``, ``bound_capacity``; ``capacity_status`` says why the LP gave none)."""
+    ``bound_fluid``, ``bound_capacity``; ``capacity_status`` says why the LP gave none;
+    where it was too large, ``bound_capacity_parts`` and ``capacity_parts_status``)."""
 
     value: float
     source: str
@@ -84,11 +86,12 @@ def regret_bound(
     LP's grid (default the horizon), and ``time_limit`` bounds the LP's build and solve.
     Where the LP is too large to build (a trace of many jobs), the bound is instead
     :func:`parts_bound` on the :data:`PARTS_LONGEST_SHARE` of the jobs with the longest
-    critical paths, :data:`PARTS_SIZE` per part, within the same time limit
+    critical paths, in arrival order, :data:`PARTS_SIZE` per part, within the same time limit
     (``bound_capacity_parts``; ``capacity_parts_status`` says how many parts were solved),
     with ``progress`` called after each part as :func:`parts_bound` does."""
     if check_level(level) == "none":
         return None
+    check_time_limit(time_limit, "time_limit")
     _basic_model(instance)
     from optsched.critical_path import critical_path, critical_path_bound
     from optsched.exact.fluid import fluid_bound
@@ -114,17 +117,10 @@ def regret_bound(
         if lp.bound is not None:
             parts["bound_capacity"] = lp.bound
         elif lp.status == "too large":
-            length = sorted(
-                (c - job.arrival for c, job in zip(path, instance.jobs, strict=True)),
-                reverse=True,
-            )
-            # the jobs strictly longer than the one just after the share (ties left out)
-            share = min(len(length) - 1, math.ceil(PARTS_LONGEST_SHARE * len(length)))
-            cut = long_job_parts(instance, float(length[share]), PARTS_SIZE)
+            cut = _longest_parts(instance, path.tolist())
             found = parts_bound(instance, cut, time_limit=time_limit, progress=progress)
-            solved = sum(status == "optimal" for status in found.statuses)
             parts["bound_capacity_parts"] = found.value
-            parts["capacity_parts_status"] = f"{solved} of {len(cut)} parts solved"
+            parts["capacity_parts_status"] = _parts_status(found.statuses, len(cut))
     values = {k: float(v) for k, v in parts.items() if k.startswith("bound_")}
     best = max(values, key=lambda k: values[k])
     return RegretBound(values[best], best.removeprefix("bound_").replace("_", "-"), parts)
@@ -232,6 +228,28 @@ def parts_bound(
             break
     value = math.fsum(floor) + math.fsum(gains)
     return PartsBound(value, tuple(statuses), tuple(gains), "interrupted" in statuses)
+
+
+def _longest_parts(instance: Instance, path: Sequence[float]) -> list[list[int]]:
+    """The :data:`PARTS_LONGEST_SHARE` of the jobs of longest critical path (``path``, the
+    completion bounds; ties by index), in arrival order, in parts of :data:`PARTS_SIZE`."""
+    jobs = instance.jobs
+    longest = sorted(range(len(jobs)), key=lambda j: (jobs[j].arrival - path[j], j))
+    chosen = sorted(
+        longest[: math.ceil(PARTS_LONGEST_SHARE * len(jobs))], key=lambda j: (jobs[j].arrival, j)
+    )
+    return [chosen[k : k + PARTS_SIZE] for k in range(0, len(chosen), PARTS_SIZE)]
+
+
+def _parts_status(statuses: Sequence[str], parts: int) -> str:
+    """``3 of 17 parts solved (13 time limit, 1 interrupted)``: the parts whose LP gave a
+    bound, then the others by status (``not reached`` after a Ctrl-C)."""
+    counts = Counter(status for status in statuses if status != "optimal")
+    if len(statuses) < parts:
+        counts["not reached"] = parts - len(statuses)
+    others = ", ".join(f"{n} {status}" for status, n in counts.items())
+    solved = parts - sum(counts.values())
+    return f"{solved} of {parts} parts solved" + (f" ({others})" if others else "")
 
 
 def _basic_model(instance: Instance) -> None:

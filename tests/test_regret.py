@@ -323,3 +323,44 @@ def test_parts_left_when_the_time_runs_out_count_their_critical_paths(monkeypatc
     assert found.statuses == ("optimal", "time limit")
     assert found.gains[0] > 0 and found.gains[1] == 0
     assert found.value == pytest.approx(critical_path_bound(inst) + found.gains[0])
+
+
+def test_the_fallback_takes_the_longest_tenth_by_rank_and_says_what_it_solved(monkeypatch):
+    """Where the LP is too large, the parts hold the ceil(10 %) longest jobs even when
+    lengths tie (ranked by length, then index), in arrival order; with no time left every
+    part counts its critical paths and the status says why; a bad time limit is refused."""
+    import optsched.exact.capacity as capacity
+    import optsched.regret as regret
+
+    jobs = tuple(
+        Job(
+            id=f"j{k}",
+            arrival=float(30 - k),
+            weight=1.0,
+            rounds=2,
+            tasks_per_round=1,
+            compute={"V100": 1.0},
+        )
+        for k in range(30)
+    )
+    inst = Instance("ties", jobs, (GPU("g", "V100"),))
+    whole, _ = capacity.capacity_lp_size(inst, regret.CAPACITY_INTERVALS)
+    monkeypatch.setattr(capacity, "lp_too_large", lambda variables, nonzeros: variables >= whole)
+    assert regret._longest_parts(inst, [job.arrival + 2 for job in jobs]) == [[2, 1, 0]]
+    found = regret_bound(inst, "capacity")
+    assert found is not None and found.parts["capacity_parts_status"] == "1 of 1 parts solved"
+
+    class Spent(regret.Budget):
+        def expired(self) -> bool:
+            return True
+
+    monkeypatch.setattr(regret, "Budget", Spent)
+    spent = regret_bound(inst, "capacity")
+    assert spent is not None
+    assert spent.parts["capacity_parts_status"] == "0 of 1 parts solved (1 time limit)"
+    assert spent.parts["bound_capacity_parts"] == pytest.approx(critical_path_bound(inst))
+    assert regret._parts_status(("optimal", "interrupted"), 4) == (
+        "1 of 4 parts solved (1 interrupted, 2 not reached)"
+    )
+    with pytest.raises(InputError, match="time limit must be"):
+        regret_bound(inst, "capacity", time_limit=0)
