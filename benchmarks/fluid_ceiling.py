@@ -43,9 +43,7 @@ PRICES = "K80=1,M60=1,T4=1,V100=1;K80=0.18,M60=0.2,T4=0.33,V100=1;K80=0.01,M60=0
 def srpt_fluid_jct(inst, prices: dict[str, float], dt: float) -> tuple[np.ndarray, float]:
     """(each job's JCT in the SRPT fluid schedule, the capacity C) at ``prices``."""
     types = [inst.gpus[members[0]].type for members in inst.class_members]
-    work, after, capacity = _fluid_terms(inst, np.array([prices[t] for t in types]))
-    sync = np.where(np.isfinite(inst.class_compute), inst.class_sync, np.inf).min(axis=1)
-    rate = work / (2 * (after - sync))  # after = W / (2 R) + s
+    work, rate, after, capacity = _fluid_terms(inst, np.array([prices[t] for t in types]))
     arrival = np.array([job.arrival for job in inst.jobs])
     order = np.argsort(arrival, kind="stable")
     left, moment = work.copy(), np.zeros(len(work))

@@ -150,12 +150,8 @@ def long_job_parts(instance: Instance, longer_than: float, size: int) -> list[li
     if not (isinstance(longer_than, int | float) and 0 <= longer_than < math.inf):
         raise InputError(f"longer_than must be a finite time >= 0 s, got {longer_than!r}")
     path = critical_path(instance)
-    long = [
-        j
-        for j in sorted(range(instance.n_jobs), key=lambda j: instance.jobs[j].arrival)
-        if path[j] - instance.jobs[j].arrival > longer_than
-    ]
-    return [long[k : k + size] for k in range(0, len(long), size)]
+    long = [j for j, job in enumerate(instance.jobs) if path[j] - job.arrival > longer_than]
+    return _in_arrival_parts(instance, long, size)
 
 
 def parts_bound(
@@ -235,10 +231,16 @@ def _longest_parts(instance: Instance, path: Sequence[float]) -> list[list[int]]
     completion bounds; ties by index), in arrival order, in parts of :data:`PARTS_SIZE`."""
     jobs = instance.jobs
     longest = sorted(range(len(jobs)), key=lambda j: (jobs[j].arrival - path[j], j))
-    chosen = sorted(
-        longest[: math.ceil(PARTS_LONGEST_SHARE * len(jobs))], key=lambda j: (jobs[j].arrival, j)
+    return _in_arrival_parts(
+        instance, longest[: math.ceil(PARTS_LONGEST_SHARE * len(jobs))], PARTS_SIZE
     )
-    return [chosen[k : k + PARTS_SIZE] for k in range(0, len(chosen), PARTS_SIZE)]
+
+
+def _in_arrival_parts(instance: Instance, jobs: list[int], size: int) -> list[list[int]]:
+    """``jobs`` (indices) by arrival (ties by index), cut into consecutive parts of ``size``
+    (the last one shorter)."""
+    ordered = sorted(jobs, key=lambda j: (instance.jobs[j].arrival, j))
+    return [ordered[k : k + size] for k in range(0, len(ordered), size)]
 
 
 def _parts_status(statuses: Sequence[str], parts: int) -> str:

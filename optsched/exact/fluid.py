@@ -32,6 +32,7 @@ from __future__ import annotations
 import heapq
 import math
 from dataclasses import dataclass
+from typing import NamedTuple
 
 import numpy as np
 import numpy.typing as npt
@@ -84,12 +85,18 @@ def preemptive_wspt_mean_busy(
     return first_moment / size
 
 
-#: (W_j, W_j / (2 R_j) + s_j per job, the capacity C): the fluid bound's terms at some prices.
-_Terms = tuple[npt.NDArray[np.float64], npt.NDArray[np.float64], float]
+class _Terms(NamedTuple):
+    """The fluid bound's terms at some prices, per job: ``work`` W_j, the ``rate_cap`` R_j
+    and ``after`` = W_j / (2 R_j) + s_j; and the cluster's ``capacity`` C."""
+
+    work: npt.NDArray[np.float64]
+    rate_cap: npt.NDArray[np.float64]
+    after: npt.NDArray[np.float64]
+    capacity: float
 
 
 def _fluid_terms(instance: Instance, prices: npt.NDArray[np.float64]) -> _Terms:
-    """(W_j, W_j / (2 R_j) + s_j per job, the capacity C) at GPU-class ``prices``
+    """The fluid bound's :class:`_Terms` at GPU-class ``prices``
     (models/fluid-bound.md), in blocks of jobs so that no (jobs × classes) array exceeds
     about 100,000 entries (its temporaries stay under 10 MB on any trace)."""
     compute, sync = instance.class_compute, instance.class_sync
@@ -97,7 +104,7 @@ def _fluid_terms(instance: Instance, prices: npt.NDArray[np.float64]) -> _Terms:
     tasks = np.array([job.n_tasks for job in instance.jobs], dtype=float)
     at_once = np.array([job.tasks_per_round for job in instance.jobs], dtype=float)
     n = instance.n_jobs
-    work, after = np.empty(n), np.empty(n)
+    work, rate_cap, after = np.empty(n), np.empty(n), np.empty(n)
     best_rate = np.zeros(compute.shape[1])
     step = max(1, 100_000 // compute.shape[1])
     for lo in range(0, n, step):
@@ -113,10 +120,11 @@ def _fluid_terms(instance: Instance, prices: npt.NDArray[np.float64]) -> _Terms:
         count = size[order]
         taken = np.clip(at_once[block, None] - (np.cumsum(count, axis=1) - count), 0.0, count)
         work[block] = tasks[block] * priced
-        after[block] = work[block] / (2 * (taken * sorted_rate).sum(axis=1)) + np.where(
-            eligible, s, np.inf
-        ).min(axis=1)
-    return work, after, float(size @ best_rate)
+        rate_cap[block] = (taken * sorted_rate).sum(axis=1)
+        after[block] = work[block] / (2 * rate_cap[block]) + np.where(eligible, s, np.inf).min(
+            axis=1
+        )
+    return _Terms(work, rate_cap, after, float(size @ best_rate))
 
 
 def _same_columns(compute: npt.NDArray[np.float64]) -> npt.NDArray[np.intp]:
@@ -174,8 +182,10 @@ def fluid_bound(
 
     def fluid(terms: _Terms, alone: npt.NDArray[np.bool_]) -> npt.NDArray[np.float64]:
         """Each job's fluid completion M_j + after_j, WSPT weighting the jobs of ``alone`` 0."""
-        work, after, capacity = terms
-        return preemptive_wspt_mean_busy(release, work / capacity, weight * ~alone) + after
+        mean_busy = preemptive_wspt_mean_busy(
+            release, terms.work / terms.capacity, weight * ~alone
+        )
+        return mean_busy + terms.after
 
     def value(completion: npt.NDArray[np.float64], alone: npt.NDArray[np.bool_]) -> float:
         """The bound with the jobs of ``alone`` at their critical path, the others at
@@ -228,7 +238,7 @@ def fluid_bound(
         if tried > 1 and not (budget is not None and budget.expired()):
             best = max(best, split(2.0 ** best_prices[group])[0])
     prices = 2.0 ** (best_prices - best_prices.max())
-    capacity = _fluid_terms(instance, prices[group])[2]
+    capacity = _fluid_terms(instance, prices[group]).capacity
     chosen = tuple(float(p) for p in prices[group])
     return FluidBound(best * (1 - _MARGIN), chosen, capacity, tried)
 
