@@ -173,3 +173,63 @@ def test_a_ctrl_c_keeps_the_best_bound_so_far(monkeypatch):
     found = lagrangian_bound(inst, start.objective, 1.0)
     assert found.stopped == "interrupted" and found.iterations == 3
     assert found.bound == max(found.trace)
+
+
+def _multisets(capacity: int, largest: int) -> list[list[int]]:
+    """Every multiset of widths 1..``largest`` (nonincreasing lists) summing to ≤ ``capacity``."""
+    out: list[list[int]] = [[]]
+    for width in range(min(largest, capacity), 0, -1):
+        out += [[width, *rest] for rest in _multisets(capacity - width, width)]
+    return out
+
+
+@pytest.mark.parametrize("capacity", range(1, 13))
+def test_the_cuts_hold_for_every_set_of_rounds_that_fits(capacity):
+    """Σ v(K_i) ≤ 1 for every set of rounds with Σ K_i ≤ capacity (all of them, enumerated),
+    and each cut gives some width more than K / capacity (else it adds nothing)."""
+    widths = list(range(1, capacity + 2))  # one width too wide for the capacity
+    cuts = lagrangian.dual_feasible(capacity, widths)
+    assert len(cuts) <= lagrangian.MAX_CUTS
+    assert (capacity >= 3) <= bool(cuts)  # on 3 GPUs or more two rounds of 2 can't fit
+    for cut in cuts:
+        assert cut[-1] == 0.0  # the width above the capacity
+        assert any(v * capacity > w for v, w in zip(cut, widths, strict=True))
+        for rounds in _multisets(capacity, capacity):
+            assert sum(cut[widths.index(k)] for k in rounds) <= 1 + 1e-12, (cut, rounds)
+
+
+def test_gang_rounds_that_cannot_share_a_group_run_one_after_another():
+    """Two rounds of 3 tasks on one group of 4 GPUs cannot run at once: the capacity row
+    alone allows 4/3 rounds at a time (weights 3: an LP value of 3 · (1 + 5/3) = 8); the
+    cut u⁽¹⁾ gives each round the whole group, so the bound reaches the optimum
+    3 · (1 + 2) = 9."""
+    jobs = tuple(Job(f"j{k}", weight=3.0, tasks_per_round=3, compute={"A": 1.0}) for k in range(2))
+    inst = Instance("pair", jobs, tuple(GPU(f"g{i}", "A") for i in range(4)), mode="gang")
+    assert solve(inst, "cpsat").objective == 9.0
+    assert lagrangian_bound(inst, 9.0, 1.0, iterations=500).bound == 9.0
+
+
+def test_a_round_spread_over_two_groups_waits_for_the_slower():
+    """A round of 3 tasks on two fast and two slow GPUs must use a slow one, and in gang mode
+    holds all its GPUs for the slow time (3 s). Two such jobs cannot run at once (4 GPUs):
+    the optimum is 3 + 6, and the bound, which holds a spread round for its second-quickest
+    group's time, reaches it."""
+    jobs = tuple(
+        Job(f"j{k}", tasks_per_round=3, compute={"fast": 1.0, "slow": 3.0}) for k in range(2)
+    )
+    gpus = (GPU("f0", "fast"), GPU("f1", "fast"), GPU("s0", "slow"), GPU("s1", "slow"))
+    inst = Instance("spread", jobs, gpus, mode="gang")
+    assert solve(inst, "cpsat").objective == 9.0
+    assert lagrangian_bound(inst, 9.0, 1.0, iterations=500).bound == 9.0
+
+
+@settings(deadline=None, max_examples=n_examples(40))
+@given(instances(mode="gang", max_jobs=5, max_gpus=5, max_k=4, integer=True))
+def test_gang_cuts_stay_below_the_optimum(instance):
+    """With many iterations (multipliers far from 0 on every row, cuts included) every
+    iteration's value is at most the optimum of gang instances with wide rounds."""
+    optimum = solve(instance, "cpsat", time_limit=5)
+    start = incumbent(instance)
+    found = lagrangian_bound(instance, start.objective, 1.0, iterations=300)
+    assert found.bound is not None
+    assert max(found.trace) <= optimum.objective * (1 + OPTIMAL_TOL)

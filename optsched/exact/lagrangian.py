@@ -16,19 +16,23 @@ the job's critical path rounded down to the grid, gives back what rounding took 
 own length). Each
 job's minimum is a dynamic programme over its rounds (a relaxation of its own constraints,
 so still a lower bound: the round's K tasks take its cheapest slot; see the model page),
-O(rounds × groups × window) with NumPy. λ is improved by subgradient steps (Polyak's rule
+O(rounds × options × window) with NumPy. λ is improved by subgradient steps (Polyak's rule
 towards the incumbent's objective); every iteration's value is a certified bound, so the
 method is anytime: ``iterations`` and ``work`` (:mod:`optsched.work`) bound the work
 deterministically, the time limit and a
 Ctrl-C stop it with the best value so far.
 
-In gang mode a round holds its GPUs for its tasks' compute + sync, so the bound sees K GPUs
-of a round working together, which the time-indexed LP does not.
+In gang mode a round holds K whole GPUs for its tasks' compute + sync, inside one group or
+spread over several at the second-quickest group's pace at least, and cuts from dual
+feasible functions (:func:`dual_feasible`) price what capacity alone lets through: rounds
+too wide to run side by side (two rounds of 3 on 4 GPUs). So in gang mode the bound goes
+past the time-indexed LP.
 """
 
 from __future__ import annotations
 
 import math
+from collections.abc import Sequence
 from dataclasses import dataclass, replace
 from typing import Any
 
@@ -49,7 +53,10 @@ from optsched.work import WorkMeter, work_option
 MAX_STEPS = 20_000
 
 #: Consecutive iterations without a better bound after which the step size halves.
-PATIENCE = 20
+PATIENCE = 60
+
+#: Most cuts of :func:`dual_feasible` per capacity.
+MAX_CUTS = 8
 
 #: Most (group, step) prices, or (round, step) states of one job's programme: about 80 MB
 #: per array of them.
@@ -68,7 +75,7 @@ class LagrangianBoundOptions(Options):
 
     time_unit: float | None = number("grid step (default: adaptive)", open_low=True)
     iterations: int = count(
-        "subgradient iterations at most (default 1000; each one prices every job once)", 1000
+        "subgradient iterations at most (default 3000; each one prices every job once)", 3000
     )
     work: float | None = work_option()
 
@@ -101,8 +108,9 @@ class LagrangianBound:
 class _Job:
     """One job on the grid: its rounds' earliest starts are ``first + r·rho`` and every round
     may start up to ``window`` steps later; it completes no earlier than ``floor`` (its
-    critical path in the original times, rounded down to the grid); per usable group:
-    (group, compute, sync, steps held)."""
+    critical path in the original times, rounded down to the grid); each way to run a round
+    (``options``): (the rows of its price table whose cheapest it pays, steps held, steps
+    until its results are ready)."""
 
     first: int
     floor: int
@@ -111,7 +119,19 @@ class _Job:
     k_tasks: int
     rounds: int
     weight: float
-    groups: tuple[tuple[int, int, int, int], ...]
+    options: tuple[tuple[tuple[int, ...], int, int], ...]
+
+
+@dataclass(frozen=True)
+class _Resources:
+    """The ``rows`` coupling the jobs, priced by the multipliers, each of capacity 1 at every
+    step: each group's GPUs (a round of K tasks holds K / |q| of group q's row), then (gang
+    mode) the cuts of :func:`dual_feasible` on the whole cluster and on each group. A round
+    of K tasks that pays row ρ of its price table holds ``use[K][ρ]`` of every row while it
+    runs."""
+
+    rows: int
+    use: dict[int, npt.NDArray[np.float64]]
 
 
 def _suffix_argmin(values: npt.NDArray[np.float64]) -> tuple[np.ndarray, np.ndarray]:
@@ -125,14 +145,15 @@ def _suffix_argmin(values: npt.NDArray[np.float64]) -> tuple[np.ndarray, np.ndar
     return rev, at
 
 
-def _price(job: _Job, prefix: npt.NDArray[np.float64]) -> tuple[float, list[tuple[int, int, int]]]:
-    """Job's least w·C + λ-cost over its relaxed schedules, and the (group, start, steps)
-    of each priced round of a path attaining it (K GPUs each). ``prefix[q, t]``: Σ_{t' < t}
-    λ[q, t'] for t ≤ T; λ is 0 from T on: from a barrier at or after T the rounds left cost
-    w·(their earliest completion, every round taking ``rho`` from its barrier), and a round
-    whose tasks start at or after T gives the next barrier at T + its quickest p + s at the
-    earliest."""
-    horizon = prefix.shape[1] - 1
+def _price(job: _Job, table: npt.NDArray[np.float64]) -> tuple[float, list[tuple[int, int, int]]]:
+    """Job's least w·C + λ-cost over its relaxed schedules, and the (table row, start, steps
+    held) of each priced round of a path attaining it. ``table[i, t]``: the prefix sums, for
+    t ≤ T, of what a round of this job pays per step on row i of its price table; a round
+    pays the cheapest of its option's rows. λ is 0 from T on: from a barrier at or after T
+    the rounds left cost w·(their earliest completion, every round taking ``rho`` from its
+    barrier), and a round whose tasks start at or after T gives the next barrier at T + its
+    quickest option's steps at the earliest."""
+    horizon = table.shape[1] - 1
     size = job.window + 1  # barrier r may be up to `window` steps after first + r·rho
 
     def earliest(r: int) -> int:
@@ -151,8 +172,19 @@ def _price(job: _Job, prefix: npt.NDArray[np.float64]) -> tuple[float, list[tupl
         )
         return out
 
-    quickest = min(p + s for _, p, s, _ in job.groups)
-    reach = max(p + s for _, p, s, _ in job.groups) - job.rho  # furthest next barrier
+    def cost(
+        rows: tuple[int, ...], start: npt.NDArray[np.int_], hold: int
+    ) -> npt.NDArray[np.float64]:
+        end = np.minimum(start + hold, horizon)
+        if len(rows) == 1:
+            out: npt.NDArray[np.float64] = table[rows[0], end] - table[rows[0], start]
+            return out
+        many = np.array(rows)[:, None]
+        cheapest: npt.NDArray[np.float64] = np.min(table[many, end] - table[many, start], axis=0)
+        return cheapest
+
+    quickest = min(ready for _, _, ready in job.options)
+    reach = max(ready for _, _, ready in job.options) - job.rho  # furthest next barrier
     n = priced(job.rounds)
     # f[i]: least cost of rounds r.. from barrier earliest(r) + i (here r = R: C = barrier)
     f = job.weight * np.maximum(earliest(job.rounds) + np.arange(n), job.floor).astype(float)
@@ -167,15 +199,12 @@ def _price(job: _Job, prefix: npt.NDArray[np.float64]) -> tuple[float, list[tupl
         ahead = np.concatenate([f, tail(r + 1, beyond)]) if len(beyond) else f
         phi = np.full(n, _INF)
         arg = np.full(n, -1)
-        for k, (q, p, s, hold) in enumerate(job.groups):
-            # ready at start + p + s: the next barrier (clamped to its earliest)
-            nxt = np.maximum(index + (p + s - job.rho), 0)
-            cost = (
-                job.k_tasks * (prefix[q, np.minimum(start + hold, horizon)] - prefix[q, start])
-                + ahead[nxt]
-            )
-            better = cost < phi
-            phi[better] = cost[better]
+        for k, (rows, hold, ready) in enumerate(job.options):
+            # ready at start + `ready`: the next barrier (clamped to its earliest)
+            nxt = np.maximum(index + (ready - job.rho), 0)
+            paid = cost(rows, start, hold) + ahead[nxt]
+            better = paid < phi
+            phi[better] = paid[better]
             arg[better] = k
         f, at = _suffix_argmin(phi)
         # round r's tasks starting at or after the horizon (where its window reaches it)
@@ -193,38 +222,107 @@ def _price(job: _Job, prefix: npt.NDArray[np.float64]) -> tuple[float, list[tupl
         if i >= len(f_r) or f_r[i] >= late:  # the rest starts at the horizon: no λ
             break
         t = int(at[i])
-        q, p, s, hold = job.groups[int(arg[t])]
-        path.append((q, earliest(r) + t, min(hold, horizon - earliest(r) - t)))
-        i = max(0, t + p + s - job.rho)
+        rows, hold, ready = job.options[int(arg[t])]
+        begin = earliest(r) + t
+        steps = min(hold, horizon - begin)
+        row = rows[int(np.argmin(table[list(rows), begin + steps] - table[list(rows), begin]))]
+        path.append((row, begin, steps))
+        i = max(0, t + ready - job.rho)
     return value, path
+
+
+def dual_feasible(capacity: int, widths: Sequence[int]) -> list[tuple[float, ...]]:
+    """Cuts on rounds that share ``capacity`` GPUs: value vectors v (one per width in
+    ``widths``) such that rounds of widths K_i running at once, Σ K_i ≤ capacity, have
+    Σ v(K_i) ≤ 1. They are Fekete and Schepers' dual feasible functions
+    u⁽ᵏ⁾(x) = x if (k + 1)x is an integer, else ⌊(k + 1)x⌋ / k, at x = K / capacity
+    (k = 1 .. capacity, widths above the capacity get 0), kept where some width gets more than
+    K / capacity (else the capacity row is as strong), at most :data:`MAX_CUTS` of them,
+    lowest k first. Example: on 8 GPUs u⁽²⁾ gives rounds of 3 or 4 tasks ½ each, so at most
+    two of them run at once where the capacity row alone allows 8/3 rounds of 3."""
+    out: list[tuple[float, ...]] = []
+    for k in range(1, capacity + 1):
+        values = tuple(
+            0.0
+            if width > capacity
+            else width / capacity
+            if (k + 1) * width % capacity == 0
+            else ((k + 1) * width // capacity) / k
+            for width in widths
+        )
+        gains = any(v * capacity > width for v, width in zip(values, widths, strict=True))
+        if gains and values not in out:
+            out.append(values)
+            if len(out) == MAX_CUTS:
+                break
+    return out
 
 
 def _grid_jobs(
     instance: Instance, upper: float, time_unit: float
-) -> tuple[Any, list[_Job], npt.NDArray[np.float64]]:
-    """(the scaled instance, its jobs on the grid, each group's size)."""
+) -> tuple[Any, list[_Job], _Resources]:
+    """(the scaled instance, its jobs on the grid, the rows their rounds hold).
+
+    Relaxed mode: each round pays K × the cheapest group it may use (table row q = K·λ_q),
+    holding it for its compute. Gang mode: a round inside one group q (K ≤ |q|) pays that
+    group's row and its cuts (table row |groups| + q) for its compute + sync; a round
+    spread over two groups or more pays K × the cheapest group and the whole cluster's cuts
+    (row q), for at least the second-quickest compute + sync of the groups it may use."""
     from optsched.critical_path import critical_path
     from optsched.exact.bounds import _lp_jobs
     from optsched.exact.grid import to_steps
 
     inst, dn, lp_jobs = _lp_jobs(instance, upper, time_unit)
     floor = to_steps(critical_path(instance), time_unit, "down")
-    sizes = np.array([len(g) for g in inst.gpu_groups()], dtype=float)
+    sizes = [len(g) for g in inst.gpu_groups()]
+    widths = sorted({lj.k_tasks for lj in lp_jobs})
+    n_groups = len(sizes)
     gang = inst.mode == "gang"
-    jobs = [
-        _Job(
-            lj.arrival,
-            int(floor[j]),
-            lj.window,
-            lj.rho,
-            lj.k_tasks,
-            lj.rounds,
-            float(int(inst.jobs[j].weight)),  # integral: a weight below 1 step counts 0
-            tuple((q, p, s, p + s if gang else p) for q, p, s, _, _ in lj.data),
+    # rows, each of capacity 1 (a group's GPUs scaled by its size, which steadies the
+    # subgradient steps): the groups, then the cuts on the cluster, then each group's
+    cluster = dual_feasible(sum(sizes), widths) if gang else []
+    own = [dual_feasible(size, widths) if gang else [] for size in sizes]
+    n_rows = n_groups + len(cluster) + sum(len(cuts) for cuts in own)
+    use = {}
+    for i, width in enumerate(widths):
+        # table rows: K × group q (+ the cluster's cuts); gang: then the same + q's own cuts
+        table = np.zeros((2 * n_groups if gang else n_groups, n_rows))
+        for q, size in enumerate(sizes):
+            table[q, q] = width / size
+            table[q, n_groups : n_groups + len(cluster)] = [cut[i] for cut in cluster]
+        if gang:
+            table[n_groups:] = table[:n_groups]
+            row = n_groups + len(cluster)
+            for q, cuts in enumerate(own):
+                table[n_groups + q, row : row + len(cuts)] = [cut[i] for cut in cuts]
+                row += len(cuts)
+        use[width] = table
+    jobs = []
+    for j, lj in enumerate(lp_jobs):
+        options: list[tuple[tuple[int, ...], int, int]]
+        usable = [(q, p, s) for q, p, s, _, _ in lj.data]
+        if gang:
+            options = [
+                ((n_groups + q,), p + s, p + s) for q, p, s in usable if lj.k_tasks <= sizes[q]
+            ]
+            if lj.k_tasks > 1 and len(usable) > 1:
+                second = sorted(p + s for _, p, s in usable)[1]
+                options.append((tuple(q for q, _, _ in usable), second, second))
+        else:
+            options = [((q,), p, p + s) for q, p, s in usable]
+        jobs.append(
+            _Job(
+                lj.arrival,
+                int(floor[j]),
+                lj.window,
+                lj.rho,
+                lj.k_tasks,
+                lj.rounds,
+                float(int(inst.jobs[j].weight)),  # integral: a weight below 1 step counts 0
+                tuple(options),
+            )
         )
-        for j, lj in enumerate(lp_jobs)
-    ]
-    return dn, jobs, sizes
+    return dn, jobs, _Resources(n_rows, use)
 
 
 def lagrangian_bound(
@@ -232,7 +330,7 @@ def lagrangian_bound(
     upper: float,
     time_unit: float,
     *,
-    iterations: int = 1000,
+    iterations: int = 3000,
     priced_until: float | None = None,
     budget: Budget | None = None,
     report: Any = None,
@@ -253,7 +351,7 @@ def lagrangian_bound(
     instance rounded down, itself at most the optimum (docs/models/lagrangian-bound.md)."""
     from optsched.exact.grid import to_steps
 
-    dn, jobs, sizes = _grid_jobs(instance, upper, time_unit)
+    dn, jobs, rows = _grid_jobs(instance, upper, time_unit)
     if any(j.window < 0 for j in jobs):
         raise ValueError("upper is below the critical path: not a feasible objective")
     # times from the first arrival (step `origin`): Σ w C = Σ w (C − origin) + origin · Σ w
@@ -264,22 +362,23 @@ def lagrangian_bound(
     if priced_until is not None:
         until = int(to_steps(priced_until, time_unit, "up")) - origin
         horizon = max(1, min(horizon, until))
-    cells = max(len(sizes) * horizon, max(j.rounds * min(j.window + 1, horizon) for j in jobs))
+    cells = max(rows.rows * horizon, max(j.rounds * min(j.window + 1, horizon) for j in jobs))
     if cells > MAX_CELLS:
         raise InputError(
             f"time_unit {time_unit:g}: the Lagrangian bound would price {cells:.3g} "
-            f"(group, step) or (round, step) pairs, more than {MAX_CELLS:.0e}; choose a "
+            f"(row, step) or (round, step) pairs, more than {MAX_CELLS:.0e}; choose a "
             "coarser time_unit"
         )
-    lam = np.zeros((len(sizes), horizon))
+    lam = np.zeros((rows.rows, horizon))
     # Polyak's target: the incumbent's objective in grid units, from the origin
     target = upper * dn.weight_scale / time_unit - shift
     best, theta, since, done = -_INF, 1.0, 0, 0
     trace: list[float] = []
     stopped = "iterations"
     meter = WorkMeter(work, WORK_PER_SECOND)
-    per_iteration = len(sizes) * horizon + sum(
-        JOB_WORK + j.rounds * (ROUND_WORK + len(j.groups) * min(j.window + 1, horizon))
+    per_iteration = (rows.rows + sum(len(u) for u in rows.use.values())) * horizon + sum(
+        JOB_WORK
+        + j.rounds * (ROUND_WORK + sum(len(o[0]) for o in j.options) * min(j.window + 1, horizon))
         for j in jobs
     )
     try:
@@ -290,18 +389,21 @@ def lagrangian_bound(
             if meter.exhausted:
                 stopped = "work"
                 break
-            prefix = np.zeros((len(sizes), horizon + 1))
-            np.cumsum(lam, axis=1, out=prefix[:, 1:])
-            total, usage = 0.0, np.zeros((len(sizes), horizon + 1))
+            tables = {}
+            for width, use in rows.use.items():  # what a round pays per step, summed up
+                tables[width] = np.zeros((len(use), horizon + 1))
+                np.cumsum(use @ lam, axis=1, out=tables[width][:, 1:])
+            total, usage = 0.0, np.zeros((rows.rows, horizon + 1))
             for job in jobs:
                 if budget is not None and budget.expired():  # the iteration is dropped
                     raise _OutOfTime
-                value, path = _price(job, prefix)
+                value, path = _price(job, tables[job.k_tasks])
                 total += value
-                for q, t, hold in path:
-                    usage[q, t] += job.k_tasks
-                    usage[q, t + hold] -= job.k_tasks
-            value = total - float(sizes @ lam.sum(axis=1))
+                for row, t, hold in path:
+                    held = rows.use[job.k_tasks][row]
+                    usage[:, t] += held
+                    usage[:, t + hold] -= held
+            value = total - float(lam.sum())
             done += 1
             meter.spend(per_iteration)
             certified = math.ceil(value - 1e-9 * abs(value) - 1e-9) + shift
@@ -315,7 +417,7 @@ def lagrangian_bound(
                 since += 1
                 if since >= PATIENCE:
                     theta, since = theta / 2, 0
-            gradient = np.cumsum(usage, axis=1)[:, :horizon] - sizes[:, None]
+            gradient = np.cumsum(usage, axis=1)[:, :horizon] - 1.0
             norm = float((gradient * gradient).sum())
             if norm == 0 or target <= value or theta < 1e-6:
                 stopped = "converged"
