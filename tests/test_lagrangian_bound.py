@@ -5,7 +5,9 @@ stronger than the critical path when jobs queue for GPUs."""
 from __future__ import annotations
 
 import dataclasses
+import math
 
+import numpy as np
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
@@ -233,3 +235,86 @@ def test_gang_cuts_stay_below_the_optimum(instance):
     found = lagrangian_bound(instance, start.objective, 1.0, iterations=300)
     assert found.bound is not None
     assert max(found.trace) <= optimum.objective * (1 + OPTIMAL_TOL)
+
+
+def _gpus(**counts: int) -> tuple[GPU, ...]:
+    return tuple(GPU(f"{kind}{i}", kind) for kind, n in counts.items() for i in range(n))
+
+
+#: Gang instances where a wrong price of a spread round or of the cuts shows: (jobs, GPUs,
+#: the optimum, the bound after 1,000 iterations).
+SPREAD_CASES = {
+    # a spread round pays no group's own cut: charging them lifts the bound to 9
+    "spread-pays-no-group-cut": (
+        tuple(Job(f"j{k}", tasks_per_round=2, compute={"A": 2.0, "B": 3.0}) for k in range(3)),
+        _gpus(A=3, B=3),
+        8.0,
+        8.0,
+    ),
+    # a spread round pays its cheapest group: the dearest would lift the bound to 31
+    "spread-pays-the-cheapest-group": (
+        (
+            Job("x", weight=3.0, compute={"A": 4.0}),
+            Job("x2", weight=3.0, compute={"A": 4.0}),
+            Job("y", tasks_per_round=3, compute={"A": 1.0, "B": 2.0}),
+        ),
+        _gpus(A=2, B=2),
+        30.0,
+        27.0,
+    ),
+    # rounds of 3 fit twice in 8 GPUs but once per group of 4: only a group's own cut sees
+    # that the fast group takes one round at a time (without it: 8)
+    "a-group-cut-matters": (
+        tuple(
+            Job(f"j{k}", weight=3.0, tasks_per_round=3, compute={"A": 1.0, "B": 9.0})
+            for k in range(2)
+        ),
+        _gpus(A=4, B=4),
+        9.0,
+        9.0,
+    ),
+    # a round of 5 spread over three groups of 2 holds its GPUs for the slowest (6), the
+    # job's least round time, not only for the second-quickest group's time (2)
+    "a-wide-spread-round-holds-for-its-round-time": (
+        tuple(
+            Job(f"j{k}", tasks_per_round=5, compute={"A": 1.0, "B": 2.0, "C": 6.0})
+            for k in range(2)
+        ),
+        _gpus(A=2, B=2, C=2),
+        18.0,
+        18.0,
+    ),
+}
+
+
+@pytest.mark.parametrize("case", sorted(SPREAD_CASES))
+def test_spread_rounds_and_cuts_are_priced_right(case):
+    jobs, gpus, optimum, expected = SPREAD_CASES[case]
+    inst = Instance(case, jobs, gpus, mode="gang")
+    assert solve(inst, "cpsat").objective == optimum
+    # deadlines of a looser incumbent: at the optimum's own, the ascent stops on reaching it
+    assert lagrangian_bound(inst, optimum + 5, 1.0, iterations=1000).bound == expected
+
+
+@settings(deadline=None, max_examples=n_examples(40))
+@given(
+    instances(mode="gang", max_jobs=4, max_gpus=5, max_k=4, integer=True),
+    st.integers(0, 2**32 - 1),
+    st.sampled_from([None, 0.5]),
+)
+def test_every_multiplier_gives_a_bound(instance, seed, cut):
+    """L(λ) ≤ OPT at random multipliers on every row, cuts included (not only where the
+    subgradient steps lead), with capacity priced to the end or over half the makespan."""
+    optimum = solve(instance, "cpsat", time_limit=5).objective
+    start = incumbent(instance)
+    until = None if cut is None else cut * start.makespan
+    problem = lagrangian._problem(instance, start.objective, 1.0, until)
+    rng = np.random.default_rng(seed)
+    for scale in (0.1, 1.0, 10.0, 100.0):
+        shape = (problem.rows.rows, problem.horizon)
+        lam = scale * rng.random(shape) * (rng.random(shape) < 0.5)
+        value, _ = lagrangian._evaluate(problem, lam)
+        bound = problem.scaled.objective_to_original(
+            float(math.ceil(value - 1e-9 * abs(value) - 1e-9) + problem.shift)
+        )
+        assert bound <= optimum * (1 + OPTIMAL_TOL)

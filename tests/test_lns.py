@@ -28,15 +28,40 @@ def test_lns_is_feasible_no_worse_than_ect_and_no_better_than_the_optimum(instan
 
 def test_lns_is_reproducible_for_a_seed_and_improves_a_committed_instance():
     instance = load_instance(ROOT / "instances" / "exact" / "exact-jobs10-s0.json")
-    runs = [
-        solve(instance, "lns", seed=7, params={"steps": 4, "step": 0.1, "size": 2})
-        for _ in range(2)
-    ]
+    params = {"steps": 4, "step": 0.1, "size": 2, "start": "ect"}
+    runs = [solve(instance, "lns", seed=7, params=params) for _ in range(2)]
     assert runs[0].schedule == runs[1].schedule  # a fixed number of steps: deterministic
     ect = solve(instance, "ect")
     assert runs[0].objective < ect.objective
     assert runs[0].extra["improvements"] >= 1 and runs[0].extra["start"] == "ect"
+    assert runs[0].extra["start_stopped"] is None
     assert runs[0].bound_source == "critical_path"  # LNS proves no bound of its own
+
+
+def test_the_default_start_is_priority_search_and_lns_only_improves_on_it():
+    """The start: priority-search (seeded like the run, on a work budget), better than
+    ECT here; LNS returns no worse, and repeats exactly for a seed and a number of steps."""
+    instance = load_instance(ROOT / "instances" / "exact" / "exact-jobs20-s0.json").with_mode(
+        "gang"
+    )
+    searched = solve(instance, "priority-search", seed=7)
+    runs = [solve(instance, "lns", seed=7, params={"steps": 3, "step": 0.1}) for _ in range(2)]
+    assert runs[0].schedule == runs[1].schedule
+    assert runs[0].extra["start"] == "priority-search"
+    assert runs[0].extra["start_stopped"] in ("work", "patience")  # not the clock
+    assert runs[0].extra["start_objective"] == searched.objective
+    assert searched.objective < runs[0].extra["ect_objective"]
+    assert_result(instance, runs[0])
+    assert runs[0].objective <= searched.objective + 1e-9
+
+
+def test_a_work_budget_is_shared_with_the_start():
+    """start=priority-search gets a tenth of the work budget; LNS the rest."""
+    instance = load_instance(ROOT / "instances" / "exact" / "exact-jobs20-s0.json")
+    result = solve(instance, "lns", seed=1, params={"work": "2", "step": 0.1})
+    assert result.extra["start"] == "priority-search"
+    assert result.extra["start_stopped"] in ("work", "patience")
+    assert result.extra["work"] <= 2 + 0.2  # the whole budget, and the last step's overrun
 
 
 def test_lns_starts_from_a_better_hint():

@@ -23,10 +23,10 @@ deterministically, the time limit and a
 Ctrl-C stop it with the best value so far.
 
 In gang mode a round holds K whole GPUs for its tasks' compute + sync, inside one group or
-spread over several at the second-quickest group's pace at least, and cuts from dual
-feasible functions (:func:`dual_feasible`) price what capacity alone lets through: rounds
-too wide to run side by side (two rounds of 3 on 4 GPUs). So in gang mode the bound goes
-past the time-indexed LP.
+spread over several (then for at least the second-quickest group's time and the job's least
+round time), and cuts from dual feasible functions (:func:`dual_feasible`) price what
+capacity alone lets through: rounds too wide to run side by side (two rounds of 3 on 4
+GPUs). So in gang mode the bound goes past the time-indexed LP.
 """
 
 from __future__ import annotations
@@ -34,7 +34,7 @@ from __future__ import annotations
 import math
 from collections.abc import Sequence
 from dataclasses import dataclass, replace
-from typing import Any
+from typing import Any, NamedTuple
 
 import numpy as np
 import numpy.typing as npt
@@ -53,7 +53,7 @@ from optsched.work import WorkMeter, work_option
 MAX_STEPS = 20_000
 
 #: Consecutive iterations without a better bound after which the step size halves.
-PATIENCE = 60
+PATIENCE = 20
 
 #: Most cuts of :func:`dual_feasible` per capacity.
 MAX_CUTS = 8
@@ -75,7 +75,7 @@ class LagrangianBoundOptions(Options):
 
     time_unit: float | None = number("grid step (default: adaptive)", open_low=True)
     iterations: int = count(
-        "subgradient iterations at most (default 3000; each one prices every job once)", 3000
+        "subgradient iterations at most (default 1000; each one prices every job once)", 1000
     )
     work: float | None = work_option()
 
@@ -263,11 +263,12 @@ def _grid_jobs(
 ) -> tuple[Any, list[_Job], _Resources]:
     """(the scaled instance, its jobs on the grid, the rows their rounds hold).
 
-    Relaxed mode: each round pays K × the cheapest group it may use (table row q = K·λ_q),
-    holding it for its compute. Gang mode: a round inside one group q (K ≤ |q|) pays that
-    group's row and its cuts (table row |groups| + q) for its compute + sync; a round
-    spread over two groups or more pays K × the cheapest group and the whole cluster's cuts
-    (row q), for at least the second-quickest compute + sync of the groups it may use."""
+    Relaxed mode: each round pays K GPUs of the cheapest group it may use (table row q: K / |q|
+    of group q's row), holding them for its compute. Gang mode: a round inside one group q (K ≤
+    |q|) pays that group's row and its cuts (table row |groups| + q) for its compute + sync; a
+    round spread over two groups or more pays K × the cheapest group and the whole cluster's
+    cuts (row q), for at least the second-quickest compute + sync of the groups it may use and
+    its least round time."""
     from optsched.critical_path import critical_path
     from optsched.exact.bounds import _lp_jobs
     from optsched.exact.grid import to_steps
@@ -306,7 +307,9 @@ def _grid_jobs(
                 ((n_groups + q,), p + s, p + s) for q, p, s in usable if lj.k_tasks <= sizes[q]
             ]
             if lj.k_tasks > 1 and len(usable) > 1:
-                second = sorted(p + s for _, p, s in usable)[1]
+                # the round holds K GPUs of two groups or more: at least the second-quickest
+                # group's p + s, and the K-th smallest p + s over the GPUs (rho)
+                second = max(sorted(p + s for _, p, s in usable)[1], lj.rho)
                 options.append((tuple(q for q, _, _ in usable), second, second))
         else:
             options = [((q,), p, p + s) for q, p, s in usable]
@@ -330,7 +333,7 @@ def lagrangian_bound(
     upper: float,
     time_unit: float,
     *,
-    iterations: int = 3000,
+    iterations: int = 1000,
     priced_until: float | None = None,
     budget: Budget | None = None,
     report: Any = None,
@@ -349,26 +352,8 @@ def lagrangian_bound(
     a relative 10⁻⁹, rounded up to the grid's integer objective (integer steps and weights),
     so at most Σ_j w_j max(C_j, CP_j) of an optimal schedule shifted onto the grid of the
     instance rounded down, itself at most the optimum (docs/models/lagrangian-bound.md)."""
-    from optsched.exact.grid import to_steps
-
-    dn, jobs, rows = _grid_jobs(instance, upper, time_unit)
-    if any(j.window < 0 for j in jobs):
-        raise ValueError("upper is below the critical path: not a feasible objective")
-    # times from the first arrival (step `origin`): Σ w C = Σ w (C − origin) + origin · Σ w
-    origin = min(j.first for j in jobs)
-    jobs = [replace(j, first=j.first - origin, floor=j.floor - origin) for j in jobs]
-    shift = origin * sum(int(j.weight) for j in jobs)  # exact: integers
-    horizon = max(j.first + j.rounds * j.rho + j.window for j in jobs) + 1
-    if priced_until is not None:
-        until = int(to_steps(priced_until, time_unit, "up")) - origin
-        horizon = max(1, min(horizon, until))
-    cells = max(rows.rows * horizon, max(j.rounds * min(j.window + 1, horizon) for j in jobs))
-    if cells > MAX_CELLS:
-        raise InputError(
-            f"time_unit {time_unit:g}: the Lagrangian bound would price {cells:.3g} "
-            f"(row, step) or (round, step) pairs, more than {MAX_CELLS:.0e}; choose a "
-            "coarser time_unit"
-        )
+    problem = _problem(instance, upper, time_unit, priced_until)
+    dn, jobs, rows, horizon, shift = problem
     lam = np.zeros((rows.rows, horizon))
     # Polyak's target: the incumbent's objective in grid units, from the origin
     target = upper * dn.weight_scale / time_unit - shift
@@ -389,21 +374,7 @@ def lagrangian_bound(
             if meter.exhausted:
                 stopped = "work"
                 break
-            tables = {}
-            for width, use in rows.use.items():  # what a round pays per step, summed up
-                tables[width] = np.zeros((len(use), horizon + 1))
-                np.cumsum(use @ lam, axis=1, out=tables[width][:, 1:])
-            total, usage = 0.0, np.zeros((rows.rows, horizon + 1))
-            for job in jobs:
-                if budget is not None and budget.expired():  # the iteration is dropped
-                    raise _OutOfTime
-                value, path = _price(job, tables[job.k_tasks])
-                total += value
-                for row, t, hold in path:
-                    held = rows.use[job.k_tasks][row]
-                    usage[:, t] += held
-                    usage[:, t + hold] -= held
-            value = total - float(lam.sum())
+            value, usage = _evaluate(problem, lam, budget)
             done += 1
             meter.spend(per_iteration)
             certified = math.ceil(value - 1e-9 * abs(value) - 1e-9) + shift
@@ -417,7 +388,7 @@ def lagrangian_bound(
                 since += 1
                 if since >= PATIENCE:
                     theta, since = theta / 2, 0
-            gradient = np.cumsum(usage, axis=1)[:, :horizon] - 1.0
+            gradient = usage - 1.0
             norm = float((gradient * gradient).sum())
             if norm == 0 or target <= value or theta < 1e-6:
                 stopped = "converged"
@@ -429,6 +400,71 @@ def lagrangian_bound(
         stopped = "interrupted"
     bound = dn.objective_to_original(float(best)) if trace else None
     return LagrangianBound(bound, done, stopped, time_unit, tuple(trace), meter.spent)
+
+
+class _Problem(NamedTuple):
+    """The programme on the grid: the scaled instance, its jobs (times from the first
+    arrival), the rows, the priced steps T and Σ_j w_j × that origin (in grid units)."""
+
+    scaled: Any
+    jobs: list[_Job]
+    rows: _Resources
+    horizon: int
+    shift: int
+
+
+def _problem(
+    instance: Instance, upper: float, time_unit: float, priced_until: float | None
+) -> _Problem:
+    """The programme of :func:`lagrangian_bound`'s arguments."""
+    from optsched.exact.grid import to_steps
+
+    dn, jobs, rows = _grid_jobs(instance, upper, time_unit)
+    if any(j.window < 0 for j in jobs):
+        raise ValueError("upper is below the critical path: not a feasible objective")
+    # times from the first arrival (step `origin`): Σ w C = Σ w (C − origin) + origin · Σ w
+    origin = min(j.first for j in jobs)
+    jobs = [replace(j, first=j.first - origin, floor=j.floor - origin) for j in jobs]
+    shift = origin * sum(int(j.weight) for j in jobs)  # exact: integers
+    horizon = max(j.first + j.rounds * j.rho + j.window for j in jobs) + 1
+    if priced_until is not None:
+        until = int(to_steps(priced_until, time_unit, "up")) - origin
+        horizon = max(1, min(horizon, until))
+    tables = sum(len(use) for use in rows.use.values())
+    cells = max(
+        (rows.rows + tables) * horizon,
+        max(j.rounds * min(j.window + 1, horizon) for j in jobs),
+    )
+    if cells > MAX_CELLS:
+        raise InputError(
+            f"time_unit {time_unit:g}: the Lagrangian bound would price {cells:.3g} "
+            f"(row, step) or (round, step) pairs, more than {MAX_CELLS:.0e}; choose a "
+            "coarser time_unit"
+        )
+    return _Problem(dn, jobs, rows, horizon, shift)
+
+
+def _evaluate(
+    problem: _Problem, lam: npt.NDArray[np.float64], budget: Budget | None = None
+) -> tuple[float, npt.NDArray[np.float64]]:
+    """(L at multipliers ``lam`` ≥ 0, one row per row of the problem and one column per priced
+    step, in grid units from the origin; what the jobs' paths hold of each row at each step)."""
+    _, jobs, rows, horizon, _ = problem
+    tables = {}
+    for width, use in rows.use.items():  # what a round pays per step, summed up
+        tables[width] = np.zeros((len(use), horizon + 1))
+        np.cumsum(use @ lam, axis=1, out=tables[width][:, 1:])
+    total, usage = 0.0, np.zeros((rows.rows, horizon + 1))
+    for job in jobs:
+        if budget is not None and budget.expired():  # the iteration is dropped
+            raise _OutOfTime
+        value, path = _price(job, tables[job.k_tasks])
+        total += value
+        for row, t, hold in path:
+            held = rows.use[job.k_tasks][row]
+            usage[:, t] += held
+            usage[:, t + hold] -= held
+    return total - float(lam.sum()), np.cumsum(usage, axis=1)[:, :horizon]
 
 
 def lagrangian_time_unit(instance: Instance, horizon: float, given: float | None) -> float:

@@ -1,13 +1,15 @@
 """Large-neighbourhood search over the grouped CP-SAT model (``lns``, both modes).
 
-An anytime improvement method: it starts from the ECT schedule (or ``--hint``, its starts
-rounded up to the grid, when that is better and feasible; a better hint is returned as it is if
-the search does not beat it), then repeats, until the time limit: choose a *neighbourhood* of
-jobs, fix every other job's decisions (round or task starts, paces and GPU groups) at the
-incumbent's values, and let CP-SAT re-optimise the freed jobs in the grouped model
-(:mod:`optsched.exact.cpsat`), warm-started from the incumbent and stopped after ``step`` units
-of CP-SAT's deterministic time (about seconds); a schedule with a smaller Σ w_j C_j becomes the
-incumbent. The neighbourhoods rotate among three rules, seeded:
+An anytime improvement method: it starts from the best of the ECT schedule, with
+``start=priority-search`` (the default) priority-search's schedule found in a tenth of the work
+budget (or of the time limit, in work-seconds), and ``--hint`` (each with its starts rounded up
+to the grid, when feasible there; a better start is returned as it is if the search does not
+beat it), then repeats, until the time limit: choose a *neighbourhood* of jobs, fix every other
+job's decisions (round or task starts, paces and GPU groups) at the incumbent's values, and let
+CP-SAT re-optimise the freed jobs in the grouped model (:mod:`optsched.exact.cpsat`),
+warm-started from the incumbent and stopped after ``step`` units of CP-SAT's deterministic time
+(about seconds); a schedule with a smaller Σ w_j C_j becomes the incumbent. The neighbourhoods
+rotate among three rules, seeded:
 
 - **random**: jobs drawn uniformly;
 - **window**: the jobs with a round running nearest a random instant of the incumbent;
@@ -20,18 +22,19 @@ one that ran out of time without improving shrinks by one (at least 2 jobs).
 Guarantees: every incumbent is a solution of the exact model, kept in grid steps and read back
 in seconds once at the end (:meth:`~optsched.exact.grid.ScaledInstance.schedule_in_seconds`),
 so the returned schedule is feasible (and the checker confirms it); it is never worse than the
-ECT schedule (or the hint). Time: the instance's ECT schedule comes first, evaluated without
-the checker (when the limit is spent by then, it is the result, ``extra.stopped`` ``time
-limit (model build)``); the build checks the limit per round and each neighbourhood gets what
-is left less the time to read the incumbent back. LNS proves nothing about the optimum: the
-Result's bound is the critical path. The search stops early when a neighbourhood holding
-every job is solved to optimality (``extra.stopped`` ``optimal``: nothing better exists on
-the grid). With one worker a run that ends after ``steps``
+ECT schedule (or its other starts). Time: the instance's ECT schedule and priority-search's
+come first, evaluated without the checker (when the limit is spent by then, the better is the
+result, ``extra.stopped`` ``time limit (model build)``); the build checks the limit per round
+and each neighbourhood gets what is left less the time to read the incumbent back. LNS proves
+nothing about the optimum: the Result's bound is the critical path. The search stops early when
+a neighbourhood holding every job is solved to optimality (``extra.stopped`` ``optimal``:
+nothing better exists on the grid). With one worker a run that ends after ``steps``
 neighbourhoods, or when its ``work`` budget (the steps' CP-SAT deterministic time,
-:mod:`optsched.work`) is spent, is reproducible for a seed; a run the
-time limit ends depends on the machine, as does any run with more workers. A Ctrl-C stops the
-search and returns the incumbent, marked ``interrupted``. Sizes: the model must fit CP-SAT's
-limits (as ``cpsat``); the paper-scale Hare instances do not.
+:mod:`optsched.work`) is spent, is reproducible for a seed, provided priority-search's start
+ended on its work share or at its local optimum, not on the clock (``extra.start_stopped``); a
+run the time limit ends depends on the machine, as does any run with more workers. A Ctrl-C
+stops the search and returns the incumbent, marked ``interrupted``. Sizes: the model must fit
+CP-SAT's limits (as ``cpsat``); the paper-scale Hare instances do not.
 """
 
 from __future__ import annotations
@@ -62,7 +65,7 @@ from optsched.exact.cpsat import (
 )
 from optsched.exact.grid import scale, time_unit_or_default
 from optsched.instance import Instance
-from optsched.options import Options, count, number
+from optsched.options import Options, choice, count, number
 from optsched.registry import register
 from optsched.schedule import Schedule
 from optsched.work import WorkMeter, cpsat_limit, cpsat_work, work_option
@@ -100,7 +103,36 @@ class LnsOptions(Options):
         "stop after this many neighbourhoods (default: none, run to the time limit)", None
     )
     workers: int = count("CP-SAT worker threads per neighbourhood (default 1)")
+    start: str = choice(
+        "priority-search (default: the better of its schedule, found in a tenth of the work "
+        "budget or of the time limit, and ECT's) or ect",
+        ("priority-search", "ect"),
+    )
     work: float | None = work_option()
+
+
+#: The share of the work budget (without one, of the time limit counted in work-seconds) that
+#: ``start=priority-search`` gives priority-search before the neighbourhoods.
+START_SHARE = 0.1
+
+
+def _searched_start(
+    instance: Instance, ctx: SolveContext[LnsOptions]
+) -> tuple[Schedule, float, str]:
+    """(priority-search's schedule of ``instance``, the work it spent, why it stopped), seeded
+    like the run, within :data:`START_SHARE` of the work budget, or without one of the time
+    limit counted in work-seconds (:mod:`optsched.work`), so that it repeats exactly on any
+    machine; the time limit stays its last resort. With neither, to its local optimum."""
+    from optsched.heuristics.priority_search import PrioritySearchOptions, priority_search
+
+    total = ctx.options.work if ctx.options.work is not None else ctx.time_limit
+    share = None if total is None else START_SHARE * total
+    out = priority_search(
+        instance,
+        SolveContext(ctx.mode, PrioritySearchOptions(work=share), ctx.time_limit, ctx.seed),
+    )
+    assert out.schedule is not None  # never worse than ECT's, which always exists
+    return out.schedule, float(out.extra.get("work") or 0.0), str(out.extra.get("stopped"))
 
 
 def _decisions(model: _Model) -> dict[int, list[Any]]:
@@ -108,8 +140,8 @@ def _decisions(model: _Model) -> dict[int, list[Any]]:
     out: dict[int, list[Any]] = {j: [] for j in range(model.inst.n_jobs)}
     for unit, var in model.start.items():
         out[unit[0]].append(var)
-    for unit, choice in model.choice.items():
-        out[unit[0]].extend(choice.values())
+    for unit, picks in model.choice.items():
+        out[unit[0]].extend(picks.values())
     for (j, _), var in model.ready.items():
         out[j].append(var)
     for (j, _), var in model.pace.items():
@@ -203,17 +235,27 @@ def solve_lns(instance: Instance, ctx: SolveContext[LnsOptions]) -> MethodOutput
     _check_intervals(instance, groups, "lns")
     sc = scale(instance, unit, "up")
     inst = sc.instance
-    ect = incumbent(instance)  # the fallback, in seconds: one ECT schedule, nothing checked
+    # the fallback, in seconds: ECT's schedule, or priority-search's when better
+    ect = incumbent(instance)
+    fallback, fallback_objective, fallback_from = ect.schedule, ect.objective, "ect"
+    searched, searched_work, searched_stop = None, 0.0, None
+    if options.start == "priority-search" and not budget.expired():
+        searched, searched_work, searched_stop = _searched_start(instance, ctx)
+        objective, _ = evaluate(instance, searched)
+        if objective < fallback_objective:
+            fallback, fallback_objective, fallback_from = searched, objective, "priority-search"
     extra: dict[str, Any] = {
         "groups": len(groups),
         "time_unit": unit,
         "grid_exact": sc.exact,
-        "start": "ect",
-        "start_objective": ect.objective,
+        "start": fallback_from,
+        "start_objective": fallback_objective,
+        "ect_objective": ect.objective,
+        "start_stopped": searched_stop,
     }
     if budget.expired():
         return MethodOutput(
-            schedule=ect.schedule,
+            schedule=fallback,
             extra={**extra, "steps": 0, "improvements": 0, "stopped": "time limit (model build)"},
         )
     from ortools.sat.python import cp_model
@@ -221,11 +263,12 @@ def solve_lns(instance: Instance, ctx: SolveContext[LnsOptions]) -> MethodOutput
     incumbent_ = ect_schedule(inst)
     upper, horizon = _evaluate(inst, incumbent_)
     start_from = "ect"
-    own = _hint_on_grid(ctx.hint, sc, exact=False)  # its starts rounded up to the grid
-    if own is not None and not budget.expired() and check(inst, own).feasible:
-        own_upper, _ = _evaluate(inst, own)
-        if own_upper < upper:
-            incumbent_, upper, start_from = own, own_upper, "hint"
+    for name, candidate in (("priority-search", searched), ("hint", ctx.hint)):
+        own = _hint_on_grid(candidate, sc, exact=False)  # its starts rounded up to the grid
+        if own is not None and not budget.expired() and check(inst, own).feasible:
+            own_upper, _ = _evaluate(inst, own)
+            if own_upper < upper:
+                incumbent_, upper, start_from = own, own_upper, name
     deadline = _deadlines(inst, upper, False, horizon)
     _check_integers(inst, groups, deadline, unit)
     extra.update(start=start_from, start_objective=sc.objective_to_original(upper))
@@ -242,7 +285,7 @@ def solve_lns(instance: Instance, ctx: SolveContext[LnsOptions]) -> MethodOutput
     except OutOfTime:
         extra.update(steps=0, improvements=0, stopped="time limit (model build)")
         return MethodOutput(
-            schedule=in_seconds(incumbent_) if start_from == "hint" else ect.schedule, extra=extra
+            schedule=in_seconds(incumbent_) if start_from == "hint" else fallback, extra=extra
         )
     finish += model.teardown  # freeing the model at the end
     decisions = _decisions(model)
@@ -258,7 +301,7 @@ def solve_lns(instance: Instance, ctx: SolveContext[LnsOptions]) -> MethodOutput
     interrupted = False
     # the work of a step: CP-SAT's deterministic time (optsched.work) and the neighbourhood's
     # copy of the model, STEP_WORK per variable
-    meter = WorkMeter(options.work)
+    meter = WorkMeter(None if options.work is None else max(0.0, options.work - searched_work))
     copy_work = STEP_BASE_WORK + STEP_WORK * len(model.m.proto.variables)
     floor = critical_path_bound(inst, np.array(lower))  # Σ w C of the grid's instance
     try:
@@ -324,21 +367,21 @@ def solve_lns(instance: Instance, ctx: SolveContext[LnsOptions]) -> MethodOutput
         steps=steps,
         improvements=improvements,
         final_size=size,
-        work=meter.spent,
+        work=searched_work + meter.spent,  # the start's and the neighbourhoods
         anytime=anytime,
         stopped=stopped,
         interrupted=interrupted,
     )
-    found = in_seconds(incumbent_) if improvements or start_from == "hint" else ect.schedule
+    found = in_seconds(incumbent_) if improvements or start_from == "hint" else fallback
     ours, _ = evaluate(instance, found)
     if ctx.hint is not None and not interrupted:  # never worse than a feasible hint
         given = check(instance, ctx.hint)
         if given.feasible and given.objective is not None and given.objective < ours:
             extra["start"] = "hint (returned: better than the search on the grid)"
             return MethodOutput(schedule=ctx.hint, extra=extra)
-    if ect.objective < ours:  # the grid's rounding up cost more than the search won
-        extra["returned"] = "ect (better than the search on the grid)"
-        return MethodOutput(schedule=ect.schedule, extra=extra)
+    if fallback_objective < ours:  # the grid's rounding up cost more than the search won
+        extra["returned"] = f"{fallback_from} (better than the search on the grid)"
+        return MethodOutput(schedule=fallback, extra=extra)
     return MethodOutput(schedule=found, extra=extra)
 
 
