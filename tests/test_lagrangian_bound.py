@@ -5,6 +5,7 @@ stronger than the critical path when jobs queue for GPUs."""
 from __future__ import annotations
 
 import dataclasses
+import itertools
 import math
 
 import numpy as np
@@ -251,8 +252,9 @@ SPREAD_CASES = {
         8.0,
         8.0,
     ),
-    # a spread round pays its cheapest group: the dearest would lift the bound to 31
-    "spread-pays-the-cheapest-group": (
+    # a spread round pays the cheapest split of its 3 GPUs over the groups (2 + 1), which
+    # reaches the optimum; paying the dearest group for all 3 would lift the bound to 31
+    "spread-pays-the-cheapest-split": (
         (
             Job("x", weight=3.0, compute={"A": 4.0}),
             Job("x2", weight=3.0, compute={"A": 4.0}),
@@ -260,7 +262,7 @@ SPREAD_CASES = {
         ),
         _gpus(A=2, B=2),
         30.0,
-        27.0,
+        30.0,
     ),
     # rounds of 3 fit twice in 8 GPUs but once per group of 4: only a group's own cut sees
     # that the fast group takes one round at a time (without it: 8)
@@ -318,3 +320,25 @@ def test_every_multiplier_gives_a_bound(instance, seed, cut):
             float(math.ceil(value - 1e-9 * abs(value) - 1e-9) + problem.shift)
         )
         assert bound <= optimum * (1 + OPTIMAL_TOL)
+
+
+@settings(deadline=None, max_examples=n_examples(100))
+@given(
+    st.lists(st.integers(1, 4), min_size=2, max_size=4),
+    st.integers(2, 8),
+    st.lists(st.integers(0, 9), min_size=4, max_size=4),
+)
+def test_a_spread_round_takes_the_cheapest_split(caps, k_tasks, prices):
+    """Greedy against every split of K GPUs over two groups or more (at most caps[i] each)."""
+    if sum(caps) < k_tasks:
+        return
+    price = np.array(prices[: len(caps)], dtype=float)
+    cost, counts = lagrangian._split(price[:, None], tuple(caps), k_tasks)
+    best = min(
+        float(np.dot(split, price))
+        for split in itertools.product(*(range(c + 1) for c in caps))
+        if sum(split) == k_tasks and sum(1 for n in split if n) >= 2
+    )
+    assert cost[0] == best
+    assert counts[:, 0].sum() == k_tasks and (counts[:, 0] <= np.array(caps)).all()
+    assert np.count_nonzero(counts[:, 0]) >= 2

@@ -23,10 +23,11 @@ deterministically, the time limit and a
 Ctrl-C stop it with the best value so far.
 
 In gang mode a round holds K whole GPUs for its tasks' compute + sync, inside one group or
-spread over several (then for at least the second-quickest group's time and the job's least
-round time), and cuts from dual feasible functions (:func:`dual_feasible`) price what
-capacity alone lets through: rounds too wide to run side by side (two rounds of 3 on 4
-GPUs). So in gang mode the bound goes past the time-indexed LP.
+spread over several (then on the cheapest split of its GPUs over two groups or more, for at
+least the second-quickest group's time and the job's least round time), and cuts from dual
+feasible functions (:func:`dual_feasible`) price what capacity alone lets through: rounds too
+wide to run side by side (two rounds of 3 on 4 GPUs). So in gang mode the bound goes past the
+time-indexed LP.
 """
 
 from __future__ import annotations
@@ -108,9 +109,8 @@ class LagrangianBound:
 class _Job:
     """One job on the grid: its rounds' earliest starts are ``first + r·rho`` and every round
     may start up to ``window`` steps later; it completes no earlier than ``floor`` (its
-    critical path in the original times, rounded down to the grid); each way to run a round
-    (``options``): (the rows of its price table whose cheapest it pays, steps held, steps
-    until its results are ready)."""
+    critical path in the original times, rounded down to the grid); the ways to run a round
+    (``options``)."""
 
     first: int
     floor: int
@@ -119,7 +119,43 @@ class _Job:
     k_tasks: int
     rounds: int
     weight: float
-    options: tuple[tuple[tuple[int, ...], int, int], ...]
+    options: tuple[_Option, ...]
+
+
+class _Option(NamedTuple):
+    """One way to run a round: it holds its GPUs for ``hold`` steps, its results are ready
+    ``ready`` steps after its start, and per step held it pays row ``rows[0]`` of its job's
+    price table; or, spread (``caps`` given), K GPUs split over the groups whose per-GPU rows
+    are ``rows``, at most ``caps[i]`` on group i and at most K − 1 on any one (the cheapest
+    such split), plus row ``cuts``."""
+
+    rows: tuple[int, ...]
+    hold: int
+    ready: int
+    caps: tuple[int, ...] = ()
+    cuts: int = -1
+
+
+def _split(
+    prices: npt.NDArray[np.float64], caps: tuple[int, ...], k_tasks: int
+) -> tuple[npt.NDArray[np.float64], npt.NDArray[np.float64]]:
+    """The cheapest way to put ``k_tasks`` GPUs on two groups or more, at most ``caps[i]`` on
+    group i, at ``prices[i, t]`` per GPU (a column per start t): (its cost per start, GPUs
+    per group and start). Greedy is optimal: the cheapest group takes all it can but one
+    GPU, the others fill up in order of price."""
+    order = np.argsort(prices, axis=0, kind="stable")
+    left = np.full(prices.shape[1], float(k_tasks))
+    counts = np.zeros(prices.shape)
+    cost = np.zeros(prices.shape[1])
+    limit = np.array(caps, dtype=float)
+    for i in range(len(caps)):
+        group = order[i]
+        take = np.minimum(limit[group], k_tasks - 1 if i == 0 else left)
+        take = np.minimum(take, left)
+        np.put_along_axis(counts, group[None, :], take[None, :], axis=0)
+        cost += take * np.take_along_axis(prices, group[None, :], axis=0)[0]
+        left -= take
+    return cost, counts
 
 
 @dataclass(frozen=True)
@@ -145,11 +181,13 @@ def _suffix_argmin(values: npt.NDArray[np.float64]) -> tuple[np.ndarray, np.ndar
     return rev, at
 
 
-def _price(job: _Job, table: npt.NDArray[np.float64]) -> tuple[float, list[tuple[int, int, int]]]:
-    """Job's least w·C + λ-cost over its relaxed schedules, and the (table row, start, steps
-    held) of each priced round of a path attaining it. ``table[i, t]``: the prefix sums, for
-    t ≤ T, of what a round of this job pays per step on row i of its price table; a round
-    pays the cheapest of its option's rows. λ is 0 from T on: from a barrier at or after T
+def _price(
+    job: _Job, table: npt.NDArray[np.float64]
+) -> tuple[float, list[tuple[tuple[int, ...], tuple[float, ...], int, int]]]:
+    """Job's least w·C + λ-cost over its relaxed schedules, and the (table rows, how many
+    times each, start, steps held) of each priced round of a path attaining it.
+    ``table[i, t]``: the prefix sums, for t ≤ T, of what a round of this job pays per step
+    on row i of its price table (:class:`_Option`). λ is 0 from T on: from a barrier at or after T
     the rounds left cost w·(their earliest completion, every round taking ``rho`` from its
     barrier), and a round whose tasks start at or after T gives the next barrier at T + its
     quickest option's steps at the earliest."""
@@ -173,18 +211,18 @@ def _price(job: _Job, table: npt.NDArray[np.float64]) -> tuple[float, list[tuple
         return out
 
     def cost(
-        rows: tuple[int, ...], start: npt.NDArray[np.int_], hold: int
-    ) -> npt.NDArray[np.float64]:
-        end = np.minimum(start + hold, horizon)
-        if len(rows) == 1:
-            out: npt.NDArray[np.float64] = table[rows[0], end] - table[rows[0], start]
-            return out
-        many = np.array(rows)[:, None]
-        cheapest: npt.NDArray[np.float64] = np.min(table[many, end] - table[many, start], axis=0)
-        return cheapest
+        option: _Option, start: npt.NDArray[np.int_]
+    ) -> tuple[npt.NDArray[np.float64], npt.NDArray[np.float64] | None]:
+        """(what the option pays from each start, the spread GPUs per group and start)."""
+        end = np.minimum(start + option.hold, horizon)
+        if not option.caps:
+            return table[option.rows[0], end] - table[option.rows[0], start], None
+        many = np.array(option.rows)[:, None]
+        paid, counts = _split(table[many, end] - table[many, start], option.caps, job.k_tasks)
+        return paid + table[option.cuts, end] - table[option.cuts, start], counts
 
-    quickest = min(ready for _, _, ready in job.options)
-    reach = max(ready for _, _, ready in job.options) - job.rho  # furthest next barrier
+    quickest = min(option.ready for option in job.options)
+    reach = max(option.ready for option in job.options) - job.rho  # furthest next barrier
     n = priced(job.rounds)
     # f[i]: least cost of rounds r.. from barrier earliest(r) + i (here r = R: C = barrier)
     f = job.weight * np.maximum(earliest(job.rounds) + np.arange(n), job.floor).astype(float)
@@ -199,10 +237,10 @@ def _price(job: _Job, table: npt.NDArray[np.float64]) -> tuple[float, list[tuple
         ahead = np.concatenate([f, tail(r + 1, beyond)]) if len(beyond) else f
         phi = np.full(n, _INF)
         arg = np.full(n, -1)
-        for k, (rows, hold, ready) in enumerate(job.options):
+        for k, option in enumerate(job.options):
             # ready at start + `ready`: the next barrier (clamped to its earliest)
-            nxt = np.maximum(index + (ready - job.rho), 0)
-            paid = cost(rows, start, hold) + ahead[nxt]
+            nxt = np.maximum(index + (option.ready - job.rho), 0)
+            paid = cost(option, start)[0] + ahead[nxt]
             better = paid < phi
             phi[better] = paid[better]
             arg[better] = k
@@ -216,18 +254,21 @@ def _price(job: _Job, table: npt.NDArray[np.float64]) -> tuple[float, list[tuple
         np.minimum(f, late, out=f)
         choices.append((arg, at, f, late))
     value = float(f[0]) if n else float(tail(0, np.array([0]))[0])
-    path = []
+    path: list[tuple[tuple[int, ...], tuple[float, ...], int, int]] = []
     i = 0
     for r, (arg, at, f_r, late) in enumerate(reversed(choices)):
         if i >= len(f_r) or f_r[i] >= late:  # the rest starts at the horizon: no λ
             break
         t = int(at[i])
-        rows, hold, ready = job.options[int(arg[t])]
+        option = job.options[int(arg[t])]
         begin = earliest(r) + t
-        steps = min(hold, horizon - begin)
-        row = rows[int(np.argmin(table[list(rows), begin + steps] - table[list(rows), begin]))]
-        path.append((row, begin, steps))
-        i = max(0, t + ready - job.rho)
+        _, counts = cost(option, np.array([begin]))
+        if counts is None:
+            path.append((option.rows, (1.0,), begin, min(option.hold, horizon - begin)))
+        else:
+            held = (*option.rows, option.cuts), (*counts[:, 0], 1.0)
+            path.append((*held, begin, min(option.hold, horizon - begin)))
+        i = max(0, t + option.ready - job.rho)
     return value, path
 
 
@@ -264,11 +305,12 @@ def _grid_jobs(
     """(the scaled instance, its jobs on the grid, the rows their rounds hold).
 
     Relaxed mode: each round pays K GPUs of the cheapest group it may use (table row q: K / |q|
-    of group q's row), holding them for its compute. Gang mode: a round inside one group q (K ≤
-    |q|) pays that group's row and its cuts (table row |groups| + q) for its compute + sync; a
-    round spread over two groups or more pays K × the cheapest group and the whole cluster's
-    cuts (row q), for at least the second-quickest compute + sync of the groups it may use and
-    its least round time."""
+    of group q's row), holding them for its compute. Gang mode: a round inside one group q
+    (K ≤ |q|) pays that group's row and the cluster's and q's cuts (table row |groups| + q)
+    for its compute + sync; a round spread over two groups or more pays the cheapest split of
+    its K GPUs (table rows q: one GPU of group q) and the cluster's cuts (the last table row),
+    for at least the second-quickest compute + sync of the groups it may use and its least
+    round time."""
     from optsched.critical_path import critical_path
     from optsched.exact.bounds import _lp_jobs
     from optsched.exact.grid import to_steps
@@ -286,33 +328,41 @@ def _grid_jobs(
     n_rows = n_groups + len(cluster) + sum(len(cuts) for cuts in own)
     use = {}
     for i, width in enumerate(widths):
-        # table rows: K × group q (+ the cluster's cuts); gang: then the same + q's own cuts
-        table = np.zeros((2 * n_groups if gang else n_groups, n_rows))
+        if not gang:  # table row q: K GPUs of group q
+            use[width] = np.diag([width / size for size in sizes])
+            continue
+        # table rows: one GPU of group q; K inside group q with the cluster's and q's cuts;
+        # the cluster's cuts alone
+        table = np.zeros((2 * n_groups + 1, n_rows))
+        cluster_cuts = [cut[i] for cut in cluster]
+        table[2 * n_groups, n_groups : n_groups + len(cluster)] = cluster_cuts
+        row = n_groups + len(cluster)
         for q, size in enumerate(sizes):
-            table[q, q] = width / size
-            table[q, n_groups : n_groups + len(cluster)] = [cut[i] for cut in cluster]
-        if gang:
-            table[n_groups:] = table[:n_groups]
-            row = n_groups + len(cluster)
-            for q, cuts in enumerate(own):
-                table[n_groups + q, row : row + len(cuts)] = [cut[i] for cut in cuts]
-                row += len(cuts)
+            table[q, q] = 1 / size
+            table[n_groups + q] = table[2 * n_groups]
+            table[n_groups + q, q] = width / size
+            table[n_groups + q, row : row + len(own[q])] = [cut[i] for cut in own[q]]
+            row += len(own[q])
         use[width] = table
     jobs = []
     for j, lj in enumerate(lp_jobs):
-        options: list[tuple[tuple[int, ...], int, int]]
+        options: list[_Option]
         usable = [(q, p, s) for q, p, s, _, _ in lj.data]
         if gang:
             options = [
-                ((n_groups + q,), p + s, p + s) for q, p, s in usable if lj.k_tasks <= sizes[q]
+                _Option((n_groups + q,), p + s, p + s)
+                for q, p, s in usable
+                if lj.k_tasks <= sizes[q]
             ]
             if lj.k_tasks > 1 and len(usable) > 1:
                 # the round holds K GPUs of two groups or more: at least the second-quickest
                 # group's p + s, and the K-th smallest p + s over the GPUs (rho)
                 second = max(sorted(p + s for _, p, s in usable)[1], lj.rho)
-                options.append((tuple(q for q, _, _ in usable), second, second))
+                groups = tuple(q for q, _, _ in usable)
+                caps = tuple(sizes[q] for q in groups)
+                options.append(_Option(groups, second, second, caps, 2 * n_groups))
         else:
-            options = [((q,), p, p + s) for q, p, s in usable]
+            options = [_Option((q,), p, p + s) for q, p, s in usable]
         jobs.append(
             _Job(
                 lj.arrival,
@@ -363,7 +413,8 @@ def lagrangian_bound(
     meter = WorkMeter(work, WORK_PER_SECOND)
     per_iteration = (rows.rows + sum(len(u) for u in rows.use.values())) * horizon + sum(
         JOB_WORK
-        + j.rounds * (ROUND_WORK + sum(len(o[0]) for o in j.options) * min(j.window + 1, horizon))
+        + j.rounds
+        * (ROUND_WORK + sum(len(o.rows) for o in j.options) * min(j.window + 1, horizon))
         for j in jobs
     )
     try:
@@ -460,8 +511,9 @@ def _evaluate(
             raise _OutOfTime
         value, path = _price(job, tables[job.k_tasks])
         total += value
-        for row, t, hold in path:
-            held = rows.use[job.k_tasks][row]
+        use = rows.use[job.k_tasks]
+        for table_rows, counts, t, hold in path:
+            held = np.asarray(counts) @ use[list(table_rows)]
             usage[:, t] += held
             usage[:, t + hold] -= held
     return total - float(lam.sum()), np.cumsum(usage, axis=1)[:, :horizon]
