@@ -150,8 +150,8 @@ def _split(
     limit = np.array(caps, dtype=float)
     for i in range(len(caps)):
         group = order[i]
+        # the cheapest group leaves one GPU to another (then `left` = K is no limit)
         take = np.minimum(limit[group], k_tasks - 1 if i == 0 else left)
-        take = np.minimum(take, left)
         np.put_along_axis(counts, group[None, :], take[None, :], axis=0)
         cost += take * np.take_along_axis(prices, group[None, :], axis=0)[0]
         left -= take
