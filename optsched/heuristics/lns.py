@@ -227,7 +227,8 @@ def _neighbourhood_model(
 
 
 def solve_lns(instance: Instance, ctx: SolveContext[LnsOptions]) -> MethodOutput:
-    """Improve the ECT schedule (or the hint) of ``instance`` by LNS (see the module doc)."""
+    """Improve the best start of ``instance`` (ECT's, priority-search's, the hint) by LNS (see
+    the module doc)."""
     options = ctx.options
     budget = Budget(ctx.time_limit)
     unit = time_unit_or_default(instance, options.time_unit)
