@@ -119,6 +119,48 @@ def test_compare_runs_every_policy_in_its_mode_with_certified_regrets():
     assert [p["method"] for p in data["policies"]] == ["hlas", "fifo-perf", "hlas", "srtf"]
 
 
+def test_compare_solves_the_capacity_lp_once_per_mode_for_every_run(monkeypatch):
+    """With ``bound="capacity"`` each mode's LP runs once, placed by the best run of the
+    mode, and every run of the mode gets its regrets over that bound: the same bound a run's
+    own LP would give from the best objective, and at least what its own objective gives."""
+    import optsched.exact.capacity as capacity
+    from optsched.online.run import simulate
+    from optsched.regret import regret_bound
+
+    inst = instance()
+    real = capacity.capacity_bound
+    calls: list[str] = []
+
+    def counted(instance, *args, **kwargs):
+        calls.append(instance.mode)
+        return real(instance, *args, **kwargs)
+
+    monkeypatch.setattr(capacity, "capacity_bound", counted)
+    lines: list[str] = []
+    result = compare(
+        inst, ["hlas", "hlas:mapping=A", "fifo-perf"], bound="capacity", progress=lines.append
+    )
+    assert sorted(calls) == ["gang", "relaxed"]
+    assert any("class-capacity LP, relaxed mode" in line for line in lines)
+    for mode in ("relaxed", "gang"):
+        runs = [r.result for r in result.runs if r.result.mode == mode]
+        best = min(runs, key=lambda r: r.objective)
+        expected = regret_bound(
+            inst.with_mode(mode),
+            "capacity",
+            objective=best.objective,
+            makespan=best.metrics["makespan"],
+        )
+        assert expected is not None and expected.parts["capacity_status"] == "optimal"
+        assert result.bounds[mode][0] == pytest.approx(expected.value)
+        for run in runs:
+            assert run.extra["regret_bound"] == pytest.approx(expected.value)
+            assert run.extra["capacity_status"] == "optimal"
+            assert run.regret == pytest.approx(max(1.0, run.objective / expected.value))
+            own = simulate(inst, run.method, mode=mode, params=run.params, bound="capacity")
+            assert own.extra["regret_bound"] <= run.extra["regret_bound"] * (1 + 1e-9)
+
+
 def test_compare_refuses_bad_policies_before_running_any():
     inst = instance()
     with pytest.raises(InputError, match="given twice"):

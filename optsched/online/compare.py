@@ -6,9 +6,10 @@ cost, each in the instance's mode or, where it has only the other one and the mo
 imposed, in its own (HLAS and AlloX are relaxed-mode policies, Tiresias and FIFO gang-mode
 ones; the table says which), and returns a :class:`Comparison`: per policy its mode, JCT
 statistics (mean, p50, p95, p99), makespan, the certified regrets (of the total weighted JCT,
-and of Σ w_j C_j, which arrivals spread over months dilute) over the best
-lower bound the runs of its mode computed (:mod:`optsched.regret`; one bound per mode, so
-the ratios compare) and the simulation's CPU time; :meth:`Comparison.table` writes them as
+and of Σ w_j C_j, which arrivals spread over months dilute) over the best lower bound the
+runs of its mode computed (:mod:`optsched.regret`; one bound per mode, so the ratios compare;
+with ``bound="capacity"`` its LP runs once per mode, after the runs) and the simulation's
+CPU time; :meth:`Comparison.table` writes them as
 a Markdown table in a unit of time of choice, and :meth:`Comparison.jcts_in` gives every
 policy's JCTs in that unit for one CDF chart (:func:`optsched.plot.plot_jct_cdf`). Every schedule
 is checked as :func:`~optsched.online.run.simulate` checks it (``record=False`` streams the
@@ -20,7 +21,7 @@ from __future__ import annotations
 import math
 import time
 from collections.abc import Callable, Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Any
 
 import numpy as np
@@ -235,6 +236,8 @@ def compare(
         info.check_mode(own)
         info.parse_options(params)
         modes.append(own)
+    # the capacity LP once per mode, after every run, not once per run (below)
+    each = "fluid" if bound == "capacity" else bound
     runs = []
     for i, ((label, name, params), own) in enumerate(zip(specs, modes, strict=True), 1):
         if progress is not None:
@@ -249,13 +252,14 @@ def compare(
             noise=noise,
             switch_cost=switch_cost,
             record=record,
-            bound=bound,
-            bound_time_limit=bound_time_limit,
+            bound=each,
             engine=engine,
         )
         runs.append(PolicyRun(label, name, params, result, time.process_time() - cpu))
         if progress is not None:
             progress(f"[{i}/{len(specs)}] {label}: mean JCT {_mean_jct(result):,.0f} s")
+    if bound == "capacity":
+        runs = _with_capacity_bound(runs, bound_time_limit, progress)
     bounds: dict[str, tuple[float, str]] = {}
     for r in runs:  # a bound holds for the runs of its mode
         if r.result.extra.get("regret_bound") is not None:
@@ -267,6 +271,56 @@ def compare(
         bounds,
         checked=all(r.result.extra.get("checked", True) for r in runs),
     )
+
+
+def _with_capacity_bound(
+    runs: Sequence[PolicyRun],
+    time_limit: float | None,
+    progress: Callable[[str], None] | None,
+) -> list[PolicyRun]:
+    """``runs`` with the capacity-level regret (:func:`~optsched.regret.regret_bound`) in
+    each: one bound per mode, on the mode's realised instance (the same for every run of the
+    mode: same seed, noise and switch cost), its LP's deadlines from the least checked
+    objective of the mode's runs and its grid up to that run's makespan, within
+    ``time_limit``. A bound of a checked schedule's objective holds for every schedule of
+    the instance, so each run gets the same bound its own LP would give or a better one, for
+    one LP instead of one per run."""
+    from optsched.online.run import part_line, regret_fields
+    from optsched.regret import regret_bound
+
+    def report(k: int, parts: int, status: str, gain: float) -> None:
+        assert progress is not None
+        progress(part_line(k, parts, status, gain))
+
+    out = list(runs)
+    for mode in dict.fromkeys(run.result.mode for run in runs):
+        mine = [i for i, run in enumerate(runs) if run.result.mode == mode]
+        checked = [runs[i].result for i in mine if runs[i].result.tolerance is not None]
+        best = min(checked, key=_objective, default=None)
+        instance = _simulation(runs[mine[0]].result).instance
+        if progress is not None:
+            progress(f"bound: class-capacity LP, {mode} mode ...")
+        found = regret_bound(
+            instance,
+            "capacity",
+            objective=None if best is None else _objective(best),
+            makespan=((best or runs[mine[0]].result).metrics or {}).get("makespan"),
+            time_limit=time_limit,
+            progress=report if progress is not None else None,
+        )
+        assert found is not None  # a level other than "none"
+        for i in mine:
+            result = runs[i].result
+            fields = regret_fields(
+                instance, found, _objective(result), result.metrics or {}, result.tolerance
+            )
+            out[i] = replace(runs[i], result=replace(result, extra={**result.extra, **fields}))
+    return out
+
+
+def _objective(result: Result[Any]) -> float:
+    assert result.objective is not None  # a simulation always has one
+    return result.objective
 
 
 def _label(name: str, params: Mapping[str, str]) -> str:

@@ -17,7 +17,13 @@ from optsched.online.engine import PolicyError, ScheduleStreamer, declared
 from optsched.online.simulator import Policy, execution_model, run_simulation
 from optsched.output import StreamedFile
 from optsched.registry import prepare
-from optsched.regret import CAPACITY_TIME_LIMIT, check_level, regret_bound, weighted_arrivals
+from optsched.regret import (
+    CAPACITY_TIME_LIMIT,
+    RegretBound,
+    check_level,
+    regret_bound,
+    weighted_arrivals,
+)
 from optsched.result import Result, Status, tolerance_of
 from optsched.runtime import checked, method_running
 from optsched.schedule import Schedule
@@ -189,11 +195,7 @@ def _regret(
     stderr for each part of a capacity bound solved on parts."""
 
     def report(k: int, parts: int, status: str, gain: float) -> None:
-        print(
-            f"bound: LP on part {k}/{parts} of the longest jobs: {status}, +{gain:.6g}",
-            file=sys.stderr,
-            flush=True,
-        )
+        print(part_line(k, parts, status, gain), file=sys.stderr, flush=True)
 
     found = regret_bound(
         instance,
@@ -203,8 +205,26 @@ def _regret(
         time_limit=time_limit,
         progress=report if progress else None,
     )
-    if found is None:
-        return {}
+    return {} if found is None else regret_fields(instance, found, objective, metrics, tolerance)
+
+
+def part_line(k: int, parts: int, status: str, gain: float) -> str:
+    """The progress line of part ``k`` of a capacity bound solved on parts."""
+    return f"bound: LP on part {k}/{parts} of the longest jobs: {status}, +{gain:.6g}"
+
+
+def regret_fields(
+    instance: Instance,
+    found: RegretBound,
+    objective: float,
+    metrics: Mapping[str, Any],
+    tolerance: float | None,
+) -> dict[str, Any]:
+    """The regret fields of a run of ``objective`` (and ``metrics``; ``tolerance`` is set when
+    the objective is the checker's) on ``instance`` against the bound ``found`` on that
+    instance: every part, ``regret_bound`` and, when the bound is positive, ``regret``,
+    ``regret_source`` and ``regret_jct``. A bound above the objective beyond its tolerance
+    is an OptschedError (a bug in the bound)."""
     if found.value - objective > tolerance_of(objective, tolerance):
         raise OptschedError(
             f"the {found.source} bound {found.value} exceeds the run's objective {objective}: "
