@@ -20,6 +20,10 @@ for run in 2 3; do
   optsched bench run instances/exact --only 'exact-jobs10-*' --method cpsat --mode relaxed \
     --param workers=2 --time-limit 60 --workers 1 --records $out/repeats/relaxed-jobs10-run$run.jsonl
 done
+# the relaxations alone against the optima proved above (seconds each)
+optsched bench run instances/exact --only 'exact-jobs10-*' --method lagrangian-bound \
+  --method lp-bound --mode relaxed --mode gang --time-limit 60 --workers 1 \
+  --records $out/bounds.jsonl
 optsched bench run instances/scaling --method cpsat --method cpsat-pergpu \
   --method milp-highs --method milp-cbc --method lp-bound --mode relaxed --mode gang \
   --time-limit 60 --workers 2 --records $out/scaling.jsonl
