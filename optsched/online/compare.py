@@ -282,9 +282,9 @@ def _with_capacity_bound(
     each: one bound per mode, on the mode's realised instance (the same for every run of the
     mode: same seed, noise and switch cost), its LP's deadlines from the least checked
     objective of the mode's runs and its grid up to that run's makespan, within
-    ``time_limit``. A bound of a checked schedule's objective holds for every schedule of
-    the instance, so each run gets the same bound its own LP would give or a better one, for
-    one LP instead of one per run."""
+    ``time_limit``: one LP instead of one per run. The least objective gives the LP its
+    tightest deadlines; the bound holds for every schedule of the instance, so for every run
+    of the mode."""
     from optsched.online.run import part_line, regret_fields
     from optsched.regret import regret_bound
 
