@@ -203,7 +203,7 @@ class Result(Generic[SolutionT]):
     @property
     def regret(self) -> float | None:
         """An online result's certified regret: its objective over the best lower bound on
-        every schedule of its instance that it computed (``extra["regret_bound"]``, from
+        every schedule of its instance computed for it (``extra["regret_bound"]``, from
         ``extra["regret_source"]``: the critical path, the fluid work bound, the capacity
         LP or, on a trace too large for it, the LP on parts), so at least its true ratio to
         the optimum; None elsewhere."""

@@ -159,6 +159,16 @@ def test_compare_solves_the_capacity_lp_once_per_mode_for_every_run(monkeypatch)
             assert run.extra["bound_fluid"] <= run.extra["regret_bound"] <= run.objective
 
 
+def test_compare_gives_cluster_policies_no_capacity_bound():
+    """A cluster policy's run has no bound (its phases and placement factors are not in the
+    bounds' model), with ``bound="capacity"`` too: no LP, no regret, no error."""
+    from optsched.generate import LiquidSpec, generate_liquid
+
+    inst = generate_liquid(LiquidSpec(hosts=3, jobs=3, interarrival=7), 1)
+    result = compare(inst, ["liquid"], bound="capacity")
+    assert result.bounds == {} and result.runs[0].result.regret is None
+
+
 def test_compare_refuses_bad_policies_before_running_any():
     inst = instance()
     with pytest.raises(InputError, match="given twice"):
@@ -171,6 +181,10 @@ def test_compare_refuses_bad_policies_before_running_any():
         compare(inst, ["hlas", "tiresias"], mode="relaxed")
     with pytest.raises(InputError, match="KEY=VALUE"):
         parse_policy("hlas:mapping")
+    with pytest.raises(InputError, match="--bound-time-limit"):
+        compare(inst, ["hlas"], bound="capacity", bound_time_limit=-1.0)
+    with pytest.raises(InputError, match="unknown regret bound"):
+        compare(inst, ["hlas"], bound="lp")
 
 
 def test_the_compare_command_draws_every_policy_in_hours(tmp_path, monkeypatch):

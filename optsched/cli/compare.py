@@ -68,7 +68,11 @@ def add_parser(sub: Any) -> None:
     p.add_argument(
         "--linear", action="store_true", help="a linear time axis on the CDF (default: log)"
     )
-    p.add_argument("--progress", action="store_true", help="a line on stderr per policy")
+    p.add_argument(
+        "--progress",
+        action="store_true",
+        help="lines on stderr as each policy runs and as --bound capacity's LP is solved",
+    )
     add_json(p)
     p.set_defaults(func=run)
 

@@ -26,9 +26,10 @@ from typing import Any
 
 import numpy as np
 
+from optsched.budget import check_time_limit
 from optsched.errors import InputError
 from optsched.instance import Instance
-from optsched.regret import CAPACITY_TIME_LIMIT, weighted_arrivals
+from optsched.regret import CAPACITY_TIME_LIMIT, check_level, weighted_arrivals
 from optsched.result import Result
 from optsched.subsets import UNITS
 
@@ -218,6 +219,8 @@ def compare(
     ]
     if not specs:
         raise InputError("compare needs at least one policy")
+    check_level(bound)
+    check_time_limit(bound_time_limit, "--bound-time-limit")
     labels = [label for label, _, _ in specs]
     repeated = next((label for label in labels if labels.count(label) > 1), None)
     if repeated is not None:
@@ -279,11 +282,13 @@ def _with_capacity_bound(
     progress: Callable[[str], None] | None,
 ) -> list[PolicyRun]:
     """``runs`` with the capacity-level regret (:func:`~optsched.regret.regret_bound`) in
-    each: one bound per mode, on the mode's realised instance (the same for every run of the
-    mode: same seed, noise and switch cost), its LP's deadlines from the least checked
-    objective of the mode's runs and its grid up to that run's makespan, within
-    ``time_limit``: one LP instead of one per run. The least objective gives the LP its
-    tightest deadlines; the bound holds for every schedule of the instance, so for every run
+    each run that has a bound (not a cluster policy's): one bound per mode, on the mode's
+    realised instance (the same for every run of the mode: same seed, noise and switch
+    cost), its LP's deadlines from the least checked objective of the mode's runs and its
+    grid up to that run's makespan (with no checked run: no objective, the first run's
+    makespan), within ``time_limit``: one LP instead of one per run. The least objective
+    gives the LP its tightest deadlines, but another run's grid can give a slightly
+    different value. The bound holds for every schedule of the instance, so for every run
     of the mode."""
     from optsched.online.run import part_line, regret_fields
     from optsched.regret import regret_bound
@@ -293,8 +298,11 @@ def _with_capacity_bound(
         progress(part_line(k, parts, status, gain))
 
     out = list(runs)
-    for mode in dict.fromkeys(run.result.mode for run in runs):
-        mine = [i for i, run in enumerate(runs) if run.result.mode == mode]
+    # the runs that carry a bound: not a cluster policy's (whose phases and placement
+    # factors the bounds ignore; simulate gives them none)
+    basic = [i for i, run in enumerate(runs) if "bound_fluid" in run.result.extra]
+    for mode in dict.fromkeys(runs[i].result.mode for i in basic):
+        mine = [i for i in basic if runs[i].result.mode == mode]
         checked = [runs[i].result for i in mine if runs[i].result.tolerance is not None]
         best = min(checked, key=_objective, default=None)
         instance = _simulation(runs[mine[0]].result).instance
