@@ -141,6 +141,7 @@ def test_compare_solves_the_capacity_lp_once_per_mode_for_every_run(monkeypatch)
     )
     assert sorted(calls) == ["gang", "relaxed"]
     assert any("class-capacity LP, relaxed mode" in line for line in lines)
+    assert any(line.startswith("bound: gang mode:") and "LP optimal" in line for line in lines)
     for mode in ("relaxed", "gang"):
         runs = [r.result for r in result.runs if r.result.mode == mode]
         best = min(runs, key=lambda r: r.objective)

@@ -308,6 +308,7 @@ def _with_capacity_bound(
         instance = _simulation(runs[mine[0]].result).instance
         if progress is not None:
             progress(f"bound: class-capacity LP, {mode} mode ...")
+        start = time.perf_counter()
         found = regret_bound(
             instance,
             "capacity",
@@ -317,6 +318,12 @@ def _with_capacity_bound(
             progress=report if progress is not None else None,
         )
         assert found is not None  # a level other than "none"
+        if progress is not None:
+            status = found.parts.get("capacity_parts_status", found.parts.get("capacity_status"))
+            progress(
+                f"bound: {mode} mode: {found.value:,.6g} s ({found.source}; LP {status}) "
+                f"in {time.perf_counter() - start:.1f} s"
+            )
         for i in mine:
             result = runs[i].result
             fields = regret_fields(
