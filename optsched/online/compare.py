@@ -9,11 +9,11 @@ statistics (mean, p50, p95, p99), makespan, the certified regrets (of the total 
 and of Σ w_j C_j, which arrivals spread over months dilute) over the best lower bound the
 runs of its mode computed (:mod:`optsched.regret`; one bound per mode, so the ratios compare;
 with ``bound="capacity"`` its LP runs once per mode, after the runs) and the simulation's
-CPU time; :meth:`Comparison.table` writes them as
-a Markdown table in a unit of time of choice, and :meth:`Comparison.jcts_in` gives every
-policy's JCTs in that unit for one CDF chart (:func:`optsched.plot.plot_jct_cdf`). Every schedule
-is checked as :func:`~optsched.online.run.simulate` checks it (``record=False`` streams the
-metrics instead, for traces too large to keep, and says so in the table).
+CPU time; :meth:`Comparison.table` writes them as a Markdown table in a unit of time of
+choice, and :meth:`Comparison.jcts_in` gives every policy's JCTs in that unit for one CDF
+chart (:func:`optsched.plot.plot_jct_cdf`). Every schedule is checked as
+:func:`~optsched.online.run.simulate` checks it (``record=False`` streams the metrics
+instead, for traces too large to keep, and says so in the table).
 """
 
 from __future__ import annotations
