@@ -140,10 +140,9 @@ def scaling_tables(records: list[dict[str, Any]]) -> list[str]:
 
 def relaxation_table(bounds: list[dict[str, Any]], proofs: list[dict[str, Any]]) -> list[str]:
     """Per method and mode: (optimum − bound) / optimum over the instances whose optimum
-    ``proofs`` (CP-SAT's records) proved: median, largest, and the values."""
-    optimum = {
-        (r["instance"], r["mode"]): r["objective"] for r in proofs if r["status"] == "optimal"
-    }
+    ``proofs`` (CP-SAT's records) proved (:func:`references`, as the size scan's table):
+    median, largest, and the values."""
+    optimum = {key: e["objective"] for key, e in references(proofs).items() if e["optimum_known"]}
     lines = [
         "| method | mode | instances | median gap to the optimum | largest | each instance |",
         "|---|---|---|---|---|---|",
