@@ -169,6 +169,12 @@ class _Resources:
     rows: int
     use: dict[int, npt.NDArray[np.float64]]
 
+    @property
+    def per_step(self) -> int:
+        """Prices an iteration computes per step: the multipliers and every price table's
+        rows."""
+        return self.rows + sum(len(use) for use in self.use.values())
+
 
 def _suffix_argmin(values: npt.NDArray[np.float64]) -> tuple[np.ndarray, np.ndarray]:
     """(suffix minimum, an index attaining it) of ``values``: ``m[i] = min(values[i:])``."""
@@ -411,7 +417,7 @@ def lagrangian_bound(
     trace: list[float] = []
     stopped = "iterations"
     meter = WorkMeter(work, WORK_PER_SECOND)
-    per_iteration = (rows.rows + sum(len(u) for u in rows.use.values())) * horizon + sum(
+    per_iteration = rows.per_step * horizon + sum(
         JOB_WORK
         + j.rounds
         * (ROUND_WORK + sum(len(o.rows) for o in j.options) * min(j.window + 1, horizon))
@@ -481,11 +487,7 @@ def _problem(
     if priced_until is not None:
         until = int(to_steps(priced_until, time_unit, "up")) - origin
         horizon = max(1, min(horizon, until))
-    tables = sum(len(use) for use in rows.use.values())
-    cells = max(
-        (rows.rows + tables) * horizon,
-        max(j.rounds * min(j.window + 1, horizon) for j in jobs),
-    )
+    cells = max(rows.per_step * horizon, max(j.rounds * min(j.window + 1, horizon) for j in jobs))
     if cells > MAX_CELLS:
         raise InputError(
             f"time_unit {time_unit:g}: the Lagrangian bound would price {cells:.3g} "
