@@ -3,7 +3,7 @@ instance it ran on, with the arrivals known (the offline optimum can see them; n
 policy can do better than it), and the policy's ratio to that bound. Nothing heavy is
 imported until a bound is computed (the CLI reads the levels at start-up).
 
-Three levels, each including the ones before (docs/model.md, *regret*):
+Four levels, each including the ones before (docs/model.md, *regret*):
 
 - ``critical-path``: every job alone on the fastest GPUs (:mod:`optsched.critical_path`);
 - ``fluid`` (default): the better of that and the fluid work bound at GPU-type prices
@@ -11,7 +11,12 @@ Three levels, each including the ones before (docs/model.md, *regret*):
 - ``capacity``: also the class-capacity LP (:mod:`optsched.exact.capacity`) on
   :data:`CAPACITY_INTERVALS` intervals up to the run's makespan, within a time limit (its
   status says whether it counted: an LP stopped or interrupted gives none). Where the LP is
-  too large to build, the same LP on parts of the longest jobs instead (below).
+  too large to build, the same LP on parts of the longest jobs instead (below);
+- ``lagrangian``: also, within the same time limit again, the Lagrangian bound of GPU
+  capacity over time (:mod:`optsched.exact.lagrangian`: the time-indexed relaxation, which
+  sees that a job's rounds are discrete and a GPU runs one task at a time), its multipliers
+  started at the LP's prices and its deadlines from a checked schedule's objective. Where
+  many short jobs queue in a burst it is the stronger; on jobs of many rounds, the LP.
 
 For a trace too large for one LP, :func:`parts_bound` solves it on parts of the jobs (e.g.
 :func:`long_job_parts`) and adds the parts up. All of them are for the basic model.
@@ -32,10 +37,11 @@ from optsched.errors import InputError
 if TYPE_CHECKING:
     from collections.abc import Callable, Sequence
 
+    from optsched.exact.capacity import CapacityLP
     from optsched.instance import Instance
 
 #: The bound levels, weakest first.
-REGRET_BOUNDS = ("none", "critical-path", "fluid", "capacity")
+REGRET_BOUNDS = ("none", "critical-path", "fluid", "capacity", "lagrangian")
 
 #: Intervals of the capacity LP's grid.
 CAPACITY_INTERVALS = 100
@@ -84,6 +90,9 @@ def regret_bound(
     instance (it bounds each C_j of an optimal one by objective / w_j; without it, the weight
     of every job at the :func:`~optsched.exact.bounds.horizon`), ``makespan`` places the
     LP's grid (default the horizon), and ``time_limit`` bounds the LP's build and solve.
+    For ``lagrangian``, the Lagrangian bound too (``bound_lagrangian``;
+    ``lagrangian_status`` says how it stopped, or why it gave none: it needs ``objective``
+    and an LP that is not too large), priced up to ``makespan``, within ``time_limit`` again.
     Where the LP is too large to build (a trace of many jobs), the bound is instead
     :func:`parts_bound` on the :data:`PARTS_LONGEST_SHARE` of the jobs with the longest
     critical paths, in arrival order, :data:`PARTS_SIZE` per part, within the same time limit
@@ -100,7 +109,7 @@ def regret_bound(
     parts: dict[str, float | str] = {"bound_critical_path": critical_path_bound(instance, path)}
     if level in ("fluid", "capacity"):
         parts["bound_fluid"] = fluid_bound(instance, path=path).bound
-    if level == "capacity":
+    if level in ("capacity", "lagrangian"):
         from optsched.exact.bounds import horizon
         from optsched.exact.capacity import capacity_bound
 
@@ -121,9 +130,47 @@ def regret_bound(
             found = parts_bound(instance, cut, time_limit=time_limit, progress=progress)
             parts["bound_capacity_parts"] = found.value
             parts["capacity_parts_status"] = _parts_status(found.statuses, len(cut))
+        if level == "lagrangian":
+            parts.update(_lagrangian(instance, objective, makespan, lp, time_limit))
     values = {k: float(v) for k, v in parts.items() if k.startswith("bound_")}
     best = max(values, key=lambda k: values[k])
     return RegretBound(values[best], best.removeprefix("bound_").replace("_", "-"), parts)
+
+
+def _lagrangian(
+    instance: Instance,
+    objective: float | None,
+    makespan: float | None,
+    lp: CapacityLP,
+    time_limit: float | None,
+) -> dict[str, float | str]:
+    """The Lagrangian part of :func:`regret_bound`: ``bound_lagrangian`` where it gave one,
+    and ``lagrangian_status``."""
+    if objective is None:
+        return {"lagrangian_status": "no checked schedule"}
+    if lp.status == "too large":  # a trace: its programme would be too large as well
+        return {"lagrangian_status": "too large"}
+    from optsched.exact.bounds import horizon
+    from optsched.exact.lagrangian import lagrangian_bound, lagrangian_time_unit
+
+    end = makespan if makespan is not None else horizon(instance)
+    try:
+        found = lagrangian_bound(
+            instance,
+            objective,
+            lagrangian_time_unit(instance, end, None),
+            priced_until=end,
+            budget=Budget(time_limit),
+            start=lp.prices,
+        )
+    except InputError:  # more (row, step) cells than it holds
+        return {"lagrangian_status": "too large"}
+    except ValueError:  # an objective within the checker's tolerance below the critical path
+        return {"lagrangian_status": "objective below the critical path"}
+    out: dict[str, float | str] = {"lagrangian_status": found.stopped}
+    if found.bound is not None:
+        out["bound_lagrangian"] = found.bound
+    return out
 
 
 @dataclass(frozen=True)

@@ -29,6 +29,27 @@ def test_never_above_the_optimum(instance):
     assert result.bound <= optimum.objective * (1 + OPTIMAL_TOL)
 
 
+@settings(deadline=None, max_examples=n_examples(30))
+@given(instances(max_jobs=4, integer=True))
+def test_an_epoch_scale_origin_moves_the_bound_by_its_weighted_shift(instance):
+    """Every arrival 1.7e9 s later (a Unix time): the LP is solved on times from the first
+    arrival, so it still solves, and its bound and prices only move with the origin."""
+    origin = 1.7e9
+    shifted = replace(
+        instance, jobs=tuple(replace(j, arrival=j.arrival + origin) for j in instance.jobs)
+    )
+    weight = sum(j.weight for j in instance.jobs)
+    upper = solve(instance, "ect").objective
+    end = solve(instance, "ect").metrics["makespan"]
+    near = capacity_bound(instance, upper, end, 20)
+    far = capacity_bound(shifted, upper + origin * weight, end + origin, 20)
+    assert near.status == far.status == "optimal"
+    # the same LP: only its relative safety margin of 1e-9 grows with the value
+    assert far.bound == pytest.approx(near.bound + origin * weight, rel=3e-9)
+    assert far.bound <= solve(shifted, "cpsat", time_limit=5).objective * (1 + OPTIMAL_TOL)
+    assert far.prices.edges - origin == pytest.approx(near.prices.edges)
+
+
 @settings(deadline=None, max_examples=n_examples(60))
 @given(instances(mode="gang", max_jobs=4, integer=True, positive_sync=True))
 def test_gang_holding_never_above_the_gang_optimum(instance):

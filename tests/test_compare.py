@@ -119,10 +119,11 @@ def test_compare_runs_every_policy_in_its_mode_with_certified_regrets():
     assert [p["method"] for p in data["policies"]] == ["hlas", "fifo-perf", "hlas", "srtf"]
 
 
-def test_compare_solves_the_capacity_lp_once_per_mode_for_every_run(monkeypatch):
-    """With ``bound="capacity"`` each mode's LP runs once, placed by the best run of the
-    mode, and every run of the mode gets its regrets over that bound (at least the fluid
-    level's, which it includes)."""
+@pytest.mark.parametrize("level", ["capacity", "lagrangian"])
+def test_compare_solves_the_capacity_lp_once_per_mode_for_every_run(monkeypatch, level):
+    """With ``bound="capacity"`` (or ``"lagrangian"``, which adds the Lagrangian bound)
+    each mode's LP runs once, placed by the best run of the mode, and every run of the mode
+    gets its regrets over that bound (at least the fluid level's, which it includes)."""
     import optsched.exact.capacity as capacity
     from optsched.regret import regret_bound
 
@@ -137,17 +138,18 @@ def test_compare_solves_the_capacity_lp_once_per_mode_for_every_run(monkeypatch)
     monkeypatch.setattr(capacity, "capacity_bound", counted)
     lines: list[str] = []
     result = compare(
-        inst, ["hlas", "hlas:mapping=A", "fifo-perf"], bound="capacity", progress=lines.append
+        inst, ["hlas", "hlas:mapping=A", "fifo-perf"], bound=level, progress=lines.append
     )
     assert sorted(calls) == ["gang", "relaxed"]
-    assert any("class-capacity LP, relaxed mode" in line for line in lines)
+    assert any("class-capacity LP" in line and "relaxed mode ..." in line for line in lines)
     assert any(line.startswith("bound: gang mode:") and "LP optimal" in line for line in lines)
+    assert any("; Lagrangian " in line for line in lines) == (level == "lagrangian")
     for mode in ("relaxed", "gang"):
         runs = [r.result for r in result.runs if r.result.mode == mode]
         best = min(runs, key=lambda r: r.objective)
         expected = regret_bound(
             inst.with_mode(mode),
-            "capacity",
+            level,
             objective=best.objective,
             makespan=best.metrics["makespan"],
         )
@@ -156,6 +158,7 @@ def test_compare_solves_the_capacity_lp_once_per_mode_for_every_run(monkeypatch)
         for run in runs:
             assert run.extra["regret_bound"] == pytest.approx(expected.value)
             assert run.extra["capacity_status"] == "optimal"
+            assert ("bound_lagrangian" in run.extra) == (level == "lagrangian")
             assert run.regret == pytest.approx(max(1.0, run.objective / expected.value))
             assert run.extra["bound_fluid"] <= run.extra["regret_bound"] <= run.objective
 

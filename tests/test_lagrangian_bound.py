@@ -322,6 +322,55 @@ def test_every_multiplier_gives_a_bound(instance, seed, cut):
         assert bound <= optimum * (1 + OPTIMAL_TOL)
 
 
+@settings(deadline=None, max_examples=n_examples(30))
+@given(instances(max_jobs=4, integer=True), st.sampled_from([None, 0.5]))
+def test_a_start_at_the_lps_prices_stays_a_bound(instance, cut):
+    """Started at the class-capacity LP's prices (both modes; an epoch-scale origin
+    too, which moves the LP's grid and the programme's steps together): every iteration
+    ≤ OPT, and the first one at least the critical path less a step per job."""
+    from optsched.exact.capacity import capacity_bound
+
+    optimum = solve(instance, "cpsat", time_limit=5).objective
+    for origin in (0.0, 1.7e9):
+        inst = _shifted(instance, origin)
+        start = incumbent(inst)
+        lp = capacity_bound(inst, start.objective, start.makespan, 20)
+        assert lp.prices is not None and (lp.prices.price >= 0).all()
+        until = None if cut is None else cut * start.makespan
+        found = lagrangian_bound(
+            inst, start.objective, 1.0, iterations=10, priced_until=until, start=lp.prices
+        )
+        assert found.bound is not None
+        assert found.bound <= (optimum + origin * sum(j.weight for j in inst.jobs)) * (
+            1 + OPTIMAL_TOL
+        )
+
+
+def test_the_lps_prices_start_where_zero_prices_take_iterations_to_reach():
+    """On jobs that queue for the fast GPUs, λ at the LP's prices is worth more at once than
+    λ = 0 (the critical path): the prices land on the groups' rows."""
+    from optsched.exact.capacity import capacity_bound
+
+    inst = _queue()
+    start = incumbent(inst)
+    lp = capacity_bound(inst, start.objective, start.makespan, 20)
+    cold, warm = (
+        lagrangian_bound(inst, start.objective, 1.0, iterations=1, start=prices)
+        for prices in (None, lp.prices)
+    )
+    assert warm.trace[0] > cold.trace[0]
+
+
+def test_start_prices_of_the_wrong_shape_are_refused():
+    from optsched.exact.capacity import ClassPrices
+
+    inst = _queue()
+    start = incumbent(inst)
+    bad = ClassPrices(np.array([0.0, 10.0]), np.ones((5, 1)))
+    with pytest.raises(InputError, match="one row per GPU class"):
+        lagrangian_bound(inst, start.objective, 1.0, iterations=1, start=bad)
+
+
 @settings(deadline=None, max_examples=n_examples(100))
 @given(
     st.lists(st.integers(1, 4), min_size=2, max_size=4),

@@ -45,14 +45,34 @@ def test_every_level_is_at_most_the_optimum(instance):
             makespan=start.metrics["makespan"],
         ),
         regret_bound(instance, "capacity"),
+        regret_bound(
+            instance,
+            "lagrangian",
+            objective=start.objective,
+            makespan=start.metrics["makespan"],
+        ),
     ]
     values = [f.value for f in found if f is not None]
     assert values[0] <= values[1] <= min(values[2:])
+    assert values[4] >= values[2] * (1 - 1e-12)  # the same LP, and the Lagrangian bound
     assert max(values) <= optimum.objective * (1 + OPTIMAL_TOL)
     for f in found:
         assert f is not None and f.value == max(
             v for k, v in f.parts.items() if k.startswith("bound_")
         )
+
+
+def test_the_lagrangian_level_needs_a_checked_schedule_and_says_how_it_stopped():
+    inst = _toy()
+    found = simulate(inst, "hlas", bound="lagrangian")
+    assert found.extra["lagrangian_status"] in ("converged", "iterations")
+    assert found.extra["regret_bound"] >= found.extra["bound_capacity"]
+    assert found.extra["regret_bound"] == max(
+        found.extra["bound_lagrangian"], found.extra["bound_capacity"]
+    )
+    streamed = simulate(inst, "hlas", bound="lagrangian", record=False)
+    assert streamed.extra["lagrangian_status"] == "no checked schedule"
+    assert "bound_lagrangian" not in streamed.extra
 
 
 def test_an_unknown_level_is_bad_input():
@@ -92,6 +112,10 @@ def test_the_cli_prints_the_regret_and_its_source():
     assert code == 0 and "regret" not in json.loads(out)
     code, _, err = cli("simulate", TOY, "--policy", "hlas", "--bound", "lp")
     assert code == 2 and "--bound" in err
+    code, out, _ = cli("simulate", TOY, "--policy", "hlas", "--bound", "lagrangian")
+    assert code == 0 and "regret     ≤ " in out
+    code, out, _ = cli("simulate", TOY, "--policy", "hlas", "--bound", "lagrangian", "--no-record")
+    assert code == 0 and "the Lagrangian bound gave none: no checked schedule" in out
     code, out, _ = cli(
         "simulate", TOY, "--policy", "hlas", "--bound", "capacity", "--bound-time-limit", "1e-9"
     )
@@ -127,15 +151,17 @@ def traces(draw: st.DrawFn) -> tuple[Trace, str, str]:
     st.sampled_from(["fifo-perf", "srtf", "srtf:placement=paced", "tiresias", "hlas", "allox"]),
 )
 def test_every_bound_is_at_most_every_policy_on_random_traces(drawn, policy):
-    """Random traces: the regret over the capacity level is at least 1 on the objective and
-    on the JCT, and the Lagrangian bound is at most the policy's checked objective."""
+    """Random traces: the regret over the lagrangian level (the capacity LP, then the
+    Lagrangian bound from its prices and the run's checked objective) is at least 1 on the
+    objective and on the JCT, and the Lagrangian bound from zero prices is at most the
+    policy's checked objective."""
     trace, cluster, mode = drawn
     try:
         inst = trace_instance(
             trace, parse_cluster(cluster), TraceMapping(quantum=3600.0), mode=mode
         )
         name, params = parse_policy(policy)
-        result = simulate(inst, name, params=params, bound="capacity")
+        result = simulate(inst, name, params=params, bound="lagrangian")
     except InputError:  # a gang job wider than its workload's types here; a policy's mode
         assume(False)
     assert result.regret is not None and result.regret >= 1 - 1e-9

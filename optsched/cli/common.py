@@ -177,16 +177,19 @@ def add_simulation_options(p: argparse.ArgumentParser) -> None:
         choices=REGRET_BOUNDS,
         default="fluid",
         help="the lower bound the certified regret is over: none, critical-path, fluid (the "
-        "better of the critical path and the fluid work bound; default) or capacity (also "
+        "better of the critical path and the fluid work bound; default), capacity (also "
         "the class-capacity LP, within --bound-time-limit; on parts of the longest jobs "
-        "where the trace is too large for one LP)",
+        "where the trace is too large for one LP) or lagrangian (also the Lagrangian bound, "
+        "started at the LP's prices, within --bound-time-limit again; needs a checked "
+        "schedule; stronger where short jobs queue in bursts)",
     )
     p.add_argument(
         "--bound-time-limit",
         type=float,
         metavar="S",
         default=CAPACITY_TIME_LIMIT,
-        help=f"seconds for --bound capacity's LP (default {CAPACITY_TIME_LIMIT:g})",
+        help="seconds for --bound capacity's LP, and as many for lagrangian's Lagrangian "
+        f"bound (default {CAPACITY_TIME_LIMIT:g})",
     )
     p.add_argument(
         "--engine",
@@ -339,6 +342,7 @@ def print_result(result: Result[Any], online: bool = False) -> None:
                 "fluid": "the fluid work bound",
                 "capacity": "the class-capacity LP",
                 "capacity-parts": "the class-capacity LP on parts of the longest jobs",
+                "lagrangian": "the Lagrangian bound of GPU capacity over time",
             }[result.extra["regret_source"]]
             print(
                 f"regret     ≤ {fmt(result.regret, 4)}  (objective ÷ "
@@ -355,6 +359,9 @@ def print_result(result: Result[Any], online: bool = False) -> None:
                 print(f"           (the class-capacity LP is too large for one model: {on_parts})")
             elif status not in (None, "optimal"):
                 print(f"           (the class-capacity LP gave no bound: {status})")
+            lagrangian = result.extra.get("lagrangian_status")
+            if lagrangian is not None and "bound_lagrangian" not in result.extra:
+                print(f"           (the Lagrangian bound gave none: {lagrangian})")
     else:
         source = {"method": "the method's certified bound", "critical_path": "critical path"}.get(
             result.extra.get("bound_source", "")

@@ -71,7 +71,8 @@ def add_parser(sub: Any) -> None:
     p.add_argument(
         "--progress",
         action="store_true",
-        help="lines on stderr as each policy runs and as --bound capacity's LP is solved",
+        help="lines on stderr as each policy runs and as --bound capacity's LP (and "
+        "lagrangian's Lagrangian bound) is solved",
     )
     add_json(p)
     p.set_defaults(func=run)

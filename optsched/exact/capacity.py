@@ -44,9 +44,10 @@ again with crossover in the time left.
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, NamedTuple
 
 import numpy as np
+import numpy.typing as npt
 
 from optsched.budget import (
     EXACT_TIME_LIMIT,
@@ -90,18 +91,28 @@ class CapacityBoundOptions(Options):
     )
 
 
+class ClassPrices(NamedTuple):
+    """What GPU time is worth over time: ``price[c, t]`` per GPU-second of class c
+    (objective units, ≥ 0) in [edges[t], edges[t + 1]); nothing outside the grid."""
+
+    edges: npt.NDArray[np.float64]
+    price: npt.NDArray[np.float64]
+
+
 @dataclass(frozen=True)
 class CapacityLP:
     """The outcome of :func:`capacity_bound`: ``bound`` (certified, ``None`` unless HiGHS
     solved the LP), ``status`` (``optimal``, ``time limit``, ``too large`` — not built, see
-    :func:`~optsched.budget.lp_too_large` — or ``not optimal: <message>``) and the LP's
-    size."""
+    :func:`~optsched.budget.lp_too_large` — or ``not optimal: <message>``), the LP's size
+    and, when solved, the ``prices`` of its capacity rows (minus their dual values): a start
+    for :func:`~optsched.exact.lagrangian.lagrangian_bound`'s multipliers."""
 
     bound: float | None
     status: str
     variables: int
     nonzeros: int
     solver_objective: float | None = None  # HiGHS's optimum, for comparison
+    prices: ClassPrices | None = None
 
 
 def _rows(*blocks: tuple[np.ndarray, np.ndarray, np.ndarray]) -> tuple[np.ndarray, ...]:
@@ -171,13 +182,17 @@ def capacity_bound(
     rate = np.where(eligible, fastest[:, None] / np.where(eligible, compute, 1.0), 0.0)
     tail = np.where(eligible, sync, np.inf).min(axis=1)
     round_time = np.array(round_lower_bounds(instance))
-    path = critical_path(instance)
+    # times from the first arrival, added back to the value: at an epoch-scale origin the
+    # LP's coefficients would lose their precision
+    origin = float(arrival.min())
+    arrival = arrival - origin
+    path = critical_path(instance) - origin
     work = rounds * tasks * fastest
     after = tail + fastest / 2 + round_time * (rounds - 1) / 2  # C_j ≥ M_j + after_j
 
     # the grid: from the first arrival (nothing computes before it) to the horizon; interval t
     # starts at edges[t], interval n_t is [edges[-1], ∞)
-    edges = np.linspace(arrival.min(), max(horizon, float(path.max())), n_t + 1)
+    edges = np.linspace(0.0, max(horizon - origin, float(path.max())), n_t + 1)
     # columns: x for each eligible (job, class) pair and interval 0..n_t; Z (job's cumulative
     # work at the end of interval t < n_t); C per job; y per eligible (job, class) pair
     pair_job, pair_class = np.nonzero(eligible)
@@ -341,7 +356,7 @@ def capacity_bound(
     hi[z0:c0] = (tasks * fastest)[:, None].repeat(n_t, axis=1).ravel() * np.minimum(
         started, rounds[:, None]
     ).ravel()
-    lo[c0:y0], hi[c0:y0] = path, np.maximum(path, upper / weight)
+    lo[c0:y0], hi[c0:y0] = path, np.maximum(path, upper / weight - origin)
     hi[y0:h0] = rounds[pair_job]
     if gang:  # held at most K_j at once, and at most every round for its longest pace
         longest = np.zeros(n)  # the job's longest round: its largest pace-row duration
@@ -391,7 +406,10 @@ def capacity_bound(
     value = float(
         dual_ub @ b_ub + dual_eq @ b_eq + np.where(reduced >= 0, reduced * lo, reduced * hi).sum()
     )
-    return CapacityLP(value - abs(value) * _MARGIN, "optimal", variables, nonzeros, float(res.fun))
+    value += origin * float(weight.sum())
+    prices = ClassPrices(edges + origin, -dual_ub[: size.size * n_t].reshape(size.size, n_t))
+    solver = float(res.fun) + origin * float(weight.sum())
+    return CapacityLP(value - abs(value) * _MARGIN, "optimal", variables, nonzeros, solver, prices)
 
 
 @register(

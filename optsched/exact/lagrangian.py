@@ -35,7 +35,7 @@ from __future__ import annotations
 import math
 from collections.abc import Sequence
 from dataclasses import dataclass, replace
-from typing import Any, NamedTuple
+from typing import TYPE_CHECKING, Any, NamedTuple
 
 import numpy as np
 import numpy.typing as npt
@@ -48,6 +48,9 @@ from optsched.instance import Instance
 from optsched.options import Options, count, number
 from optsched.registry import register
 from optsched.work import WorkMeter, work_option
+
+if TYPE_CHECKING:
+    from optsched.exact.capacity import ClassPrices
 
 #: The default grid: the data's unit, coarsened ×10 while the span of the incumbent's
 #: makespan exceeds this many steps (and the unit stays at most the shortest compute time).
@@ -394,6 +397,7 @@ def lagrangian_bound(
     budget: Budget | None = None,
     report: Any = None,
     work: float | None = None,
+    start: ClassPrices | None = None,
 ) -> LagrangianBound:
     """The Lagrangian bound (module doc) on the grid of ``time_unit``, from the deadlines of
     ``upper`` (the objective of a checked feasible schedule), after at most ``iterations``
@@ -402,15 +406,19 @@ def lagrangian_bound(
     is priced up to ``priced_until`` seconds (default: the latest deadline; from there on
     λ = 0, and a job's rounds cost only their earliest completion, which keeps each job's
     programme short on large instances). ``report(bound)`` is called with each better
-    certified bound (instance units).
+    certified bound (instance units). ``start``: prices of GPU time to start the multipliers
+    from (e.g. the class-capacity LP's, :class:`~optsched.exact.capacity.ClassPrices`; by
+    default λ = 0), which can save the hundreds of iterations the steps take from zero.
 
     Guarantees: the bound is L(λ) at some λ ≥ 0 computed exactly up to float rounding, less
     a relative 10⁻⁹, rounded up to the grid's integer objective (integer steps and weights),
     so at most Σ_j w_j max(C_j, CP_j) of an optimal schedule shifted onto the grid of the
     instance rounded down, itself at most the optimum (docs/models/lagrangian-bound.md)."""
     problem = _problem(instance, upper, time_unit, priced_until)
-    dn, jobs, rows, horizon, shift = problem
-    lam = np.zeros((rows.rows, horizon))
+    dn, jobs, rows, horizon, shift, _ = problem
+    lam = (
+        np.zeros((rows.rows, horizon)) if start is None else _multipliers(problem, instance, start)
+    )
     # Polyak's target: the incumbent's objective in grid units, from the origin
     target = upper * dn.weight_scale / time_unit - shift
     best, theta, since, done = -_INF, 1.0, 0, 0
@@ -468,6 +476,35 @@ class _Problem(NamedTuple):
     rows: _Resources
     horizon: int
     shift: int
+    origin: int  # the first arrival, in steps: priced step s is grid step origin + s
+
+
+def _multipliers(
+    problem: _Problem, instance: Instance, start: ClassPrices
+) -> npt.NDArray[np.float64]:
+    """λ at ``start``'s prices (per GPU class of ``instance``, the problem's original): a
+    group's row (capacity 1: all its GPUs) at priced step s costs the prices of its GPUs'
+    classes at the step's midpoint, in the programme's units (one grid step of GPU time,
+    weights × ``weight_scale``); 0 on the cut rows and outside ``start``'s grid. Any λ ≥ 0
+    gives a valid bound, so this is only a starting point."""
+    from optsched.exact.grid import to_seconds
+
+    dn, _, rows, horizon, _, origin = problem
+    edges, price = np.asarray(start.edges, float), np.asarray(start.price, float)
+    classes = instance.class_compute.shape[1]
+    if price.shape != (classes, len(edges) - 1):
+        raise InputError(
+            f"start prices: expected one row per GPU class and one column per interval "
+            f"({classes} × {len(edges) - 1}), got {price.shape}"
+        )
+    seconds = to_seconds(origin + np.arange(horizon) + 0.5, dn.time_unit)
+    interval = np.searchsorted(edges, seconds, side="right") - 1
+    inside = (interval >= 0) & (interval < price.shape[1])
+    gpu_price = np.clip(np.nan_to_num(price), 0.0, None)[instance.gpu_class]
+    lam = np.zeros((rows.rows, horizon))
+    for q, group in enumerate(dn.instance.gpu_groups()):
+        lam[q, inside] = gpu_price[list(group)].sum(axis=0)[interval[inside]] * dn.weight_scale
+    return lam
 
 
 def _problem(
@@ -494,7 +531,7 @@ def _problem(
             f"(row, step) or (round, step) pairs, more than {MAX_CELLS:.0e}; choose a "
             "coarser time_unit"
         )
-    return _Problem(dn, jobs, rows, horizon, shift)
+    return _Problem(dn, jobs, rows, horizon, shift, origin)
 
 
 def _evaluate(
@@ -502,7 +539,7 @@ def _evaluate(
 ) -> tuple[float, npt.NDArray[np.float64]]:
     """(L at multipliers ``lam`` ≥ 0, one row per row of the problem and one column per priced
     step, in grid units from the origin; what the jobs' paths hold of each row at each step)."""
-    _, jobs, rows, horizon, _ = problem
+    _, jobs, rows, horizon, _, _ = problem
     tables = {}
     for width, use in rows.use.items():  # what a round pays per step, summed up
         tables[width] = np.zeros((len(use), horizon + 1))

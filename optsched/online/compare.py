@@ -8,7 +8,8 @@ ones; the table says which), and returns a :class:`Comparison`: per policy its m
 statistics (mean, p50, p95, p99), makespan, the certified regrets (of the total weighted JCT,
 and of Σ w_j C_j, which arrivals spread over months dilute) over the best lower bound the
 runs of its mode computed (:mod:`optsched.regret`; one bound per mode, so the ratios compare;
-with ``bound="capacity"`` its LP runs once per mode, after the runs) and the simulation's
+with ``bound="capacity"`` or ``"lagrangian"`` its LP, and the Lagrangian bound, run once per
+mode, after the runs) and the simulation's
 CPU time; :meth:`Comparison.table` writes them as a Markdown table in a unit of time of
 choice, and :meth:`Comparison.jcts_in` gives every policy's JCTs in that unit for one CDF
 chart (:func:`optsched.plot.plot_jct_cdf`). Every schedule is checked as
@@ -239,8 +240,9 @@ def compare(
         info.check_mode(own)
         info.parse_options(params)
         modes.append(own)
-    # the capacity LP once per mode, after every run, not once per run (below)
-    each = "fluid" if bound == "capacity" else bound
+    # the LP (and the Lagrangian bound) once per mode, after every run, not once per run
+    heavy = bound in ("capacity", "lagrangian")
+    each = "fluid" if heavy else bound
     runs = []
     for i, ((label, name, params), own) in enumerate(zip(specs, modes, strict=True), 1):
         if progress is not None:
@@ -261,8 +263,8 @@ def compare(
         runs.append(PolicyRun(label, name, params, result, time.process_time() - cpu))
         if progress is not None:
             progress(f"[{i}/{len(specs)}] {label}: mean JCT {_mean_jct(result):,.0f} s")
-    if bound == "capacity":
-        runs = _with_capacity_bound(runs, bound_time_limit, progress)
+    if heavy:
+        runs = _with_mode_bound(runs, bound, bound_time_limit, progress)
     bounds: dict[str, tuple[float, str]] = {}
     for r in runs:  # a bound holds for the runs of its mode
         if r.result.extra.get("regret_bound") is not None:
@@ -276,20 +278,21 @@ def compare(
     )
 
 
-def _with_capacity_bound(
+def _with_mode_bound(
     runs: Sequence[PolicyRun],
+    level: str,
     time_limit: float | None,
     progress: Callable[[str], None] | None,
 ) -> list[PolicyRun]:
-    """``runs`` with the capacity-level regret (:func:`~optsched.regret.regret_bound`) in
-    each run that has a bound (not a cluster policy's): one bound per mode, on the mode's
-    realised instance (the same for every run of the mode: same seed, noise and switch
-    cost), its LP's deadlines from the least checked objective of the mode's runs and its
-    grid up to that run's makespan (with no checked run: no objective, the first run's
-    makespan), within ``time_limit``: one LP instead of one per run. The least objective
-    gives the LP its tightest deadlines, but another run's grid can give a slightly
-    different value. The bound holds for every schedule of the instance, so for every run
-    of the mode."""
+    """``runs`` with the regret of ``level`` (``capacity`` or ``lagrangian``,
+    :func:`~optsched.regret.regret_bound`) in each run that has a bound (not a cluster
+    policy's): one bound per mode, on the mode's realised instance (the same for every run
+    of the mode: same seed, noise and switch cost), its deadlines from the least checked
+    objective of the mode's runs and its grid up to that run's makespan (with no checked
+    run: no objective, the first run's makespan), within ``time_limit``: one LP instead of
+    one per run. The least objective gives the tightest deadlines, but another run's grid
+    can give a slightly different value. The bound holds for every schedule of the instance,
+    so for every run of the mode."""
     from optsched.online.run import part_line, regret_fields
     from optsched.regret import regret_bound
 
@@ -307,11 +310,11 @@ def _with_capacity_bound(
         best = min(checked, key=_objective, default=None)
         instance = _simulation(runs[mine[0]].result).instance
         if progress is not None:
-            progress(f"bound: class-capacity LP, {mode} mode ...")
+            progress(f"bound: {_BOUND_NAMES[level]}, {mode} mode ...")
         start = time.perf_counter()
         found = regret_bound(
             instance,
-            "capacity",
+            level,
             objective=None if best is None else _objective(best),
             makespan=((best or runs[mine[0]].result).metrics or {}).get("makespan"),
             time_limit=time_limit,
@@ -320,9 +323,11 @@ def _with_capacity_bound(
         assert found is not None  # a level other than "none"
         if progress is not None:
             status = found.parts.get("capacity_parts_status", found.parts.get("capacity_status"))
+            more = found.parts.get("lagrangian_status")
             progress(
-                f"bound: {mode} mode: {found.value:,.6g} s ({found.source}; LP {status}) "
-                f"in {time.perf_counter() - start:.1f} s"
+                f"bound: {mode} mode: {found.value:,.6g} s ({found.source}; LP {status}"
+                + ("" if more is None else f"; Lagrangian {more}")
+                + f") in {time.perf_counter() - start:.1f} s"
             )
         for i in mine:
             result = runs[i].result
@@ -331,6 +336,12 @@ def _with_capacity_bound(
             )
             out[i] = replace(runs[i], result=replace(result, extra={**result.extra, **fields}))
     return out
+
+
+_BOUND_NAMES = {
+    "capacity": "class-capacity LP",
+    "lagrangian": "class-capacity LP, then the Lagrangian bound",
+}
 
 
 def _objective(result: Result[Any]) -> float:

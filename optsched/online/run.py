@@ -58,9 +58,11 @@ def simulate(
     simulator's streamed ones, unchecked, and ``extra["checked"]`` says which. The Result has
     no bound and no gap: an online policy is judged by its JCT metrics and its certified
     regret. ``bound`` (:data:`~optsched.regret.REGRET_BOUNDS`: ``none``,
-    ``critical-path``, ``fluid``, the default, or ``capacity``, whose LP may take
+    ``critical-path``, ``fluid``, the default, ``capacity``, whose LP may take
     ``bound_time_limit`` seconds; on a trace too large for one LP, the LP on parts of its
-    longest jobs, a line per part on stderr with ``progress``) chooses the lower bounds
+    longest jobs, a line per part on stderr with ``progress``; or ``lagrangian``, which
+    adds the Lagrangian bound from the LP's prices and the run's checked objective, within
+    ``bound_time_limit`` again) chooses the lower bounds
     computed on the realised instance
     with its arrivals known (:mod:`optsched.regret`): each as
     ``extra["bound_<name>"]``, the best as ``extra["regret_bound"]`` (its name
