@@ -107,7 +107,7 @@ def regret_bound(
 
     path = critical_path(instance)
     parts: dict[str, float | str] = {"bound_critical_path": critical_path_bound(instance, path)}
-    if level in ("fluid", "capacity"):
+    if level != "critical-path":
         parts["bound_fluid"] = fluid_bound(instance, path=path).bound
     if level in ("capacity", "lagrangian"):
         from optsched.exact.bounds import horizon
