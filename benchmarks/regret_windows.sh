@@ -1,0 +1,28 @@
+#!/usr/bin/env bash
+# Certified regret on loaded windows of the Philly trace: the jobs arriving on one day (days
+# 20, 40, 60, 80 and 100 after the first arrival, a rule fixed before the others were measured;
+# day 80 had been measured alone) on about a hundredth of the README's cluster (V100:10,
+# T4:5, K80:3, M60:2: 20 GPUs), where queues form within the day. Four relaxed-mode policies
+# (srtf:placement=paced, srtf, hlas, allox), each regret over the bound of --bound capacity
+# (the class-capacity LP) and of --bound lagrangian (the LP, then the Lagrangian bound from
+# its prices), 300 s each. Two windows at a time on the 2-core reference machine (about 30
+# minutes), in the project's environment (`optsched` on PATH). Then the table:
+#   python benchmarks/regret_windows.py benchmarks/results/online/windows > \
+#     benchmarks/results/online/windows.md
+set -euo pipefail
+cd "$(dirname "$0")/.."
+trace=../shared/peer-data/pollux/traces/philly.csv
+out=benchmarks/results/online/windows
+mkdir -p $out
+window() {
+  local day=$1
+  for bound in capacity lagrangian; do
+    optsched compare "$trace" --cluster V100:10,T4:5,K80:3,M60:2 --window "${day}d:$((day + 1))d" \
+      --policy srtf:placement=paced --policy srtf --policy hlas --policy allox \
+      --bound $bound --bound-time-limit 300 --out "$out/day$day-$bound.json" > /dev/null
+  done
+}
+for pair in "20 40" "60 80" "100"; do
+  for day in $pair; do window "$day" & done
+  wait
+done
