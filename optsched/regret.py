@@ -60,7 +60,9 @@ class RegretBound:
     """The best certified lower bound on Σ w_j C_j found (``value``, ``source``: the bound
     it came from) and every part computed (``parts``: ``bound_critical_path``,
     ``bound_fluid``, ``bound_capacity``; ``capacity_status`` says why the LP gave none;
-    where it was too large, ``bound_capacity_parts`` and ``capacity_parts_status``)."""
+    where it was too large, ``bound_capacity_parts`` and ``capacity_parts_status``; at the
+    ``lagrangian`` level ``bound_lagrangian`` and ``lagrangian_status``, how it stopped or
+    why it gave none)."""
 
     value: float
     source: str
@@ -148,10 +150,15 @@ def _lagrangian(
     and ``lagrangian_status``."""
     if objective is None:
         return {"lagrangian_status": "no checked schedule"}
-    if lp.status == "too large":  # a trace: its programme would be too large as well
-        return {"lagrangian_status": "too large"}
+    if lp.status in ("too large", "interrupted"):  # a trace's programme is too large too;
+        return {"lagrangian_status": lp.status}  # a Ctrl-C stops the level
     from optsched.exact.bounds import horizon
-    from optsched.exact.lagrangian import lagrangian_bound, lagrangian_time_unit
+    from optsched.exact.lagrangian import (
+        BelowCriticalPath,
+        TooLarge,
+        lagrangian_bound,
+        lagrangian_time_unit,
+    )
 
     end = makespan if makespan is not None else horizon(instance)
     try:
@@ -163,9 +170,9 @@ def _lagrangian(
             budget=Budget(time_limit),
             start=lp.prices,
         )
-    except InputError:  # more (row, step) cells than it holds
+    except TooLarge:  # more (row, step) cells than it holds
         return {"lagrangian_status": "too large"}
-    except ValueError:  # an objective within the checker's tolerance below the critical path
+    except BelowCriticalPath:  # an objective within the checker's tolerance below it
         return {"lagrangian_status": "objective below the critical path"}
     out: dict[str, float | str] = {"lagrangian_status": found.stopped}
     if found.bound is not None:

@@ -205,8 +205,8 @@ class Result(Generic[SolutionT]):
         """An online result's certified regret: its objective over the best lower bound on
         every schedule of its instance computed for it (``extra["regret_bound"]``, from
         ``extra["regret_source"]``: the critical path, the fluid work bound, the capacity
-        LP or, on a trace too large for it, the LP on parts), so at least its true ratio to
-        the optimum; None elsewhere."""
+        LP or, on a trace too large for it, the LP on parts, or the Lagrangian bound), so at
+        least its true ratio to the optimum; None elsewhere."""
         value = self.extra.get("regret")
         return None if value is None else float(value)
 

@@ -29,6 +29,18 @@ def test_never_above_the_optimum(instance):
     assert result.bound <= optimum.objective * (1 + OPTIMAL_TOL)
 
 
+def test_one_job_at_an_epoch_scale_origin_is_solved():
+    """The case that failed when the LP was built on absolute times: one task of 1 s (sync
+    1 s) arriving at 1.7e9 s, where HiGHS stopped at "Unknown" and the LP gave no bound."""
+    job = Job(
+        "j0", arrival=1.7e9, rounds=1, tasks_per_round=1, compute={"T0": 1.0}, sync={"T0": 1.0}
+    )
+    inst = Instance("one", (job,), (GPU("g0", "T0"),))
+    found = capacity_bound(inst, 1.7e9 + 2.0, 1.7e9 + 2.0, 20)
+    assert found.status == "optimal"
+    assert 1.7e9 + 2.0 - 5.0 <= found.bound <= 1.7e9 + 2.0  # C = a + 1 + 1, less the margin
+
+
 @settings(deadline=None, max_examples=n_examples(30))
 @given(instances(max_jobs=4, integer=True))
 def test_an_epoch_scale_origin_moves_the_bound_by_its_weighted_shift(instance):

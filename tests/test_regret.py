@@ -66,13 +66,31 @@ def test_the_lagrangian_level_needs_a_checked_schedule_and_says_how_it_stopped()
     inst = _toy()
     found = simulate(inst, "hlas", bound="lagrangian")
     assert found.extra["lagrangian_status"] in ("converged", "iterations")
-    assert found.extra["regret_bound"] >= found.extra["bound_capacity"]
-    assert found.extra["regret_bound"] == max(
-        found.extra["bound_lagrangian"], found.extra["bound_capacity"]
-    )
+    assert "bound_lagrangian" in found.extra and found.extra["capacity_status"] == "optimal"
     streamed = simulate(inst, "hlas", bound="lagrangian", record=False)
     assert streamed.extra["lagrangian_status"] == "no checked schedule"
     assert "bound_lagrangian" not in streamed.extra
+
+
+def test_a_ctrl_c_in_the_lp_stops_the_lagrangian_level(monkeypatch):
+    import optsched.exact.capacity as capacity
+    import optsched.exact.lagrangian as lagrangian
+
+    monkeypatch.setattr(
+        capacity,
+        "capacity_bound",
+        lambda *args, **kwargs: capacity.CapacityLP(None, "interrupted", 1, 1),
+    )
+
+    def never(*args, **kwargs):
+        raise AssertionError("the Lagrangian bound ran after a Ctrl-C")
+
+    monkeypatch.setattr(lagrangian, "lagrangian_bound", never)
+    inst = _toy()
+    start = solve(inst, "ect")
+    found = regret_bound(inst, "lagrangian", objective=start.objective)
+    assert found is not None and found.parts["lagrangian_status"] == "interrupted"
+    assert found.source in ("critical-path", "fluid")
 
 
 def test_an_unknown_level_is_bad_input():

@@ -69,6 +69,14 @@ MAX_CELLS = 10_000_000
 _INF = math.inf
 
 
+class TooLarge(InputError):
+    """The programme would hold more than :data:`MAX_CELLS` cells on the grid asked for."""
+
+
+class BelowCriticalPath(ValueError):
+    """The ``upper`` given is below the critical path: no feasible schedule has it."""
+
+
 class _OutOfTime(Exception):
     """The budget expired in the middle of an iteration."""
 
@@ -515,7 +523,7 @@ def _problem(
 
     dn, jobs, rows = _grid_jobs(instance, upper, time_unit)
     if any(j.window < 0 for j in jobs):
-        raise ValueError("upper is below the critical path: not a feasible objective")
+        raise BelowCriticalPath("upper is below the critical path: not a feasible objective")
     # times from the first arrival (step `origin`): Σ w C = Σ w (C − origin) + origin · Σ w
     origin = min(j.first for j in jobs)
     jobs = [replace(j, first=j.first - origin, floor=j.floor - origin) for j in jobs]
@@ -526,7 +534,7 @@ def _problem(
         horizon = max(1, min(horizon, until))
     cells = max(rows.per_step * horizon, max(j.rounds * min(j.window + 1, horizon) for j in jobs))
     if cells > MAX_CELLS:
-        raise InputError(
+        raise TooLarge(
             f"time_unit {time_unit:g}: the Lagrangian bound would price {cells:.3g} "
             f"(row, step) or (round, step) pairs, more than {MAX_CELLS:.0e}; choose a "
             "coarser time_unit"
