@@ -54,7 +54,9 @@ def test_every_level_is_at_most_the_optimum(instance):
     ]
     values = [f.value for f in found if f is not None]
     assert values[0] <= values[1] <= min(values[2:])
-    assert values[4] >= values[2] * (1 - 1e-12)  # the same LP, and the Lagrangian bound
+    # the same fluid bound and LP, and the Lagrangian bound
+    assert values[4] >= max(values[1], values[2]) * (1 - 1e-12)
+    assert "bound_fluid" in found[4].parts
     assert max(values) <= optimum.objective * (1 + OPTIMAL_TOL)
     for f in found:
         assert f is not None and f.value == max(
