@@ -39,16 +39,17 @@ def main(folder: str) -> str:
         }
         if len(runs) < len(LEVELS):
             continue
-        share = {}
-        for level, data in runs.items():
-            best = min(data["policies"], key=lambda p: p["regret_jct"])
-            share[level] = 1 / best["regret_jct"]
+        best = {
+            level: min(data["policies"], key=lambda p: p["regret_jct"])
+            for level, data in runs.items()
+        }
+        share = {level: 1 / best[level]["regret_jct"] for level in runs}
+        for level in runs:
             ratios[level].append(share[level])
-        data = runs["lagrangian"]
-        best = min(data["policies"], key=lambda p: p["regret_jct"])
+        data, top = runs["lagrangian"], best["lagrangian"]
         regrets = ", ".join(f"{p['regret_jct']:.3f}" for p in data["policies"])
         out.append(
-            f"| {day} | {data['jobs']} | {best['policy']} | {best['mean_jct']:.3f} | "
+            f"| {day} | {data['jobs']} | {top['policy']} | {top['mean_jct']:.3f} | "
             f"{share['capacity']:.3f} | {share['lagrangian']:.3f} | "
             f"{data['bounds']['relaxed']['source']} | {regrets} |"
         )

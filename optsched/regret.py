@@ -43,6 +43,9 @@ if TYPE_CHECKING:
 #: The bound levels, weakest first.
 REGRET_BOUNDS = ("none", "critical-path", "fluid", "capacity", "lagrangian")
 
+#: The levels that solve the class-capacity LP.
+LP_LEVELS = ("capacity", "lagrangian")
+
 #: Intervals of the capacity LP's grid.
 CAPACITY_INTERVALS = 100
 
@@ -111,16 +114,17 @@ def regret_bound(
     parts: dict[str, float | str] = {"bound_critical_path": critical_path_bound(instance, path)}
     if level != "critical-path":
         parts["bound_fluid"] = fluid_bound(instance, path=path).bound
-    if level in ("capacity", "lagrangian"):
+    if level in LP_LEVELS:
         from optsched.exact.bounds import horizon
         from optsched.exact.capacity import capacity_bound
 
         weight = math.fsum(job.weight for job in instance.jobs)
         end = horizon(instance)
+        grid_end = makespan if makespan is not None else end
         lp = capacity_bound(
             instance,
             objective if objective is not None else weight * end,
-            makespan if makespan is not None else end,
+            grid_end,
             CAPACITY_INTERVALS,
             time_limit=time_limit,
         )
@@ -133,7 +137,7 @@ def regret_bound(
             parts["bound_capacity_parts"] = found.value
             parts["capacity_parts_status"] = _parts_status(found.statuses, len(cut))
         if level == "lagrangian":
-            parts.update(_lagrangian(instance, objective, makespan, lp, time_limit))
+            parts.update(_lagrangian(instance, objective, grid_end, lp, time_limit))
     values = {k: float(v) for k, v in parts.items() if k.startswith("bound_")}
     best = max(values, key=lambda k: values[k])
     return RegretBound(values[best], best.removeprefix("bound_").replace("_", "-"), parts)
@@ -142,17 +146,16 @@ def regret_bound(
 def _lagrangian(
     instance: Instance,
     objective: float | None,
-    makespan: float | None,
+    end: float,
     lp: CapacityLP,
     time_limit: float | None,
 ) -> dict[str, float | str]:
-    """The Lagrangian part of :func:`regret_bound`: ``bound_lagrangian`` where it gave one,
-    and ``lagrangian_status``."""
+    """The Lagrangian part of :func:`regret_bound`, priced up to ``end`` (the LP's grid's):
+    ``bound_lagrangian`` where it gave one, and ``lagrangian_status``."""
     if objective is None:
         return {"lagrangian_status": "no checked schedule"}
     if lp.status in ("too large", "interrupted"):  # a trace's programme is too large too;
         return {"lagrangian_status": lp.status}  # a Ctrl-C stops the level
-    from optsched.exact.bounds import horizon
     from optsched.exact.lagrangian import (
         BelowCriticalPath,
         TooLarge,
@@ -160,7 +163,6 @@ def _lagrangian(
         lagrangian_time_unit,
     )
 
-    end = makespan if makespan is not None else horizon(instance)
     try:
         found = lagrangian_bound(
             instance,

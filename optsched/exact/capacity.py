@@ -406,9 +406,9 @@ def capacity_bound(
     value = float(
         dual_ub @ b_ub + dual_eq @ b_eq + np.where(reduced >= 0, reduced * lo, reduced * hi).sum()
     )
-    value += origin * float(weight.sum())
+    shift = origin * float(weight.sum())  # back from times after the first arrival
+    value, solver = value + shift, float(res.fun) + shift
     prices = ClassPrices(edges + origin, -dual_ub[: size.size * n_t].reshape(size.size, n_t))
-    solver = float(res.fun) + origin * float(weight.sum())
     return CapacityLP(value - abs(value) * _MARGIN, "optimal", variables, nonzeros, solver, prices)
 
 

@@ -30,7 +30,7 @@ import numpy as np
 from optsched.budget import check_time_limit
 from optsched.errors import InputError
 from optsched.instance import Instance
-from optsched.regret import CAPACITY_TIME_LIMIT, check_level, weighted_arrivals
+from optsched.regret import CAPACITY_TIME_LIMIT, LP_LEVELS, check_level, weighted_arrivals
 from optsched.result import Result
 from optsched.subsets import UNITS
 
@@ -241,7 +241,7 @@ def compare(
         info.parse_options(params)
         modes.append(own)
     # the LP (and the Lagrangian bound) once per mode, after every run, not once per run
-    heavy = bound in ("capacity", "lagrangian")
+    heavy = bound in LP_LEVELS
     each = "fluid" if heavy else bound
     runs = []
     for i, ((label, name, params), own) in enumerate(zip(specs, modes, strict=True), 1):
