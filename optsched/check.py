@@ -433,13 +433,24 @@ def objective_tolerance(
     instance: Instance, completion: dict[str, float], objective: float
 ) -> float:
     """How far above a lower bound an objective Σ w_j C_j may be and still be optimal
-    (docs/model.md, *Optimality*): Σ_j w_j × :func:`time_tolerance` (C_j − a_j, C_j) (each
-    completion's rounding and 1e-9 of the job's time in the system) plus the rounding of
-    the sum (one unit in the last place of the objective per job). It is absolute: a
-    distant time origin adds only the coarser float spacing there, never a share of the
-    objective."""
+    (docs/model.md, *Optimality*): Σ_j w_j × (:func:`time_tolerance` (C_j − a_j, C_j) plus
+    ``2·ULPS`` units in the last place of C_j per round of job j) plus the rounding of the
+    sum (one unit in the last place of the objective per job).
+
+    A job's completion ends a chain of rounds: each round may start up to the checker's
+    tolerance before the previous one is ready, and its ready time is a float sum of a start
+    and durations, so a schedule the checker accepts may complete up to that much per round
+    before the exact sum of its times (a method adding 0.7 s rounds at 1.5e9 s drifts about
+    half a unit in the last place per round below it). The 1e-9 share of each round's
+    duration sums to 1e-9 of the job's time in the system; the units in the last place add
+    up round by round. It is absolute: a distant time origin adds only the coarser float
+    spacing there, never a share of the objective."""
     total = sum(
-        job.weight * time_tolerance(completion[job.id] - job.arrival, completion[job.id])
+        job.weight
+        * (
+            time_tolerance(completion[job.id] - job.arrival, completion[job.id])
+            + 2 * ULPS * job.rounds * math.ulp(completion[job.id])
+        )
         for job in instance.jobs
     )
     return total + len(instance.jobs) * math.ulp(objective)
