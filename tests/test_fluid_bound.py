@@ -65,6 +65,22 @@ def test_exact_for_single_task_jobs_on_one_gpu():
     assert critical_path_bound(inst) < 23.0
 
 
+@pytest.mark.parametrize("origin", [1000.0, 1.7e9])
+def test_a_distant_time_origin_moves_the_bound_by_its_weighted_shift(origin):
+    """Two 10 s jobs on one GPU at the same arrival: the bound (30) is optimal at any origin.
+    Its safety margin is taken on times from the first arrival: on the whole value it gave
+    away 1e-9 × Σ w × origin (3.4 at 1.7e9 s), and the result was no longer optimal."""
+
+    def two(at: float) -> Instance:
+        jobs = tuple(Job(k, arrival=at, compute={"A": 10.0}) for k in "ab")
+        return Instance("two", jobs, (GPU("g", "A"),))
+
+    near, far = fluid_bound(two(0.0)).bound, fluid_bound(two(origin)).bound
+    assert abs(far - (near + 2 * origin)) <= 8 * np.spacing(far)
+    result = solve(two(origin), "fluid-bound")
+    assert result.status == "optimal" and result.objective == 2 * origin + 30.0
+
+
 def test_stronger_than_the_critical_path_when_jobs_compete():
     """Heavier load (arrivals closer together): the critical path ignores the queue."""
     inst = generate(GeneratorSpec(jobs=20, gpus=8, gpu_types=2, hosts=2, load=4.0), seed=0)

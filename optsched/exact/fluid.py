@@ -179,6 +179,11 @@ def fluid_bound(
     release = np.array([job.arrival for job in instance.jobs], dtype=float)
     weight = np.array([job.weight for job in instance.jobs], dtype=float)
     path = critical_path(instance) if path is None else path  # C_j ≥ path_j
+    # times from the first arrival, so that the safety margin is taken on this value, not
+    # on Σ w × origin (exact where a time is at most twice the origin; elsewhere rounded
+    # far inside the margin)
+    origin = float(release.min())
+    release, path = release - origin, path - origin
 
     def fluid(terms: _Terms, alone: npt.NDArray[np.bool_]) -> npt.NDArray[np.float64]:
         """Each job's fluid completion M_j + after_j, WSPT weighting the jobs of ``alone`` 0."""
@@ -240,7 +245,9 @@ def fluid_bound(
     prices = 2.0 ** (best_prices - best_prices.max())
     capacity = _fluid_terms(instance, prices[group]).capacity
     chosen = tuple(float(p) for p in prices[group])
-    return FluidBound(best * (1 - _MARGIN), chosen, capacity, tried)
+    # back from times after the first arrival; two units in the last place for that addition
+    bound = best * (1 - _MARGIN) + origin * float(weight.sum())
+    return FluidBound(bound - 2 * math.ulp(bound), chosen, capacity, tried)
 
 
 @register(
