@@ -10,7 +10,7 @@ import warnings
 
 import pytest
 
-from optsched import Status, check, solve
+from optsched import GPU, Instance, Job, Status, check, solve
 from optsched.cli import main
 from optsched.critical_path import critical_path_bound
 from optsched.ect import ect_schedule
@@ -196,6 +196,19 @@ def test_a_time_unit_too_fine_for_the_grid_is_refused():
         solve(inst, "cpsat", params={"time_unit": "1e-16"})
     with pytest.raises(InputError, match="time_unit 1e-12 is too fine for Hare_Sched_RL"):
         solve(inst, "hare", params={"time_unit": "1e-12"})
+
+
+def test_hare_at_an_epoch_origin_names_the_origin_to_move():
+    """Hare_Sched_RL counts time from 0 (inequality (9) as published): at 1.5e9 s its grid
+    overflows CP-SAT's integers, and the refusal says to move the origin, not only to coarsen
+    the grid."""
+    jobs = tuple(
+        Job(f"j{i}", arrival=1.5e9 + i, rounds=200, compute={"V": 40.5 + i}) for i in range(3)
+    )
+    inst = Instance("epoch", jobs, (GPU("g", "V"),))
+    with pytest.raises(InputError, match=r"subtract the first arrival \(1\.5e\+09 s\)"):
+        solve(inst, "hare", time_limit=5)
+    assert solve(inst, "hare", params={"time_unit": "1"}, time_limit=5).objective > 0
 
 
 # -- placement: exact methods and the GGA honour the wall clock ---------------------------------

@@ -156,10 +156,18 @@ def solve_hare_relaxation(
     # the largest sums in the model: inequality (9) (Σ T z ≤ load × horizon per GPU, Σ T² y
     # and L² ≤ load²) and the objective (Σ w × horizon); a far time origin alone is no reason
     if max(2 * load * horizon + 2 * load * load, sum(weights) * horizon) >= 2**62:
+        first = min(job.arrival for job in instance.jobs)
+        far = (
+            f", or subtract the first arrival ({first:g} s) from every time: inequality (9) "
+            "counts time from 0, as the paper does, so that far from 0 it also constrains "
+            "nothing"
+            if first * 2 >= horizon * unit
+            else ""
+        )
         raise InputError(
             f"time_unit {time_unit:g} is too fine for Hare_Sched_RL: loads of "
             f"{load:.3g} steps over a horizon of {horizon:.3g} overflow CP-SAT's "
-            "62-bit integers; choose a coarser time_unit"
+            f"62-bit integers; choose a coarser time_unit{far}"
         )
     try:
         m, start, choice = _build(inst, deadline, fastest_round, weights, budget)
