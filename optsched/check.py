@@ -425,34 +425,33 @@ def check(instance: Instance, schedule: Schedule) -> CheckReport:
         metrics.update(fairness_metrics(instance, completion))
     if cluster:  # failed attempts (out of actual GPU memory) and the GPU-seconds they held
         metrics["oom_failures"], metrics["lost_gpu_s"] = lost
-    tolerance = objective_tolerance(instance, completion, objective)
+    tolerance = objective_tolerance(instance, completion, objective, mode)
     return CheckReport(mode, tuple(out), objective, completion, metrics, tolerance, timeline)
 
 
 def objective_tolerance(
-    instance: Instance, completion: dict[str, float], objective: float
+    instance: Instance, completion: dict[str, float], objective: float, mode: str = "relaxed"
 ) -> float:
     """How far above a lower bound an objective Σ w_j C_j may be and still be optimal
     (docs/model.md, *Optimality*): Σ_j w_j × (:func:`time_tolerance` (C_j − a_j, C_j) plus
-    ``2·ULPS`` units in the last place of C_j per round of job j) plus the rounding of the
-    sum (one unit in the last place of the objective per job).
+    ``2·ULPS`` units in the last place of C_j per link of job j's chain) plus the rounding of
+    the sum (one unit in the last place of the objective per job).
 
-    A job's completion ends a chain of rounds: each round may start up to the checker's
-    tolerance before the previous one is ready, and its ready time is a float sum of a start
-    and durations, so a schedule the checker accepts may complete up to that much per round
-    before the exact sum of its times (a method adding 0.7 s rounds at 1.5e9 s drifts about
-    half a unit in the last place per round below it). The 1e-9 share of each round's
-    duration sums to 1e-9 of the job's time in the system; the units in the last place add
-    up round by round. It is absolute: a distant time origin adds only the coarser float
-    spacing there, never a share of the objective."""
-    total = sum(
-        job.weight
-        * (
-            time_tolerance(completion[job.id] - job.arrival, completion[job.id])
-            + 2 * ULPS * job.rounds * math.ulp(completion[job.id])
-        )
-        for job in instance.jobs
-    )
+    A job's completion ends a chain: each of its rounds may start up to the checker's
+    tolerance before the previous one is ready, and in ``relaxed`` mode each of its tasks
+    may start that much before the end of the task it follows on a shared GPU; every ready
+    time is a float sum of a start and durations. So a schedule the checker accepts may
+    complete up to that much per link before the exact sum of its times: at 1.7e9 s, ECT's
+    sums drift 0.3–0.8 units in the last place per round of one task, 9.5e-5 s over 500
+    rounds. The links are the job's tasks in ``relaxed`` mode and its rounds in ``gang``
+    mode (a round's tasks start together). The 1e-9 share of each link's duration sums to
+    1e-9 of the job's time in the system. It is absolute: a distant time origin adds only
+    the coarser float spacing there, never a share of the objective."""
+    total = 0.0
+    for job in instance.jobs:
+        c = completion[job.id]
+        links = job.n_tasks if mode == "relaxed" else job.rounds
+        total += job.weight * (time_tolerance(c - job.arrival, c) + 2 * ULPS * links * math.ulp(c))
     return total + len(instance.jobs) * math.ulp(objective)
 
 

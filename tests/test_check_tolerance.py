@@ -130,24 +130,44 @@ def test_a_method_returning_stacked_tasks_at_large_times_is_not_optimal():
         solve(inst, "test-stacked")
 
 
-@pytest.mark.parametrize("compute, sync", [(1.1, 0.1), (0.3, 0.1), (3.3, 0.1)])
-def test_many_rounds_at_an_epoch_origin_stay_above_their_critical_path(compute, sync):
-    """One job of 500 rounds at 1.7e9 s: ECT's float sums drift 0.3–0.8 units in the last
-    place per round below the exact sum, up to 9.5e-5 s under the critical path (computed as
-    arrival + rounds × round time), 40 × the tolerance of one completion. The objective's
-    tolerance counts the chain of rounds, so the solve is neither refused nor called optimal
-    falsely; a schedule a whole second late is still not optimal."""
-    job = Job("j", arrival=EPOCH, rounds=500, compute={"A": compute}, sync={"A": sync})
+@pytest.mark.parametrize(
+    "rounds, tasks, compute, sync",
+    [
+        (500, 1, 1.1, 0.1),
+        (500, 1, 0.3, 0.1),
+        (500, 1, 3.3, 0.1),
+        (1, 64, 0.7, 0.1),
+        (20, 25, 1.1, 0.1),
+    ],
+)
+def test_long_chains_at_an_epoch_origin_stay_above_their_critical_path(
+    rounds, tasks, compute, sync
+):
+    """One job on one GPU at 1.7e9 s, relaxed mode: ECT's float sums drift 0.3–0.8 units in
+    the last place per link below the exact sum (a round, or a task after another on the
+    GPU), up to 9.5e-5 s under the critical path over 500 links, 40 × the tolerance of one
+    completion. The objective's tolerance counts the job's chain (its tasks in relaxed mode),
+    so the solve is neither refused nor wrongly not optimal; a schedule ten times the
+    tolerance late is not optimal."""
+    job = Job(
+        "j",
+        arrival=EPOCH,
+        rounds=rounds,
+        tasks_per_round=tasks,
+        compute={"A": compute},
+        sync={"A": sync},
+    )
     inst = Instance("t", (job,), (GPU("g", "A"),))
     result = solve(inst, "ect")  # raised "bound exceeds the checked objective" before
     assert result.status == "optimal"
-    exact = EPOCH + 500 * (compute + sync)
+    exact = EPOCH + rounds * (tasks * compute + sync)
     assert abs(result.objective - exact) <= result.tolerance
-    assert result.tolerance < 1e-3  # 2·ULPS units in the last place (2.4e-7 s) per round
+    assert result.tolerance < 1e-3  # 4 units in the last place (2.4e-7 s) per link
+    late = 10 * result.tolerance
 
-    @register("test-late", description="ECT's schedule a second late", replace=True)
-    def late(instance, context):
-        tasks = [dataclasses.replace(t, start=t.start + 1.0) for t in result.schedule.tasks]
+    @register("test-late", description="ECT's schedule ten tolerances late", replace=True)
+    def delayed(instance, context):
+        tasks = [dataclasses.replace(t, start=t.start + late) for t in result.schedule.tasks]
         return MethodOutput(Schedule(instance.name, tasks), bound=None)
 
     assert solve(inst, "test-late").status != "optimal"

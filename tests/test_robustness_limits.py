@@ -230,7 +230,7 @@ def test_placement_methods_honour_their_time_limit(wall_clock):
         wall_clock.below(time.perf_counter() - started, limit + MARGIN, method)
         assert result.status in (Status.FEASIBLE, Status.OPTIMAL, Status.UNKNOWN), method
         if method != "cpsat":  # fallbacks keep a checked placement, time permitting: on a
-            # loaded machine the best-fit fallback itself may run out, and says so
+            # loaded machine the method may run out before any placement, and says so
             out_of_time = not wall_clock.timed and result.extra.get("stopped") == "time limit"
             assert placement is not None or out_of_time, method
 

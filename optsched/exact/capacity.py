@@ -43,7 +43,6 @@ again with crossover in the time left.
 
 from __future__ import annotations
 
-import math
 from dataclasses import dataclass
 from typing import Any, NamedTuple
 
@@ -59,7 +58,7 @@ from optsched.budget import (
     size_text,
 )
 from optsched.contracts import MethodOutput, SolveContext
-from optsched.critical_path import critical_path, round_lower_bounds
+from optsched.critical_path import critical_path, from_origin, round_lower_bounds
 from optsched.ect import incumbent
 from optsched.errors import InputError
 from optsched.instance import Instance
@@ -407,14 +406,10 @@ def capacity_bound(
     value = float(
         dual_ub @ b_ub + dual_eq @ b_eq + np.where(reduced >= 0, reduced * lo, reduced * hi).sum()
     )
-    # back from times after the first arrival: the margin is taken on the LP's own value
-    # (at an epoch-scale origin, on the whole it would give away 1.7 s per unit of weight),
-    # then two units in the last place for the rounding of the shift and its addition
-    shift = origin * float(weight.sum())
-    bound = value - abs(value) * _MARGIN + shift
-    bound -= 2 * math.ulp(bound)
+    bound = from_origin(value, origin, weight, _MARGIN)  # back from times after the origin
+    solver = float(res.fun) + origin * float(weight.sum())
     prices = ClassPrices(edges + origin, -dual_ub[: size.size * n_t].reshape(size.size, n_t))
-    return CapacityLP(bound, "optimal", variables, nonzeros, float(res.fun) + shift, prices)
+    return CapacityLP(bound, "optimal", variables, nonzeros, solver, prices)
 
 
 @register(

@@ -39,7 +39,7 @@ import numpy.typing as npt
 
 from optsched.budget import Budget
 from optsched.contracts import MethodOutput, SolveContext
-from optsched.critical_path import critical_path
+from optsched.critical_path import critical_path, from_origin
 from optsched.ect import ect_schedule
 from optsched.instance import Instance
 from optsched.options import Options
@@ -245,9 +245,8 @@ def fluid_bound(
     prices = 2.0 ** (best_prices - best_prices.max())
     capacity = _fluid_terms(instance, prices[group]).capacity
     chosen = tuple(float(p) for p in prices[group])
-    # back from times after the first arrival; two units in the last place for that addition
-    bound = best * (1 - _MARGIN) + origin * float(weight.sum())
-    return FluidBound(bound - 2 * math.ulp(bound), chosen, capacity, tried)
+    bound = from_origin(best, origin, weight, _MARGIN)  # back from times after the origin
+    return FluidBound(bound, chosen, capacity, tried)
 
 
 @register(

@@ -161,7 +161,7 @@ def solve_hare_relaxation(
             f", or subtract the first arrival ({first:g} s) from every time: inequality (9) "
             "counts time from 0, as the paper does, so that far from 0 it also constrains "
             "nothing"
-            if first * 2 >= horizon * unit
+            if 2 * first >= load * unit  # then 2 Σ T x ≥ 2 · first · L ≥ L²: (9) holds anyway
             else ""
         )
         raise InputError(
