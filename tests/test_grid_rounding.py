@@ -324,10 +324,13 @@ def test_grid_methods_are_feasible_and_bounded_by_the_optimum(method, unit, inst
     params = dict(PARAMS[method], **({} if unit is None else {"time_unit": unit}))
     try:
         result = solve(far, method, time_limit=1, params=params)
-    except InputError as exc:  # a bound's grid coarser than a compute time: named refusal
-        assert method in ("lp-bound", "lagrangian-bound") and unit == "0.5"
+    except InputError as exc:  # named refusals of a bound's grid given by the caller:
+        assert method in ("lp-bound", "lagrangian-bound") and unit is not None
         assert "time_unit" in str(exc)
-        assert far.compute[np.isfinite(far.compute)].min() < 0.5
+        if unit == "0.5":  # coarser than a compute time
+            assert far.compute[np.isfinite(far.compute)].min() < 0.5
+        else:  # the 1 ms LP of a horizon of tens of seconds too large to build
+            assert "would have about" in str(exc) and "choose a coarser time_unit" in str(exc)
         return
     assert_result(far, result)
     optimum = _optimum(inst)
@@ -338,3 +341,31 @@ def test_grid_methods_are_feasible_and_bounded_by_the_optimum(method, unit, inst
     for bound in _bounds(result):
         assert bound <= optimum + _slack(optimum), (bound, optimum)
     assert critical_path_bound(far) <= optimum + _slack(optimum)
+
+
+def test_a_given_millisecond_grid_too_large_for_the_lp_is_refused_by_name():
+    """Three jobs of two rounds arriving at once, about 30 s of work: on the 1 ms grid the
+    caller asked for, the time-indexed LP would hold 2.5 million variables, and lp-bound
+    refuses it by name (found by the property test above, which expected refusals on the
+    0.5 s grid only)."""
+    gpus = (GPU("g0", "T0"), GPU("g1", "T1"))
+    jobs = (
+        Job(
+            "j0",
+            rounds=2,
+            tasks_per_round=2,
+            compute={"T0": 1.0, "T1": 6.0},
+            sync={"T0": 0.0, "T1": 3.0},
+        ),
+        Job(
+            "j1",
+            rounds=2,
+            tasks_per_round=2,
+            compute={"T0": 1.0, "T1": 3.0},
+            sync={"T0": 0.0, "T1": 3.0},
+        ),
+        Job("j2", rounds=2, compute={"T0": 4.0}, sync={"T0": 3.0}),
+    )
+    inst = Instance("wide", jobs, gpus, mode="gang")
+    with pytest.raises(InputError, match=r"would have about .*choose a coarser time_unit"):
+        solve(inst, "lp-bound", time_limit=5, params={"time_unit": "0.001"})
