@@ -430,7 +430,7 @@ def check(instance: Instance, schedule: Schedule) -> CheckReport:
 
 
 def objective_tolerance(
-    instance: Instance, completion: dict[str, float], objective: float, mode: str = "relaxed"
+    instance: Instance, completion: dict[str, float], objective: float, mode: str
 ) -> float:
     """How far above a lower bound an objective Σ w_j C_j may be and still be optimal
     (docs/model.md, *Optimality*): Σ_j w_j × (:func:`time_tolerance` (C_j − a_j, C_j) plus

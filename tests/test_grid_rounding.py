@@ -349,23 +349,17 @@ def test_a_given_millisecond_grid_too_large_for_the_lp_is_refused_by_name():
     refuses it by name (found by the property test above, which expected refusals on the
     0.5 s grid only)."""
     gpus = (GPU("g0", "T0"), GPU("g1", "T1"))
-    jobs = (
+    two_wide = (
         Job(
-            "j0",
+            f"j{i}",
             rounds=2,
             tasks_per_round=2,
-            compute={"T0": 1.0, "T1": 6.0},
+            compute={"T0": 1.0, "T1": slow},
             sync={"T0": 0.0, "T1": 3.0},
-        ),
-        Job(
-            "j1",
-            rounds=2,
-            tasks_per_round=2,
-            compute={"T0": 1.0, "T1": 3.0},
-            sync={"T0": 0.0, "T1": 3.0},
-        ),
-        Job("j2", rounds=2, compute={"T0": 4.0}, sync={"T0": 3.0}),
+        )
+        for i, slow in enumerate((6.0, 3.0))
     )
+    jobs = (*two_wide, Job("j2", rounds=2, compute={"T0": 4.0}, sync={"T0": 3.0}))
     inst = Instance("wide", jobs, gpus, mode="gang")
     with pytest.raises(InputError, match=r"would have about .*choose a coarser time_unit"):
         solve(inst, "lp-bound", time_limit=5, params={"time_unit": "0.001"})
