@@ -118,3 +118,68 @@ def test_a_round_length_lost_in_the_addition_to_its_start(decoder):
         result = solve(inst, "priority-search", params={"steps": 1, "decoder": decoder})
         assert_schedule(inst, result.schedule)
         assert result.extra["left_shift"] >= 0
+
+
+def _reference_relaxed_event(decoder, moment, free, queue):
+    """The relaxed event as its docstring states it, on plain per-GPU free times: each
+    queued round (priority order) places its tasks one by one where the result is ready
+    earliest (the class whose earliest-free GPU, lowest index on ties, gives it first);
+    an idle GPU takes the task, a busy one is reserved (reserve: the rounds after it see
+    it busy until the task would end) or ends the round's turn (greedy). Returns the
+    placements and the work count: classes looked at, one per class priced per task, none
+    when no GPU is idle."""
+    classes = decoder.members
+    virtual, tasks = free.copy(), []
+    idle = lambda: any(virtual[members].min() <= moment for members in classes)  # noqa: E731
+    visits = len(classes) if idle() else 0
+    for item in queue:
+        if not idle():
+            break
+        j, waiting = int(item[1]), 0
+        while item[4] > waiting:
+            visits += len(decoder.class_choices[j])
+            best, best_gpu, best_compute = np.inf, -1, 0.0
+            for c, compute, pace in decoder.class_choices[j]:
+                g = min(classes[c], key=lambda g: (virtual[g], g))
+                ready = max(moment, virtual[g]) + pace
+                if ready < best:
+                    best, best_gpu, best_compute = ready, g, compute
+            g = best_gpu
+            if virtual[g] > moment:
+                if not decoder.reserve:
+                    break
+                virtual[g] += best_compute
+                waiting += 1
+                continue
+            free[g] = virtual[g] = moment + best_compute
+            tasks.append((j, int(item[2]), decoder.tasks_per_round[j] - int(item[4]), g, moment))
+            item[4] -= 1
+            item[5] = max(item[5], best)
+    return tasks, visits
+
+
+@settings(deadline=None, max_examples=n_examples(60))
+@given(st.integers(0, 10**6), st.booleans())
+def test_relaxed_event_follows_its_rule(seed, reserve):
+    """The event's heaps (free times only, idle classes counted) place and reserve exactly
+    as the rule on plain free times does, on random busy states."""
+    rng = np.random.default_rng(seed)
+    inst = generate(
+        GeneratorSpec(jobs=8, gpus=7, gpu_types=3, hosts=2, load=3.0), seed=seed % 40
+    ).with_mode("relaxed")
+    decoder = _Decoder(inst, reserve)
+    moment = 5.0
+    free = np.where(rng.random(inst.n_gpus) < 0.6, moment + rng.integers(1, 6, inst.n_gpus), 0.0)
+    if rng.random() < 0.1:  # every GPU idle
+        free[:] = 0.0
+    queue = sorted(
+        [-float(p), j, 0, 0.0, int(rng.integers(1, inst.jobs[j].tasks_per_round + 1)), 0.0]
+        for j, p in enumerate(rng.permutation(inst.n_jobs))
+    )
+    heaps = [sorted((float(free[g]), int(g)) for g in members) for members in decoder.members]
+    ours_free, ours_queue, ours = free.copy(), [list(item) for item in queue], []
+    visits = decoder._relaxed_event(moment, ours_free, heaps, ours_queue, ours)
+    ref_queue = [list(item) for item in queue]
+    reference, ref_visits = _reference_relaxed_event(decoder, moment, free, ref_queue)
+    assert ours == reference and visits == ref_visits
+    assert list(ours_free) == list(free) and ours_queue == ref_queue

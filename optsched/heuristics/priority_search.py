@@ -260,35 +260,45 @@ class _Decoder:
         Reserve: the task reserves that GPU until it would end, in a copy of the heaps that
         only the rounds after it see, and the round's next task is placed. Returns the
         (round, class) pairs priced, the event's work count."""
-        if not any(heap[0][0] <= moment for heap in heaps):
+        idle = sum(heap[0][0] <= moment for heap in heaps)  # classes with an idle GPU
+        if not idle:
             return 0
-        # a copied heap is a heap; idle GPUs are alike in both, only busy ones get reserved
-        virtual = [list(heap) for heap in heaps] if self.reserve else heaps
+        # the free times alone, as the rounds see them: a tuple heap's first entries are a
+        # heap. Only busy classes get reserved (so a reservation never makes a class busy:
+        # only a placement does), so a class's idle GPUs are alike here and in ``heaps``
+        reserve = self.reserve
+        virtual = [[end for end, _ in heap] for heap in heaps]
+        replace = heapq.heapreplace
         visits = len(heaps)
         for item in queue:
-            if not any(heap[0][0] <= moment for heap in virtual):
+            if not idle:
                 return visits
             j = int(item[1])
+            choices = self.class_choices[j]
             waiting = 0  # of the round's tasks, those that reserved a busy GPU
             while item[4] > waiting:
-                visits += len(self.class_choices[j])
+                visits += len(choices)
                 best, best_class, best_compute = math.inf, -1, 0.0
-                for c, compute, pace in self.class_choices[j]:
-                    head = virtual[c][0][0]
+                for c, compute, pace in choices:
+                    head = virtual[c][0]
                     ready = (head if head > moment else moment) + pace
                     if ready < best:
                         best, best_class, best_compute = ready, c, compute
-                head, g = virtual[best_class][0]
+                chosen = virtual[best_class]
+                head = chosen[0]
                 if head > moment:
-                    if not self.reserve:
+                    if not reserve:
                         break  # its best GPU is busy: the round waits for it
-                    heapq.heapreplace(virtual[best_class], (head + best_compute, g))
+                    replace(chosen, head + best_compute)
                     waiting += 1
                     continue
-                heapq.heapreplace(heaps[best_class], (moment + best_compute, g))
-                if self.reserve:
-                    heapq.heapreplace(virtual[best_class], (moment + best_compute, g))
-                free[g] = moment + best_compute
+                end = moment + best_compute
+                g = heaps[best_class][0][1]
+                replace(heaps[best_class], (end, g))
+                replace(chosen, end)
+                if chosen[0] > moment:  # its last idle GPU taken
+                    idle -= 1
+                free[g] = end
                 task = self.tasks_per_round[j] - int(item[4])
                 tasks.append((j, int(item[2]), task, g, moment))
                 item[4] -= 1
@@ -320,10 +330,9 @@ class _Decoder:
                 continue
             # the earliest finish: for each pace p, the K earliest-free GPUs of pace ≤ p
             best, best_start, best_end = math.inf, math.inf, 0
+            ends = virtual[order]  # free times in pace order
             for end, pace in self.thresholds[j]:
-                start = max(
-                    moment, float(np.partition(virtual[order[:end]], k_tasks - 1)[k_tasks - 1])
-                )
+                start = max(moment, float(np.partition(ends[:end], k_tasks - 1)[k_tasks - 1]))
                 if start + pace < best:
                     best, best_start, best_end = start + pace, start, end
             eligible = order[:best_end]
