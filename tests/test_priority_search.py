@@ -183,3 +183,67 @@ def test_relaxed_event_follows_its_rule(seed, reserve):
     reference, ref_visits = _reference_relaxed_event(decoder, moment, free, ref_queue)
     assert ours == reference and visits == ref_visits
     assert list(ours_free) == list(free) and ours_queue == ref_queue
+
+
+def _reference_gang_event(decoder, moment, free, queue):
+    """The gang event as its docstring states it, on plain per-GPU free times: each queued
+    round (priority order) takes, for each pace p of its GPUs, the K earliest-free GPUs of
+    pace ≤ p, and keeps the p that finishes first; it starts now on the slowest idle GPUs of
+    that prefix, or (reserve) holds the K earliest-free ones until it would end there, or
+    (greedy) waits. Returns the placements and the work count."""
+    virtual = free.copy() if decoder.reserve else free
+    tasks, visits = [], 0
+    for item in queue:
+        if not any(virtual <= moment):
+            break
+        j = int(item[1])
+        k_tasks, order = decoder.tasks_per_round[j], [int(g) for g in decoder.by_pace[j]]
+        visits += 1 + len(decoder.thresholds[j])
+        if not decoder.reserve and sum(virtual[g] <= moment for g in order) < k_tasks:
+            continue
+        best, best_start, best_end = np.inf, np.inf, 0
+        for end, pace in decoder.thresholds[j]:
+            start = max(moment, sorted(virtual[g] for g in order[:end])[k_tasks - 1])
+            if start + pace < best:
+                best, best_start, best_end = start + pace, start, end
+        eligible = order[:best_end]
+        if best_start > moment:
+            if decoder.reserve:  # the K earliest free, earlier in pace order on ties
+                waits = sorted(eligible, key=lambda g: (virtual[g], eligible.index(g)))[:k_tasks]
+                until = best_start + max(decoder.pace[j, g] for g in waits)
+                for g in waits:
+                    virtual[g] = until
+            continue
+        chosen = [g for g in eligible if virtual[g] <= moment][-k_tasks:]
+        if len(chosen) < k_tasks:
+            continue
+        length = max(decoder.pace[j, g] for g in chosen)
+        for k, g in enumerate(sorted(chosen)):
+            tasks.append((j, int(item[2]), k, g, moment))
+            free[g] = virtual[g] = moment + length
+        item[4], item[5] = 0, moment + length
+    return tasks, visits
+
+
+@settings(deadline=None, max_examples=n_examples(60))
+@given(st.integers(0, 10**6), st.booleans())
+def test_gang_event_follows_its_rule(seed, reserve):
+    """The gang event starts, holds and reserves exactly as its rule on plain per-GPU free
+    times does, on random busy states (integer free times: many ties)."""
+    rng = np.random.default_rng(seed)
+    inst = generate(
+        GeneratorSpec(jobs=12, gpus=8, gpu_types=4, hosts=2, load=3.0), seed=seed % 40
+    ).with_mode("gang")
+    decoder = _Decoder(inst, reserve)
+    moment = 5.0
+    free = np.where(rng.random(inst.n_gpus) < 0.5, moment + rng.integers(1, 6, inst.n_gpus), 0.0)
+    queue = sorted(
+        [-float(p), j, 0, 0.0, inst.jobs[j].tasks_per_round, 0.0]
+        for j, p in enumerate(rng.permutation(inst.n_jobs))
+    )
+    ours_free, ours_queue, ours = free.copy(), [list(item) for item in queue], []
+    visits = decoder._gang_event(moment, ours_free, ours_queue, ours)
+    ref_queue = [list(item) for item in queue]
+    reference, ref_visits = _reference_gang_event(decoder, moment, free, ref_queue)
+    assert ours == reference and visits == ref_visits
+    assert list(ours_free) == list(free) and ours_queue == ref_queue
