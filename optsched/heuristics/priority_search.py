@@ -152,7 +152,9 @@ class _Decoder:
             for j in range(instance.n_jobs)
         ]
         # gang mode, per job: eligible GPUs by pace, and (prefix length, pace) where it rises
-        self.by_pace, self.thresholds = [], []
+        self.by_pace: list[np.ndarray] = []
+        self.paces: list[np.ndarray] = []  # ascending: the paces of by_pace's GPUs
+        self.thresholds: list[list[tuple[int, float]]] = []
         for j in range(instance.n_jobs):
             eligible = np.flatnonzero(np.isfinite(self.pace[j]))
             order = eligible[np.argsort(self.pace[j, eligible], kind="stable")]
@@ -161,6 +163,7 @@ class _Decoder:
                 i + 1 for i in range(len(order)) if i + 1 == len(order) or paces[i + 1] > paces[i]
             ]
             self.by_pace.append(order)
+            self.paces.append(paces)
             self.thresholds.append(
                 [(end, float(paces[end - 1])) for end in ends if end >= self.tasks_per_round[j]]
             )
@@ -318,35 +321,46 @@ class _Decoder:
         of the free times that only the rounds after it see. Returns the rounds visited and
         finishes priced, the event's work count."""
         virtual = free.copy() if self.reserve else free
+        idle = int(np.count_nonzero(virtual <= moment))  # GPUs idle now, as the rounds see
         visits = 0
         for item in queue:
-            idle = virtual <= moment
-            if not idle.any():
+            if not idle:
                 return visits
             j = int(item[1])
             k_tasks, order = self.tasks_per_round[j], self.by_pace[j]
             visits += 1 + len(self.thresholds[j])
-            if not self.reserve and np.count_nonzero(idle[order]) < k_tasks:
+            ends = virtual[order]  # free times in pace order
+            if not self.reserve and np.count_nonzero(ends <= moment) < k_tasks:
                 continue
             # the earliest finish: for each pace p, the K earliest-free GPUs of pace ≤ p
             best, best_start, best_end = math.inf, math.inf, 0
-            ends = virtual[order]  # free times in pace order
             for end, pace in self.thresholds[j]:
-                start = max(moment, float(np.partition(ends[:end], k_tasks - 1)[k_tasks - 1]))
+                if k_tasks == 1:
+                    kth = float(np.minimum.reduce(ends[:end]))
+                else:  # the K-th smallest, as np.partition gives it, without its wrapper
+                    part = ends[:end].copy()
+                    part.partition(k_tasks - 1)
+                    kth = float(part[k_tasks - 1])
+                start = max(moment, kth)
                 if start + pace < best:
                     best, best_start, best_end = start + pace, start, end
-            eligible = order[:best_end]
+            eligible, ends = order[:best_end], ends[:best_end]
             if best_start > moment:  # faster GPUs free soon: wait for them
                 if self.reserve:
-                    waits_for = eligible[np.argsort(virtual[eligible], kind="stable")[:k_tasks]]
-                    virtual[waits_for] = best_start + float(self.pace[j, waits_for].max())
+                    held = np.argsort(ends, kind="stable")[:k_tasks]  # pace-order positions
+                    idle -= int(np.count_nonzero(ends[held] <= moment))
+                    # until the slowest of them would end (paces ascend in pace order)
+                    virtual[eligible[held]] = best_start + float(self.paces[j][held.max()])
                 continue
             # hold the slowest idle GPUs that finish as early (a gang round holds all its
             # GPUs until its slowest task ends), leaving the faster ones to other rounds
-            chosen = eligible[idle[eligible]][-k_tasks:]
-            if len(chosen) < k_tasks:  # a length lost in the addition to ``moment``
+            held = np.flatnonzero(ends <= moment)[-k_tasks:]
+            if len(held) < k_tasks:  # a length lost in the addition to ``moment``
                 continue
-            length = float(self.pace[j, chosen].max())
+            chosen = eligible[held]
+            length = float(self.paces[j][held[-1]])
+            if moment + length > moment:
+                idle -= k_tasks
             for k, g in enumerate(sorted(int(g) for g in chosen)):
                 tasks.append((j, int(item[2]), k, g, moment))
                 free[g] = virtual[g] = moment + length
