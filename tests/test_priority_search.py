@@ -130,7 +130,10 @@ def _reference_relaxed_event(decoder, moment, free, queue):
     when no GPU is idle."""
     classes = decoder.members
     virtual, tasks = free.copy(), []
-    idle = lambda: any(virtual[members].min() <= moment for members in classes)  # noqa: E731
+
+    def idle() -> bool:
+        return any(virtual[members].min() <= moment for members in classes)
+
     visits = len(classes) if idle() else 0
     for item in queue:
         if not idle():
