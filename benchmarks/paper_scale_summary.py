@@ -27,6 +27,7 @@ from optsched.bench.report import dedupe, references
 #: baselines; the online policies run in their own model (relaxed or gang).
 METHODS = (
     "priority-search",
+    "priority-search:engine=compiled",
     "ect",
     "hare",
     "hare-lp",
@@ -39,6 +40,14 @@ METHODS = (
     "srtf",
     "homo",
 )
+
+
+def _label(record: dict[str, Any]) -> str:
+    """A record's method with its parameters (``method:key=value,...``), as columns show it."""
+    params = record.get("params") or {}
+    return record["method"] + "".join(
+        (":" if i == 0 else ",") + f"{k}={v}" for i, (k, v) in enumerate(sorted(params.items()))
+    )
 
 
 def _pct(values: list[float]) -> str:
@@ -55,14 +64,12 @@ def _long_table(
     print("|---|---|---|---|---|---|---|")
     for r in sorted(long, key=lambda r: (r["instance"], r["mode"])):
         key = (r["instance"], r["mode"])
-        short = [
-            s for s in records if (s["instance"], s["mode"], s["method"]) == (*key, r["method"])
-        ]
+        short = [s for s in records if (s["instance"], s["mode"], _label(s)) == (*key, _label(r))]
         gap = 1 - ref[key]["bound"] / r["objective"]
         cells = [
             r["instance"],
             r["mode"],
-            f"`{r['method']}`",
+            f"`{_label(r)}`",
             f"{r['time_limit']:g} s",
             f"{100 * gap:.2f} %",
         ]
@@ -120,7 +127,7 @@ def main(argv: list[str]) -> None:
             for r in records:
                 key = (r["instance"], mode)
                 if r["instance"] in names and r["mode"] == mode and key in ref:
-                    per[r["method"]].append(1 - ref[key]["bound"] / r["objective"])
+                    per[_label(r)].append(1 - ref[key]["bound"] / r["objective"])
             row: list[Any] = [
                 s.name,
                 mode,

@@ -1,6 +1,6 @@
 """How long a work-second takes: each anytime method that counts its own work
-(priority-search, task-search, lagrangian-bound, gga; cpsat and lns: CP-SAT's deterministic
-time, scaled) runs for ``--seconds`` of wall clock
+(priority-search with each of its engines, task-search, lagrangian-bound, gga; cpsat and lns:
+CP-SAT's deterministic time, scaled) runs for ``--seconds`` of wall clock
 without a work budget on instances of several sizes, and the table gives the work-seconds it
 counted per second of CPU time, for the runs that the time limit ended (1.0: a work-second
 takes a CPU second here, as on the 2-core reference machine the rates were fitted on). The
@@ -24,23 +24,31 @@ from typing import Any
 from optsched import solve
 from optsched.errors import InputError
 from optsched.generate import GeneratorSpec, HareSpec, generate, generate_hare
+from optsched.io import load_instance
 from optsched.output import write_file
 from optsched.placement import place
 from optsched.placement.generate import PlacementSpec, generate_placement
 
-SCHEDULING = ("priority-search", "task-search", "lagrangian-bound", "cpsat", "lns")
-#: Parameters that keep a method searching until the time limit.
-ENDLESS = {
-    "priority-search": {"patience": 10**9},
-    "task-search": {"patience": 10**9},
-    "cpsat": {"lp_bound": 0},
-}
+#: (row label, method, parameters that keep it searching until the time limit)
+SCHEDULING: tuple[tuple[str, str, dict[str, Any]], ...] = (
+    ("priority-search", "priority-search", {"patience": 10**9, "engine": "python"}),
+    ("priority-search (compiled)", "priority-search", {"patience": 10**9, "engine": "compiled"}),
+    ("task-search", "task-search", {"patience": 10**9}),
+    ("lagrangian-bound", "lagrangian-bound", {}),
+    ("cpsat", "cpsat", {"lp_bound": 0}),
+    ("lns", "lns", {}),
+)
+
+
+#: The label of the paper-scale instance (priority-search only).
+PAPER = "hare-gpus-gpus140-s1"
 
 
 def instances() -> list[tuple[str, Any]]:
     """(label, instance) of the sizes measured: exact-family 3, 10, 30 and 100 jobs (1-3
-    rounds), 30 jobs of 10-30 rounds, a Hare-setting instance of 12 jobs on 15 GPUs, and
-    placement batches on 8 and 20 hosts for gga."""
+    rounds), 30 jobs of 10-30 rounds, a Hare-setting instance of 20 jobs on 15 GPUs, one
+    instance at the Hare paper's scale (200 jobs on 140 GPUs, both modes: priority-search
+    only), and placement batches on 8 and 20 hosts for gga."""
     out: list[tuple[str, Any]] = [
         (f"exact {n} jobs", generate(GeneratorSpec(jobs=n, gpus=8, gpu_types=2, hosts=2), 0))
         for n in (3, 10, 30, 100)
@@ -49,6 +57,10 @@ def instances() -> list[tuple[str, Any]]:
     out.append(("exact 30 jobs × 10-30 rounds", generate(long, 0)))
     hare = HareSpec(jobs=20, gpus=15, total_tasks=2000)
     out.append(("hare 20 jobs, 2000 tasks", generate_hare(hare, 0)))
+    paper = load_instance(
+        Path(__file__).parents[1] / "instances/hare-gpus/hare-gpus-gpus140-s1.json"
+    )
+    out += [(f"{PAPER} {mode}", paper.with_mode(mode)) for mode in ("relaxed", "gang")]
     for hosts in (8, 20):
         spec = PlacementSpec(
             jobs_per_host=0.5,
@@ -69,24 +81,25 @@ def measure(seconds: float) -> list[tuple[str, str, float, float, float]]:
     """(method, instance, work-seconds counted, CPU s, wall s) per run."""
     rows = []
     for label, inst in instances():
-        methods = ("gga",) if label.startswith("placement") else SCHEDULING
-        for method in methods:
+        placing = label.startswith("placement")
+        for name, method, params in (("gga", "gga", {}),) if placing else SCHEDULING:
+            if label.startswith(PAPER) and method != "priority-search":
+                continue
             cpu, wall = time.process_time(), time.perf_counter()
             if method == "gga":
                 result = place(inst, method, time_limit=seconds, params={"patience": 10**9})
             else:
-                params = ENDLESS.get(method, {})
                 try:
                     result = solve(inst, method, time_limit=seconds, params=params)
-                except InputError as exc:  # too large for the method
-                    print(f"{method:17} {label:18} skipped: {exc}", flush=True)
+                except InputError as exc:  # too large for the method, or no C compiler
+                    print(f"{name:17} {label:18} skipped: {exc}", flush=True)
                     continue
             cpu, wall = time.process_time() - cpu, time.perf_counter() - wall
             if result.extra.get("stopped") != "time limit":  # it ended on its own first
-                print(f"{method:17} {label:18} skipped: {result.extra.get('stopped')}")
+                print(f"{name:17} {label:18} skipped: {result.extra.get('stopped')}")
                 continue
-            rows.append((method, label, float(result.extra.get("work") or 0.0), cpu, wall))
-            print(f"{method:17} {label:18} {rows[-1][2] / cpu:6.2f} work-s per CPU s", flush=True)
+            rows.append((name, label, float(result.extra.get("work") or 0.0), cpu, wall))
+            print(f"{name:17} {label:18} {rows[-1][2] / cpu:6.2f} work-s per CPU s", flush=True)
     return rows
 
 

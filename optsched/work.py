@@ -14,10 +14,13 @@ counts the method's own operations instead:
 - for optsched's own searches, a count of their inner operations (events decoded, steps,
   dynamic-programming cells, fitness evaluations) divided by a rate measured on the 2-core
   reference machine, so that one work-second takes about one second there, unloaded
-  (``benchmarks/work_rates.py`` measures the ratio on the current machine).
+  (``benchmarks/work_rates.py`` measures the ratio on the current machine). A method with
+  two engines of the same result (``priority-search``: Python or compiled) has a rate for
+  each, so a budget buys about the same seconds with either and more moves with the faster;
+  its result then depends on the engine that ran (``extra.engine``) as well.
 
 Guarantee: with a work budget and one solver thread (the default), a method returns the same
-result for the same instance, options and seed, under any load; the wall-clock time limit
+result for the same instance, options, seed (and engine), under any load; the wall-clock limit
 still applies as a safety net, and a result stopped by it says so (``extra.stopped``). A
 budget is exact to one unit of the method's count (one neighbourhood of ``lns``, one move,
 one iteration, one generation): it is checked between units, never inside one.

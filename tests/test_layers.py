@@ -29,6 +29,7 @@ LAYERS: list[tuple[str, tuple[str, ...]]] = [
             "optsched.jsonfile",
             "optsched.options",
             "optsched.work",
+            "optsched.ckernel",
             "optsched.metrics",
             "optsched.workloads",
             "optsched._exports",

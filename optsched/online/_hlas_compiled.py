@@ -36,21 +36,16 @@ loop, summed in the same order.
 from __future__ import annotations
 
 import ctypes
-import hashlib
-import os
-import platform
-import shlex
-import shutil
-import subprocess
-import tempfile
 import time
 from collections import namedtuple
 from collections.abc import Sequence
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, NamedTuple
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
+from optsched.ckernel import CFLAGS as _CFLAGS
+from optsched.ckernel import Kernel, bind, load
 from optsched.instance import Instance
 from optsched.online.engine import (
     MetricsObserver,
@@ -62,7 +57,6 @@ from optsched.online.engine import (
     implementing,
 )
 from optsched.online.simulator import speed_classes
-from optsched.output import write_outputs
 
 if TYPE_CHECKING:
     from optsched.online.hlas import HLAS
@@ -344,35 +338,16 @@ def _replay(
 
 # -- compiling and loading the loop ----------------------------------------------------------
 
-#: The C compiler's flags: no fused multiply-adds (-ffp-contract=off), so that every
-#: floating-point expression rounds as Python's does.
-CFLAGS = ("-O2", "-std=c11", "-ffp-contract=off", "-fPIC", "-shared")
-#: The C types of the kernel's arrays (its ``hlas_fields``) as numpy types.
-_DTYPES = {
-    "double": np.float64,
-    "i64": np.int64,
-    "i32": np.int32,
-    "u8": np.bool_,
-    "u64": np.uint64,
-}
-
-
-class Kernel(NamedTuple):
-    """The compiled loop: ``hlas_run``, the state it takes (a ctypes structure of array
-    pointers and sizes), its arrays' names and types, and its sizes' names."""
-
-    run: Any
-    state: type[ctypes.Structure]
-    arrays: tuple[tuple[str, Any], ...]
-    sizes: tuple[str, ...]
-
+#: The C compiler's flags (:data:`optsched.ckernel.CFLAGS`).
+CFLAGS = _CFLAGS
 
 _kernel: list[Kernel] = []  # the one loaded in this process
 _unreported: list[float] = []  # the seconds loading it took, until a run has reported them
 
 
 def kernel() -> Kernel:
-    """The compiled loop, compiled on first use into the cache and loaded once per process.
+    """The compiled loop (``_hlas_kernel.c``), compiled on first use into the cache and
+    loaded once per process (:func:`optsched.ckernel.load`).
 
     Raises
     ------
@@ -382,104 +357,9 @@ def kernel() -> Kernel:
     """
     if not _kernel:
         started = time.perf_counter()
-        fields, run = _library()
-        typed = [line.split() for line in fields.decode().splitlines()]
-        arrays = tuple((name, _DTYPES[ctype]) for ctype, name in typed if ctype != "size")
-        sizes = tuple(name for ctype, name in typed if ctype == "size")
-        state = type(
-            "HlasState",
-            (ctypes.Structure,),
-            {
-                "_fields_": [(name, ctypes.c_void_p) for name, _ in arrays]
-                + [(name, ctypes.c_int64) for name in sizes]
-            },
-        )
-        run.argtypes, run.restype = [ctypes.POINTER(state)], ctypes.c_int
-        _kernel.append(Kernel(run, state, arrays, sizes))
+        _kernel.append(load(Path(__file__).with_name("_hlas_kernel.c"), "hlas", CFLAGS))
         _unreported.append(time.perf_counter() - started)
     return _kernel[0]
-
-
-def _library() -> tuple[bytes, Any]:
-    """The field list and the run function of ``_hlas_kernel.c``'s library, loaded from the
-    cache when it is there whole (its SHA-256 beside it), else compiled and written there
-    (both files atomically), so that a truncated file is never loaded."""
-    source = Path(__file__).with_name("_hlas_kernel.c")
-    command = [*_compiler(), *CFLAGS]
-    made_by = [*command, platform.machine(), platform.system()]
-    key = hashlib.sha256(
-        b"\0".join([source.read_bytes(), *(part.encode() for part in made_by)])
-    ).hexdigest()[:16]
-    folder, temporary = _cache()
-    library, digest = folder / f"hlas-{key}.so", folder / f"hlas-{key}.sha256"
-    try:
-        if not _whole(library, digest):
-            built = _compile(command, source)
-            write_outputs([(library, built), (digest, hashlib.sha256(built).hexdigest())])
-        try:
-            loaded = ctypes.CDLL(str(library))
-            fields = ctypes.c_char.in_dll(loaded, "hlas_fields")
-            return ctypes.string_at(ctypes.addressof(fields)), loaded.hlas_run
-        except (OSError, AttributeError, ValueError) as exc:
-            raise ImportError(f"the compiled hlas kernel {library} does not load: {exc}") from None
-    finally:
-        if temporary:  # a loaded library stays mapped without its file
-            shutil.rmtree(folder, ignore_errors=True)
-
-
-def _compiler() -> list[str]:
-    """The C compiler's command: ``$CC``, else the first of ``cc``, ``gcc``, ``clang``."""
-    given = shlex.split(os.environ.get("CC", ""))
-    found = given or [path for path in map(shutil.which, ("cc", "gcc", "clang")) if path][:1]
-    if not found:
-        raise ImportError("no C compiler found (set CC, or install cc, gcc or clang)")
-    if shutil.which(found[0]) is None:
-        raise ImportError(f"the C compiler $CC={found[0]!r} was not found")
-    return found
-
-
-def _whole(library: Path, digest: Path) -> bool:
-    try:
-        return hashlib.sha256(library.read_bytes()).hexdigest() == digest.read_text().strip()
-    except OSError:
-        return False
-
-
-def _compile(command: list[str], source: Path) -> bytes:
-    """The shared library ``command`` makes of ``source``, built in a temporary folder."""
-    with tempfile.TemporaryDirectory(prefix="optsched-cc-") as work:
-        out = Path(work) / "hlas.so"
-        try:
-            done = subprocess.run(
-                [*command, "-o", str(out), str(source), "-lm"],
-                capture_output=True,
-                text=True,
-                timeout=300,
-            )
-        except (OSError, subprocess.SubprocessError) as exc:
-            raise ImportError(
-                f"compiling the hlas kernel with {command[0]} failed: {exc}"
-            ) from None
-        if done.returncode:
-            raise ImportError(
-                f"compiling the hlas kernel with {' '.join(command)} failed: "
-                + " ".join(done.stderr.split())[-400:]
-            )
-        return out.read_bytes()
-
-
-def _cache() -> tuple[Path, bool]:
-    """The folder for the compiled loop: the user's cache (``$XDG_CACHE_HOME/optsched``,
-    else ``~/.cache/optsched``), else a private temporary one (True: removed once the
-    library is loaded, compiled again by each process)."""
-    folder = Path(os.environ.get("XDG_CACHE_HOME") or Path.home() / ".cache") / "optsched"
-    try:
-        folder.mkdir(parents=True, exist_ok=True)
-        if os.access(folder, os.W_OK):
-            return folder, False
-    except OSError:
-        pass
-    return Path(tempfile.mkdtemp(prefix="optsched-")), True
 
 
 def _bind(kernel: Kernel, *parts: Any) -> ctypes.Structure:
@@ -499,15 +379,7 @@ def _bind(kernel: Kernel, *parts: Any) -> ctypes.Structure:
         "rev_room": len(loop.rev_t),
         "log_room": len(loop.log_kind),
     }
-    state = kernel.state()
-    for name, dtype in kernel.arrays:
-        array = arrays[name]
-        if array.dtype != dtype or not array.flags.c_contiguous:
-            raise TypeError(f"{name}: {array.dtype} array, the kernel takes contiguous {dtype}")
-        setattr(state, name, array.ctypes.data)
-    for name in kernel.sizes:
-        setattr(state, name, sizes[name])
-    return state
+    return bind(kernel, arrays, sizes)
 
 
 def _load() -> float:
