@@ -50,12 +50,17 @@ def _replay(inst: Instance, reserve: bool, seed: int, moves: int = 12, room: int
     for _ in range(moves):
         trial, changed = _move(priority, rng)
         restart = int(min(a.entry[j] for j in changed))
+        if room:  # smaller than the records it restarts after: grown again
+            compiled.room = room
         next_a = python.run(trial, a.checkpoints[restart], a, restart)
         next_b = compiled.run(trial, b.checkpoints[restart], b, restart)
         _assert_same(next_a, next_b)
         if next_a.objective <= a.objective:
             priority, a, b = trial, next_a, next_b
     assert compiled.schedule(b) == python.schedule(a)
+    assert len(b.checkpoints) == len(a.checkpoints)
+    with pytest.raises(IndexError):
+        b.checkpoints[len(a.checkpoints)]
 
 
 @settings(deadline=None, max_examples=n_examples(150))

@@ -45,6 +45,10 @@ _PER_DECODE_INTS = (
     "out",
 )
 
+#: The most floats a decoder's first arena holds (32 MiB): on traces of many jobs the
+#: checkpoints then take what they need, by doubling, not a room for the worst case.
+MAX_START_ROOM = 1 << 22
+
 _kernel: list[Kernel] = []  # the one loaded in this process
 
 
@@ -79,6 +83,7 @@ class CompiledDecoded:
     events: int
     scanned: int
     gathered: int = 0  # gang mode: GPU free times this decode read (its own work count)
+    n_checkpoints: int = 0
 
     @property
     def checkpoints(self) -> _Marks:
@@ -91,7 +96,12 @@ class _Marks:
     def __init__(self, decoded: CompiledDecoded) -> None:
         self.decoded = decoded
 
+    def __len__(self) -> int:
+        return self.decoded.n_checkpoints
+
     def __getitem__(self, k: int) -> Mark:
+        if not 0 <= k < self.decoded.n_checkpoints:
+            raise IndexError(f"checkpoint {k} of {self.decoded.n_checkpoints}")
         head = self.decoded.arena[self.decoded.offset[k] :][:HEAD]
         return Mark(int(head[2]), int(head[3]))
 
@@ -175,9 +185,10 @@ class CompiledDecoder:
             "arena_room": 0,
             "has_deadline": 0,
         }
-        # a checkpoint's record: its head, free and completion times, and at most one
-        # waiting or queued round per job; the room grows when a decode needs more
-        self.room = max(1, n) * (HEAD + n_gpus + n) + 64 * max(1, n)
+        # the checkpoints' records (a head, free and completion times, and at most one
+        # waiting or queued round per job): room for one per job and their queues at first,
+        # within MAX_START_ROOM; a decode that needs more doubles it and starts again
+        self.room = min(max(1, n) * (HEAD + n_gpus + n) + 64 * max(1, n), MAX_START_ROOM)
         # the state is bound once (checked for types); a decode sets its own arrays' pointers
         placeholder = {name: self.arrays["free"] for name in _PER_DECODE_FLOATS}
         placeholder.update({name: self.arrays["heap_g"] for name in _PER_DECODE_INTS})
@@ -243,7 +254,7 @@ class CompiledDecoder:
                 continue
             decoded.objective = float(self.weight @ completion)
             decoded.n_tasks, decoded.events, decoded.scanned = (int(v) for v in out[1:4])
-            decoded.gathered = int(out[5])
+            decoded.n_checkpoints, decoded.gathered = int(out[4]), int(out[5])
             return decoded
 
     def schedule(self, decoded: CompiledDecoded) -> Schedule:

@@ -319,6 +319,7 @@ int priority_run(state_t *s) {
             wait_push(s, &n_wait, s->arrival[j], j, 0);
         }
     } else { /* from checkpoint `restart` of the previous decode */
+        if (s->before_offset[s->restart] > s->arena_room) return GROW; /* its records first */
         const double *c = s->before_arena + s->before_offset[s->restart];
         moment = c[0], n_tasks = (i64)c[1], events = (i64)c[2], scanned = (i64)c[3];
         i64 w = (i64)c[4], queued = (i64)c[5];

@@ -40,9 +40,9 @@ restarts from the checkpoint of the earliest changed job instead of from time 0;
 (:mod:`optsched.heuristics._priority_compiled`, option ``engine``; ``auto``, the default,
 compiles it on first use when the machine has a C compiler). Both decode the same schedules
 with the same work counts, so a run of ``steps=N`` returns the same schedule with either;
-the compiled loop is 15-40 times faster at the Hare paper's scale, and a time limit or a work
-budget (its work-seconds fitted to each engine's speed) buys that many more moves.
-``extra.engine`` says which ran.
+the compiled loop is 18-49 times faster at the Hare paper's scale
+(``benchmarks/priority_engines.py``), and a time limit or a work budget (its work-seconds
+fitted to each engine's speed) buys that many more moves. ``extra.engine`` says which ran.
 
 Anytime, seeded (``steps=N`` repeats exactly), both modes; it stops at the time limit, after
 ``steps`` moves, after ``patience`` moves in a row without improvement (a local optimum, on
@@ -97,8 +97,9 @@ class PrioritySearchOptions(Options):
     )
     engine: Literal["auto", "python", "compiled"] = choice(
         "the decoder's code: compiled (one C loop, compiled on first use with the "
-        "machine's C compiler: the same schedules and work counts, 15-40 times faster), "
-        "python, or auto (compiled when a C compiler builds it, else python; default)",
+        "machine's C compiler: the same schedules and work counts, 18-49 times faster at "
+        "the Hare paper's scale), python, or auto (compiled when a C compiler builds it, "
+        "else python; default)",
         ("auto", "python", "compiled"),
         "auto",
     )
