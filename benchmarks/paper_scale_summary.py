@@ -43,11 +43,18 @@ METHODS = (
 
 
 def _label(record: dict[str, Any]) -> str:
-    """A record's method with its parameters (``method:key=value,...``), as columns show it."""
-    params = record.get("params") or {}
+    """A record's method with its parameters (``method:key=value,...``; not its work budget,
+    which its time limit shows), as columns show it."""
+    params = {k: v for k, v in (record.get("params") or {}).items() if k != "work"}
     return record["method"] + "".join(
         (":" if i == 0 else ",") + f"{k}={v}" for i, (k, v) in enumerate(sorted(params.items()))
     )
+
+
+def _budget(record: dict[str, Any]) -> str:
+    """A run's budget: its work-seconds, or its wall-clock time limit."""
+    work = (record.get("params") or {}).get("work")
+    return f"{float(work):g} work-s" if work is not None else f"{record['time_limit']:g} s"
 
 
 def _pct(values: list[float]) -> str:
@@ -60,7 +67,7 @@ def _long_table(
     ref: dict[tuple[str, str], dict[str, Any]],
 ) -> None:
     print("\n## Longer runs\n")
-    print("| instance | mode | method | time limit | gap | the same method at | gap |")
+    print("| instance | mode | method | budget | gap | the same method at | gap |")
     print("|---|---|---|---|---|---|---|")
     for r in sorted(long, key=lambda r: (r["instance"], r["mode"])):
         key = (r["instance"], r["mode"])
@@ -70,12 +77,12 @@ def _long_table(
             r["instance"],
             r["mode"],
             f"`{_label(r)}`",
-            f"{r['time_limit']:g} s",
+            _budget(r),
             f"{100 * gap:.2f} %",
         ]
         if short:
             cells += [
-                f"{short[0]['time_limit']:g} s",
+                _budget(short[0]),
                 f"{100 * (1 - ref[key]['bound'] / short[0]['objective']):.2f} %",
             ]
         else:

@@ -11,7 +11,14 @@ from hypothesis import strategies as st
 
 from optsched import GeneratorSpec, generate, solve
 from optsched.check import ResolutionError, check
-from optsched.heuristics.priority_search import _Decoder, _move, smith_priorities
+from optsched.contracts import SolveContext
+from optsched.heuristics.priority_search import (
+    PrioritySearchOptions,
+    _Decoder,
+    _move,
+    priority_search,
+    smith_priorities,
+)
 from optsched.instance import GPU, Instance, Job
 from optsched.result import OPTIMAL_TOL
 from optsched.testing import assert_schedule, instances
@@ -250,3 +257,30 @@ def test_gang_event_follows_its_rule(seed, reserve):
     reference, ref_visits = _reference_gang_event(decoder, moment, free, ref_queue)
     assert ours == reference and visits == ref_visits
     assert list(ours_free) == list(free) and ours_queue == ref_queue
+
+
+@pytest.mark.parametrize("mode", ["relaxed", "gang"])
+def test_kicks_restart_from_the_best_and_only_add_improvements(mode):
+    """With ``kick``, the search runs as without it up to its first local optimum, then
+    restarts from the best priorities changed by ``kick`` random moves: the same improvements
+    and more, the best schedule kept; without a budget it stops at the local optimum."""
+    inst = generate(GeneratorSpec(jobs=20, gpus=6, gpu_types=2, hosts=2, load=3.0), 1)
+    inst = inst.with_mode(mode)
+    params = {"steps": 1500, "patience": 100}
+    plain = solve(inst, "priority-search", params=params, seed=3)
+    kicked = solve(inst, "priority-search", params={**params, "kick": 4}, seed=3)
+    assert plain.extra["stopped"] == "patience" and plain.extra["kicks"] == 0
+    assert kicked.extra["stopped"] == "steps" and kicked.extra["steps"] == 1500
+    assert kicked.extra["kicks"] >= 1
+    assert kicked.extra["improvements"] >= plain.extra["improvements"]
+    found = [objective for _, objective in kicked.extra["anytime"]]
+    assert (
+        found[: len(plain.extra["anytime"]) - 1]
+        == [objective for _, objective in plain.extra["anytime"]][
+            : len(plain.extra["anytime"]) - 1
+        ]
+    )
+    assert_schedule(inst, kicked.schedule)
+    options = PrioritySearchOptions(patience=100, kick=4)
+    endless = priority_search(inst, SolveContext(mode, options, None, 3))  # no budget
+    assert endless.extra["stopped"] == "patience" and endless.extra["kicks"] == 0

@@ -46,7 +46,12 @@ fitted to each engine's speed) buys that many more moves. ``extra.engine`` says 
 
 Anytime, seeded (``steps=N`` repeats exactly), both modes; it stops at the time limit, after
 ``steps`` moves, after ``patience`` moves in a row without improvement (a local optimum, on
-small instances) or on Ctrl-C, with the best schedule (``extra.stopped`` says which). The
+small instances, and at the Hare paper's scale within minutes with the compiled decoder) or
+on Ctrl-C, with the best schedule (``extra.stopped`` says which). With ``kick=N`` and a
+budget (a time limit, ``steps`` or ``work``), a local optimum is no end: the search restarts
+from the best priorities changed by N random moves (an iterated local search;
+``extra.kicks`` counts the restarts), and runs as without it up to its first local optimum.
+The
 result is never worse than ECT's (returned when the search found nothing better). No
 approximation guarantee is claimed. The decoded schedule is finally left-shifted (every task
 as early as its GPU's order and its rounds allow, :class:`SequenceSchedule`; ``extra.left_shift``
@@ -102,6 +107,12 @@ class PrioritySearchOptions(Options):
         "else python; default)",
         ("auto", "python", "compiled"),
         "auto",
+    )
+    kick: int | None = count(
+        "on a local optimum (patience moves in a row without improvement) with a time "
+        "limit, steps or work left, restart from the best priorities changed by this many "
+        "random moves, and search on (default: none, stop there)",
+        None,
     )
     work: float | None = work_option()
 
@@ -508,6 +519,8 @@ def priority_search(
     replayed: list[float] = []
     anytime = [[round(time.perf_counter() - started, 4), current.objective]]
     stopped, since = "steps", 0  # moves since the last improvement
+    best, best_priority, kicks = current, priority, 0  # current: the best, without kicks
+    budgeted = deadline is not None or options.steps is not None or options.work is not None
     compiled = not isinstance(decoder, _Decoder)
     meter = WorkMeter(options.work, COMPILED_WORK_PER_SECOND if compiled else WORK_PER_SECOND)
     move_work = COMPILED_MOVE_WORK if compiled else MOVE_WORK
@@ -522,10 +535,18 @@ def priority_search(
             if instance.n_jobs < 2:
                 stopped = "one job"
                 break
-            if since >= options.patience:
+            kicking = since >= options.patience
+            if kicking and (options.kick is None or not budgeted):
                 stopped = "patience"
                 break
-            trial, changed = _move(priority, rng)
+            if kicking and options.kick is not None:  # a local optimum: restart from the
+                trial, changed = best_priority, []  # best, changed by kick random moves
+                for _ in range(options.kick):
+                    trial, moved = _move(trial, rng)
+                    changed += moved
+                current, since, kicks = best, 0, kicks + 1
+            else:
+                trial, changed = _move(priority, rng)
             restart = int(min(current.entry[j] for j in changed))
             state = current.checkpoints[restart]
             candidate = decoder.run(trial, state, current, restart, deadline)
@@ -539,12 +560,16 @@ def priority_search(
             steps += 1
             replayed.append(1 - state.events / current.events)
             since += 1
-            if candidate.objective <= current.objective:
+            if kicking or candidate.objective <= current.objective:
                 if candidate.objective < current.objective - noise:
-                    improvements, since = improvements + 1, 0
+                    since = 0
+                if candidate.objective < best.objective - noise:
+                    improvements += 1
                     anytime.append([round(time.perf_counter() - started, 4), candidate.objective])
                     context.report(candidate.objective, None)
                 priority, current = trial, candidate
+                if current.objective <= best.objective:
+                    best, best_priority = current, priority
     except OutOfTime:  # the move being decoded is dropped
         stopped = "time limit"
     except KeyboardInterrupt:  # a genuine Ctrl-C: the incumbent is the result
@@ -553,6 +578,7 @@ def priority_search(
         {
             "steps": steps,
             "improvements": improvements,
+            "kicks": kicks,
             "work": meter.spent,
             "smith_objective": first,
             "decoder": "reserve" if decoder.reserve else "greedy",
@@ -563,6 +589,7 @@ def priority_search(
             "interrupted": stopped == "interrupted",
         }
     )
+    current = best
     schedule = decoder.schedule(current)
     # every task as early as its GPU's order and its rounds allow (gang rounds may start late
     # in the decoder, held back for the K GPUs that finish them earliest); skipped after a
