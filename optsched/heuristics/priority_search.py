@@ -51,8 +51,7 @@ on Ctrl-C, with the best schedule (``extra.stopped`` says which). With ``kick=N`
 budget (a time limit, ``steps`` or ``work``), a local optimum is no end: the search restarts
 from the best priorities changed by N random moves (an iterated local search;
 ``extra.kicks`` counts the restarts), and runs as without it up to its first local optimum.
-The
-result is never worse than ECT's (returned when the search found nothing better). No
+The result is never worse than ECT's (returned when the search found nothing better). No
 approximation guarantee is claimed. The decoded schedule is finally left-shifted (every task
 as early as its GPU's order and its rounds allow, :class:`SequenceSchedule`; ``extra.left_shift``
 is what that saves).
