@@ -7,14 +7,15 @@
 #    priority-search runs with each decoder engine (Python and compiled). Then
 #    priority-search with the paper's budget (10 minutes of wall-clock time per instance) on
 #    three instances in relaxed mode, and with the compiled decoder in gang mode on the nine
-#    hare-gpus instances of 100-140 GPUs.
+#    hare-gpus instances of 100-140 GPUs (four of them also with kicks) and in relaxed mode
+#    on two.
 # 2. One gap table of every method at every setting, over these records and the online
 #    benchmark's (benchmarks/hare_online.sh: Hare's offline heuristic and its variants, hlas,
 #    allox and the gang baselines), against the best bound known for each instance and mode
 #    (the sets' manifests; for gang mode the better of the gang and relaxed bounds).
 # Two runs in parallel on the 2-core reference machine (three for the 10-minute relaxed runs);
-# resumable (about 4 hours 20: 3 hours 30 for step 1, 10 minutes for the three long relaxed
-# runs, 50 minutes for the nine long gang runs).
+# resumable (about 4 hours 50: 3 hours 30 for step 1, 10 minutes for the three long relaxed
+# runs, 50 minutes for the nine long gang runs, 30 for the six long runs after them).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 out=benchmarks/results/paper-scale
@@ -57,6 +58,13 @@ wait
 optsched bench run instances/hare-gpus --only 'hare-gpus-gpus1[024]0-*' --method priority-search \
   --time-limit 600 --budget wall --mode gang --param engine=compiled --workers 2 \
   --records "$out/long-hare-gpus-gang.jsonl"
+# kicks (kick=8) on four of them, and the compiled decoder for 10 minutes in relaxed mode on two
+optsched bench run instances/hare-gpus --only 'hare-gpus-gpus1[24]0-s[02]' \
+  --method priority-search --time-limit 600 --budget wall --mode gang --param engine=compiled \
+  --param kick=8 --workers 2 --records "$out/long-hare-gpus-gang.jsonl"
+optsched bench run instances/hare-gpus --only 'hare-gpus-gpus1[04]0-s1' --method priority-search \
+  --time-limit 600 --budget wall --mode relaxed --param engine=compiled --workers 2 \
+  --records "$out/long-hare-gpus.jsonl"
 manifests=()
 for set in "${sets[@]}"; do manifests+=(--manifest "instances/$set"); done
 optsched bench report $out/records.jsonl benchmarks/results/online/settings.jsonl --out $out \
