@@ -58,7 +58,8 @@ def main(argv: list[str] | None = None) -> int:
             inst = base.with_mode(mode)
             priority = smith_priorities(inst)
             for reserve in (True, False):
-                engines = (_Decoder(inst, reserve), CompiledDecoder(inst, reserve, CHECK_EVERY))
+                python = _Decoder(inst, reserve)
+                engines = (python, CompiledDecoder(python, CHECK_EVERY))
                 times: list[list[float]] = [[], []]
                 for _ in range(3):
                     decoded = []

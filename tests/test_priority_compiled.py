@@ -39,7 +39,7 @@ def _assert_same(python, compiled) -> None:
 def _replay(inst: Instance, reserve: bool, seed: int, moves: int = 12, room: int = 0) -> None:
     """Smith's order, then ``moves`` moves decoded from checkpoints, by both decoders."""
     python = _Decoder(inst, reserve)
-    compiled = priority_compiled.CompiledDecoder(inst, reserve, 64)
+    compiled = priority_compiled.CompiledDecoder(python, 64)
     if room:
         compiled.room = room  # too small: the decode grows it and starts again
     rng = np.random.default_rng(seed)
@@ -119,7 +119,7 @@ def test_the_search_returns_the_same_schedule_with_either_engine(mode):
 
 def test_a_passed_deadline_stops_the_decode():
     inst = generate(GeneratorSpec(jobs=30, gpus=4, gpu_types=2, hosts=2, load=4.0), 0)
-    decoder = priority_compiled.CompiledDecoder(inst, True, 1)
+    decoder = priority_compiled.CompiledDecoder(_Decoder(inst, True), 1)
     with pytest.raises(OutOfTime):
         decoder.run(smith_priorities(inst), decoder.start(), None, 0, deadline=0.0)
 

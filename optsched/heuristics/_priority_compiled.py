@@ -25,7 +25,6 @@ import numpy as np
 
 from optsched.budget import OutOfTime
 from optsched.ckernel import Kernel, bind, load
-from optsched.instance import Instance
 from optsched.schedule import Schedule, Task
 
 # why the loop returned (_priority_kernel.c)
@@ -108,63 +107,48 @@ class _Marks:
 
 class CompiledDecoder:
     """The Python decoder's interface (``start``, ``run``, ``schedule``) on the compiled
-    loop. Raises :class:`ImportError` when the loop cannot be compiled or loaded."""
+    loop. ``tables``: the Python decoder (``_Decoder``) to replay, whose instance, rule and
+    per-job tables (eligible classes, GPUs by pace, where paces rise) the loop reads,
+    flattened into [start, next start) ranges per job or class. Raises
+    :class:`ImportError` when the loop cannot be compiled or loaded."""
 
-    def __init__(self, instance: Instance, reserve: bool, check_every: int) -> None:
+    def __init__(self, tables: Any, check_every: int) -> None:
         self.kernel = kernel()
+        instance, reserve = tables.inst, tables.reserve
         self.inst, self.reserve = instance, reserve
         self.gang = instance.mode == "gang"
         jobs, n, n_gpus = instance.jobs, instance.n_jobs, instance.n_gpus
-        self.weight = np.array([job.weight for job in jobs], dtype=float)
+        self.weight = tables.weight
         self.total = sum(job.n_tasks for job in jobs)
-        compute, sync = instance.class_compute, instance.class_sync
-        n_classes = compute.shape[1]
-        members = [np.flatnonzero(instance.gpu_class == c) for c in range(n_classes)]
-        choice_class, choice_compute, choice_pace, choice_start = [], [], [], [0]
-        order_gpu, order_pace, order_start = [], [], [0]
-        thr_end, thr_pace, thr_start = [], [], [0]
-        pace = instance.compute + instance.sync
-        for j, job in enumerate(jobs):
-            for c in np.flatnonzero(np.isfinite(compute[j])):
-                choice_class.append(int(c))
-                choice_compute.append(float(compute[j, c]))
-                choice_pace.append(float(compute[j, c] + sync[j, c]))
-            choice_start.append(len(choice_class))
-            eligible = np.flatnonzero(np.isfinite(pace[j]))
-            order = eligible[np.argsort(pace[j, eligible], kind="stable")]
-            paces = pace[j, order]
-            order_gpu.extend(order.tolist())
-            order_pace.extend(paces.tolist())
-            order_start.append(len(order_gpu))
-            for i in range(len(order)):
-                rises = i + 1 == len(order) or paces[i + 1] > paces[i]
-                if rises and i + 1 >= job.tasks_per_round:
-                    thr_end.append(i + 1)
-                    thr_pace.append(float(paces[i]))
-            thr_start.append(len(thr_end))
+        n_classes = len(tables.members)
+        choices = [choice for row in tables.class_choices for choice in row]
 
-        def ints(values: list[int]) -> np.ndarray:
+        def starts(rows: list[Any]) -> np.ndarray:
+            return np.cumsum([0, *map(len, rows)], dtype=np.int64)
+
+        def ints(values: Any) -> np.ndarray:
             return np.array(values, dtype=np.int64)
 
-        def floats(values: list[float]) -> np.ndarray:
+        def floats(values: Any) -> np.ndarray:
             return np.array(values, dtype=np.float64)
 
+        thresholds = [row for rows in tables.thresholds for row in rows]
         self.arrays: dict[str, np.ndarray] = {
             "arrival": floats([job.arrival for job in jobs]),
-            "tasks_per_round": ints([job.tasks_per_round for job in jobs]),
-            "rounds": ints([job.rounds for job in jobs]),
-            "choice_start": ints(choice_start),
-            "choice_class": ints(choice_class),
-            "choice_compute": floats(choice_compute),
-            "choice_pace": floats(choice_pace),
-            "member_start": ints(np.cumsum([0, *map(len, members)]).tolist()),
-            "member_gpu": ints(np.concatenate(members).tolist() if members else []),
-            "order_start": ints(order_start),
-            "order_gpu": ints(order_gpu),
-            "order_pace": floats(order_pace),
-            "thr_start": ints(thr_start),
-            "thr_end": ints(thr_end),
-            "thr_pace": floats(thr_pace),
+            "tasks_per_round": ints(tables.tasks_per_round),
+            "rounds": ints(tables.rounds),
+            "choice_start": starts(tables.class_choices),
+            "choice_class": ints([c for c, _, _ in choices]),
+            "choice_compute": floats([compute for _, compute, _ in choices]),
+            "choice_pace": floats([pace for _, _, pace in choices]),
+            "member_start": starts(tables.members),
+            "member_gpu": ints(np.concatenate(tables.members)),
+            "order_start": starts(tables.by_pace),
+            "order_gpu": ints(np.concatenate(tables.by_pace)),
+            "order_pace": floats(np.concatenate(tables.paces)),
+            "thr_start": starts(tables.thresholds),
+            "thr_end": ints([end for end, _ in thresholds]),
+            "thr_pace": floats([pace for _, pace in thresholds]),
         }
         for name in ("free", "virt", "heap_t", "ends", "smallest"):
             self.arrays[name] = np.zeros(max(1, n_gpus))

@@ -411,16 +411,17 @@ class _Decoder:
 def _decoder(instance: Instance, reserve: bool, engine: str) -> Any:
     """The decoder ``engine`` names (:class:`_Decoder`, or the compiled loop of
     :mod:`optsched.heuristics._priority_compiled`, which decodes the same)."""
+    python = _Decoder(instance, reserve)
     if engine == "python":
-        return _Decoder(instance, reserve)
+        return python
     from optsched.heuristics._priority_compiled import CompiledDecoder
 
     try:
-        return CompiledDecoder(instance, reserve, CHECK_EVERY)
+        return CompiledDecoder(python, CHECK_EVERY)
     except ImportError as exc:
         if engine == "compiled":
             raise InputError(f"priority-search: engine=compiled is unavailable: {exc}") from None
-        return _Decoder(instance, reserve)
+        return python
 
 
 def smith_priorities(instance: Instance) -> np.ndarray:
