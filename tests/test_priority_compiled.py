@@ -36,9 +36,11 @@ def _assert_same(python, compiled) -> None:
         assert (mark.events, mark.scanned) == (checkpoint.events, checkpoint.scanned)
 
 
-def _replay(inst: Instance, reserve: bool, seed: int, moves: int = 12, room: int = 0) -> None:
+def _replay(
+    inst: Instance, reserve: bool, seed: int, moves: int = 12, room: int = 0, tight: bool = False
+) -> None:
     """Smith's order, then ``moves`` moves decoded from checkpoints, by both decoders."""
-    python = _Decoder(inst, reserve)
+    python = _Decoder(inst, reserve, tight)
     compiled = priority_compiled.CompiledDecoder(python, 64)
     if room:
         compiled.room = room  # too small: the decode grows it and starts again
@@ -69,10 +71,11 @@ def _replay(inst: Instance, reserve: bool, seed: int, moves: int = 12, room: int
     st.booleans(),
     st.integers(0, 10**6),
     st.sampled_from([0.0, 0.0, 1e6, 1.7e9]),
+    st.booleans(),
 )
-def test_the_same_decodes_as_the_python_decoder(instance, reserve, seed, origin):
+def test_the_same_decodes_as_the_python_decoder(instance, reserve, seed, origin, tight):
     """Random instances of both modes (ties in free times and paces, arrivals at once,
-    integer and real times, epoch-scale origins), both rules."""
+    integer and real times, epoch-scale origins), both rules, both fits."""
     if origin:
         jobs = tuple(
             Job(
@@ -87,19 +90,22 @@ def test_the_same_decodes_as_the_python_decoder(instance, reserve, seed, origin)
             for job in instance.jobs
         )
         instance = Instance(instance.name, jobs, instance.gpus, mode=instance.mode)
-    _replay(instance, reserve, seed)
+    _replay(instance, reserve, seed, tight=tight)
 
 
-@pytest.mark.parametrize("mode", ["relaxed", "gang"])
+@pytest.mark.parametrize(
+    ("mode", "tight"), [("relaxed", False), ("relaxed", True), ("gang", False)]
+)
 @pytest.mark.parametrize("reserve", [True, False])
-def test_the_same_decodes_on_loaded_clusters(mode, reserve):
+def test_the_same_decodes_on_loaded_clusters(mode, tight, reserve):
     """Many jobs waiting at once on classes of several GPUs, and a Hare-setting instance of
     2,000 tasks; with an arena too small at first, which the decode grows."""
     for seed in range(3):
         spec = GeneratorSpec(jobs=30, gpus=8, gpu_types=3, hosts=2, load=4.0, rounds=(1, 6))
-        _replay(generate(spec, seed).with_mode(mode), reserve, seed, moves=20, room=seed * 50)
+        inst = generate(spec, seed).with_mode(mode)
+        _replay(inst, reserve, seed, moves=20, room=seed * 50, tight=tight)
     hare = generate_hare(HareSpec(jobs=20, gpus=15, total_tasks=2000), 0).with_mode(mode)
-    _replay(hare, reserve, 1, moves=10)
+    _replay(hare, reserve, 1, moves=10, tight=tight)
 
 
 @pytest.mark.parametrize("mode", ["relaxed", "gang"])

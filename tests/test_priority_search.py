@@ -30,12 +30,13 @@ from tests.conftest import n_examples
     instances(max_jobs=4, integer=True),
     st.integers(0, 3),
     st.sampled_from(["auto", "reserve", "greedy"]),
+    st.sampled_from(["earliest", "tight"]),
 )
-def test_checker_clean_and_above_the_optimum(instance, seed, decoder):
+def test_checker_clean_and_above_the_optimum(instance, seed, decoder, fit):
     optimum = solve(instance, "cpsat", time_limit=5)
-    result = solve(
-        instance, "priority-search", params={"steps": 30, "decoder": decoder}, seed=seed
-    )
+    params = {"steps": 30, "decoder": decoder, "fit": fit}
+    result = solve(instance, "priority-search", params=params, seed=seed)
+    assert result.extra["fit"] == fit
     assert result.extra["decoder"] in ({"reserve", "greedy"} if decoder == "auto" else {decoder})
     assert_schedule(instance, result.schedule, bound=optimum.bound)
     ect = solve(instance, "ect")
@@ -45,12 +46,12 @@ def test_checker_clean_and_above_the_optimum(instance, seed, decoder):
 
 
 @settings(deadline=None, max_examples=n_examples(40))
-@given(st.integers(0, 10**6), st.sampled_from(["relaxed", "gang"]), st.booleans())
-def test_incremental_evaluation_equals_a_full_decode(seed, mode, reserve):
+@given(st.integers(0, 10**6), st.sampled_from(["relaxed", "gang"]), st.booleans(), st.booleans())
+def test_incremental_evaluation_equals_a_full_decode(seed, mode, reserve, tight):
     inst = generate(
         GeneratorSpec(jobs=12, gpus=6, gpu_types=3, hosts=2, load=3.0), seed=seed % 50
     ).with_mode(mode)
-    decoder = _Decoder(inst, reserve)
+    decoder = _Decoder(inst, reserve, tight)
     rng = np.random.default_rng(seed)
     priority = smith_priorities(inst)
     current = decoder.run(priority, decoder.start(), None, 0)
@@ -284,3 +285,25 @@ def test_kicks_restart_from_the_best_and_only_add_improvements(mode):
     options = PrioritySearchOptions(patience=100, kick=4)
     endless = priority_search(inst, SolveContext(mode, options, None, 3))  # no budget
     assert endless.extra["stopped"] == "patience" and endless.extra["kicks"] == 0
+
+
+@pytest.mark.parametrize("reserve", [True, False])
+def test_tight_fit_leaves_the_fast_gpus_a_slow_task_would_not_use(reserve):
+    """A round of 3 tasks on 2 fast GPUs (compute 1) and 2 slow ones (compute 2) is ready at
+    2 either way: earliest puts two tasks on the fast GPUs, tight puts them on the slow ones
+    and keeps a fast GPU idle for the next job, ready at 1 instead of 2."""
+    compute = {"fast": 1.0, "slow": 2.0}
+    jobs = (
+        Job("wide", 0.0, 2.0, 1, 3, compute=compute),
+        Job("next", 0.0, 1.0, 1, 1, compute=compute),
+    )
+    gpus = tuple(GPU(f"{kind}{i}", kind) for kind in ("fast", "slow") for i in range(2))
+    inst = Instance("tight", jobs, gpus)
+    priority = np.array([2.0, 1.0])  # the wide job first
+    objective = {}
+    for tight in (False, True):
+        decoder = _Decoder(inst, reserve, tight)
+        decoded = decoder.run(priority, decoder.start(), None, 0)
+        assert check(inst, decoder.schedule(decoded)).feasible
+        objective[tight] = decoded.objective
+    assert objective == {False: 2.0 * 2 + 2.0, True: 2.0 * 2 + 1.0}

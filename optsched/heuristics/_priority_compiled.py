@@ -107,7 +107,7 @@ class _Marks:
 
 class CompiledDecoder:
     """The Python decoder's interface (``start``, ``run``, ``schedule``) on the compiled
-    loop. ``tables``: the Python decoder (``_Decoder``) to replay, whose instance, rule and
+    loop. ``tables``: the Python decoder (``_Decoder``) to replay, whose instance, rules and
     per-job tables (eligible classes, GPUs by pace, where paces rise) the loop reads,
     flattened into [start, next start) ranges per job or class. Raises
     :class:`ImportError` when the loop cannot be compiled or loaded."""
@@ -150,8 +150,9 @@ class CompiledDecoder:
             "thr_end": ints([end for end, _ in thresholds]),
             "thr_pace": floats([pace for _, pace in thresholds]),
         }
-        for name in ("free", "virt", "heap_t", "ends", "smallest"):
+        for name in ("free", "virt", "heap_t", "ends", "smallest", "proj"):
             self.arrays[name] = np.zeros(max(1, n_gpus))
+        self.arrays["proj_copied"] = np.zeros(max(1, n_classes), dtype=np.int64)
         for name in ("heap_g", "held", "chosen"):
             self.arrays[name] = np.zeros(max(1, n_gpus), dtype=np.int64)
         for name in ("wait_t", "q_key", "q_ready", "q_done", "enter_t"):
@@ -164,6 +165,7 @@ class CompiledDecoder:
             "n_classes": n_classes,
             "gang": int(self.gang),
             "reserve": int(reserve),
+            "tight": int(tables.tight),
             "check_every": check_every,
             "restart": -1,
             "arena_room": 0,

@@ -33,11 +33,12 @@ typedef int64_t i64;
     X(double, wait_t) X(i64, wait_j) X(i64, wait_r)                                          \
     X(double, q_key) X(i64, q_j) X(i64, q_r) X(double, q_ready) X(i64, q_left)               \
     X(double, q_done) X(double, enter_t) X(i64, enter_j) X(i64, enter_r)                    \
-    X(double, smallest) X(i64, held) X(i64, chosen) /* gang: n_gpus each */
+    X(double, smallest) X(i64, held) X(i64, chosen) /* gang: n_gpus each */                 \
+    X(double, proj) X(i64, proj_copied) /* relaxed, tight: heaps' copies; one flag a class */
 
 /* The sizes, after the arrays (listed as "size name"); restart < 0: from the start. */
 #define PRIORITY_SIZES(X)                                                                    \
-    X(n_jobs) X(n_gpus) X(n_classes) X(gang) X(reserve) X(restart) X(arena_room)            \
+    X(n_jobs) X(n_gpus) X(n_classes) X(gang) X(reserve) X(tight) X(restart) X(arena_room)   \
     X(check_every) X(has_deadline)
 
 #define AS_MEMBER(type, name) type *name;
@@ -174,6 +175,32 @@ static void add_task(state_t *s, i64 *n_tasks, i64 j, i64 r, i64 k, i64 g, doubl
     s->start[(*n_tasks)++] = moment;
 }
 
+/* tight: when all of a round's results would be ready were its `left` tasks placed one by one
+ * where each is ready earliest (on copies of the heaps of `virt` it touches), at least `target` */
+static double projected_ready(state_t *s, double moment, i64 first, i64 last, i64 left,
+                              double target) {
+    for (i64 i = first; i < last; i++) s->proj_copied[s->choice_class[i]] = 0;
+    for (i64 n = 0; n < left; n++) {
+        double best = 1.0 / 0.0, best_compute = 0.0;
+        i64 best_class = -1;
+        for (i64 i = first; i < last; i++) {
+            i64 c = s->choice_class[i];
+            double head = (s->proj_copied[c] ? s->proj : s->virt)[s->member_start[c]];
+            double ready = (head > moment ? head : moment) + s->choice_pace[i];
+            if (ready < best) best = ready, best_class = c, best_compute = s->choice_compute[i];
+        }
+        i64 base = s->member_start[best_class], size = s->member_start[best_class + 1] - base;
+        if (!s->proj_copied[best_class]) {
+            memcpy(s->proj + base, s->virt + base, size * sizeof(double));
+            s->proj_copied[best_class] = 1;
+        }
+        double head = s->proj[base];
+        float_replace(s->proj + base, size, (head > moment ? head : moment) + best_compute);
+        if (best > target) target = best;
+    }
+    return target;
+}
+
 static i64 relaxed_event(state_t *s, double moment, i64 n_queue, i64 *n_tasks) {
     i64 idle = 0;
     for (i64 c = 0; c < s->n_classes; c++) idle += s->heap_t[s->member_start[c]] <= moment;
@@ -184,15 +211,23 @@ static i64 relaxed_event(state_t *s, double moment, i64 n_queue, i64 *n_tasks) {
         if (!idle) return visits;
         i64 j = s->q_j[q], first = s->choice_start[j], last = s->choice_start[j + 1];
         i64 waiting = 0;
+        double target = s->q_done[q];
+        if (s->tight) {
+            target = projected_ready(s, moment, first, last, s->q_left[q], target);
+            visits += s->q_left[q] * (last - first);
+        }
         while (s->q_left[q] > waiting) {
             visits += last - first;
-            double best = 1.0 / 0.0, best_compute = 0.0;
-            i64 best_class = -1;
+            double best = 1.0 / 0.0, best_compute = 0.0, fit = -1.0 / 0.0, fit_compute = 0.0;
+            i64 best_class = -1, fit_class = -1;
             for (i64 i = first; i < last; i++) {
                 double head = s->virt[s->member_start[s->choice_class[i]]];
                 double ready = (head > moment ? head : moment) + s->choice_pace[i];
                 if (ready < best) best = ready, best_class = s->choice_class[i], best_compute = s->choice_compute[i];
+                if (s->tight && head <= moment && ready <= target && ready > fit)
+                    fit = ready, fit_class = s->choice_class[i], fit_compute = s->choice_compute[i];
             }
+            if (fit_class >= 0) best = fit, best_class = fit_class, best_compute = fit_compute;
             i64 base = s->member_start[best_class], size = s->member_start[best_class + 1] - base;
             double head = s->virt[base];
             if (head > moment) {

@@ -24,6 +24,14 @@ that decodes Smith's order better (``extra.decoder``). Nothing is committed ahea
 event the reservations are made anew, so a higher-priority round that becomes ready
 meanwhile is served first.
 
+Option ``fit`` says which GPU a relaxed round's task takes. **earliest** (the default): the
+one where its result is ready earliest, as above. **tight**: the decoder first works out when
+the round's results would all be ready were its tasks placed that way, one by one, and then
+gives each task the idle GPU whose result is ready *latest* without passing that time; a task
+that no idle GPU keeps within it is placed as with ``earliest``. A round paced by a slow task
+so leaves the fast GPUs it would not use to the rounds after it, as gang rounds do (in gang
+mode ``fit`` changes nothing).
+
 Dispatching lets a heavier or shorter job overtake whenever rounds wait. The search starts
 from Smith's rule (w_j over the job's work, the order that is optimal on one machine) and
 tries two moves on the priorities, each changing one or two jobs: **swap** the priorities of
@@ -99,6 +107,13 @@ class PrioritySearchOptions(Options):
         ("auto", "reserve", "greedy"),
         "auto",
     )
+    fit: Literal["earliest", "tight"] = choice(
+        "relaxed mode, where a round's task goes: earliest (the GPU where its result is "
+        "ready earliest; default) or tight (the slowest idle GPU that keeps the round's "
+        "results ready as early as placing each of its tasks earliest would)",
+        ("earliest", "tight"),
+        "earliest",
+    )
     engine: Literal["auto", "python", "compiled"] = choice(
         "the decoder's code: compiled (one C loop, compiled on first use with the "
         "machine's C compiler: the same schedules and work counts, 18-49 times faster at "
@@ -165,10 +180,10 @@ class _Decoder:
     queued round's next task goes where its result would be ready earliest, waiting when that
     GPU is busy; gang mode starts a round when the K GPUs that finish it earliest are free."""
 
-    def __init__(self, instance: Instance, reserve: bool = False) -> None:
+    def __init__(self, instance: Instance, reserve: bool = False, tight: bool = False) -> None:
         self.inst = instance
         self.gang = instance.mode == "gang"
-        self.reserve = reserve
+        self.reserve, self.tight = reserve, tight
         self.weight = np.array([job.weight for job in instance.jobs], dtype=float)
         self.tasks_per_round = [job.tasks_per_round for job in instance.jobs]
         self.rounds = [job.rounds for job in instance.jobs]
@@ -311,14 +326,23 @@ class _Decoder:
             j = int(item[1])
             choices = self.class_choices[j]
             waiting = 0  # of the round's tasks, those that reserved a busy GPU
+            target = item[5]
+            if self.tight:
+                target = _projected_ready(moment, virtual, choices, int(item[4]), target)
+                visits += int(item[4]) * len(choices)
             while item[4] > waiting:
                 visits += len(choices)
                 best, best_class, best_compute = math.inf, -1, 0.0
+                fit, fit_class, fit_compute = -math.inf, -1, 0.0
                 for c, compute, pace in choices:
                     head = virtual[c][0]
                     ready = (head if head > moment else moment) + pace
                     if ready < best:
                         best, best_class, best_compute = ready, c, compute
+                    if self.tight and head <= moment and ready <= target and ready > fit:
+                        fit, fit_class, fit_compute = ready, c, compute
+                if fit_class >= 0:  # tight: an idle GPU that keeps the round's pace
+                    best, best_class, best_compute = fit, fit_class, fit_compute
                 chosen = virtual[best_class]
                 head = chosen[0]
                 if head > moment:
@@ -408,10 +432,36 @@ class _Decoder:
         )
 
 
-def _decoder(instance: Instance, reserve: bool, engine: str) -> Any:
+def _projected_ready(
+    moment: float,
+    virtual: list[list[float]],
+    choices: list[tuple[int, float, float]],
+    left: int,
+    target: float,
+) -> float:
+    """When all of a round's results would be ready (at least ``target``) were its ``left``
+    tasks placed one by one where each is ready earliest, on copies of the free-time heaps
+    it touches (``fit=tight``)."""
+    copies: dict[int, list[float]] = {}
+    for _ in range(left):
+        best, best_class, best_compute = math.inf, -1, 0.0
+        for c, compute, pace in choices:
+            head = (copies[c] if c in copies else virtual[c])[0]
+            ready = (head if head > moment else moment) + pace
+            if ready < best:
+                best, best_class, best_compute = ready, c, compute
+        heap = copies.setdefault(best_class, list(virtual[best_class]))
+        head = heap[0]
+        heapq.heapreplace(heap, (head if head > moment else moment) + best_compute)
+        if best > target:
+            target = best
+    return target
+
+
+def _decoder(instance: Instance, reserve: bool, engine: str, tight: bool = False) -> Any:
     """The decoder ``engine`` names (:class:`_Decoder`, or the compiled loop of
     :mod:`optsched.heuristics._priority_compiled`, which decodes the same)."""
-    python = _Decoder(instance, reserve)
+    python = _Decoder(instance, reserve, tight)
     if engine == "python":
         return python
     from optsched.heuristics._priority_compiled import CompiledDecoder
@@ -496,7 +546,7 @@ def priority_search(
         for reserve in {"auto": (True, False), "reserve": (True,), "greedy": (False,)}[
             options.decoder
         ]:  # auto: the decoder that decodes Smith's order better
-            trying = _decoder(instance, reserve, options.engine)
+            trying = _decoder(instance, reserve, options.engine, options.fit == "tight")
             decoded = trying.run(priority, trying.start(), None, 0, deadline)
             if current is None or decoded.objective < current.objective:
                 decoder, current = trying, decoded
@@ -582,6 +632,7 @@ def priority_search(
             "work": meter.spent,
             "smith_objective": first,
             "decoder": "reserve" if decoder.reserve else "greedy",
+            "fit": options.fit,
             "engine": "compiled" if compiled else "python",
             "replayed": float(np.mean(replayed)) if replayed else None,
             "anytime": anytime,
