@@ -307,3 +307,14 @@ def test_tight_fit_leaves_the_fast_gpus_a_slow_task_would_not_use(reserve):
         assert check(inst, decoder.schedule(decoded)).feasible
         objective[tight] = decoded.objective
     assert objective == {False: 2.0 * 2 + 2.0, True: 2.0 * 2 + 1.0}
+
+
+def test_fit_changes_nothing_in_gang_mode():
+    inst = generate(GeneratorSpec(jobs=12, gpus=6, gpu_types=3, hosts=2, load=3.0), 3)
+    inst = inst.with_mode("gang")
+    earliest, tight = (
+        solve(inst, "priority-search", params={"steps": 50, "fit": fit}, seed=1)
+        for fit in ("earliest", "tight")
+    )
+    assert earliest.schedule == tight.schedule
+    assert (earliest.extra["fit"], tight.extra["fit"]) == ("earliest", "tight")

@@ -177,8 +177,9 @@ class _Decoded:
 
 class _Decoder:
     """Priority dispatching (module doc). Relaxed mode works on classes of identical GPUs: a
-    queued round's next task goes where its result would be ready earliest, waiting when that
-    GPU is busy; gang mode starts a round when the K GPUs that finish it earliest are free."""
+    queued round's next task goes where its result would be ready earliest (``tight``: to the
+    idle GPU that keeps the round's pace, when one does), waiting when that GPU is busy; gang
+    mode starts a round when the K GPUs that finish it earliest are free."""
 
     def __init__(self, instance: Instance, reserve: bool = False, tight: bool = False) -> None:
         self.inst = instance
@@ -450,7 +451,9 @@ def _projected_ready(
             ready = (head if head > moment else moment) + pace
             if ready < best:
                 best, best_class, best_compute = ready, c, compute
-        heap = copies.setdefault(best_class, list(virtual[best_class]))
+        if best_class not in copies:
+            copies[best_class] = list(virtual[best_class])
+        heap = copies[best_class]
         head = heap[0]
         heapq.heapreplace(heap, (head if head > moment else moment) + best_compute)
         if best > target:
