@@ -4,18 +4,19 @@
 # 1. Schedules and bounds that scale: ect; priority-search (30 s per run); the bounds
 #    fluid-bound and capacity-bound (its LP on 100 intervals, up to 10 minutes; in gang mode on
 #    hare-mix and hare-gpus also on 200 intervals).
-#    priority-search runs with each decoder engine (Python and compiled). Then
-#    priority-search with the paper's budget (10 minutes of wall-clock time per instance) on
-#    three instances in relaxed mode, and with the compiled decoder in gang mode on the nine
-#    hare-gpus instances of 100-140 GPUs (four of them also with kicks) and in relaxed mode
-#    on two.
+#    priority-search runs with each decoder engine (Python and compiled), and in relaxed
+#    mode also with fit=tight. Then priority-search with the paper's budget (10 minutes of
+#    wall-clock time per instance) on three instances in relaxed mode, and with the compiled
+#    decoder in gang mode on the nine hare-gpus instances of 100-140 GPUs (four of them also
+#    with kicks) and in relaxed mode on six, and on all nine with fit=tight.
 # 2. One gap table of every method at every setting, over these records and the online
 #    benchmark's (benchmarks/hare_online.sh: Hare's offline heuristic and its variants, hlas,
 #    allox and the gang baselines), against the best bound known for each instance and mode
 #    (the sets' manifests; for gang mode the better of the gang and relaxed bounds).
 # Two runs in parallel on the 2-core reference machine (three for the 10-minute relaxed runs);
-# resumable (about 4 hours 50: 3 hours 30 for step 1, 10 minutes for the three long relaxed
-# runs, 50 minutes for the nine long gang runs, 30 for the six long runs after them).
+# resumable (about 6 hours 10: 3 hours 45 for step 1, 10 minutes for the three long relaxed
+# runs, 50 minutes for the nine long gang runs, 50 for the ten long runs after them, 40 for
+# the nine long fit=tight runs).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 out=benchmarks/results/paper-scale
@@ -40,6 +41,9 @@ for set in "${sets[@]}"; do
   # times the moves
   optsched bench run instances/$set --method priority-search --time-limit 30 --mode relaxed \
     --mode gang --param engine=compiled --workers 2 --records $out/records.jsonl
+  # relaxed mode with fit=tight (a round's tasks on the slowest idle GPUs that keep its pace)
+  optsched bench run instances/$set --method priority-search --time-limit 30 --mode relaxed \
+    --param engine=compiled --param fit=tight --workers 2 --records $out/records.jsonl
 done
 # the paper's 10-minute budget per instance (wall-clock: a work budget of 600 work-seconds of
 # the Python decoder takes 15-25 minutes in gang mode at this scale), on one instance of each
@@ -58,13 +62,21 @@ wait
 optsched bench run instances/hare-gpus --only 'hare-gpus-gpus1[024]0-*' --method priority-search \
   --time-limit 600 --budget wall --mode gang --param engine=compiled --workers 2 \
   --records "$out/long-hare-gpus-gang.jsonl"
-# kicks (kick=8) on four of them, and the compiled decoder for 10 minutes in relaxed mode on two
+# kicks (kick=8) on four of them, and the compiled decoder for 10 minutes in relaxed mode on six
 optsched bench run instances/hare-gpus --only 'hare-gpus-gpus1[24]0-s[02]' \
   --method priority-search --time-limit 600 --budget wall --mode gang --param engine=compiled \
   --param kick=8 --workers 2 --records "$out/long-hare-gpus-gang.jsonl"
 optsched bench run instances/hare-gpus --only 'hare-gpus-gpus1[04]0-s1' --method priority-search \
   --time-limit 600 --budget wall --mode relaxed --param engine=compiled --workers 2 \
   --records "$out/long-hare-gpus.jsonl"
+optsched bench run instances/hare-gpus --only 'hare-gpus-gpus1[24]0-s[02]' --method priority-search \
+  --time-limit 600 --budget wall --mode relaxed --param engine=compiled --workers 2 \
+  --records "$out/long-hare-gpus.jsonl"
+# fit=tight for 10 minutes in relaxed mode on the nine hare-gpus instances of 100-140 GPUs
+# (six of them side by side with the runs above)
+optsched bench run instances/hare-gpus --only 'hare-gpus-gpus1[024]0-*' --method priority-search \
+  --time-limit 600 --budget wall --mode relaxed --param engine=compiled --param fit=tight \
+  --workers 2 --records "$out/long-hare-gpus.jsonl"
 manifests=()
 for set in "${sets[@]}"; do manifests+=(--manifest "instances/$set"); done
 optsched bench report $out/records.jsonl benchmarks/results/online/settings.jsonl --out $out \

@@ -28,6 +28,7 @@ from optsched.bench.report import dedupe, references
 METHODS = (
     "priority-search",
     "priority-search:engine=compiled",
+    "priority-search:engine=compiled,fit=tight",
     "ect",
     "hare",
     "hare-lp",
