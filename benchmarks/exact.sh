@@ -22,7 +22,7 @@ for run in 2 3; do
 done
 # the relaxations alone against the optima proved above (seconds each)
 optsched bench run instances/exact --only 'exact-jobs10-*' --method lagrangian-bound \
-  --method lp-bound --mode relaxed --mode gang --time-limit 60 --workers 1 \
+  --method column-bound --method lp-bound --mode relaxed --mode gang --time-limit 60 --workers 1 \
   --records $out/bounds.jsonl
 optsched bench run instances/scaling --method cpsat --method cpsat-pergpu \
   --method milp-highs --method milp-cbc --method lp-bound --mode relaxed --mode gang \

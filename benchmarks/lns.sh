@@ -5,8 +5,8 @@
 # 50 jobs (grids/exact-large.json); lns also with start=ect beside its default start, and at
 # 50 jobs with 300 work-seconds and two seeds.
 # Resumable; delete the records to measure again (about 2 hours). lp-bound, fluid-bound,
-# capacity-bound and lagrangian-bound put the bounds beside the searches'; priority-search
-# (to its local optimum, within 60 s) the scalable search, and task-search (task moves from
+# capacity-bound, lagrangian-bound and column-bound put the bounds beside the searches';
+# priority-search (to its local optimum, within 60 s) the scalable search, and task-search (task moves from
 # ECT, to its local optimum) the task-level one.
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -15,11 +15,12 @@ cd "$(dirname "$0")/.."
 out=benchmarks/results/lns
 mkdir -p $out
 optsched bench run instances/exact --only 'exact-jobs20-*' --method ect --method cpsat --method fluid-bound \
-  --method capacity-bound --method lagrangian-bound --method priority-search --method task-search \
-  --method lns --mode relaxed --mode gang --time-limit 60 --workers 2 --records $out/exact.jsonl
+  --method capacity-bound --method lagrangian-bound --method column-bound --method priority-search \
+  --method task-search --method lns --mode relaxed --mode gang --time-limit 60 --workers 2 \
+  --records $out/exact.jsonl
 optsched bench run instances/exact-large --method ect --method cpsat --method lns --method lp-bound \
-  --method fluid-bound --method capacity-bound --method lagrangian-bound --method priority-search \
-  --method task-search --mode relaxed --mode gang --time-limit 60 --workers 2 \
+  --method fluid-bound --method capacity-bound --method lagrangian-bound --method column-bound \
+  --method priority-search --method task-search --mode relaxed --mode gang --time-limit 60 --workers 2 \
   --records $out/exact-large.jsonl ||
   [[ $? == 1 ]]  # runs recorded as errors: lp-bound refuses an LP too large for memory
 # lns from ECT alone (start=ect, its behaviour before priority-search started it), side by side

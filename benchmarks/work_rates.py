@@ -1,6 +1,6 @@
 """How long a work-second takes: each anytime method that counts its own work
-(priority-search with each of its engines, task-search, lagrangian-bound, gga; cpsat and lns:
-CP-SAT's deterministic time, scaled) runs for ``--seconds`` of wall clock
+(priority-search with each of its engines, task-search, lagrangian-bound, column-bound, gga;
+cpsat and lns: CP-SAT's deterministic time, scaled) runs for ``--seconds`` of wall clock
 without a work budget on instances of several sizes, and the table gives the work-seconds it
 counted per second of CPU time, for the runs that the time limit ended (1.0: a work-second
 takes a CPU second here, as on the 2-core reference machine the rates were fitted on). The
@@ -35,6 +35,7 @@ SCHEDULING: tuple[tuple[str, str, dict[str, Any]], ...] = (
     ("priority-search (compiled)", "priority-search", {"patience": 10**9, "engine": "compiled"}),
     ("task-search", "task-search", {"patience": 10**9}),
     ("lagrangian-bound", "lagrangian-bound", {}),
+    ("column-bound", "column-bound", {}),
     ("cpsat", "cpsat", {"lp_bound": 0}),
     ("lns", "lns", {}),
 )

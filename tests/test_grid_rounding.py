@@ -35,6 +35,7 @@ from tests.conftest import assert_out_of_time
 
 #: Every solve method whose grid is the ``time_unit`` option (checked against the registry).
 GRID_METHODS = (
+    "column-bound",
     "cpsat",
     "cpsat-pergpu",
     "hare",
@@ -52,6 +53,7 @@ PARAMS = {
     "hare-ect": {},
     "lp-bound": {},
     "lagrangian-bound": {"iterations": "30"},
+    "column-bound": {"iterations": "30"},
     "lns": {"steps": "3", "step": "0.05"},
 }
 UNITS = (1.0, 0.5, 0.25, 0.1, 0.001, 0.3, 2.0, 1e-6)
@@ -325,7 +327,7 @@ def test_grid_methods_are_feasible_and_bounded_by_the_optimum(method, unit, inst
     try:
         result = solve(far, method, time_limit=1, params=params)
     except InputError as exc:  # named refusals of a bound's grid given by the caller:
-        assert method in ("lp-bound", "lagrangian-bound") and unit is not None
+        assert method in ("lp-bound", "lagrangian-bound", "column-bound") and unit is not None
         assert "time_unit" in str(exc)
         if unit == "0.5":  # coarser than a compute time
             assert far.compute[np.isfinite(far.compute)].min() < 0.5

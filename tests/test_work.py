@@ -69,6 +69,7 @@ def scheduling_instance() -> Any:
         ("priority-search", {"work": 0.3, "patience": 10**9}),
         ("task-search", {"work": 0.3, "patience": 10**9}),
         ("lagrangian-bound", {"work": 0.2}),
+        ("column-bound", {"work": 0.2}),
         ("lns", {"work": 0.6, "step": 0.1}),
         ("cpsat", {"work": 0.5, "lp_bound": 0}),
     ],
@@ -133,7 +134,14 @@ def test_only_a_marked_work_option_is_a_work_budget():
         work: str = choice("what a job's work is (default fastest)", ("fastest", "mean"))
 
     assert not takes_work_budget(Other)
-    for method in ("cpsat", "lns", "priority-search", "task-search", "lagrangian-bound"):
+    for method in (
+        "cpsat",
+        "lns",
+        "priority-search",
+        "task-search",
+        "lagrangian-bound",
+        "column-bound",
+    ):
         assert takes_work_budget(get_method(method).options)
     assert takes_work_budget(get_method("gga", "place").options)
     assert not takes_work_budget(get_method("milp-highs").options)

@@ -381,6 +381,12 @@ def _model(
 _shared = threading.local()
 
 
+def new_highs() -> Any:
+    """A new ``highspy.Highs`` without model (HiGHS's banner silenced), for a caller that
+    builds its model up and solves it many times (:func:`run` solves it stoppably)."""
+    return _highs(False)
+
+
 def _highs(shared: bool) -> Any:
     """A ``highspy.Highs`` without model, solution or non-default option: a new one, or
     with ``shared`` this thread's one, cleared (saves 0.1 ms of the 0.6 ms a 10-column LP

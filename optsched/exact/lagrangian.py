@@ -32,9 +32,11 @@ time-indexed LP.
 
 from __future__ import annotations
 
+import itertools
 import math
 from collections.abc import Sequence
 from dataclasses import dataclass, replace
+from functools import cache
 from typing import TYPE_CHECKING, Any, NamedTuple
 
 import numpy as np
@@ -198,16 +200,58 @@ def _suffix_argmin(values: npt.NDArray[np.float64]) -> tuple[np.ndarray, np.ndar
     return rev, at
 
 
+class _Round(NamedTuple):
+    """One priced round of a job's path: the price-table ``rows`` it holds, how many times
+    each (``counts``), its ``start`` and the steps it holds them (``hold``), and what the
+    programme charged it (``paid``: multipliers and conflict prices)."""
+
+    rows: tuple[int, ...]
+    counts: tuple[float, ...]
+    start: int
+    hold: int
+    paid: float
+
+
+#: Conflict prices of one job (:mod:`optsched.exact.columns`): per group, threshold k →
+#: prefix sums over the priced steps of what the job pays per step while it holds at least k
+#: GPUs of the group.
+Conflicts = Sequence[dict[int, npt.NDArray[np.float64]]]
+
+#: Splits of a spread round enumerated at most (beyond, conflict prices are not charged to
+#: spread rounds: a smaller price, so still a bound).
+MAX_SPLITS = 256
+
+
+@cache
+def _splits(caps: tuple[int, ...], k_tasks: int) -> tuple[tuple[int, ...], ...]:
+    """Every way to put ``k_tasks`` GPUs on two groups or more, at most ``caps[i]`` and at
+    most K − 1 on group i (in order), stopping past :data:`MAX_SPLITS`."""
+    out: list[tuple[int, ...]] = []
+    ranges = [range(min(cap, k_tasks - 1) + 1) for cap in caps]
+    for split in itertools.product(*ranges):
+        if sum(split) == k_tasks and sum(1 for c in split if c) >= 2:
+            out.append(split)
+            if len(out) > MAX_SPLITS:
+                break
+    return tuple(out)
+
+
 def _price(
-    job: _Job, table: npt.NDArray[np.float64]
-) -> tuple[float, list[tuple[tuple[int, ...], tuple[float, ...], int, int]]]:
-    """Job's least w·C + λ-cost over its relaxed schedules, and the (table rows, how many
-    times each, start, steps held) of each priced round of a path attaining it.
-    ``table[i, t]``: the prefix sums, for t ≤ T, of what a round of this job pays per step
-    on row i of its price table (:class:`_Option`). λ is 0 from T on: from a barrier at or after T
-    the rounds left cost w·(their earliest completion, every round taking ``rho`` from its
-    barrier), and a round whose tasks start at or after T gives the next barrier at T + its
-    quickest option's steps at the earliest."""
+    job: _Job,
+    table: npt.NDArray[np.float64],
+    conflicts: Conflicts | None = None,
+    groups: int = 0,
+) -> tuple[float, list[_Round]]:
+    """Job's least w·C + λ-cost over its relaxed schedules, and the priced rounds of a path
+    attaining it. ``table[i, t]``: the prefix sums, for t ≤ T, of what a round of this job
+    pays per step on row i of its price table (:class:`_Option`). λ is 0 from T on: from a
+    barrier at or after T the rounds left cost w·(their earliest completion, every round
+    taking ``rho`` from its barrier), and a round whose tasks start at or after T gives the
+    next barrier at T + its quickest option's steps at the earliest.
+
+    ``conflicts`` (gang mode, with the number of ``groups``): the job's conflict prices; a
+    round inside group q pays those of every threshold up to K, a spread round those of its
+    split's count on each group (the cheapest split, enumerated)."""
     horizon = table.shape[1] - 1
     size = job.window + 1  # barrier r may be up to `window` steps after first + r·rho
 
@@ -227,16 +271,39 @@ def _price(
         )
         return out
 
+    def held(q: int, count: int, start: npt.NDArray[np.int_], end: npt.NDArray[np.int_]) -> Any:
+        """The conflict prices of holding ``count`` GPUs of group q from start to end."""
+        prices = conflicts[q] if conflicts is not None else {}
+        return sum((m[end] - m[start] for k, m in prices.items() if k <= count), 0.0)
+
     def cost(
         option: _Option, start: npt.NDArray[np.int_]
     ) -> tuple[npt.NDArray[np.float64], npt.NDArray[np.float64] | None]:
         """(what the option pays from each start, the spread GPUs per group and start)."""
         end = np.minimum(start + option.hold, horizon)
+        row = option.rows[0]
         if not option.caps:
-            return table[option.rows[0], end] - table[option.rows[0], start], None
+            paid = table[row, end] - table[row, start]
+            return (
+                paid + held(row - groups, job.k_tasks, start, end) if conflicts else paid
+            ), None
         many = np.array(option.rows)[:, None]
-        paid, counts = _split(table[many, end] - table[many, start], option.caps, job.k_tasks)
-        return paid + table[option.cuts, end] - table[option.cuts, start], counts
+        spans = table[many, end] - table[many, start]
+        cuts = table[option.cuts, end] - table[option.cuts, start]
+        splits = _splits(option.caps, job.k_tasks) if conflicts else ()
+        if not splits or len(splits) > MAX_SPLITS:
+            paid, counts = _split(spans, option.caps, job.k_tasks)
+            return paid + cuts, counts
+        best, pick = np.full(len(start), _INF), np.zeros(len(start), dtype=int)
+        for i, split in enumerate(splits):
+            value = cuts + sum(
+                c * spans[g] + held(q, c, start, end)
+                for g, (q, c) in enumerate(zip(option.rows, split, strict=True))
+                if c
+            )
+            better = value < best
+            best[better], pick[better] = value[better], i
+        return best, np.array(splits, dtype=float)[pick].T
 
     quickest = min(option.ready for option in job.options)
     reach = max(option.ready for option in job.options) - job.rho  # furthest next barrier
@@ -271,7 +338,7 @@ def _price(
         np.minimum(f, late, out=f)
         choices.append((arg, at, f, late))
     value = float(f[0]) if n else float(tail(0, np.array([0]))[0])
-    path: list[tuple[tuple[int, ...], tuple[float, ...], int, int]] = []
+    path: list[_Round] = []
     i = 0
     for r, (arg, at, f_r, late) in enumerate(reversed(choices)):
         if i >= len(f_r) or f_r[i] >= late:  # the rest starts at the horizon: no λ
@@ -279,12 +346,13 @@ def _price(
         t = int(at[i])
         option = job.options[int(arg[t])]
         begin = earliest(r) + t
-        _, counts = cost(option, np.array([begin]))
+        paid, counts = cost(option, np.array([begin]))
+        hold = min(option.hold, horizon - begin)
         if counts is None:
-            path.append((option.rows, (1.0,), begin, min(option.hold, horizon - begin)))
+            path.append(_Round(option.rows, (1.0,), begin, hold, float(paid[0])))
         else:
-            held = (*option.rows, option.cuts), (*counts[:, 0], 1.0)
-            path.append((*held, begin, min(option.hold, horizon - begin)))
+            rows = (*option.rows, option.cuts)
+            path.append(_Round(rows, (*counts[:, 0], 1.0), begin, hold, float(paid[0])))
         i = max(0, t + option.ready - job.rho)
     return value, path
 
@@ -559,10 +627,10 @@ def _evaluate(
         value, path = _price(job, tables[job.k_tasks])
         total += value
         use = rows.use[job.k_tasks]
-        for table_rows, counts, t, hold in path:
-            held = np.asarray(counts) @ use[list(table_rows)]
-            usage[:, t] += held
-            usage[:, t + hold] -= held
+        for step in path:
+            held = np.asarray(step.counts) @ use[list(step.rows)]
+            usage[:, step.start] += held
+            usage[:, step.start + step.hold] -= held
     return total - float(lam.sum()), np.cumsum(usage, axis=1)[:, :horizon]
 
 

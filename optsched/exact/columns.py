@@ -1,0 +1,519 @@
+"""The column-generation bound (``column-bound``, both modes): the Lagrangian bound's
+relaxation solved as a linear programme over its per-job paths, and in gang mode tightened
+by conflict cuts that no capacity row can express (docs/models/column-bound.md).
+
+:mod:`optsched.exact.lagrangian` prices GPU capacity with multipliers and improves them by
+subgradient steps. Here the multipliers come from a *master* LP instead (Dantzig–Wolfe): it
+mixes, for every job, the paths priced so far (one convex combination per job) under the
+capacity rows and the cuts; its duals are the next multipliers, and each job's dynamic
+programme prices a new path at them. Every iteration's Lagrangian value at those multipliers
+is a certified bound, whatever the master's status; at convergence it equals the master's
+value.
+
+Gang mode adds **conflict cuts**. A gang round holds its GPUs together, so on a group of m
+GPUs at most one job holds k or more of them when 2k > m, and a job that holds m + 1 − k
+or more leaves no room for another that holds k: for every group q, step t, such k and any
+job i,
+
+    [i holds ≥ m + 1 − k GPUs of q at t] + Σ_{j ≠ i} [j holds ≥ k GPUs of q at t]  ≤  1.
+
+The capacity rows and the dual feasible cuts count rounds' GPUs in aggregate and let a
+fraction of a round of 4 on a group of 4 run beside a round of 1; these cuts do not. They
+are separated from the master's solution (only the violated ones are added) and priced per
+job in its dynamic programme.
+"""
+
+from __future__ import annotations
+
+import math
+import time
+from dataclasses import dataclass
+from typing import Any
+
+import numpy as np
+import numpy.typing as npt
+
+from optsched.budget import EXACT_TIME_LIMIT, Budget
+from optsched.contracts import MethodOutput, SolveContext
+from optsched.ect import incumbent
+from optsched.exact import highs
+from optsched.exact.lagrangian import (
+    JOB_WORK,
+    ROUND_WORK,
+    _Job,
+    _price,
+    _Problem,
+    _problem,
+    _Round,
+)
+from optsched.instance import Instance
+from optsched.options import Options, count, number, switch
+from optsched.registry import register
+from optsched.schedule import Schedule
+from optsched.work import WorkMeter, work_option
+
+#: The default grid: the data's unit, coarsened ×10 while the incumbent's makespan spans
+#: more than this many steps (the master has a capacity row per row and step, and on finer
+#: grids its columns take many more iterations to settle).
+MAX_STEPS = 1_000
+
+#: Rounds of separation (cuts added, master solved again) per iteration at most.
+SEPARATIONS = 20
+
+#: Multipliers are priced at this share of the best ones so far plus the rest of the
+#: master's duals (Wentges' smoothing: the master's duals alone jump from one extreme to
+#: another in the first iterations).
+SMOOTHING = 0.5
+
+#: A cut counts as violated above 1 + this.
+VIOLATION = 1e-6
+
+#: Work units of one work-second (2-core reference machine, ``benchmarks/work_rates.py``):
+#: the Lagrangian's count of each pricing (cells, rounds, jobs; twice that with conflict
+#: prices, whose rounds try every split), plus :data:`MASTER_WORK` per non-zero of each
+#: master LP solved (HiGHS took 2-10 µs per non-zero from its last basis).
+WORK_PER_SECOND = 7.7e7
+MASTER_WORK = 200
+
+
+@dataclass(frozen=True)
+class ColumnBoundOptions(Options):
+    """Options of ``column-bound``."""
+
+    time_unit: float | None = number("grid step (default: adaptive)", open_low=True)
+    iterations: int = count(
+        "pricing rounds at most (default 1000; each one prices every job once)", 1000
+    )
+    cuts: bool = switch("conflict cuts in gang mode (1, default) or none (0)", True)
+    work: float | None = work_option()
+
+
+@dataclass(frozen=True)
+class ColumnBound:
+    """The outcome of :func:`column_bound`: the certified ``bound`` in the instance's units
+    (``None`` when no iteration finished), the ``iterations`` done, why it ``stopped``
+    (``converged``: no path prices below the master and no cut is violated;
+    ``optimal``: the bound reached the incumbent; ``iterations``, ``work``, ``time limit``,
+    ``interrupted``), the grid, the value after each iteration (``trace``, instance units),
+    the ``columns`` and ``cuts`` of the last master and the ``work`` spent (work-seconds)."""
+
+    bound: float | None
+    iterations: int
+    stopped: str
+    time_unit: float
+    trace: tuple[float, ...]
+    columns: int
+    cuts: int
+    work: float = 0.0
+
+
+class _Master:
+    """The master LP, kept in one HiGHS model that grows (each solve starts from the last
+    basis): per job, a convex combination of its paths (each a column: its cost
+    w·max(C, CP) and what it holds of every row at every priced step) under the capacity
+    rows (≤ 1) and the conflict cuts (≤ 1). Rows: the capacity rows (a row's steps
+    together), each job's convexity row (= 1), then the cuts. Columns: a spare one per job,
+    then the paths."""
+
+    def __init__(self, problem: _Problem, groups: list[int], gang: bool) -> None:
+        self.problem, self.groups, self.gang = problem, groups, gang
+        _, jobs, rows, horizon, _, _ = problem
+        self.n_cap, n = rows.rows * horizon, len(jobs)
+        self.columns = 0  # paths in the master
+        # each path's job, and the GPUs of each group it holds at each step (gang mode);
+        # rows from `columns` on are room to grow
+        self._job = np.zeros(16, dtype=int)
+        self._held = np.zeros((16, len(groups), horizon), dtype=np.int8)
+        self.seen: set[tuple[int, bytes]] = set()
+        # cuts, a row each: group, step, job i (or -1), threshold of i, of every other job
+        self.cuts = np.zeros((0, 5), dtype=int)
+        self.highs = highs.new_highs()
+        self.highs.setOptionValue("output_flag", False)
+        self.highs.setOptionValue("presolve", "off")  # keep the basis from solve to solve
+        lower = np.concatenate([np.full(self.n_cap, -np.inf), np.ones(n)])
+        none = np.zeros(0, dtype=np.int32)
+        self.highs.addRows(self.n_cap + n, lower, np.ones(self.n_cap + n), 0, none, none, [])
+        # a column per job that holds nothing: keeps the master feasible, costs more than
+        # any path of the job (a completion past every window)
+        spare = [j.weight * (j.first + j.rounds * j.rho + j.window + horizon + 1) for j in jobs]
+        rows_of = np.arange(self.n_cap, self.n_cap + n, dtype=np.int32)
+        starts = np.arange(n, dtype=np.int32)
+        self.highs.addCols(
+            n, np.array(spare), np.zeros(n), np.full(n, np.inf), n, starts, rows_of, np.ones(n)
+        )
+        self.nonzeros = n
+
+    @property
+    def job(self) -> npt.NDArray[np.int_]:
+        """Each path's job."""
+        return self._job[: self.columns]
+
+    @property
+    def held(self) -> npt.NDArray[np.int8]:
+        """The GPUs of each group each path holds at each step (gang mode)."""
+        return self._held[: self.columns]
+
+    def add(self, j: int, job: _Job, value: float, path: list[_Round]) -> bool:
+        """Add job j's path (its programme's ``value`` at the prices that gave it); False if
+        the master has it already."""
+        _, jobs, rows, horizon, _, _ = self.problem
+        use = rows.use[job.k_tasks]
+        n_groups = len(self.groups)
+        delta = np.zeros((rows.rows, horizon + 1))
+        count = np.zeros((n_groups, horizon + 1))
+        for step in path:
+            holds = np.asarray(step.counts) @ use[list(step.rows)]
+            delta[:, step.start] += holds
+            delta[:, step.start + step.hold] -= holds
+            if not self.gang:
+                continue
+            # GPUs per group: inside group q (one row: n_groups + q) K of them; spread: the
+            # split's counts on its rows (groups), the last row being the cuts
+            on = (
+                {step.rows[0] - n_groups: job.k_tasks}
+                if len(step.rows) == 1
+                else dict(zip(step.rows[:-1], step.counts[:-1], strict=True))
+            )
+            for q, c in on.items():
+                count[q, step.start] += c
+                count[q, step.start + step.hold] -= c
+        usage = np.cumsum(delta, axis=1)[:, :horizon].ravel()
+        held = np.rint(np.cumsum(count, axis=1)[:, :horizon]).astype(np.int8)
+        key = (j, usage.tobytes() + held.tobytes())
+        if key in self.seen:
+            return False
+        self.seen.add(key)
+        if self.columns == len(self._job):  # double the room
+            self._job = np.concatenate([self._job, np.zeros_like(self._job)])
+            self._held = np.concatenate([self._held, np.zeros_like(self._held)])
+        self._job[self.columns], self._held[self.columns] = j, held
+        self.columns += 1
+        at = np.nonzero(np.abs(usage) > 1e-12)[0]
+        cut = self.cuts
+        covered = held[cut[:, 0], cut[:, 1]] >= np.where(cut[:, 2] == j, cut[:, 3], cut[:, 4])
+        cut_rows = self.n_cap + len(jobs) + np.nonzero(covered)[0]
+        index = np.concatenate([at, [self.n_cap + j], cut_rows]).astype(np.int32)
+        values = np.concatenate([usage[at], np.ones(1 + len(cut_rows))])
+        # the path's own cost: what its programme charged beyond its rounds' prices
+        cost = value - sum(step.paid for step in path)
+        self.highs.addCol(cost, 0.0, np.inf, len(index), index, values)
+        self.nonzeros += len(index)
+        return True
+
+    def solve(
+        self, budget: Budget | None
+    ) -> tuple[npt.NDArray[np.float64], npt.NDArray[np.float64]]:
+        """(the paths' weights, the rows' duals ≥ 0 in the order capacity, convexity, cuts)
+        at the master's optimum; raises :class:`_Stop` when the time limit or a Ctrl-C
+        ended the solve first."""
+        import highspy
+
+        left = budget.left() if budget is not None else None
+        if left is not None:  # HiGHS's clock runs on from solve to solve
+            self.highs.setOptionValue("time_limit", self.highs.getRunTime() + left)
+        deadline = None if left is None else time.perf_counter() + left
+        ended = highs.run(self.highs, deadline)
+        if ended != "solved" or self.highs.getModelStatus() != highspy.HighsModelStatus.kOptimal:
+            raise _Stop("interrupted" if ended == "interrupted" else "time limit")
+        solution = self.highs.getSolution()
+        x = np.asarray(solution.col_value, dtype=float)[len(self.problem.jobs) :]
+        duals = -np.asarray(solution.row_dual, dtype=float)
+        return x, duals
+
+    def separate(self, x: npt.NDArray[np.float64]) -> int:
+        """Add the conflict cuts the master's solution ``x`` violates (per group, step and
+        threshold k the most violated one: job i the one that gains most from counting at
+        m + 1 − k); their number."""
+        _, jobs, _, horizon, _, _ = self.problem
+        active = np.nonzero(x > VIOLATION)[0]
+        owner, weight = self.job[active], x[active, None]
+        found = []
+        for q, size in enumerate(self.groups):
+            held = self.held[active, q, :]
+            for k in range(size // 2 + 1, size + 1):  # 2k > m: one job at most
+                low = size + 1 - k
+                # share[t, j]: how much of job j holds ≥ k GPUs of q at t; lift: how much
+                # more holds ≥ low
+                share = np.zeros((horizon, len(jobs)))
+                np.add.at(share.T, owner, weight * (held >= k))
+                lift = np.zeros((horizon, len(jobs)))
+                if low < k:
+                    np.add.at(lift.T, owner, weight * (held >= low))
+                    lift -= share
+                i = lift.argmax(axis=1)
+                gain = lift[np.arange(horizon), i]
+                for t in np.nonzero(share.sum(axis=1) + gain > 1 + VIOLATION)[0]:
+                    found.append((q, t, i[t] if gain[t] > 0 else -1, low, k))
+        new = [cut for cut in found if not (self.cuts == cut).all(axis=1).any()]
+        for cut in new:
+            self._add_cut(np.array(cut))
+        return len(new)
+
+    def _add_cut(self, cut: npt.NDArray[np.int_]) -> None:
+        q, t, i, low, k = cut
+        columns = np.nonzero(self.held[:, q, t] >= np.where(self.job == i, low, k))[0]
+        index = (len(self.problem.jobs) + columns).astype(np.int32)
+        self.highs.addRow(-np.inf, 1.0, len(index), index, np.ones(len(index)))
+        self.cuts = np.concatenate([self.cuts, cut[None]])
+        self.nonzeros += len(index)
+
+    def conflicts(self, mu: npt.NDArray[np.float64]) -> list[list[dict[int, Any]]]:
+        """Each job's conflict prices at the cuts' multipliers ``mu``: per group,
+        threshold → prefix sums over the priced steps (a cut prices threshold k for every
+        job but its job i, which it prices at m + 1 − k)."""
+        _, jobs, _, horizon, _, _ = self.problem
+        priced = mu > 0
+        cuts, mu = self.cuts[priced], mu[priced]
+        common: dict[tuple[int, int], Any] = {}
+        own: dict[tuple[int, int, int], Any] = {}
+        for (q, t, i, low, k), price in zip(cuts, mu, strict=True):
+            common.setdefault((q, k), np.zeros(horizon + 1))[t + 1] += price
+            if i >= 0:  # job i pays at `low` instead
+                own.setdefault((i, q, k), np.zeros(horizon + 1))[t + 1] -= price
+                own.setdefault((i, q, low), np.zeros(horizon + 1))[t + 1] += price
+        shared = {key: np.cumsum(row) for key, row in common.items()}
+        out: list[list[dict[int, Any]]] = [
+            [{k: row for (g, k), row in shared.items() if g == q} for q in range(len(self.groups))]
+            for _ in jobs
+        ]
+        for (i, q, k), row in own.items():
+            prices = out[i][q]
+            prices[k] = prices.get(k, 0.0) + np.cumsum(row)
+        return out
+
+
+def column_bound(
+    instance: Instance,
+    upper: float,
+    time_unit: float,
+    *,
+    iterations: int = 1000,
+    cuts: bool = True,
+    priced_until: float | None = None,
+    budget: Budget | None = None,
+    report: Any = None,
+    work: float | None = None,
+    start: Schedule | None = None,
+) -> ColumnBound:
+    """The column-generation bound (module doc) on the grid of ``time_unit``, from the
+    deadlines of ``upper`` (the objective of a checked feasible schedule), after at most
+    ``iterations`` pricing rounds, ``work`` work-seconds, or until ``budget`` expires or a
+    Ctrl-C; ``cuts``: the conflict cuts (gang mode). ``priced_until`` and ``report`` as for
+    :func:`~optsched.exact.lagrangian.lagrangian_bound`. ``start``: a feasible schedule whose
+    rounds are the master's first paths (it then has a solution from the first solve on,
+    and its duals are prices rather than penalties), e.g. the incumbent's.
+
+    Guarantees: the bound is the Lagrangian value L(λ, μ) at the master's duals clipped to
+    ≥ 0, each job's programme solved exactly (or, for a spread round of more than
+    :data:`~optsched.exact.lagrangian.MAX_SPLITS` splits, without its conflict prices: less),
+    less a relative 10⁻⁹, rounded up to the grid's integer objective: at most the optimum
+    (docs/models/column-bound.md). The master's value is never reported."""
+    problem = _problem(instance, upper, time_unit, priced_until)
+    dn, jobs, rows, horizon, shift, _ = problem
+    groups = [len(g) for g in dn.instance.gpu_groups()]
+    gang = cuts and dn.instance.mode == "gang"
+    master = _Master(problem, groups, dn.instance.mode == "gang")
+    if start is not None:  # a feasible master from the first solve on
+        for j, cost, path in _schedule_paths(problem, start, time_unit):
+            master.add(j, jobs[j], cost, path)
+    lam = np.zeros((rows.rows, horizon))
+    mu = np.zeros(0)
+    target = upper * dn.weight_scale / time_unit - shift  # the incumbent, in grid units
+    best, trace, done, stopped = -math.inf, [], 0, "iterations"
+    meter = WorkMeter(work, WORK_PER_SECOND)
+    pricing = (1 + gang) * (
+        rows.per_step * horizon
+        + sum(
+            JOB_WORK
+            + j.rounds
+            * (ROUND_WORK + sum(len(o.rows) for o in j.options) * min(j.window + 1, horizon))
+            for j in jobs
+        )
+    )
+    centre, centre_value = (lam, mu), -math.inf
+    own, own_mu, exact = lam, mu, False
+    try:
+        while done < iterations:
+            if budget is not None and budget.expired():
+                stopped = "time limit"
+                break
+            if meter.exhausted:
+                stopped = "work"
+                break
+            value, paths = _price_all(problem, lam, mu, master, gang)
+            done += 1
+            meter.spend(pricing)
+            certified = math.ceil(value - 1e-9 * abs(value) - 1e-9) + shift
+            found = dn.objective_to_original(float(certified))
+            trace.append(found)
+            if certified > best:
+                best = certified
+                if report is not None:
+                    report(found)
+            if value >= target:
+                stopped = "optimal"
+                break
+            if value > centre_value:
+                centre, centre_value = (lam, mu), value
+            new = sum(master.add(j, jobs[j], v, path) for j, (v, path) in enumerate(paths))
+            if not new and exact:
+                stopped = "converged"
+                break
+            if new:
+                for _ in range(SEPARATIONS):
+                    x, duals = master.solve(budget)  # stopped: the bound so far stands
+                    meter.spend(MASTER_WORK * master.nonzeros)
+                    if not gang or not master.separate(x):
+                        break
+                own = np.maximum(duals[: master.n_cap], 0.0).reshape(rows.rows, horizon)
+                own_mu = np.maximum(duals[master.n_cap + len(jobs) :], 0.0)
+            # price next between the best multipliers so far and the master's (Wentges'
+            # smoothing); at the master's own when that found nothing new
+            exact = not new
+            weight = 0.0 if exact else SMOOTHING
+            lam = weight * centre[0] + (1 - weight) * own
+            mu = (1 - weight) * own_mu
+            mu[: len(centre[1])] += weight * centre[1]
+    except _Stop as stop:
+        stopped = stop.reason
+    except KeyboardInterrupt:  # a genuine Ctrl-C: the best bound so far stands
+        stopped = "interrupted"
+    bound = dn.objective_to_original(float(best)) if trace else None
+    return ColumnBound(
+        bound,
+        done,
+        stopped,
+        time_unit,
+        tuple(trace),
+        master.columns,
+        len(master.cuts),
+        meter.spent,
+    )
+
+
+class _Stop(Exception):
+    """The master LP stopped early (time limit or Ctrl-C): ``reason``."""
+
+    def __init__(self, reason: str) -> None:
+        super().__init__(reason)
+        self.reason = reason
+
+
+def column_time_unit(instance: Instance, horizon: float, given: float | None) -> float:
+    """``given``, else the data's unit coarsened to at most :data:`MAX_STEPS` steps up to
+    ``horizon`` (:func:`~optsched.exact.bounds.coarsened_time_unit`)."""
+    from optsched.exact.bounds import coarsened_time_unit
+
+    return given if given is not None else coarsened_time_unit(instance, horizon, MAX_STEPS)
+
+
+def _schedule_paths(
+    problem: _Problem, schedule: Schedule, time_unit: float
+) -> list[tuple[int, float, list[_Round]]]:
+    """Each job's rounds in ``schedule`` as a path of the master: (job, its cost
+    w·max(C, CP) on the grid, its rounds). Times are rounded down to the grid, as for the
+    bound, so the paths of a feasible schedule hold at most the capacity of every row.
+    Relaxed mode: each task a round of its own on its GPU's group (1/K of a round's GPUs);
+    gang mode: each round on its GPUs, inside one group or spread, for its slowest GPU's
+    compute + sync."""
+    from optsched.exact.grid import to_steps
+
+    dn, jobs, _, horizon, _, origin = problem
+    inst = dn.instance
+    groups = inst.gpu_groups()
+    group_of = {inst.gpus[g].id: q for q, members in enumerate(groups) for g in members}
+    job_of = {job.id: j for j, job in enumerate(inst.jobs)}
+    tasks: dict[tuple[int, int], list[tuple[int, int]]] = {}
+    for task in schedule.tasks:
+        step = int(to_steps(task.start, time_unit, "down")) - origin
+        tasks.setdefault((job_of[task.job], task.round), []).append((group_of[task.gpu], step))
+    n_groups, out = len(groups), []
+    for j, job in enumerate(jobs):
+        # grid times on each group (its GPUs are interchangeable); inf where ineligible
+        compute = [inst.compute[j, members[0]] for members in groups]
+        sync = [inst.sync[j, members[0]] for members in groups]
+        path, ready = [], 0
+        for r in range(job.rounds):
+            held = tasks[(j, r)]
+            if inst.mode == "gang":
+                begin = min(step for _, step in held)
+                hold = int(max(compute[q] + sync[q] for q, _ in held))
+                on = sorted({q for q, _ in held})
+                counts = [sum(1 for g, _ in held if g == q) for q in on]
+                rows, share = (
+                    ((n_groups + on[0],), (1.0,))
+                    if len(on) == 1
+                    else ((*on, 2 * n_groups), (*map(float, counts), 1.0))
+                )
+                if begin < horizon:
+                    path.append(_Round(rows, share, begin, min(hold, horizon - begin), 0.0))
+                ready = begin + hold
+                continue
+            for q, step in held:
+                if step < horizon:
+                    hold = int(min(compute[q], horizon - step))
+                    path.append(_Round((q,), (1 / job.k_tasks,), step, hold, 0.0))
+                ready = max(ready, step + int(compute[q] + sync[q]))
+        out.append((j, job.weight * max(ready, job.floor), path))
+    return out
+
+
+def _price_all(
+    problem: _Problem,
+    lam: npt.NDArray[np.float64],
+    mu: npt.NDArray[np.float64],
+    master: _Master,
+    gang: bool,
+) -> tuple[float, list[tuple[float, list[_Round]]]]:
+    """(L(λ, μ) in grid units from the origin, each job's programme value and path)."""
+    _, jobs, rows, horizon, _, _ = problem
+    tables = {}
+    for width, use in rows.use.items():
+        tables[width] = np.zeros((len(use), horizon + 1))
+        np.cumsum(use @ lam, axis=1, out=tables[width][:, 1:])
+    prices = master.conflicts(mu) if gang and len(mu) else None
+    paths = []
+    for j, job in enumerate(jobs):
+        own = prices[j] if prices is not None else None
+        paths.append(_price(job, tables[job.k_tasks], own, len(master.groups)))
+    value = sum(v for v, _ in paths) - float(lam.sum()) - float(mu.sum())
+    return value, paths
+
+
+@register(
+    "column-bound",
+    options=ColumnBoundOptions,
+    default_time_limit=EXACT_TIME_LIMIT,
+    description="ECT schedule + the column-generation bound (the Lagrangian relaxation's LP "
+    "over per-job paths; gang mode: conflict cuts; anytime, both modes)",
+)
+def _column_bound(instance: Instance, context: SolveContext[ColumnBoundOptions]) -> MethodOutput:
+    budget = Budget(context.time_limit)
+    start = incumbent(instance, context.hint, budget)
+    unit = column_time_unit(instance, start.makespan, context.options.time_unit)
+    found = column_bound(
+        instance,
+        start.objective,
+        unit,
+        start=start.schedule,
+        iterations=context.options.iterations,
+        cuts=context.options.cuts,
+        priced_until=start.makespan,
+        budget=budget,
+        report=lambda bound: context.report(start.objective, bound),
+        work=context.options.work,
+    )
+    return MethodOutput(
+        schedule=start.schedule,
+        bound=found.bound,
+        extra={
+            "time_unit": unit,
+            "start": start.origin,
+            "iterations": found.iterations,
+            "columns": found.columns,
+            "cuts": found.cuts,
+            "work": found.work,
+            "stopped": found.stopped,
+            "interrupted": found.stopped == "interrupted",
+        },
+    )

@@ -1,0 +1,177 @@
+"""The column-generation bound: at most the optimum at every iteration (both modes, conflict
+cuts on or off, any time origin), at least the subgradient's Lagrangian bound once converged,
+the time-indexed LP's value in relaxed mode, and in gang mode past both where a round that
+fills its group cannot share it."""
+
+from __future__ import annotations
+
+import dataclasses
+
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from optsched import GPU, Instance, Job, solve
+from optsched.budget import Budget
+from optsched.critical_path import critical_path_bound
+from optsched.ect import incumbent
+from optsched.exact import columns, lagrangian
+from optsched.exact.columns import column_bound, column_time_unit
+from optsched.exact.lagrangian import lagrangian_bound
+from optsched.result import OPTIMAL_TOL
+from optsched.testing import instances
+from tests.conftest import n_examples
+
+
+def _shifted(inst: Instance, origin: float) -> Instance:
+    jobs = tuple(dataclasses.replace(j, arrival=j.arrival + origin) for j in inst.jobs)
+    return Instance(inst.name, jobs, inst.gpus, mode=inst.mode)
+
+
+@settings(deadline=None, max_examples=n_examples(60))
+@given(instances(max_jobs=4), st.booleans(), st.sampled_from([None, 0.5]))
+def test_every_iteration_is_at_most_the_optimum(instance, cuts, cut):
+    """Each iteration's value ≤ OPT ≤ CP-SAT's objective, with capacity priced to the end
+    or over half of the incumbent's makespan; once converged, at least the subgradient's
+    bound at the same deadlines (the master's optimum is the best multipliers' value)."""
+    optimum = solve(instance, "cpsat", time_limit=5)
+    start = incumbent(instance)
+    unit = column_time_unit(instance, start.makespan, None)
+    until = None if cut is None else cut * start.makespan
+    found = column_bound(instance, start.objective, unit, cuts=cuts, priced_until=until)
+    assert found.bound is not None and found.bound == max(found.trace)
+    assert found.bound <= optimum.objective * (1 + OPTIMAL_TOL)
+    if found.stopped == "converged":
+        subgradient = lagrangian_bound(
+            instance, start.objective, unit, iterations=200, priced_until=until
+        )
+        assert subgradient.bound is not None and found.bound >= subgradient.bound
+    result = solve(instance, "column-bound")  # checked like every method's bound
+    assert result.bound >= critical_path_bound(instance) * (1 - 1e-9)
+
+
+@settings(deadline=None, max_examples=n_examples(40))
+@given(instances(mode="gang", max_jobs=5, max_gpus=5, max_k=4, integer=True))
+def test_conflict_cuts_stay_below_the_optimum_of_wide_gang_rounds(instance):
+    """Gang instances whose rounds fill most of a group: the cuts bind, and every
+    iteration's value stays at most the optimum."""
+    optimum = solve(instance, "cpsat", time_limit=5)
+    start = incumbent(instance)
+    found = column_bound(instance, start.objective, 1.0)
+    assert found.bound is not None
+    assert max(found.trace) <= optimum.objective * (1 + OPTIMAL_TOL)
+
+
+@settings(deadline=None, max_examples=n_examples(30))
+@given(instances(max_jobs=2), st.integers(2, 3))
+def test_identical_jobs(instance, copies):
+    """Copies of one job (the same arrival, weight, rounds and times) beside the others."""
+    twins = tuple(
+        dataclasses.replace(instance.jobs[0], id=f"{instance.jobs[0].id}~{k}")
+        for k in range(copies)
+    )
+    inst = Instance("twins", twins + instance.jobs[1:], instance.gpus, mode=instance.mode)
+    optimum = solve(inst, "cpsat", time_limit=5)
+    assert solve(inst, "column-bound").bound <= optimum.objective * (1 + OPTIMAL_TOL)
+
+
+@settings(deadline=None, max_examples=n_examples(20))
+@given(instances(max_jobs=3, integer=True))
+def test_an_epoch_scale_origin_changes_nothing_but_the_shift(instance):
+    """At an origin of 1.7e9 s every objective grows by Σ w × origin, and so does the bound."""
+    origin = 1.7e9
+    start = incumbent(instance)
+    here = column_bound(instance, start.objective, 1.0)
+    weight = sum(j.weight for j in instance.jobs)
+    there = column_bound(_shifted(instance, origin), start.objective + weight * origin, 1.0)
+    assert there.bound == pytest.approx(here.bound + weight * origin, rel=0, abs=1e-6 * origin)
+
+
+def _fills_the_group() -> Instance:
+    """A 1-task job (weight 2) and a job of two rounds of 4 tasks on 4 GPUs, all 2 s."""
+    jobs = (
+        Job("one", weight=2.0, compute={"A": 2.0}),
+        Job("four", rounds=2, tasks_per_round=4, compute={"A": 2.0}),
+    )
+    return Instance("fills", jobs, tuple(GPU(f"a{i}", "A") for i in range(4)), mode="gang")
+
+
+def test_a_round_that_fills_its_group_shares_it_with_no_one():
+    """The optimum is 10 (the 1-task job first: 2 × 2 + 6). Capacity lets half of the
+    4-task round run beside the 1-task job (3/4 of the GPUs in use), so the bound without
+    cuts, and the subgradient's, stay at 9; a conflict cut (the 1-task job and a round holding
+    all 4 GPUs do not run at once) lifts it to the optimum."""
+    inst = _fills_the_group()
+    assert solve(inst, "cpsat").objective == 10.0
+    assert column_bound(inst, 12.0, 1.0, cuts=False).bound == 9.0
+    assert lagrangian_bound(inst, 12.0, 1.0).bound == 9.0
+    found = column_bound(inst, 12.0, 1.0)
+    assert found.bound == 10.0 and found.cuts > 0
+    assert solve(inst, "column-bound").bound == 10.0
+
+
+def _queue() -> Instance:
+    """Six two-task jobs of 3 rounds at once on two fast and two slow GPUs."""
+    jobs = tuple(
+        Job(
+            f"j{k}",
+            weight=1 + k % 3,
+            rounds=3,
+            tasks_per_round=2,
+            compute={"fast": 1.0, "slow": 3.0},
+            sync={"fast": 1.0, "slow": 1.0},
+        )
+        for k in range(6)
+    )
+    gpus = (GPU("f0", "fast"), GPU("f1", "fast"), GPU("s0", "slow"), GPU("s1", "slow"))
+    return Instance("queue", jobs, gpus)
+
+
+@pytest.mark.parametrize("mode", ["relaxed", "gang"])
+def test_the_relaxed_bound_is_the_time_indexed_lps(mode):
+    """Relaxed mode: no cuts, and the converged value is the time-indexed LP's (the same
+    relaxation, convexified per job), within one unit of the LP's own grid rounding. Gang
+    mode: at least as high, and below CP-SAT's schedules."""
+    inst = _queue().with_mode(mode)
+    found = solve(inst, "column-bound")
+    assert found.extra["stopped"] == "converged"
+    assert found.bound <= solve(inst, "cpsat", time_limit=2).objective * (1 + OPTIMAL_TOL)
+    if mode == "relaxed":
+        assert found.extra["cuts"] == 0
+        assert found.bound == pytest.approx(solve(inst, "lp-bound").bound, abs=1.0)
+    else:
+        assert found.bound >= solve(_queue(), "column-bound").bound
+
+
+def test_anytime_repeatable_and_stopped():
+    inst = _queue().with_mode("gang")
+    start = incumbent(inst)
+    one = column_bound(inst, start.objective, 1.0, iterations=1)
+    assert one.iterations == 1 and one.stopped == "iterations"
+    assert one.bound == critical_path_bound(inst)  # no prices yet: every job alone
+    runs = [
+        column_bound(inst, start.objective, 1.0, iterations=10, start=start.schedule)
+        for _ in range(2)
+    ]
+    assert runs[0] == runs[1] and runs[0].bound > one.bound
+    assert column_bound(inst, start.objective, 1.0, work=1e-9).stopped == "work"
+    none = column_bound(inst, start.objective, 1.0, budget=Budget(0.0))
+    assert none.bound is None and none.stopped == "time limit"
+
+
+def test_a_ctrl_c_keeps_the_best_bound_so_far(monkeypatch):
+    inst = _queue().with_mode("gang")
+    start = incumbent(inst)
+    calls = {"n": 0}
+    price = lagrangian._price
+
+    def interrupted(*args):
+        calls["n"] += 1
+        if calls["n"] > 3 * inst.n_jobs:  # during the fourth iteration
+            raise KeyboardInterrupt
+        return price(*args)
+
+    monkeypatch.setattr(columns, "_price", interrupted)
+    found = column_bound(inst, start.objective, 1.0)
+    assert found.stopped == "interrupted" and found.iterations == 3
+    assert found.bound == max(found.trace)
