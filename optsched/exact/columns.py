@@ -331,7 +331,7 @@ def column_bound(
         )
     )
     centre, centre_value = (lam, mu), -math.inf
-    own, own_mu, exact = lam, mu, False
+    own, own_mu, exact, solved = lam, mu, False, False
     try:
         while done < iterations:
             if budget is not None and budget.expired():
@@ -359,7 +359,8 @@ def column_bound(
             if not new and exact:
                 stopped = "converged"
                 break
-            if new:
+            if new or not solved:
+                solved = True
                 for _ in range(SEPARATIONS):
                     x, duals = master.solve(budget)  # stopped: the bound so far stands
                     meter.spend(MASTER_WORK * master.nonzeros)
