@@ -21,6 +21,7 @@ from optsched.exact.lagrangian import lagrangian_bound
 from optsched.result import OPTIMAL_TOL
 from optsched.testing import instances
 from tests.conftest import n_examples
+from tests.test_lagrangian_bound import _queue
 
 
 def _shifted(inst: Instance, origin: float) -> Instance:
@@ -108,23 +109,6 @@ def test_a_round_that_fills_its_group_shares_it_with_no_one():
     found = column_bound(inst, 12.0, 1.0)
     assert found.bound == 10.0 and found.cuts > 0
     assert solve(inst, "column-bound").bound == 10.0
-
-
-def _queue() -> Instance:
-    """Six two-task jobs of 3 rounds at once on two fast and two slow GPUs."""
-    jobs = tuple(
-        Job(
-            f"j{k}",
-            weight=1 + k % 3,
-            rounds=3,
-            tasks_per_round=2,
-            compute={"fast": 1.0, "slow": 3.0},
-            sync={"fast": 1.0, "slow": 1.0},
-        )
-        for k in range(6)
-    )
-    gpus = (GPU("f0", "fast"), GPU("f1", "fast"), GPU("s0", "slow"), GPU("s1", "slow"))
-    return Instance("queue", jobs, gpus)
 
 
 @pytest.mark.parametrize("mode", ["relaxed", "gang"])

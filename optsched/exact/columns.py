@@ -38,13 +38,12 @@ from optsched.contracts import MethodOutput, SolveContext
 from optsched.ect import incumbent
 from optsched.exact import highs
 from optsched.exact.lagrangian import (
-    JOB_WORK,
-    ROUND_WORK,
     _Job,
     _price,
     _Problem,
     _problem,
     _Round,
+    pricing_work,
 )
 from optsched.instance import Instance
 from optsched.options import Options, count, number, switch
@@ -321,15 +320,7 @@ def column_bound(
     target = upper * dn.weight_scale / time_unit - shift  # the incumbent, in grid units
     best, trace, done, stopped = -math.inf, [], 0, "iterations"
     meter = WorkMeter(work, WORK_PER_SECOND)
-    pricing = (1 + gang) * (
-        rows.per_step * horizon
-        + sum(
-            JOB_WORK
-            + j.rounds
-            * (ROUND_WORK + sum(len(o.rows) for o in j.options) * min(j.window + 1, horizon))
-            for j in jobs
-        )
-    )
+    pricing = (1 + gang) * pricing_work(problem)
     centre, centre_value = (lam, mu), -math.inf
     own, own_mu, exact, solved = lam, mu, False, False
     try:

@@ -491,7 +491,7 @@ def lagrangian_bound(
     so at most Σ_j w_j max(C_j, CP_j) of an optimal schedule shifted onto the grid of the
     instance rounded down, itself at most the optimum (docs/models/lagrangian-bound.md)."""
     problem = _problem(instance, upper, time_unit, priced_until)
-    dn, jobs, rows, horizon, shift, _ = problem
+    dn, _, rows, horizon, shift, _ = problem
     lam = (
         np.zeros((rows.rows, horizon)) if start is None else _multipliers(problem, instance, start)
     )
@@ -501,12 +501,7 @@ def lagrangian_bound(
     trace: list[float] = []
     stopped = "iterations"
     meter = WorkMeter(work, WORK_PER_SECOND)
-    per_iteration = rows.per_step * horizon + sum(
-        JOB_WORK
-        + j.rounds
-        * (ROUND_WORK + sum(len(o.rows) for o in j.options) * min(j.window + 1, horizon))
-        for j in jobs
-    )
+    per_iteration = pricing_work(problem)
     try:
         while done < iterations:
             if budget is not None and budget.expired():
@@ -553,6 +548,18 @@ class _Problem(NamedTuple):
     horizon: int
     shift: int
     origin: int  # the first arrival, in steps: priced step s is grid step origin + s
+
+
+def pricing_work(problem: _Problem) -> int:
+    """Work units of pricing every job once (:data:`WORK_PER_SECOND`): the prices of every
+    row and step, and each job's programme."""
+    _, jobs, rows, horizon, _, _ = problem
+    return rows.per_step * horizon + sum(
+        JOB_WORK
+        + j.rounds
+        * (ROUND_WORK + sum(len(o.rows) for o in j.options) * min(j.window + 1, horizon))
+        for j in jobs
+    )
 
 
 def _multipliers(
