@@ -159,3 +159,31 @@ def test_a_ctrl_c_keeps_the_best_bound_so_far(monkeypatch):
     found = column_bound(inst, start.objective, 1.0)
     assert found.stopped == "interrupted" and found.iterations == 3
     assert found.bound == max(found.trace)
+
+
+def test_cuts_added_by_the_last_separation_are_priced(monkeypatch):
+    """With one separation per iteration every master solve may end with new cuts: the
+    master is solved once more, so the multipliers cover every cut."""
+    jobs = (
+        Job("one", weight=2.0, compute={"A": 2.0}),
+        Job("four", rounds=2, tasks_per_round=4, compute={"A": 2.0}),
+        Job("three", rounds=2, tasks_per_round=3, compute={"A": 3.0}),
+        Job("two", rounds=3, tasks_per_round=2, compute={"A": 1.0}, arrival=1.0),
+    )
+    inst = Instance("cuts", jobs, tuple(GPU(f"a{i}", "A") for i in range(4)), mode="gang")
+    start = incumbent(inst)
+    monkeypatch.setattr(columns, "SEPARATIONS", 1)
+    found = column_bound(inst, start.objective, 1.0, start=start.schedule)
+    assert found.cuts > 0
+    assert found.bound <= solve(inst, "cpsat").objective * (1 + OPTIMAL_TOL)
+
+
+def test_rounds_of_more_than_127_gpus_are_counted():
+    """The cuts count a round's GPUs on a group of 200: the case of
+    :func:`_fills_the_group` with rounds of 200 tasks has the same optimum, 10."""
+    jobs = (
+        Job("one", weight=2.0, compute={"A": 2.0}),
+        Job("wide", rounds=2, tasks_per_round=200, compute={"A": 2.0}),
+    )
+    inst = Instance("wide", jobs, tuple(GPU(f"a{i}", "A") for i in range(200)), mode="gang")
+    assert column_bound(inst, 12.0, 1.0).bound == 10.0

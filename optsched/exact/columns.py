@@ -91,7 +91,7 @@ class ColumnBoundOptions(Options):
 class ColumnBound:
     """The outcome of :func:`column_bound`: the certified ``bound`` in the instance's units
     (``None`` when no iteration finished), the ``iterations`` done, why it ``stopped``
-    (``converged``: no path prices below the master and no cut is violated;
+    (``converged``: no path prices below the master with the cuts found so far;
     ``optimal``: the bound reached the incumbent; ``iterations``, ``work``, ``time limit``,
     ``interrupted``), the grid, the value after each iteration (``trace``, instance units),
     the ``columns`` and ``cuts`` of the last master and the ``work`` spent (work-seconds)."""
@@ -122,7 +122,7 @@ class _Master:
         # each path's job, and the GPUs of each group it holds at each step (gang mode);
         # rows from `columns` on are room to grow
         self._job = np.zeros(16, dtype=int)
-        self._held = np.zeros((16, len(groups), horizon), dtype=np.int8)
+        self._held = np.zeros((16, len(groups), horizon), dtype=np.int16)
         self.seen: set[tuple[int, bytes]] = set()
         # cuts, a row each: group, step, job i (or -1), threshold of i, of every other job
         self.cuts = np.zeros((0, 5), dtype=int)
@@ -148,7 +148,7 @@ class _Master:
         return self._job[: self.columns]
 
     @property
-    def held(self) -> npt.NDArray[np.int8]:
+    def held(self) -> npt.NDArray[np.int16]:
         """The GPUs of each group each path holds at each step (gang mode)."""
         return self._held[: self.columns]
 
@@ -177,7 +177,7 @@ class _Master:
                 count[q, step.start] += c
                 count[q, step.start + step.hold] -= c
         usage = np.cumsum(delta, axis=1)[:, :horizon].ravel()
-        held = np.rint(np.cumsum(count, axis=1)[:, :horizon]).astype(np.int8)
+        held = np.rint(np.cumsum(count, axis=1)[:, :horizon]).astype(np.int16)
         key = (j, usage.tobytes() + held.tobytes())
         if key in self.seen:
             return False
@@ -357,6 +357,9 @@ def column_bound(
                     meter.spend(MASTER_WORK * master.nonzeros)
                     if not gang or not master.separate(x):
                         break
+                else:  # the last separation added cuts: their duals too
+                    x, duals = master.solve(budget)
+                    meter.spend(MASTER_WORK * master.nonzeros)
                 own = np.maximum(duals[: master.n_cap], 0.0).reshape(rows.rows, horizon)
                 own_mu = np.maximum(duals[master.n_cap + len(jobs) :], 0.0)
             # price next between the best multipliers so far and the master's (Wentges'
