@@ -43,6 +43,7 @@ from optsched.exact.lagrangian import (
     _Problem,
     _problem,
     _Round,
+    price_tables,
     pricing_work,
 )
 from optsched.instance import Instance
@@ -461,14 +462,10 @@ def _price_all(
     gang: bool,
 ) -> tuple[float, list[tuple[float, list[_Round]]]]:
     """(L(λ, μ) in grid units from the origin, each job's programme value and path)."""
-    _, jobs, rows, horizon, _, _ = problem
-    tables = {}
-    for width, use in rows.use.items():
-        tables[width] = np.zeros((len(use), horizon + 1))
-        np.cumsum(use @ lam, axis=1, out=tables[width][:, 1:])
+    tables = price_tables(problem, lam)
     prices = master.conflicts(mu) if gang and len(mu) else None
     paths = []
-    for j, job in enumerate(jobs):
+    for j, job in enumerate(problem.jobs):
         own = prices[j] if prices is not None else None
         paths.append(_price(job, tables[job.k_tasks], own, len(master.groups)))
     value = sum(v for v, _ in paths) - float(lam.sum()) - float(mu.sum())

@@ -617,16 +617,26 @@ def _problem(
     return _Problem(dn, jobs, rows, horizon, shift, origin)
 
 
+def price_tables(
+    problem: _Problem, lam: npt.NDArray[np.float64]
+) -> dict[int, npt.NDArray[np.float64]]:
+    """Per round width, the prefix sums over the priced steps of what a round pays per step
+    on each row of its price table at multipliers ``lam`` (:func:`_price`'s ``table``)."""
+    rows, horizon = problem.rows, problem.horizon
+    tables = {}
+    for width, use in rows.use.items():
+        tables[width] = np.zeros((len(use), horizon + 1))
+        np.cumsum(use @ lam, axis=1, out=tables[width][:, 1:])
+    return tables
+
+
 def _evaluate(
     problem: _Problem, lam: npt.NDArray[np.float64], budget: Budget | None = None
 ) -> tuple[float, npt.NDArray[np.float64]]:
     """(L at multipliers ``lam`` ≥ 0, one row per row of the problem and one column per priced
     step, in grid units from the origin; what the jobs' paths hold of each row at each step)."""
     _, jobs, rows, horizon, _, _ = problem
-    tables = {}
-    for width, use in rows.use.items():  # what a round pays per step, summed up
-        tables[width] = np.zeros((len(use), horizon + 1))
-        np.cumsum(use @ lam, axis=1, out=tables[width][:, 1:])
+    tables = price_tables(problem, lam)
     total, usage = 0.0, np.zeros((rows.rows, horizon + 1))
     for job in jobs:
         if budget is not None and budget.expired():  # the iteration is dropped
