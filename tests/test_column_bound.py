@@ -187,3 +187,15 @@ def test_rounds_of_more_than_127_gpus_are_counted():
     )
     inst = Instance("wide", jobs, tuple(GPU(f"a{i}", "A") for i in range(200)), mode="gang")
     assert column_bound(inst, 12.0, 1.0).bound == 10.0
+
+
+def test_a_grid_too_fine_for_the_master_is_refused_before_it_is_built():
+    """A master of more than MAX_MASTER_STEPS steps is refused with the way out (its memory
+    grows with steps × paths: 1.9 GB at time_unit=0.001 on a 20-job instance)."""
+    inst = _queue().with_mode("gang")
+    start = incumbent(inst)
+    steps = start.makespan / 0.001
+    assert steps > columns.MAX_MASTER_STEPS  # the case is what it says
+    with pytest.raises(lagrangian.TooLarge, match="coarser time_unit"):
+        column_bound(inst, start.objective, 0.001)
+    assert column_bound(inst, start.objective, 1.0, iterations=1).bound is not None

@@ -380,7 +380,10 @@ def print_result(result: Result[Any], online: bool = False) -> None:
     if limit is not None:
         print(f"limit      {limit:g} s")
     if result.interrupted:
-        print("interrupted  yes (Ctrl-C): the best schedule found before it")
+        # a method's own bound (not the critical path alone) is anytime too
+        own = result.extra.get("bound_method") is not None
+        found = "schedule and bound" if own else "schedule"
+        print(f"interrupted  yes (Ctrl-C): the best {found} found before it")
 
 
 def one_line(text: str, limit: int = 500) -> str:

@@ -38,6 +38,7 @@ from optsched.contracts import MethodOutput, SolveContext
 from optsched.ect import incumbent
 from optsched.exact import highs
 from optsched.exact.lagrangian import (
+    TooLarge,
     _Job,
     _price,
     _Problem,
@@ -57,6 +58,11 @@ from optsched.work import WorkMeter, work_option
 #: grids its columns take many more iterations to settle).
 MAX_STEPS = 1_000
 
+#: Steps of the master at most: it keeps what each path holds of every group at every step
+#: (and a capacity row per row and step), so memory grows with steps × paths; 10× the default
+#: grid.
+MAX_MASTER_STEPS = 10 * MAX_STEPS
+
 #: Rounds of separation (cuts added, master solved again) per iteration at most.
 SEPARATIONS = 20
 
@@ -70,10 +76,13 @@ VIOLATION = 1e-6
 
 #: Work units of one work-second (2-core reference machine, ``benchmarks/work_rates.py``):
 #: the Lagrangian's count of each pricing (cells, rounds, jobs; twice that with conflict
-#: prices, whose rounds try every split), plus :data:`MASTER_WORK` per non-zero of each
-#: master LP solved (HiGHS took 2-10 µs per non-zero from its last basis).
+#: prices, whose rounds try every split), plus per master LP solved :data:`PIVOT_WORK` per
+#: simplex iteration and row and :data:`SOLVE_WORK` (HiGHS's dual simplex from the last
+#: basis took 0.1-0.17 CPU-µs per iteration and row and 1-1.5 ms per solve, from the exact
+#: family's 10-job instances to 200 jobs on 140 GPUs, where the master's size per non-zero
+#: varied 60-fold).
 WORK_PER_SECOND = 7.7e7
-MASTER_WORK = 200
+PIVOT_WORK, SOLVE_WORK = 12, 100_000
 
 
 @dataclass(frozen=True)
@@ -141,7 +150,7 @@ class _Master:
         self.highs.addCols(
             n, np.array(spare), np.zeros(n), np.full(n, np.inf), n, starts, rows_of, np.ones(n)
         )
-        self.nonzeros = n
+        self.pivots = 0  # simplex iterations × rows of the last solve
 
     @property
     def job(self) -> npt.NDArray[np.int_]:
@@ -197,7 +206,6 @@ class _Master:
         # the path's own cost: what its programme charged beyond its rounds' prices
         cost = value - sum(step.paid for step in path)
         self.highs.addCol(cost, 0.0, np.inf, len(index), index, values)
-        self.nonzeros += len(index)
         return True
 
     def solve(
@@ -213,6 +221,8 @@ class _Master:
             self.highs.setOptionValue("time_limit", self.highs.getRunTime() + left)
         deadline = None if left is None else time.perf_counter() + left
         ended = highs.run(self.highs, deadline)
+        iterations = max(self.highs.getInfo().simplex_iteration_count, 0)
+        self.pivots = iterations * self.highs.getNumRow()
         if ended != "solved" or self.highs.getModelStatus() != highspy.HighsModelStatus.kOptimal:
             raise _Stop("interrupted" if ended == "interrupted" else "time limit")
         solution = self.highs.getSolution()
@@ -255,7 +265,6 @@ class _Master:
         index = (len(self.problem.jobs) + columns).astype(np.int32)
         self.highs.addRow(-np.inf, 1.0, len(index), index, np.ones(len(index)))
         self.cuts = np.concatenate([self.cuts, cut[None]])
-        self.nonzeros += len(index)
 
     def conflicts(self, mu: npt.NDArray[np.float64]) -> list[list[dict[int, Any]]]:
         """Each job's conflict prices at the cuts' multipliers ``mu``: per group,
@@ -307,9 +316,17 @@ def column_bound(
     ≥ 0, each job's programme solved exactly (or, for a spread round of more than
     :data:`~optsched.exact.lagrangian.MAX_SPLITS` splits, without its conflict prices: less),
     less a relative 10⁻⁹, rounded up to the grid's integer objective: at most the optimum
-    (docs/models/column-bound.md). The master's value is never reported."""
+    (docs/models/column-bound.md). The master's value is never reported. Raises
+    :class:`~optsched.exact.lagrangian.TooLarge` on a grid of more than
+    :data:`MAX_MASTER_STEPS` steps."""
     problem = _problem(instance, upper, time_unit, priced_until)
     dn, jobs, rows, horizon, shift, _ = problem
+    if horizon > MAX_MASTER_STEPS:
+        raise TooLarge(
+            f"time_unit {time_unit:g}: column-bound's master would span {horizon} steps, more "
+            f"than {MAX_MASTER_STEPS}; choose a coarser time_unit (default: at most "
+            f"{MAX_STEPS} steps)"
+        )
     groups = [len(g) for g in dn.instance.gpu_groups()]
     gang = cuts and dn.instance.mode == "gang"
     master = _Master(problem, groups, dn.instance.mode == "gang")
@@ -355,12 +372,12 @@ def column_bound(
                 solved = True
                 for _ in range(SEPARATIONS):
                     x, duals = master.solve(budget)  # stopped: the bound so far stands
-                    meter.spend(MASTER_WORK * master.nonzeros)
+                    meter.spend(PIVOT_WORK * master.pivots + SOLVE_WORK)
                     if not gang or not master.separate(x):
                         break
                 else:  # the last separation added cuts: their duals too
                     x, duals = master.solve(budget)
-                    meter.spend(MASTER_WORK * master.nonzeros)
+                    meter.spend(PIVOT_WORK * master.pivots + SOLVE_WORK)
                 own = np.maximum(duals[: master.n_cap], 0.0).reshape(rows.rows, horizon)
                 own_mu = np.maximum(duals[master.n_cap + len(jobs) :], 0.0)
             # price next between the best multipliers so far and the master's (Wentges'

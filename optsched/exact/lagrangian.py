@@ -610,7 +610,7 @@ def _problem(
     cells = max(rows.per_step * horizon, max(j.rounds * min(j.window + 1, horizon) for j in jobs))
     if cells > MAX_CELLS:
         raise TooLarge(
-            f"time_unit {time_unit:g}: the Lagrangian bound would price {cells:.3g} "
+            f"time_unit {time_unit:g}: the time-indexed relaxation would price {cells:.3g} "
             f"(row, step) or (round, step) pairs, more than {MAX_CELLS:.0e}; choose a "
             "coarser time_unit"
         )
