@@ -24,7 +24,7 @@ from optsched.exact.grid import default_time_unit, scale
 from optsched.exact.milp import cbc_bound, map_status
 from optsched.io import load_instance
 from optsched.testing import instances
-from tests.conftest import EXAMPLES, assert_optimum, assert_out_of_time, n_examples
+from tests.conftest import EXAMPLES, ROOT, assert_optimum, assert_out_of_time, n_examples
 
 OPTIMA = {"example-1": (206, 209), "example-2": (343, 372), "example-3": (83, 85)}
 EXACT = ["cpsat", "cpsat-pergpu", "milp-highs", "milp-cbc"]
@@ -228,6 +228,23 @@ def test_cpsat_anytime_log_and_lp_bound():
     if result.status is not Status.OPTIMAL:  # the LP ran; on a loaded machine it may not
         status = str(result.extra["lp_status"])  # finish in what 0.3 s leaves it
         assert result.extra["lp_bound"] is not None or "time" in status.lower(), status
+
+
+def test_cpsat_bound_after_its_search_is_column_bound_and_repeats_on_a_work_budget():
+    """A 20-job gang instance CP-SAT does not prove on 2 work-seconds: the bound after its
+    search is column-bound's from its schedule, on the work the search left (it stops there,
+    short of converging), and the whole run repeats exactly."""
+    inst = load_instance(ROOT / "instances/exact/exact-jobs20-s0.json")
+    inst = inst.with_mode("gang")
+    runs = [solve(inst, "cpsat", params={"work": "2"}) for _ in range(2)]
+    first = runs[0]
+    assert first.extra["solver_status"] != "OPTIMAL"
+    assert first.extra["lp_bound"] is not None and first.extra["lp_iterations"] > 0
+    assert first.extra["lp_status"] == "work"
+    assert first.bound == max(first.extra["lp_bound"], critical_path_bound(inst))
+    assert first.bound <= 1864  # the best schedule known
+    assert first.extra["work"] == pytest.approx(2.0, rel=0.1)
+    assert (runs[1].objective, runs[1].bound) == (first.objective, first.bound)
 
 
 def test_cpsat_core_search_proves_the_same_optima():

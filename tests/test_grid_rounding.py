@@ -331,8 +331,8 @@ def test_grid_methods_are_feasible_and_bounded_by_the_optimum(method, unit, inst
         assert "time_unit" in str(exc)
         if unit == "0.5":  # coarser than a compute time
             assert far.compute[np.isfinite(far.compute)].min() < 0.5
-        else:  # the 1 ms LP of a horizon of tens of seconds too large to build
-            assert "would have about" in str(exc) and "choose a coarser time_unit" in str(exc)
+        else:  # the 1 ms LP (or master) of a horizon of tens of seconds too large to build
+            assert "would" in str(exc) and "choose a coarser time_unit" in str(exc)
         return
     assert_result(far, result)
     optimum = _optimum(inst)

@@ -12,19 +12,20 @@ Domains are cut by per-job deadlines d_j = (UB − Σ_{i≠j} w_i LB_i) / w_j fr
 incumbent UB and the critical-path bounds LB: every schedule at least
 as good as the incumbent satisfies them, so no optimal schedule is lost.
 
-Limits (:mod:`optsched.budget`): the whole method, model build and LP bound included,
+Limits (:mod:`optsched.budget`): the whole method, model build and bound included,
 runs within ``--time-limit``. The instance's ECT schedule comes first, evaluated without the
 checker (one ECT schedule's time: when the limit is spent by then, it is the result); the
 build stops between rounds when the limit is spent, and the Result is then the incumbent
 (the ECT schedule, or the hint) with the critical-path bound, ``extra.model`` = ``not built:
 time limit`` and ``extra.stopped`` = ``time limit``; CP-SAT gets what is left, less the
-time to read its schedule back and the LP's fifth; the LP gets what CP-SAT leaves (none
-when nothing is left), and is stopped by a Ctrl-C like CP-SAT (``interrupted``). A model
+time to read its schedule back and the bound's fifth; the bound (``column-bound`` from
+CP-SAT's schedule, :mod:`optsched.exact.columns`) gets what CP-SAT leaves (none when nothing
+is left), and is stopped by a Ctrl-C like CP-SAT (``interrupted``). A model
 with more than :data:`~optsched.budget.MAX_CPSAT_INTERVALS` intervals, or whose
 integers would overflow CP-SAT's 62-bit domains, is refused (InputError). With a ``work``
 budget (CP-SAT's deterministic time, :mod:`optsched.work`) and one worker, CP-SAT's search
-repeats exactly under any load (``extra.stopped`` ``work`` when it ends it); the LP bound is
-then not computed (it has no deterministic budget).
+repeats exactly under any load (``extra.stopped`` ``work`` when it ends it), on four fifths
+of the budget; the bound gets the work CP-SAT leaves.
 """
 
 from __future__ import annotations
@@ -45,8 +46,6 @@ from optsched.budget import (
     Budget,
     OutOfTime,
     fmt,
-    handover_seconds,
-    lp_too_large,
     stopped_by_ctrl_c,
 )
 from optsched.check import check
@@ -54,7 +53,6 @@ from optsched.contracts import MethodOutput, SolveContext
 from optsched.critical_path import critical_path, round_lower_bounds
 from optsched.ect import completions, ect_schedule, evaluate, incumbent
 from optsched.errors import InputError, OptschedError
-from optsched.exact.bounds import lp_time_unit, solve_time_indexed_lp, time_indexed_lp_size
 from optsched.exact.grid import (
     ScaledInstance,
     on_grid,
@@ -87,10 +85,9 @@ class CpsatOptions(Options):
         "ect (default: warm start from the ECT schedule) or none", ("ect", "none")
     )
     lp_bound: bool = switch(
-        "1 (default): unless proved optimal, also compute the "
-        "time-indexed LP bound from the final incumbent, in the last "
-        "fifth of the time limit (not with a work budget: the LP has none, and would "
-        "make the run depend on the machine); 0: do not",
+        "1 (default): unless proved optimal, also compute column-bound's LP bound (the "
+        "time-indexed relaxation, in gang mode with conflict cuts) from the final "
+        "incumbent, in the last fifth of the time limit or work budget; 0: do not",
         default=True,
     )
     search: Literal["auto", "default", "core"] = one_of(
@@ -393,18 +390,6 @@ def _check_integers(
         )
 
 
-def _lp_seconds(instance: Instance, objective: float, makespan: float) -> float:
-    """A rough forecast of the time the LP bound needs after CP-SAT, from the size of its LP
-    at the incumbent's ``objective`` and ``makespan`` (CP-SAT's final schedule is no worse,
-    so its LP is no larger): the hand-over plus 5 µs per non-zero (HiGHS's dual simplex on
-    small models here)."""
-    unit = lp_time_unit(instance, makespan, upper=objective)
-    variables, nonzeros = time_indexed_lp_size(instance, objective, unit)
-    if lp_too_large(variables, nonzeros):
-        return 0.0
-    return handover_seconds(variables, nonzeros) + 5e-6 * nonzeros
-
-
 def _hint_on_grid(hint: Schedule | None, sc: ScaledInstance, *, exact: bool) -> Schedule | None:
     """``hint`` (starts in seconds) as a schedule of the scaled instance, its starts rounded
     up to the grid (:func:`~optsched.exact.grid.to_steps`); None without a hint, when a start
@@ -426,6 +411,11 @@ def _hint_on_grid(hint: Schedule | None, sc: ScaledInstance, *, exact: bool) -> 
 #: Seconds per task the end of a CP-SAT run takes (its schedule read back and converted to
 #: seconds; measured about 10 µs): kept from CP-SAT's time.
 FINISH_SECONDS_PER_TASK = 2e-5
+
+#: The share of the time limit kept from CP-SAT for the bound after it (``column-bound``
+#: from CP-SAT's schedule): anytime, so whatever it gets gives a bound; on the exact family
+#: it converges in 0.1-5 s.
+BOUND_SHARE = 0.2
 
 
 def solve_cpsat(
@@ -522,32 +512,21 @@ def solve_cpsat(
     solver.parameters.random_seed = ctx.seed
     left = budget.left()
     if left is not None and ctx.time_limit is not None:
-        # the end of the run (its schedule read back) keeps its share; the LP bound the last
-        # fifth of the limit, or what it is expected to need if more, but at most half of
-        # what is left
+        # the end of the run (its schedule read back) keeps its share; the bound the last
+        # fifth of the limit, but at most half of what is left
         left = max(
             left
             - FINISH_SECONDS_PER_TASK * sum(job.n_tasks for job in inst.jobs)
             - model.teardown,
             0.5 * left,
         )
-        reserve = (
-            max(
-                0.2 * ctx.time_limit,
-                _lp_seconds(
-                    instance,
-                    ect.objective
-                    if ect is not None and not from_hint
-                    else sc.objective_to_original(upper),
-                    sc.to_seconds(horizon),
-                ),
-            )
-            if use_lp
-            else 0.0
-        )
+        reserve = BOUND_SHARE * ctx.time_limit if use_lp else 0.0
         solver.parameters.max_time_in_seconds = max(left - reserve, 0.5 * left)
-    if options.work is not None:  # CP-SAT's deterministic time is the work (optsched.work)
-        solver.parameters.max_deterministic_time = cpsat_limit(options.work)
+    # CP-SAT's deterministic time is the work (optsched.work), less the bound's share
+    search_work = options.work
+    if search_work is not None:
+        search_work *= 1 - BOUND_SHARE if use_lp else 1
+        solver.parameters.max_deterministic_time = cpsat_limit(search_work)
     solver.parameters.absolute_gap_limit = 0.0
     solver.parameters.relative_gap_limit = 0.0
     solver.parameters.linearization_level = 2
@@ -585,7 +564,7 @@ def solve_cpsat(
         stopped="interrupted" if interrupted else "done" if name == "OPTIMAL" else "time limit",
         work=cpsat_work(solver),
     )
-    if extra["stopped"] == "time limit" and cpsat_work_spent(solver, options.work):
+    if extra["stopped"] == "time limit" and cpsat_work_spent(solver, search_work):
         extra["stopped"] = "work"
     if STATUS[name] == "bug":
         raise OptschedError(f"CP-SAT returned {name} although the incumbent is feasible")
@@ -600,26 +579,59 @@ def solve_cpsat(
     else:
         return MethodOutput(bound=bound, status=Status.UNKNOWN, extra=extra)
     schedule = Schedule(instance.name, schedule.tasks, instance.mode)
-    if use_lp and options.work is not None:  # the LP has no deterministic budget
-        extra.update(lp_bound=None, lp_status="not computed (work budget)")
-    elif use_lp and name != "OPTIMAL" and not interrupted:
+    if use_lp and name != "OPTIMAL" and not interrupted:
         if budget.expired():
             extra.update(lp_bound=None, lp_status="time limit (build)")
-        else:
-            value, span = evaluate(instance, schedule)
-            lp = solve_time_indexed_lp(
-                instance,
-                value,
-                lp_time_unit(instance, span, upper=value),
-                time_limit=budget.left(),
-            )
-            extra.update(lp.extra())
-            extra["interrupted"] = lp.status == "interrupted"
+        else:  # with a work budget, the work CP-SAT left
+            left_work = None if options.work is None else max(options.work - extra["work"], 0.0)
+            found = _column_bound(instance, schedule, budget, ctx.report, left_work)
+            extra["work"] += found.pop("lp_work")
+            extra.update(found)
+            extra["interrupted"] = found["lp_status"] == "interrupted"
             if extra["interrupted"]:
                 extra["stopped"] = "interrupted"
-            if lp.bound is not None:
-                bound = lp.bound if bound is None else max(bound, lp.bound)
+            if found["lp_bound"] is not None:
+                bound = found["lp_bound"] if bound is None else max(bound, found["lp_bound"])
     return MethodOutput(schedule=schedule, bound=bound, extra=extra)
+
+
+def _column_bound(
+    instance: Instance, schedule: Schedule, budget: Budget, report: Any, work: float | None
+) -> dict[str, Any]:
+    """The fields of :func:`~optsched.exact.columns.column_bound` from the checked
+    ``schedule`` (its rounds the master's first paths, its objective the deadlines'), within
+    ``budget`` and ``work`` work-seconds, calling ``report(objective, bound)`` with each
+    better bound: ``lp_bound`` (None where it gave none), ``lp_status`` (how it stopped, or
+    why it gave none), ``lp_iterations``, ``lp_time_unit`` (its grid) and ``lp_work`` (the
+    work-seconds it spent)."""
+    from optsched.exact.columns import column_bound, column_time_unit
+    from optsched.exact.lagrangian import BelowCriticalPath, TooLarge
+
+    value, span = evaluate(instance, schedule)
+    unit = column_time_unit(instance, span, None)
+    none = {"lp_bound": None, "lp_iterations": 0, "lp_time_unit": unit, "lp_work": 0.0}
+    try:
+        found = column_bound(
+            instance,
+            value,
+            unit,
+            start=schedule,
+            priced_until=span,
+            budget=budget,
+            report=lambda bound: report(value, bound),
+            work=work,
+        )
+    except TooLarge:
+        return {**none, "lp_status": "too large"}
+    except BelowCriticalPath:  # an objective within the checker's tolerance below it
+        return {**none, "lp_status": "at the critical path"}
+    return {
+        "lp_bound": found.bound,
+        "lp_status": found.stopped,
+        "lp_iterations": found.iterations,
+        "lp_time_unit": unit,
+        "lp_work": found.work,
+    }
 
 
 @register(
