@@ -2,8 +2,7 @@
 # Exact solvers on the instance family (benchmarks/grids/exact.json: 8 GPUs of 2 types
 # on 2 hosts, R ~ U{1..3}, K ~ U{1..4}, p ~ U{2..8}, sync ~ U{0..2}, w ~ U{1..3}, load 1) and a
 # size scan for every exact method (grids/scaling.json). 60 s per run. CP-SAT runs one at a time
-# with 2 workers on a 60-s wall-clock limit (its LNS needs 2 for good incumbents, and the
-# bound after its search, column-bound, starts from them and takes its deadlines from them);
+# with 2 workers on a 60-s wall-clock limit (its LNS needs 2 for good incumbents);
 # the scan runs 2 single-thread runs in parallel. Resumable; delete the records to measure
 # again (about 60 minutes).
 set -euo pipefail

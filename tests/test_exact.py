@@ -23,6 +23,7 @@ from optsched.exact.cpsat import assign_gpus
 from optsched.exact.grid import default_time_unit, scale
 from optsched.exact.milp import cbc_bound, map_status
 from optsched.io import load_instance
+from optsched.result import OPTIMAL_TOL
 from optsched.testing import instances
 from tests.conftest import EXAMPLES, ROOT, assert_optimum, assert_out_of_time, n_examples
 
@@ -230,10 +231,11 @@ def test_cpsat_anytime_log_and_lp_bound():
         assert result.extra["lp_bound"] is not None or "time" in status.lower(), status
 
 
-def test_cpsat_bound_after_its_search_is_column_bound_and_repeats_on_a_work_budget():
-    """A 20-job gang instance CP-SAT does not prove on 2 work-seconds: the bound after its
-    search is column-bound's from its schedule, on the work the search left (it stops there,
-    short of converging), and the whole run repeats exactly."""
+def test_cpsat_bound_comes_first_and_the_run_repeats_on_a_work_budget():
+    """A 20-job gang instance CP-SAT does not prove on 2 work-seconds: column-bound from the
+    incumbent comes first, on a fifth of the work (it stops there, short of converging), its
+    value is where CP-SAT's own bound starts, the search gets the rest of the work, and the
+    whole run repeats exactly."""
     inst = load_instance(ROOT / "instances/exact/exact-jobs20-s0.json")
     inst = inst.with_mode("gang")
     runs = [solve(inst, "cpsat", params={"work": "2"}) for _ in range(2)]
@@ -241,10 +243,47 @@ def test_cpsat_bound_after_its_search_is_column_bound_and_repeats_on_a_work_budg
     assert first.extra["solver_status"] != "OPTIMAL"
     assert first.extra["lp_bound"] is not None and first.extra["lp_iterations"] > 0
     assert first.extra["lp_status"] == "work"
-    assert first.bound == max(first.extra["lp_bound"], critical_path_bound(inst))
+    assert first.extra["solver_bound"] >= first.extra["lp_bound"]  # CP-SAT started there
+    assert first.bound == max(first.extra["solver_bound"], critical_path_bound(inst))
     assert first.bound <= 1864  # the best schedule known
     assert first.extra["work"] == pytest.approx(2.0, rel=0.1)
     assert (runs[1].objective, runs[1].bound) == (first.objective, first.bound)
+
+
+@settings(max_examples=n_examples(12), deadline=None)
+@given(inst=instances(max_jobs=4, max_gpus=3, max_rounds=2, max_k=2))
+def test_cpsat_from_its_bound_proves_the_optima_it_proves_without(inst):
+    """CP-SAT's objective starts at column-bound's value on an exact grid: no schedule is
+    lost, so what it proves optimal is what it proves without the bound, and the bound
+    stays at most that optimum (both modes, integer and 3-decimal data)."""
+    plain = solve(inst, "cpsat", time_limit=10, params=NO_LP)
+    bounded = solve(inst, "cpsat", time_limit=10)
+    assert bounded.extra["lp_status"] in ("converged", "optimal", "at the critical path")
+    if plain.status is Status.OPTIMAL:
+        assert bounded.bound <= plain.objective + OPTIMAL_TOL * max(1.0, plain.objective)
+        if bounded.status is Status.OPTIMAL:
+            assert bounded.objective == pytest.approx(plain.objective, rel=OPTIMAL_TOL)
+
+
+def test_cpsat_stopped_by_a_ctrl_c_in_its_bound_keeps_the_incumbent(monkeypatch):
+    """A Ctrl-C while the bound runs (before CP-SAT) ends the run: the incumbent, the best
+    bound so far, and CP-SAT not started."""
+    from optsched.exact import columns
+
+    inst = load_instance(ROOT / "instances/exact/exact-jobs20-s0.json").with_mode("gang")
+    price, calls = columns._price, {"n": 0}
+
+    def interrupted(*args):
+        calls["n"] += 1
+        if calls["n"] > 2 * inst.n_jobs:  # during the third iteration
+            raise KeyboardInterrupt
+        return price(*args)
+
+    monkeypatch.setattr(columns, "_price", interrupted)
+    result = solve(inst, "cpsat")
+    assert result.extra["interrupted"] and result.extra["stopped"] == "interrupted"
+    assert result.extra["lp_status"] == "interrupted" and "solver_status" not in result.extra
+    assert result.status is Status.FEASIBLE and result.bound >= critical_path_bound(inst)
 
 
 def test_cpsat_core_search_proves_the_same_optima():

@@ -17,15 +17,17 @@ runs within ``--time-limit``. The instance's ECT schedule comes first, evaluated
 checker (one ECT schedule's time: when the limit is spent by then, it is the result); the
 build stops between rounds when the limit is spent, and the Result is then the incumbent
 (the ECT schedule, or the hint) with the critical-path bound, ``extra.model`` = ``not built:
-time limit`` and ``extra.stopped`` = ``time limit``; CP-SAT gets what is left, less the
-time to read its schedule back and the bound's fifth; the bound (``column-bound`` from
-CP-SAT's schedule, :mod:`optsched.exact.columns`) gets what CP-SAT leaves (none when nothing
-is left), and is stopped by a Ctrl-C like CP-SAT (``interrupted``). A model
+time limit`` and ``extra.stopped`` = ``time limit``. Then the bound (``column-bound`` from
+the incumbent, :mod:`optsched.exact.columns`) gets at most a fifth of the limit (a Ctrl-C
+there ends the run: ``interrupted``, CP-SAT not started); on an exact grid CP-SAT's
+objective is constrained to at least its value, so CP-SAT's own bound starts there and the
+search stops when a schedule reaches it. CP-SAT gets what is left, less the time to read its
+schedule back, and stops at a Ctrl-C too (``interrupted``). A model
 with more than :data:`~optsched.budget.MAX_CPSAT_INTERVALS` intervals, or whose
 integers would overflow CP-SAT's 62-bit domains, is refused (InputError). With a ``work``
 budget (CP-SAT's deterministic time, :mod:`optsched.work`) and one worker, CP-SAT's search
-repeats exactly under any load (``extra.stopped`` ``work`` when it ends it), on four fifths
-of the budget; the bound gets the work CP-SAT leaves.
+repeats exactly under any load (``extra.stopped`` ``work`` when it ends it), on the budget
+less what the bound spent of its fifth.
 """
 
 from __future__ import annotations
@@ -85,9 +87,10 @@ class CpsatOptions(Options):
         "ect (default: warm start from the ECT schedule) or none", ("ect", "none")
     )
     lp_bound: bool = switch(
-        "1 (default): unless proved optimal, also compute column-bound's LP bound (the "
-        "time-indexed relaxation, in gang mode with conflict cuts) from the final "
-        "incumbent, in the last fifth of the time limit or work budget; 0: do not",
+        "1 (default): before the search, compute column-bound's LP bound (the "
+        "time-indexed relaxation, in gang mode with conflict cuts) from the incumbent, "
+        "within a fifth of the time limit or work budget; CP-SAT's objective starts at "
+        "it (exact grids) and the search stops when a schedule reaches it; 0: do not",
         default=True,
     )
     search: Literal["auto", "default", "core"] = one_of(
@@ -201,14 +204,20 @@ class _Model:
         if makespan:
             cmax = self.m.new_int_var(0, max(deadline), "cmax")
             self.m.add_max_equality(cmax, last)
-            self.m.minimize(cmax + self.origin)
+            self.objective = cmax + self.origin
         else:
             weights = [int(job.weight) for job in inst.jobs]
-            self.m.minimize(
-                sum(w * c for w, c in zip(weights, last, strict=True)) + self.origin * sum(weights)
+            self.objective = sum(w * c for w, c in zip(weights, last, strict=True)) + (
+                self.origin * sum(weights)
             )
+        self.m.minimize(self.objective)
         #: Seconds freeing this model is expected to take (:data:`TEARDOWN_SHARE`).
         self.teardown = TEARDOWN_SHARE * (time.perf_counter() - begun)
+
+    def at_least(self, value: int) -> None:
+        """The objective is at least ``value``: a lower bound every schedule on the grid
+        meets (so no solution is lost), from which CP-SAT's own bound starts."""
+        self.m.add(self.objective >= value)
 
     def _group_data(self, j: int) -> list[tuple[int, int, int]]:
         """(group, compute, sync) of the groups job j can use."""
@@ -412,9 +421,9 @@ def _hint_on_grid(hint: Schedule | None, sc: ScaledInstance, *, exact: bool) -> 
 #: seconds; measured about 10 µs): kept from CP-SAT's time.
 FINISH_SECONDS_PER_TASK = 2e-5
 
-#: The share of the time limit kept from CP-SAT for the bound after it (``column-bound``
-#: from CP-SAT's schedule): anytime, so whatever it gets gives a bound; on the exact family
-#: it converges in 0.1-5 s.
+#: The share of the time limit (or work budget) the bound before CP-SAT gets at most
+#: (``column-bound`` from the incumbent): anytime, so whatever it gets gives a bound; on the
+#: exact family it converges in 0.1-5 s, and CP-SAT gets the rest.
 BOUND_SHARE = 0.2
 
 
@@ -507,25 +516,48 @@ def solve_cpsat(
             return MethodOutput(status=Status.UNKNOWN, extra={**extra, **not_built})
         return MethodOutput(schedule=fallback(), extra={**extra, **not_built})
 
+    # the bound first (column-bound from the incumbent, within a fifth of the limit or of the
+    # work budget): CP-SAT gets what it leaves, its objective starts at the bound and it
+    # stops when a schedule reaches it
+    first: dict[str, Any] = {}
+    bound_work = 0.0
+    if use_lp:
+        if budget.expired():
+            first = {"lp_bound": None, "lp_status": "time limit (build)"}
+        else:
+            share = None if ctx.time_limit is None else BOUND_SHARE * ctx.time_limit
+            left = budget.left()
+            within = Budget(left if share is None else share if left is None else min(share, left))
+            work = None if options.work is None else BOUND_SHARE * options.work
+            first = _column_bound(instance, fallback(), within, ctx.report, work)
+            bound_work = first.pop("lp_work")
+        extra.update(first)
+        if first["lp_status"] == "interrupted":  # a Ctrl-C: the incumbent and the bound
+            stop = {**extra, "interrupted": True, "stopped": "interrupted", "work": bound_work}
+            if hint != "ect":
+                return MethodOutput(bound=first["lp_bound"], status=Status.UNKNOWN, extra=stop)
+            return MethodOutput(schedule=fallback(), bound=first["lp_bound"], extra=stop)
+        if first["lp_bound"] is not None and sc.exact:  # Σ w C on the grid = original × this
+            per_unit = sc.weight_scale / sc.time_unit
+            model.at_least(math.ceil(first["lp_bound"] * per_unit - 1e-6))
+
     solver = cp_model.CpSolver()
     solver.parameters.num_workers = workers
     solver.parameters.random_seed = ctx.seed
     left = budget.left()
     if left is not None and ctx.time_limit is not None:
-        # the end of the run (its schedule read back) keeps its share; the bound the last
-        # fifth of the limit, but at most half of what is left
-        left = max(
+        # the end of the run (its schedule read back) keeps its share, at most half of what
+        # is left
+        solver.parameters.max_time_in_seconds = max(
             left
             - FINISH_SECONDS_PER_TASK * sum(job.n_tasks for job in inst.jobs)
             - model.teardown,
             0.5 * left,
         )
-        reserve = BOUND_SHARE * ctx.time_limit if use_lp else 0.0
-        solver.parameters.max_time_in_seconds = max(left - reserve, 0.5 * left)
-    # CP-SAT's deterministic time is the work (optsched.work), less the bound's share
+    # CP-SAT's deterministic time is the work (optsched.work) the bound left
     search_work = options.work
     if search_work is not None:
-        search_work *= 1 - BOUND_SHARE if use_lp else 1
+        search_work = max(search_work - bound_work, 0.0)
         solver.parameters.max_deterministic_time = cpsat_limit(search_work)
     solver.parameters.absolute_gap_limit = 0.0
     solver.parameters.relative_gap_limit = 0.0
@@ -562,7 +594,7 @@ def solve_cpsat(
         anytime=anytime,
         interrupted=interrupted,
         stopped="interrupted" if interrupted else "done" if name == "OPTIMAL" else "time limit",
-        work=cpsat_work(solver),
+        work=cpsat_work(solver) + bound_work,
     )
     if extra["stopped"] == "time limit" and cpsat_work_spent(solver, search_work):
         extra["stopped"] = "work"
@@ -579,26 +611,15 @@ def solve_cpsat(
     else:
         return MethodOutput(bound=bound, status=Status.UNKNOWN, extra=extra)
     schedule = Schedule(instance.name, schedule.tasks, instance.mode)
-    if use_lp and name != "OPTIMAL" and not interrupted:
-        if budget.expired():
-            extra.update(lp_bound=None, lp_status="time limit (build)")
-        else:  # with a work budget, the work CP-SAT left
-            left_work = None if options.work is None else max(options.work - extra["work"], 0.0)
-            found = _column_bound(instance, schedule, budget, ctx.report, left_work)
-            extra["work"] += found.pop("lp_work")
-            extra.update(found)
-            extra["interrupted"] = found["lp_status"] == "interrupted"
-            if extra["interrupted"]:
-                extra["stopped"] = "interrupted"
-            if found["lp_bound"] is not None:
-                bound = found["lp_bound"] if bound is None else max(bound, found["lp_bound"])
+    if first.get("lp_bound") is not None:
+        bound = first["lp_bound"] if bound is None else max(bound, first["lp_bound"])
     return MethodOutput(schedule=schedule, bound=bound, extra=extra)
 
 
 def _column_bound(
     instance: Instance, schedule: Schedule, budget: Budget, report: Any, work: float | None
 ) -> dict[str, Any]:
-    """The fields of :func:`~optsched.exact.columns.column_bound` from the checked
+    """The fields of :func:`~optsched.exact.columns.column_bound` from the feasible
     ``schedule`` (its rounds the master's first paths, its objective the deadlines'), within
     ``budget`` and ``work`` work-seconds, calling ``report(objective, bound)`` with each
     better bound: ``lp_bound`` (None where it gave none), ``lp_status`` (how it stopped, or
