@@ -433,9 +433,10 @@ def solve_cpsat(
     """Solve ``instance`` (already in ``ctx.mode``) with the grouped or per-GPU model.
 
     Within ``ctx.time_limit`` (see the module docstring): an incumbent is always returned
-    with ``hint=ect``; the bound is CP-SAT's (on an exact grid), the LP's or none. Every
-    solution is reported with the bound at that moment (``ctx.report``). A Ctrl-C stops the search:
-    the best schedule found is returned with ``extra["interrupted"]`` and no LP is solved.
+    with ``hint=ect``; the bound is the best of CP-SAT's (on an exact grid) and
+    column-bound's, or none. Every solution is reported with the bound at that moment
+    (``ctx.report``). A Ctrl-C stops the bound or the search: the best schedule and bound
+    found are returned with ``extra["interrupted"]``.
     The ECT schedule of the instance comes first (no checker call): when the limit is
     spent by then, it is the result (``extra.stopped`` ``time limit``), nothing is built
     and CP-SAT is not even imported.
@@ -523,7 +524,7 @@ def solve_cpsat(
     bound_work = 0.0
     if use_lp:
         if budget.expired():
-            first = {"lp_bound": None, "lp_status": "time limit (build)"}
+            first = {"lp_bound": None, "lp_status": "time limit (build)", "lp_iterations": 0}
         else:
             share = None if ctx.time_limit is None else BOUND_SHARE * ctx.time_limit
             left = budget.left()
