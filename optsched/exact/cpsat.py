@@ -603,6 +603,8 @@ def solve_cpsat(
         raise OptschedError(f"CP-SAT returned {name} although the incumbent is feasible")
     bound = real(solver.best_objective_bound) if exact_bound else None
     extra["solver_bound"] = bound
+    if first.get("lp_bound") is not None:
+        bound = first["lp_bound"] if bound is None else max(bound, first["lp_bound"])
     if makespan:  # a bound on the original only on an exact grid
         extra["makespan_bound"] = real(solver.best_objective_bound) if sc.exact else None
     if STATUS[name] == "solution":
@@ -612,8 +614,6 @@ def solve_cpsat(
     else:
         return MethodOutput(bound=bound, status=Status.UNKNOWN, extra=extra)
     schedule = Schedule(instance.name, schedule.tasks, instance.mode)
-    if first.get("lp_bound") is not None:
-        bound = first["lp_bound"] if bound is None else max(bound, first["lp_bound"])
     return MethodOutput(schedule=schedule, bound=bound, extra=extra)
 
 
