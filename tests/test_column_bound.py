@@ -143,19 +143,25 @@ def test_anytime_repeatable_and_stopped():
     assert none.bound is None and none.stopped == "time limit"
 
 
-def test_a_ctrl_c_keeps_the_best_bound_so_far(monkeypatch):
-    inst = _queue().with_mode("gang")
-    start = incumbent(inst)
+def ctrl_c_in_pricing(monkeypatch, inst: Instance, iterations: int) -> None:
+    """Make column-bound's pricing raise KeyboardInterrupt (a Ctrl-C) once ``iterations``
+    iterations have priced every job of ``inst``."""
     calls = {"n": 0}
     price = lagrangian._price
 
     def interrupted(*args):
         calls["n"] += 1
-        if calls["n"] > 3 * inst.n_jobs:  # during the fourth iteration
+        if calls["n"] > iterations * inst.n_jobs:
             raise KeyboardInterrupt
         return price(*args)
 
     monkeypatch.setattr(columns, "_price", interrupted)
+
+
+def test_a_ctrl_c_keeps_the_best_bound_so_far(monkeypatch):
+    inst = _queue().with_mode("gang")
+    start = incumbent(inst)
+    ctrl_c_in_pricing(monkeypatch, inst, 3)  # during the fourth iteration
     found = column_bound(inst, start.objective, 1.0)
     assert found.stopped == "interrupted" and found.iterations == 3
     assert found.bound == max(found.trace)

@@ -268,18 +268,10 @@ def test_cpsat_from_its_bound_proves_the_optima_it_proves_without(inst):
 def test_cpsat_stopped_by_a_ctrl_c_in_its_bound_keeps_the_incumbent(monkeypatch):
     """A Ctrl-C while the bound runs (before CP-SAT) ends the run: the incumbent, the best
     bound so far, and CP-SAT not started."""
-    from optsched.exact import columns
+    from tests.test_column_bound import ctrl_c_in_pricing
 
     inst = load_instance(ROOT / "instances/exact/exact-jobs20-s0.json").with_mode("gang")
-    price, calls = columns._price, {"n": 0}
-
-    def interrupted(*args):
-        calls["n"] += 1
-        if calls["n"] > 2 * inst.n_jobs:  # during the third iteration
-            raise KeyboardInterrupt
-        return price(*args)
-
-    monkeypatch.setattr(columns, "_price", interrupted)
+    ctrl_c_in_pricing(monkeypatch, inst, 2)  # during the third iteration
     result = solve(inst, "cpsat")
     assert result.extra["interrupted"] and result.extra["stopped"] == "interrupted"
     assert result.extra["lp_status"] == "interrupted" and "solver_status" not in result.extra

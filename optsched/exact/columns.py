@@ -150,7 +150,7 @@ class _Master:
         self.highs.addCols(
             n, np.array(spare), np.zeros(n), np.full(n, np.inf), n, starts, rows_of, np.ones(n)
         )
-        self.pivots = 0  # simplex iterations × rows of the last solve
+        self.work = 0.0  # work units of the last solve (PIVOT_WORK, SOLVE_WORK)
 
     @property
     def job(self) -> npt.NDArray[np.int_]:
@@ -222,7 +222,7 @@ class _Master:
         deadline = None if left is None else time.perf_counter() + left
         ended = highs.run(self.highs, deadline)
         iterations = max(self.highs.getInfo().simplex_iteration_count, 0)
-        self.pivots = iterations * self.highs.getNumRow()
+        self.work = PIVOT_WORK * iterations * self.highs.getNumRow() + SOLVE_WORK
         if ended != "solved" or self.highs.getModelStatus() != highspy.HighsModelStatus.kOptimal:
             raise _Stop("interrupted" if ended == "interrupted" else "time limit")
         solution = self.highs.getSolution()
@@ -372,12 +372,12 @@ def column_bound(
                 solved = True
                 for _ in range(SEPARATIONS):
                     x, duals = master.solve(budget)  # stopped: the bound so far stands
-                    meter.spend(PIVOT_WORK * master.pivots + SOLVE_WORK)
+                    meter.spend(master.work)
                     if not gang or not master.separate(x):
                         break
                 else:  # the last separation added cuts: their duals too
                     x, duals = master.solve(budget)
-                    meter.spend(PIVOT_WORK * master.pivots + SOLVE_WORK)
+                    meter.spend(master.work)
                 own = np.maximum(duals[: master.n_cap], 0.0).reshape(rows.rows, horizon)
                 own_mu = np.maximum(duals[master.n_cap + len(jobs) :], 0.0)
             # price next between the best multipliers so far and the master's (Wentges'

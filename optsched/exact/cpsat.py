@@ -526,9 +526,11 @@ def solve_cpsat(
         if budget.expired():
             first = {"lp_bound": None, "lp_status": "time limit (build)", "lp_iterations": 0}
         else:
-            share = None if ctx.time_limit is None else BOUND_SHARE * ctx.time_limit
-            left = budget.left()
-            within = Budget(left if share is None else share if left is None else min(share, left))
+            left = budget.left()  # None exactly when the time limit is
+            limit = ctx.time_limit
+            within = Budget(
+                None if left is None or limit is None else min(BOUND_SHARE * limit, left)
+            )
             work = None if options.work is None else BOUND_SHARE * options.work
             first = _column_bound(instance, fallback(), within, ctx.report, work)
             bound_work = first.pop("lp_work")
