@@ -205,3 +205,46 @@ def test_a_grid_too_fine_for_the_master_is_refused_before_it_is_built():
     with pytest.raises(lagrangian.TooLarge, match="coarser time_unit"):
         column_bound(inst, start.objective, 0.001)
     assert column_bound(inst, start.objective, 1.0, iterations=1).bound is not None
+
+
+def _with_late_copy(inst: Instance, delay: float) -> Instance:
+    """``inst`` and a copy of its jobs arriving ``delay`` seconds later (ids suffixed ~late)."""
+    late = tuple(
+        dataclasses.replace(j, id=f"{j.id}~late", arrival=j.arrival + delay) for j in inst.jobs
+    )
+    return Instance(inst.name, inst.jobs + late, inst.gpus, mode=inst.mode)
+
+
+def test_separated_parts_cut_where_the_schedule_leaves_a_gap():
+    """Jobs in arrival order, a new part at each arrival after every earlier completion."""
+    jobs = (
+        Job("b", arrival=1.0, compute={"A": 2.0}),  # runs [1, 3)
+        Job("a", compute={"A": 2.0}),  # runs [0, 2)
+        Job("c", arrival=3.0, compute={"A": 1.0}),  # arrives as b completes
+        Job("d", arrival=3.5, compute={"A": 1.0}),  # overlaps c
+    )
+    inst = Instance("gaps", jobs, (GPU("g0", "A"), GPU("g1", "A")), mode="relaxed")
+    assert columns.separated_parts(inst, incumbent(inst).schedule) == [[1, 0], [2, 3]]
+
+
+@settings(deadline=None, max_examples=n_examples(20))
+@given(instances(max_jobs=3, integer=True))
+def test_a_late_copy_is_bounded_by_parts(instance):
+    """The jobs twice, the copy 10⁶ s later: one grid from the first arrival would exceed
+    the master's limit, so the bound sums the two parts alone, at most the optimum (each
+    part's optimum, the copy's shifted by Σ w × the delay) and at least the critical path;
+    cpsat starts its search from it."""
+    delay = 1e6
+    inst = _with_late_copy(instance, delay)
+    start = incumbent(inst)
+    with pytest.raises(lagrangian.TooLarge):
+        column_bound(inst, start.objective, column_time_unit(inst, start.makespan, None))
+    found = columns.column_bound_from(inst, start.schedule)
+    assert found.parts == 2 and found.bound is not None
+    optimum = solve(instance, "cpsat", time_limit=5).objective
+    weight = sum(j.weight for j in instance.jobs)
+    assert found.bound <= (2 * optimum + weight * delay) * (1 + OPTIMAL_TOL)
+    assert found.bound >= critical_path_bound(inst) * (1 - 1e-9)
+    result = solve(inst, "cpsat", time_limit=10)
+    assert result.extra["lp_parts"] == 2 and result.extra["lp_status"] != "too large"
+    assert result.extra["lp_bound"] <= result.objective * (1 + OPTIMAL_TOL)

@@ -35,9 +35,10 @@ import numpy.typing as npt
 
 from optsched.budget import EXACT_TIME_LIMIT, Budget
 from optsched.contracts import MethodOutput, SolveContext
-from optsched.ect import incumbent
+from optsched.ect import completions, evaluate, incumbent
 from optsched.exact import highs
 from optsched.exact.lagrangian import (
+    BelowCriticalPath,
     TooLarge,
     _Job,
     _price,
@@ -104,7 +105,9 @@ class ColumnBound:
     (``converged``: no path prices below the master with the cuts found so far;
     ``optimal``: the bound reached the incumbent; ``iterations``, ``work``, ``time limit``,
     ``interrupted``), the grid, the value after each iteration (``trace``, instance units),
-    the ``columns`` and ``cuts`` of the last master and the ``work`` spent (work-seconds)."""
+    the ``columns`` and ``cuts`` of the last master and the ``work`` spent (work-seconds);
+    by :func:`column_bound_from` on separated ``parts`` (more than 1): sums over the parts,
+    the first part's grid and the final value alone as the trace."""
 
     bound: float | None
     iterations: int
@@ -114,6 +117,7 @@ class ColumnBound:
     columns: int
     cuts: int
     work: float = 0.0
+    parts: int = 1
 
 
 class _Master:
@@ -404,6 +408,131 @@ def column_bound(
     )
 
 
+def column_bound_from(
+    instance: Instance,
+    schedule: Schedule,
+    *,
+    time_unit: float | None = None,
+    budget: Budget | None = None,
+    work: float | None = None,
+    report: Any = None,
+    **options: Any,
+) -> ColumnBound:
+    """:func:`column_bound` from the feasible ``schedule`` (its objective the deadlines', its
+    makespan the priced horizon, its rounds the first paths) on the grid of ``time_unit``
+    (default: :func:`column_time_unit`), with the same ``options``.
+
+    When the default grid of the whole instance would exceed :data:`MAX_MASTER_STEPS`
+    steps and ``schedule`` falls into :func:`separated_parts`, the bound is the sum over
+    the parts of each part's bound alone on its own grid (a part still too large, at its
+    critical paths already, or left without a bound counts its critical paths), the parts
+    in arrival order with an equal share of the budget and work left each. Valid in both
+    modes: restricted to a part's jobs, every schedule is a schedule of that part (dropping
+    tasks only frees GPUs), so the optimum is at least the sum of the parts' optima, and
+    each part's bound is at most its optimum. A Ctrl-C stops at the part it interrupts.
+    Raises TooLarge otherwise."""
+    value, span = evaluate(instance, schedule)
+    unit = column_time_unit(instance, span, time_unit)
+    common = dict(start=schedule, priced_until=span, **options)
+    try:
+        return column_bound(
+            instance, value, unit, budget=budget, work=work, report=report, **common
+        )
+    except TooLarge:
+        parts = separated_parts(instance, schedule)
+        if time_unit is not None or len(parts) == 1:
+            raise
+    return _by_parts(instance, schedule, parts, unit, budget, work, report, options)
+
+
+def separated_parts(instance: Instance, schedule: Schedule) -> list[list[int]]:
+    """The jobs (indices) in arrival order, cut before every job that arrives once all jobs
+    before it have completed in the feasible ``schedule``: parts whose jobs do not overlap
+    in time in that schedule."""
+    done = completions(instance, schedule)
+    order = sorted(range(instance.n_jobs), key=lambda j: (instance.jobs[j].arrival, j))
+    parts: list[list[int]] = []
+    end = -math.inf
+    for j in order:
+        if instance.jobs[j].arrival >= end:
+            parts.append([])
+        parts[-1].append(j)
+        end = max(end, float(done[j]))
+    return parts
+
+
+def _by_parts(
+    instance: Instance,
+    schedule: Schedule,
+    parts: list[list[int]],
+    unit: float,
+    budget: Budget | None,
+    work: float | None,
+    report: Any,
+    options: dict[str, Any],
+) -> ColumnBound:
+    """:func:`column_bound_from` on each of the separated ``parts`` (its doc); ``unit``: the
+    whole instance's grid, reported when no part has its own."""
+    from dataclasses import replace
+
+    from optsched.critical_path import critical_path
+
+    floor = [job.weight * c for job, c in zip(instance.jobs, critical_path(instance), strict=True)]
+    value = [math.fsum(floor[j] for j in part) for part in parts]  # each part's bound so far
+    found: list[ColumnBound] = []
+    spent, stopped = 0.0, "converged"
+
+    def total() -> float:
+        return float(np.nextafter(math.fsum(value), -math.inf))  # fsum rounds to nearest
+
+    for k, part in enumerate(parts):
+        left = None if budget is None else budget.left()
+        share = len(parts) - k
+        alone = replace(instance, jobs=tuple(instance.jobs[j] for j in part))
+        ids = {alone.jobs[i].id for i in range(alone.n_jobs)}
+        own = Schedule(alone.name, [t for t in schedule.tasks if t.job in ids], alone.mode)
+
+        def better(bound: float, k: int = k) -> None:
+            value[k] = max(value[k], bound)
+            if report is not None:
+                report(total())
+
+        try:
+            got = column_bound_from(
+                alone,
+                own,
+                budget=None if left is None else Budget(left / share),
+                work=None if work is None else max(work - spent, 0.0) / share,
+                report=better,
+                **options,
+            )
+        except TooLarge:  # this part counts its critical paths
+            stopped = "too large"
+            continue
+        except BelowCriticalPath:  # its incumbent is at its critical paths: so is the bound
+            continue
+        found.append(got)
+        spent += got.work
+        if got.bound is not None:
+            value[k] = max(value[k], got.bound)
+        if got.stopped not in ("converged", "optimal"):
+            stopped = got.stopped
+        if got.stopped == "interrupted":
+            break
+    first = found[0] if found else None
+    return ColumnBound(
+        total(),
+        sum(f.iterations for f in found),
+        stopped,
+        first.time_unit if first is not None else unit,
+        (total(),),
+        sum(f.columns for f in found),
+        sum(f.cuts for f in found),
+        spent,
+        len(parts),
+    )
+
+
 class _Stop(Exception):
     """The master LP stopped early (time limit or Ctrl-C): ``reason``."""
 
@@ -499,15 +628,12 @@ def _price_all(
 def _column_bound(instance: Instance, context: SolveContext[ColumnBoundOptions]) -> MethodOutput:
     budget = Budget(context.time_limit)
     start = incumbent(instance, context.hint, budget)
-    unit = column_time_unit(instance, start.makespan, context.options.time_unit)
-    found = column_bound(
+    found = column_bound_from(
         instance,
-        start.objective,
-        unit,
-        start=start.schedule,
+        start.schedule,
+        time_unit=context.options.time_unit,
         iterations=context.options.iterations,
         cuts=context.options.cuts,
-        priced_until=start.makespan,
         budget=budget,
         report=lambda bound: context.report(start.objective, bound),
         work=context.options.work,
@@ -516,7 +642,8 @@ def _column_bound(instance: Instance, context: SolveContext[ColumnBoundOptions])
         schedule=start.schedule,
         bound=found.bound,
         extra={
-            "time_unit": unit,
+            "time_unit": found.time_unit,
+            "parts": found.parts,
             "start": start.origin,
             "iterations": found.iterations,
             "columns": found.columns,

@@ -622,25 +622,29 @@ def solve_cpsat(
 def _column_bound(
     instance: Instance, schedule: Schedule, budget: Budget, report: Any, work: float | None
 ) -> dict[str, Any]:
-    """The fields of :func:`~optsched.exact.columns.column_bound` from the feasible
+    """The fields of :func:`~optsched.exact.columns.column_bound_from` the feasible
     ``schedule`` (its rounds the master's first paths, its objective the deadlines'), within
     ``budget`` and ``work`` work-seconds, calling ``report(objective, bound)`` with each
     better bound: ``lp_bound`` (None where it gave none), ``lp_status`` (how it stopped, or
-    why it gave none), ``lp_iterations``, ``lp_time_unit`` (its grid) and ``lp_work`` (the
+    why it gave none), ``lp_iterations``, ``lp_time_unit`` (its grid, the first part's),
+    ``lp_parts`` (the separated parts it summed; 1: the whole instance) and ``lp_work`` (the
     work-seconds it spent)."""
-    from optsched.exact.columns import column_bound, column_time_unit
+    from optsched.exact.columns import column_bound_from, column_time_unit
     from optsched.exact.lagrangian import BelowCriticalPath, TooLarge
 
     value, span = evaluate(instance, schedule)
     unit = column_time_unit(instance, span, None)
-    none = {"lp_bound": None, "lp_iterations": 0, "lp_time_unit": unit, "lp_work": 0.0}
+    none = {
+        "lp_bound": None,
+        "lp_iterations": 0,
+        "lp_time_unit": unit,
+        "lp_parts": 1,
+        "lp_work": 0.0,
+    }
     try:
-        found = column_bound(
+        found = column_bound_from(
             instance,
-            value,
-            unit,
-            start=schedule,
-            priced_until=span,
+            schedule,
             budget=budget,
             report=lambda bound: report(value, bound),
             work=work,
@@ -653,7 +657,8 @@ def _column_bound(
         "lp_bound": found.bound,
         "lp_status": found.stopped,
         "lp_iterations": found.iterations,
-        "lp_time_unit": unit,
+        "lp_time_unit": found.time_unit,
+        "lp_parts": found.parts,
         "lp_work": found.work,
     }
 
