@@ -27,7 +27,7 @@ from __future__ import annotations
 
 import math
 import time
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Any
 
 import numpy as np
@@ -106,8 +106,10 @@ class ColumnBound:
     ``optimal``: the bound reached the incumbent; ``iterations``, ``work``, ``time limit``,
     ``interrupted``), the grid, the value after each iteration (``trace``, instance units),
     the ``columns`` and ``cuts`` of the last master and the ``work`` spent (work-seconds);
-    by :func:`column_bound_from` on separated ``parts`` (more than 1): sums over the parts,
-    the first part's grid and the final value alone as the trace."""
+    by :func:`column_bound_from` on separated ``parts`` (more than 1): sums over the parts
+    (``iterations`` each at most the option), the most limiting part's status (``too
+    large``: a part kept its critical paths), the grid of the largest part bounded, and the
+    final value alone as the trace."""
 
     bound: float | None
     iterations: int
@@ -328,8 +330,9 @@ def column_bound(
     if horizon > MAX_MASTER_STEPS:
         raise TooLarge(
             f"time_unit {time_unit:g}: column-bound's master would span {horizon} steps, more "
-            f"than {MAX_MASTER_STEPS}; choose a coarser time_unit (default: at most "
-            f"{MAX_STEPS} steps)"
+            f"than {MAX_MASTER_STEPS}; choose a coarser time_unit (at most the shortest "
+            f"compute time; default: at most {MAX_STEPS} steps, and parts of the instance "
+            "separated in time bounded apart)"
         )
     groups = [len(g) for g in dn.instance.gpu_groups()]
     gang = cuts and dn.instance.mode == "gang"
@@ -424,13 +427,15 @@ def column_bound_from(
 
     When the default grid of the whole instance would exceed :data:`MAX_MASTER_STEPS`
     steps and ``schedule`` falls into :func:`separated_parts`, the bound is the sum over
-    the parts of each part's bound alone on its own grid (a part still too large, at its
-    critical paths already, or left without a bound counts its critical paths), the parts
-    in arrival order with an equal share of the budget and work left each. Valid in both
-    modes: restricted to a part's jobs, every schedule is a schedule of that part (dropping
-    tasks only frees GPUs), so the optimum is at least the sum of the parts' optima, and
-    each part's bound is at most its optimum. A Ctrl-C stops at the part it interrupts.
-    Raises TooLarge otherwise."""
+    the parts of each part's bound alone on its own grid (``options`` per part), the parts
+    by size (tasks), smallest first, each with a share of the budget and work left in
+    proportion to its tasks; a part still too large, at its critical paths already, or
+    left without a bound counts its critical paths (less a relative 1e-9 of their length
+    from its first arrival, for the floats). Valid in both modes: restricted to a part's
+    jobs, every schedule is a schedule of that part (dropping tasks only frees GPUs), so
+    the optimum is at least the sum of the parts' optima, and each part's bound is at most
+    its optimum. The sum is exact, rounded down. A Ctrl-C stops at the part it interrupts, with the
+    bound so far. Raises TooLarge or BelowCriticalPath (:func:`column_bound`) otherwise."""
     value, span = evaluate(instance, schedule)
     unit = column_time_unit(instance, span, time_unit)
     common = dict(start=schedule, priced_until=span, **options)
@@ -439,8 +444,10 @@ def column_bound_from(
             instance, value, unit, budget=budget, work=work, report=report, **common
         )
     except TooLarge:
+        if time_unit is not None:
+            raise
         parts = separated_parts(instance, schedule)
-        if time_unit is not None or len(parts) == 1:
+        if len(parts) == 1:
             raise
     return _by_parts(instance, schedule, parts, unit, budget, work, report, options)
 
@@ -461,6 +468,11 @@ def separated_parts(instance: Instance, schedule: Schedule) -> list[list[int]]:
     return parts
 
 
+#: How a run on parts stopped: the most limiting of its parts' statuses, latest first
+#: (``too large``: a part kept its critical paths).
+_STOPPED = ("optimal", "converged", "too large", "iterations", "work", "time limit", "interrupted")
+
+
 def _by_parts(
     instance: Instance,
     schedule: Schedule,
@@ -473,24 +485,35 @@ def _by_parts(
 ) -> ColumnBound:
     """:func:`column_bound_from` on each of the separated ``parts`` (its doc); ``unit``: the
     whole instance's grid, reported when no part has its own."""
-    from dataclasses import replace
+    from fractions import Fraction
 
-    from optsched.critical_path import critical_path
+    from optsched.critical_path import critical_path, from_origin
 
-    floor = [job.weight * c for job, c in zip(instance.jobs, critical_path(instance), strict=True)]
-    value = [math.fsum(floor[j] for j in part) for part in parts]  # each part's bound so far
+    path = critical_path(instance)
+    value = []  # each part's bound so far, from its critical paths
+    for part in parts:
+        origin = min(instance.jobs[j].arrival for j in part)
+        weights = [instance.jobs[j].weight for j in part]
+        length = math.fsum(w * (path[j] - origin) for w, j in zip(weights, part, strict=True))
+        value.append(from_origin(length, origin, weights, 1e-9))
+    tasks = [sum(instance.jobs[j].n_tasks for j in part) for part in parts]
     found: list[ColumnBound] = []
-    spent, stopped = 0.0, "converged"
+    spent, stopped = 0.0, "optimal"
 
     def total() -> float:
-        return float(np.nextafter(math.fsum(value), -math.inf))  # fsum rounds to nearest
+        exact = sum(map(Fraction, value))
+        out = float(exact)
+        return out if Fraction(out) <= exact else float(np.nextafter(out, -math.inf))
 
-    for k, part in enumerate(parts):
-        left = None if budget is None else budget.left()
-        share = len(parts) - k
+    order = sorted(range(len(parts)), key=tasks.__getitem__)  # the small parts first: what
+    # they leave of their shares goes to the larger ones
+    for n, k in enumerate(order):
+        part = parts[k]
+        share = tasks[k] / sum(tasks[i] for i in order[n:])
         alone = replace(instance, jobs=tuple(instance.jobs[j] for j in part))
-        ids = {alone.jobs[i].id for i in range(alone.n_jobs)}
+        ids = {job.id for job in alone.jobs}
         own = Schedule(alone.name, [t for t in schedule.tasks if t.job in ids], alone.mode)
+        left = None if budget is None else budget.left()
 
         def better(bound: float, k: int = k) -> None:
             value[k] = max(value[k], bound)
@@ -501,30 +524,34 @@ def _by_parts(
             got = column_bound_from(
                 alone,
                 own,
-                budget=None if left is None else Budget(left / share),
-                work=None if work is None else max(work - spent, 0.0) / share,
+                budget=None if left is None else Budget(left * share),
+                work=None if work is None else max(work - spent, 0.0) * share,
                 report=better,
                 **options,
             )
-        except TooLarge:  # this part counts its critical paths
-            stopped = "too large"
-            continue
-        except BelowCriticalPath:  # its incumbent is at its critical paths: so is the bound
-            continue
-        found.append(got)
-        spent += got.work
-        if got.bound is not None:
-            value[k] = max(value[k], got.bound)
-        if got.stopped not in ("converged", "optimal"):
-            stopped = got.stopped
-        if got.stopped == "interrupted":
+        except TooLarge:
+            got = None
+            status = "too large"
+        except BelowCriticalPath:  # its incumbent is at its critical paths: they stand
+            got = None
+            status = "converged"
+        except KeyboardInterrupt:  # a Ctrl-C outside the part's search: the bound so far
+            got = None
+            status = "interrupted"
+        if got is not None:
+            found.append(got)
+            spent += got.work
+            status = got.stopped
+            if got.bound is not None:
+                value[k] = max(value[k], got.bound)
+        stopped = max(stopped, status, key=_STOPPED.index)
+        if status == "interrupted":
             break
-    first = found[0] if found else None
     return ColumnBound(
         total(),
         sum(f.iterations for f in found),
         stopped,
-        first.time_unit if first is not None else unit,
+        found[-1].time_unit if found else unit,
         (total(),),
         sum(f.columns for f in found),
         sum(f.cuts for f in found),

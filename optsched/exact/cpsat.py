@@ -542,7 +542,7 @@ def solve_cpsat(
             return MethodOutput(schedule=fallback(), bound=first["lp_bound"], extra=stop)
         if first["lp_bound"] is not None and sc.exact:  # Σ w C on the grid = original × this
             per_unit = sc.weight_scale / sc.time_unit
-            model.at_least(math.ceil(first["lp_bound"] * per_unit - 1e-6))
+            model.at_least(_grid_floor(first["lp_bound"] * per_unit, first["lp_parts"]))
 
     solver = cp_model.CpSolver()
     solver.parameters.num_workers = workers
@@ -619,6 +619,15 @@ def solve_cpsat(
     return MethodOutput(schedule=schedule, bound=bound, extra=extra)
 
 
+def _grid_floor(value: float, parts: int) -> int:
+    """The least integer objective on the grid that a bound of ``value`` grid units allows:
+    ⌈value⌉ less what its floats may add (each part's bound is within 2 units in the last
+    place of its exact value, and the sum of ``parts`` parts, rounded down, and its
+    conversion to grid units add 2 more), so no schedule is lost at an epoch-scale origin,
+    where one unit in the last place exceeds 1e-6 of a grid unit."""
+    return math.ceil(value - 1e-6 - (4 + 2 * parts) * math.ulp(value))
+
+
 def _column_bound(
     instance: Instance, schedule: Schedule, budget: Budget, report: Any, work: float | None
 ) -> dict[str, Any]:
@@ -626,7 +635,7 @@ def _column_bound(
     ``schedule`` (its rounds the master's first paths, its objective the deadlines'), within
     ``budget`` and ``work`` work-seconds, calling ``report(objective, bound)`` with each
     better bound: ``lp_bound`` (None where it gave none), ``lp_status`` (how it stopped, or
-    why it gave none), ``lp_iterations``, ``lp_time_unit`` (its grid, the first part's),
+    why it gave none), ``lp_iterations``, ``lp_time_unit`` (its grid, the largest part's),
     ``lp_parts`` (the separated parts it summed; 1: the whole instance) and ``lp_work`` (the
     work-seconds it spent)."""
     from optsched.exact.columns import column_bound_from, column_time_unit
