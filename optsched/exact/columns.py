@@ -468,8 +468,8 @@ def separated_parts(instance: Instance, schedule: Schedule) -> list[list[int]]:
     return parts
 
 
-#: How a run on parts stopped: the most limiting of its parts' statuses, latest first
-#: (``too large``: a part kept its critical paths).
+#: How a run on parts stopped: the most limiting of its parts' statuses, from least to most
+#: limiting (``too large``: a part kept its critical paths).
 _STOPPED = ("optimal", "converged", "too large", "iterations", "work", "time limit", "interrupted")
 
 
@@ -505,8 +505,8 @@ def _by_parts(
         out = float(exact)
         return out if Fraction(out) <= exact else float(np.nextafter(out, -math.inf))
 
-    order = sorted(range(len(parts)), key=tasks.__getitem__)  # the small parts first: what
-    # they leave of their shares goes to the larger ones
+    # the small parts first: what they leave of their shares goes to the larger ones
+    order = sorted(range(len(parts)), key=tasks.__getitem__)
     for n, k in enumerate(order):
         part = parts[k]
         share = tasks[k] / sum(tasks[i] for i in order[n:])
