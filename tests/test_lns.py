@@ -6,9 +6,22 @@ from __future__ import annotations
 
 from pathlib import Path
 
+import pytest
 from hypothesis import given, settings
 
-from optsched import GeneratorSpec, Schedule, Task, check, generate, load_instance, solve
+from optsched import (
+    GPU,
+    GeneratorSpec,
+    Instance,
+    Job,
+    Schedule,
+    Task,
+    check,
+    generate,
+    load_instance,
+    solve,
+)
+from optsched.check import ResolutionError
 from optsched.testing import assert_result, instances
 from tests.conftest import n_examples
 
@@ -94,3 +107,24 @@ def test_a_better_hint_off_the_grid_is_never_lost():
     assert given.feasible and given.objective < solve(instance, "ect").objective
     result = solve(instance, "lns", hint=shifted, params={"steps": 2, "step": 0.05})
     assert result.objective <= given.objective + 1e-9
+
+
+def test_lns_refuses_times_floats_cannot_check_in_seconds_not_grid_steps():
+    # a 1 ms task at an epoch-scale origin: every method refuses it, naming seconds (lns
+    # once named its 1 ms grid's steps: "lasts 1 s ... reach 1700000004092.0 s")
+    instance = Instance(
+        "epoch",
+        (
+            Job("j0", arrival=1_700_000_004.091, rounds=1, compute={"T0": 0.001}),
+            Job("j1", arrival=1_700_000_002.202, rounds=1, compute={"T0": 3.0}),
+        ),
+        (GPU("g0", "T0"), GPU("g1", "T0")),
+        mode="relaxed",
+    )
+    for method in ("ect", "lns"):
+        with pytest.raises(
+            ResolutionError,
+            match=r"lasts 0\.001 s .*\(shift every arrival and "
+            r"start by -1700000002\.202\)",
+        ):
+            solve(instance, method, params={"steps": 2} if method == "lns" else None)

@@ -50,7 +50,7 @@ import numpy as np
 import numpy.typing as npt
 
 from optsched.budget import EXACT_TIME_LIMIT, Budget, OutOfTime, solve_stoppable
-from optsched.check import check
+from optsched.check import ResolutionError, check
 from optsched.contracts import MethodOutput, SolveContext
 from optsched.critical_path import critical_path, critical_path_bound
 from optsched.ect import completions, ect_schedule, evaluate, incumbent
@@ -227,6 +227,18 @@ def _neighbourhood_model(
     return sub
 
 
+def _feasible_on_grid(inst: Instance, own: Schedule, instance: Instance, given: Schedule) -> bool:
+    """Whether ``own``, the schedule ``given`` of ``instance`` rounded onto the grid, is
+    feasible on the scaled instance ``inst``. Where floats are too coarse to check its times,
+    the refusal (:class:`~optsched.check.ResolutionError`) is the checker's on ``given`` in
+    seconds, which names the instance's own times rather than grid steps."""
+    try:
+        return check(inst, own).feasible
+    except ResolutionError:
+        check(instance, given)  # the same refusal, in seconds
+        raise
+
+
 def solve_lns(instance: Instance, ctx: SolveContext[LnsOptions]) -> MethodOutput:
     """Improve the best start of ``instance`` (ECT's, priority-search's, the hint) by LNS (see
     the module doc)."""
@@ -267,7 +279,12 @@ def solve_lns(instance: Instance, ctx: SolveContext[LnsOptions]) -> MethodOutput
     start_from = "ect"
     for name, candidate in (("priority-search", searched), ("hint", ctx.hint)):
         own = _hint_on_grid(candidate, sc, exact=False)  # its starts rounded up to the grid
-        if own is not None and not budget.expired() and check(inst, own).feasible:
+        if (
+            own is not None
+            and candidate is not None
+            and not budget.expired()
+            and _feasible_on_grid(inst, own, instance, candidate)
+        ):
             own_upper, _ = _evaluate(inst, own)
             if own_upper < upper:
                 incumbent_, upper, start_from = own, own_upper, name
