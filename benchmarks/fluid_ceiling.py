@@ -15,9 +15,14 @@ remaining time at full rate (SRPT), each at a constant rate up to R_j while C la
 value, in total weighted JCT, bounds the relaxation's optimum from above at those prices:
 its ratio to the best policy's total weighted JCT (``benchmarks/results/online/regret.jsonl``)
 is the most such a bound can certify at those prices (other prices give other
-relaxations). With ``--policy``, a second table sets that policy's excess over the critical
-paths beside the fluid schedule's (at the prices of the highest value), by job length: where
-the policy loses most to the relaxation.
+relaxations). The same schedule read with exact completions (the end of the slot in which
+a job's work runs out, plus its sync) bounds in the same way the stronger relaxation that
+pools the cluster but charges each job its whole completion, as a column-generation or
+Lagrangian bound over per-job rate profiles would. With ``--policy``, a second table sets
+that policy's excess over the critical paths (its run recorded and checked, and split into
+waiting to start, between rounds, on slower GPUs and the rest) beside the fluid schedule's
+(at the prices of the highest value), by job length: where the policy loses most to the
+relaxation.
 """
 
 from __future__ import annotations
@@ -40,13 +45,23 @@ ROOT = Path(__file__).resolve().parents[1]
 PRICES = "K80=1,M60=1,T4=1,V100=1;K80=0.18,M60=0.2,T4=0.33,V100=1;K80=0.01,M60=0.01,T4=0.01,V100=1"
 
 
-def srpt_fluid_jct(inst, prices: dict[str, float], dt: float) -> tuple[np.ndarray, float]:
-    """(each job's JCT in the SRPT fluid schedule, the capacity C) at ``prices``."""
+def srpt_fluid_jct(
+    inst, prices: dict[str, float], dt: float
+) -> tuple[np.ndarray, np.ndarray, float]:
+    """(each job's JCT in the SRPT fluid schedule as the fluid bound charges it, each job's
+    JCT when its completion is read exactly, the capacity C) at ``prices``.
+
+    The first charges max(critical path, M_j + W_j / (2 R_j) + s_j), the fluid bound's own
+    relaxation; the second max(critical path, F_j + s_j) with F_j the end of the slot in
+    which j's work runs out (at least when it does): a feasible point of the relaxation that
+    reads completions exactly (one machine of capacity C, rates capped at R_j, the last
+    result s_j after the work ends), so no bound of that one certifies more either."""
     types = [inst.gpus[members[0]].type for members in inst.class_members]
     work, rate, after, capacity = _fluid_terms(inst, np.array([prices[t] for t in types]))
+    sync = after - work / (2 * rate)
     arrival = np.array([job.arrival for job in inst.jobs])
     order = np.argsort(arrival, kind="stable")
-    left, moment = work.copy(), np.zeros(len(work))
+    left, moment, finish = work.copy(), np.zeros(len(work)), np.zeros(len(work))
     active = np.zeros(0, dtype=int)
     i, k = 0, 0
     while i < len(order) or len(active):
@@ -65,10 +80,14 @@ def srpt_fluid_jct(inst, prices: dict[str, float], dt: float) -> tuple[np.ndarra
         given = np.clip(capacity * dt - (np.cumsum(most) - most), 0.0, most)
         moment[active] += given * (start + dt / 2)  # a constant rate over the slot
         left[active] -= given
-        active = active[left[active] > 1e-9 * work[active]]
+        done = left[active] <= 1e-9 * work[active]
+        finish[active[done]] = start + dt
+        active = active[~done]
         k += 1
-    completion = np.maximum(critical_path(inst), moment / work + after)
-    return completion - arrival, capacity
+    path = critical_path(inst)
+    charged = np.maximum(path, moment / work + after)
+    exact = np.maximum(path, finish + sync)
+    return charged - arrival, exact - arrival, capacity
 
 
 #: job lengths (critical path less arrival, s) the comparison groups the jobs by
@@ -80,30 +99,76 @@ LENGTHS = (
 )
 
 
+#: the columns of the policy's split, in table order
+PARTS = ("excess", "start", "between", "slower", "rest")
+
+
+def excess_parts(inst, schedule) -> dict[str, np.ndarray]:
+    """Per job of a recorded relaxed-mode ``schedule``, where its time beyond its critical path
+    goes: ``start`` (arrival to its first task's start), ``between`` (its rounds' results
+    ready to the next round's first task), ``slower`` (per round, its slowest task's compute
+    less the job's fastest compute: GPUs slower than the best) and ``rest`` (what is left:
+    tasks of a round started apart, a slower GPU's sync)."""
+    jobs, n = inst.jobs, inst.n_jobs
+    index = {job.id: j for j, job in enumerate(jobs)}
+    gpu = {g.id: i for i, g in enumerate(inst.gpus)}
+    first = [np.full(job.rounds, np.inf) for job in jobs]
+    ready = [np.full(job.rounds, -np.inf) for job in jobs]
+    slowest = [np.zeros(job.rounds) for job in jobs]
+    for task in schedule.tasks:
+        j, g, r = index[task.job], gpu[task.gpu], task.round
+        p = inst.compute[j, g]
+        first[j][r] = min(first[j][r], task.start)
+        ready[j][r] = max(ready[j][r], task.start + p + inst.sync[j, g])
+        slowest[j][r] = max(slowest[j][r], p)
+    fastest = np.where(np.isfinite(inst.compute), inst.compute, np.inf).min(axis=1)
+    arrival = np.array([job.arrival for job in jobs])
+    start = np.array([first[j][0] for j in range(n)]) - arrival
+    between = np.array([float((first[j][1:] - ready[j][:-1]).sum()) for j in range(n)])
+    slower = np.array([float(slowest[j].sum()) for j in range(n)]) - fastest * np.array(
+        [job.rounds for job in jobs]
+    )
+    excess = np.array([ready[j][-1] for j in range(n)]) - critical_path(inst)
+    return {
+        "start": start,
+        "between": between,
+        "slower": slower,
+        "rest": excess - start - between - slower,
+        "excess": excess,
+    }
+
+
 def where_the_policy_loses(inst, policy: str, spec: str, fluid_jct: np.ndarray) -> list[str]:
     """Markdown: per job length, the weighted excess over the critical path of ``policy``'s
-    run (relaxed mode, not recorded) and of the SRPT fluid schedule at prices ``spec``."""
+    run (relaxed mode, recorded and checked), split by :func:`excess_parts`, and of the SRPT
+    fluid schedule at prices ``spec``."""
     from optsched.online.compare import parse_policy
     from optsched.online.run import simulate
 
     name, params = parse_policy(policy)
-    run = simulate(inst, name, params=params, record=False, bound="none")
-    assert run.simulation is not None
+    run = simulate(inst, name, params=params, record=True, bound="none")
+    assert run.simulation is not None and run.simulation.schedule is not None
+    parts = excess_parts(inst, run.simulation.schedule)
     arrival = np.array([job.arrival for job in inst.jobs])
     weight = np.array([job.weight for job in inst.jobs])
     length = critical_path(inst) - arrival
     lines = [
         f"Where `{policy}` loses: Σ w_j (JCT − critical path) by job length, against the SRPT "
-        f"fluid schedule at {spec}.",
+        f"fluid schedule at {spec}, and the policy's split: waiting for the first task to "
+        "start; between a round's results and the next round's first task; on GPUs slower "
+        "than the job's fastest (per round, its slowest task's compute less the fastest "
+        "compute); the rest (a round's tasks started apart, a slower GPU's sync).",
         "",
-        f"| job length | jobs | `{policy}` | SRPT fluid |",
-        "|---|---|---|---|",
+        f"| job length | jobs | `{policy}` | to start | between rounds | slower GPUs | rest "
+        "| SRPT fluid |",
+        "|---|---|---|---|---|---|---|---|",
     ]
     for lo, hi, label in LENGTHS:
         jobs = (length > lo) & (length <= hi)
-        own = float(weight[jobs] @ (np.array(run.simulation.jct)[jobs] - length[jobs]))
+        own = [float(weight[jobs] @ parts[key][jobs]) for key in PARTS]
         fluid = float(weight[jobs] @ (fluid_jct[jobs] - length[jobs]))
-        lines.append(f"| {label} | {int(jobs.sum())} | {own:.4g} | {fluid:.4g} |")
+        cells = " | ".join(f"{value:.3g}" for value in own)
+        lines.append(f"| {label} | {int(jobs.sum())} | {cells} | {fluid:.4g} |")
     return lines
 
 
@@ -142,18 +207,25 @@ def main(argv: list[str] | None = None) -> int:
         "",
         f"`python benchmarks/fluid_ceiling.py --case {args.case} --dt {args.dt:g}`: the SRPT "
         "fluid schedule's total weighted JCT, at least the pooled relaxation's optimum at those "
-        f"prices, over the best policy's ({best:.6g} s).",
+        f"prices, over the best policy's ({best:.6g} s): as the fluid bound charges "
+        "completions (M_j + W_j / (2 R_j) + s_j), and read exactly (the end of the slot in "
+        "which the job's work runs out, + s_j), a feasible point of the pooled relaxation "
+        "that sees whole completions.",
         "",
-        "| prices | capacity C | SRPT fluid Σ w_j JCT | ÷ best policy's |",
-        "|---|---|---|---|",
+        "| prices | capacity C | SRPT fluid Σ w_j JCT | ÷ best policy's | exact completions "
+        "| ÷ best policy's |",
+        "|---|---|---|---|---|---|",
     ]
     weight = np.array([job.weight for job in inst.jobs])
     highest: tuple[float, str, np.ndarray] | None = None
     for spec in args.prices.split(";"):
         prices = {t: float(p) for t, p in (kv.split("=") for kv in spec.split(","))}
-        jct, capacity = srpt_fluid_jct(inst, prices, args.dt)
-        value = float(weight @ jct)
-        lines.append(f"| {spec} | {capacity:.4g} | {value:.6g} | {value / best:.3f} |")
+        jct, exact, capacity = srpt_fluid_jct(inst, prices, args.dt)
+        value, whole = float(weight @ jct), float(weight @ exact)
+        lines.append(
+            f"| {spec} | {capacity:.4g} | {value:.6g} | {value / best:.3f} | {whole:.6g} "
+            f"| {whole / best:.3f} |"
+        )
         print(lines[-1], flush=True)
         if highest is None or value > highest[0]:
             highest = (value, spec, jct)
