@@ -280,3 +280,20 @@ def test_cli_generates_the_hare_family(tmp_path):
         == 2
     )
     assert main(["solve", str(out), "--method", "hare-lp", "--json"]) == 0
+
+
+@pytest.mark.parametrize(("compute", "time_unit"), [(0.0004, None), (1.0, 2.0), (0.3, 1.0)])
+def test_tasks_shorter_than_half_a_step_keep_the_relaxation_feasible(compute, time_unit):
+    # two tasks of one round on one GPU, each under half a step of the grid: their ECT
+    # starts (0 and `compute`) once both rounded to step 0, which inequality (9) forbids; the
+    # hint's deadlines then made the relaxation INFEASIBLE and the method an internal error
+    inst = Instance(
+        "short-tasks",
+        (Job("j0", arrival=0.0, rounds=1, tasks_per_round=2, compute={"B": compute}),),
+        (GPU("g0", "B"),),
+        mode="relaxed",
+    )
+    params = {"step1": "exact"} | ({} if time_unit is None else {"time_unit": time_unit})
+    for method in ("hare", "hare-ect"):
+        result = solve(inst, method, params=params)
+        assert result.objective == pytest.approx(2 * compute)  # checked by solve

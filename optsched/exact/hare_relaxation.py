@@ -129,14 +129,10 @@ def solve_hare_relaxation(
     sc = scale(instance, time_unit, "up")
     inst = sc.instance
     unit = sc.time_unit
-    hint_start = {
-        (inst.job_index[t.job], t.round, t.task): round(t.start / unit) for t in feasible.tasks
-    }
-    hint_gpu = {
-        (inst.job_index[t.job], t.round, t.task): inst.gpu_index[t.gpu] for t in feasible.tasks
-    }
+    tasks = sorted(feasible.tasks, key=lambda t: (t.start, inst.job_index[t.job], t.round))
+    hint_gpu = {(inst.job_index[t.job], t.round, t.task): inst.gpu_index[t.gpu] for t in tasks}
     # the hint on the up-rounded grid: starts may move later to respect rounded-up times
-    hint_start = _repair(inst, hint_start, hint_gpu)
+    hint_start = _repair(inst, [(t, round(t.start / unit)) for t in tasks], hint_gpu)
     upper = _rl_objective(inst, hint_start, hint_gpu)
 
     weights = [int(job.weight) for job in inst.jobs]
@@ -268,20 +264,27 @@ def _build(
 
 
 def _repair(
-    inst: Instance, starts: dict[tuple[int, int, int], int], gpu: dict[tuple[int, int, int], int]
+    inst: Instance, starts: list[tuple[Any, int]], gpu: dict[tuple[int, int, int], int]
 ) -> dict[tuple[int, int, int], int]:
-    """Delay grid starts so that release dates and barriers hold on the rounded-up grid
-    (the no-overlap constraint is not part of the relaxation, so nothing else can break)."""
-    out = dict(starts)
-    for j, job in enumerate(inst.jobs):
-        ready = int(job.arrival)
-        for r in range(job.rounds):
-            done = ready
-            for k in range(job.tasks_per_round):
-                g = gpu[j, r, k]
-                out[j, r, k] = max(out[j, r, k], ready)
-                done = max(done, out[j, r, k] + int(inst.compute[j, g] + inst.sync[j, g]))
-            ready = done
+    """The feasible schedule's tasks (with their starts rounded to the grid, in the order of
+    their real starts) retimed on the up-rounded grid: each as early as its rounded start,
+    its release date or barrier and its GPU's previous task allow. Rounding alone can put two
+    tasks of one GPU on one step (0.4 and 0.8 steps both near 1), which inequality (9) forbids
+    and which would make the hint's deadlines too tight for any solution; kept in order on
+    their GPUs, the tasks form a schedule of the grid instance, so a solution of the
+    relaxation."""
+    out: dict[tuple[int, int, int], int] = {}
+    free: dict[int, int] = {}  # each GPU's end of its last task so far, in steps
+    done: dict[tuple[int, int], int] = {}  # each round's results ready so far
+    for task, rounded in starts:
+        j = inst.job_index[task.job]
+        key, g = (j, task.round, task.task), gpu[j, task.round, task.task]
+        barrier = int(inst.jobs[j].arrival) if task.round == 0 else done[j, task.round - 1]
+        start = max(rounded, barrier, free.get(g, 0))
+        out[key] = start
+        free[g] = start + int(inst.compute[j, g])
+        ready = start + int(inst.compute[j, g] + inst.sync[j, g])
+        done[j, task.round] = max(done.get((j, task.round), barrier), ready)
     return out
 
 
