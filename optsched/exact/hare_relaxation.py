@@ -35,7 +35,7 @@ from optsched.budget import MAX_RL_PAIRS, Budget, OutOfTime, fmt, stopped_by_ctr
 from optsched.errors import InputError, OptschedError
 from optsched.exact.grid import scale
 from optsched.instance import Instance
-from optsched.schedule import Schedule
+from optsched.schedule import Schedule, Task
 from optsched.work import cpsat_limit, cpsat_work
 
 
@@ -264,14 +264,14 @@ def _build(
 
 
 def _repair(
-    inst: Instance, starts: list[tuple[Any, int]], gpu: dict[tuple[int, int, int], int]
+    inst: Instance, starts: list[tuple[Task, int]], gpu: dict[tuple[int, int, int], int]
 ) -> dict[tuple[int, int, int], int]:
     """The feasible schedule's tasks (with their starts rounded to the grid, in the order of
     their real starts) retimed on the up-rounded grid: each as early as its rounded start,
     its release date or barrier and its GPU's previous task allow. Rounding alone can put two
-    tasks of one GPU on one step (0.4 and 0.8 steps both near 1), which inequality (9) forbids
-    and which would make the hint's deadlines too tight for any solution; kept in order on
-    their GPUs, the tasks form a schedule of the grid instance, so a solution of the
+    tasks of one GPU on one step (starts 0 and 0.4 steps both round to 0), which inequality
+    (9) forbids and which would make the hint's deadlines too tight for any solution; kept in
+    order on their GPUs, the tasks form a schedule of the grid instance, so a solution of the
     relaxation."""
     out: dict[tuple[int, int, int], int] = {}
     free: dict[int, int] = {}  # each GPU's end of its last task so far, in steps
