@@ -291,6 +291,22 @@ def test_cpsat_core_search_proves_the_same_optima():
             assert result.extra["search"] == "core"
 
 
+def test_cpsat_auto_search_is_core_on_a_coarse_grid_only():
+    """Relaxed mode's core-based search climbs one objective step at a time: on a 1-ms grid
+    it stayed at the ECT schedule of two identical jobs for a whole 10-s run (22.7755 against
+    19.776), which the default search proves at once; the exact family's integer grid keeps
+    it."""
+    jobs = tuple(
+        Job(f"j{i}", arrival=1.779, weight=0.5, rounds=2, compute={"T0": 5.999}) for i in range(2)
+    )
+    fine = Instance("identical", jobs, (GPU("g0", "T0"),), mode="relaxed")
+    result = solve(fine, "cpsat", params={"work": 20})  # a work budget: the same run anywhere
+    assert result.extra["search"] == "default"
+    assert_optimum(result, 19.776)
+    coarse = load_instance(ROOT / "instances" / "exact" / "exact-jobs10-s0.json")
+    assert solve(coarse, "cpsat", mode="relaxed", params={"work": 1}).extra["search"] == "core"
+
+
 def test_cpsat_hint_from_a_schedule_and_makespan_objective():
     inst = load_instance(EXAMPLES / "example-3.instance.json")
     first = solve(inst, "cpsat", params=NO_LP)
