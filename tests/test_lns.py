@@ -128,3 +128,11 @@ def test_lns_refuses_times_floats_cannot_check_in_seconds_not_grid_steps():
             r"start by -1700000002\.202\)",
         ):
             solve(instance, method, params={"steps": 2} if method == "lns" else None)
+    # cpsat checks a user's hint on its grid the same way
+    hint = Schedule(
+        "epoch",
+        [Task("j1", 0, 0, "g0", 1_700_000_002.202), Task("j0", 0, 0, "g1", 1_700_000_004.091)],
+        "relaxed",
+    )
+    with pytest.raises(ResolutionError, match=r"lasts 0\.001 s"):
+        solve(instance, "cpsat", hint=hint, params={"time_unit": 0.001})

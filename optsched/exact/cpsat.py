@@ -50,7 +50,7 @@ from optsched.budget import (
     fmt,
     stopped_by_ctrl_c,
 )
-from optsched.check import check
+from optsched.check import ResolutionError, check
 from optsched.contracts import MethodOutput, SolveContext
 from optsched.critical_path import critical_path, round_lower_bounds
 from optsched.ect import completions, ect_schedule, evaluate, incumbent
@@ -425,6 +425,18 @@ def _hint_on_grid(hint: Schedule | None, sc: ScaledInstance, *, exact: bool) -> 
     )
 
 
+def _feasible_on_grid(inst: Instance, own: Schedule, instance: Instance, given: Schedule) -> bool:
+    """Whether ``own``, the schedule ``given`` of ``instance`` rounded onto the grid, is
+    feasible on the scaled instance ``inst``. Where floats are too coarse to check its times,
+    the refusal (:class:`~optsched.check.ResolutionError`) is the checker's on ``given`` in
+    seconds, which names the instance's own times rather than grid steps."""
+    try:
+        return check(inst, own).feasible
+    except ResolutionError:
+        check(instance, given)  # the same refusal, in seconds
+        raise
+
+
 #: Seconds per task the end of a CP-SAT run takes (its schedule read back and converted to
 #: seconds; measured about 10 µs): kept from CP-SAT's time.
 FINISH_SECONDS_PER_TASK = 2e-5
@@ -500,7 +512,12 @@ def solve_cpsat(
     upper, horizon = _evaluate(inst, start)
     from_hint = False
     own = _hint_on_grid(ctx.hint, sc, exact=True)
-    if own is not None and not budget.expired() and check(inst, own).feasible:
+    if (
+        own is not None
+        and ctx.hint is not None
+        and not budget.expired()
+        and _feasible_on_grid(inst, own, instance, ctx.hint)
+    ):
         own_upper, own_horizon = _evaluate(inst, own)  # a user's schedule on the grid
         if (own_horizon if makespan else own_upper) < (horizon if makespan else upper):
             start, upper, horizon, from_hint = own, own_upper, own_horizon, True

@@ -50,7 +50,7 @@ import numpy as np
 import numpy.typing as npt
 
 from optsched.budget import EXACT_TIME_LIMIT, Budget, OutOfTime, solve_stoppable
-from optsched.check import ResolutionError, check
+from optsched.check import check
 from optsched.contracts import MethodOutput, SolveContext
 from optsched.critical_path import critical_path, critical_path_bound
 from optsched.ect import completions, ect_schedule, evaluate, incumbent
@@ -61,6 +61,7 @@ from optsched.exact.cpsat import (
     _check_intervals,
     _deadlines,
     _evaluate,
+    _feasible_on_grid,
     _hint_on_grid,
     _Model,
 )
@@ -225,18 +226,6 @@ def _neighbourhood_model(
     for index, value in values.items():
         sub.add_hint(sub.get_int_var_from_proto_index(index), value)
     return sub
-
-
-def _feasible_on_grid(inst: Instance, own: Schedule, instance: Instance, given: Schedule) -> bool:
-    """Whether ``own``, the schedule ``given`` of ``instance`` rounded onto the grid, is
-    feasible on the scaled instance ``inst``. Where floats are too coarse to check its times,
-    the refusal (:class:`~optsched.check.ResolutionError`) is the checker's on ``given`` in
-    seconds, which names the instance's own times rather than grid steps."""
-    try:
-        return check(inst, own).feasible
-    except ResolutionError:
-        check(instance, given)  # the same refusal, in seconds
-        raise
 
 
 def solve_lns(instance: Instance, ctx: SolveContext[LnsOptions]) -> MethodOutput:
