@@ -59,9 +59,9 @@ POLICIES = (
 )
 #: the traces whose capacity LP is built (it is too large at Philly's size)
 CAPACITY_CASES = ("heavy", "light")
-#: the capacity LP's grid: on the heavy trace 100 intervals give 0.905 of the best policy's
-#: total weighted JCT, 200 give 0.912 (about two minutes of CPU)
-CAPACITY_INTERVALS = 200
+#: the capacity LP's grid: on the heavy trace 100 intervals give 0.914 of the best policy's
+#: total weighted JCT (51 s of CPU), 200 give 0.917 (444 s)
+CAPACITY_INTERVALS = 100
 CAPACITY_TIME_LIMIT = 600.0
 #: the traces too large for one LP: the LP on parts of their long jobs instead
 #: (optsched.regret.parts_bound): jobs whose critical path exceeds PARTS_LONGER_THAN s, in

@@ -202,3 +202,25 @@ def test_slow_work_rows_charge_work_left_for_slow_gpus(monkeypatch):
         assert with_rows.bound is not None and without.bound is not None
         assert with_rows.bound > 1.02 * without.bound
         assert with_rows.bound <= schedule.objective * (1 + OPTIMAL_TOL)
+
+
+def test_spread_rows_read_an_intervals_work_at_its_earliest_mean_time(monkeypatch):
+    """Two jobs of one 10-s task on one GPU, two intervals of 10 s: the LP shares the GPU
+    half and half in each interval, and reading the work at each interval's start makes
+    both jobs' mean times 5 s and the bound the critical paths', 20. Within an interval a job
+    does its 5 s of work at rate at most 1, so its mean time there is at least 2.5 s later:
+    the bound is 25 with the spread rows, below the optimum 30, in both modes."""
+    from optsched.exact import capacity
+
+    jobs = tuple(Job(f"j{k}", compute={"g": 10.0}) for k in range(2))
+    for mode in ("relaxed", "gang"):
+        inst = Instance("spread", jobs, (GPU("a", "g"),), mode=mode)
+        schedule = solve(inst, "cpsat", time_limit=10)
+        with_rows = capacity_bound(inst, upper=1e3, horizon=20.0, intervals=2)
+        with monkeypatch.context() as patch:
+            patch.setattr(capacity, "SPREAD_TANGENTS", 0)
+            patch.setattr(capacity, "SPREAD_TANGENT", capacity.SPREAD_TANGENT[:0])
+            without = capacity_bound(inst, upper=1e3, horizon=20.0, intervals=2)
+        assert schedule.objective == pytest.approx(30.0)
+        assert without.bound == pytest.approx(20.0, rel=1e-6)
+        assert with_rows.bound == pytest.approx(25.0, rel=1e-6)

@@ -18,7 +18,9 @@ or runs on slower ones. This LP keeps GPU types (classes of identical GPUs) and 
   labelled slow, and ``C_j ≥ a_j + Σ_q y[j, q] · (a round's least duration on q)``: one slow
   task paces its whole round;
 - ``C_j ≥ critical path_j`` and ``C_j ≥ M_j + s_j + p_j / 2 + ρ̂_j (R_j − 1) / 2``, with M_j
-  the mean time at which j's work is done (read at interval starts, never late);
+  the mean time at which j's work is done, read early: the work X_jt of interval t at the
+  later of its start and a_j, plus X_jt / (2 K_j), since at most K_j tasks at once do it
+  (the square X_jt² kept by tangents);
 - work left for slow GPUs: with f_ji the share of W_j done on j's classes of rate rank ≥ i
   (fastest rank 0) and g_ji ≥ f_ji² (tangents), ``C_j ≥ M_j + s_j + (R_j / 2) (p_j +
   Σ_i (p_j(i) − p_j(i − 1)) g_ji)``: the job's last stretch is slower when some of its work is
@@ -72,6 +74,10 @@ _MARGIN = 1e-9
 #: undercut the square by at most 1 / (4 TANGENTS²).
 TANGENTS = 8
 TANGENT = np.arange(1, TANGENTS + 1) / TANGENTS
+
+#: Tangents of the work's spread within an interval (e ≥ u² scaled), at u = k / SPREAD_TANGENTS.
+SPREAD_TANGENTS = 2
+SPREAD_TANGENT = np.arange(1, SPREAD_TANGENTS + 1) / SPREAD_TANGENTS
 
 #: Most intervals accepted: the LP has at least 4 non-zeros per interval (one job on one GPU
 #: type), so more can never fit :data:`~optsched.budget.MAX_NONZEROS`.
@@ -136,8 +142,9 @@ def capacity_lp_size(instance: Instance, intervals: int) -> tuple[int, int]:
     # the slow-work rows: f and g per pair but each job's fastest, f chained but the slowest
     slow = pairs - n
     chained = slow - int((np.isfinite(instance.class_compute).sum(axis=1) > 1).sum())
-    variables += 2 * slow
+    variables += 2 * slow + n * (n_t + 1)
     nonzeros += slow * (n_t + 4 + 2 * TANGENTS) + chained + n_x + n
+    nonzeros += (3 * SPREAD_TANGENTS + 2) * n * (n_t + 1)
     return variables, nonzeros
 
 
@@ -208,7 +215,8 @@ def capacity_bound(
     u0 = h0 + (n_x if gang else 0)
     f0 = u0 + (len(pair_job) * n_t if gang else 0)  # slow work: f, then g, per slow pair
     n_slow = len(pair_job) - n
-    n_cols = f0 + 2 * n_slow
+    e0 = f0 + 2 * n_slow  # e per (job, interval): its work's lateness there (spread rows)
+    n_cols = e0 + n * (n_t + 1)
     inner = x_t < n_t
     assert n_cols == variables
     if budget.expired():
@@ -220,16 +228,23 @@ def capacity_bound(
     slot_row = size.size * n_t + x_job * n_t + x_t
     done_row = size.size * n_t + n * n_t + np.arange(n)
     held = h0 + col if gang else col
-    mean_time = edges[x_t] * x_rate / work[x_job]  # Σ over j's columns: M_j, read early
+    overlap = np.clip(
+        edges[1:][None, :] - np.maximum(edges[:-1][None, :], arrival[:, None]), 0.0, None
+    )  # (job, t): length of interval t after the job's arrival
+    # M_j read early: work in interval t is done at or after max(τ_t, a_j) ...
+    mean_time = np.maximum(edges[x_t], arrival[x_job]) * x_rate / work[x_job]
+    # ... and, at most K_j tasks at once at rate ≤ 1, its X_jt takes X_jt / K_j at least:
+    # its mean time is at least X_jt / (2 K_j) later, and e_jt ≥ X_jt² / (2 K_j W_j) by
+    # tangents, at u = X_jt / most_jt (most: K_j × the interval's room, or W_j in the last)
+    most = np.column_stack([tasks[:, None] * overlap, work])  # (job, t ≤ n_t)
+    e_scale = most**2 / (2 * tasks * work)[:, None]  # e_jt ≤ e_scale_jt (u = 1)
     rows, cols, vals = _rows(
         (cap_row[inner], held[inner], np.ones(inner.sum())),
         (slot_row[inner], held[inner], np.ones(inner.sum())),
         (done_row[x_job], col, mean_time),
+        (done_row.repeat(n_t + 1), e0 + np.arange(n * (n_t + 1)), np.ones(n * (n_t + 1))),
         (done_row, c0 + np.arange(n), -np.ones(n)),
     )
-    overlap = np.clip(
-        edges[1:][None, :] - np.maximum(edges[:-1][None, :], arrival[:, None]), 0.0, None
-    )  # (job, t): length of interval t after the job's arrival
     # rounds by their slowest class: for each threshold pair (j, c), the tasks of j on classes
     # at least as slow as c (GPU time / compute) lie in rounds whose slowest class is too,
     # K_j tasks each; and C_j ≥ a_j + Σ_q (round duration with slowest class q) · y_jq
@@ -289,11 +304,28 @@ def capacity_bound(
         (tangent_row, f0 + np.arange(n_slow).repeat(TANGENTS), np.tile(2 * TANGENT, n_slow)),
         (tangent_row, g_cols.repeat(TANGENTS), -np.ones(tangent_row.size)),
         (slow_row[x_job], col, mean_time),
+        (slow_row.repeat(n_t + 1), e0 + np.arange(n * (n_t + 1)), np.ones(n * (n_t + 1))),
         (slow_row, c0 + np.arange(n), -np.ones(n)),
         (slow_row[slow_job], g_cols, rounds[slow_job] * step / 2),
     ]
     rest_b += [np.tile(TANGENT**2, n_slow), -(tail + rounds * fastest / 2)]
     n_rows += n_slow * TANGENTS + n
+    # e_jt ≥ e_scale_jt (2 a u − a²), u = X_jt / most_jt, at a = k / SPREAD_TANGENTS, with
+    # X_jt = Z_jt − Z_j,t−1 (Z_j,−1 = 0) and, in the last interval, W_j − Z_j,T−1
+    slot = np.flatnonzero(most.ravel() > 0)  # (job, t ≤ n_t) where work can be done
+    s_job, s_t = slot // (n_t + 1), slot % (n_t + 1)
+    z_now, z_before = z0 + s_job * n_t + s_t, z0 + s_job * n_t + s_t - 1
+    now, before = s_t < n_t, s_t > 0
+    for k, a in enumerate(SPREAD_TANGENT):
+        row = n_rows + k * slot.size + np.arange(slot.size)
+        slope = 2 * a * e_scale.ravel()[slot] / most.ravel()[slot]
+        blocks += [
+            (row[now], z_now[now], slope[now]),
+            (row[before], z_before[before], -slope[before]),
+            (row, e0 + slot, -np.ones(slot.size)),
+        ]
+        rest_b.append(a * a * e_scale.ravel()[slot] - np.where(now, 0.0, slope * work[s_job]))
+    n_rows += SPREAD_TANGENTS * slot.size
     rows, cols, vals = _rows(*blocks)
     a_ub = coo_matrix((vals, (rows, cols)), shape=(n_rows, n_cols)).tocsr()
     b_ub = np.concatenate(
@@ -371,7 +403,8 @@ def capacity_bound(
         lo[u0:f0] = -hi[h0:u0].reshape(len(pair_job), n_t + 1).sum(axis=1)[u_pair]
         short = sync * np.minimum(tasks[:, None], size[None, :])
         hi[u0:f0] = short[pair_job, pair_class][u_pair]
-    lo[f0:], hi[f0:] = 0.0, 1.0  # shares and their squares
+    lo[f0:e0], hi[f0:e0] = 0.0, 1.0  # shares and their squares
+    lo[e0:], hi[e0:] = 0.0, e_scale.ravel()
     cost = np.zeros(n_cols)
     cost[c0:y0] = weight
 
