@@ -224,3 +224,14 @@ def test_spread_rows_read_an_intervals_work_at_its_earliest_mean_time(monkeypatc
         assert schedule.objective == pytest.approx(30.0)
         assert without.bound == pytest.approx(20.0, rel=1e-6)
         assert with_rows.bound == pytest.approx(25.0, rel=1e-6)
+
+
+@pytest.mark.parametrize("intervals", [0, -1, 2.5, True])
+def test_intervals_must_be_a_positive_integer(intervals):
+    """Zero intervals would leave the gang rows' last interval without its running sum (an
+    infeasible LP, not a bound): refused with the argument's name, in both modes."""
+    jobs = (Job("a", compute={"g": 1.0}),)
+    for mode in ("relaxed", "gang"):
+        inst = Instance("one", jobs, (GPU("x", "g"),), mode=mode)
+        with pytest.raises(InputError, match="intervals"):
+            capacity_bound(inst, upper=10.0, horizon=5.0, intervals=intervals)

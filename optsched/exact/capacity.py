@@ -158,9 +158,9 @@ def capacity_bound(
 ) -> CapacityLP:
     """The class-capacity LP bound (module doc) on a grid of ``intervals`` from the first
     arrival to ``horizon`` (at least the longest critical path); ``upper`` is the objective
-    of a feasible schedule (it bounds each C_j of an optimal one by ``upper / w_j``). The
-    instance's mode picks the LP: gang mode adds the holding time (module doc), and its bound
-    holds for gang schedules only.
+    of a feasible schedule (it bounds each C_j of an optimal one by ``upper / w_j``);
+    ``intervals`` ≥ 1 (an InputError otherwise). The instance's mode picks the LP: gang
+    mode adds the holding time (module doc), and its bound holds for gang schedules only.
 
     Guarantees: the size is estimated (:func:`capacity_lp_size`) before anything of it is
     allocated, and an LP too large for :func:`~optsched.budget.lp_too_large` is not
@@ -172,6 +172,8 @@ def capacity_bound(
 
     from optsched.exact.highs import linprog
 
+    if isinstance(intervals, bool) or not isinstance(intervals, int) or intervals < 1:
+        raise InputError(f"intervals must be an integer >= 1, got {intervals!r}")
     budget = Budget(time_limit)
     n, n_t = instance.n_jobs, intervals
     variables, nonzeros = capacity_lp_size(instance, intervals)
