@@ -238,11 +238,10 @@ def parts_bound(
 
     from optsched.critical_path import critical_path
     from optsched.ect import incumbent
-    from optsched.exact.capacity import capacity_bound
+    from optsched.exact.capacity import capacity_bound, check_intervals
 
     _basic_model(instance)
-    if isinstance(intervals, bool) or not isinstance(intervals, int) or intervals < 1:
-        raise InputError(f"intervals must be an integer >= 1, got {intervals!r}")
+    check_intervals(intervals)
     check_time_limit(time_limit, "parts_bound")
     seen: set[int] = set()
     for k, part in enumerate(parts):

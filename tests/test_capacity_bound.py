@@ -181,24 +181,31 @@ def test_a_stalled_interior_point_is_solved_again_with_crossover(monkeypatch):
     assert again.status == "optimal" and again.bound == pytest.approx(expected, rel=1e-6)
 
 
+def _without_tangents(monkeypatch, points, instance, **lp):
+    """capacity_bound with the tangent rows of ``points`` (``TANGENT`` or ``SPREAD_TANGENT``,
+    counted by the same name + ``S``) left out."""
+    from optsched.exact import capacity
+
+    with monkeypatch.context() as patch:
+        patch.setattr(capacity, points + "S", 0)
+        patch.setattr(capacity, points, getattr(capacity, points)[:0])
+        return capacity_bound(instance, **lp)
+
+
 def test_slow_work_rows_charge_work_left_for_slow_gpus(monkeypatch):
     """Three one-task jobs of 4 rounds on one fast GPU and one twice slower: some job ends
     on the slow GPU, later than its mean busy time at full speed says. Without the slow-work
     rows (no tangents: g ≥ 0 only) the bound is 2.8 % lower; with them it stays below
     CP-SAT's schedule (the optimum, 33, in both modes)."""
-    from optsched.exact import capacity
-
     jobs = tuple(
         Job(f"j{k}", weight=1 + k, rounds=4, compute={"fast": 1.0, "slow": 2.0}) for k in range(3)
     )
     for mode in ("relaxed", "gang"):
         inst = Instance("slow", jobs, (GPU("f", "fast"), GPU("s", "slow")), mode=mode)
         schedule = solve(inst, "cpsat", time_limit=10)
-        with_rows = capacity_bound(inst, upper=1e3, horizon=20.0, intervals=80)
-        with monkeypatch.context() as patch:
-            patch.setattr(capacity, "TANGENTS", 0)
-            patch.setattr(capacity, "TANGENT", capacity.TANGENT[:0])
-            without = capacity_bound(inst, upper=1e3, horizon=20.0, intervals=80)
+        lp = {"upper": 1e3, "horizon": 20.0, "intervals": 80}
+        with_rows = capacity_bound(inst, **lp)
+        without = _without_tangents(monkeypatch, "TANGENT", inst, **lp)
         assert with_rows.bound is not None and without.bound is not None
         assert with_rows.bound > 1.02 * without.bound
         assert with_rows.bound <= schedule.objective * (1 + OPTIMAL_TOL)
@@ -210,17 +217,13 @@ def test_spread_rows_read_an_intervals_work_at_its_earliest_mean_time(monkeypatc
     both jobs' mean times 5 s and the bound the critical paths', 20. Within an interval a job
     does its 5 s of work at rate at most 1, so its mean time there is at least 2.5 s later:
     the bound is 25 with the spread rows, below the optimum 30, in both modes."""
-    from optsched.exact import capacity
-
     jobs = tuple(Job(f"j{k}", compute={"g": 10.0}) for k in range(2))
     for mode in ("relaxed", "gang"):
         inst = Instance("spread", jobs, (GPU("a", "g"),), mode=mode)
         schedule = solve(inst, "cpsat", time_limit=10)
-        with_rows = capacity_bound(inst, upper=1e3, horizon=20.0, intervals=2)
-        with monkeypatch.context() as patch:
-            patch.setattr(capacity, "SPREAD_TANGENTS", 0)
-            patch.setattr(capacity, "SPREAD_TANGENT", capacity.SPREAD_TANGENT[:0])
-            without = capacity_bound(inst, upper=1e3, horizon=20.0, intervals=2)
+        lp = {"upper": 1e3, "horizon": 20.0, "intervals": 2}
+        with_rows = capacity_bound(inst, **lp)
+        without = _without_tangents(monkeypatch, "SPREAD_TANGENT", inst, **lp)
         assert schedule.objective == pytest.approx(30.0)
         assert without.bound == pytest.approx(20.0, rel=1e-6)
         assert with_rows.bound == pytest.approx(25.0, rel=1e-6)

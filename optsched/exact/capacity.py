@@ -126,6 +126,12 @@ def _rows(*blocks: tuple[np.ndarray, np.ndarray, np.ndarray]) -> tuple[np.ndarra
     return np.concatenate(rows), np.concatenate(cols), np.concatenate(vals)
 
 
+def check_intervals(intervals: object) -> None:
+    """An InputError unless ``intervals`` is an integer ≥ 1 (the LP's grid needs one)."""
+    if isinstance(intervals, bool) or not isinstance(intervals, int) or intervals < 1:
+        raise InputError(f"intervals must be an integer >= 1, got {intervals!r}")
+
+
 def capacity_lp_size(instance: Instance, intervals: int) -> tuple[int, int]:
     """(variables, constraint non-zeros) of :func:`capacity_bound`'s LP on ``intervals``,
     counted in O(jobs × GPU types) without building anything."""
@@ -172,8 +178,7 @@ def capacity_bound(
 
     from optsched.exact.highs import linprog
 
-    if isinstance(intervals, bool) or not isinstance(intervals, int) or intervals < 1:
-        raise InputError(f"intervals must be an integer >= 1, got {intervals!r}")
+    check_intervals(intervals)
     budget = Budget(time_limit)
     n, n_t = instance.n_jobs, intervals
     variables, nonzeros = capacity_lp_size(instance, intervals)
@@ -240,11 +245,12 @@ def capacity_bound(
     # tangents, at u = X_jt / most_jt (most: K_j × the interval's room, or W_j in the last)
     most = np.column_stack([tasks[:, None] * overlap, work])  # (job, t ≤ n_t)
     e_scale = most**2 / (2 * tasks * work)[:, None]  # e_jt ≤ e_scale_jt (u = 1)
+    e_col = e0 + np.arange(n * (n_t + 1))
     rows, cols, vals = _rows(
         (cap_row[inner], held[inner], np.ones(inner.sum())),
         (slot_row[inner], held[inner], np.ones(inner.sum())),
         (done_row[x_job], col, mean_time),
-        (done_row.repeat(n_t + 1), e0 + np.arange(n * (n_t + 1)), np.ones(n * (n_t + 1))),
+        (done_row.repeat(n_t + 1), e_col, np.ones(e_col.size)),
         (done_row, c0 + np.arange(n), -np.ones(n)),
     )
     # rounds by their slowest class: for each threshold pair (j, c), the tasks of j on classes
@@ -306,7 +312,7 @@ def capacity_bound(
         (tangent_row, f0 + np.arange(n_slow).repeat(TANGENTS), np.tile(2 * TANGENT, n_slow)),
         (tangent_row, g_cols.repeat(TANGENTS), -np.ones(tangent_row.size)),
         (slow_row[x_job], col, mean_time),
-        (slow_row.repeat(n_t + 1), e0 + np.arange(n * (n_t + 1)), np.ones(n * (n_t + 1))),
+        (slow_row.repeat(n_t + 1), e_col, np.ones(e_col.size)),
         (slow_row, c0 + np.arange(n), -np.ones(n)),
         (slow_row[slow_job], g_cols, rounds[slow_job] * step / 2),
     ]
@@ -318,15 +324,16 @@ def capacity_bound(
     s_job, s_t = slot // (n_t + 1), slot % (n_t + 1)
     z_now, z_before = z0 + s_job * n_t + s_t, z0 + s_job * n_t + s_t - 1
     now, before = s_t < n_t, s_t > 0
+    scale = e_scale.ravel()[slot]
     for k, a in enumerate(SPREAD_TANGENT):
         row = n_rows + k * slot.size + np.arange(slot.size)
-        slope = 2 * a * e_scale.ravel()[slot] / most.ravel()[slot]
+        slope = 2 * a * scale / most.ravel()[slot]
         blocks += [
             (row[now], z_now[now], slope[now]),
             (row[before], z_before[before], -slope[before]),
             (row, e0 + slot, -np.ones(slot.size)),
         ]
-        rest_b.append(a * a * e_scale.ravel()[slot] - np.where(now, 0.0, slope * work[s_job]))
+        rest_b.append(a * a * scale - np.where(now, 0.0, slope * work[s_job]))
     n_rows += SPREAD_TANGENTS * slot.size
     rows, cols, vals = _rows(*blocks)
     a_ub = coo_matrix((vals, (rows, cols)), shape=(n_rows, n_cols)).tocsr()
