@@ -15,9 +15,9 @@
 #    allox and the gang baselines), against the best bound known for each instance and mode
 #    (the sets' manifests; for gang mode the better of the gang and relaxed bounds).
 # Two runs in parallel on the 2-core reference machine (three for the 10-minute relaxed runs);
-# resumable (about 6 hours 40: 3 hours 45 for step 1, 10 minutes for the three long relaxed
+# resumable (about 7 hours: 3 hours 45 for step 1, 10 minutes for the three long relaxed
 # runs, 50 minutes for the nine long gang runs, 50 for the ten long runs after them, 40 for
-# the nine long fit=tight runs, 30 for the six with kicks).
+# the nine long fit=tight runs, 30 for the six with kicks, 20 for the four on hare-mix).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 out=benchmarks/results/paper-scale
@@ -82,6 +82,13 @@ optsched bench run instances/hare-gpus --only 'hare-gpus-gpus1[024]0-*' --method
 optsched bench run instances/hare-gpus --only 'hare-gpus-gpus1[024]0-s[12]' --method priority-search \
   --time-limit 600 --budget wall --mode relaxed --param engine=compiled --param fit=tight \
   --param kick=2 --workers 2 --records "$out/long-hare-gpus.jsonl"
+# fit=tight for 10 minutes in relaxed mode on four hare-mix instances whose gap after the 30-s
+# runs is at or above the set's median (each stopped at a local optimum after 157-350 s)
+for only in 'hare-mix-mix2-1-1-1-s1' 'hare-mix-mix1-1-2-1-s[02]' 'hare-mix-mix1-2-1-1-s0'; do
+  optsched bench run instances/hare-mix --only "$only" --method priority-search \
+    --time-limit 600 --budget wall --mode relaxed --param engine=compiled --param fit=tight \
+    --workers 1 --records "$out/long-hare-mix.jsonl"
+done
 manifests=()
 for set in "${sets[@]}"; do manifests+=(--manifest "instances/$set"); done
 optsched bench report $out/records.jsonl benchmarks/results/online/settings.jsonl --out $out \

@@ -3,7 +3,8 @@ certify at each load, and from which load on they stop certifying the best polic
 
 Usage: python benchmarks/regret_load.py [--scales 0.5,0.25,0.2,0.15,0.125,0.1]
        [--policies srtf:placement=paced,srtf,hlas,allox] [--parts-time-limit S]
-       [--out benchmarks/results/online/load.jsonl] [--table FILE.md] [--plot FILE.png]
+       [--parts-size N] [--out benchmarks/results/online/load.jsonl] [--table FILE.md]
+       [--plot FILE.png]
 
 Pollux's philly.csv (82,247 jobs) on the README's cluster (V100:1000, T4:500, K80:250,
 M60:250) with every GPU count × the scale (``optsched compare --cluster-scale``), 3,600-s
@@ -11,11 +12,12 @@ quanta, relaxed mode. Per scale: each policy's total weighted JCT (streamed, not
 the simulator's own sums), and the bound on it that every schedule of the instance obeys,
 arrivals known: the best of the critical path and the fluid bound (seconds at this size)
 and, with ``--parts-time-limit S`` (a second bound row per scale), the class-capacity LP on
-parts of the longest jobs within S seconds (``optsched.regret``'s ``capacity`` level); the
-table takes each scale's best bound. "bound ÷ best" is that bound over the best policy's
-total weighted JCT: 1 proves the best policy optimal, 0.9 proves it within 11 % of the
-optimum. One JSON line per (scale, policy) and per (scale, bound level); resumable: rows
-already in --out are kept, and the table and the plot are rebuilt from them.
+parts of the longest jobs within S seconds (``optsched.regret``'s ``capacity`` level), N
+jobs per part (``--parts-size``, default 500; a row per size); the table takes each scale's
+best bound. "bound ÷ best" is that bound over the best policy's total weighted JCT: 1 proves
+the best policy optimal, 0.9 proves it within 11 % of the optimum. One JSON line per (scale,
+policy) and per (scale, bound level and parts' size); resumable: rows already in --out are
+kept, and the table and the plot are rebuilt from them.
 """
 
 from __future__ import annotations
@@ -28,6 +30,8 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 from regret import CASES, load
+
+from optsched.regret import PARTS_SIZE
 
 ROOT = Path(__file__).resolve().parents[1]
 RESULTS = ROOT / "benchmarks" / "results" / "online"
@@ -65,12 +69,14 @@ def run_policy(inst, scale: float, policy: str) -> dict:
     }
 
 
-def run_bound(inst, scale: float, parts_time_limit: float) -> dict:
+def run_bound(inst, scale: float, parts_time_limit: float, parts_size: int | None) -> dict:
     from optsched.regret import regret_bound, weighted_arrivals
 
     cpu = time.process_time()
     level = "capacity" if parts_time_limit > 0 else "fluid"
-    found = regret_bound(inst, level, time_limit=parts_time_limit or None)
+    found = regret_bound(
+        inst, level, time_limit=parts_time_limit or None, parts_size=parts_size or PARTS_SIZE
+    )
     assert found is not None
     arrivals = weighted_arrivals(inst)
     return {
@@ -80,6 +86,7 @@ def run_bound(inst, scale: float, parts_time_limit: float) -> dict:
         "gpus": inst.n_gpus,
         "bound_jct": found.value - arrivals,
         "source": found.source,
+        **({"parts_size": parts_size} if level == "capacity" else {}),
         "parts": {
             k: (v - arrivals if k.startswith("bound_") else v) for k, v in found.parts.items()
         },
@@ -120,11 +127,27 @@ def table(rows: list[dict]) -> str:
             for p in policies
         ]
         out.append(
-            f"| {scale:g} | {bound['gpus']:,} | {bound['bound_jct']:.4g} | {bound['source']} | "
+            f"| {scale:g} | {bound['gpus']:,} | {bound['bound_jct']:.4g} | {source(bound)} | "
             f"{bound['cpu_s']:.1f} | `{best['policy']}` | "
             f"{bound['bound_jct'] / best['total_weighted_jct']:.3f} | " + " | ".join(cells) + " |"
         )
     return "\n".join(out) + "\n"
+
+
+def source(row: dict) -> str:
+    """A bound row's source, with the jobs per part of the LP on parts."""
+    return (
+        f"{row['source']} ({row['parts_size']:,} per part)"
+        if row["source"] == "capacity-parts"
+        else row["source"]
+    )
+
+
+def key(row: dict) -> tuple:
+    """What a row is for (resuming): a policy, or a bound level and its parts' size."""
+    if row["policy"] is not None:
+        return (row["scale"], row["policy"])
+    return (row["scale"], row.get("level", "fluid"), row.get("parts_size"))
 
 
 def plot(rows: list[dict], path: Path) -> None:
@@ -169,6 +192,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--scales", default=SCALES)
     parser.add_argument("--policies", default=POLICIES)
     parser.add_argument("--parts-time-limit", type=float, default=0.0)
+    parser.add_argument("--parts-size", type=int, default=PARTS_SIZE)
     parser.add_argument("--out", type=Path, default=RESULTS / "load.jsonl")
     parser.add_argument("--table", type=Path, default=RESULTS / "load.md")
     parser.add_argument("--plot", type=Path, default=RESULTS / "load.png")
@@ -176,16 +200,20 @@ def main(argv: list[str] | None = None) -> int:
     from optsched.output import write_file
 
     rows = load(args.out)
-    done = {(r["scale"], r["policy"] or r.get("level", "fluid")) for r in rows}
+    done = {key(r) for r in rows}
     level = "capacity" if args.parts_time_limit > 0 else "fluid"
+    size = args.parts_size if level == "capacity" else None
     for scale in (float(s) for s in args.scales.split(",")):
         inst = None
         for policy in [level, *args.policies.split(",")]:
-            if (scale, policy) in done:
+            if policy == level:
+                if (scale, level, size) in done:
+                    continue
+            elif (scale, policy) in done:
                 continue
             inst = inst or scaled(scale)
             row = (
-                run_bound(inst, scale, args.parts_time_limit)
+                run_bound(inst, scale, args.parts_time_limit, size)
                 if policy == level
                 else run_policy(inst, scale, policy)
             )

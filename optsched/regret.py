@@ -89,6 +89,7 @@ def regret_bound(
     makespan: float | None = None,
     time_limit: float | None = CAPACITY_TIME_LIMIT,
     progress: Callable[[int, int, str, float], None] | None = None,
+    parts_size: int = PARTS_SIZE,
 ) -> RegretBound | None:
     """The best lower bound of ``level`` (module doc) on every schedule of ``instance``;
     None for ``none``. For ``capacity``: ``objective`` is that of a checked schedule of the
@@ -100,12 +101,15 @@ def regret_bound(
     and an LP that is not too large), priced up to ``makespan``, within ``time_limit`` again.
     Where the LP is too large to build (a trace of many jobs), the bound is instead
     :func:`parts_bound` on the :data:`PARTS_LONGEST_SHARE` of the jobs with the longest
-    critical paths, in arrival order, :data:`PARTS_SIZE` per part, within the same time limit
-    (``bound_capacity_parts``; ``capacity_parts_status`` says how many parts were solved),
-    with ``progress`` called after each part as :func:`parts_bound` does."""
+    critical paths, in arrival order, ``parts_size`` per part (default :data:`PARTS_SIZE`;
+    larger parts see more of the contention between the jobs, for a larger LP each), within
+    the same time limit (``bound_capacity_parts``; ``capacity_parts_status`` says how many
+    parts were solved), with ``progress`` called after each part as :func:`parts_bound`
+    does."""
     if check_level(level) == "none":
         return None
     check_time_limit(time_limit, "time_limit")
+    check_parts_size(parts_size)
     _basic_model(instance)
     from optsched.critical_path import critical_path, critical_path_bound
     from optsched.exact.fluid import fluid_bound
@@ -132,7 +136,7 @@ def regret_bound(
         if lp.bound is not None:
             parts["bound_capacity"] = lp.bound
         elif lp.status == "too large":
-            cut = _longest_parts(instance, path.tolist())
+            cut = _longest_parts(instance, path.tolist(), parts_size)
             found = parts_bound(instance, cut, time_limit=time_limit, progress=progress)
             parts["bound_capacity_parts"] = found.value
             parts["capacity_parts_status"] = _parts_status(found.statuses, len(cut))
@@ -194,6 +198,12 @@ class PartsBound:
     interrupted: bool = False  # a Ctrl-C stopped it: the parts after the last one counted
 
 
+def check_parts_size(size: object) -> None:
+    """An InputError unless ``size`` (jobs per part) is an integer ≥ 1."""
+    if isinstance(size, bool) or not isinstance(size, int) or size < 1:
+        raise InputError(f"a part must hold at least one job, got size={size!r}")
+
+
 def long_job_parts(instance: Instance, longer_than: float, size: int) -> list[list[int]]:
     """The indices of the jobs whose critical path exceeds ``longer_than`` seconds after
     their arrival, in arrival order, cut into consecutive parts of ``size`` jobs (the last
@@ -201,8 +211,7 @@ def long_job_parts(instance: Instance, longer_than: float, size: int) -> list[li
     from optsched.critical_path import critical_path
 
     _basic_model(instance)
-    if isinstance(size, bool) or not isinstance(size, int) or size < 1:
-        raise InputError(f"a part must hold at least one job, got size={size!r}")
+    check_parts_size(size)
     if not (isinstance(longer_than, int | float) and 0 <= longer_than < math.inf):
         raise InputError(f"longer_than must be a finite time >= 0 s, got {longer_than!r}")
     path = critical_path(instance)
@@ -281,14 +290,14 @@ def parts_bound(
     return PartsBound(value, tuple(statuses), tuple(gains), "interrupted" in statuses)
 
 
-def _longest_parts(instance: Instance, path: Sequence[float]) -> list[list[int]]:
+def _longest_parts(
+    instance: Instance, path: Sequence[float], size: int = PARTS_SIZE
+) -> list[list[int]]:
     """The :data:`PARTS_LONGEST_SHARE` of the jobs of longest critical path (``path``, the
-    completion bounds; ties by index), in arrival order, in parts of :data:`PARTS_SIZE`."""
+    completion bounds; ties by index), in arrival order, in parts of ``size``."""
     jobs = instance.jobs
     longest = sorted(range(len(jobs)), key=lambda j: (jobs[j].arrival - path[j], j))
-    return _in_arrival_parts(
-        instance, longest[: math.ceil(PARTS_LONGEST_SHARE * len(jobs))], PARTS_SIZE
-    )
+    return _in_arrival_parts(instance, longest[: math.ceil(PARTS_LONGEST_SHARE * len(jobs))], size)
 
 
 def _in_arrival_parts(instance: Instance, jobs: list[int], size: int) -> list[list[int]]:

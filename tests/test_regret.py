@@ -395,6 +395,11 @@ def test_the_fallback_takes_the_longest_tenth_by_rank_and_says_what_it_solved(mo
     assert regret._longest_parts(inst, [job.arrival + 2 for job in jobs]) == [[2, 1, 0]]
     found = regret_bound(inst, "capacity")
     assert found is not None and found.parts["capacity_parts_status"] == "1 of 1 parts solved"
+    smaller = regret_bound(inst, "capacity", parts_size=2)  # parts [2, 1] and [0]
+    assert smaller is not None and smaller.parts["capacity_parts_status"] == "2 of 2 parts solved"
+    for size in (0, True, 1.5):
+        with pytest.raises(InputError, match="at least one job"):
+            regret_bound(inst, "capacity", parts_size=size)
 
     class Spent(regret.Budget):
         def expired(self) -> bool:
