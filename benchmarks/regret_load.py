@@ -206,10 +206,7 @@ def main(argv: list[str] | None = None) -> int:
     for scale in (float(s) for s in args.scales.split(",")):
         inst = None
         for policy in [level, *args.policies.split(",")]:
-            if policy == level:
-                if (scale, level, size) in done:
-                    continue
-            elif (scale, policy) in done:
+            if ((scale, level, size) if policy == level else (scale, policy)) in done:
                 continue
             inst = inst or scaled(scale)
             row = (
