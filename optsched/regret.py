@@ -15,8 +15,10 @@ Four levels, each including the ones before (docs/model.md, *regret*):
 - ``lagrangian``: also, within the same time limit again, the Lagrangian bound of GPU
   capacity over time (:mod:`optsched.exact.lagrangian`: the time-indexed relaxation, which
   sees that a job's rounds are discrete and a GPU runs one task at a time), its multipliers
-  started at the LP's prices and its deadlines from a checked schedule's objective. Where
-  many short jobs queue in a burst it is the stronger; on jobs of many rounds, the LP.
+  found by column generation (:mod:`optsched.exact.columns`; in gang mode with the conflict
+  cuts where the master can keep them), the first paths priced at the LP's prices and taken
+  from a checked schedule's rounds, its deadlines from that schedule's objective. Where many
+  short jobs queue in a burst it is the stronger; on jobs of many rounds, the LP.
 
 For a trace too large for one LP, :func:`parts_bound` solves it on parts of the jobs (e.g.
 :func:`long_job_parts`) and adds the parts up. All of them are for the basic model.
@@ -39,6 +41,7 @@ if TYPE_CHECKING:
 
     from optsched.exact.capacity import CapacityLP
     from optsched.instance import Instance
+    from optsched.schedule import Schedule
 
 #: The bound levels, weakest first.
 REGRET_BOUNDS = ("none", "critical-path", "fluid", "capacity", "lagrangian")
@@ -90,6 +93,7 @@ def regret_bound(
     time_limit: float | None = CAPACITY_TIME_LIMIT,
     progress: Callable[[int, int, str, float], None] | None = None,
     parts_size: int = PARTS_SIZE,
+    schedule: Schedule | None = None,
 ) -> RegretBound | None:
     """The best lower bound of ``level`` (module doc) on every schedule of ``instance``;
     None for ``none``. For ``capacity``: ``objective`` is that of a checked schedule of the
@@ -98,14 +102,14 @@ def regret_bound(
     LP's grid (default the horizon), and ``time_limit`` bounds the LP's build and solve.
     For ``lagrangian``, the Lagrangian bound too (``bound_lagrangian``;
     ``lagrangian_status`` says how it stopped, or why it gave none: it needs ``objective``
-    and an LP that is not too large), priced up to ``makespan``, within ``time_limit`` again.
-    Where the LP is too large to build (a trace of many jobs), the bound is instead
-    :func:`parts_bound` on the :data:`PARTS_LONGEST_SHARE` of the jobs with the longest
-    critical paths, in arrival order, ``parts_size`` per part (default :data:`PARTS_SIZE`;
-    larger parts see more of the contention between the jobs, for a larger LP each), within
-    the same time limit (``bound_capacity_parts``; ``capacity_parts_status`` says how many
-    parts were solved), with ``progress`` called after each part as :func:`parts_bound`
-    does."""
+    and an LP that is not too large), priced up to ``makespan``, within ``time_limit`` again;
+    ``schedule`` (optional: that checked schedule) gives its first paths. Where the LP is too
+    large to build (a trace of many jobs), the bound is instead :func:`parts_bound` on the
+    :data:`PARTS_LONGEST_SHARE` of the jobs with the longest critical paths, in arrival
+    order, ``parts_size`` per part (default :data:`PARTS_SIZE`; larger parts see more of the
+    contention between the jobs, for a larger LP each), within the same time limit
+    (``bound_capacity_parts``; ``capacity_parts_status`` says how many parts were solved),
+    with ``progress`` called after each part as :func:`parts_bound` does."""
     if check_level(level) == "none":
         return None
     check_time_limit(time_limit, "time_limit")
@@ -141,7 +145,7 @@ def regret_bound(
             parts["bound_capacity_parts"] = found.value
             parts["capacity_parts_status"] = _parts_status(found.statuses, len(cut))
         if level == "lagrangian":
-            parts.update(_lagrangian(instance, objective, grid_end, lp, time_limit))
+            parts.update(_lagrangian(instance, objective, grid_end, lp, time_limit, schedule))
     values = {k: float(v) for k, v in parts.items() if k.startswith("bound_")}
     best = max(values, key=lambda k: values[k])
     return RegretBound(values[best], best.removeprefix("bound_").replace("_", "-"), parts)
@@ -153,6 +157,7 @@ def _lagrangian(
     end: float,
     lp: CapacityLP,
     time_limit: float | None,
+    schedule: Schedule | None,
 ) -> dict[str, float | str]:
     """The Lagrangian part of :func:`regret_bound`, priced up to ``end`` (the LP's grid's):
     ``bound_lagrangian`` where it gave one, and ``lagrangian_status``."""
@@ -160,23 +165,27 @@ def _lagrangian(
         return {"lagrangian_status": "no checked schedule"}
     if lp.status in ("too large", "interrupted"):  # a trace's programme is too large too;
         return {"lagrangian_status": lp.status}  # a Ctrl-C stops the level
-    from optsched.exact.lagrangian import (
-        BelowCriticalPath,
-        TooLarge,
-        lagrangian_bound,
-        lagrangian_time_unit,
-    )
+    from optsched.exact.columns import ColumnBound, MasterTooLarge, column_bound
+    from optsched.exact.lagrangian import BelowCriticalPath, TooLarge, lagrangian_time_unit
 
-    try:
-        found = lagrangian_bound(
+    def bound(cuts: bool) -> ColumnBound:
+        return column_bound(
             instance,
             objective,
             lagrangian_time_unit(instance, end, None),
+            cuts=cuts,
             priced_until=end,
             budget=Budget(time_limit),
-            start=lp.prices,
+            start=schedule,
+            prices=lp.prices,
         )
-    except TooLarge:  # more (row, step) cells than it holds
+
+    try:
+        try:
+            found = bound(cuts=True)
+        except MasterTooLarge:  # gang mode: without the conflict cuts, a master of blocks
+            found = bound(cuts=False)
+    except TooLarge:  # more (row, step) cells than it holds, or a master too large
         return {"lagrangian_status": "too large"}
     except BelowCriticalPath:  # an objective within the checker's tolerance below it
         return {"lagrangian_status": "objective below the critical path"}

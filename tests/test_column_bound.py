@@ -51,6 +51,30 @@ def test_every_iteration_is_at_most_the_optimum(instance, cuts, cut):
     assert result.bound >= critical_path_bound(instance) * (1 - 1e-9)
 
 
+@settings(deadline=None, max_examples=n_examples(30))
+@given(instances(max_jobs=4), st.booleans())
+def test_a_master_on_blocks_of_steps_stays_below_the_optimum_and_refines_to_the_steps(
+    instance, cuts
+):
+    """With the master's capacity rows on blocks of steps (forced on these small grids: one
+    block first, split 4 ways at each convergence), every iteration's value is at most the
+    optimum, and once converged the blocks are the grid's steps and the value the master on
+    steps gives (the same relaxation's optimum, within one step of the grid's rounding)."""
+    optimum = solve(instance, "cpsat", time_limit=5)
+    start = incumbent(instance)
+    unit = column_time_unit(instance, start.makespan, None)
+    steps = column_bound(instance, start.objective, unit, cuts=cuts)
+    with pytest.MonkeyPatch.context() as patch:
+        patch.setattr(columns, "MAX_STEPS", 1)
+        patch.setattr(columns, "FIRST_BLOCKS", 1)
+        blocks = column_bound(instance, start.objective, unit, cuts=cuts)
+    assert blocks.bound is not None and max(blocks.trace) == blocks.bound
+    assert blocks.bound <= optimum.objective * (1 + OPTIMAL_TOL)
+    if blocks.stopped == steps.stopped == "converged":
+        assert blocks.blocks == steps.blocks
+        assert steps.bound is not None and abs(blocks.bound - steps.bound) <= unit
+
+
 @settings(deadline=None, max_examples=n_examples(40))
 @given(instances(mode="gang", max_jobs=5, max_gpus=5, max_k=4, integer=True))
 def test_conflict_cuts_stay_below_the_optimum_of_wide_gang_rounds(instance):
@@ -141,6 +165,30 @@ def test_anytime_repeatable_and_stopped():
     assert column_bound(inst, start.objective, 1.0, work=1e-9).stopped == "work"
     none = column_bound(inst, start.objective, 1.0, budget=Budget(0.0))
     assert none.bound is None and none.stopped == "time limit"
+
+
+def test_a_time_limit_while_pricing_drops_that_iteration():
+    """The clock is read before each job's programme (one iteration of a large instance can
+    take seconds): a budget that runs out while the third iteration prices its jobs ends the
+    run with the two iterations before it."""
+    inst = _queue().with_mode("gang")
+    start = incumbent(inst)
+
+    class Expiring(Budget):
+        """No time limit, but expired from the ``reads``-th reading of the clock on."""
+
+        def __init__(self, reads: int) -> None:
+            super().__init__(None)
+            self.reads = reads
+
+        def expired(self) -> bool:
+            self.reads -= 1
+            return self.reads < 0
+
+    # per iteration: once before it, once before each job's programme
+    reads = 2 * (1 + inst.n_jobs) + 2
+    found = column_bound(inst, start.objective, 1.0, budget=Expiring(reads))
+    assert found.stopped == "time limit" and found.iterations == 2 and len(found.trace) == 2
 
 
 def ctrl_c_in_pricing(monkeypatch, inst: Instance, iterations: int) -> None:

@@ -51,12 +51,20 @@ def test_every_level_is_at_most_the_optimum(instance):
             objective=start.objective,
             makespan=start.metrics["makespan"],
         ),
+        regret_bound(  # the schedule's rounds as the master's first paths
+            instance,
+            "lagrangian",
+            objective=start.objective,
+            makespan=start.metrics["makespan"],
+            schedule=start.schedule,
+        ),
     ]
     values = [f.value for f in found if f is not None]
     assert values[0] <= values[1] <= min(values[2:])
     # the same fluid bound and LP, and the Lagrangian bound
-    assert values[4] >= max(values[1], values[2]) * (1 - 1e-12)
-    assert "bound_fluid" in found[4].parts
+    for lagrangian in found[4:]:
+        assert lagrangian.value >= max(values[1], values[2]) * (1 - 1e-12)
+        assert "bound_fluid" in lagrangian.parts
     assert max(values) <= optimum.objective * (1 + OPTIMAL_TOL)
     for f in found:
         assert f is not None and f.value == max(
@@ -76,7 +84,7 @@ def test_the_lagrangian_level_needs_a_checked_schedule_and_says_how_it_stopped()
 
 def test_a_ctrl_c_in_the_lp_stops_the_lagrangian_level(monkeypatch):
     import optsched.exact.capacity as capacity
-    import optsched.exact.lagrangian as lagrangian
+    import optsched.exact.columns as columns
 
     monkeypatch.setattr(
         capacity,
@@ -87,12 +95,28 @@ def test_a_ctrl_c_in_the_lp_stops_the_lagrangian_level(monkeypatch):
     def never(*args, **kwargs):
         raise AssertionError("the Lagrangian bound ran after a Ctrl-C")
 
-    monkeypatch.setattr(lagrangian, "lagrangian_bound", never)
+    monkeypatch.setattr(columns, "column_bound", never)
     inst = _toy()
     start = solve(inst, "ect")
     found = regret_bound(inst, "lagrangian", objective=start.objective)
     assert found is not None and found.parts["lagrangian_status"] == "interrupted"
     assert found.source in ("critical-path", "fluid")
+
+
+def test_a_gang_master_too_long_for_the_conflict_cuts_bounds_without_them(monkeypatch):
+    """In gang mode the Lagrangian level prices the conflict cuts where the master can keep
+    them per step, and where it cannot, bounds without them (a master on blocks of steps)."""
+    import optsched.exact.columns as columns
+
+    inst = _toy().with_mode("gang")
+    start = solve(inst, "ect")
+    given = {"objective": start.objective, "makespan": start.metrics["makespan"]}
+    with_cuts = regret_bound(inst, "lagrangian", **given)
+    monkeypatch.setattr(columns, "MAX_MASTER_STEPS", 1)
+    without = regret_bound(inst, "lagrangian", **given)
+    assert with_cuts is not None and without is not None
+    assert "bound_lagrangian" in with_cuts.parts and "bound_lagrangian" in without.parts
+    assert without.parts["bound_lagrangian"] <= with_cuts.parts["bound_lagrangian"] * (1 + 1e-12)
 
 
 def test_an_unknown_level_is_bad_input():

@@ -10,6 +10,12 @@ programme prices a new path at them. Every iteration's Lagrangian value at those
 is a certified bound, whatever the master's status; at convergence it equals the master's
 value.
 
+On a grid of more than :data:`MAX_STEPS` steps the master's capacity rows first hold
+**blocks** of consecutive steps (one multiplier per row and block, the same at each of its
+steps: L at such multipliers is a bound like any other), split :data:`REFINE` ways each time
+the master converges, down to single steps; the paths are priced on the grid's steps
+throughout.
+
 Gang mode adds **conflict cuts**. A gang round holds its GPUs together, so on a group of m
 GPUs at most one job holds k or more of them when 2k > m, and a job that holds m + 1 − k
 or more leaves no room for another that holds k: for every group q, step t, such k and any
@@ -25,10 +31,11 @@ job in its dynamic programme.
 
 from __future__ import annotations
 
+import itertools
 import math
 import time
 from dataclasses import dataclass, replace
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 import numpy.typing as npt
@@ -41,6 +48,7 @@ from optsched.exact.lagrangian import (
     BelowCriticalPath,
     TooLarge,
     _Job,
+    _multipliers,
     _price,
     _Problem,
     _problem,
@@ -54,15 +62,25 @@ from optsched.registry import register
 from optsched.schedule import Schedule
 from optsched.work import WorkMeter, work_option
 
+if TYPE_CHECKING:
+    from optsched.exact.capacity import ClassPrices
+
 #: The default grid: the data's unit, coarsened ×10 while the incumbent's makespan spans
 #: more than this many steps (the master has a capacity row per row and step, and on finer
 #: grids its columns take many more iterations to settle).
 MAX_STEPS = 1_000
 
-#: Steps of the master at most: it keeps what each path holds of every group at every step
-#: (and a capacity row per row and step), so memory grows with steps × paths; 10× the default
+#: Steps of the master at most in gang mode with conflict cuts: it keeps what each path
+#: holds of every group at every step, so memory grows with steps × paths; 10× the default
 #: grid.
 MAX_MASTER_STEPS = 10 * MAX_STEPS
+
+#: On a grid of more than :data:`MAX_STEPS` steps (one the data's unit keeps fine), the
+#: master's capacity rows first hold blocks of consecutive steps, this many blocks at most
+#: (multipliers constant over each block), and each time the master converges the blocks are
+#: split :data:`REFINE` ways, down to single steps.
+FIRST_BLOCKS = MAX_STEPS // 4
+REFINE = 4
 
 #: Rounds of separation (cuts added, master solved again) per iteration at most.
 SEPARATIONS = 20
@@ -109,7 +127,8 @@ class ColumnBound:
     by :func:`column_bound_from` on separated ``parts`` (more than 1): sums over the parts
     (``iterations`` each at most the option), the most limiting part's status (``too
     large``: a part kept its critical paths), the grid of the largest part bounded, and the
-    final value alone as the trace."""
+    final value alone as the trace; ``blocks``: the master's blocks of steps at the end (its
+    grid's steps once it has reached them; by parts, the last part's)."""
 
     bound: float | None
     iterations: int
@@ -120,34 +139,43 @@ class ColumnBound:
     cuts: int
     work: float = 0.0
     parts: int = 1
+    blocks: int = 0
 
 
 class _Master:
     """The master LP, kept in one HiGHS model that grows (each solve starts from the last
     basis): per job, a convex combination of its paths (each a column: its cost
-    w·max(C, CP) and what it holds of every row at every priced step) under the capacity
-    rows (≤ 1) and the conflict cuts (≤ 1). Rows: the capacity rows (a row's steps
-    together), each job's convexity row (= 1), then the cuts. Columns: a spare one per job,
-    then the paths."""
+    w·max(C, CP) and what it holds of every row in every block of priced steps) under the
+    capacity rows (≤ the block's steps) and the conflict cuts (≤ 1). Rows: the capacity rows
+    (a row's blocks together), each job's convexity row (= 1), then the cuts. Columns: a
+    spare one per job, then the paths. ``edges``: the blocks' first steps and the horizon
+    (one block per step: the capacity of every row at every step); ``held``: keep what each
+    path holds of each group at each step, for the conflict cuts."""
 
-    def __init__(self, problem: _Problem, groups: list[int], gang: bool) -> None:
-        self.problem, self.groups, self.gang = problem, groups, gang
+    def __init__(
+        self, problem: _Problem, groups: list[int], held: bool, edges: npt.NDArray[np.int_]
+    ) -> None:
+        self.problem, self.groups, self.edges = problem, groups, edges
         _, jobs, rows, horizon, _, _ = problem
-        self.n_cap, n = rows.rows * horizon, len(jobs)
+        lengths = np.diff(edges).astype(float)
+        self.blocks = len(lengths)
+        self.n_cap, n = rows.rows * self.blocks, len(jobs)
         self.columns = 0  # paths in the master
-        # each path's job, and the GPUs of each group it holds at each step (gang mode);
+        self.paths: list[tuple[int, float, list[_Round]]] = []  # (job, value, rounds) each
+        # each path's job, and the GPUs of each group it holds at each step (for the cuts);
         # rows from `columns` on are room to grow
         self._job = np.zeros(16, dtype=int)
-        self._held = np.zeros((16, len(groups), horizon), dtype=np.int16)
-        self.seen: set[tuple[int, bytes]] = set()
+        self._held = np.zeros((16, len(groups), horizon if held else 0), dtype=np.int16)
+        self.seen: set[tuple[int, tuple[tuple[Any, ...], ...]]] = set()
         # cuts, a row each: group, step, job i (or -1), threshold of i, of every other job
         self.cuts = np.zeros((0, 5), dtype=int)
         self.highs = highs.new_highs()
         self.highs.setOptionValue("output_flag", False)
         self.highs.setOptionValue("presolve", "off")  # keep the basis from solve to solve
         lower = np.concatenate([np.full(self.n_cap, -np.inf), np.ones(n)])
+        upper = np.concatenate([np.tile(lengths, rows.rows), np.ones(n)])
         none = np.zeros(0, dtype=np.int32)
-        self.highs.addRows(self.n_cap + n, lower, np.ones(self.n_cap + n), 0, none, none, [])
+        self.highs.addRows(self.n_cap + n, lower, upper, 0, none, none, [])
         # a column per job that holds nothing: keeps the master feasible, costs more than
         # any path of the job (a completion past every window)
         spare = [j.weight * (j.first + j.rounds * j.rho + j.window + horizon + 1) for j in jobs]
@@ -165,22 +193,46 @@ class _Master:
 
     @property
     def held(self) -> npt.NDArray[np.int16]:
-        """The GPUs of each group each path holds at each step (gang mode)."""
+        """The GPUs of each group each path holds at each step (kept for the cuts)."""
         return self._held[: self.columns]
+
+    def refined(self) -> _Master:
+        """A master of the same paths and cuts on the blocks split :data:`REFINE` ways
+        (each at least one step)."""
+        edges = np.unique(
+            np.concatenate(
+                [
+                    np.linspace(a, b, REFINE + 1).astype(int)
+                    for a, b in itertools.pairwise(self.edges)
+                ]
+            )
+        )
+        finer = _Master(self.problem, self.groups, self._held.shape[2] > 0, edges)
+        for j, value, path in self.paths:
+            finer.add(j, self.problem.jobs[j], value, path)
+        for cut in self.cuts:
+            finer._add_cut(cut)
+        return finer
 
     def add(self, j: int, job: _Job, value: float, path: list[_Round]) -> bool:
         """Add job j's path (its programme's ``value`` at the prices that gave it); False if
         the master has it already."""
         _, jobs, rows, horizon, _, _ = self.problem
+        key = (j, tuple((step.rows, step.counts, step.start, step.hold) for step in path))
+        if key in self.seen:
+            return False
+        self.seen.add(key)
+        self.paths.append((j, value, path))
         use = rows.use[job.k_tasks]
         n_groups = len(self.groups)
+        cuts = self._held.shape[2] > 0
         delta = np.zeros((rows.rows, horizon + 1))
-        count = np.zeros((n_groups, horizon + 1))
+        count = np.zeros((n_groups, horizon + 1 if cuts else 1))
         for step in path:
             holds = np.asarray(step.counts) @ use[list(step.rows)]
             delta[:, step.start] += holds
             delta[:, step.start + step.hold] -= holds
-            if not self.gang:
+            if not cuts:
                 continue
             # GPUs per group: inside group q (one row: n_groups + q) K of them; spread: the
             # split's counts on its rows (groups), the last row being the cuts
@@ -192,12 +244,10 @@ class _Master:
             for q, c in on.items():
                 count[q, step.start] += c
                 count[q, step.start + step.hold] -= c
-        usage = np.cumsum(delta, axis=1)[:, :horizon].ravel()
-        held = np.rint(np.cumsum(count, axis=1)[:, :horizon]).astype(np.int16)
-        key = (j, usage.tobytes() + held.tobytes())
-        if key in self.seen:
-            return False
-        self.seen.add(key)
+        # what the path holds of each row in each block
+        usage = np.add.reduceat(np.cumsum(delta, axis=1)[:, :horizon], self.edges[:-1], axis=1)
+        usage = usage.ravel()
+        held = np.rint(np.cumsum(count, axis=1)[:, : horizon if cuts else 0]).astype(np.int16)
         if self.columns == len(self._job):  # double the room
             self._job = np.concatenate([self._job, np.zeros_like(self._job)])
             self._held = np.concatenate([self._held, np.zeros_like(self._held)])
@@ -309,6 +359,7 @@ def column_bound(
     report: Any = None,
     work: float | None = None,
     start: Schedule | None = None,
+    prices: ClassPrices | None = None,
 ) -> ColumnBound:
     """The column-generation bound (module doc) on the grid of ``time_unit``, from the
     deadlines of ``upper`` (the objective of a checked feasible schedule), after at most
@@ -316,31 +367,46 @@ def column_bound(
     Ctrl-C; ``cuts``: the conflict cuts (gang mode). ``priced_until`` and ``report`` as for
     :func:`~optsched.exact.lagrangian.lagrangian_bound`. ``start``: a feasible schedule whose
     rounds are the master's first paths (it then has a solution from the first solve on,
-    and its duals are prices rather than penalties), e.g. the incumbent's.
+    and its duals are prices rather than penalties), e.g. the incumbent's. ``prices``: prices
+    of GPU time to price the first paths at (e.g. the class-capacity LP's, as for
+    :func:`~optsched.exact.lagrangian.lagrangian_bound`; by default λ = 0).
+
+    On a grid of more than :data:`MAX_STEPS` steps the master's capacity rows start on
+    :data:`FIRST_BLOCKS` blocks of consecutive steps and are refined each time it converges
+    (module doc); the paths are priced on the grid's steps throughout.
 
     Guarantees: the bound is the Lagrangian value L(λ, μ) at the master's duals clipped to
     ≥ 0, each job's programme solved exactly (or, for a spread round of more than
     :data:`~optsched.exact.lagrangian.MAX_SPLITS` splits, without its conflict prices: less),
     less a relative 10⁻⁹, rounded up to the grid's integer objective: at most the optimum
     (docs/models/column-bound.md). The master's value is never reported. Raises
-    :class:`~optsched.exact.lagrangian.TooLarge` on a grid of more than
-    :data:`MAX_MASTER_STEPS` steps."""
+    :class:`MasterTooLarge` in gang mode with ``cuts`` on a grid of more than
+    :data:`MAX_MASTER_STEPS` steps, and :class:`~optsched.exact.lagrangian.TooLarge` where
+    the programme is too large to price (as for
+    :func:`~optsched.exact.lagrangian.lagrangian_bound`)."""
     problem = _problem(instance, upper, time_unit, priced_until)
     dn, jobs, rows, horizon, shift, _ = problem
-    if horizon > MAX_MASTER_STEPS:
-        raise TooLarge(
-            f"time_unit {time_unit:g}: column-bound's master would span {horizon} steps, more "
-            f"than {MAX_MASTER_STEPS}; choose a coarser time_unit (at most the shortest "
-            f"compute time; default: at most {MAX_STEPS} steps, and parts of the instance "
-            "separated in time bounded apart)"
+    gang = cuts and dn.instance.mode == "gang"
+    if gang and horizon > MAX_MASTER_STEPS:
+        raise MasterTooLarge(
+            f"time_unit {time_unit:g}: column-bound's master with conflict cuts would span "
+            f"{horizon} steps, more than {MAX_MASTER_STEPS}; choose a coarser time_unit (at "
+            f"most the shortest compute time; default: at most {MAX_STEPS} steps, and parts "
+            "of the instance separated in time bounded apart), or cuts=0"
         )
     groups = [len(g) for g in dn.instance.gpu_groups()]
-    gang = cuts and dn.instance.mode == "gang"
-    master = _Master(problem, groups, dn.instance.mode == "gang")
+    blocks = horizon if horizon <= MAX_STEPS else FIRST_BLOCKS
+    master = _Master(
+        problem, groups, gang, np.unique(np.linspace(0, horizon, blocks + 1).astype(int))
+    )
     if start is not None:  # a feasible master from the first solve on
         for j, cost, path in _schedule_paths(problem, start, time_unit):
             master.add(j, jobs[j], cost, path)
-    lam = np.zeros((rows.rows, horizon))
+    lam = (
+        np.zeros((rows.rows, horizon))
+        if prices is None
+        else _multipliers(problem, instance, prices)
+    )
     mu = np.zeros(0)
     target = upper * dn.weight_scale / time_unit - shift  # the incumbent, in grid units
     best, trace, done, stopped = -math.inf, [], 0, "iterations"
@@ -356,7 +422,7 @@ def column_bound(
             if meter.exhausted:
                 stopped = "work"
                 break
-            value, paths = _price_all(problem, lam, mu, master, gang)
+            value, paths = _price_all(problem, lam, mu, master, gang, budget)
             done += 1
             meter.spend(pricing)
             certified = math.ceil(value - 1e-9 * abs(value) - 1e-9) + shift
@@ -373,8 +439,10 @@ def column_bound(
                 centre, centre_value = (lam, mu), value
             new = sum(master.add(j, jobs[j], v, path) for j, (v, path) in enumerate(paths))
             if not new and exact:
-                stopped = "converged"
-                break
+                if master.blocks == horizon:
+                    stopped = "converged"
+                    break
+                master, solved = master.refined(), False  # the same paths, finer rows
             if new or not solved:
                 solved = True
                 for _ in range(SEPARATIONS):
@@ -385,7 +453,11 @@ def column_bound(
                 else:  # the last separation added cuts: their duals too
                     x, duals = master.solve(budget)
                     meter.spend(master.work)
-                own = np.maximum(duals[: master.n_cap], 0.0).reshape(rows.rows, horizon)
+                own = np.repeat(  # each block's multiplier on each of its steps
+                    np.maximum(duals[: master.n_cap], 0.0).reshape(rows.rows, master.blocks),
+                    np.diff(master.edges),
+                    axis=1,
+                )
                 own_mu = np.maximum(duals[master.n_cap + len(jobs) :], 0.0)
             # price next between the best multipliers so far and the master's (Wentges'
             # smoothing); at the master's own when that found nothing new
@@ -408,6 +480,7 @@ def column_bound(
         master.columns,
         len(master.cuts),
         meter.spent,
+        blocks=master.blocks,
     )
 
 
@@ -438,18 +511,13 @@ def column_bound_from(
     bound so far. Raises TooLarge or BelowCriticalPath (:func:`column_bound`) otherwise."""
     value, span = evaluate(instance, schedule)
     unit = column_time_unit(instance, span, time_unit)
-    common = dict(start=schedule, priced_until=span, **options)
-    try:
-        return column_bound(
-            instance, value, unit, budget=budget, work=work, report=report, **common
-        )
-    except TooLarge:
-        if time_unit is not None:
-            raise
+    first = min(job.arrival for job in instance.jobs)
+    if time_unit is None and (span - first) / unit > MAX_MASTER_STEPS:
         parts = separated_parts(instance, schedule)
-        if len(parts) == 1:
-            raise
-    return _by_parts(instance, schedule, parts, unit, budget, work, report, options)
+        if len(parts) > 1:
+            return _by_parts(instance, schedule, parts, unit, budget, work, report, options)
+    common = dict(start=schedule, priced_until=span, **options)
+    return column_bound(instance, value, unit, budget=budget, work=work, report=report, **common)
 
 
 def separated_parts(instance: Instance, schedule: Schedule) -> list[list[int]]:
@@ -557,7 +625,12 @@ def _by_parts(
         sum(f.cuts for f in found),
         spent,
         len(parts),
+        found[-1].blocks if found else 0,
     )
+
+
+class MasterTooLarge(TooLarge):
+    """A master with conflict cuts would span more than :data:`MAX_MASTER_STEPS` steps."""
 
 
 class _Stop(Exception):
@@ -633,12 +706,16 @@ def _price_all(
     mu: npt.NDArray[np.float64],
     master: _Master,
     gang: bool,
+    budget: Budget | None,
 ) -> tuple[float, list[tuple[float, list[_Round]]]]:
-    """(L(λ, μ) in grid units from the origin, each job's programme value and path)."""
+    """(L(λ, μ) in grid units from the origin, each job's programme value and path); raises
+    :class:`_Stop` when ``budget`` expires before the last job (the iteration is dropped)."""
     tables = price_tables(problem, lam)
     prices = master.conflicts(mu) if gang and len(mu) else None
     paths = []
     for j, job in enumerate(problem.jobs):
+        if budget is not None and budget.expired():
+            raise _Stop("time limit")
         own = prices[j] if prices is not None else None
         paths.append(_price(job, tables[job.k_tasks], own, len(master.groups)))
     value = sum(v for v, _ in paths) - float(lam.sum()) - float(mu.sum())

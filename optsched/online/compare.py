@@ -319,6 +319,7 @@ def _with_mode_bound(
             makespan=((best or runs[mine[0]].result).metrics or {}).get("makespan"),
             time_limit=time_limit,
             progress=report if progress is not None else None,
+            schedule=None if best is None else best.schedule,
         )
         assert found is not None  # a level other than "none"
         if progress is not None:

@@ -152,7 +152,16 @@ def simulate(
     extra["startup_s"] = startup + sim.startup_s
     if not cluster:
         extra.update(
-            _regret(sim.instance, bound, bound_time_limit, objective, metrics, tolerance, progress)
+            _regret(
+                sim.instance,
+                bound,
+                bound_time_limit,
+                objective,
+                metrics,
+                tolerance,
+                progress,
+                sim.schedule,
+            )
         )
     report = getattr(chosen, "report", None)  # optional: what the policy did
     if callable(report):
@@ -191,10 +200,12 @@ def _regret(
     metrics: Mapping[str, Any],
     tolerance: float | None,
     progress: bool = False,
+    schedule: Schedule | None = None,
 ) -> dict[str, Any]:
     """The regret fields of an online result (:func:`simulate`) on its realised instance;
-    ``tolerance`` is set when the objective is the checker's. With ``progress``, a line on
-    stderr for each part of a capacity bound solved on parts."""
+    ``tolerance`` is set when the objective is the checker's (of ``schedule``, the run's
+    checked schedule). With ``progress``, a line on stderr for each part of a capacity bound
+    solved on parts."""
 
     def report(k: int, parts: int, status: str, gain: float) -> None:
         print(part_line(k, parts, status, gain), file=sys.stderr, flush=True)
@@ -206,6 +217,7 @@ def _regret(
         makespan=metrics.get("makespan"),
         time_limit=time_limit,
         progress=report if progress else None,
+        schedule=schedule if tolerance is not None else None,
     )
     return {} if found is None else regret_fields(instance, found, objective, metrics, tolerance)
 
