@@ -165,14 +165,19 @@ def _lagrangian(
         return {"lagrangian_status": "no checked schedule"}
     if lp.status in ("too large", "interrupted"):  # a trace's programme is too large too;
         return {"lagrangian_status": lp.status}  # a Ctrl-C stops the level
-    from optsched.exact.columns import ColumnBound, MasterTooLarge, column_bound
-    from optsched.exact.lagrangian import BelowCriticalPath, TooLarge, lagrangian_time_unit
+    from optsched.exact.columns import (
+        ColumnBound,
+        MasterTooLarge,
+        column_bound,
+        column_time_unit,
+    )
+    from optsched.exact.lagrangian import BelowCriticalPath, TooLarge
 
     def bound(cuts: bool) -> ColumnBound:
         return column_bound(
             instance,
             objective,
-            lagrangian_time_unit(instance, end, None),
+            column_time_unit(instance, end, None),
             cuts=cuts,
             priced_until=end,
             budget=Budget(time_limit),

@@ -250,7 +250,7 @@ def test_a_grid_too_fine_for_the_master_is_refused_before_it_is_built():
     start = incumbent(inst)
     steps = start.makespan / 0.001
     assert steps > columns.MAX_MASTER_STEPS  # the case is what it says
-    with pytest.raises(lagrangian.TooLarge, match="coarser time_unit"):
+    with pytest.raises(columns.MasterTooLarge, match="coarser time_unit"):
         column_bound(inst, start.objective, 0.001)
     assert column_bound(inst, start.objective, 1.0, iterations=1).bound is not None
 
@@ -261,6 +261,27 @@ def _with_late_copy(inst: Instance, delay: float) -> Instance:
         dataclasses.replace(j, id=f"{j.id}~late", arrival=j.arrival + delay) for j in inst.jobs
     )
     return Instance(inst.name, inst.jobs + late, inst.gpus, mode=inst.mode)
+
+
+def test_parts_where_the_whole_instance_is_too_large_to_price():
+    """A grid of few steps, but two jobs of 4,000 rounds whose programmes, with the third
+    job's 9,000 s later in the deadlines, are too large to price: the separated parts are
+    bounded apart (the first, still too large, by its critical paths less a relative
+    10⁻⁹)."""
+    jobs = (
+        Job("a", rounds=4000, compute={"A": 1.0}),
+        Job("b", rounds=4000, compute={"A": 1.0}),
+        Job("c", arrival=9000.0, rounds=2, compute={"A": 1.0}),
+    )
+    inst = Instance("cells", jobs, (GPU("g0", "A"),), mode="relaxed")
+    start = incumbent(inst)
+    unit = column_time_unit(inst, start.makespan, None)
+    assert (start.makespan - 0.0) / unit <= columns.MAX_MASTER_STEPS  # the case is what it says
+    with pytest.raises(lagrangian.TooLarge, match="would price"):
+        column_bound(inst, start.objective, unit)
+    found = columns.column_bound_from(inst, start.schedule, iterations=5)
+    assert found.parts == 2 and found.stopped == "too large" and found.bound is not None
+    assert found.bound >= critical_path_bound(inst) * (1 - 1e-9)
 
 
 def test_separated_parts_cut_where_the_schedule_leaves_a_gap():
@@ -278,8 +299,8 @@ def test_separated_parts_cut_where_the_schedule_leaves_a_gap():
 @settings(deadline=None, max_examples=n_examples(20))
 @given(instances(max_jobs=3, integer=True))
 def test_a_late_copy_is_bounded_by_parts(instance):
-    """The jobs twice, the copy 10⁷ s later: one grid from the first arrival would exceed
-    the master's limit, so the bound sums the parts alone (two at least: the jobs may
+    """The jobs twice, the copy 10⁷ s later: one grid from the first arrival would be too
+    large to price, so the bound sums the parts alone (two at least: the jobs may
     separate on their own), at most the optimum (each half's optimum, the copy's shifted by
     Σ w × the delay) and at least the critical path; cpsat starts its search from it."""
     delay = 1e7

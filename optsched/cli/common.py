@@ -180,8 +180,8 @@ def add_simulation_options(p: argparse.ArgumentParser) -> None:
         "better of the critical path and the fluid work bound; default), capacity (also "
         "the class-capacity LP, within --bound-time-limit; on parts of the longest jobs "
         "where the trace is too large for one LP) or lagrangian (also the Lagrangian bound, "
-        "started at the LP's prices, within --bound-time-limit again; needs a checked "
-        "schedule; stronger where short jobs queue in bursts)",
+        "by column generation from the LP's prices, within --bound-time-limit again; needs "
+        "a checked schedule; stronger where short jobs queue in bursts)",
     )
     p.add_argument(
         "--bound-time-limit",

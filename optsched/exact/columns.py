@@ -196,9 +196,9 @@ class _Master:
         """The GPUs of each group each path holds at each step (kept for the cuts)."""
         return self._held[: self.columns]
 
-    def refined(self) -> _Master:
+    def refined(self, budget: Budget | None) -> _Master:
         """A master of the same paths and cuts on the blocks split :data:`REFINE` ways
-        (each at least one step)."""
+        (each at least one step); raises :class:`_Stop` when ``budget`` expires first."""
         edges = np.unique(
             np.concatenate(
                 [
@@ -209,6 +209,8 @@ class _Master:
         )
         finer = _Master(self.problem, self.groups, self._held.shape[2] > 0, edges)
         for j, value, path in self.paths:
+            if budget is not None and budget.expired():
+                raise _Stop("time limit")
             finer.add(j, self.problem.jobs[j], value, path)
         for cut in self.cuts:
             finer._add_cut(cut)
@@ -442,7 +444,7 @@ def column_bound(
                 if master.blocks == horizon:
                     stopped = "converged"
                     break
-                master, solved = master.refined(), False  # the same paths, finer rows
+                master, solved = master.refined(budget), False  # the same paths, finer rows
             if new or not solved:
                 solved = True
                 for _ in range(SEPARATIONS):
@@ -499,7 +501,8 @@ def column_bound_from(
     (default: :func:`column_time_unit`), with the same ``options``.
 
     When the default grid of the whole instance would exceed :data:`MAX_MASTER_STEPS`
-    steps and ``schedule`` falls into :func:`separated_parts`, the bound is the sum over
+    steps, or the whole instance is too large (:class:`~optsched.exact.lagrangian.TooLarge`),
+    and ``schedule`` falls into :func:`separated_parts`, the bound is the sum over
     the parts of each part's bound alone on its own grid (``options`` per part), the parts
     by size (tasks), smallest first, each with a share of the budget and work left in
     proportion to its tasks; a part still too large, at its critical paths already, or
@@ -512,12 +515,18 @@ def column_bound_from(
     value, span = evaluate(instance, schedule)
     unit = column_time_unit(instance, span, time_unit)
     first = min(job.arrival for job in instance.jobs)
-    if time_unit is None and (span - first) / unit > MAX_MASTER_STEPS:
-        parts = separated_parts(instance, schedule)
-        if len(parts) > 1:
-            return _by_parts(instance, schedule, parts, unit, budget, work, report, options)
+    parts = separated_parts(instance, schedule) if time_unit is None else [[]]
+    if len(parts) > 1 and (span - first) / unit > MAX_MASTER_STEPS:
+        return _by_parts(instance, schedule, parts, unit, budget, work, report, options)
     common = dict(start=schedule, priced_until=span, **options)
-    return column_bound(instance, value, unit, budget=budget, work=work, report=report, **common)
+    try:
+        return column_bound(
+            instance, value, unit, budget=budget, work=work, report=report, **common
+        )
+    except TooLarge:
+        if len(parts) == 1:
+            raise
+    return _by_parts(instance, schedule, parts, unit, budget, work, report, options)
 
 
 def separated_parts(instance: Instance, schedule: Schedule) -> list[list[int]]:
@@ -752,6 +761,7 @@ def _column_bound(instance: Instance, context: SolveContext[ColumnBoundOptions])
             "iterations": found.iterations,
             "columns": found.columns,
             "cuts": found.cuts,
+            "blocks": found.blocks,
             "work": found.work,
             "stopped": found.stopped,
             "interrupted": found.stopped == "interrupted",
