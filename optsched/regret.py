@@ -15,10 +15,11 @@ Four levels, each including the ones before (docs/model.md, *regret*):
 - ``lagrangian``: also, within the same time limit again, the Lagrangian bound of GPU
   capacity over time (:mod:`optsched.exact.lagrangian`: the time-indexed relaxation, which
   sees that a job's rounds are discrete and a GPU runs one task at a time), its multipliers
-  found by column generation (:mod:`optsched.exact.columns`; in gang mode with the conflict
-  cuts where the master can keep them), the first paths priced at the LP's prices and taken
-  from a checked schedule's rounds, its deadlines from that schedule's objective. Where many
-  short jobs queue in a burst it is the stronger; on jobs of many rounds, the LP.
+  found by column generation on its default grid (:mod:`optsched.exact.columns`; in gang
+  mode with the conflict cuts where the master can keep them), started at the LP's prices,
+  its first paths taken from a checked schedule's rounds and its deadlines from that
+  schedule's objective. Where many short jobs queue in a burst it is the stronger; on jobs
+  of many rounds, the LP.
 
 For a trace too large for one LP, :func:`parts_bound` solves it on parts of the jobs (e.g.
 :func:`long_job_parts`) and adds the parts up. All of them are for the basic model.

@@ -276,7 +276,7 @@ def test_parts_where_the_whole_instance_is_too_large_to_price():
     inst = Instance("cells", jobs, (GPU("g0", "A"),), mode="relaxed")
     start = incumbent(inst)
     unit = column_time_unit(inst, start.makespan, None)
-    assert (start.makespan - 0.0) / unit <= columns.MAX_MASTER_STEPS  # the case is what it says
+    assert start.makespan / unit <= columns.MAX_MASTER_STEPS  # the case is what it says
     with pytest.raises(lagrangian.TooLarge, match="would price"):
         column_bound(inst, start.objective, unit)
     found = columns.column_bound_from(inst, start.schedule, iterations=5)
