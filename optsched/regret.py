@@ -191,7 +191,7 @@ def _lagrangian(
             found = bound(cuts=True)
         except MasterTooLarge:  # gang mode: without the conflict cuts, a master of blocks
             found = bound(cuts=False)
-    except TooLarge:  # more (row, step) cells than it holds, or a master too large
+    except TooLarge:  # more (row, step) or (round, step) cells than it prices
         return {"lagrangian_status": "too large"}
     except BelowCriticalPath:  # an objective within the checker's tolerance below it
         return {"lagrangian_status": "objective below the critical path"}

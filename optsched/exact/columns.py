@@ -155,7 +155,7 @@ class _Master:
     def __init__(
         self, problem: _Problem, groups: list[int], held: bool, edges: npt.NDArray[np.int_]
     ) -> None:
-        self.problem, self.groups, self.edges = problem, groups, edges
+        self.problem, self.groups, self.edges, self.with_cuts = problem, groups, edges, held
         _, jobs, rows, horizon, _, _ = problem
         lengths = np.diff(edges).astype(float)
         self.blocks = len(lengths)
@@ -199,15 +199,8 @@ class _Master:
     def refined(self, budget: Budget | None) -> _Master:
         """A master of the same paths and cuts on the blocks split :data:`REFINE` ways
         (each at least one step); raises :class:`_Stop` when ``budget`` expires first."""
-        edges = np.unique(
-            np.concatenate(
-                [
-                    np.linspace(a, b, REFINE + 1).astype(int)
-                    for a, b in itertools.pairwise(self.edges)
-                ]
-            )
-        )
-        finer = _Master(self.problem, self.groups, self._held.shape[2] > 0, edges)
+        edges = _split(self.edges, REFINE)
+        finer = _Master(self.problem, self.groups, self.with_cuts, edges)
         for j, value, path in self.paths:
             if budget is not None and budget.expired():
                 raise _Stop("time limit")
@@ -227,9 +220,9 @@ class _Master:
         self.paths.append((j, value, path))
         use = rows.use[job.k_tasks]
         n_groups = len(self.groups)
-        cuts = self._held.shape[2] > 0
+        cuts = self.with_cuts
         delta = np.zeros((rows.rows, horizon + 1))
-        count = np.zeros((n_groups, horizon + 1 if cuts else 1))
+        count = np.zeros((n_groups, horizon + 1 if cuts else 0))
         for step in path:
             holds = np.asarray(step.counts) @ use[list(step.rows)]
             delta[:, step.start] += holds
@@ -249,7 +242,7 @@ class _Master:
         # what the path holds of each row in each block
         usage = np.add.reduceat(np.cumsum(delta, axis=1)[:, :horizon], self.edges[:-1], axis=1)
         usage = usage.ravel()
-        held = np.rint(np.cumsum(count, axis=1)[:, : horizon if cuts else 0]).astype(np.int16)
+        held = np.rint(np.cumsum(count, axis=1)[:, :horizon]).astype(np.int16)
         if self.columns == len(self._job):  # double the room
             self._job = np.concatenate([self._job, np.zeros_like(self._job)])
             self._held = np.concatenate([self._held, np.zeros_like(self._held)])
@@ -398,9 +391,7 @@ def column_bound(
         )
     groups = [len(g) for g in dn.instance.gpu_groups()]
     blocks = horizon if horizon <= MAX_STEPS else FIRST_BLOCKS
-    master = _Master(
-        problem, groups, gang, np.unique(np.linspace(0, horizon, blocks + 1).astype(int))
-    )
+    master = _Master(problem, groups, gang, _split(np.array([0, horizon]), blocks))
     if start is not None:  # a feasible master from the first solve on
         for j, cost, path in _schedule_paths(problem, start, time_unit):
             master.add(j, jobs[j], cost, path)
@@ -636,6 +627,13 @@ def _by_parts(
         len(parts),
         found[-1].blocks if found else 0,
     )
+
+
+def _split(edges: npt.NDArray[np.int_], ways: int) -> npt.NDArray[np.int_]:
+    """The edges of the blocks between ``edges`` each split ``ways`` ways evenly (blocks of
+    at least one step)."""
+    inner = [np.linspace(a, b, ways + 1).astype(int) for a, b in itertools.pairwise(edges)]
+    return np.unique(np.concatenate(inner))
 
 
 class MasterTooLarge(TooLarge):
