@@ -191,8 +191,9 @@ def _lagrangian(
             found = bound(cuts=True)
         except MasterTooLarge:  # gang mode: without the conflict cuts, a master of blocks
             found = bound(cuts=False)
-    except TooLarge:  # more (row, step) or (round, step) cells than it prices
-        return {"lagrangian_status": "too large"}
+    except TooLarge as err:  # more (row, step) or (round, step) cells than it prices
+        # the grid and the count, without the advice on time_unit (not an option here)
+        return {"lagrangian_status": f"too large ({str(err).split(';')[0]})"}
     except BelowCriticalPath:  # an objective within the checker's tolerance below it
         return {"lagrangian_status": "objective below the critical path"}
     out: dict[str, float | str] = {"lagrangian_status": found.stopped}
@@ -341,6 +342,22 @@ def _basic_model(instance: Instance) -> None:
             f"{instance.name!r}: the lower bounds are for the basic model; this instance "
             "has phases, GPU sharing or placement factors (instance@2)"
         )
+
+
+def regret_ratio(value: float, least: float) -> float:
+    """``value`` over a positive lower bound ``least`` on it, at least 1: a regret. A bound
+    above the value by no more than its float rounding (the callers check that it is within
+    the checker's tolerance) leaves the ratio at 1."""
+    return max(1.0, value / least)
+
+
+def ratio_text(ratio: float, digits: int = 4) -> str:
+    """``ratio`` (≥ 1: a regret) rounded *up* to ``digits`` significant digits (beyond its
+    float noise), so that a
+    printed regret still bounds the true one: 1.000234 is ``1.001``, never ``1`` (which
+    would read as proved optimal)."""
+    scale = 10.0 ** (digits - 1 - math.floor(math.log10(ratio)))
+    return f"{math.ceil(ratio * scale - 1e-9) / scale:.{digits}g}"
 
 
 def weighted_arrivals(instance: Instance) -> float:

@@ -116,7 +116,47 @@ def test_compare_runs_every_policy_in_its_mode_with_certified_regrets():
     assert "mean JCT (h)" in table and "| hlas:mapping=A | relaxed |" in table
     data = json.loads(json.dumps(result.to_dict(), allow_nan=False))
     assert data["bounds"]["gang"]["value"] == pytest.approx(result.bounds["gang"][0] / 3600)
+    assert data["bounds"]["gang"]["statuses"] == {}  # the fluid level solves no LP
     assert [p["method"] for p in data["policies"]] == ["hlas", "fifo-perf", "hlas", "srtf"]
+
+
+def test_a_bound_above_an_objective_by_its_rounding_gives_a_regret_of_one():
+    """A policy that reaches the bound can end one float rounding below it (sums in another
+    order): its regret is 1, as simulate reports it, and the table prints ratios rounded
+    up, so that a regret just above 1 never reads as 1."""
+    import math
+    from dataclasses import replace
+
+    from optsched.regret import ratio_text, regret_ratio
+
+    inst = instance()
+    result = compare(inst, ["hlas"])
+    run = result.runs[0].result
+    above = math.nextafter(run.objective, math.inf)
+    rounded = replace(result, bounds={run.mode: (above, "critical-path")})
+    assert rounded.rows()[0]["regret"] == 1.0
+    assert regret_ratio(1.0, math.nextafter(1.0, 2.0)) == 1.0
+    assert regret_ratio(3.0, 2.0) == 1.5
+    for ratio, text in [(1.0, "1"), (1.000234, "1.001"), (1.5, "1.5"), (12.3456, "12.35")]:
+        assert ratio_text(ratio) == text
+    tight = replace(result, bounds={run.mode: (run.objective / 1.000234, "critical-path")})
+    assert "| 1.001 |" in tight.table("h")
+
+
+def test_compare_says_why_the_stronger_bounds_gave_none():
+    """The statuses of the level's LP and Lagrangian bound go with each mode's bound, in the
+    JSON and (where not optimal) in the table's line on the bound."""
+    inst = instance()
+    result = compare(inst, ["hlas"], bound="lagrangian")
+    statuses = result.to_dict()["bounds"]["relaxed"]["statuses"]
+    assert statuses["capacity"] == "optimal"
+    assert statuses["lagrangian"] == result.runs[0].result.extra["lagrangian_status"]
+    head = result.table("h").splitlines()[0]
+    assert "capacity: optimal" not in head
+    assert (f"lagrangian: {statuses['lagrangian']}" in head) == (
+        statuses["lagrangian"] != "optimal"
+    )
+    assert result.runs[0].result.extra["bound_seconds"] >= 0
 
 
 @pytest.mark.parametrize("level", ["capacity", "lagrangian"])

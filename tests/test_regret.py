@@ -77,9 +77,22 @@ def test_the_lagrangian_level_needs_a_checked_schedule_and_says_how_it_stopped()
     found = simulate(inst, "hlas", bound="lagrangian")
     assert found.extra["lagrangian_status"] in ("converged", "iterations")
     assert "bound_lagrangian" in found.extra and found.extra["capacity_status"] == "optimal"
+    assert found.extra["bound_seconds"] >= 0  # the bounds' time; the runtime is the run's
     streamed = simulate(inst, "hlas", bound="lagrangian", record=False)
     assert streamed.extra["lagrangian_status"] == "no checked schedule"
     assert "bound_lagrangian" not in streamed.extra
+
+
+def test_a_programme_too_large_says_its_grid_and_size(monkeypatch):
+    import optsched.exact.lagrangian as lagrangian
+
+    monkeypatch.setattr(lagrangian, "MAX_CELLS", 1)
+    inst = _toy()
+    start = solve(inst, "ect")
+    found = regret_bound(inst, "lagrangian", objective=start.objective)
+    assert found is not None and "bound_lagrangian" not in found.parts
+    status = str(found.parts["lagrangian_status"])
+    assert status.startswith("too large (time_unit ") and "more than 1e+00)" in status
 
 
 def test_a_ctrl_c_in_the_lp_stops_the_lagrangian_level(monkeypatch):

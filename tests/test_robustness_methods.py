@@ -152,6 +152,28 @@ def test_own_hint_is_accepted(instance):
     solve(instance, "ect", hint=_ect(instance))
 
 
+def test_a_hint_of_the_other_mode_is_named_on_stderr(instance, tmp_path):
+    """A relaxed-mode schedule given as the hint of a gang-mode run is read in gang mode
+    (where its rounds' tasks need not start together it is infeasible and not used): the
+    command says so instead of dropping it without a word."""
+    import contextlib
+    import io
+
+    from optsched.cli import main
+    from optsched.io import save_instance, save_schedule
+
+    relaxed = instance.with_mode("relaxed")
+    save_instance(tmp_path / "inst.json", relaxed)
+    save_schedule(tmp_path / "hint.json", Schedule(relaxed.name, _ect(relaxed).tasks, "relaxed"))
+    args = ["solve", str(tmp_path / "inst.json"), "--method", "ect"]
+    for mode, warned in (("gang", True), ("relaxed", False)):
+        err = io.StringIO()
+        with contextlib.redirect_stdout(io.StringIO()), contextlib.redirect_stderr(err):
+            code = main([*args, "--mode", mode, "--hint", str(tmp_path / "hint.json"), "--quiet"])
+        assert code == 0
+        assert ("warning: --hint is a relaxed-mode schedule" in err.getvalue()) == warned
+
+
 # -- 6. lp-bound's adaptive grid ------------------------------------------------------------
 
 

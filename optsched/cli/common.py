@@ -337,6 +337,8 @@ def print_result(result: Result[Any], online: bool = False) -> None:
         if floor is not None:
             print(f"floor      {fmt(floor)}  (critical path: every job alone on the fastest GPUs)")
         if result.regret is not None:
+            from optsched.regret import ratio_text
+
             named = {
                 "critical-path": "the critical path",
                 "fluid": "the fluid work bound",
@@ -345,12 +347,18 @@ def print_result(result: Result[Any], online: bool = False) -> None:
                 "lagrangian": "the Lagrangian bound of GPU capacity over time",
             }[result.extra["regret_source"]]
             print(
-                f"regret     ≤ {fmt(result.regret, 4)}  (objective ÷ "
-                f"{fmt(result.extra['regret_bound'], 6)}, {named})"
+                f"regret     ≤ {ratio_text(result.regret)}  (objective ÷ "
+                f"{fmt(result.extra['regret_bound'], 6)}, {named}"
+                + (
+                    ""
+                    if result.extra.get("bound_seconds") is None
+                    else f", {result.extra['bound_seconds']:.1f} s"
+                )
+                + ")"
                 + (
                     ""
                     if result.regret_jct is None
-                    else f"; weighted JCT ≤ {fmt(result.regret_jct, 4)} × the least possible"
+                    else f"; weighted JCT ≤ {ratio_text(result.regret_jct)} × the least possible"
                 )
             )
             status = result.extra.get("capacity_status")

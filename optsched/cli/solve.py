@@ -73,6 +73,13 @@ def run(args: argparse.Namespace) -> int:
     distinct_targets([("--out", args.out), ("--export", args.export)])
     instance = load_instance(args.instance)
     hint = load_schedule(args.hint) if args.hint else None
+    mode = args.mode or instance.mode
+    if hint is not None and hint.mode is not None and hint.mode != mode:
+        print(
+            f"optsched: warning: --hint is a {hint.mode}-mode schedule and the run is in {mode} "
+            f"mode: it is read as a {mode}-mode one, and not used where it is infeasible there",
+            file=sys.stderr,
+        )
     params = parse_params(args.param)
     if args.export:
         params["export"] = args.export

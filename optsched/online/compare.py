@@ -22,7 +22,7 @@ from __future__ import annotations
 import math
 import time
 from collections.abc import Callable, Mapping, Sequence
-from dataclasses import dataclass, replace
+from dataclasses import dataclass, field, replace
 from typing import Any
 
 import numpy as np
@@ -30,7 +30,14 @@ import numpy as np
 from optsched.budget import check_time_limit
 from optsched.errors import InputError
 from optsched.instance import Instance
-from optsched.regret import CAPACITY_TIME_LIMIT, LP_LEVELS, check_level, weighted_arrivals
+from optsched.regret import (
+    CAPACITY_TIME_LIMIT,
+    LP_LEVELS,
+    check_level,
+    ratio_text,
+    regret_ratio,
+    weighted_arrivals,
+)
 from optsched.result import Result
 from optsched.subsets import UNITS
 
@@ -83,12 +90,15 @@ class Comparison:
     """What :func:`compare` returns: the runs, in the order given, on ``instance`` (the
     first run's realised instance: the same jobs and times for all), and per mode the best
     lower bound the runs in that mode computed (``bounds[mode]`` = (value, source); none
-    with ``bound="none"``)."""
+    with ``bound="none"``) and why the stronger bounds of the level gave none or less
+    (``statuses[mode]``: ``capacity``, ``capacity parts``, ``lagrangian`` → status, as the
+    runs' ``*_status`` fields)."""
 
     instance: Instance
     runs: tuple[PolicyRun, ...]
     bounds: Mapping[str, tuple[float, str]]
     checked: bool = True
+    statuses: Mapping[str, Mapping[str, str]] = field(default_factory=dict)
 
     @property
     def jcts(self) -> dict[str, list[float]]:
@@ -116,9 +126,13 @@ class Comparison:
                     "p95_jct": float(np.percentile(jct, 95)),
                     "p99_jct": float(np.percentile(jct, 99)),
                     "makespan": _scaled(metrics.get("makespan"), scale),
-                    "regret": objective / bound if objective is not None and bound else None,
+                    # the bound was checked against each run's objective (a bound above it
+                    # within the checker's tolerance is rounding)
+                    "regret": (
+                        regret_ratio(objective, bound) if objective is not None and bound else None
+                    ),
                     "regret_jct": (
-                        total_jct / least_jct
+                        regret_ratio(total_jct, least_jct)
                         if total_jct is not None and least_jct is not None and least_jct > 0
                         else None
                     ),
@@ -131,7 +145,13 @@ class Comparison:
         """The rows as a Markdown table, with a line on the workload and the bound above."""
         head = [COLUMNS[k].format(unit=unit) for k in COLUMNS]
         bounds = "; ".join(
-            f"{_number(value / _unit(unit))} ({mode} mode, {source})"
+            f"{_number(value / _unit(unit))} ({mode} mode, {source}"
+            + "".join(
+                f"; {name}: {status}"
+                for name, status in self.statuses.get(mode, {}).items()
+                if status != "optimal"
+            )
+            + ")"
             for mode, (value, source) in sorted(self.bounds.items())
         )
         lines = [
@@ -147,7 +167,10 @@ class Comparison:
             "|" + "---|" * len(head),
         ]
         for row in self.rows(unit):
-            cells = [row["policy"], row["mode"]] + [_number(row[k]) for k in list(COLUMNS)[2:]]
+            cells = [row["policy"], row["mode"]] + [
+                _number(row[k]) if k not in _RATIOS or row[k] is None else ratio_text(row[k])
+                for k in list(COLUMNS)[2:]
+            ]
             lines.append("| " + " | ".join(cells) + " |")
         return "\n".join(lines) + "\n"
 
@@ -161,7 +184,11 @@ class Comparison:
             "gpus": self.instance.n_gpus,
             "unit": unit,
             "bounds": {
-                mode: {"value": value / scale, "source": source}
+                mode: {
+                    "value": value / scale,
+                    "source": source,
+                    "statuses": dict(self.statuses.get(mode, {})),
+                }
                 for mode, (value, source) in self.bounds.items()
             },
             "checked": self.checked,
@@ -266,16 +293,32 @@ def compare(
     if heavy:
         runs = _with_mode_bound(runs, bound, bound_time_limit, progress)
     bounds: dict[str, tuple[float, str]] = {}
+    statuses: dict[str, dict[str, str]] = {}
     for r in runs:  # a bound holds for the runs of its mode
-        if r.result.extra.get("regret_bound") is not None:
-            found = (float(r.result.extra["regret_bound"]), str(r.result.extra["regret_source"]))
-            bounds[r.result.mode] = max(bounds.get(r.result.mode, found), found)
+        extra = r.result.extra
+        if extra.get("regret_bound") is not None:
+            found = (float(extra["regret_bound"]), str(extra["regret_source"]))
+            if found >= bounds.get(r.result.mode, found):
+                bounds[r.result.mode] = found
+                statuses[r.result.mode] = {
+                    key.removesuffix("_status").replace("_", " "): str(extra[key])
+                    for key in _STATUSES
+                    if key in extra
+                }
     return Comparison(
         _simulation(runs[0].result).instance,
         tuple(runs),
         bounds,
         checked=all(r.result.extra.get("checked", True) for r in runs),
+        statuses=statuses,
     )
+
+
+#: The columns that are regrets: printed rounded up (:func:`~optsched.regret.ratio_text`).
+_RATIOS = ("regret", "regret_jct")
+
+#: The runs' fields that say how the level's LP and Lagrangian bound ended.
+_STATUSES = ("capacity_status", "capacity_parts_status", "lagrangian_status")
 
 
 def _with_mode_bound(
@@ -322,19 +365,21 @@ def _with_mode_bound(
             schedule=None if best is None else best.schedule,
         )
         assert found is not None  # a level other than "none"
+        took = time.perf_counter() - start
         if progress is not None:
             status = found.parts.get("capacity_parts_status", found.parts.get("capacity_status"))
             more = found.parts.get("lagrangian_status")
             progress(
                 f"bound: {mode} mode: {found.value:,.6g} s ({found.source}; LP {status}"
                 + ("" if more is None else f"; Lagrangian {more}")
-                + f") in {time.perf_counter() - start:.1f} s"
+                + f") in {took:.1f} s"
             )
         for i in mine:
             result = runs[i].result
             fields = regret_fields(
                 instance, found, _objective(result), result.metrics or {}, result.tolerance
             )
+            fields["bound_seconds"] = took  # the mode's one bound, shared by its runs
             out[i] = replace(runs[i], result=replace(result, extra={**result.extra, **fields}))
     return out
 
