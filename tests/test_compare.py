@@ -229,6 +229,15 @@ def test_compare_refuses_bad_policies_before_running_any():
         compare(inst, ["hlas"], bound="capacity", bound_time_limit=-1.0)
     with pytest.raises(InputError, match="unknown regret bound"):
         compare(inst, ["hlas"], bound="lp")
+    from optsched.instance import GPU, Instance, Job
+
+    # two tasks a round on one GPU: a relaxed-mode job that no gang-mode policy can run
+    wide = Job(id="w", arrival=0.0, weight=1.0, rounds=1, tasks_per_round=2, compute={"V": 1.0})
+    one = Instance("one-gpu", (wide,), (GPU("g", "V"),))
+    calls: list[str] = []
+    with pytest.raises(InputError, match=r"needs 2 in gang mode"):
+        compare(one, ["hlas", "fifo-perf"], progress=calls.append)
+    assert calls == []  # before hlas ran
 
 
 def test_the_compare_command_draws_every_policy_in_hours(tmp_path, monkeypatch):

@@ -267,6 +267,9 @@ def compare(
         info.check_mode(own)
         info.parse_options(params)
         modes.append(own)
+    for own in dict.fromkeys(modes):  # a job no GPUs can run in a mode: refused now
+        if own != instance.mode:
+            instance.with_mode(own)
     # the LP (and the Lagrangian bound) once per mode, after every run, not once per run
     heavy = bound in LP_LEVELS
     each = "fluid" if heavy else bound
