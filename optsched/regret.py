@@ -192,8 +192,7 @@ def _lagrangian(
         except MasterTooLarge:  # gang mode: without the conflict cuts, a master of blocks
             found = bound(cuts=False)
     except TooLarge as err:  # more (row, step) or (round, step) cells than it prices
-        # the grid and the count, without the advice on time_unit (not an option here)
-        return {"lagrangian_status": f"too large ({str(err).split(';')[0]})"}
+        return {"lagrangian_status": f"too large ({err.size})"}  # time_unit: no option here
     except BelowCriticalPath:  # an objective within the checker's tolerance below it
         return {"lagrangian_status": "objective below the critical path"}
     out: dict[str, float | str] = {"lagrangian_status": found.stopped}
@@ -353,9 +352,8 @@ def regret_ratio(value: float, least: float) -> float:
 
 def ratio_text(ratio: float, digits: int = 4) -> str:
     """``ratio`` (≥ 1: a regret) rounded *up* to ``digits`` significant digits (beyond its
-    float noise), so that a
-    printed regret still bounds the true one: 1.000234 is ``1.001``, never ``1`` (which
-    would read as proved optimal)."""
+    float noise), so that a printed regret still bounds the true one: 1.000234 is
+    ``1.001``, never ``1`` (which would read as proved optimal)."""
     scale = 10.0 ** (digits - 1 - math.floor(math.log10(ratio)))
     return f"{math.ceil(ratio * scale - 1e-9) / scale:.{digits}g}"
 

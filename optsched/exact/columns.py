@@ -383,11 +383,15 @@ def column_bound(
     dn, jobs, rows, horizon, shift, _ = problem
     gang = cuts and dn.instance.mode == "gang"
     if gang and horizon > MAX_MASTER_STEPS:
-        raise MasterTooLarge(
+        size = (
             f"time_unit {time_unit:g}: column-bound's master with conflict cuts would span "
-            f"{horizon} steps, more than {MAX_MASTER_STEPS}; choose a coarser time_unit (at "
-            f"most the shortest compute time; default: at most {MAX_STEPS} steps, and parts "
-            "of the instance separated in time bounded apart), or cuts=0"
+            f"{horizon} steps, more than {MAX_MASTER_STEPS}"
+        )
+        raise MasterTooLarge(
+            f"{size}; choose a coarser time_unit (at most the shortest compute time; default: "
+            f"at most {MAX_STEPS} steps, and parts of the instance separated in time bounded "
+            "apart), or cuts=0",
+            size,
         )
     groups = [len(g) for g in dn.instance.gpu_groups()]
     blocks = horizon if horizon <= MAX_STEPS else FIRST_BLOCKS

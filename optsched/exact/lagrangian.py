@@ -72,7 +72,13 @@ _INF = math.inf
 
 
 class TooLarge(InputError):
-    """The programme would hold more than :data:`MAX_CELLS` cells on the grid asked for."""
+    """The programme would hold more than :data:`MAX_CELLS` cells on the grid asked for.
+    ``size``: the grid and what exceeds its limit, without the advice on ``time_unit``
+    (for callers that do not take one; the whole message after a pickle round trip)."""
+
+    def __init__(self, message: str, size: str | None = None) -> None:
+        super().__init__(message)
+        self.size = message if size is None else size
 
 
 class BelowCriticalPath(ValueError):
@@ -609,11 +615,11 @@ def _problem(
         horizon = max(1, min(horizon, until))
     cells = max(rows.per_step * horizon, max(j.rounds * min(j.window + 1, horizon) for j in jobs))
     if cells > MAX_CELLS:
-        raise TooLarge(
+        size = (
             f"time_unit {time_unit:g}: the time-indexed relaxation would price {cells:.3g} "
-            f"(row, step) or (round, step) pairs, more than {MAX_CELLS:.0e}; choose a "
-            "coarser time_unit"
+            f"(row, step) or (round, step) pairs, more than {MAX_CELLS:.0e}"
         )
+        raise TooLarge(f"{size}; choose a coarser time_unit", size)
     return _Problem(dn, jobs, rows, horizon, shift, origin)
 
 

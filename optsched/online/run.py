@@ -73,9 +73,8 @@ def simulate(
     instance) and the total weighted JCT over the bound less Σ w_j a_j as
     ``extra["regret_jct"]`` (:attr:`Result.regret_jct`); the seconds the bounds took as
     ``extra["bound_seconds"]`` (the Result's runtime is the simulation's). Not for cluster
-    policies
-    (:mod:`optsched.online.cluster`), whose phases and placement factors the bounds
-    ignore. ``stream_to`` (with ``record=False``) writes the schedule to that file as the
+    policies (:mod:`optsched.online.cluster`), whose phases and placement factors the
+    bounds ignore. ``stream_to`` (with ``record=False``) writes the schedule to that file as the
     simulation runs, never holding it in memory (put in place atomically when the run
     succeeds; not checked), for both execution models. The policy raising while it is built
     or while it decides (anything but an InputError or a PolicyError, exits included) is a
