@@ -1,7 +1,7 @@
 """The column-generation bound: at most the optimum at every iteration (both modes, conflict
 cuts on or off, any time origin), at least the subgradient's Lagrangian bound once converged,
-the time-indexed LP's value in relaxed mode, and in gang mode past both where a round that
-fills its group cannot share it."""
+the time-indexed LP's value in relaxed mode without cuts, and with them past both where a
+round that fills its group cannot share it."""
 
 from __future__ import annotations
 
@@ -76,10 +76,14 @@ def test_a_master_on_blocks_of_steps_stays_below_the_optimum_and_refines_to_the_
 
 
 @settings(deadline=None, max_examples=n_examples(40))
-@given(instances(mode="gang", max_jobs=5, max_gpus=5, max_k=4, integer=True))
-def test_conflict_cuts_stay_below_the_optimum_of_wide_gang_rounds(instance):
-    """Gang instances whose rounds fill most of a group: the cuts bind, and every
-    iteration's value stays at most the optimum."""
+@given(
+    st.sampled_from(["gang", "relaxed"]).flatmap(
+        lambda mode: instances(mode=mode, max_jobs=5, max_gpus=5, max_k=4, integer=True)
+    )
+)
+def test_conflict_cuts_stay_below_the_optimum_of_wide_rounds(instance):
+    """Instances whose rounds fill most of a group: the cuts bind (relaxed mode: priced over
+    staggered rounds), and every iteration's value stays at most the optimum."""
     optimum = solve(instance, "cpsat", time_limit=5)
     start = incumbent(instance)
     found = column_bound(instance, start.objective, 1.0)
@@ -121,12 +125,15 @@ def _fills_the_group() -> Instance:
     return Instance("fills", jobs, tuple(GPU(f"a{i}", "A") for i in range(4)), mode="gang")
 
 
-def test_a_round_that_fills_its_group_shares_it_with_no_one():
-    """The optimum is 10 (the 1-task job first: 2 × 2 + 6). Capacity lets half of the
-    4-task round run beside the 1-task job (3/4 of the GPUs in use), so the bound without
+@pytest.mark.parametrize("mode", ["gang", "relaxed"])
+def test_a_round_that_fills_its_group_shares_it_with_no_one(mode):
+    """The optimum is 10 (gang: the 1-task job first, 2 × 2 + 6; relaxed: three tasks of the
+    first 4-task round beside it and the fourth after, 2 × 2 + 6 too). Capacity lets half of
+    the 4-task round run beside the 1-task job (3/4 of the GPUs in use), so the bound without
     cuts, and the subgradient's, stay at 9; a conflict cut (the 1-task job and a round holding
-    all 4 GPUs do not run at once) lifts it to the optimum."""
-    inst = _fills_the_group()
+    all 4 GPUs do not run at once) lifts it to the optimum (relaxed mode: with the staggered
+    round priced exactly)."""
+    inst = _fills_the_group().with_mode(mode)
     assert solve(inst, "cpsat").objective == 10.0
     assert column_bound(inst, 12.0, 1.0, cuts=False).bound == 9.0
     assert lagrangian_bound(inst, 12.0, 1.0).bound == 9.0
@@ -137,16 +144,19 @@ def test_a_round_that_fills_its_group_shares_it_with_no_one():
 
 @pytest.mark.parametrize("mode", ["relaxed", "gang"])
 def test_the_relaxed_bound_is_the_time_indexed_lps(mode):
-    """Relaxed mode: no cuts, and the converged value is the time-indexed LP's (the same
-    relaxation, convexified per job), within one unit of the LP's own grid rounding. Gang
-    mode: at least as high, and below CP-SAT's schedules."""
+    """Relaxed mode without cuts: the converged value is the time-indexed LP's (the same
+    relaxation, convexified per job), within one unit of the LP's own grid rounding; with
+    them at least as high. Gang mode: at least as high as relaxed, and below CP-SAT's
+    schedules."""
     inst = _queue().with_mode(mode)
     found = solve(inst, "column-bound")
     assert found.extra["stopped"] == "converged"
     assert found.bound <= solve(inst, "cpsat", time_limit=2).objective * (1 + OPTIMAL_TOL)
     if mode == "relaxed":
-        assert found.extra["cuts"] == 0
-        assert found.bound == pytest.approx(solve(inst, "lp-bound").bound, abs=1.0)
+        plain = solve(inst, "column-bound", params={"cuts": False})
+        assert plain.extra["cuts"] == 0
+        assert plain.bound == pytest.approx(solve(inst, "lp-bound").bound, abs=1.0)
+        assert found.bound >= plain.bound
     else:
         assert found.bound >= solve(_queue(), "column-bound").bound
 

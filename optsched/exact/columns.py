@@ -1,6 +1,6 @@
 """The column-generation bound (``column-bound``, both modes): the Lagrangian bound's
-relaxation solved as a linear programme over its per-job paths, and in gang mode tightened
-by conflict cuts that no capacity row can express (docs/models/column-bound.md).
+relaxation solved as a linear programme over its per-job paths, and tightened by conflict
+cuts that no capacity row can express (docs/models/column-bound.md).
 
 :mod:`optsched.exact.lagrangian` prices GPU capacity with multipliers and improves them by
 subgradient steps. Here the multipliers come from a *master* LP instead (Dantzig–Wolfe): it
@@ -27,6 +27,13 @@ The capacity rows and the dual feasible cuts count rounds' GPUs in aggregate and
 fraction of a round of 4 on a group of 4 run beside a round of 1; these cuts do not. They
 are separated from the master's solution (only the violated ones are added) and priced per
 job in its dynamic programme.
+
+Relaxed mode adds the same cuts once the master without them converges (a relaxed task holds
+its GPU while it computes, so they hold there too). A round whose tasks start apart holds
+fewer GPUs at a time and can pay less conflict price than the programme's rounds, which hold
+all K together, so there the programme only proposes paths: each job is then priced exactly
+over its staggered rounds (:mod:`optsched.exact.staggered`), and only those iterations
+certify a value.
 """
 
 from __future__ import annotations
@@ -112,7 +119,11 @@ class ColumnBoundOptions(Options):
     iterations: int = count(
         "pricing rounds at most (default 1000; each one prices every job once)", 1000
     )
-    cuts: bool = switch("conflict cuts in gang mode (1, default) or none (0)", True)
+    cuts: bool = switch(
+        "conflict cuts (1, default; relaxed mode: once the relaxation without them is solved, "
+        "rounds priced exactly by CP-SAT) or none (0)",
+        True,
+    )
     work: float | None = work_option()
 
 
@@ -156,6 +167,8 @@ class _Master:
         self, problem: _Problem, groups: list[int], held: bool, edges: npt.NDArray[np.int_]
     ) -> None:
         self.problem, self.groups, self.edges, self.with_cuts = problem, groups, edges, held
+        # a round inside group q pays price-table row offset + q (gang: after the per-GPU rows)
+        self.offset = len(groups) if problem.scaled.instance.mode == "gang" else 0
         _, jobs, rows, horizon, _, _ = problem
         lengths = np.diff(edges).astype(float)
         self.blocks = len(lengths)
@@ -219,30 +232,15 @@ class _Master:
         self.seen.add(key)
         self.paths.append((j, value, path))
         use = rows.use[job.k_tasks]
-        n_groups = len(self.groups)
-        cuts = self.with_cuts
         delta = np.zeros((rows.rows, horizon + 1))
-        count = np.zeros((n_groups, horizon + 1 if cuts else 0))
         for step in path:
             holds = np.asarray(step.counts) @ use[list(step.rows)]
             delta[:, step.start] += holds
             delta[:, step.start + step.hold] -= holds
-            if not cuts:
-                continue
-            # GPUs per group: inside group q (one row: n_groups + q) K of them; spread: the
-            # split's counts on its rows (groups), the last row being the cuts
-            on = (
-                {step.rows[0] - n_groups: job.k_tasks}
-                if len(step.rows) == 1
-                else dict(zip(step.rows[:-1], step.counts[:-1], strict=True))
-            )
-            for q, c in on.items():
-                count[q, step.start] += c
-                count[q, step.start + step.hold] -= c
         # what the path holds of each row in each block
         usage = np.add.reduceat(np.cumsum(delta, axis=1)[:, :horizon], self.edges[:-1], axis=1)
         usage = usage.ravel()
-        held = np.rint(np.cumsum(count, axis=1)[:, :horizon]).astype(np.int16)
+        held = self._holding(job, path)
         if self.columns == len(self._job):  # double the room
             self._job = np.concatenate([self._job, np.zeros_like(self._job)])
             self._held = np.concatenate([self._held, np.zeros_like(self._held)])
@@ -258,6 +256,34 @@ class _Master:
         cost = value - sum(step.paid for step in path)
         self.highs.addCol(cost, 0.0, np.inf, len(index), index, values)
         return True
+
+    def _holding(self, job: _Job, path: list[_Round]) -> npt.NDArray[np.int16]:
+        """The GPUs of each group the path holds at each step (none kept without cuts)."""
+        horizon = self.problem.horizon
+        count = np.zeros((len(self.groups), horizon + 1 if self.with_cuts else 0))
+        for step in path if self.with_cuts else ():
+            # inside group q (one row: offset + q) its share of K (relaxed mode: a task is
+            # 1/K of its round); spread: the split's counts on its rows (groups), the last
+            # row being the cuts
+            on = (
+                {step.rows[0] - self.offset: round(step.counts[0] * job.k_tasks)}
+                if len(step.rows) == 1
+                else dict(zip(step.rows[:-1], step.counts[:-1], strict=True))
+            )
+            for q, c in on.items():
+                count[q, step.start] += c
+                count[q, step.start + step.hold] -= c
+        return np.rint(np.cumsum(count, axis=1)[:, :horizon]).astype(np.int16)
+
+    def keep_holdings(self) -> None:
+        """Keep what each path holds of each group at each step from now on (for the cuts),
+        and compute it for the paths already in the master."""
+        if self.with_cuts:
+            return
+        self.with_cuts = True
+        self._held = np.zeros((len(self._job), len(self.groups), self.problem.horizon), np.int16)
+        for c, (j, _, path) in enumerate(self.paths):
+            self._held[c] = self._holding(self.problem.jobs[j], path)
 
     def solve(
         self, budget: Budget | None
@@ -359,7 +385,9 @@ def column_bound(
     """The column-generation bound (module doc) on the grid of ``time_unit``, from the
     deadlines of ``upper`` (the objective of a checked feasible schedule), after at most
     ``iterations`` pricing rounds, ``work`` work-seconds, or until ``budget`` expires or a
-    Ctrl-C; ``cuts``: the conflict cuts (gang mode). ``priced_until`` and ``report`` as for
+    Ctrl-C; ``cuts``: the conflict cuts (relaxed mode: after the master without them
+    converges, on grids of at most :data:`MAX_MASTER_STEPS` steps). ``priced_until`` and
+    ``report`` as for
     :func:`~optsched.exact.lagrangian.lagrangian_bound`. ``start``: a feasible schedule whose
     rounds are the master's first paths (it then has a solution from the first solve on,
     and its duals are prices rather than penalties), e.g. the incumbent's. ``prices``: prices
@@ -372,17 +400,21 @@ def column_bound(
 
     Guarantees: the bound is the Lagrangian value L(λ, μ) at the master's duals clipped to
     ≥ 0, each job's programme solved exactly (or, for a spread round of more than
-    :data:`~optsched.exact.lagrangian.MAX_SPLITS` splits, without its conflict prices: less),
-    less a relative 10⁻⁹, rounded up to the grid's integer objective: at most the optimum
-    (docs/models/column-bound.md). The master's value is never reported. Raises
-    :class:`MasterTooLarge` in gang mode with ``cuts`` on a grid of more than
-    :data:`MAX_MASTER_STEPS` steps, and :class:`~optsched.exact.lagrangian.TooLarge` where
-    the programme is too large to price (as for
-    :func:`~optsched.exact.lagrangian.lagrangian_bound`)."""
+    :data:`~optsched.exact.lagrangian.MAX_SPLITS` splits, without its conflict prices: less;
+    relaxed mode with cuts: at least the programme at μ = 0 and CP-SAT's bound on the job's
+    staggered rounds, at the iterations that price them), less a relative 10⁻⁹, rounded up
+    to the grid's integer objective: at most the optimum (docs/models/column-bound.md). The
+    master's value is never reported. Raises :class:`MasterTooLarge` in gang mode with
+    ``cuts`` on a grid of more than :data:`MAX_MASTER_STEPS` steps, and
+    :class:`~optsched.exact.lagrangian.TooLarge` where the programme is too large to price
+    (as for :func:`~optsched.exact.lagrangian.lagrangian_bound`)."""
     problem = _problem(instance, upper, time_unit, priced_until)
     dn, jobs, rows, horizon, shift, _ = problem
-    gang = cuts and dn.instance.mode == "gang"
-    if gang and horizon > MAX_MASTER_STEPS:
+    gang = dn.instance.mode == "gang"
+    # gang mode separates its cuts from the start; relaxed mode once the master without
+    # them converges, and then prices staggered rounds exactly (values certified there only)
+    cutting, staggered = cuts and gang, cuts and not gang and horizon <= MAX_MASTER_STEPS
+    if cutting and horizon > MAX_MASTER_STEPS:
         size = (
             f"time_unit {time_unit:g}: column-bound's master with conflict cuts would span "
             f"{horizon} steps, more than {MAX_MASTER_STEPS}"
@@ -395,7 +427,7 @@ def column_bound(
         )
     groups = [len(g) for g in dn.instance.gpu_groups()]
     blocks = horizon if horizon <= MAX_STEPS else FIRST_BLOCKS
-    master = _Master(problem, groups, gang, _split(np.array([0, horizon]), blocks))
+    master = _Master(problem, groups, cutting, _split(np.array([0, horizon]), blocks))
     if start is not None:  # a feasible master from the first solve on
         for j, cost, path in _schedule_paths(problem, start, time_unit):
             master.add(j, jobs[j], cost, path)
@@ -408,9 +440,24 @@ def column_bound(
     target = upper * dn.weight_scale / time_unit - shift  # the incumbent, in grid units
     best, trace, done, stopped = -math.inf, [], 0, "iterations"
     meter = WorkMeter(work, WORK_PER_SECOND)
-    pricing = (1 + gang) * pricing_work(problem)
+    pricing = pricing_work(problem)
     centre, centre_value = (lam, mu), -math.inf
     own, own_mu, exact, solved = lam, mu, False, False
+    x = np.zeros(0)  # the master's solution
+
+    def certify(value: float) -> bool:
+        """Record the bound ``value`` (grid units from the origin); whether it reaches the
+        incumbent."""
+        nonlocal best
+        certified = math.ceil(value - 1e-9 * abs(value) - 1e-9) + shift
+        found = dn.objective_to_original(float(certified))
+        trace.append(found)
+        if certified > best:
+            best = certified
+            if report is not None:
+                report(found)
+        return bool(value >= target)
+
     try:
         while done < iterations:
             if budget is not None and budget.expired():
@@ -419,33 +466,48 @@ def column_bound(
             if meter.exhausted:
                 stopped = "work"
                 break
-            value, paths = _price_all(problem, lam, mu, master, gang, budget)
+            value, paths = _price_all(problem, lam, mu, master, cutting, budget)
             done += 1
-            meter.spend(pricing)
-            certified = math.ceil(value - 1e-9 * abs(value) - 1e-9) + shift
-            found = dn.objective_to_original(float(certified))
-            trace.append(found)
-            if certified > best:
-                best = certified
-                if report is not None:
-                    report(found)
-            if value >= target:
+            meter.spend((1 + cutting) * pricing)
+            bounded = not (cutting and staggered)  # relaxed cuts: the programme misses paths
+            if bounded and certify(value):
                 stopped = "optimal"
                 break
-            if value > centre_value:
+            if bounded and value > centre_value:
                 centre, centre_value = (lam, mu), value
             new = sum(master.add(j, jobs[j], v, path) for j, (v, path) in enumerate(paths))
-            if not new and exact:
-                if master.blocks == horizon:
-                    stopped = "converged"
-                    break
-                master, solved = master.refined(budget), False  # the same paths, finer rows
+            if not new and (exact or not bounded):
+                if not bounded:  # price the staggered rounds exactly
+                    value, new, proved = _price_exactly(
+                        problem, lam, mu, paths, master, budget, meter
+                    )
+                    if certify(value):
+                        stopped = "optimal"
+                        break
+                    if not new and not proved:  # the same prices again would gain nothing
+                        stopped = "work" if meter.exhausted else "time limit"
+                        break
+                    if not new:  # no path left: the cuts, or the optimum
+                        new = master.separate(x)
+                        if not new:
+                            stopped = "converged"
+                            break
+                elif master.blocks < horizon:  # the same paths, finer rows
+                    master, solved = master.refined(budget), False
+                else:  # the master's optimum over every path: (now, relaxed) the cuts
+                    if staggered and not cutting:
+                        cutting = True
+                        master.keep_holdings()
+                    new = master.separate(x) if cutting else 0
+                    if not new:
+                        stopped = "converged"
+                        break
             if new or not solved:
                 solved = True
                 for _ in range(SEPARATIONS):
                     x, duals = master.solve(budget)  # stopped: the bound so far stands
                     meter.spend(master.work)
-                    if not gang or not master.separate(x):
+                    if not cutting or not master.separate(x):
                         break
                 else:  # the last separation added cuts: their duals too
                     x, duals = master.solve(budget)
@@ -457,9 +519,10 @@ def column_bound(
                 )
                 own_mu = np.maximum(duals[master.n_cap + len(jobs) :], 0.0)
             # price next between the best multipliers so far and the master's (Wentges'
-            # smoothing); at the master's own when that found nothing new
+            # smoothing); at the master's own when that found nothing new, and throughout
+            # relaxed mode's cuts (only its exact pricing there certifies values)
             exact = not new
-            weight = 0.0 if exact else SMOOTHING
+            weight = 0.0 if exact or (cutting and staggered) else SMOOTHING
             lam = weight * centre[0] + (1 - weight) * own
             mu = (1 - weight) * own_mu
             mu[: len(centre[1])] += weight * centre[1]
@@ -711,6 +774,58 @@ def _schedule_paths(
     return out
 
 
+def _price_exactly(
+    problem: _Problem,
+    lam: npt.NDArray[np.float64],
+    mu: npt.NDArray[np.float64],
+    paths: list[tuple[float, list[_Round]]],
+    master: _Master,
+    budget: Budget | None,
+    meter: WorkMeter,
+) -> tuple[float, int, bool]:
+    """Relaxed mode with conflict cuts: (L(λ, μ) with every job priced over its staggered
+    rounds too, in grid units from the origin; the paths it added to the master; whether
+    every job's price is proved). ``paths``: each job's programme value and path at (λ, μ),
+    which holds its rounds' tasks together. A job whose programme value at (λ, 0) is as
+    low pays no conflict price and is priced exactly; the others get
+    :func:`~optsched.exact.staggered.price_staggered`'s lower bound (at least their
+    programme value at (λ, 0), which is at most every path's cost at (λ, μ)), within an
+    equal share of the time and work left each."""
+    from optsched.exact.staggered import price_staggered
+
+    _, jobs, _, horizon, _, _ = problem
+    _, plain = _price_all(problem, lam, np.zeros(0), master, False, budget)
+    meter.spend(pricing_work(problem))
+    lower = [v for v, _ in plain]
+    conflicts = master.conflicts(mu)
+    todo = [
+        j
+        for j, ((priced, _), least) in enumerate(zip(paths, lower, strict=True))
+        if priced > least + 1e-9 * max(1.0, abs(least))
+    ]
+    added, proved = 0, True
+    for n, j in enumerate(todo):
+        share = 1 / (len(todo) - n)
+        left = None if budget is None else budget.left()
+        work = meter.left()
+        found = price_staggered(
+            jobs[j],
+            lam,
+            master.groups,
+            conflicts[j],
+            horizon,
+            hint=paths[j][1],
+            time_limit=None if left is None else left * share,
+            work=None if work is None else work * share,
+        )
+        meter.spend(found.work * WORK_PER_SECOND)
+        lower[j] = max(lower[j], found.lower)
+        proved = proved and found.optimal
+        if found.path is not None and found.own is not None:
+            added += master.add(j, jobs[j], found.own, found.path)
+    return sum(lower) - float(lam.sum()) - float(mu.sum()), added, proved
+
+
 def _price_all(
     problem: _Problem,
     lam: npt.NDArray[np.float64],
@@ -728,7 +843,7 @@ def _price_all(
         if budget is not None and budget.expired():
             raise _Stop("time limit")
         own = prices[j] if prices is not None else None
-        paths.append(_price(job, tables[job.k_tasks], own, len(master.groups)))
+        paths.append(_price(job, tables[job.k_tasks], own, master.offset))
     value = sum(v for v, _ in paths) - float(lam.sum()) - float(mu.sum())
     return value, paths
 
@@ -738,7 +853,8 @@ def _price_all(
     options=ColumnBoundOptions,
     default_time_limit=EXACT_TIME_LIMIT,
     description="ECT schedule + the column-generation bound (the Lagrangian relaxation's LP "
-    "over per-job paths; gang mode: conflict cuts; anytime, both modes)",
+    "over per-job paths; conflict cuts, in relaxed mode with staggered rounds priced by "
+    "CP-SAT; anytime, both modes)",
 )
 def _column_bound(instance: Instance, context: SolveContext[ColumnBoundOptions]) -> MethodOutput:
     budget = Budget(context.time_limit)
