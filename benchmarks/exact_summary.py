@@ -209,8 +209,9 @@ def main() -> None:
             "## The relaxations against proved optima",
             "",
             "`lagrangian-bound` (the time-indexed relaxation, and in gang mode its cuts and "
-            "spread rounds), `column-bound` (the same relaxation to its optimum, and in gang "
-            "mode conflict cuts) and `lp-bound` (the time-indexed LP) on the exact family's "
+            "spread rounds), `column-bound` (the same relaxation to its optimum, and conflict "
+            "cuts: in relaxed mode with staggered rounds priced exactly) and `lp-bound` (the "
+            "time-indexed LP) on the exact family's "
             "10-job instances, against the optima CP-SAT proved (`bounds.jsonl`, "
             "`records.jsonl`): the certified gap that would remain beside an optimal schedule.",
             "",
