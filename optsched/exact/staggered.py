@@ -92,6 +92,9 @@ def price_staggered(
     def earliest(r: int) -> int:
         return job.first + r * job.rho
 
+    def starts(r: int, ready: int) -> range:  # round r's tasks, results by its deadline
+        return range(earliest(r), earliest(r + 1) + job.window - ready + 1)
+
     def paid(q: int, hold: int, start: int) -> float:
         if start >= horizon:
             return 0.0
@@ -102,7 +105,7 @@ def price_staggered(
     costs: dict[tuple[int, int, int], float] = {}
     for r in range(rounds):
         for q, hold, ready in options:
-            for t in range(earliest(r), earliest(r + 1) + job.window - ready + 1):
+            for t in starts(r, ready):
                 costs[r, q, t] = max(paid(q, hold, t), 0.0)
     latest = earliest(rounds) + job.window
     top = job.weight * max(latest, job.floor) + k_tasks * rounds * max(costs.values(), default=0)
@@ -127,7 +130,7 @@ def price_staggered(
         tasks = []
         for q, _, ready in options:
             width = min(k_tasks, sizes[q])
-            for t in range(earliest(r), earliest(r + 1) + job.window - ready + 1):
+            for t in starts(r, ready):
                 n = m.new_int_var(0, width, f"n{r}_{q}_{t}")
                 used = m.new_bool_var(f"u{r}_{q}_{t}")
                 m.add(n <= width * used)
@@ -152,10 +155,11 @@ def price_staggered(
     for q, hold, _ in options:
         width = min(k_tasks, sizes[q])
         for t in range(job.first, last + hold):
-            prices = []
-            if t < horizon:
-                prices = [(k, math.floor(p[t] * scale)) for k, p in step_price[q].items()]
-                prices = [(k, c) for k, c in prices if k <= width and c > 0]
+            prices = [
+                (k, c)
+                for k, p in (step_price[q].items() if t < horizon else ())
+                if k <= width and (c := math.floor(p[t] * scale)) > 0
+            ]
             if not prices and k_tasks <= sizes[q]:
                 continue
             running = [n for s in range(t - hold + 1, t + 1) for n in starting.get((q, s), ())]
