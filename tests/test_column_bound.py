@@ -6,7 +6,9 @@ round that fills its group cannot share it."""
 from __future__ import annotations
 
 import dataclasses
+import math
 
+import numpy as np
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
@@ -15,7 +17,7 @@ from optsched import GPU, Instance, Job, solve
 from optsched.budget import Budget
 from optsched.critical_path import critical_path_bound
 from optsched.ect import incumbent
-from optsched.exact import columns, lagrangian
+from optsched.exact import columns, lagrangian, staggered
 from optsched.exact.columns import column_bound, column_time_unit
 from optsched.exact.lagrangian import lagrangian_bound
 from optsched.result import OPTIMAL_TOL
@@ -140,6 +142,19 @@ def test_a_round_that_fills_its_group_shares_it_with_no_one(mode):
     found = column_bound(inst, 12.0, 1.0)
     assert found.bound == 10.0 and found.cuts > 0
     assert solve(inst, "column-bound").bound == 10.0
+
+
+def test_a_staggered_model_too_large_keeps_the_bound_without_the_cuts(monkeypatch):
+    """A job whose staggered rounds would make a model of more than ``MAX_STARTS`` start
+    counts is not priced exactly: it keeps its value without the conflict prices, so the
+    bound stays the LP's (9, below the optimum 10), and the run stops saying why."""
+    monkeypatch.setattr(staggered, "MAX_STARTS", 1)
+    inst = _fills_the_group().with_mode("relaxed")
+    job = columns._problem(inst, 12.0, 1.0, None).jobs[0]
+    priced = staggered.price_staggered(job, np.zeros((1, 12)), [4], None, 12)
+    assert priced.too_large and priced.lower == -math.inf and priced.path is None
+    found = column_bound(inst, 12.0, 1.0)
+    assert (found.bound, found.stopped) == (9.0, "too large") and found.cuts > 0
 
 
 @pytest.mark.parametrize("mode", ["relaxed", "gang"])

@@ -133,9 +133,11 @@ class ColumnBound:
     (``None`` when no iteration finished), the ``iterations`` done, why it ``stopped``
     (``converged``: no path prices below the master with the cuts found so far;
     ``optimal``: the bound reached the incumbent; ``iterations``, ``work``, ``time limit``,
-    ``interrupted``), the grid, the value after each iteration (``trace``, instance units),
-    the ``columns`` and ``cuts`` of the last master and the ``work`` spent (work-seconds);
-    by :func:`column_bound_from` on separated ``parts`` (more than 1): sums over the parts
+    ``interrupted``; ``too large``: relaxed mode's cuts stalled on a job whose staggered
+    rounds are too large to price exactly, which keeps its value without them), the grid,
+    the value after each iteration (``trace``, instance units), the ``columns`` and
+    ``cuts`` of the last master and the ``work`` spent (work-seconds); by
+    :func:`column_bound_from` on separated ``parts`` (more than 1): sums over the parts
     (``iterations`` each at most the option), the most limiting part's status (``too
     large``: a part kept its critical paths), the grid of the largest part bounded, and the
     final value alone as the trace; ``blocks``: the master's blocks of steps at the end (its
@@ -478,14 +480,14 @@ def column_bound(
             new = sum(master.add(j, jobs[j], v, path) for j, (v, path) in enumerate(paths))
             if not new and (exact or not bounded):
                 if not bounded:  # price the staggered rounds exactly
-                    value, new, proved = _price_exactly(
+                    value, new, unproved = _price_exactly(
                         problem, lam, mu, paths, master, budget, meter
                     )
                     if certify(value):
                         stopped = "optimal"
                         break
-                    if not new and not proved:  # the same prices again would gain nothing
-                        stopped = "work" if meter.exhausted else "time limit"
+                    if not new and unproved:  # the same prices again would gain nothing
+                        stopped = unproved
                         break
                     if not new:  # no path left: the cuts, or the optimum
                         new = master.separate(x)
@@ -782,15 +784,16 @@ def _price_exactly(
     master: _Master,
     budget: Budget | None,
     meter: WorkMeter,
-) -> tuple[float, int, bool]:
+) -> tuple[float, int, str | None]:
     """Relaxed mode with conflict cuts: (L(λ, μ) with every job priced over its staggered
-    rounds too, in grid units from the origin; the paths it added to the master; whether
-    every job's price is proved). ``paths``: each job's programme value and path at (λ, μ),
-    which holds its rounds' tasks together. A job whose programme value at (λ, 0) is as
-    low pays no conflict price and is priced exactly; the others get
-    :func:`~optsched.exact.staggered.price_staggered`'s lower bound (at least their
-    programme value at (λ, 0), which is at most every path's cost at (λ, μ)), within an
-    equal share of the time and work left each."""
+    rounds too, in grid units from the origin; the paths it added to the master; None when
+    every job's price is proved, else why not: "too large", "work" or "time limit").
+    ``paths``: each job's programme value and path at (λ, μ), which holds its rounds' tasks
+    together. A job whose programme value at (λ, 0) is as low pays no conflict price and is
+    priced exactly; the others get :func:`~optsched.exact.staggered.price_staggered`'s lower
+    bound (at least their programme value at (λ, 0), which is at most every path's cost at
+    (λ, μ); only that where the job's model is too large), within an equal share of the time
+    and work left each."""
     from optsched.exact.staggered import price_staggered
 
     _, jobs, _, horizon, _, _ = problem
@@ -803,7 +806,7 @@ def _price_exactly(
         for j, ((priced, _), least) in enumerate(zip(paths, lower, strict=True))
         if priced > least + 1e-9 * max(1.0, abs(least))
     ]
-    added, proved = 0, True
+    added, unproved = 0, None
     for n, j in enumerate(todo):
         share = 1 / (len(todo) - n)
         left = None if budget is None else budget.left()
@@ -820,10 +823,13 @@ def _price_exactly(
         )
         meter.spend(found.work * WORK_PER_SECOND)
         lower[j] = max(lower[j], found.lower)
-        proved = proved and found.optimal
+        if found.too_large:
+            unproved = "too large"
+        elif not found.optimal and unproved is None:
+            unproved = "work" if meter.exhausted else "time limit"
         if found.path is not None and found.own is not None:
             added += master.add(j, jobs[j], found.own, found.path)
-    return sum(lower) - float(lam.sum()) - float(mu.sum()), added, proved
+    return sum(lower) - float(lam.sum()) - float(mu.sum()), added, unproved
 
 
 def _price_all(

@@ -22,7 +22,8 @@ every schedule's model objective is at most its true cost.
 from __future__ import annotations
 
 import math
-from dataclasses import dataclass
+import time
+from dataclasses import dataclass, replace
 from typing import Any
 
 import numpy as np
@@ -39,6 +40,11 @@ _MAX_OBJECTIVE = 2.0**52
 #: coefficient.
 _MAX_SCALE = 1e6
 
+#: Most start counts in one job's model (one per round, group and start): larger models take
+#: longer to build than a pricing round is worth (a job of 6 rounds on a 146-hour window of
+#: the Philly trace's day 80, 60-s steps, would have 210,276 and grow to gigabytes).
+MAX_STARTS = 50_000
+
 #: CP-SAT's deterministic seconds in one work-second on these models (1 worker, no presolve):
 #: 0.6–0.9 per second of CPU on the 2-core reference machine (the exact family, 10 and 20
 #: jobs); the full search's rate (:data:`optsched.work.CPSAT_PER_WORK_SECOND`) is 4× lower.
@@ -51,13 +57,19 @@ class StaggeredPrice:
     cheapest schedule found (None when CP-SAT found none in time), its tasks as rounds of one
     task (1/K of a round's GPUs each, priced steps only), and ``own`` its cost w·max(C, CP)
     without the prices; ``optimal``: ``lower`` is the least cost (up to the rounding);
-    ``work``: work-seconds."""
+    ``work``: work-seconds; ``too_large``: the model would have more than
+    :data:`MAX_STARTS` start counts, so it was not built (``lower`` is −∞)."""
 
     lower: float
     own: float | None
     path: list[_Round] | None
     optimal: bool
     work: float
+    too_large: bool = False
+
+
+#: A pricing that found nothing and proved nothing.
+_NOTHING = StaggeredPrice(-math.inf, None, None, False, 0.0)
 
 
 def price_staggered(
@@ -76,11 +88,14 @@ def price_staggered(
     computes on group q (``lam``: one row per group, priced steps), and per group, threshold
     k and step its conflict price (``conflicts[q][k]``: prefix sums over the priced steps)
     while it computes at least k tasks there. Nothing is paid from the ``horizon`` on. Stops
-    at ``time_limit`` seconds or ``work`` work-seconds (a lower bound stands); a Ctrl-C
-    raises KeyboardInterrupt. ``hint``: the rounds of a path of the job (all K tasks of a
-    round at one start on one group, in round order) to start the search from."""
+    at ``time_limit`` seconds (building the model included) or ``work`` work-seconds (a
+    lower bound stands); a Ctrl-C raises KeyboardInterrupt. A model of more than
+    :data:`MAX_STARTS` start counts is not built. ``hint``: the rounds of a path of the job
+    (all K tasks of a round at one start on one group, in round order) to start the search
+    from."""
     from ortools.sat.python import cp_model
 
+    began = time.perf_counter()
     k_tasks, rounds = job.k_tasks, job.rounds
     options = [(o.rows[0], o.hold, o.ready) for o in job.options]
     task_price = {q: np.concatenate([[0.0], np.cumsum(lam[q] / sizes[q])]) for q, _, _ in options}
@@ -101,6 +116,12 @@ def price_staggered(
         prefix = task_price[q]
         return float(prefix[min(start + hold, horizon)] - prefix[start])
 
+    def late() -> bool:  # the time limit passed while building the model
+        return time_limit is not None and time.perf_counter() - began > time_limit
+
+    size = rounds * sum(len(starts(0, ready)) for _, _, ready in options)
+    if size > MAX_STARTS:
+        return replace(_NOTHING, too_large=True)
     # the costs, each to be rounded down, and the largest objective, for the scale
     costs: dict[tuple[int, int, int], float] = {}
     for r in range(rounds):
@@ -122,6 +143,8 @@ def price_staggered(
         m.new_int_var(earliest(r), earliest(r + 1) + job.window, f"E{r}") for r in range(rounds)
     ]
     for r in range(rounds):
+        if late():
+            return _NOTHING
         barrier = m.new_int_var(earliest(r), earliest(r) + job.window, f"B{r}")
         if r == 0:
             m.add(barrier == earliest(0))
@@ -153,6 +176,8 @@ def price_staggered(
     # when the job computes at least k tasks there (forced on; off costs less)
     last = max((t for _, t in starting), default=-1)
     for q, hold, _ in options:
+        if late():
+            return _NOTHING
         width = min(k_tasks, sizes[q])
         for t in range(job.first, last + hold):
             prices = [
@@ -187,7 +212,9 @@ def price_staggered(
     solver.parameters.cp_model_presolve = False
     solver.parameters.cp_model_probing_level = 0
     if time_limit is not None:
-        solver.parameters.max_time_in_seconds = max(time_limit, 0.0)
+        solver.parameters.max_time_in_seconds = max(
+            time_limit - (time.perf_counter() - began), 0.0
+        )
     if work is not None:
         solver.parameters.max_deterministic_time = work * DETERMINISTIC_PER_WORK_SECOND
     status, interrupted = solve_stoppable(solver, m)
@@ -196,7 +223,7 @@ def price_staggered(
     spent = solver.deterministic_time / DETERMINISTIC_PER_WORK_SECOND
     if status not in (cp_model.OPTIMAL, cp_model.FEASIBLE):
         lower = solver.best_objective_bound / scale if status == cp_model.UNKNOWN else -math.inf
-        return StaggeredPrice(lower, None, None, False, spent)
+        return replace(_NOTHING, lower=lower, work=spent)
     hold_on = {q: hold for q, hold, _ in options}
     path = [
         _Round((q,), (solver.value(n) / k_tasks,), t, min(hold_on[q], horizon - t), 0.0)
