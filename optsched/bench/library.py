@@ -16,7 +16,7 @@ from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
-from optsched.bench.manifest import Manifest, best_bound
+from optsched.bench.manifest import Manifest, best_bound, best_objective
 from optsched.result import PLACEMENT_MODE, absolute_gap, gap, is_optimal
 
 
@@ -42,6 +42,17 @@ def _bound(
     value, by = best_bound(best, key)
     relaxed = value is not None and best.get(key, {}).get("bound") != value
     return value, by, " (relaxed)" if relaxed else ""
+
+
+def _objective(
+    best: Mapping[str, Mapping[str, Any]], key: str
+) -> tuple[float | None, Mapping[str, Any] | None, str]:
+    """The best objective for ``key`` (a relaxed one may be a gang schedule's:
+    :func:`~optsched.bench.manifest.best_objective`), the run that found it, and where
+    from."""
+    value, by = best_objective(best, key)
+    gang = value is not None and best.get(key, {}).get("objective") != value
+    return value, by, " (gang)" if gang else ""
 
 
 def _gap(objective: float | None, bound: float | None, key: str) -> float | None:
@@ -73,7 +84,7 @@ def library_markdown(sets: Sequence[str | Path]) -> str:
         keys = sorted({k for e in manifest.instances.values() for k in e["best"]})
         for key in keys:
             pairs = [
-                (e["best"].get(key, {}).get("objective"), _bound(e["best"], key)[0])
+                (_objective(e["best"], key)[0], _bound(e["best"], key)[0])
                 for e in manifest.instances.values()
             ]
             known = [(obj, bound) for obj, bound in pairs if obj is not None]
@@ -96,12 +107,12 @@ def library_markdown(sets: Sequence[str | Path]) -> str:
             "|---|---|---|---|---|---|---|",
         ]
         for name, entry in manifest.instances.items():
-            for key, best in sorted(entry["best"].items()):
-                obj = best.get("objective")
+            for key in sorted(entry["best"]):
+                obj, obj_by, obj_source = _objective(entry["best"], key)
                 bound, by, source = _bound(entry["best"], key)
                 lines.append(
                     f"| {name} | {key} | {_number(obj)} | "
-                    f"{_by(best.get('objective_by'))} | {_number(bound)} | "
+                    f"{_by(obj_by)}{obj_source} | {_number(bound)} | "
                     f"{_by(by)}{source} | {_gap_text(_gap(obj, bound, key), key)} |"
                 )
     return "\n".join(lines) + "\n"

@@ -179,6 +179,20 @@ def best_bound(
     return max(found, key=lambda f: f[0]) if found else (None, None)
 
 
+def best_objective(
+    best: Mapping[str, Mapping[str, Any]], key: str
+) -> tuple[float | None, Mapping[str, Any] | None]:
+    """The best objective for ``key`` among an instance's best values, and the run that
+    found it (``objective_by``, when known): for ``relaxed`` the better of the relaxed and
+    the gang objectives (a gang schedule is relaxed-feasible with the same objective)."""
+    found = [
+        (v["objective"], v.get("objective_by"))
+        for k in ((key, "gang") if key == "relaxed" else (key,))
+        if (v := best.get(k, {})).get("objective") is not None
+    ]
+    return min(found, key=lambda f: f[0]) if found else (None, None)
+
+
 def best_key(record: Mapping[str, Any]) -> str:
     """Which best values a record competes for: its mode, and for placements the cost it is
     measured with (``placement[cost=code]``: costs of different forms are not comparable)."""

@@ -60,8 +60,9 @@ def references(
     records: Iterable[Mapping[str, Any]], manifests: Iterable[Any] = ()
 ) -> dict[tuple[str, str], dict[str, Any]]:
     """Per (instance, :func:`~optsched.bench.manifest.best_key`: the mode, and for a
-    placement its cost form): best objective, best bound (for gang, the relaxed bound too:
-    :func:`~optsched.bench.manifest.best_bound`), and whether the optimum is known, over
+    placement its cost form): best objective (for relaxed, the gang objective too:
+    :func:`~optsched.bench.manifest.best_objective`), best bound (for gang, the relaxed
+    bound too: :func:`~optsched.bench.manifest.best_bound`), and whether the optimum is known, over
     ``records`` and the ``best`` entries of ``manifests``
     (:class:`~optsched.bench.manifest.Manifest`)."""
     ref: dict[tuple[str, str], dict[str, Any]] = {}
@@ -86,11 +87,16 @@ def references(
         for name, entry in manifest.instances.items():
             for mode, best in entry.get("best", {}).items():
                 offer((name, mode), best.get("objective"), best.get("bound"))
-    for (name, key), entry in ref.items():  # a relaxed bound bounds the gang optimum too
+    # a relaxed bound bounds the gang optimum too, and a gang schedule is a relaxed one
+    gang = {name: dict(e) for (name, k), e in ref.items() if k == "gang"}
+    for (name, key), entry in ref.items():
         if key == "gang":
             entry["bound"] = best_bound(
                 {k: ref.get((name, k), {}) for k in ("gang", "relaxed")}, "gang"
             )[0]
+        schedule = gang.get(name, {}).get("objective")
+        if key == "relaxed" and schedule is not None and not entry["objective"] <= schedule:
+            entry["objective"], entry["tolerance"] = schedule, gang[name]["tolerance"]
     for entry in ref.values():
         # the best objective's own tolerance where its record states one (absolute, see
         # docs/model.md), else the relative one of manifests and older records
