@@ -307,6 +307,9 @@ def test_each_mode_s_reference_takes_what_the_other_mode_proves(tmp_path):
     ref = references(recs)
     assert (ref["i1", "relaxed"]["objective"], ref["i1", "relaxed"]["bound"]) == (100, 80)
     assert (ref["i1", "gang"]["objective"], ref["i1", "gang"]["bound"]) == (100, 80)
+    # a relaxed run without a schedule (a bound alone, or none) takes the gang schedule
+    ref = references([record("i1", "a", None, 80), recs[1], record("i2", "a", None, None)])
+    assert ref["i1", "relaxed"]["objective"] == 100 and ref["i2", "relaxed"]["objective"] is None
     best = {
         "relaxed": {"objective": 110.0, "objective_by": {"method": "a"}, "bound": 80.0},
         "gang": {"objective": 100.0, "objective_by": {"method": "b"}, "bound": 70.0},

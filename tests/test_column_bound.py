@@ -144,17 +144,30 @@ def test_a_round_that_fills_its_group_shares_it_with_no_one(mode):
     assert solve(inst, "column-bound").bound == 10.0
 
 
-def test_a_staggered_model_too_large_keeps_the_bound_without_the_cuts(monkeypatch):
+@pytest.mark.parametrize("most", [1, 10])
+def test_a_staggered_model_too_large_keeps_the_bound_without_the_cuts(monkeypatch, most):
     """A job whose staggered rounds would make a model of more than ``MAX_STARTS`` start
-    counts is not priced exactly: it keeps its value without the conflict prices, so the
-    bound stays the LP's (9, below the optimum 10), and the run stops saying why."""
-    monkeypatch.setattr(staggered, "MAX_STARTS", 1)
+    counts (here: both jobs, 5 and 14 counts; or the 4-task job alone) is not priced
+    exactly: it keeps its value without the conflict prices, so the bound stays valid (at
+    most the optimum 10, at least the LP's 9), and the run stops saying why. A model out of
+    time before it is built proves nothing either."""
     inst = _fills_the_group().with_mode("relaxed")
-    job = columns._problem(inst, 12.0, 1.0, None).jobs[0]
-    priced = staggered.price_staggered(job, np.zeros((1, 12)), [4], None, 12)
-    assert priced.too_large and priced.lower == -math.inf and priced.path is None
+    jobs = columns._problem(inst, 12.0, 1.0, None).jobs
+    lam = np.zeros((1, 12))
+    assert staggered.price_staggered(jobs[0], lam, [4], None, 12, time_limit=0.0).stopped == (
+        "time limit"
+    )
+    monkeypatch.setattr(staggered, "MAX_STARTS", most)
+    priced = [staggered.price_staggered(job, lam, [4], None, 12) for job in jobs]
+    assert [p.stopped == "too large" for p in priced] == (
+        [True, True] if most == 1 else [False, True]
+    )
+    assert all(p.lower == -math.inf and p.path is None for p in priced if p.stopped)
     found = column_bound(inst, 12.0, 1.0)
-    assert (found.bound, found.stopped) == (9.0, "too large") and found.cuts > 0
+    assert 9.0 <= found.bound <= 10.0 and found.stopped == "too large" and found.cuts > 0
+    monkeypatch.setattr(staggered, "MAX_STARTS", 100)
+    monkeypatch.setattr(staggered, "MAX_TERMS", most)
+    assert staggered.price_staggered(jobs[1], lam, [4], None, 12).stopped == "too large"
 
 
 @pytest.mark.parametrize("mode", ["relaxed", "gang"])

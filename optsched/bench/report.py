@@ -2,7 +2,9 @@
 
 The reference of each (instance, mode) is the best objective any run found and the best
 certified bound any run proved, over the records and, when given, the instance sets'
-manifests (which keep the best values of every run ever recorded into them). A record's gap
+manifests (which keep the best values of every run ever recorded into them); a gang
+schedule counts for relaxed mode too (it is relaxed-feasible with the same objective), and
+a relaxed bound for gang mode (it bounds the gang optimum). A record's gap
 is ``(objective − best bound) / objective`` (the gap of docs/model.md, against the best bound
 known); a placement's is ``objective − best bound`` (its cost can be zero or negative, where a
 ratio means nothing). When the best objective meets the best bound within 1e-6 the optimum
@@ -88,15 +90,17 @@ def references(
             for mode, best in entry.get("best", {}).items():
                 offer((name, mode), best.get("objective"), best.get("bound"))
     # a relaxed bound bounds the gang optimum too, and a gang schedule is a relaxed one
-    gang = {name: dict(e) for (name, k), e in ref.items() if k == "gang"}
     for (name, key), entry in ref.items():
         if key == "gang":
             entry["bound"] = best_bound(
                 {k: ref.get((name, k), {}) for k in ("gang", "relaxed")}, "gang"
             )[0]
-        schedule = gang.get(name, {}).get("objective")
-        if key == "relaxed" and schedule is not None and not entry["objective"] <= schedule:
-            entry["objective"], entry["tolerance"] = schedule, gang[name]["tolerance"]
+        gang = ref.get((name, "gang"), {})
+        objective = gang.get("objective") if key == "relaxed" else None
+        if objective is not None and (
+            entry["objective"] is None or objective < entry["objective"]
+        ):
+            entry["objective"], entry["tolerance"] = objective, gang["tolerance"]
     for entry in ref.values():
         # the best objective's own tolerance where its record states one (absolute, see
         # docs/model.md), else the relative one of manifests and older records

@@ -605,8 +605,10 @@ def separated_parts(instance: Instance, schedule: Schedule) -> list[list[int]]:
     return parts
 
 
-#: How a run on parts stopped: the most limiting of its parts' statuses, from least to most
-#: limiting (``too large``: a part kept its critical paths).
+#: How a run stopped, from least to most limiting: a run on parts takes the most limiting
+#: of its parts' statuses (``too large``: a part kept its critical paths, or, relaxed mode
+#: with cuts, a job was too large to price exactly), as relaxed mode's exact pricing takes
+#: the most limiting of its jobs'.
 _STOPPED = ("optimal", "converged", "too large", "iterations", "work", "time limit", "interrupted")
 
 
@@ -787,7 +789,8 @@ def _price_exactly(
 ) -> tuple[float, int, str | None]:
     """Relaxed mode with conflict cuts: (L(λ, μ) with every job priced over its staggered
     rounds too, in grid units from the origin; the paths it added to the master; None when
-    every job's price is proved, else why not: "too large", "work" or "time limit").
+    every job's price is proved, else why not, the most limiting of "too large", "work" and
+    "time limit").
     ``paths``: each job's programme value and path at (λ, μ), which holds its rounds' tasks
     together. A job whose programme value at (λ, 0) is as low pays no conflict price and is
     priced exactly; the others get :func:`~optsched.exact.staggered.price_staggered`'s lower
@@ -823,10 +826,8 @@ def _price_exactly(
         )
         meter.spend(found.work * WORK_PER_SECOND)
         lower[j] = max(lower[j], found.lower)
-        if found.too_large:
-            unproved = "too large"
-        elif not found.optimal and unproved is None:
-            unproved = "work" if meter.exhausted else "time limit"
+        if found.stopped is not None:  # the most limiting reason, as for parts
+            unproved = max(unproved or found.stopped, found.stopped, key=_STOPPED.index)
         if found.path is not None and found.own is not None:
             added += master.add(j, jobs[j], found.own, found.path)
     return sum(lower) - float(lam.sum()) - float(mu.sum()), added, unproved

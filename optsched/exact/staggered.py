@@ -40,10 +40,13 @@ _MAX_OBJECTIVE = 2.0**52
 #: coefficient.
 _MAX_SCALE = 1e6
 
-#: Most start counts in one job's model (one per round, group and start): larger models take
-#: longer to build than a pricing round is worth (a job of 6 rounds on a 146-hour window of
-#: the Philly trace's day 80, 60-s steps, would have 210,276 and grow to gigabytes).
+#: Most start counts in one job's model (one per round, group and start), and most terms
+#: in its per-step sums of the counts computing (each count in as many as its task's steps):
+#: larger models take longer to build than a pricing round is worth (a job of 6 rounds on a
+#: 146-hour window of the Philly trace's day 80, 60-s steps, would have 210,276 counts and
+#: grow to gigabytes; 12,606 counts of 300 steps each, 3.8·10⁶ terms, take 5.6 s and 0.5 GB).
 MAX_STARTS = 50_000
+MAX_TERMS = 1_000_000
 
 #: CP-SAT's deterministic seconds in one work-second on these models (1 worker, no presolve):
 #: 0.6–0.9 per second of CPU on the 2-core reference machine (the exact family, 10 and 20
@@ -57,19 +60,20 @@ class StaggeredPrice:
     cheapest schedule found (None when CP-SAT found none in time), its tasks as rounds of one
     task (1/K of a round's GPUs each, priced steps only), and ``own`` its cost w·max(C, CP)
     without the prices; ``optimal``: ``lower`` is the least cost (up to the rounding);
-    ``work``: work-seconds; ``too_large``: the model would have more than
-    :data:`MAX_STARTS` start counts, so it was not built (``lower`` is −∞)."""
+    ``work``: work-seconds; ``stopped``: why it is not proved (None when it is): "work",
+    "time limit", or "too large" (more than :data:`MAX_STARTS` start counts or
+    :data:`MAX_TERMS` terms: the model was not built, ``lower`` is −∞)."""
 
     lower: float
     own: float | None
     path: list[_Round] | None
     optimal: bool
     work: float
-    too_large: bool = False
+    stopped: str | None = None
 
 
-#: A pricing that found nothing and proved nothing.
-_NOTHING = StaggeredPrice(-math.inf, None, None, False, 0.0)
+#: A pricing stopped by its time limit before anything was found or proved.
+_LATE = StaggeredPrice(-math.inf, None, None, False, 0.0, "time limit")
 
 
 def price_staggered(
@@ -90,9 +94,9 @@ def price_staggered(
     while it computes at least k tasks there. Nothing is paid from the ``horizon`` on. Stops
     at ``time_limit`` seconds (building the model included) or ``work`` work-seconds (a
     lower bound stands); a Ctrl-C raises KeyboardInterrupt. A model of more than
-    :data:`MAX_STARTS` start counts is not built. ``hint``: the rounds of a path of the job
-    (all K tasks of a round at one start on one group, in round order) to start the search
-    from."""
+    :data:`MAX_STARTS` start counts or :data:`MAX_TERMS` terms is not built. ``hint``: the
+    rounds of a path of the job (all K tasks of a round at one start on one group, in round
+    order) to start the search from."""
     from ortools.sat.python import cp_model
 
     began = time.perf_counter()
@@ -119,9 +123,10 @@ def price_staggered(
     def late() -> bool:  # the time limit passed while building the model
         return time_limit is not None and time.perf_counter() - began > time_limit
 
-    size = rounds * sum(len(starts(0, ready)) for _, _, ready in options)
-    if size > MAX_STARTS:
-        return replace(_NOTHING, too_large=True)
+    counts = [rounds * len(starts(0, ready)) for _, _, ready in options]  # each round alike
+    terms = sum(n * hold for n, (_, hold, _) in zip(counts, options, strict=True))
+    if sum(counts) > MAX_STARTS or terms > MAX_TERMS:
+        return replace(_LATE, stopped="too large")
     # the costs, each to be rounded down, and the largest objective, for the scale
     costs: dict[tuple[int, int, int], float] = {}
     for r in range(rounds):
@@ -144,7 +149,7 @@ def price_staggered(
     ]
     for r in range(rounds):
         if late():
-            return _NOTHING
+            return _LATE
         barrier = m.new_int_var(earliest(r), earliest(r) + job.window, f"B{r}")
         if r == 0:
             m.add(barrier == earliest(0))
@@ -176,10 +181,10 @@ def price_staggered(
     # when the job computes at least k tasks there (forced on; off costs less)
     last = max((t for _, t in starting), default=-1)
     for q, hold, _ in options:
-        if late():
-            return _NOTHING
         width = min(k_tasks, sizes[q])
         for t in range(job.first, last + hold):
+            if t % 256 == 0 and late():
+                return _LATE
             prices = [
                 (k, c)
                 for k, p in (step_price[q].items() if t < horizon else ())
@@ -221,9 +226,12 @@ def price_staggered(
     if interrupted:
         raise KeyboardInterrupt
     spent = solver.deterministic_time / DETERMINISTIC_PER_WORK_SECOND
+    stopped = None
+    if status != cp_model.OPTIMAL:  # which limit stopped it
+        stopped = "work" if work is not None and spent >= 0.99 * work else "time limit"
     if status not in (cp_model.OPTIMAL, cp_model.FEASIBLE):
         lower = solver.best_objective_bound / scale if status == cp_model.UNKNOWN else -math.inf
-        return replace(_NOTHING, lower=lower, work=spent)
+        return StaggeredPrice(lower, None, None, False, spent, stopped)
     hold_on = {q: hold for q, hold, _ in options}
     path = [
         _Round((q,), (solver.value(n) / k_tasks,), t, min(hold_on[q], horizon - t), 0.0)
@@ -236,4 +244,5 @@ def price_staggered(
         path,
         status == cp_model.OPTIMAL,
         spent,
+        stopped,
     )
