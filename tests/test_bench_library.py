@@ -102,6 +102,28 @@ def test_verify_says_whether_a_schedule_improves_the_best_known(tiny, tmp_path):
     assert main(["bench", "verify", str(tmp_path / "bad.json"), "--set", str(tiny)]) == 1
 
 
+def test_verify_compares_a_relaxed_schedule_with_gang_schedules_too(tiny, tmp_path):
+    """A gang schedule is relaxed-feasible with the same objective: a relaxed schedule that
+    beats the relaxed best known but not a better gang one does not improve the library."""
+    name = sorted(Manifest.of_set(tiny).instances)[-1]
+    instance = load_instance(tiny / f"{name}.json")
+    ect = solve(instance, "ect")
+    save_schedule(tmp_path / "s.json", ect.schedule)
+    path = tiny / "manifest.json"
+    data = json.loads(path.read_text())
+    best = data["instances"][name]["best"]
+    best["relaxed"]["objective"] = ect.objective + 1.0  # the relaxed best, beaten
+    best["gang"] = {
+        "objective": ect.objective - 1.0,
+        "objective_by": {"method": "cpsat"},
+        "bound": None,
+    }
+    path.write_text(json.dumps(data))
+    found = verify(tmp_path / "s.json", tiny)
+    assert found.best_objective == ect.objective - 1.0 and not found.improves
+    assert found.best_objective_by == {"method": "cpsat"}
+
+
 def test_verify_refuses_what_it_cannot_compare(tiny, tmp_path):
     name = sorted(Manifest.of_set(tiny).instances)[0]
     schedule = solve(load_instance(tiny / f"{name}.json"), "ect").schedule

@@ -4,9 +4,10 @@
 it with the independent checker (:func:`~optsched.check.check` for a schedule,
 :func:`~optsched.placement.check.check_placement` for a placement, under the cost its
 ``params`` name) and compares its checked objective with the manifest's best known objective
-and best bound for that mode (a placement: that cost form). It never changes the manifest:
-a result enters the library by a recorded run (``optsched bench run``), which keeps its
-provenance.
+and best bound for that mode (a placement: that cost form; relaxed mode: a gang schedule's
+objective too, gang mode: a relaxed bound too, as the benchmark library shows them). It
+never changes the manifest: a result enters the library by a recorded run (``optsched bench
+run``), which keeps its provenance.
 """
 
 from __future__ import annotations
@@ -16,7 +17,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from optsched.bench.manifest import Manifest, best_bound, best_key
+from optsched.bench.manifest import Manifest, best_bound, best_key, best_objective
 from optsched.errors import InputError
 from optsched.result import PLACEMENT_MODE, absolute_gap, gap, tolerance_of
 
@@ -128,8 +129,7 @@ def verify(
         tolerance = None
         key = best_key({"mode": PLACEMENT_MODE, "params": options.to_params()})
     feasible = objective is not None and not violations
-    best = entry["best"].get(key, {})
-    known = best.get("objective")
+    known, known_by = best_objective(entry["best"], key)
     bound, bound_by = best_bound(entry["best"], key)
     improves = feasible and (
         known is None
@@ -143,7 +143,7 @@ def verify(
         len(violations),
         violations[0].message if violations else None,
         known,
-        best.get("objective_by"),
+        known_by,
         bound,
         bound_by,
         bool(improves),
