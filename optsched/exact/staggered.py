@@ -72,8 +72,10 @@ class StaggeredPrice:
     stopped: str | None = None
 
 
-#: A pricing stopped by its time limit before anything was found or proved.
+#: Pricings that found and proved nothing: the time limit passed while the model was built,
+#: or the model was too large to build.
 _LATE = StaggeredPrice(-math.inf, None, None, False, 0.0, "time limit")
+_TOO_LARGE = replace(_LATE, stopped="too large")
 
 
 def price_staggered(
@@ -126,7 +128,7 @@ def price_staggered(
     counts = [rounds * len(starts(0, ready)) for _, _, ready in options]  # each round alike
     terms = sum(n * hold for n, (_, hold, _) in zip(counts, options, strict=True))
     if sum(counts) > MAX_STARTS or terms > MAX_TERMS:
-        return replace(_LATE, stopped="too large")
+        return _TOO_LARGE
     # the costs, each to be rounded down, and the largest objective, for the scale
     costs: dict[tuple[int, int, int], float] = {}
     for r in range(rounds):
