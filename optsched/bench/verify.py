@@ -27,7 +27,8 @@ class Verification:
     """What :func:`verify` found. ``objective`` is the checker's (None when the solution is
     infeasible: ``violations`` then counts what the checker refused, ``first`` names the
     first); ``best_objective``/``best_bound`` are the manifest's for ``key`` with the runs
-    that found them (None when unknown); ``improves`` whether the objective beats the best
+    that found them (None when unknown; relaxed: perhaps a gang schedule's objective, gang:
+    perhaps a relaxed bound); ``improves`` whether the objective beats the best
     known one beyond the optimality tolerance (True when none is known)."""
 
     instance: str
