@@ -262,8 +262,10 @@ class _Master:
     def _holding(self, job: _Job, path: list[_Round]) -> npt.NDArray[np.int16]:
         """The GPUs of each group the path holds at each step (none kept without cuts)."""
         horizon = self.problem.horizon
-        count = np.zeros((len(self.groups), horizon + 1 if self.with_cuts else 0))
-        for step in path if self.with_cuts else ():
+        if not self.with_cuts:
+            return np.zeros((len(self.groups), 0), np.int16)
+        count = np.zeros((len(self.groups), horizon + 1))
+        for step in path:
             # inside group q (one row: offset + q) its share of K (relaxed mode: a task is
             # 1/K of its round); spread: the split's counts on its rows (groups), the last
             # row being the cuts

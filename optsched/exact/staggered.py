@@ -59,22 +59,26 @@ class StaggeredPrice:
     """One job's exact pricing: ``lower`` ≤ its least cost (grid units); ``path``: the
     cheapest schedule found (None when CP-SAT found none in time), its tasks as rounds of one
     task (1/K of a round's GPUs each, priced steps only), and ``own`` its cost w·max(C, CP)
-    without the prices; ``optimal``: ``lower`` is the least cost (up to the rounding);
-    ``work``: work-seconds; ``stopped``: why it is not proved (None when it is): "work",
-    "time limit", or "too large" (more than :data:`MAX_STARTS` start counts or
-    :data:`MAX_TERMS` terms: the model was not built, ``lower`` is −∞)."""
+    without the prices; ``work``: work-seconds; ``stopped``: why ``lower`` is not proved
+    to be the least cost (None when it is, up to the rounding): "work", "time limit", or
+    "too large" (more than :data:`MAX_STARTS` start counts or :data:`MAX_TERMS` terms: the
+    model was not built, ``lower`` is −∞)."""
 
     lower: float
     own: float | None
     path: list[_Round] | None
-    optimal: bool
     work: float
-    stopped: str | None = None
+    stopped: str | None
+
+    @property
+    def optimal(self) -> bool:
+        """``lower`` is the least cost (up to the rounding)."""
+        return self.stopped is None
 
 
 #: Pricings that found and proved nothing: the time limit passed while the model was built,
 #: or the model was too large to build.
-_LATE = StaggeredPrice(-math.inf, None, None, False, 0.0, "time limit")
+_LATE = StaggeredPrice(-math.inf, None, None, 0.0, "time limit")
 _TOO_LARGE = replace(_LATE, stopped="too large")
 
 
@@ -233,7 +237,7 @@ def price_staggered(
         stopped = "work" if work is not None and spent >= 0.99 * work else "time limit"
     if status not in (cp_model.OPTIMAL, cp_model.FEASIBLE):
         lower = solver.best_objective_bound / scale if status == cp_model.UNKNOWN else -math.inf
-        return StaggeredPrice(lower, None, None, False, spent, stopped)
+        return StaggeredPrice(lower, None, None, spent, stopped)
     hold_on = {q: hold for q, hold, _ in options}
     path = [
         _Round((q,), (solver.value(n) / k_tasks,), t, min(hold_on[q], horizon - t), 0.0)
@@ -244,7 +248,6 @@ def price_staggered(
         solver.best_objective_bound / scale,
         float(weight * solver.value(completion)),
         path,
-        status == cp_model.OPTIMAL,
         spent,
         stopped,
     )
