@@ -41,6 +41,7 @@ from __future__ import annotations
 import itertools
 import math
 import time
+from collections.abc import Sequence
 from dataclasses import dataclass, replace
 from typing import TYPE_CHECKING, Any
 
@@ -62,6 +63,7 @@ from optsched.exact.lagrangian import (
     _Round,
     price_tables,
     pricing_work,
+    restrict_completions,
 )
 from optsched.instance import Instance
 from optsched.options import Options, count, number, switch
@@ -124,6 +126,12 @@ class ColumnBoundOptions(Options):
         "rounds priced exactly by CP-SAT) or none (0)",
         True,
     )
+    branch: bool = switch(
+        "1: branch on job completion times, best first, over the relaxation without cuts "
+        "(each node a column generation restricted to its completion times; cuts unused); "
+        "0 (default): the root alone",
+        False,
+    )
     work: float | None = work_option()
 
 
@@ -141,7 +149,12 @@ class ColumnBound:
     (``iterations`` each at most the option), the most limiting part's status (``too
     large``: a part kept its critical paths), the grid of the largest part bounded, and the
     final value alone as the trace; ``blocks``: the master's blocks of steps at the end (its
-    grid's steps once it has reached them; by parts, the last part's)."""
+    grid's steps once it has reached them; by parts, the last part's); ``spread``: the jobs
+    whose completion the last master's solution mixes, each as (job, mean completion, its
+    weighted variance) in grid steps from the first arrival (not by parts); ``nodes``: the
+    nodes bounded by :mod:`optsched.exact.branching` (0 without branching; by parts, the
+    sum); ``paths``: the last master's paths, each as (job, cost, rounds), to start
+    another master with (not by parts)."""
 
     bound: float | None
     iterations: int
@@ -153,6 +166,9 @@ class ColumnBound:
     work: float = 0.0
     parts: int = 1
     blocks: int = 0
+    spread: tuple[tuple[int, float, float], ...] = ()
+    nodes: int = 0
+    paths: tuple[tuple[int, float, list[_Round]], ...] = ()
 
 
 class _Master:
@@ -385,6 +401,8 @@ def column_bound(
     work: float | None = None,
     start: Schedule | None = None,
     prices: ClassPrices | None = None,
+    restrict: dict[int, tuple[int, int]] | None = None,
+    with_paths: Sequence[tuple[int, float, list[_Round]]] = (),
 ) -> ColumnBound:
     """The column-generation bound (module doc) on the grid of ``time_unit``, from the
     deadlines of ``upper`` (the objective of a checked feasible schedule), after at most
@@ -396,7 +414,12 @@ def column_bound(
     rounds are the master's first paths (it then has a solution from the first solve on,
     and its duals are prices rather than penalties), e.g. the incumbent's. ``prices``: prices
     of GPU time to price the first paths at (e.g. the class-capacity LP's, as for
-    :func:`~optsched.exact.lagrangian.lagrangian_bound`; by default λ = 0).
+    :func:`~optsched.exact.lagrangian.lagrangian_bound`; by default λ = 0). ``restrict``:
+    job → (least, greatest) completion in grid steps from the first arrival; the bound then
+    holds for the schedules whose jobs complete within them (a node of
+    :mod:`optsched.exact.branching`). ``with_paths``: (job, cost, rounds) of paths to start the
+    master with beside ``start``'s (e.g. another master's, :attr:`ColumnBound.paths`; only
+    the multipliers depend on them, so any paths keep the bound valid).
 
     On a grid of more than :data:`MAX_STEPS` steps the master's capacity rows start on
     :data:`FIRST_BLOCKS` blocks of consecutive steps and are refined each time it converges
@@ -412,7 +435,9 @@ def column_bound(
     ``cuts`` on a grid of more than :data:`MAX_MASTER_STEPS` steps, and
     :class:`~optsched.exact.lagrangian.TooLarge` where the programme is too large to price
     (as for :func:`~optsched.exact.lagrangian.lagrangian_bound`)."""
-    problem = _problem(instance, upper, time_unit, priced_until)
+    problem = restrict_completions(
+        _problem(instance, upper, time_unit, priced_until), restrict or {}
+    )
     dn, jobs, rows, horizon, shift, _ = problem
     gang = dn.instance.mode == "gang"
     # gang mode separates its cuts from the start; relaxed mode once the master without
@@ -435,6 +460,8 @@ def column_bound(
     if start is not None:  # a feasible master from the first solve on
         for j, cost, path in _schedule_paths(problem, start, time_unit):
             master.add(j, jobs[j], cost, path)
+    for j, cost, path in with_paths:  # add() takes the programme's value: cost + prices paid
+        master.add(j, jobs[j], cost + sum(step.paid for step in path), path)
     lam = (
         np.zeros((rows.rows, horizon))
         if prices is None
@@ -545,7 +572,31 @@ def column_bound(
         len(master.cuts),
         meter.spent,
         blocks=master.blocks,
+        spread=_spread(master, x),
+        paths=tuple(
+            (j, value - sum(step.paid for step in path), path) for j, value, path in master.paths
+        ),
     )
+
+
+def _spread(master: _Master, x: npt.NDArray[np.float64]) -> tuple[tuple[int, float, float], ...]:
+    """(job, mean completion, weighted variance) of every job whose completion the master's
+    solution ``x`` mixes (a path's completion: its cost over the job's weight)."""
+    if len(x) != master.columns:
+        return ()
+    mixed: dict[int, list[tuple[float, float]]] = {}
+    for share, (j, value, path) in zip(x, master.paths, strict=True):
+        if share > 1e-9:
+            cost = value - sum(step.paid for step in path)
+            mixed.setdefault(j, []).append((share, cost / master.problem.jobs[j].weight))
+    out = []
+    for j, items in sorted(mixed.items()):
+        total = sum(share for share, _ in items)
+        mean = sum(share * c for share, c in items) / total
+        variance = sum(share * (c - mean) ** 2 for share, c in items) / total
+        if variance > 1e-9:
+            out.append((j, mean, variance))
+    return tuple(out)
 
 
 def column_bound_from(
@@ -576,19 +627,43 @@ def column_bound_from(
     bound so far. Raises TooLarge or BelowCriticalPath (:func:`column_bound`) otherwise."""
     value, span = evaluate(instance, schedule)
     unit = column_time_unit(instance, span, time_unit)
+    bound = _branched if options.get("branch") else column_bound
     first = min(job.arrival for job in instance.jobs)
     parts = separated_parts(instance, schedule) if time_unit is None else [[]]
     if len(parts) > 1 and (span - first) / unit > MAX_MASTER_STEPS:
         return _by_parts(instance, schedule, parts, unit, budget, work, report, options)
-    common = dict(start=schedule, priced_until=span, **options)
+    own = {k: v for k, v in options.items() if k != "branch"}
+    common = dict(start=schedule, priced_until=span, **own)
     try:
-        return column_bound(
-            instance, value, unit, budget=budget, work=work, report=report, **common
-        )
+        return bound(instance, value, unit, budget=budget, work=work, report=report, **common)
     except TooLarge:
         if len(parts) == 1:
             raise
     return _by_parts(instance, schedule, parts, unit, budget, work, report, options)
+
+
+def _branched(
+    instance: Instance, upper: float, time_unit: float, *, cuts: bool = True, **options: Any
+) -> ColumnBound:
+    """:func:`~optsched.exact.branching.branch_on_completions` over :func:`column_bound`
+    (``options`` its own; ``cuts`` unused: the nodes go without them) as a
+    :class:`ColumnBound`: the root's iterations, columns and blocks, the nodes bounded."""
+    from optsched.exact.branching import branch_on_completions
+
+    found = branch_on_completions(column_bound, instance, upper, time_unit, **options)
+    root = found.root
+    return ColumnBound(
+        found.bound,
+        root.iterations,
+        found.stopped,
+        time_unit,
+        () if found.bound is None else (found.bound,),
+        root.columns,
+        0,
+        found.work,
+        blocks=root.blocks,
+        nodes=found.nodes,
+    )
 
 
 def separated_parts(instance: Instance, schedule: Schedule) -> list[list[int]]:
@@ -611,7 +686,17 @@ def separated_parts(instance: Instance, schedule: Schedule) -> list[list[int]]:
 #: of its parts' statuses (``too large``: a part kept its critical paths, or, relaxed mode
 #: with cuts, a job was too large to price exactly), as relaxed mode's exact pricing takes
 #: the most limiting of its jobs'.
-_STOPPED = ("optimal", "converged", "too large", "iterations", "work", "time limit", "interrupted")
+_STOPPED = (
+    "optimal",
+    "converged",
+    "integral",
+    "too large",
+    "iterations",
+    "nodes",
+    "work",
+    "time limit",
+    "interrupted",
+)
 
 
 def _by_parts(
@@ -699,6 +784,7 @@ def _by_parts(
         spent,
         len(parts),
         found[-1].blocks if found else 0,
+        nodes=sum(f.nodes for f in found),
     )
 
 
@@ -874,6 +960,7 @@ def _column_bound(instance: Instance, context: SolveContext[ColumnBoundOptions])
         time_unit=context.options.time_unit,
         iterations=context.options.iterations,
         cuts=context.options.cuts,
+        branch=context.options.branch,
         budget=budget,
         report=lambda bound: context.report(start.objective, bound),
         work=context.options.work,
@@ -889,6 +976,7 @@ def _column_bound(instance: Instance, context: SolveContext[ColumnBoundOptions])
             "columns": found.columns,
             "cuts": found.cuts,
             "blocks": found.blocks,
+            "nodes": found.nodes,
             "work": found.work,
             "stopped": found.stopped,
             "interrupted": found.stopped == "interrupted",

@@ -129,7 +129,8 @@ class _Job:
     """One job on the grid: its rounds' earliest starts are ``first + r·rho`` and every round
     may start up to ``window`` steps later; it completes no earlier than ``floor`` (its
     critical path in the original times, rounded down to the grid); the ways to run a round
-    (``options``)."""
+    (``options``). ``last_until``: its paths complete at this step at the latest (a branch
+    of :mod:`optsched.exact.branching`; None: no such limit)."""
 
     first: int
     floor: int
@@ -139,6 +140,7 @@ class _Job:
     rounds: int
     weight: float
     options: tuple[_Option, ...]
+    last_until: int | None = None
 
 
 class _Option(NamedTuple):
@@ -272,9 +274,10 @@ def _price(
         ends the window before the horizon: no schedule is there)."""
         if priced(r) == size:
             return np.full(i.shape, _INF)
-        out: npt.NDArray[np.float64] = job.weight * np.maximum(
-            earliest(r) + i + (job.rounds - r) * job.rho, job.floor
-        )
+        done = earliest(r) + i + (job.rounds - r) * job.rho
+        out: npt.NDArray[np.float64] = job.weight * np.maximum(done, job.floor)
+        if job.last_until is not None:
+            out[done > job.last_until] = _INF
         return out
 
     def held(q: int, count: int, start: npt.NDArray[np.int_], end: npt.NDArray[np.int_]) -> Any:
@@ -316,6 +319,8 @@ def _price(
     n = priced(job.rounds)
     # f[i]: least cost of rounds r.. from barrier earliest(r) + i (here r = R: C = barrier)
     f = job.weight * np.maximum(earliest(job.rounds) + np.arange(n), job.floor).astype(float)
+    if job.last_until is not None:
+        f[earliest(job.rounds) + np.arange(n) > job.last_until] = _INF
     choices = []
     for r in range(job.rounds - 1, -1, -1):
         n_next, n = n, priced(r)
@@ -621,6 +626,22 @@ def _problem(
         )
         raise TooLarge(f"{size}; choose a coarser time_unit", size)
     return _Problem(dn, jobs, rows, horizon, shift, origin)
+
+
+def restrict_completions(problem: _Problem, restrict: dict[int, tuple[int, int]]) -> _Problem:
+    """``problem`` for the schedules whose job j completes within ``restrict[j]`` (grid
+    steps from the first arrival). A path is the programme's image of a schedule, which
+    completes no later than the schedule (its rounds take their cheapest slots), so the
+    job's paths end by the greatest (``last_until``), and each costs at least the least
+    (``floor``): every schedule of the box keeps a path that costs no more."""
+    if not restrict:
+        return problem
+    jobs = list(problem.jobs)
+    for j, (least, greatest) in restrict.items():
+        job = jobs[j]
+        until = greatest if job.last_until is None else min(job.last_until, greatest)
+        jobs[j] = replace(job, floor=max(job.floor, least), last_until=until)
+    return problem._replace(jobs=jobs)
 
 
 def price_tables(

@@ -1,0 +1,211 @@
+"""Branching on completion times over the column-generation bound (``column-bound`` with
+``branch=1``, both modes; docs/models/column-bound.md, "Branching").
+
+The master LP of :mod:`optsched.exact.columns` mixes several paths of a job where no single
+path of each job fits the capacity rows; its value then stays below the optimum however long
+the columns are priced. Branching splits the schedules instead: a node is a box of
+completion times, job j completing at a grid step within [least_j, greatest_j], and its
+bound is :func:`~optsched.exact.columns.column_bound` restricted to the box (a job's paths
+complete by its greatest and cost at least its weight × its least:
+:func:`~optsched.exact.lagrangian.restrict_completions`). A node whose master mixes
+completions of job j, with mean m, splits into C_j ≤ ⌊m⌋ and C_j ≥ ⌊m⌋ + 1: on the grid
+every schedule of the node lies in exactly one child, and the mix is cut off in both.
+
+Best first: the open node of least bound is split next (on the job whose mix has the largest
+weighted variance), so the certified value, the least bound over the open nodes (a child
+keeps at least its parent's bound, since it holds fewer schedules), rises as the lowest
+nodes are closed. A node whose bound reaches the incumbent's objective holds no better
+schedule and is dropped; when none is left, the incumbent is optimal. The value is at most
+the optimum at any moment: anytime within the budget, the work budget, or until a Ctrl-C.
+The nodes use the relaxation without conflict cuts (the cuts' exact pricing in relaxed mode
+takes seconds per node).
+"""
+
+from __future__ import annotations
+
+import heapq
+import math
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any
+
+import numpy as np
+
+from optsched.budget import Budget
+from optsched.exact.lagrangian import _price, _problem, _Round, price_tables, restrict_completions
+from optsched.instance import Instance
+from optsched.schedule import Schedule
+
+if TYPE_CHECKING:
+    from optsched.exact.columns import ColumnBound
+
+#: A node: job → (least, greatest) completion step from the first arrival.
+Box = dict[int, tuple[int, int]]
+
+#: A master's paths: (job, cost, rounds) each (:attr:`ColumnBound.paths`).
+Paths = tuple[tuple[int, float, list[_Round]], ...]
+
+
+@dataclass(frozen=True)
+class Branched:
+    """The outcome of :func:`branch_on_completions`: the certified ``bound`` (instance
+    units; None when the root found none), the ``nodes`` bounded, the ``open`` ones left,
+    why it ``stopped`` (``optimal``: no node below the incumbent is left; ``integral``: the
+    lowest node's master mixes no completions it can split, so branching cannot raise it;
+    ``nodes``, ``time limit``, ``work``, ``interrupted``), the ``root`` run and the
+    ``work`` spent (work-seconds)."""
+
+    bound: float | None
+    nodes: int
+    open: int
+    stopped: str
+    root: ColumnBound
+    work: float
+
+
+def branch_on_completions(
+    column_bound: Callable[..., ColumnBound],
+    instance: Instance,
+    upper: float,
+    time_unit: float,
+    *,
+    iterations: int = 1000,
+    priced_until: float | None = None,
+    start: Schedule | None = None,
+    budget: Budget | None = None,
+    work: float | None = None,
+    report: Any = None,
+    max_nodes: int | None = None,
+) -> Branched:
+    """Best-first branching on job completion times (module doc), each node bounded by
+    ``column_bound`` (:func:`~optsched.exact.columns.column_bound`) without cuts, on the
+    grid of ``time_unit`` from the deadlines of ``upper`` (the objective of the feasible
+    ``start``, whose rounds are the root's first paths). Each node runs at most
+    ``iterations`` pricing rounds; at most ``max_nodes`` nodes are bounded (default: no
+    limit); ``report(bound)`` is called with each better certified bound.
+
+    Guarantees: at any moment the value is min(``upper``, the least bound of the open
+    nodes), each node's bound being column-bound's certified value on its box (at least its
+    parent's); the children of a node partition its schedules on the grid, so the value is
+    at most the optimum."""
+    spent = 0.0
+
+    def left() -> float | None:
+        return None if work is None else max(work - spent, 0.0)
+
+    def bound_of(box: Box, first: Schedule | None, paths: Paths = ()) -> ColumnBound:
+        nonlocal spent
+        found = column_bound(
+            instance,
+            upper,
+            time_unit,
+            iterations=iterations,
+            cuts=False,
+            priced_until=priced_until,
+            budget=budget,
+            work=left(),
+            start=first,
+            restrict=box,
+            with_paths=paths,
+        )
+        spent += found.work
+        return found
+
+    root = bound_of({}, start)
+    if root.bound is None:
+        return Branched(None, 1, 0, root.stopped, root, spent)
+    problem = _problem(instance, upper, time_unit, priced_until)
+    zero = price_tables(problem, np.zeros((problem.rows.rows, problem.horizon)))
+    best = min(root.bound, upper)
+    if report is not None:
+        report(best)
+    # (bound, tie-break, box, the node's mix, its master's paths)
+    heap: list[tuple[float, int, Box, tuple[tuple[int, float, float], ...], Paths]] = []
+    if root.bound < upper:
+        heap.append((root.bound, 0, {}, root.spread, root.paths))
+    nodes, stopped = 1, "optimal"
+    try:
+        while heap:
+            if budget is not None and budget.expired():
+                stopped = "time limit"
+                break
+            if work is not None and spent >= work:
+                stopped = "work"
+                break
+            if max_nodes is not None and nodes + 2 > max_nodes:
+                stopped = "nodes"
+                break
+            value, _, box, spread, paths = heap[0]
+            split = _split(problem, box, spread)
+            if split is None:
+                stopped = "integral"
+                break
+            j, least, cut, greatest = split
+            job = problem.jobs[j]
+            children = []
+            for limits in ((least, min(greatest, cut)), (max(least, cut + 1), greatest)):
+                inner = {**box, j: limits}
+                if not _possible(problem, inner, zero):
+                    continue
+                found = bound_of(inner, None, _within(paths, j, limits, job.weight))
+                nodes += 1
+                if found.stopped == "interrupted":
+                    raise KeyboardInterrupt
+                # a node stopped before its first value keeps its parent's
+                low = value if found.bound is None else max(value, found.bound)
+                children.append((low, nodes, inner, found.spread, found.paths))
+            # the node is replaced only once both children are bounded
+            heapq.heappop(heap)
+            for child in children:
+                if child[0] < upper:
+                    heapq.heappush(heap, child)
+            lowest = min(heap[0][0], upper) if heap else upper
+            if lowest > best:
+                best = lowest
+                if report is not None:
+                    report(best)
+    except KeyboardInterrupt:  # the least open bound stands (a node half split is open)
+        stopped = "interrupted"
+    return Branched(best, nodes, len(heap), stopped, root, spent)
+
+
+def _split(
+    problem: Any, box: Box, spread: tuple[tuple[int, float, float], ...]
+) -> tuple[int, int, int, int] | None:
+    """(job, least, cut, greatest): the job whose mixed completions have the largest
+    weighted variance among those the cut ⌊mean⌋ splits inside their box (paths priced
+    past the programme's horizon may complete after a job's default box), or None."""
+    best, chosen = 0.0, None
+    for j, mean, variance in spread:
+        job = problem.jobs[j]
+        least, greatest = box.get(j, (0, job.first + job.rounds * job.rho + job.window))
+        cut = math.floor(mean)
+        if least <= cut < greatest and job.weight * variance > best:
+            best, chosen = job.weight * variance, (j, least, cut, greatest)
+    return chosen
+
+
+def _within(paths: Paths, j: int, limits: tuple[int, int], weight: float) -> Paths:
+    """A parent's ``paths`` for its child where job j completes within ``limits``: j's paths
+    that complete after them left out, and each of j's costs at least ``weight`` × the least
+    (a path's cost is its weight × its completion, or × the least of its box, whichever is
+    later)."""
+    least, greatest = limits
+    out = []
+    for i, cost, rounds in paths:
+        if i == j:
+            if cost > weight * greatest:
+                continue
+            cost = max(cost, weight * least)
+        out.append((i, cost, rounds))
+    return tuple(out)
+
+
+def _possible(problem: Any, box: Box, zero: dict[int, Any]) -> bool:
+    """Whether every job of ``box`` has a path completing within its limits (its programme
+    at zero prices, ``zero``, is finite)."""
+    jobs = restrict_completions(problem, box).jobs
+    for j, (least, greatest) in box.items():
+        if least > greatest or not math.isfinite(_price(jobs[j], zero[jobs[j].k_tasks])[0]):
+            return False
+    return True
