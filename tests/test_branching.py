@@ -119,7 +119,8 @@ def _boxed_bound(instance: Instance, schedule: Schedule) -> tuple[float | None, 
     done = to_steps(completions(instance, schedule), unit, "down")
     origin = int(to_steps(min(job.arrival for job in instance.jobs), unit, "down"))
     box = {j: (int(c) - origin, int(c) - origin) for j, c in enumerate(done)}
-    found = column_bound(instance, upper, unit, cuts=False, restrict=box, iterations=30)
+    gang = instance.mode == "gang"  # the cuts as branching's nodes price them
+    found = column_bound(instance, upper, unit, cuts=gang, restrict=box, iterations=30)
     return found.bound, upper
 
 

@@ -17,8 +17,8 @@ keeps at least its parent's bound, since it holds fewer schedules), rises as the
 nodes are closed. A node whose bound reaches the incumbent's objective holds no better
 schedule and is dropped; when none is left, the incumbent is optimal. The value is at most
 the optimum at any moment: anytime within the budget, the work budget, or until a Ctrl-C.
-The nodes use the relaxation without conflict cuts (the cuts' exact pricing in relaxed mode
-takes seconds per node).
+In gang mode the nodes keep the conflict cuts (priced in the programmes); in relaxed mode
+they go without them (there the cuts need CP-SAT's exact pricing, seconds per node).
 """
 
 from __future__ import annotations
@@ -70,6 +70,7 @@ def branch_on_completions(
     time_unit: float,
     *,
     iterations: int = 1000,
+    cuts: bool = True,
     priced_until: float | None = None,
     start: Schedule | None = None,
     budget: Budget | None = None,
@@ -78,11 +79,12 @@ def branch_on_completions(
     max_nodes: int | None = None,
 ) -> Branched:
     """Best-first branching on job completion times (module doc), each node bounded by
-    ``column_bound`` (:func:`~optsched.exact.columns.column_bound`) without cuts, on the
-    grid of ``time_unit`` from the deadlines of ``upper`` (the objective of the feasible
-    ``start``, whose rounds are the root's first paths). Each node runs at most
-    ``iterations`` pricing rounds; at most ``max_nodes`` nodes are bounded (default: no
-    limit); ``report(bound)`` is called with each better certified bound.
+    ``column_bound`` (:func:`~optsched.exact.columns.column_bound`; in gang mode with the
+    conflict cuts when ``cuts``, in relaxed mode without them), on the grid of
+    ``time_unit`` from the deadlines of ``upper`` (the objective of the feasible ``start``,
+    whose rounds are the root's first paths). Each node runs at most ``iterations`` pricing
+    rounds; at most ``max_nodes`` nodes are bounded (default: no limit); ``report(bound)``
+    is called with each better certified bound.
 
     Guarantees: at any moment the value is min(``upper``, the least bound of the open
     nodes), each node's bound being column-bound's certified value on its box (at least its
@@ -100,7 +102,7 @@ def branch_on_completions(
             upper,
             time_unit,
             iterations=iterations,
-            cuts=False,
+            cuts=cuts and instance.mode == "gang",
             priced_until=priced_until,
             budget=budget,
             work=left(),

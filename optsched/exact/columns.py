@@ -127,9 +127,9 @@ class ColumnBoundOptions(Options):
         True,
     )
     branch: bool = switch(
-        "1: branch on job completion times, best first, over the relaxation without cuts "
-        "(each node a column generation restricted to its completion times; cuts unused); "
-        "0 (default): the root alone",
+        "1: branch on job completion times, best first (each node a column generation "
+        "restricted to its completion times; gang mode with the cuts, relaxed mode "
+        "without); 0 (default): no branching",
         False,
     )
     work: float | None = work_option()
@@ -642,12 +642,10 @@ def column_bound_from(
     return _by_parts(instance, schedule, parts, unit, budget, work, report, options)
 
 
-def _branched(
-    instance: Instance, upper: float, time_unit: float, *, cuts: bool = True, **options: Any
-) -> ColumnBound:
+def _branched(instance: Instance, upper: float, time_unit: float, **options: Any) -> ColumnBound:
     """:func:`~optsched.exact.branching.branch_on_completions` over :func:`column_bound`
-    (``options`` its own; ``cuts`` unused: the nodes go without them) as a
-    :class:`ColumnBound`: the root's iterations, columns and blocks, the nodes bounded."""
+    (``options`` its own) as a :class:`ColumnBound`: the root's iterations, columns, cuts
+    and blocks, the nodes bounded."""
     from optsched.exact.branching import branch_on_completions
 
     found = branch_on_completions(column_bound, instance, upper, time_unit, **options)
@@ -659,7 +657,7 @@ def _branched(
         time_unit,
         () if found.bound is None else (found.bound,),
         root.columns,
-        0,
+        root.cuts,
         found.work,
         blocks=root.blocks,
         nodes=found.nodes,
