@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import numpy as np
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
@@ -23,9 +22,9 @@ from tests.test_lagrangian_bound import _queue
 @given(instances(max_jobs=4), st.booleans())
 def test_branching_stays_at_most_the_optimum_and_proves_it_from_the_optimum(instance, ect):
     """From ECT's schedule or CP-SAT's: the value never passes the optimum and never falls
-    below the root's; where no node below the incumbent is left, the incumbent is optimal;
-    from an optimal schedule on an exact grid in relaxed mode, a lowest node whose master
-    mixes no completions is a schedule, so its value is the optimum too."""
+    below the root's; where no node below the incumbent is left, the incumbent is optimal.
+    (A lowest node whose master mixes no completions need not be a schedule: a round wider
+    than its group takes one slot in its path.)"""
     optimum = solve(instance, "cpsat", time_limit=5)
     start = incumbent(instance).schedule if ect else optimum.schedule
     upper, makespan = evaluate(instance, start)
@@ -39,11 +38,6 @@ def test_branching_stays_at_most_the_optimum_and_proves_it_from_the_optimum(inst
         assert found.bound == upper and found.open == 0
         if proved:
             assert upper <= optimum.objective * (1 + OPTIMAL_TOL)
-    data = np.concatenate([instance.compute.ravel(), instance.sync.ravel()])
-    exact = unit == 1.0 and all(float(v).is_integer() for v in data[np.isfinite(data)])
-    from_optimum = proved and not ect and instance.mode == "relaxed" and exact
-    if from_optimum and found.stopped == "integral":
-        assert found.bound == pytest.approx(optimum.objective)
 
 
 @pytest.mark.parametrize("mode", ["relaxed", "gang"])
@@ -78,6 +72,17 @@ def test_a_ctrl_c_between_two_children_keeps_their_parent_open():
     found = branch_on_completions(interrupted, inst, start.objective, 1.0, start=start.schedule)
     assert found.stopped == "interrupted" and found.open == 1
     assert found.bound == found.root.bound
+
+
+def test_a_weight_floored_to_zero_on_the_grid_is_no_division():
+    """A weight of 1e-7 beside 1/3 floors to 0 on the grid: the master's mix skips it."""
+    jobs = (
+        Job("a", weight=1 / 3, compute={"T": 2.0}),
+        Job("b", weight=1e-7, compute={"T": 1.0}),
+    )
+    inst = Instance("tiny", jobs, (GPU("g0", "T"),))
+    for params in ({}, {"branch": True}):
+        assert solve(inst, "column-bound", params=params).bound is not None
 
 
 def test_the_method_reports_its_nodes():

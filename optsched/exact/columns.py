@@ -586,7 +586,7 @@ def _spread(master: _Master, x: npt.NDArray[np.float64]) -> tuple[tuple[int, flo
         return ()
     mixed: dict[int, list[tuple[float, float]]] = {}
     for share, (j, value, path) in zip(x, master.paths, strict=True):
-        if share > 1e-9:
+        if share > 1e-9 and master.problem.jobs[j].weight > 0:  # a weight floored to 0
             cost = value - sum(step.paid for step in path)
             mixed.setdefault(j, []).append((share, cost / master.problem.jobs[j].weight))
     out = []
