@@ -192,7 +192,7 @@ class _Master:
         self.blocks = len(lengths)
         self.n_cap, n = rows.rows * self.blocks, len(jobs)
         self.columns = 0  # paths in the master
-        self.paths: list[tuple[int, float, list[_Round]]] = []  # (job, value, rounds) each
+        self.paths: list[tuple[int, float, list[_Round]]] = []  # (job, cost, rounds) each
         # each path's job, and the GPUs of each group it holds at each step (for the cuts);
         # rows from `columns` on are room to grow
         self._job = np.zeros(16, dtype=int)
@@ -232,10 +232,10 @@ class _Master:
         (each at least one step); raises :class:`_Stop` when ``budget`` expires first."""
         edges = _split(self.edges, REFINE)
         finer = _Master(self.problem, self.groups, self.with_cuts, edges)
-        for j, value, path in self.paths:
+        for j, cost, path in self.paths:
             if budget is not None and budget.expired():
                 raise _Stop("time limit")
-            finer.add(j, self.problem.jobs[j], value, path)
+            finer.add_column(j, self.problem.jobs[j], cost, path)
         for cut in self.cuts:
             finer._add_cut(cut)
         return finer
@@ -243,12 +243,18 @@ class _Master:
     def add(self, j: int, job: _Job, value: float, path: list[_Round]) -> bool:
         """Add job j's path (its programme's ``value`` at the prices that gave it); False if
         the master has it already."""
+        # the path's own cost: what its programme charged beyond its rounds' prices
+        return self.add_column(j, job, value - sum(step.paid for step in path), path)
+
+    def add_column(self, j: int, job: _Job, cost: float, path: list[_Round]) -> bool:
+        """Add job j's path at its own ``cost`` (w·max(C, floor)); False if the master has
+        it already."""
         _, jobs, rows, horizon, _, _ = self.problem
         key = (j, tuple((step.rows, step.counts, step.start, step.hold) for step in path))
         if key in self.seen:
             return False
         self.seen.add(key)
-        self.paths.append((j, value, path))
+        self.paths.append((j, cost, path))
         use = rows.use[job.k_tasks]
         delta = np.zeros((rows.rows, horizon + 1))
         for step in path:
@@ -270,8 +276,6 @@ class _Master:
         cut_rows = self.n_cap + len(jobs) + np.nonzero(covered)[0]
         index = np.concatenate([at, [self.n_cap + j], cut_rows]).astype(np.int32)
         values = np.concatenate([usage[at], np.ones(1 + len(cut_rows))])
-        # the path's own cost: what its programme charged beyond its rounds' prices
-        cost = value - sum(step.paid for step in path)
         self.highs.addCol(cost, 0.0, np.inf, len(index), index, values)
         return True
 
@@ -459,9 +463,9 @@ def column_bound(
     master = _Master(problem, groups, cutting, _split(np.array([0, horizon]), blocks))
     if start is not None:  # a feasible master from the first solve on
         for j, cost, path in _schedule_paths(problem, start, time_unit):
-            master.add(j, jobs[j], cost, path)
-    for j, cost, path in with_paths:  # add() takes the programme's value: cost + prices paid
-        master.add(j, jobs[j], cost + sum(step.paid for step in path), path)
+            master.add_column(j, jobs[j], cost, path)
+    for j, cost, path in with_paths:
+        master.add_column(j, jobs[j], cost, path)
     lam = (
         np.zeros((rows.rows, horizon))
         if prices is None
@@ -573,9 +577,7 @@ def column_bound(
         meter.spent,
         blocks=master.blocks,
         spread=_spread(master, x),
-        paths=tuple(
-            (j, value - sum(step.paid for step in path), path) for j, value, path in master.paths
-        ),
+        paths=tuple(master.paths),
     )
 
 
@@ -585,10 +587,10 @@ def _spread(master: _Master, x: npt.NDArray[np.float64]) -> tuple[tuple[int, flo
     if len(x) != master.columns:
         return ()
     mixed: dict[int, list[tuple[float, float]]] = {}
-    for share, (j, value, path) in zip(x, master.paths, strict=True):
-        if share > 1e-9 and master.problem.jobs[j].weight > 0:  # a weight floored to 0
-            cost = value - sum(step.paid for step in path)
-            mixed.setdefault(j, []).append((share, cost / master.problem.jobs[j].weight))
+    for share, (j, cost, _) in zip(x, master.paths, strict=True):
+        weight = master.problem.jobs[j].weight
+        if share > 1e-9 and weight > 0:  # a weight below 1 grid unit floors to 0
+            mixed.setdefault(j, []).append((share, cost / weight))
     out = []
     for j, items in sorted(mixed.items()):
         total = sum(share for share, _ in items)
@@ -915,7 +917,7 @@ def _price_exactly(
         if found.stopped is not None:  # the most limiting reason, as for parts
             unproved = max(unproved or found.stopped, found.stopped, key=_STOPPED.index)
         if found.path is not None and found.own is not None:
-            added += master.add(j, jobs[j], found.own, found.path)
+            added += master.add_column(j, jobs[j], found.own, found.path)
     return sum(lower) - float(lam.sum()) - float(mu.sum()), added, unproved
 
 
