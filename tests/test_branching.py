@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from dataclasses import replace
+
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
@@ -74,6 +76,51 @@ def test_a_ctrl_c_between_two_children_keeps_their_parent_open():
     assert found.bound == found.root.bound
 
 
+def test_a_ctrl_c_during_the_root_stops_the_branching():
+    """column-bound reports a Ctrl-C as its status: branching stops there, at the root's
+    value, and bounds no node."""
+    inst = _queue().with_mode("gang")
+    start = incumbent(inst)
+    calls = []
+
+    def interrupted(*args, **kwargs):
+        calls.append(kwargs["restrict"])
+        return replace(column_bound(*args, **kwargs), stopped="interrupted")
+
+    found = branch_on_completions(interrupted, inst, start.objective, 1.0, start=start.schedule)
+    assert found.stopped == "interrupted" and calls == [{}] and found.nodes == 1
+    assert found.bound == found.root.bound
+
+
+def test_a_node_stopped_by_its_iterations_is_not_called_integral():
+    """After one pricing round the root's master has no solution to show a mix: branching
+    stops on the root's reason, not as if its master mixed nothing."""
+    inst = _queue().with_mode("gang")
+    start = incumbent(inst)
+    found = branch_on_completions(
+        column_bound, inst, start.objective, 1.0, start=start.schedule, iterations=1
+    )
+    assert found.stopped == "iterations" and found.root.spread == ()
+
+
+def test_an_empty_box_and_paths_off_the_grid_are_refused():
+    inst = Instance(
+        "e",
+        (
+            Job("a", rounds=2, compute={"T": 3.0}),
+            Job("b", compute={"T": 2.0}),
+        ),
+        (GPU("g0", "T"),),
+    )
+    for box in ({0: (0, 2)}, {0: (7, 3)}):  # a completes at 6 at the earliest
+        with pytest.raises(ValueError, match="holds no schedule"):
+            column_bound(inst, 11.0, 1.0, cuts=False, restrict=box)
+    fine = column_bound(inst, 11.0, 0.5, cuts=False)
+    assert fine.paths
+    with pytest.raises(ValueError, match="outside this grid"):
+        column_bound(inst, 11.0, 1.0, cuts=False, with_paths=fine.paths)
+
+
 def test_a_weight_floored_to_zero_on_the_grid_is_no_division():
     """A weight of 1e-7 beside 1/3 floors to 0 on the grid: the master's mix skips it."""
     jobs = (
@@ -122,9 +169,15 @@ def _boxed_bound(instance: Instance, schedule: Schedule) -> tuple[float | None, 
     """(column-bound on the box of ``schedule``'s own completions, its objective)."""
     upper, makespan = evaluate(instance, schedule)
     unit = column_time_unit(instance, makespan, None)
-    done = to_steps(completions(instance, schedule), unit, "down")
+    # a completion a few ulps below a grid point stands for that point: the box holds both
+    done = completions(instance, schedule)
+    slack = 1e-12 * max(1.0, float(abs(done).max()))
+    least, greatest = (to_steps(done + d, unit, "down") for d in (-slack, slack))
     origin = int(to_steps(min(job.arrival for job in instance.jobs), unit, "down"))
-    box = {j: (int(c) - origin, int(c) - origin) for j, c in enumerate(done)}
+    box = {
+        j: (int(a) - origin, int(b) - origin)
+        for j, (a, b) in enumerate(zip(least, greatest, strict=True))
+    }
     gang = instance.mode == "gang"  # the cuts as branching's nodes price them
     found = column_bound(instance, upper, unit, cuts=gang, restrict=box, iterations=30)
     return found.bound, upper

@@ -1,5 +1,6 @@
 """Branching on completion times over the column-generation bound (``column-bound`` with
-``branch=1``, both modes; docs/models/column-bound.md, "Branching").
+``branch=1``, both modes; docs/models/column-bound.md, "Branching on completion
+times").
 
 The master LP of :mod:`optsched.exact.columns` mixes several paths of a job where no single
 path of each job fits the capacity rows; its value then stays below the optimum however long
@@ -32,7 +33,7 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 
 from optsched.budget import Budget
-from optsched.exact.lagrangian import _price, _problem, _Round, price_tables, restrict_completions
+from optsched.exact.lagrangian import _problem, _Round, price_tables, without_paths
 from optsched.instance import Instance
 from optsched.schedule import Schedule
 
@@ -114,17 +115,18 @@ def branch_on_completions(
         return found
 
     root = bound_of({}, start)
-    if root.bound is None:
-        return Branched(None, 1, 0, root.stopped, root, spent)
+    if root.bound is None or root.stopped == "interrupted":
+        best = None if root.bound is None else min(root.bound, upper)
+        return Branched(best, 1, 0, root.stopped, root, spent)
     problem = _problem(instance, upper, time_unit, priced_until)
     zero = price_tables(problem, np.zeros((problem.rows.rows, problem.horizon)))
     best = min(root.bound, upper)
     if report is not None:
         report(best)
-    # (bound, tie-break, box, the node's mix, its master's paths)
-    heap: list[tuple[float, int, Box, tuple[tuple[int, float, float], ...], Paths]] = []
+    # (bound, tie-break, box, why its run stopped, its mix, its master's paths)
+    heap: list[tuple[float, int, Box, str, tuple[tuple[int, float, float], ...], Paths]] = []
     if root.bound < upper:
-        heap.append((root.bound, 0, {}, root.spread, root.paths))
+        heap.append((root.bound, 0, {}, root.stopped, root.spread, root.paths))
     nodes, stopped = 1, "optimal"
     try:
         while heap:
@@ -137,17 +139,17 @@ def branch_on_completions(
             if max_nodes is not None and nodes + 2 > max_nodes:
                 stopped = "nodes"
                 break
-            value, _, box, spread, paths = heap[0]
+            value, _, box, ran, spread, paths = heap[0]
             split = _split(problem, box, spread)
-            if split is None:
-                stopped = "integral"
+            if split is None:  # a node stopped early (iterations) may have no mix to show
+                stopped = "integral" if ran in ("optimal", "converged") else ran
                 break
             j, least, cut, greatest = split
             job = problem.jobs[j]
             children = []
             for limits in ((least, min(greatest, cut)), (max(least, cut + 1), greatest)):
                 inner = {**box, j: limits}
-                if not _possible(problem, inner, zero):
+                if without_paths(problem, inner, zero) is not None:
                     continue
                 found = bound_of(inner, None, _within(paths, j, limits, job.weight))
                 nodes += 1
@@ -155,7 +157,7 @@ def branch_on_completions(
                     raise KeyboardInterrupt
                 # a node stopped before its first value keeps its parent's
                 low = value if found.bound is None else max(value, found.bound)
-                children.append((low, nodes, inner, found.spread, found.paths))
+                children.append((low, nodes, inner, found.stopped, found.spread, found.paths))
             # the node is replaced only once both children are bounded
             heapq.heappop(heap)
             for child in children:
@@ -201,13 +203,3 @@ def _within(paths: Paths, j: int, limits: tuple[int, int], weight: float) -> Pat
             cost = max(cost, weight * least)
         out.append((i, cost, rounds))
     return tuple(out)
-
-
-def _possible(problem: Any, box: Box, zero: dict[int, Any]) -> bool:
-    """Whether every job of ``box`` has a path completing within its limits (its programme
-    at zero prices, ``zero``, is finite)."""
-    jobs = restrict_completions(problem, box).jobs
-    for j, (least, greatest) in box.items():
-        if least > greatest or not math.isfinite(_price(jobs[j], zero[jobs[j].k_tasks])[0]):
-            return False
-    return True

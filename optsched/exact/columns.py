@@ -64,6 +64,7 @@ from optsched.exact.lagrangian import (
     price_tables,
     pricing_work,
     restrict_completions,
+    without_paths,
 )
 from optsched.instance import Instance
 from optsched.options import Options, count, number, switch
@@ -421,9 +422,10 @@ def column_bound(
     :func:`~optsched.exact.lagrangian.lagrangian_bound`; by default λ = 0). ``restrict``:
     job → (least, greatest) completion in grid steps from the first arrival; the bound then
     holds for the schedules whose jobs complete within them (a node of
-    :mod:`optsched.exact.branching`). ``with_paths``: (job, cost, rounds) of paths to start the
-    master with beside ``start``'s (e.g. another master's, :attr:`ColumnBound.paths`; only
-    the multipliers depend on them, so any paths keep the bound valid).
+    :mod:`optsched.exact.branching`; ValueError where a job has no path within them).
+    ``with_paths``: (job, cost, rounds) of paths to start the master with beside ``start``'s
+    (another master's on the same grid, :attr:`ColumnBound.paths`; only the multipliers
+    depend on them, so any paths keep the bound valid; ValueError for one off the grid).
 
     On a grid of more than :data:`MAX_STEPS` steps the master's capacity rows start on
     :data:`FIRST_BLOCKS` blocks of consecutive steps and are refined each time it converges
@@ -439,10 +441,25 @@ def column_bound(
     ``cuts`` on a grid of more than :data:`MAX_MASTER_STEPS` steps, and
     :class:`~optsched.exact.lagrangian.TooLarge` where the programme is too large to price
     (as for :func:`~optsched.exact.lagrangian.lagrangian_bound`)."""
-    problem = restrict_completions(
-        _problem(instance, upper, time_unit, priced_until), restrict or {}
-    )
+    problem = _problem(instance, upper, time_unit, priced_until)
+    empty = without_paths(problem, restrict) if restrict else None
+    if empty is not None:
+        raise ValueError(
+            f"restrict: job {instance.jobs[empty].id!r} has no path completing within "
+            f"{restrict[empty]} (grid steps from the first arrival); the box holds no schedule"
+        )
+    problem = restrict_completions(problem, restrict or {})
     dn, jobs, rows, horizon, shift, _ = problem
+    for j, _, path in with_paths:
+        if not 0 <= j < len(jobs) or any(
+            step.start + step.hold > horizon
+            or max(step.rows, default=0) >= len(rows.use[jobs[j].k_tasks])
+            for step in path
+        ):
+            raise ValueError(
+                "with_paths: a path outside this grid (another instance, upper, time_unit "
+                "or priced_until)"
+            )
     gang = dn.instance.mode == "gang"
     # gang mode separates its cuts from the start; relaxed mode once the master without
     # them converges, and then prices staggered rounds exactly (values certified there only)
@@ -765,7 +782,7 @@ def _by_parts(
             got = None
             status = "interrupted"
         if got is not None:
-            found.append(got)
+            found.append(replace(got, paths=()))  # its paths are not needed any more
             spent += got.work
             status = got.stopped
             if got.bound is not None:
