@@ -442,13 +442,14 @@ def column_bound(
     :class:`~optsched.exact.lagrangian.TooLarge` where the programme is too large to price
     (as for :func:`~optsched.exact.lagrangian.lagrangian_bound`)."""
     problem = _problem(instance, upper, time_unit, priced_until)
+    restrict = restrict or {}
     empty = without_paths(problem, restrict) if restrict else None
     if empty is not None:
         raise ValueError(
             f"restrict: job {instance.jobs[empty].id!r} has no path completing within "
             f"{restrict[empty]} (grid steps from the first arrival); the box holds no schedule"
         )
-    problem = restrict_completions(problem, restrict or {})
+    problem = restrict_completions(problem, restrict)
     dn, jobs, rows, horizon, shift, _ = problem
     for j, _, path in with_paths:
         if not 0 <= j < len(jobs) or any(
