@@ -53,6 +53,28 @@ def test_every_iteration_is_at_most_the_optimum(instance, cuts, cut):
     assert result.bound >= critical_path_bound(instance) * (1 - 1e-9)
 
 
+@settings(deadline=None, max_examples=n_examples(40))
+@given(instances(max_jobs=4), st.booleans(), st.booleans())
+def test_stopping_at_the_masters_ceiling_loses_nothing(instance, cuts, warm):
+    """A run that stops once the master's value rounds to the bound certified ends at the
+    bound of the run that prices on until no path is left, in fewer iterations; also from
+    the multipliers and paths of a finished run (as branching's nodes start)."""
+    start = incumbent(instance)
+    unit = column_time_unit(instance, start.makespan, None)
+    first = column_bound(instance, start.objective, unit, cuts=False, iterations=3)
+    more = {"with_paths": first.paths, "multipliers": first.multipliers} if warm else {}
+    runs = []
+    for ceiling in (True, False):
+        columns.STOP_AT_CEILING = ceiling
+        try:
+            runs.append(column_bound(instance, start.objective, unit, cuts=cuts, **more))
+        finally:
+            columns.STOP_AT_CEILING = True
+    early, late = runs
+    if late.stopped in ("converged", "optimal"):
+        assert early.bound == late.bound and early.iterations <= late.iterations
+
+
 @settings(deadline=None, max_examples=n_examples(30))
 @given(instances(max_jobs=4), st.booleans())
 def test_a_master_on_blocks_of_steps_stays_below_the_optimum_and_refines_to_the_steps(

@@ -15,9 +15,12 @@ every schedule of the node lies in exactly one child, and the mix is cut off in 
 Best first: the open node of least bound is split next (on the job whose mix has the largest
 weighted variance), so the certified value, the least bound over the open nodes (a child
 keeps at least its parent's bound, since it holds fewer schedules), rises as the lowest
-nodes are closed. A node whose bound reaches the incumbent's objective holds no better
-schedule and is dropped; when none is left, the incumbent is optimal. The value is at most
-the optimum at any moment: anytime within the budget, the work budget, or until a Ctrl-C.
+nodes are closed. A child starts from its parent's paths that fit its box and from its
+parent's best multipliers, and stops as soon as its master's value rounds to the bound it
+has certified (:mod:`optsched.exact.columns`). A node whose bound reaches the incumbent's
+objective holds no better schedule and is dropped; when none is left, the incumbent is
+optimal. The value is at most the optimum at any moment: anytime within the budget, the
+work budget, or until a Ctrl-C.
 In gang mode the nodes keep the conflict cuts (priced in the programmes); in relaxed mode
 they go without them (there the cuts need CP-SAT's exact pricing, seconds per node).
 """
@@ -96,7 +99,9 @@ def branch_on_completions(
     def left() -> float | None:
         return None if work is None else max(work - spent, 0.0)
 
-    def bound_of(box: Box, first: Schedule | None, paths: Paths = ()) -> ColumnBound:
+    def bound_of(
+        box: Box, first: Schedule | None, paths: Paths = (), lam: Any = None
+    ) -> ColumnBound:
         nonlocal spent
         found = column_bound(
             instance,
@@ -110,6 +115,7 @@ def branch_on_completions(
             start=first,
             restrict=box,
             with_paths=paths,
+            multipliers=lam,
         )
         spent += found.work
         return found
@@ -123,10 +129,10 @@ def branch_on_completions(
     best = min(root.bound, upper)
     if report is not None:
         report(best)
-    # (bound, tie-break, box, why its run stopped, its mix, its master's paths)
-    heap: list[tuple[float, int, Box, str, tuple[tuple[int, float, float], ...], Paths]] = []
+    # (bound, tie-break, box, its column-bound run)
+    heap: list[tuple[float, int, Box, ColumnBound]] = []
     if root.bound < upper:
-        heap.append((root.bound, 0, {}, root.stopped, root.spread, root.paths))
+        heap.append((root.bound, 0, {}, root))
     nodes, stopped = 1, "optimal"
     try:
         while heap:
@@ -139,10 +145,10 @@ def branch_on_completions(
             if max_nodes is not None and nodes + 2 > max_nodes:
                 stopped = "nodes"
                 break
-            value, _, box, ran, spread, paths = heap[0]
-            split = _split(problem, box, spread)
+            value, _, box, ran = heap[0]
+            split = _split(problem, box, ran.spread)
             if split is None:  # a node stopped early (iterations) may have no mix to show
-                stopped = "integral" if ran in ("optimal", "converged") else ran
+                stopped = "integral" if ran.stopped in ("optimal", "converged") else ran.stopped
                 break
             j, least, cut, greatest = split
             job = problem.jobs[j]
@@ -151,13 +157,15 @@ def branch_on_completions(
                 inner = {**box, j: limits}
                 if without_paths(problem, inner, zero) is not None:
                     continue
-                found = bound_of(inner, None, _within(paths, j, limits, job.weight))
+                found = bound_of(
+                    inner, None, _within(ran.paths, j, limits, job.weight), ran.multipliers
+                )
                 nodes += 1
                 if found.stopped == "interrupted":
                     raise KeyboardInterrupt
                 # a node stopped before its first value keeps its parent's
                 low = value if found.bound is None else max(value, found.bound)
-                children.append((low, nodes, inner, found.stopped, found.spread, found.paths))
+                children.append((low, nodes, inner, found))
             # the node is replaced only once both children are bounded
             heapq.heappop(heap)
             for child in children:

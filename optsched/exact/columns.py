@@ -10,6 +10,12 @@ programme prices a new path at them. Every iteration's Lagrangian value at those
 is a certified bound, whatever the master's status; at convergence it equals the master's
 value.
 
+The master's value is also a ceiling: once its solution holds every step's row, uses no
+spare column and violates no cut (and no cuts are to come), it is feasible for the master
+over every path and every cut, so no multipliers give more (LP duality). The run stops as
+soon as that ceiling, rounded like a bound, is the bound already certified: the objective
+is an integer on the grid, so further iterations could not raise it.
+
 On a grid of more than :data:`MAX_STEPS` steps the master's capacity rows first hold
 **blocks** of consecutive steps (one multiplier per row and block, the same at each of its
 steps: L at such multipliers is a bound like any other), split :data:`REFINE` ways each time
@@ -42,7 +48,7 @@ import itertools
 import math
 import time
 from collections.abc import Sequence
-from dataclasses import dataclass, replace
+from dataclasses import dataclass, field, replace
 from typing import TYPE_CHECKING, Any
 
 import numpy as np
@@ -94,6 +100,10 @@ REFINE = 4
 
 #: Rounds of separation (cuts added, master solved again) per iteration at most.
 SEPARATIONS = 20
+
+#: Stop once the master's value rounds to the bound certified (no multipliers can certify
+#: more on the grid; module doc); off only to test that this loses nothing.
+STOP_AT_CEILING = True
 
 #: Multipliers are priced at this share of the best ones so far plus the rest of the
 #: master's duals (Wentges' smoothing: the master's duals alone jump from one extreme to
@@ -154,8 +164,9 @@ class ColumnBound:
     whose completion the last master's solution mixes, each as (job, mean completion, its
     weighted variance) in grid steps from the first arrival (not by parts); ``nodes``: the
     nodes bounded by :mod:`optsched.exact.branching` (0 without branching; by parts, the
-    sum); ``paths``: the last master's paths, each as (job, cost, rounds), to start
-    another master with (not by parts)."""
+    sum); ``paths``: the last master's paths, each as (job, cost, rounds), and
+    ``multipliers``: the best ones priced (λ per capacity row and step), to start another
+    run on the same grid with (not by parts)."""
 
     bound: float | None
     iterations: int
@@ -170,6 +181,7 @@ class ColumnBound:
     spread: tuple[tuple[int, float, float], ...] = ()
     nodes: int = 0
     paths: tuple[tuple[int, float, list[_Round]], ...] = ()
+    multipliers: npt.NDArray[np.float64] | None = field(default=None, compare=False)
 
 
 class _Master:
@@ -217,6 +229,7 @@ class _Master:
             n, np.array(spare), np.zeros(n), np.full(n, np.inf), n, starts, rows_of, np.ones(n)
         )
         self.work = 0.0  # work units of the last solve (PIVOT_WORK, SOLVE_WORK)
+        self.value = math.inf  # the last solve's objective (∞ where it uses a spare column)
 
     @property
     def job(self) -> npt.NDArray[np.int_]:
@@ -329,6 +342,13 @@ class _Master:
             raise _Stop("interrupted" if ended == "interrupted" else "time limit")
         solution = self.highs.getSolution()
         x = np.asarray(solution.col_value, dtype=float)[len(self.problem.jobs) :]
+        spares = solution.col_value[: len(self.problem.jobs)]
+        # the LP's value over the paths alone, where it needs no spare column
+        self.value = (
+            self.highs.getInfo().objective_function_value
+            if max(spares, default=0.0) <= 1e-9
+            else math.inf
+        )
         duals = -np.asarray(solution.row_dual, dtype=float)
         return x, duals
 
@@ -408,6 +428,7 @@ def column_bound(
     prices: ClassPrices | None = None,
     restrict: dict[int, tuple[int, int]] | None = None,
     with_paths: Sequence[tuple[int, float, list[_Round]]] = (),
+    multipliers: npt.NDArray[np.float64] | None = None,
 ) -> ColumnBound:
     """The column-generation bound (module doc) on the grid of ``time_unit``, from the
     deadlines of ``upper`` (the objective of a checked feasible schedule), after at most
@@ -426,6 +447,8 @@ def column_bound(
     ``with_paths``: (job, cost, rounds) of paths to start the master with beside ``start``'s
     (another master's on the same grid, :attr:`ColumnBound.paths`; only the multipliers
     depend on them, so any paths keep the bound valid; ValueError for one off the grid).
+    ``multipliers``: λ to price first instead of ``prices``' (another run's on the same grid,
+    :attr:`ColumnBound.multipliers`; any λ ≥ 0 gives a bound).
 
     On a grid of more than :data:`MAX_STEPS` steps the master's capacity rows start on
     :data:`FIRST_BLOCKS` blocks of consecutive steps and are refined each time it converges
@@ -484,11 +507,12 @@ def column_bound(
             master.add_column(j, jobs[j], cost, path)
     for j, cost, path in with_paths:
         master.add_column(j, jobs[j], cost, path)
-    lam = (
-        np.zeros((rows.rows, horizon))
-        if prices is None
-        else _multipliers(problem, instance, prices)
-    )
+    if multipliers is not None:
+        lam = multipliers
+    elif prices is not None:
+        lam = _multipliers(problem, instance, prices)
+    else:
+        lam = np.zeros((rows.rows, horizon))
     mu = np.zeros(0)
     target = upper * dn.weight_scale / time_unit - shift  # the incumbent, in grid units
     best, trace, done, stopped = -math.inf, [], 0, "iterations"
@@ -498,11 +522,16 @@ def column_bound(
     own, own_mu, exact, solved = lam, mu, False, False
     x = np.zeros(0)  # the master's solution
 
+    def rounded(value: float) -> int:
+        """A bound ``value`` (grid units from the origin) certified: less a relative 1e-9,
+        rounded up to the grid's integer objective."""
+        return math.ceil(value - 1e-9 * abs(value) - 1e-9) + shift
+
     def certify(value: float) -> bool:
         """Record the bound ``value`` (grid units from the origin); whether it reaches the
         incumbent."""
         nonlocal best
-        certified = math.ceil(value - 1e-9 * abs(value) - 1e-9) + shift
+        certified = rounded(value)
         found = dn.objective_to_original(float(certified))
         trace.append(found)
         if certified > best:
@@ -556,15 +585,28 @@ def column_bound(
                         stopped = "converged"
                         break
             if new or not solved:
-                solved = True
+                solved, clean = True, False
                 for _ in range(SEPARATIONS):
                     x, duals = master.solve(budget)  # stopped: the bound so far stands
                     meter.spend(master.work)
                     if not cutting or not master.separate(x):
+                        clean = True
                         break
                 else:  # the last separation added cuts: their duals too
                     x, duals = master.solve(budget)
                     meter.spend(master.work)
+                # L(λ, μ) ≤ the master's value wherever its solution holds every step's row
+                # and violates no cut (and no cuts are to come): once that value rounds to
+                # the bound certified, no multipliers can certify more on the grid
+                final = clean and master.blocks == horizon and not (staggered and not cutting)
+                if (
+                    STOP_AT_CEILING
+                    and final
+                    and master.value < math.inf
+                    and rounded(master.value) <= best
+                ):
+                    stopped = "converged"
+                    break
                 own = np.repeat(  # each block's multiplier on each of its steps
                     np.maximum(duals[: master.n_cap], 0.0).reshape(rows.rows, master.blocks),
                     np.diff(master.edges),
@@ -596,6 +638,7 @@ def column_bound(
         blocks=master.blocks,
         spread=_spread(master, x),
         paths=tuple(master.paths),
+        multipliers=centre[0],
     )
 
 
@@ -783,7 +826,7 @@ def _by_parts(
             got = None
             status = "interrupted"
         if got is not None:
-            found.append(replace(got, paths=()))  # its paths are not needed any more
+            found.append(replace(got, paths=(), multipliers=None))  # not needed any more
             spent += got.work
             status = got.stopped
             if got.bound is not None:
