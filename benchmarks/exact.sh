@@ -28,9 +28,9 @@ optsched bench run instances/exact --only 'exact-jobs10-*' --method lagrangian-b
 # column-bound's relaxed conflict cuts at 20 jobs (60 work-seconds; best bounds known)
 optsched bench run instances/exact --only 'exact-jobs20-*' --method column-bound --mode relaxed \
   --time-limit 60 --workers 1 --records $out/bounds.jsonl
-# and branching on completion times over it (60 work-seconds)
+# and branching on completion times over it, in both modes (60 work-seconds)
 optsched bench run instances/exact --only 'exact-jobs20-*' --method column-bound --param branch=1 \
-  --mode relaxed --time-limit 60 --workers 1 --records $out/bounds.jsonl
+  --mode relaxed --mode gang --time-limit 60 --workers 1 --records $out/bounds.jsonl
 optsched bench run instances/scaling --method cpsat --method cpsat-pergpu \
   --method milp-highs --method milp-cbc --method lp-bound --mode relaxed --mode gang \
   --time-limit 60 --workers 2 --records $out/scaling.jsonl
