@@ -75,6 +75,40 @@ def test_stopping_at_the_masters_ceiling_loses_nothing(instance, cuts, warm):
         assert early.bound == late.bound and early.iterations <= late.iterations
 
 
+def test_relaxed_cuts_never_stop_at_the_masters_value():
+    """Rounds of 3 tasks on 2 GPUs: the exact pricing of their staggered rounds certifies more
+    than the master's value over the programme's paths (one slot each), so the stop at the
+    ceiling would end at 200 where the run goes on to 202 (the optimum is 211)."""
+    gpus = (GPU("g0", "T0"), GPU("g1", "T0"))
+    jobs = (
+        Job("j0", arrival=6.0, rounds=3, compute={"T0": 4.0}, sync={"T0": 2.0}),
+        Job("j1", arrival=5.0, weight=3.0, rounds=2, tasks_per_round=3, compute={"T0": 6.0}),
+        Job(
+            "j2",
+            weight=3.0,
+            rounds=2,
+            tasks_per_round=3,
+            compute={"T0": 4.0},
+            sync={"T0": 3.0},
+        ),
+    )
+    inst = Instance("wide", jobs, gpus, mode="relaxed")
+    found = columns.column_bound_from(inst, incumbent(inst).schedule)
+    assert found.bound == 202 and found.stopped == "converged"
+
+
+def test_multipliers_and_boxes_off_the_grid_are_refused():
+    inst = _queue().with_mode("gang")
+    start = incumbent(inst)
+    fine = column_bound(inst, start.objective, 1.0, iterations=3)
+    assert fine.multipliers is not None
+    for lam in (-fine.multipliers - 1.0, fine.multipliers[:, 1:], fine.multipliers * np.nan):
+        with pytest.raises(ValueError, match="multipliers"):
+            column_bound(inst, start.objective, 1.0, multipliers=lam)
+    with pytest.raises(ValueError, match="restrict: jobs are indices"):
+        column_bound(inst, start.objective, 1.0, restrict={inst.n_jobs: (0, 5)})
+
+
 @settings(deadline=None, max_examples=n_examples(30))
 @given(instances(max_jobs=4), st.booleans())
 def test_a_master_on_blocks_of_steps_stays_below_the_optimum_and_refines_to_the_steps(

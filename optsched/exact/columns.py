@@ -11,10 +11,13 @@ is a certified bound, whatever the master's status; at convergence it equals the
 value.
 
 The master's value is also a ceiling: once its solution holds every step's row, uses no
-spare column and violates no cut (and no cuts are to come), it is feasible for the master
-over every path and every cut, so no multipliers give more (LP duality). The run stops as
-soon as that ceiling, rounded like a bound, is the bound already certified: the objective
-is an integer on the grid, so further iterations could not raise it.
+spare column and violates no cut, it is feasible for the master over every path and every
+cut, so no multipliers give more (LP duality). The run stops as soon as that ceiling,
+rounded like a bound, is the bound already certified: the objective is an integer on the
+grid, so further iterations could not raise it. Not in relaxed mode with the cuts: its exact
+pricing ranges over staggered rounds only, which can cost more than the programme's paths
+in the master (three tasks on two GPUs take one slot there), so its values can pass the
+master's.
 
 On a grid of more than :data:`MAX_STEPS` steps the master's capacity rows first hold
 **blocks** of consecutive steps (one multiplier per row and block, the same at each of its
@@ -446,9 +449,11 @@ def column_bound(
     :mod:`optsched.exact.branching`; ValueError where a job has no path within them).
     ``with_paths``: (job, cost, rounds) of paths to start the master with beside ``start``'s
     (another master's on the same grid, :attr:`ColumnBound.paths`; only the multipliers
-    depend on them, so any paths keep the bound valid; ValueError for one off the grid).
+    depend on them, so any paths keep the bound valid, but a path costed below its cost
+    here can stop the run early, at a lower bound; ValueError for one off the grid).
     ``multipliers``: λ to price first instead of ``prices``' (another run's on the same grid,
-    :attr:`ColumnBound.multipliers`; any λ ≥ 0 gives a bound).
+    :attr:`ColumnBound.multipliers`; any λ ≥ 0 gives a bound; ValueError for another shape,
+    or a λ negative or NaN).
 
     On a grid of more than :data:`MAX_STEPS` steps the master's capacity rows start on
     :data:`FIRST_BLOCKS` blocks of consecutive steps and are refined each time it converges
@@ -466,6 +471,8 @@ def column_bound(
     (as for :func:`~optsched.exact.lagrangian.lagrangian_bound`)."""
     problem = _problem(instance, upper, time_unit, priced_until)
     restrict = restrict or {}
+    if any(not 0 <= j < instance.n_jobs for j in restrict):
+        raise ValueError(f"restrict: jobs are indices 0..{instance.n_jobs - 1}")
     empty = without_paths(problem, restrict) if restrict else None
     if empty is not None:
         raise ValueError(
@@ -508,6 +515,11 @@ def column_bound(
     for j, cost, path in with_paths:
         master.add_column(j, jobs[j], cost, path)
     if multipliers is not None:
+        if np.shape(multipliers) != (rows.rows, horizon) or not np.all(multipliers >= 0):
+            raise ValueError(
+                f"multipliers: λ ≥ 0 of shape {(rows.rows, horizon)} (capacity rows × steps "
+                "of this grid), e.g. another run's ColumnBound.multipliers"
+            )
         lam = multipliers
     elif prices is not None:
         lam = _multipliers(problem, instance, prices)
@@ -596,9 +608,10 @@ def column_bound(
                     x, duals = master.solve(budget)
                     meter.spend(master.work)
                 # L(λ, μ) ≤ the master's value wherever its solution holds every step's row
-                # and violates no cut (and no cuts are to come): once that value rounds to
-                # the bound certified, no multipliers can certify more on the grid
-                final = clean and master.blocks == horizon and not (staggered and not cutting)
+                # and violates no cut: once that value rounds to the bound certified, no
+                # multipliers can certify more on the grid. Not with relaxed mode's cuts,
+                # whose exact pricing leaves out paths the master holds (module doc)
+                final = clean and master.blocks == horizon and not staggered
                 if (
                     STOP_AT_CEILING
                     and final
