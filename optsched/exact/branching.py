@@ -34,6 +34,7 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 import numpy as np
+import numpy.typing as npt
 
 from optsched.budget import Budget
 from optsched.exact.lagrangian import _problem, _Round, price_tables, without_paths
@@ -100,7 +101,10 @@ def branch_on_completions(
         return None if work is None else max(work - spent, 0.0)
 
     def bound_of(
-        box: Box, first: Schedule | None, paths: Paths = (), lam: Any = None
+        box: Box,
+        first: Schedule | None,
+        paths: Paths = (),
+        lam: npt.NDArray[np.float64] | None = None,
     ) -> ColumnBound:
         nonlocal spent
         found = column_bound(
