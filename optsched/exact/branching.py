@@ -37,7 +37,7 @@ import numpy as np
 import numpy.typing as npt
 
 from optsched.budget import Budget
-from optsched.exact.lagrangian import _problem, _Round, price_tables, without_paths
+from optsched.exact.lagrangian import EmptyBox, _problem, _Round
 from optsched.instance import Instance
 from optsched.schedule import Schedule
 
@@ -129,7 +129,6 @@ def branch_on_completions(
         best = None if root.bound is None else min(root.bound, upper)
         return Branched(best, 1, 0, root.stopped, root, spent)
     problem = _problem(instance, upper, time_unit, priced_until)
-    zero = price_tables(problem, np.zeros((problem.rows.rows, problem.horizon)))
     best = min(root.bound, upper)
     if report is not None:
         report(best)
@@ -159,11 +158,12 @@ def branch_on_completions(
             children = []
             for limits in ((least, min(greatest, cut)), (max(least, cut + 1), greatest)):
                 inner = {**box, j: limits}
-                if without_paths(problem, inner, zero) is not None:
+                try:
+                    found = bound_of(
+                        inner, None, _within(ran.paths, j, limits, job.weight), ran.multipliers
+                    )
+                except EmptyBox:  # no schedule completes within the child's box
                     continue
-                found = bound_of(
-                    inner, None, _within(ran.paths, j, limits, job.weight), ran.multipliers
-                )
                 nodes += 1
                 if found.stopped == "interrupted":
                     raise KeyboardInterrupt

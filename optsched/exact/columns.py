@@ -63,6 +63,7 @@ from optsched.ect import completions, evaluate, incumbent
 from optsched.exact import highs
 from optsched.exact.lagrangian import (
     BelowCriticalPath,
+    EmptyBox,
     TooLarge,
     _Job,
     _multipliers,
@@ -446,7 +447,8 @@ def column_bound(
     :func:`~optsched.exact.lagrangian.lagrangian_bound`; by default λ = 0). ``restrict``:
     job → (least, greatest) completion in grid steps from the first arrival; the bound then
     holds for the schedules whose jobs complete within them (a node of
-    :mod:`optsched.exact.branching`; ValueError where a job has no path within them).
+    :mod:`optsched.exact.branching`; :class:`~optsched.exact.lagrangian.EmptyBox`, a
+    ValueError, where a job has no path within them).
     ``with_paths``: (job, cost, rounds) of paths to start the master with beside ``start``'s
     (another master's on the same grid, :attr:`ColumnBound.paths`; only the multipliers
     depend on them, so any paths keep the bound valid, but a path costed below its cost
@@ -475,7 +477,7 @@ def column_bound(
         raise ValueError(f"restrict: jobs are indices 0..{instance.n_jobs - 1}")
     empty = without_paths(problem, restrict) if restrict else None
     if empty is not None:
-        raise ValueError(
+        raise EmptyBox(
             f"restrict: job {instance.jobs[empty].id!r} has no path completing within "
             f"{restrict[empty]} (grid steps from the first arrival); the box holds no schedule"
         )

@@ -644,17 +644,15 @@ def restrict_completions(problem: _Problem, restrict: dict[int, tuple[int, int]]
     return problem._replace(jobs=jobs)
 
 
-def without_paths(
-    problem: _Problem,
-    box: dict[int, tuple[int, int]],
-    zero: dict[int, npt.NDArray[np.float64]] | None = None,
-) -> int | None:
+class EmptyBox(ValueError):
+    """A box of completion times that holds no schedule (:func:`without_paths`)."""
+
+
+def without_paths(problem: _Problem, box: dict[int, tuple[int, int]]) -> int | None:
     """The first job of ``box`` with no path completing within its limits (least above
     greatest, or its programme at zero prices infinite), or None. Every schedule has a path
-    that completes no later than it, so a box with such a job holds no schedule. ``zero``:
-    :func:`price_tables` at zero prices, when the caller has them."""
-    if zero is None:
-        zero = price_tables(problem, np.zeros((problem.rows.rows, problem.horizon)))
+    that completes no later than it, so a box with such a job holds no schedule."""
+    zero = price_tables(problem, np.zeros((problem.rows.rows, problem.horizon)))
     jobs = restrict_completions(problem, box).jobs
     for j, (least, greatest) in box.items():
         if least > greatest or not math.isfinite(_price(jobs[j], zero[jobs[j].k_tasks])[0]):
