@@ -10,9 +10,10 @@ from hypothesis import strategies as st
 
 from optsched import GPU, Instance, Job, solve
 from optsched.ect import completions, evaluate, incumbent
-from optsched.exact.branching import branch_on_completions
+from optsched.exact.branching import _split, _within, branch_on_completions
 from optsched.exact.columns import column_bound, column_time_unit
 from optsched.exact.grid import to_steps
+from optsched.exact.lagrangian import _problem
 from optsched.result import OPTIMAL_TOL
 from optsched.schedule import Schedule
 from optsched.testing import instances, instances_with_schedules
@@ -90,6 +91,56 @@ def test_a_ctrl_c_during_the_root_stops_the_branching():
     found = branch_on_completions(interrupted, inst, start.objective, 1.0, start=start.schedule)
     assert found.stopped == "interrupted" and calls == [{}] and found.nodes == 1
     assert found.bound == found.root.bound
+
+
+@settings(deadline=None, max_examples=n_examples(40))
+@given(instances(max_jobs=4))
+def test_a_child_priced_from_its_parents_values_runs_as_if_priced_in_full(instance):
+    """A child's first pricing at its parent's multipliers, with every job but the one split
+    taken from the parent's values, gives the same run as pricing them all (every later
+    iteration, the bound, the paths), for less work."""
+    start = incumbent(instance)
+    unit = column_time_unit(instance, start.makespan, None)
+    root = column_bound(instance, start.objective, unit, cuts=False)
+    split = _split(_problem(instance, start.objective, unit, None), {}, root.spread)
+    if split is None or root.values is None:
+        return
+    j, least, cut, greatest = split
+    weight = _problem(instance, start.objective, unit, None).jobs[j].weight
+    for limits in ((least, cut), (cut + 1, greatest)):
+        child = {
+            "restrict": {j: limits},
+            "with_paths": _within(root.paths, j, limits, weight),
+            "multipliers": root.multipliers,
+        }
+        known = {i: v for i, v in enumerate(root.values) if i != j}
+        try:
+            full = column_bound(instance, start.objective, unit, cuts=False, **child)
+        except ValueError:  # an empty box
+            continue
+        part = column_bound(instance, start.objective, unit, cuts=False, known=known, **child)
+        assert (part.bound, part.trace, part.iterations, part.paths) == (
+            full.bound,
+            full.trace,
+            full.iterations,
+            full.paths,
+        )
+        assert part.work < full.work
+
+
+def test_known_values_need_their_multipliers():
+    inst = _queue()
+    start = incumbent(inst)
+    fine = column_bound(inst, start.objective, 1.0, cuts=False, iterations=3)
+    assert fine.values is not None
+    known = dict(enumerate(fine.values))
+    for bad in (
+        {"known": known},  # without the multipliers they hold at
+        {"known": {inst.n_jobs: 0.0}, "multipliers": fine.multipliers},
+        {"known": {0: float("nan")}, "multipliers": fine.multipliers},
+    ):
+        with pytest.raises(ValueError, match="known"):
+            column_bound(inst, start.objective, 1.0, **bad)
 
 
 def test_a_node_stopped_by_its_iterations_is_not_called_integral():

@@ -17,10 +17,11 @@ weighted variance), so the certified value, the least bound over the open nodes 
 keeps at least its parent's bound, since it holds fewer schedules), rises as the lowest
 nodes are closed. A child starts from its parent's paths that fit its box and from its
 parent's best multipliers, and stops as soon as its master's value rounds to the bound it
-has certified (:mod:`optsched.exact.columns`). A node whose bound reaches the incumbent's
-objective holds no better schedule and is dropped; when none is left, the incumbent is
-optimal. The value is at most the optimum at any moment: anytime within the budget, the
-work budget, or until a Ctrl-C.
+has certified (:mod:`optsched.exact.columns`); its first pricing, at those multipliers,
+prices only the job split, the others' values being its parent's. A node whose bound
+reaches the incumbent's objective holds no better schedule and is dropped; when none is
+left, the incumbent is optimal. The value is at most the optimum at any moment: anytime
+within the budget, the work budget, or until a Ctrl-C.
 In gang mode the nodes keep the conflict cuts (priced in the programmes); in relaxed mode
 they go without them (there the cuts need CP-SAT's exact pricing, seconds per node).
 """
@@ -105,6 +106,7 @@ def branch_on_completions(
         first: Schedule | None,
         paths: Paths = (),
         lam: npt.NDArray[np.float64] | None = None,
+        known: dict[int, float] | None = None,
     ) -> ColumnBound:
         nonlocal spent
         found = column_bound(
@@ -120,6 +122,7 @@ def branch_on_completions(
             restrict=box,
             with_paths=paths,
             multipliers=lam,
+            known=known,
         )
         spent += found.work
         return found
@@ -155,12 +158,20 @@ def branch_on_completions(
                 break
             j, least, cut, greatest = split
             job = problem.jobs[j]
+            # at the parent's multipliers every other job keeps its value: only j is priced
+            known = None
+            if ran.values is not None:
+                known = {i: v for i, v in enumerate(ran.values) if i != j}
             children = []
             for limits in ((least, min(greatest, cut)), (max(least, cut + 1), greatest)):
                 inner = {**box, j: limits}
                 try:
                     found = bound_of(
-                        inner, None, _within(ran.paths, j, limits, job.weight), ran.multipliers
+                        inner,
+                        None,
+                        _within(ran.paths, j, limits, job.weight),
+                        ran.multipliers,
+                        known,
                     )
                 except EmptyBox:  # no schedule completes within the child's box
                     continue

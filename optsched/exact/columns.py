@@ -50,7 +50,7 @@ from __future__ import annotations
 import itertools
 import math
 import time
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from typing import TYPE_CHECKING, Any
 
@@ -127,6 +127,12 @@ VIOLATION = 1e-6
 WORK_PER_SECOND = 7.7e7
 PIVOT_WORK, SOLVE_WORK = 12, 100_000
 
+#: Masters of at most this many non-zeros are solved in the calling thread: a solve from the
+#: last basis takes 1-5 ms there (at most 21 ms measured on the exact family's 20-job
+#: instances), less than the 3 ms a thread of :func:`~optsched.exact.highs.run` adds; a
+#: Ctrl-C during one is raised once it returns.
+INLINE_NONZEROS = 30_000
+
 
 @dataclass(frozen=True)
 class ColumnBoundOptions(Options):
@@ -170,7 +176,9 @@ class ColumnBound:
     nodes bounded by :mod:`optsched.exact.branching` (0 without branching; by parts, the
     sum); ``paths``: the last master's paths, each as (job, cost, rounds), and
     ``multipliers``: the best ones priced (λ per capacity row and step), to start another
-    run on the same grid with (not by parts)."""
+    run on the same grid with (not by parts); ``values``: each job's programme value at
+    those multipliers, in grid units (None where they were priced with conflict prices), for
+    another run's ``known``."""
 
     bound: float | None
     iterations: int
@@ -186,6 +194,7 @@ class ColumnBound:
     nodes: int = 0
     paths: tuple[tuple[int, float, list[_Round]], ...] = ()
     multipliers: npt.NDArray[np.float64] | None = field(default=None, compare=False)
+    values: tuple[float, ...] | None = field(default=None, compare=False)
 
 
 class _Master:
@@ -339,7 +348,11 @@ class _Master:
         if left is not None:  # HiGHS's clock runs on from solve to solve
             self.highs.setOptionValue("time_limit", self.highs.getRunTime() + left)
         deadline = None if left is None else time.perf_counter() + left
-        ended = highs.run(self.highs, deadline)
+        if self.highs.getNumNz() <= INLINE_NONZEROS:  # milliseconds: no thread (Ctrl-C after)
+            highs.run_here(self.highs)
+            ended = "solved"
+        else:
+            ended = highs.run(self.highs, deadline)
         iterations = max(self.highs.getInfo().simplex_iteration_count, 0)
         self.work = PIVOT_WORK * iterations * self.highs.getNumRow() + SOLVE_WORK
         if ended != "solved" or self.highs.getModelStatus() != highspy.HighsModelStatus.kOptimal:
@@ -433,6 +446,7 @@ def column_bound(
     restrict: dict[int, tuple[int, int]] | None = None,
     with_paths: Sequence[tuple[int, float, list[_Round]]] = (),
     multipliers: npt.NDArray[np.float64] | None = None,
+    known: Mapping[int, float] | None = None,
 ) -> ColumnBound:
     """The column-generation bound (module doc) on the grid of ``time_unit``, from the
     deadlines of ``upper`` (the objective of a checked feasible schedule), after at most
@@ -455,7 +469,10 @@ def column_bound(
     here can stop the run early, at a lower bound; ValueError for one off the grid).
     ``multipliers``: λ to price first instead of ``prices``' (another run's on the same grid,
     :attr:`ColumnBound.multipliers`; any λ ≥ 0 gives a bound; ValueError for another shape,
-    or a λ negative or NaN).
+    or a λ negative or NaN). ``known``: job → its programme's value at ``multipliers`` on
+    this run's box (grid units, another run's :attr:`ColumnBound.values`: a branching node's
+    parent's, for every job but the one split); these jobs are not priced again at the first
+    iteration. They are trusted: a value above the programme's would make the bound invalid.
 
     On a grid of more than :data:`MAX_STEPS` steps the master's capacity rows start on
     :data:`FIRST_BLOCKS` blocks of consecutive steps and are refined each time it converges
@@ -516,6 +533,11 @@ def column_bound(
             master.add_column(j, jobs[j], cost, path)
     for j, cost, path in with_paths:
         master.add_column(j, jobs[j], cost, path)
+    if known is not None and (
+        multipliers is None
+        or any(not 0 <= j < len(jobs) or not math.isfinite(v) for j, v in known.items())
+    ):
+        raise ValueError("known: finite values of job indices, with the multipliers they hold at")
     if multipliers is not None:
         if np.shape(multipliers) != (rows.rows, horizon) or not np.all(multipliers >= 0):
             raise ValueError(
@@ -533,6 +555,7 @@ def column_bound(
     meter = WorkMeter(work, WORK_PER_SECOND)
     pricing = pricing_work(problem)
     centre, centre_value = (lam, mu), -math.inf
+    centre_values: tuple[float, ...] | None = None
     own, own_mu, exact, solved = lam, mu, False, False
     x = np.zeros(0)  # the master's solution
 
@@ -562,16 +585,26 @@ def column_bound(
             if meter.exhausted:
                 stopped = "work"
                 break
-            value, paths = _price_all(problem, lam, mu, master, cutting, budget)
+            if done == 0 and known:  # λ = multipliers, μ = 0: the known jobs' values hold
+                value, paths = _price_all(problem, lam, mu, master, cutting, budget, known)
+                unknown = [j for j in range(len(jobs)) if j not in known]
+                meter.spend((1 + cutting) * pricing_work(problem, unknown))
+            else:
+                value, paths = _price_all(problem, lam, mu, master, cutting, budget)
+                meter.spend((1 + cutting) * pricing)
             done += 1
-            meter.spend((1 + cutting) * pricing)
             bounded = not (cutting and staggered)  # relaxed cuts: the programme misses paths
             if bounded and certify(value):
                 stopped = "optimal"
                 break
             if bounded and value > centre_value:
                 centre, centre_value = (lam, mu), value
-            new = sum(master.add(j, jobs[j], v, path) for j, (v, path) in enumerate(paths))
+                centre_values = None if len(mu) else tuple(v for v, _ in paths)
+            new = sum(
+                master.add(j, jobs[j], v, path)
+                for j, (v, path) in enumerate(paths)
+                if path is not None
+            )
             if not new and (exact or not bounded):
                 if not bounded:  # price the staggered rounds exactly
                     value, new, unproved = _price_exactly(
@@ -654,6 +687,7 @@ def column_bound(
         spread=_spread(master, x),
         paths=tuple(master.paths),
         multipliers=centre[0],
+        values=centre_values,
     )
 
 
@@ -946,7 +980,7 @@ def _price_exactly(
     problem: _Problem,
     lam: npt.NDArray[np.float64],
     mu: npt.NDArray[np.float64],
-    paths: list[tuple[float, list[_Round]]],
+    paths: list[tuple[float, list[_Round] | None]],
     master: _Master,
     budget: Budget | None,
     meter: WorkMeter,
@@ -1004,15 +1038,20 @@ def _price_all(
     master: _Master,
     gang: bool,
     budget: Budget | None,
-) -> tuple[float, list[tuple[float, list[_Round]]]]:
-    """(L(λ, μ) in grid units from the origin, each job's programme value and path); raises
-    :class:`_Stop` when ``budget`` expires before the last job (the iteration is dropped)."""
+    known: Mapping[int, float] | None = None,
+) -> tuple[float, list[tuple[float, list[_Round] | None]]]:
+    """(L(λ, μ) in grid units from the origin, each job's programme value and path: for
+    the jobs ``known``, their value given and no path); raises :class:`_Stop` when
+    ``budget`` expires before the last job (the iteration is dropped)."""
     tables = price_tables(problem, lam)
     prices = master.conflicts(mu) if gang and len(mu) else None
-    paths = []
+    paths: list[tuple[float, list[_Round] | None]] = []
     for j, job in enumerate(problem.jobs):
         if budget is not None and budget.expired():
             raise _Stop("time limit")
+        if known is not None and j in known:
+            paths.append((known[j], None))
+            continue
         own = prices[j] if prices is not None else None
         paths.append(_price(job, tables[job.k_tasks], own, master.offset))
     value = sum(v for v, _ in paths) - float(lam.sum()) - float(mu.sum())

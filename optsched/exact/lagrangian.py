@@ -34,7 +34,7 @@ from __future__ import annotations
 
 import itertools
 import math
-from collections.abc import Sequence
+from collections.abc import Collection, Sequence
 from dataclasses import dataclass, replace
 from functools import cache
 from typing import TYPE_CHECKING, Any, NamedTuple
@@ -561,15 +561,16 @@ class _Problem(NamedTuple):
     origin: int  # the first arrival, in steps: priced step s is grid step origin + s
 
 
-def pricing_work(problem: _Problem) -> int:
-    """Work units of pricing every job once (:data:`WORK_PER_SECOND`): the prices of every
-    row and step, and each job's programme."""
+def pricing_work(problem: _Problem, priced: Collection[int] | None = None) -> int:
+    """Work units of pricing the jobs ``priced`` (indices; default: every job) once
+    (:data:`WORK_PER_SECOND`): the prices of every row and step, and each job's programme."""
     _, jobs, rows, horizon, _, _ = problem
     return rows.per_step * horizon + sum(
         JOB_WORK
         + j.rounds
         * (ROUND_WORK + sum(len(o.rows) for o in j.options) * min(j.window + 1, horizon))
-        for j in jobs
+        for i, j in enumerate(jobs)
+        if priced is None or i in priced
     )
 
 
