@@ -31,7 +31,7 @@ from __future__ import annotations
 import heapq
 import math
 from collections.abc import Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import TYPE_CHECKING, Any
 
 import numpy as np
@@ -43,7 +43,7 @@ from optsched.instance import Instance
 from optsched.schedule import Schedule
 
 if TYPE_CHECKING:
-    from optsched.exact.columns import ColumnBound
+    from optsched.exact.columns import ColumnBound, MasterBasis
 
 #: A node: job → (least, greatest) completion step from the first arrival.
 Box = dict[int, tuple[int, int]]
@@ -107,6 +107,7 @@ def branch_on_completions(
         paths: Paths = (),
         lam: npt.NDArray[np.float64] | None = None,
         known: dict[int, float] | None = None,
+        basis: MasterBasis | None = None,
     ) -> ColumnBound:
         nonlocal spent
         found = column_bound(
@@ -123,6 +124,7 @@ def branch_on_completions(
             with_paths=paths,
             multipliers=lam,
             known=known,
+            basis=basis,
         )
         spent += found.work
         return found
@@ -165,14 +167,9 @@ def branch_on_completions(
             children = []
             for limits in ((least, min(greatest, cut)), (max(least, cut + 1), greatest)):
                 inner = {**box, j: limits}
+                paths, basis = _within(ran, j, limits, job.weight)
                 try:
-                    found = bound_of(
-                        inner,
-                        None,
-                        _within(ran.paths, j, limits, job.weight),
-                        ran.multipliers,
-                        known,
-                    )
+                    found = bound_of(inner, None, paths, ran.multipliers, known, basis)
                 except EmptyBox:  # no schedule completes within the child's box
                     continue
                 nodes += 1
@@ -212,17 +209,22 @@ def _split(
     return chosen
 
 
-def _within(paths: Paths, j: int, limits: tuple[int, int], weight: float) -> Paths:
-    """A parent's ``paths`` for its child where job j completes within ``limits``: j's paths
-    that complete after them left out, and each of j's costs at least ``weight`` × the least
-    (a path's cost is its weight × its completion, or × the least of its box, whichever is
-    later)."""
+def _within(
+    parent: ColumnBound, j: int, limits: tuple[int, int], weight: float
+) -> tuple[Paths, MasterBasis | None]:
+    """A ``parent``'s paths for its child where job j completes within ``limits``, and its
+    master's basis for them: j's paths that complete after them left out, and each of j's
+    costs at least ``weight`` × the least (a path's cost is its weight × its completion, or ×
+    the least of its box, whichever is later)."""
     least, greatest = limits
-    out = []
-    for i, cost, rounds in paths:
-        if i == j:
-            if cost > weight * greatest:
-                continue
-            cost = max(cost, weight * least)
-        out.append((i, cost, rounds))
-    return tuple(out)
+    out, kept = [], []
+    for i, cost, rounds in parent.paths:
+        keep = i != j or cost <= weight * greatest
+        kept.append(keep)
+        if keep:
+            out.append((i, max(cost, weight * least) if i == j else cost, rounds))
+    basis = parent.basis
+    if basis is not None:
+        statuses = tuple(s for s, keep in zip(basis.paths, kept, strict=True) if keep)
+        basis = replace(basis, paths=statuses)
+    return tuple(out), basis

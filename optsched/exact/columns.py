@@ -157,6 +157,17 @@ class ColumnBoundOptions(Options):
 
 
 @dataclass(frozen=True)
+class MasterBasis:
+    """HiGHS's basis of a master at the end of a run (``highspy.HighsBasisStatus`` values):
+    each job's spare column, each path in :attr:`ColumnBound.paths`' order, and each
+    capacity and convexity row (the cuts' left out)."""
+
+    spares: tuple[Any, ...]
+    paths: tuple[Any, ...]
+    rows: tuple[Any, ...]
+
+
+@dataclass(frozen=True)
 class ColumnBound:
     """The outcome of :func:`column_bound`: the certified ``bound`` in the instance's units
     (``None`` when no iteration finished), the ``iterations`` done, why it ``stopped``
@@ -178,7 +189,7 @@ class ColumnBound:
     ``multipliers``: the best ones priced (λ per capacity row and step), to start another
     run on the same grid with (not by parts); ``values``: each job's programme value at
     those multipliers, in grid units (None where they were priced with conflict prices), for
-    another run's ``known``."""
+    another run's ``known``; ``basis``: the last master's simplex basis (not by parts)."""
 
     bound: float | None
     iterations: int
@@ -195,6 +206,7 @@ class ColumnBound:
     paths: tuple[tuple[int, float, list[_Round]], ...] = ()
     multipliers: npt.NDArray[np.float64] | None = field(default=None, compare=False)
     values: tuple[float, ...] | None = field(default=None, compare=False)
+    basis: MasterBasis | None = field(default=None, compare=False)
 
 
 class _Master:
@@ -336,6 +348,31 @@ class _Master:
         for c, (j, _, path) in enumerate(self.paths):
             self._held[c] = self._holding(self.problem.jobs[j], path)
 
+    def start_from(self, basis: MasterBasis, added: list[bool]) -> None:
+        """Start the simplex from ``basis`` (its ``paths``: the statuses of the paths offered
+        after the schedule's, ``added`` saying which the master took), where its rows are the
+        master's capacity and convexity rows; the schedule's paths at their lower bound."""
+        import highspy
+
+        if len(basis.rows) != self.n_cap + len(self.problem.jobs) or len(self.cuts):
+            return
+        offered = [status for status, new in zip(basis.paths, added, strict=True) if new]
+        lower = highspy.HighsBasisStatus.kLower
+        start = [lower] * (self.columns - len(offered))
+        chosen = highspy.HighsBasis()
+        chosen.col_status = [*basis.spares, *start, *offered]
+        chosen.row_status = list(basis.rows)
+        chosen.alien = True  # HiGHS completes a basis of too few or too many basic columns
+        chosen.valid = True
+        self.highs.setBasis(chosen)
+
+    def basis(self) -> MasterBasis:
+        """The simplex basis now (the cuts' rows left out)."""
+        now = self.highs.getBasis()
+        n = len(self.problem.jobs)
+        columns, rows = list(now.col_status), list(now.row_status)
+        return MasterBasis(tuple(columns[:n]), tuple(columns[n:]), tuple(rows[: self.n_cap + n]))
+
     def solve(
         self, budget: Budget | None
     ) -> tuple[npt.NDArray[np.float64], npt.NDArray[np.float64]]:
@@ -447,6 +484,7 @@ def column_bound(
     with_paths: Sequence[tuple[int, float, list[_Round]]] = (),
     multipliers: npt.NDArray[np.float64] | None = None,
     known: Mapping[int, float] | None = None,
+    basis: MasterBasis | None = None,
 ) -> ColumnBound:
     """The column-generation bound (module doc) on the grid of ``time_unit``, from the
     deadlines of ``upper`` (the objective of a checked feasible schedule), after at most
@@ -473,6 +511,10 @@ def column_bound(
     this run's box (grid units, another run's :attr:`ColumnBound.values`: a branching node's
     parent's, for every job but the one split); these jobs are not priced again at the first
     iteration. They are trusted: a value above the programme's would make the bound invalid.
+    ``basis``: a simplex basis to start the master from, its ``paths`` those of
+    ``with_paths`` (e.g. a parent's :attr:`ColumnBound.basis`, less the paths it leaves out;
+    ``start``'s paths at their lower bound; ignored on a master of other rows). HiGHS
+    completes a basis that does not fit; it changes the work, never the bound's validity.
 
     On a grid of more than :data:`MAX_STEPS` steps the master's capacity rows start on
     :data:`FIRST_BLOCKS` blocks of consecutive steps and are refined each time it converges
@@ -531,8 +573,11 @@ def column_bound(
     if start is not None:  # a feasible master from the first solve on
         for j, cost, path in _schedule_paths(problem, start, time_unit):
             master.add_column(j, jobs[j], cost, path)
-    for j, cost, path in with_paths:
-        master.add_column(j, jobs[j], cost, path)
+    added = [master.add_column(j, jobs[j], cost, path) for j, cost, path in with_paths]
+    if basis is not None:
+        if len(basis.paths) != len(with_paths):
+            raise ValueError("basis: a status for each of with_paths")
+        master.start_from(basis, added)
     if known is not None and (
         multipliers is None
         or any(not 0 <= j < len(jobs) or not math.isfinite(v) for j, v in known.items())
@@ -688,6 +733,7 @@ def column_bound(
         paths=tuple(master.paths),
         multipliers=centre[0],
         values=centre_values,
+        basis=master.basis(),
     )
 
 
