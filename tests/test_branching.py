@@ -108,11 +108,11 @@ def test_a_child_priced_from_its_parents_values_runs_as_if_priced_in_full(instan
     j, least, cut, greatest = split
     weight = _problem(instance, start.objective, unit, None).jobs[j].weight
     for limits in ((least, cut), (cut + 1, greatest)):
-        paths, basis = _within(root, j, limits, weight)
+        paths, state = _within(root, j, limits, weight)
         child = {
             "restrict": {j: limits},
             "with_paths": paths,
-            "basis": basis,
+            "state": state,
             "multipliers": root.multipliers,
         }
         known = {i: v for i, v in enumerate(root.values) if i != j}

@@ -43,7 +43,7 @@ from optsched.instance import Instance
 from optsched.schedule import Schedule
 
 if TYPE_CHECKING:
-    from optsched.exact.columns import ColumnBound, MasterBasis
+    from optsched.exact.columns import ColumnBound, MasterState
 
 #: A node: job → (least, greatest) completion step from the first arrival.
 Box = dict[int, tuple[int, int]]
@@ -107,7 +107,7 @@ def branch_on_completions(
         paths: Paths = (),
         lam: npt.NDArray[np.float64] | None = None,
         known: dict[int, float] | None = None,
-        basis: MasterBasis | None = None,
+        state: MasterState | None = None,
     ) -> ColumnBound:
         nonlocal spent
         found = column_bound(
@@ -124,16 +124,17 @@ def branch_on_completions(
             with_paths=paths,
             multipliers=lam,
             known=known,
-            basis=basis,
+            state=state,
+            problem=problem,
         )
         spent += found.work
         return found
 
+    problem = _problem(instance, upper, time_unit, priced_until)
     root = bound_of({}, start)
     if root.bound is None or root.stopped == "interrupted":
         best = None if root.bound is None else min(root.bound, upper)
         return Branched(best, 1, 0, root.stopped, root, spent)
-    problem = _problem(instance, upper, time_unit, priced_until)
     best = min(root.bound, upper)
     if report is not None:
         report(best)
@@ -167,9 +168,9 @@ def branch_on_completions(
             children = []
             for limits in ((least, min(greatest, cut)), (max(least, cut + 1), greatest)):
                 inner = {**box, j: limits}
-                paths, basis = _within(ran, j, limits, job.weight)
+                paths, state = _within(ran, j, limits, job.weight)
                 try:
-                    found = bound_of(inner, None, paths, ran.multipliers, known, basis)
+                    found = bound_of(inner, None, paths, ran.multipliers, known, state)
                 except EmptyBox:  # no schedule completes within the child's box
                     continue
                 nodes += 1
@@ -211,9 +212,9 @@ def _split(
 
 def _within(
     parent: ColumnBound, j: int, limits: tuple[int, int], weight: float
-) -> tuple[Paths, MasterBasis | None]:
+) -> tuple[Paths, MasterState | None]:
     """A ``parent``'s paths for its child where job j completes within ``limits``, and its
-    master's basis for them: j's paths that complete after them left out, and each of j's
+    master's state for them: j's paths that complete after them left out, and each of j's
     costs at least ``weight`` × the least (a path's cost is its weight × its completion, or ×
     the least of its box, whichever is later)."""
     least, greatest = limits
@@ -223,8 +224,11 @@ def _within(
         kept.append(keep)
         if keep:
             out.append((i, max(cost, weight * least) if i == j else cost, rounds))
-    basis = parent.basis
-    if basis is not None:
-        statuses = tuple(s for s, keep in zip(basis.paths, kept, strict=True) if keep)
-        basis = replace(basis, paths=statuses)
-    return tuple(out), basis
+    state = parent.state
+    if state is not None:
+        state = replace(
+            state,
+            paths=tuple(s for s, keep in zip(state.paths, kept, strict=True) if keep),
+            columns=tuple(c for c, keep in zip(state.columns, kept, strict=True) if keep),
+        )
+    return tuple(out), state

@@ -156,15 +156,24 @@ class ColumnBoundOptions(Options):
     work: float | None = work_option()
 
 
+#: A path's column in a master: its key (job, its rounds' rows, counts, starts and holds),
+#: and the capacity rows it holds (indices on the master's blocks) and how much.
+Column = tuple[tuple[Any, ...], npt.NDArray[np.int_], npt.NDArray[np.float64]]
+
+
 @dataclass(frozen=True)
-class MasterBasis:
-    """HiGHS's basis of a master at the end of a run (``highspy.HighsBasisStatus`` values):
-    each job's spare column, each path in :attr:`ColumnBound.paths`' order, and each
-    capacity and convexity row (the cuts' left out)."""
+class MasterState:
+    """A master at the end of a run, for another run that starts from its paths: HiGHS's
+    simplex basis (``highspy.HighsBasisStatus`` values: each job's spare column, each path
+    in :attr:`ColumnBound.paths`' order, each capacity and convexity row; the cuts' left
+    out), and each path's column on the master's blocks (their first steps and the
+    horizon: ``edges``)."""
 
     spares: tuple[Any, ...]
     paths: tuple[Any, ...]
     rows: tuple[Any, ...]
+    columns: tuple[Column, ...]
+    edges: tuple[int, ...]
 
 
 @dataclass(frozen=True)
@@ -189,7 +198,7 @@ class ColumnBound:
     ``multipliers``: the best ones priced (λ per capacity row and step), to start another
     run on the same grid with (not by parts); ``values``: each job's programme value at
     those multipliers, in grid units (None where they were priced with conflict prices), for
-    another run's ``known``; ``basis``: the last master's simplex basis (not by parts)."""
+    another run's ``known``; ``state``: the last master's basis and columns (not by parts)."""
 
     bound: float | None
     iterations: int
@@ -206,7 +215,7 @@ class ColumnBound:
     paths: tuple[tuple[int, float, list[_Round]], ...] = ()
     multipliers: npt.NDArray[np.float64] | None = field(default=None, compare=False)
     values: tuple[float, ...] | None = field(default=None, compare=False)
-    basis: MasterBasis | None = field(default=None, compare=False)
+    state: MasterState | None = field(default=None, compare=False)
 
 
 class _Master:
@@ -235,7 +244,8 @@ class _Master:
         # rows from `columns` on are room to grow
         self._job = np.zeros(16, dtype=int)
         self._held = np.zeros((16, len(groups), horizon if held else 0), dtype=np.int16)
-        self.seen: set[tuple[int, tuple[tuple[Any, ...], ...]]] = set()
+        self.seen: set[tuple[Any, ...]] = set()
+        self.sparse: list[Column] = []  # each path's column
         # cuts, a row each: group, step, job i (or -1), threshold of i, of every other job
         self.cuts = np.zeros((0, 5), dtype=int)
         self.highs = highs.new_highs()
@@ -274,7 +284,7 @@ class _Master:
         for j, cost, path in self.paths:
             if budget is not None and budget.expired():
                 raise _Stop("time limit")
-            finer.add_column(j, self.problem.jobs[j], cost, path)
+            finer.add_column(j, self.problem.jobs[j], cost, path)  # its rows change
         for cut in self.cuts:
             finer._add_cut(cut)
         return finer
@@ -285,36 +295,48 @@ class _Master:
         # the path's own cost: what its programme charged beyond its rounds' prices
         return self.add_column(j, job, value - sum(step.paid for step in path), path)
 
-    def add_column(self, j: int, job: _Job, cost: float, path: list[_Round]) -> bool:
-        """Add job j's path at its own ``cost`` (w·max(C, floor)); False if the master has
+    def add_column(
+        self, j: int, job: _Job, cost: float, path: list[_Round], column: Column | None = None
+    ) -> bool:
+        """Add job j's path at its own ``cost`` (w·max(C, floor)), its ``column`` on these
+        blocks when known (another master's: :class:`MasterState`); False if the master has
         it already."""
         _, jobs, rows, horizon, _, _ = self.problem
-        key = (j, tuple((step.rows, step.counts, step.start, step.hold) for step in path))
+        if column is None:
+            key = (j, tuple((step.rows, step.counts, step.start, step.hold) for step in path))
+        else:
+            key = column[0]
         if key in self.seen:
             return False
         self.seen.add(key)
         self.paths.append((j, cost, path))
-        use = rows.use[job.k_tasks]
-        delta = np.zeros((rows.rows, horizon + 1))
-        for step in path:
-            holds = np.asarray(step.counts) @ use[list(step.rows)]
-            delta[:, step.start] += holds
-            delta[:, step.start + step.hold] -= holds
-        # what the path holds of each row in each block
-        usage = np.add.reduceat(np.cumsum(delta, axis=1)[:, :horizon], self.edges[:-1], axis=1)
-        usage = usage.ravel()
+        if column is None:
+            use = rows.use[job.k_tasks]
+            delta = np.zeros((rows.rows, horizon + 1))
+            for step in path:
+                holds = np.asarray(step.counts) @ use[list(step.rows)]
+                delta[:, step.start] += holds
+                delta[:, step.start + step.hold] -= holds
+            # what the path holds of each row in each block
+            usage = np.add.reduceat(
+                np.cumsum(delta, axis=1)[:, :horizon], self.edges[:-1], axis=1
+            ).ravel()
+            at = np.nonzero(np.abs(usage) > 1e-12)[0]
+            column = (key, at, usage[at])
+        self.sparse.append(column)
+        _, at, holds_at = column
         held = self._holding(job, path)
         if self.columns == len(self._job):  # double the room
             self._job = np.concatenate([self._job, np.zeros_like(self._job)])
             self._held = np.concatenate([self._held, np.zeros_like(self._held)])
         self._job[self.columns], self._held[self.columns] = j, held
         self.columns += 1
-        at = np.nonzero(np.abs(usage) > 1e-12)[0]
-        cut = self.cuts
-        covered = held[cut[:, 0], cut[:, 1]] >= np.where(cut[:, 2] == j, cut[:, 3], cut[:, 4])
-        cut_rows = self.n_cap + len(jobs) + np.nonzero(covered)[0]
+        cut, cut_rows = self.cuts, np.zeros(0, dtype=int)
+        if len(cut):
+            covered = held[cut[:, 0], cut[:, 1]] >= np.where(cut[:, 2] == j, cut[:, 3], cut[:, 4])
+            cut_rows = self.n_cap + len(jobs) + np.nonzero(covered)[0]
         index = np.concatenate([at, [self.n_cap + j], cut_rows]).astype(np.int32)
-        values = np.concatenate([usage[at], np.ones(1 + len(cut_rows))])
+        values = np.concatenate([holds_at, np.ones(1 + len(cut_rows))])
         self.highs.addCol(cost, 0.0, np.inf, len(index), index, values)
         return True
 
@@ -348,13 +370,13 @@ class _Master:
         for c, (j, _, path) in enumerate(self.paths):
             self._held[c] = self._holding(self.problem.jobs[j], path)
 
-    def start_from(self, basis: MasterBasis, added: list[bool]) -> None:
+    def start_from(self, basis: MasterState, added: list[bool]) -> None:
         """Start the simplex from ``basis`` (its ``paths``: the statuses of the paths offered
-        after the schedule's, ``added`` saying which the master took), where its rows are the
-        master's capacity and convexity rows; the schedule's paths at their lower bound."""
+        after the schedule's, ``added`` saying which the master took), where it is a master
+        on the same blocks; the schedule's paths at their lower bound."""
         import highspy
 
-        if len(basis.rows) != self.n_cap + len(self.problem.jobs) or len(self.cuts):
+        if basis.edges != tuple(self.edges) or len(self.cuts):
             return
         offered = [status for status, new in zip(basis.paths, added, strict=True) if new]
         lower = highspy.HighsBasisStatus.kLower
@@ -366,12 +388,18 @@ class _Master:
         chosen.valid = True
         self.highs.setBasis(chosen)
 
-    def basis(self) -> MasterBasis:
-        """The simplex basis now (the cuts' rows left out)."""
+    def state(self) -> MasterState:
+        """The simplex basis (the cuts' rows left out) and the paths' columns now."""
         now = self.highs.getBasis()
         n = len(self.problem.jobs)
         columns, rows = list(now.col_status), list(now.row_status)
-        return MasterBasis(tuple(columns[:n]), tuple(columns[n:]), tuple(rows[: self.n_cap + n]))
+        return MasterState(
+            tuple(columns[:n]),
+            tuple(columns[n:]),
+            tuple(rows[: self.n_cap + n]),
+            tuple(self.sparse),
+            tuple(int(e) for e in self.edges),
+        )
 
     def solve(
         self, budget: Budget | None
@@ -484,7 +512,8 @@ def column_bound(
     with_paths: Sequence[tuple[int, float, list[_Round]]] = (),
     multipliers: npt.NDArray[np.float64] | None = None,
     known: Mapping[int, float] | None = None,
-    basis: MasterBasis | None = None,
+    state: MasterState | None = None,
+    problem: _Problem | None = None,
 ) -> ColumnBound:
     """The column-generation bound (module doc) on the grid of ``time_unit``, from the
     deadlines of ``upper`` (the objective of a checked feasible schedule), after at most
@@ -511,10 +540,13 @@ def column_bound(
     this run's box (grid units, another run's :attr:`ColumnBound.values`: a branching node's
     parent's, for every job but the one split); these jobs are not priced again at the first
     iteration. They are trusted: a value above the programme's would make the bound invalid.
-    ``basis``: a simplex basis to start the master from, its ``paths`` those of
-    ``with_paths`` (e.g. a parent's :attr:`ColumnBound.basis`, less the paths it leaves out;
-    ``start``'s paths at their lower bound; ignored on a master of other rows). HiGHS
-    completes a basis that does not fit; it changes the work, never the bound's validity.
+    ``state``: the master that ``with_paths`` come from, its ``paths`` and ``columns`` those
+    of ``with_paths`` (a parent's :attr:`ColumnBound.state`, less the paths it leaves out):
+    on a master of the same blocks, its columns are taken as they are and its simplex
+    starts from its basis (``start``'s paths at their lower bound; HiGHS completes a basis
+    that does not fit). It changes the work, never the bound's validity. ``problem``: the
+    programme of ``instance``, ``upper``, ``time_unit`` and ``priced_until`` where the
+    caller has built it (branching's nodes share one).
 
     On a grid of more than :data:`MAX_STEPS` steps the master's capacity rows start on
     :data:`FIRST_BLOCKS` blocks of consecutive steps and are refined each time it converges
@@ -530,7 +562,8 @@ def column_bound(
     ``cuts`` on a grid of more than :data:`MAX_MASTER_STEPS` steps, and
     :class:`~optsched.exact.lagrangian.TooLarge` where the programme is too large to price
     (as for :func:`~optsched.exact.lagrangian.lagrangian_bound`)."""
-    problem = _problem(instance, upper, time_unit, priced_until)
+    if problem is None:
+        problem = _problem(instance, upper, time_unit, priced_until)
     restrict = restrict or {}
     if any(not 0 <= j < instance.n_jobs for j in restrict):
         raise ValueError(f"restrict: jobs are indices 0..{instance.n_jobs - 1}")
@@ -573,11 +606,18 @@ def column_bound(
     if start is not None:  # a feasible master from the first solve on
         for j, cost, path in _schedule_paths(problem, start, time_unit):
             master.add_column(j, jobs[j], cost, path)
-    added = [master.add_column(j, jobs[j], cost, path) for j, cost, path in with_paths]
-    if basis is not None:
-        if len(basis.paths) != len(with_paths):
-            raise ValueError("basis: a status for each of with_paths")
-        master.start_from(basis, added)
+    columns: Sequence[Column | None] = [None] * len(with_paths)
+    if state is not None:
+        if not len(state.paths) == len(state.columns) == len(with_paths):
+            raise ValueError("state: a status and a column for each of with_paths")
+        if state.edges == tuple(master.edges):
+            columns = state.columns
+    added = [
+        master.add_column(j, jobs[j], cost, path, column)
+        for (j, cost, path), column in zip(with_paths, columns, strict=True)
+    ]
+    if state is not None:
+        master.start_from(state, added)
     if known is not None and (
         multipliers is None
         or any(not 0 <= j < len(jobs) or not math.isfinite(v) for j, v in known.items())
@@ -733,7 +773,7 @@ def column_bound(
         paths=tuple(master.paths),
         multipliers=centre[0],
         values=centre_values,
-        basis=master.basis(),
+        state=master.state(),
     )
 
 
