@@ -370,20 +370,20 @@ class _Master:
         for c, (j, _, path) in enumerate(self.paths):
             self._held[c] = self._holding(self.problem.jobs[j], path)
 
-    def start_from(self, basis: MasterState, added: list[bool]) -> None:
-        """Start the simplex from ``basis`` (its ``paths``: the statuses of the paths offered
-        after the schedule's, ``added`` saying which the master took), where it is a master
-        on the same blocks; the schedule's paths at their lower bound."""
+    def start_from(self, state: MasterState, added: list[bool]) -> None:
+        """Start the simplex from ``state``'s basis (its ``paths``: the statuses of the paths
+        offered after the schedule's, ``added`` saying which the master took), where it is a
+        master on the same blocks; the schedule's paths at their lower bound."""
         import highspy
 
-        if basis.edges != tuple(self.edges) or len(self.cuts):
+        if state.edges != tuple(self.edges) or len(self.cuts):
             return
-        offered = [status for status, new in zip(basis.paths, added, strict=True) if new]
+        offered = [status for status, new in zip(state.paths, added, strict=True) if new]
         lower = highspy.HighsBasisStatus.kLower
         start = [lower] * (self.columns - len(offered))
         chosen = highspy.HighsBasis()
-        chosen.col_status = [*basis.spares, *start, *offered]
-        chosen.row_status = list(basis.rows)
+        chosen.col_status = [*state.spares, *start, *offered]
+        chosen.row_status = list(state.rows)
         chosen.alien = True  # HiGHS completes a basis of too few or too many basic columns
         chosen.valid = True
         self.highs.setBasis(chosen)
@@ -567,6 +567,11 @@ def column_bound(
     restrict = restrict or {}
     if any(not 0 <= j < instance.n_jobs for j in restrict):
         raise ValueError(f"restrict: jobs are indices 0..{instance.n_jobs - 1}")
+    if known is not None and (
+        multipliers is None
+        or any(not 0 <= j < instance.n_jobs or not math.isfinite(v) for j, v in known.items())
+    ):
+        raise ValueError("known: finite values of job indices, with the multipliers they hold at")
     empty = without_paths(problem, restrict) if restrict else None
     if empty is not None:
         raise EmptyBox(
@@ -618,11 +623,6 @@ def column_bound(
     ]
     if state is not None:
         master.start_from(state, added)
-    if known is not None and (
-        multipliers is None
-        or any(not 0 <= j < len(jobs) or not math.isfinite(v) for j, v in known.items())
-    ):
-        raise ValueError("known: finite values of job indices, with the multipliers they hold at")
     if multipliers is not None:
         if np.shape(multipliers) != (rows.rows, horizon) or not np.all(multipliers >= 0):
             raise ValueError(
