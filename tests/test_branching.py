@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 from dataclasses import replace
-from pathlib import Path
 
 import pytest
 from hypothesis import given, settings
@@ -12,10 +11,9 @@ from hypothesis import strategies as st
 from optsched import GPU, Instance, Job, solve
 from optsched.ect import completions, evaluate, incumbent
 from optsched.exact.branching import _split, _within, branch_on_completions
-from optsched.exact.columns import ColumnBound, column_bound, column_time_unit
+from optsched.exact.columns import column_bound, column_time_unit
 from optsched.exact.grid import to_steps
 from optsched.exact.lagrangian import _problem
-from optsched.io import load_instance
 from optsched.result import OPTIMAL_TOL
 from optsched.schedule import Schedule
 from optsched.testing import instances, instances_with_schedules
@@ -96,30 +94,17 @@ def test_a_ctrl_c_during_the_root_stops_the_branching():
 
 
 @settings(deadline=None, max_examples=n_examples(40))
-@given(instances(max_jobs=4), st.booleans())
-def test_a_child_priced_from_its_parents_values_runs_as_if_priced_in_full(instance, cuts):
-    """A child's first pricing at its parent's multipliers (and, in gang mode with the
-    conflict cuts, its cuts and their prices), with every job but the one split taken from
-    the parent's values, gives the same run as pricing them all (every later iteration, the
-    bound, the paths), for less work."""
-    _children_priced_in_part_and_in_full(instance, cuts and instance.mode == "gang")
-
-
-def test_a_gang_child_starts_from_its_parents_cuts_and_their_prices():
-    """The same where the parent's master holds conflict cuts, 41 of them priced: the child
-    starts with them (they hold for every schedule) and their prices."""
-    inst = load_instance(Path(__file__).parents[1] / "instances/exact/exact-jobs10-s3.json")
-    root = _children_priced_in_part_and_in_full(inst.with_mode("gang"), True)
-    assert root.state is not None and (root.state.cut_prices > 0).sum() > 10
-
-
-def _children_priced_in_part_and_in_full(instance: Instance, cuts: bool) -> ColumnBound:
+@given(instances(max_jobs=4))
+def test_a_child_priced_from_its_parents_values_runs_as_if_priced_in_full(instance):
+    """A child's first pricing at its parent's multipliers, with every job but the one split
+    taken from the parent's values, gives the same run as pricing them all (every later
+    iteration, the bound, the paths), for less work."""
     start = incumbent(instance)
     unit = column_time_unit(instance, start.makespan, None)
-    root = column_bound(instance, start.objective, unit, cuts=cuts)
+    root = column_bound(instance, start.objective, unit, cuts=False)
     split = _split(_problem(instance, start.objective, unit, None), {}, root.spread)
     if split is None or root.values is None:
-        return root
+        return
     j, least, cut, greatest = split
     weight = _problem(instance, start.objective, unit, None).jobs[j].weight
     for limits in ((least, cut), (cut + 1, greatest)):
@@ -132,10 +117,10 @@ def _children_priced_in_part_and_in_full(instance: Instance, cuts: bool) -> Colu
         }
         known = {i: v for i, v in enumerate(root.values) if i != j}
         try:
-            full = column_bound(instance, start.objective, unit, cuts=cuts, **child)
+            full = column_bound(instance, start.objective, unit, cuts=False, **child)
         except ValueError:  # an empty box
             continue
-        part = column_bound(instance, start.objective, unit, cuts=cuts, known=known, **child)
+        part = column_bound(instance, start.objective, unit, cuts=False, known=known, **child)
         assert (part.bound, part.trace, part.iterations, part.paths) == (
             full.bound,
             full.trace,
@@ -143,7 +128,6 @@ def _children_priced_in_part_and_in_full(instance: Instance, cuts: bool) -> Colu
             full.paths,
         )
         assert part.work < full.work
-    return root
 
 
 def test_known_values_need_their_multipliers():
@@ -152,12 +136,10 @@ def test_known_values_need_their_multipliers():
     fine = column_bound(inst, start.objective, 1.0, cuts=False, iterations=3)
     assert fine.values is not None
     known = dict(enumerate(fine.values))
-    held = {"multipliers": fine.multipliers, "state": fine.state}
     for bad in (
-        {"known": known},  # without the multipliers and the state they hold at
-        {"known": known, "multipliers": fine.multipliers},
-        {"known": {inst.n_jobs: 0.0}, **held},
-        {"known": {0: float("nan")}, **held},
+        {"known": known},  # without the multipliers they hold at
+        {"known": {inst.n_jobs: 0.0}, "multipliers": fine.multipliers},
+        {"known": {0: float("nan")}, "multipliers": fine.multipliers},
     ):
         with pytest.raises(ValueError, match="known"):
             column_bound(inst, start.objective, 1.0, **bad)

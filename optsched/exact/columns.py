@@ -165,18 +165,15 @@ Column = tuple[tuple[Any, ...], npt.NDArray[np.int_], npt.NDArray[np.float64]]
 class MasterState:
     """A master at the end of a run, for another run that starts from its paths: HiGHS's
     simplex basis (``highspy.HighsBasisStatus`` values: each job's spare column, each path
-    in :attr:`ColumnBound.paths`' order, each capacity, convexity and cut row), each path's
-    column on the master's blocks (their first steps and the horizon: ``edges``), its
-    conflict ``cuts`` (group, step, job i or -1, threshold of i, of every other job) and
-    their prices at the best multipliers (``cut_prices``: μ of the cuts found by then)."""
+    in :attr:`ColumnBound.paths`' order, each capacity and convexity row; the cuts' left
+    out), and each path's column on the master's blocks (their first steps and the
+    horizon: ``edges``)."""
 
     spares: tuple[Any, ...]
     paths: tuple[Any, ...]
     rows: tuple[Any, ...]
     columns: tuple[Column, ...]
     edges: tuple[int, ...]
-    cuts: npt.NDArray[np.int_]
-    cut_prices: npt.NDArray[np.float64]
 
 
 @dataclass(frozen=True)
@@ -200,8 +197,8 @@ class ColumnBound:
     sum); ``paths``: the last master's paths, each as (job, cost, rounds), and
     ``multipliers``: the best ones priced (λ per capacity row and step), to start another
     run on the same grid with (not by parts); ``values``: each job's programme value at
-    those multipliers (and ``state``'s cut prices), in grid units, for another run's
-    ``known``; ``state``: the last master's basis, columns and cuts (not by parts)."""
+    those multipliers, in grid units (None where they were priced with conflict prices), for
+    another run's ``known``; ``state``: the last master's basis and columns (not by parts)."""
 
     bound: float | None
     iterations: int
@@ -376,10 +373,10 @@ class _Master:
     def start_from(self, state: MasterState, added: list[bool]) -> None:
         """Start the simplex from ``state``'s basis (its ``paths``: the statuses of the paths
         offered after the schedule's, ``added`` saying which the master took), where it is a
-        master on the same blocks and cuts; the schedule's paths at their lower bound."""
+        master on the same blocks; the schedule's paths at their lower bound."""
         import highspy
 
-        if state.edges != tuple(self.edges) or not np.array_equal(state.cuts, self.cuts):
+        if state.edges != tuple(self.edges) or len(self.cuts):
             return
         offered = [status for status, new in zip(state.paths, added, strict=True) if new]
         lower = highspy.HighsBasisStatus.kLower
@@ -391,19 +388,17 @@ class _Master:
         chosen.valid = True
         self.highs.setBasis(chosen)
 
-    def state(self, cut_prices: npt.NDArray[np.float64]) -> MasterState:
-        """The simplex basis, the paths' columns and the cuts now, with ``cut_prices``."""
+    def state(self) -> MasterState:
+        """The simplex basis (the cuts' rows left out) and the paths' columns now."""
         now = self.highs.getBasis()
         n = len(self.problem.jobs)
-        columns = list(now.col_status)
+        columns, rows = list(now.col_status), list(now.row_status)
         return MasterState(
             tuple(columns[:n]),
             tuple(columns[n:]),
-            tuple(now.row_status),
+            tuple(rows[: self.n_cap + n]),
             tuple(self.sparse),
             tuple(int(e) for e in self.edges),
-            self.cuts.copy(),
-            cut_prices.copy(),
         )
 
     def solve(
@@ -541,19 +536,15 @@ def column_bound(
     here can stop the run early, at a lower bound; ValueError for one off the grid).
     ``multipliers``: λ to price first instead of ``prices``' (another run's on the same grid,
     :attr:`ColumnBound.multipliers`; any λ ≥ 0 gives a bound; ValueError for another shape,
-    or a λ negative or NaN). ``known``: job → its programme's value at ``multipliers`` and
-    ``state``'s cut prices on this run's box (grid units, another run's
-    :attr:`ColumnBound.values`, with its ``state``: a branching node's parent's, for every job
-    but the one split); these jobs are not priced again at the first iteration (unless the
-    cut prices are positive and this run prices no cuts). They are trusted: a value above the
-    programme's would make the bound invalid.
+    or a λ negative or NaN). ``known``: job → its programme's value at ``multipliers`` on
+    this run's box (grid units, another run's :attr:`ColumnBound.values`: a branching node's
+    parent's, for every job but the one split); these jobs are not priced again at the first
+    iteration. They are trusted: a value above the programme's would make the bound invalid.
     ``state``: the master that ``with_paths`` come from, its ``paths`` and ``columns`` those
     of ``with_paths`` (a parent's :attr:`ColumnBound.state`, less the paths it leaves out):
-    with the conflict cuts, the master starts with its cuts (valid for every schedule) and
-    prices them first at its ``cut_prices`` (with ``multipliers``); on a master of the same
-    blocks, its columns are taken as they are and its simplex starts from its basis
-    (``start``'s paths at their lower bound; HiGHS completes a basis that does not fit). It
-    changes the work, never the bound's validity. ``problem``: the
+    on a master of the same blocks, its columns are taken as they are and its simplex
+    starts from its basis (``start``'s paths at their lower bound; HiGHS completes a basis
+    that does not fit). It changes the work, never the bound's validity. ``problem``: the
     programme of ``instance``, ``upper``, ``time_unit`` and ``priced_until`` where the
     caller has built it (branching's nodes share one).
 
@@ -578,12 +569,9 @@ def column_bound(
         raise ValueError(f"restrict: jobs are indices 0..{instance.n_jobs - 1}")
     if known is not None and (
         multipliers is None
-        or state is None
         or any(not 0 <= j < instance.n_jobs or not math.isfinite(v) for j, v in known.items())
     ):
-        raise ValueError(
-            "known: finite values of job indices, with the multipliers and the state they hold at"
-        )
+        raise ValueError("known: finite values of job indices, with the multipliers they hold at")
     empty = without_paths(problem, restrict) if restrict else None
     if empty is not None:
         raise EmptyBox(
@@ -633,16 +621,7 @@ def column_bound(
         master.add_column(j, jobs[j], cost, path, column)
         for (j, cost, path), column in zip(with_paths, columns, strict=True)
     ]
-    mu, same_prices = np.zeros(0), True
     if state is not None:
-        # the first pricing is at the state's prices: its cut prices too, or none of them
-        same_prices = cutting or not np.any(state.cut_prices > 0)
-        if cutting and len(state.cuts):  # valid for every schedule, so for every box
-            for cut in state.cuts:
-                master._add_cut(cut)
-            mu = np.zeros(len(state.cuts))
-            if multipliers is not None:
-                mu[: len(state.cut_prices)] = state.cut_prices
         master.start_from(state, added)
     if multipliers is not None:
         if np.shape(multipliers) != (rows.rows, horizon) or not np.all(multipliers >= 0):
@@ -655,6 +634,7 @@ def column_bound(
         lam = _multipliers(problem, instance, prices)
     else:
         lam = np.zeros((rows.rows, horizon))
+    mu = np.zeros(0)
     target = upper * dn.weight_scale / time_unit - shift  # the incumbent, in grid units
     best, trace, done, stopped = -math.inf, [], 0, "iterations"
     meter = WorkMeter(work, WORK_PER_SECOND)
@@ -690,7 +670,7 @@ def column_bound(
             if meter.exhausted:
                 stopped = "work"
                 break
-            if done == 0 and known and same_prices:  # the known jobs' values hold
+            if done == 0 and known:  # λ = multipliers, μ = 0: the known jobs' values hold
                 value, paths = _price_all(problem, lam, mu, master, cutting, budget, known)
                 unknown = [j for j in range(len(jobs)) if j not in known]
                 meter.spend((1 + cutting) * pricing_work(problem, unknown))
@@ -704,7 +684,7 @@ def column_bound(
                 break
             if bounded and value > centre_value:
                 centre, centre_value = (lam, mu), value
-                centre_values = tuple(v for v, _ in paths)
+                centre_values = None if len(mu) else tuple(v for v, _ in paths)
             new = sum(
                 master.add(j, jobs[j], v, path)
                 for j, (v, path) in enumerate(paths)
@@ -793,7 +773,7 @@ def column_bound(
         paths=tuple(master.paths),
         multipliers=centre[0],
         values=centre_values,
-        state=master.state(centre[1]),
+        state=master.state(),
     )
 
 
