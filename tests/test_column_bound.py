@@ -20,9 +20,10 @@ from optsched.ect import incumbent
 from optsched.exact import columns, lagrangian, staggered
 from optsched.exact.columns import column_bound, column_time_unit
 from optsched.exact.lagrangian import lagrangian_bound
+from optsched.io import load_instance
 from optsched.result import OPTIMAL_TOL
 from optsched.testing import instances
-from tests.conftest import n_examples
+from tests.conftest import ROOT, n_examples
 from tests.test_lagrangian_bound import _queue
 
 
@@ -307,6 +308,35 @@ def test_a_ctrl_c_keeps_the_best_bound_so_far(monkeypatch):
     found = column_bound(inst, start.objective, 1.0)
     assert found.stopped == "interrupted" and found.iterations == 3
     assert found.bound == max(found.trace)
+
+
+@pytest.mark.parametrize("solves", [1, 3])
+def test_a_ctrl_c_while_a_path_is_added_keeps_the_bound_so_far(monkeypatch, solves):
+    """A Ctrl-C while the first path after a master's solve is added (here in its
+    holdings) ends the run as interrupted with its bound, not with the master's paths and
+    columns out of step."""
+    inst = load_instance(ROOT / "instances/exact/exact-jobs10-s0.json")
+    start = incumbent(inst)
+    seen = {"solves": 0, "fresh": False}
+    solve, holding = columns._Master.solve, columns._Master._holding
+
+    def counted(self, budget):
+        out = solve(self, budget)
+        seen["solves"] += 1
+        seen["fresh"] = True
+        return out
+
+    def interrupted(self, job, path):
+        fresh, seen["fresh"] = seen["fresh"], False
+        if fresh and seen["solves"] == solves:
+            raise KeyboardInterrupt
+        return holding(self, job, path)
+
+    monkeypatch.setattr(columns._Master, "solve", counted)
+    monkeypatch.setattr(columns._Master, "_holding", interrupted)
+    found = column_bound(inst, start.objective, 1.0, start=start.schedule, cuts=False)
+    assert found.stopped == "interrupted" and found.bound is not None
+    assert len(found.paths) == found.columns
 
 
 def test_cuts_added_by_the_last_separation_are_priced(monkeypatch):

@@ -308,8 +308,6 @@ class _Master:
             key = column[0]
         if key in self.seen:
             return False
-        self.seen.add(key)
-        self.paths.append((j, cost, path))
         if column is None:
             use = rows.use[job.k_tasks]
             delta = np.zeros((rows.rows, horizon + 1))
@@ -323,21 +321,25 @@ class _Master:
             ).ravel()
             at = np.nonzero(np.abs(usage) > 1e-12)[0]
             column = (key, at, usage[at])
-        self.sparse.append(column)
         _, at, holds_at = column
         held = self._holding(job, path)
-        if self.columns == len(self._job):  # double the room
-            self._job = np.concatenate([self._job, np.zeros_like(self._job)])
-            self._held = np.concatenate([self._held, np.zeros_like(self._held)])
-        self._job[self.columns], self._held[self.columns] = j, held
-        self.columns += 1
         cut, cut_rows = self.cuts, np.zeros(0, dtype=int)
         if len(cut):
             covered = held[cut[:, 0], cut[:, 1]] >= np.where(cut[:, 2] == j, cut[:, 3], cut[:, 4])
             cut_rows = self.n_cap + len(jobs) + np.nonzero(covered)[0]
         index = np.concatenate([at, [self.n_cap + j], cut_rows]).astype(np.int32)
         values = np.concatenate([holds_at, np.ones(1 + len(cut_rows))])
+        if self.columns == len(self._job):  # double the room
+            self._job = np.concatenate([self._job, np.zeros_like(self._job)])
+            self._held = np.concatenate([self._held, np.zeros_like(self._held)])
+        # the path is committed last, in a few steps (a Ctrl-C in between leaves a master
+        # that only reports its bound: _spread checks the counts)
+        self.seen.add(key)
+        self._job[self.columns], self._held[self.columns] = j, held
         self.highs.addCol(cost, 0.0, np.inf, len(index), index, values)
+        self.paths.append((j, cost, path))
+        self.sparse.append(column)
+        self.columns += 1
         return True
 
     def _holding(self, job: _Job, path: list[_Round]) -> npt.NDArray[np.int16]:
@@ -780,7 +782,7 @@ def column_bound(
 def _spread(master: _Master, x: npt.NDArray[np.float64]) -> tuple[tuple[int, float, float], ...]:
     """(job, mean completion, weighted variance) of every job whose completion the master's
     solution ``x`` mixes (a path's completion: its cost over the job's weight)."""
-    if len(x) != master.columns:
+    if not len(x) == len(master.paths) == master.columns:  # not solved since (or a Ctrl-C)
         return ()
     mixed: dict[int, list[tuple[float, float]]] = {}
     for share, (j, cost, _) in zip(x, master.paths, strict=True):
