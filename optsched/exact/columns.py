@@ -375,10 +375,11 @@ class _Master:
     def start_from(self, state: MasterState, added: list[bool]) -> None:
         """Start the simplex from ``state``'s basis (its ``paths``: the statuses of the paths
         offered after the schedule's, ``added`` saying which the master took), where it is a
-        master on the same blocks; the schedule's paths at their lower bound."""
+        master on the same blocks (a new master: no cuts yet); the schedule's paths at their
+        lower bound."""
         import highspy
 
-        if state.edges != tuple(self.edges) or len(self.cuts):
+        if state.edges != tuple(self.edges):
             return
         offered = [status for status, new in zip(state.paths, added, strict=True) if new]
         lower = highspy.HighsBasisStatus.kLower
@@ -963,7 +964,8 @@ def _by_parts(
             got = None
             status = "interrupted"
         if got is not None:
-            found.append(replace(got, paths=(), multipliers=None))  # not needed any more
+            # what starts another run on the same grid is not needed any more
+            found.append(replace(got, paths=(), multipliers=None, values=None, state=None))
             spent += got.work
             status = got.stopped
             if got.bound is not None:
