@@ -16,13 +16,13 @@ from hypothesis import strategies as st
 from optsched import GPU, Instance, Job, solve
 from optsched.budget import Budget
 from optsched.critical_path import critical_path_bound
-from optsched.ect import incumbent
+from optsched.ect import evaluate, incumbent
 from optsched.exact import columns, lagrangian, staggered
 from optsched.exact.columns import column_bound, column_time_unit
 from optsched.exact.lagrangian import lagrangian_bound
 from optsched.io import load_instance
 from optsched.result import OPTIMAL_TOL
-from optsched.testing import instances
+from optsched.testing import instances, instances_with_schedules
 from tests.conftest import ROOT, n_examples
 from tests.test_lagrangian_bound import _queue
 
@@ -461,3 +461,74 @@ def test_parts_at_their_critical_paths_at_an_epoch_origin_lose_no_schedule(mode)
     result = solve(inst, "cpsat")
     assert result.extra["lp_parts"] == 2 and result.extra["solver_status"] == "OPTIMAL"
     assert result.extra["lp_bound"] <= result.objective
+
+
+def _coarse_unit(instance: Instance, share: float) -> float:
+    """A grid step of ``share`` of the shortest compute time (3 decimals, at least 0.001)."""
+    shortest = float(np.min(instance.compute[np.isfinite(instance.compute)]))
+    return max(0.001, math.floor(share * shortest * 1000) / 1000)
+
+
+@settings(deadline=None, max_examples=n_examples(40))
+@given(
+    instances(max_jobs=3, integer=False),
+    st.sampled_from([0.3, 0.6, 0.9]),
+    st.booleans(),
+)
+def test_exact_compute_times_on_a_coarse_grid_stay_below_the_optimum(instance, share, cuts):
+    """On a grid coarser than the data, relaxed mode prices each task's exact compute time
+    (a part of a step beyond its whole steps), and both modes round a round's compute + sync
+    down as one time: every iteration of column generation (from a schedule's rounds, in
+    relaxed mode at their real occupancy) and of the subgradient, and every branching node's
+    bound, stay at most the optimum."""
+    from optsched.exact.branching import branch_on_completions
+
+    optimum = solve(instance, "cpsat", time_limit=5).objective * (1 + OPTIMAL_TOL)
+    start = incumbent(instance)
+    unit = _coarse_unit(instance, share)
+    found = column_bound(instance, start.objective, unit, cuts=cuts, start=start.schedule)
+    assert found.bound is not None and max(found.trace) <= optimum
+    sub = lagrangian_bound(instance, start.objective, unit, iterations=50)
+    assert sub.bound is not None and sub.bound <= optimum
+    tree = branch_on_completions(
+        column_bound, instance, start.objective, unit, start=start.schedule, work=2.0
+    )
+    assert tree.bound <= optimum
+
+
+@settings(deadline=None, max_examples=n_examples(60))
+@given(
+    instances_with_schedules(mode="relaxed", max_jobs=4, integer=False),
+    st.sampled_from([0.3, 0.9]),
+)
+def test_a_schedules_rounds_at_their_real_occupancy_hold_the_capacity(drawn, share):
+    """The master's first paths, a feasible schedule's tasks at the share of each step they
+    compute in, hold at most every group's GPUs at every step: the master starts feasible."""
+    instance, schedule = drawn
+    unit = _coarse_unit(instance, share)
+    upper = evaluate(instance, schedule)[0]
+    problem = lagrangian._problem(instance, upper, unit, None)
+    _, jobs, rows, horizon, _, _ = problem
+    usage = np.zeros((rows.rows, horizon + 1))
+    for j, _, path in columns._schedule_paths(problem, schedule, unit):
+        use = rows.use[jobs[j].k_tasks]
+        for step in path:
+            held = np.asarray(step.counts) @ use[list(step.rows)]
+            for a, b, share_of_step in lagrangian.occupied(step):
+                usage[:, a] += share_of_step * held
+                usage[:, b] -= share_of_step * held
+    assert np.cumsum(usage, axis=1).max() <= 1 + 1e-9
+
+
+def test_exact_compute_times_count_what_whole_steps_leave_out(monkeypatch):
+    """Four tasks of 1.9 s on one GPU, on a grid of 1 s (optimum 1.9 + 3.8 + 5.7 + 7.6 =
+    19): whole steps count 1 s of each, so they fit in 4 s, and the bound is 1 + 2 + 3 + 4 =
+    10 steps; at their exact 1.9 s of the GPU it is 13."""
+    gpu = (GPU("g0", "T"),)
+    jobs = tuple(Job(f"j{i}", 0.0, 1.0, 1, 1, compute={"T": 1.9}) for i in range(4))
+    instance = Instance("four", jobs, gpu, mode="relaxed")
+    exact = column_bound(instance, 19.0, 1.0)
+    monkeypatch.setattr(lagrangian, "FRACTIONAL_LOSS", math.inf)
+    whole = column_bound(instance, 19.0, 1.0)
+    assert (whole.bound, exact.bound) == (10.0, 13.0)
+    assert exact.stopped == whole.stopped == "converged"

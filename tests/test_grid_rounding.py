@@ -172,6 +172,11 @@ def test_scaled_arrivals_and_times_are_rounded_the_right_way(origin, unit):
         seconds = to_seconds(sc.instance.compute[finite], unit)
         assert np.all(sign * (seconds - inst.compute[finite]) >= 0)
     assert up.exact == down.exact == on_grid([origin, origin + 0.75, 1.5, 2.5], unit)
+    # rounded down, a round's compute + sync is rounded as one time
+    total = inst.compute + inst.sync
+    finite = np.isfinite(total)
+    ready = down.instance.compute[finite] + down.instance.sync[finite]
+    assert np.array_equal(ready, to_steps(total[finite], unit, "down"))
 
 
 def test_weights_are_scaled_exactly_or_rounded_down_for_bounds():

@@ -63,6 +63,7 @@ from optsched.ect import completions, evaluate, incumbent
 from optsched.exact import highs
 from optsched.exact.lagrangian import (
     BelowCriticalPath,
+    Cover,
     EmptyBox,
     TooLarge,
     _Job,
@@ -71,6 +72,7 @@ from optsched.exact.lagrangian import (
     _Problem,
     _problem,
     _Round,
+    occupied,
     price_tables,
     pricing_work,
     restrict_completions,
@@ -302,10 +304,8 @@ class _Master:
         blocks when known (another master's: :class:`MasterState`); False if the master has
         it already."""
         _, jobs, rows, horizon, _, _ = self.problem
-        if column is None:
-            key = (j, tuple((step.rows, step.counts, step.start, step.hold) for step in path))
-        else:
-            key = column[0]
+        # a path is its rounds, whatever the prices it was found at
+        key = column[0] if column is not None else (j, tuple(step[:4] + step[5:] for step in path))
         if key in self.seen:
             return False
         if column is None:
@@ -313,8 +313,9 @@ class _Master:
             delta = np.zeros((rows.rows, horizon + 1))
             for step in path:
                 holds = np.asarray(step.counts) @ use[list(step.rows)]
-                delta[:, step.start] += holds
-                delta[:, step.start + step.hold] -= holds
+                for a, b, share in occupied(step):
+                    delta[:, a] += share * holds
+                    delta[:, b] -= share * holds
             # what the path holds of each row in each block
             usage = np.add.reduceat(
                 np.cumsum(delta, axis=1)[:, :horizon], self.edges[:-1], axis=1
@@ -585,7 +586,7 @@ def column_bound(
     dn, jobs, rows, horizon, shift, _ = problem
     for j, _, path in with_paths:
         if not 0 <= j < len(jobs) or any(
-            step.start + step.hold > horizon
+            max(b for _, b, _ in occupied(step)) > horizon
             or max(step.rows, default=0) >= len(rows.use[jobs[j].k_tasks])
             for step in path
         ):
@@ -1031,23 +1032,28 @@ def _schedule_paths(
     groups = inst.gpu_groups()
     group_of = {inst.gpus[g].id: q for q, members in enumerate(groups) for g in members}
     job_of = {job.id: j for j, job in enumerate(inst.jobs)}
-    tasks: dict[tuple[int, int], list[tuple[int, int]]] = {}
+    tasks: dict[tuple[int, int], list[tuple[int, int, float]]] = {}
     for task in schedule.tasks:
         step = int(to_steps(task.start, time_unit, "down")) - origin
-        tasks.setdefault((job_of[task.job], task.round), []).append((group_of[task.gpu], step))
+        # how far into the step it starts (relaxed mode's exact compute times)
+        into = min(max(task.start / time_unit - origin - step, 0.0), 1 - 1e-9)
+        tasks.setdefault((job_of[task.job], task.round), []).append(
+            (group_of[task.gpu], step, into)
+        )
     n_groups, out = len(groups), []
     for j, job in enumerate(jobs):
         # grid times on each group (its GPUs are interchangeable); inf where ineligible
         compute = [inst.compute[j, members[0]] for members in groups]
         sync = [inst.sync[j, members[0]] for members in groups]
+        options = {option.rows[0]: option for option in job.options}
         path, ready = [], 0
         for r in range(job.rounds):
             held = tasks[(j, r)]
             if inst.mode == "gang":
-                begin = min(step for _, step in held)
-                hold = int(max(compute[q] + sync[q] for q, _ in held))
-                on = sorted({q for q, _ in held})
-                counts = [sum(1 for g, _ in held if g == q) for q in on]
+                begin = min(step for _, step, _ in held)
+                hold = int(max(compute[q] + sync[q] for q, _, _ in held))
+                on = sorted({q for q, _, _ in held})
+                counts = [sum(1 for g, _, _ in held if g == q) for q in on]
                 rows, share = (
                     ((n_groups + on[0],), (1.0,))
                     if len(on) == 1
@@ -1057,13 +1063,35 @@ def _schedule_paths(
                     path.append(_Round(rows, share, begin, min(hold, horizon - begin), 0.0))
                 ready = begin + hold
                 continue
-            for q, step in held:
+            for q, step, into in held:
                 if step < horizon:
                     hold = int(min(compute[q], horizon - step))
-                    path.append(_Round((q,), (1 / job.k_tasks,), step, hold, 0.0))
+                    part = options[q].part if q in options else None
+                    cover = (
+                        None
+                        if part is None
+                        else _real_cover(step, into, compute[q] + part, horizon)
+                    )
+                    path.append(_Round((q,), (1 / job.k_tasks,), step, hold, 0.0, cover))
                 ready = max(ready, step + int(compute[q] + sync[q]))
         out.append((j, job.weight * max(ready, job.floor), path))
     return out
+
+
+def _real_cover(step: int, into: float, length: float, horizon: int) -> Cover:
+    """What a task computing for ``length`` steps from ``into`` ∈ [0, 1) into ``step`` (before
+    the horizon) occupies of each step, within the horizon."""
+    end = into + length  # from the step's start
+    if end <= 1:
+        return step, step, ((step, length),)
+    last = step + math.floor(end)
+    tail = end - math.floor(end)
+    parts = [(step, 1 - into)] + ([(last, tail)] if tail > 0 else [])
+    return (
+        min(step + 1, horizon),
+        min(last, horizon),
+        tuple((k, share) for k, share in parts if k < horizon),
+    )
 
 
 def _price_exactly(

@@ -188,6 +188,13 @@ def scale(instance: Instance, time_unit: float, rounding: str = "up") -> ScaledI
     arrival = np.array([job.arrival for job in instance.jobs], dtype=float)
     c = to_steps(instance.compute, time_unit, rounding)
     s = to_steps(instance.sync, time_unit, rounding)
+    if rounding == "down":
+        # a round's results are ready compute + sync after its start: rounded down as one
+        # time (⌊(p + s) / u⌋, up to a step more than ⌊p / u⌋ + ⌊s / u⌋)
+        finite = np.isfinite(c) & np.isfinite(s)
+        total = np.where(finite, instance.compute + instance.sync, 0.0)
+        ready = to_steps(total, time_unit, rounding) - np.where(finite, c, 0.0)
+        s = np.where(finite, np.maximum(s, ready), s)
     # rounded down to nothing, or up by more than COARSEST_FACTOR: a grid coarser than the data
     coarse = (c == 0) | (instance.compute * COARSEST_FACTOR < time_unit)
     if np.any(coarse):

@@ -155,6 +155,7 @@ class _Option(NamedTuple):
     ready: int
     caps: tuple[int, ...] = ()
     cuts: int = -1
+    part: float | None = None  # the fraction of a step computed beyond ``hold`` (module doc)
 
 
 def _split(
@@ -218,6 +219,46 @@ class _Round(NamedTuple):
     start: int
     hold: int
     paid: float
+    cover: Cover | None = None  # what it occupies of its rows, where not [start, start + hold)
+
+
+#: What a round occupies of its rows where it is not whole steps from its start (the exact
+#: compute times of relaxed mode, module doc): whole steps [a, b), and (step, fraction) parts.
+Cover = tuple[int, int, tuple[tuple[int, float], ...]]
+
+
+def occupied(step: _Round) -> list[tuple[int, int, float]]:
+    """(from, to, share) of a row each step of [from, to) that ``step`` occupies."""
+    if step.cover is None:
+        return [(step.start, step.start + step.hold, 1.0)]
+    a, b, parts = step.cover
+    return [(a, b, 1.0), *((k, k + 1, share) for k, share in parts)]
+
+
+def _fractional(
+    prefix: npt.NDArray[np.float64],
+    start: npt.NDArray[np.int_],
+    hold: int,
+    part: float,
+    horizon: int,
+) -> tuple[npt.NDArray[np.float64], npt.NDArray[np.float64], npt.NDArray[np.bool_]]:
+    """What a task of ``hold`` + ``part`` steps started within step ``start`` pays at the
+    per-step prices whose prefix sums are ``prefix`` (none from the horizon on), at least:
+    (early: whole steps from ``start``, the part after them; late: whole steps from
+    ``start`` + 1, the part at the cheaper of ``start`` and the step after them; whether that
+    is ``start``). A start δ ∈ [0, 1) into the step occupies 1 − δ of it, whole steps, and the
+    rest after them: linear in δ between early (δ = 0), late with the part first (δ = 1 −
+    part) and early from ``start`` + 1 (δ → 1), so it pays at least the least of the three."""
+
+    def at(k: npt.NDArray[np.int_]) -> npt.NDArray[np.float64]:  # nothing from the horizon on
+        return prefix[np.minimum(k, horizon)]
+
+    begin, then, end = at(start), at(start + 1), at(start + hold)
+    after, past = at(start + hold + 1), at(start + hold + 2)
+    lead, tail = then - begin, past - after  # the prices of the steps either side
+    early = end - begin + part * (after - end)
+    late = after - then + part * np.minimum(lead, tail)
+    return early, late, lead <= tail
 
 
 #: Conflict prices of one job (:mod:`optsched.exact.columns`): per group, threshold k →
@@ -292,7 +333,11 @@ def _price(
         end = np.minimum(start + option.hold, horizon)
         row = option.rows[0]
         if not option.caps:
-            paid = table[row, end] - table[row, start]
+            if option.part is not None:  # relaxed mode's exact compute times
+                early, late, _ = _fractional(table[row], start, option.hold, option.part, horizon)
+                paid = np.minimum(early, late)
+            else:
+                paid = table[row, end] - table[row, start]
             return (
                 paid + held(row - groups, job.k_tasks, start, end) if conflicts else paid
             ), None
@@ -359,13 +404,29 @@ def _price(
         begin = earliest(r) + t
         paid, counts = cost(option, np.array([begin]))
         hold = min(option.hold, horizon - begin)
-        if counts is None:
+        if option.part is not None:
+            cover = _cover(table[option.rows[0]], begin, option.hold, option.part, horizon)
+            path.append(_Round(option.rows, (1.0,), begin, hold, float(paid[0]), cover))
+        elif counts is None:
             path.append(_Round(option.rows, (1.0,), begin, hold, float(paid[0])))
         else:
             rows = (*option.rows, option.cuts)
             path.append(_Round(rows, (*counts[:, 0], 1.0), begin, hold, float(paid[0])))
         i = max(0, t + option.ready - job.rho)
     return value, path
+
+
+def _cover(
+    prefix: npt.NDArray[np.float64], begin: int, hold: int, part: float, horizon: int
+) -> Cover:
+    """What a task of ``hold`` + ``part`` steps started within step ``begin`` occupies in
+    the cheapest of :func:`_fractional`'s ways, within the horizon."""
+    costs = _fractional(prefix, np.array([begin]), hold, part, horizon)
+    early, late, first = (v[0] for v in costs)
+    a = begin if early <= late else begin + 1
+    k = begin + hold if early <= late else begin if first else begin + hold + 1
+    parts = ((k, part),) if part > 0 and k < horizon else ()
+    return min(a, horizon), min(a + hold, horizon), parts
 
 
 def dual_feasible(capacity: int, widths: Sequence[int]) -> list[tuple[float, ...]]:
@@ -393,6 +454,28 @@ def dual_feasible(capacity: int, widths: Sequence[int]) -> list[tuple[float, ...
             if len(out) == MAX_CUTS:
                 break
     return out
+
+
+#: Relaxed mode prices tasks at their exact compute times (:func:`_parts`) where whole
+#: steps would leave out at least this share of the tasks' compute, on average.
+FRACTIONAL_LOSS = 0.01
+
+
+def _parts(
+    instance: Instance, scaled: Instance, time_unit: float
+) -> npt.NDArray[np.float64] | None:
+    """Per job and group of ``scaled`` (``instance`` on the grid, times rounded down), the
+    fraction of a step that the job's compute time on the group's quickest GPU has beyond its
+    whole steps, less a relative 1e-6 for the floats; None where that is below
+    :data:`FRACTIONAL_LOSS` of the compute, on average over the eligible pairs."""
+    groups = scaled.gpu_groups()
+    exact = np.stack([instance.compute[:, members].min(axis=1) for members in groups], axis=1)
+    steps = np.stack([scaled.compute[:, members[0]] for members in groups], axis=1)
+    eligible = np.isfinite(steps)
+    length = np.where(eligible, exact, 0.0) / time_unit * (1 - 1e-6)
+    parts = np.where(eligible, np.clip(length - np.where(eligible, steps, 0.0), 0.0, None), 0.0)
+    loss = parts[eligible] / length[eligible]
+    return parts if loss.size and float(loss.mean()) >= FRACTIONAL_LOSS else None
 
 
 def _grid_jobs(
@@ -440,6 +523,7 @@ def _grid_jobs(
             table[n_groups + q, row : row + len(own[q])] = [cut[i] for cut in own[q]]
             row += len(own[q])
         use[width] = table
+    parts = None if gang else _parts(instance, inst, time_unit)
     jobs = []
     for j, lj in enumerate(lp_jobs):
         options: list[_Option]
@@ -457,8 +541,10 @@ def _grid_jobs(
                 groups = tuple(q for q, _, _ in usable)
                 caps = tuple(sizes[q] for q in groups)
                 options.append(_Option(groups, second, second, caps, 2 * n_groups))
-        else:
+        elif parts is None:
             options = [_Option((q,), p, p + s) for q, p, s in usable]
+        else:
+            options = [_Option((q,), p, p + s, part=float(parts[j, q])) for q, p, s in usable]
         jobs.append(
             _Job(
                 lj.arrival,
@@ -690,8 +776,9 @@ def _evaluate(
         use = rows.use[job.k_tasks]
         for step in path:
             held = np.asarray(step.counts) @ use[list(step.rows)]
-            usage[:, step.start] += held
-            usage[:, step.start + step.hold] -= held
+            for a, b, share in occupied(step):
+                usage[:, a] += share * held
+                usage[:, b] -= share * held
     return total - float(lam.sum()), np.cumsum(usage, axis=1)[:, :horizon]
 
 
