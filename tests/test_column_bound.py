@@ -523,12 +523,16 @@ def test_a_schedules_rounds_at_their_real_occupancy_hold_the_capacity(drawn, sha
 def test_exact_compute_times_count_what_whole_steps_leave_out(monkeypatch):
     """Four tasks of 1.9 s on one GPU, on a grid of 1 s (optimum 1.9 + 3.8 + 5.7 + 7.6 =
     19): whole steps count 1 s of each, so they fit in 4 s, and the bound is 1 + 2 + 3 + 4 =
-    10 steps; at their exact 1.9 s of the GPU it is 13."""
+    10 steps; at their exact 1.9 s of the GPU it is 13. With the conflict cuts (their exact
+    pricing counts whole steps) the run is the one in whole steps."""
     gpu = (GPU("g0", "T"),)
     jobs = tuple(Job(f"j{i}", 0.0, 1.0, 1, 1, compute={"T": 1.9}) for i in range(4))
     instance = Instance("four", jobs, gpu, mode="relaxed")
-    exact = column_bound(instance, 19.0, 1.0)
+    exact = column_bound(instance, 19.0, 1.0, cuts=False)
+    # with relaxed mode's cuts, priced exactly in whole steps, every task counts whole steps
+    cut = column_bound(instance, 19.0, 1.0, cuts=True)
     monkeypatch.setattr(lagrangian, "FRACTIONAL_LOSS", math.inf)
-    whole = column_bound(instance, 19.0, 1.0)
+    whole = column_bound(instance, 19.0, 1.0, cuts=False)
     assert (whole.bound, exact.bound) == (10.0, 13.0)
     assert exact.stopped == whole.stopped == "converged"
+    assert cut.trace == column_bound(instance, 19.0, 1.0, cuts=True).trace

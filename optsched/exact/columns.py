@@ -76,6 +76,7 @@ from optsched.exact.lagrangian import (
     price_tables,
     pricing_work,
     restrict_completions,
+    whole_steps,
     without_paths,
 )
 from optsched.instance import Instance
@@ -598,6 +599,9 @@ def column_bound(
     # gang mode separates its cuts from the start; relaxed mode once the master without
     # them converges, and then prices staggered rounds exactly (values certified there only)
     cutting, staggered = cuts and gang, cuts and not gang and horizon <= MAX_MASTER_STEPS
+    if staggered:  # their exact pricing counts whole steps, so every job does (model page)
+        problem = whole_steps(problem)
+        jobs = problem.jobs
     if cutting and horizon > MAX_MASTER_STEPS:
         size = (
             f"time_unit {time_unit:g}: column-bound's master with conflict cuts would span "
@@ -1025,7 +1029,7 @@ def _schedule_paths(
     Relaxed mode: each task a round of its own on its GPU's group (1/K of a round's GPUs);
     gang mode: each round on its GPUs, inside one group or spread, for its slowest GPU's
     compute + sync."""
-    from optsched.exact.grid import to_steps
+    from optsched.exact.grid import to_seconds, to_steps
 
     dn, jobs, _, horizon, _, origin = problem
     inst = dn.instance
@@ -1036,7 +1040,8 @@ def _schedule_paths(
     for task in schedule.tasks:
         step = int(to_steps(task.start, time_unit, "down")) - origin
         # how far into the step it starts (relaxed mode's exact compute times)
-        into = min(max(task.start / time_unit - origin - step, 0.0), 1 - 1e-9)
+        into = float(task.start - to_seconds(step + origin, time_unit)) / time_unit
+        into = min(max(into, 0.0), 1 - 1e-9)
         tasks.setdefault((job_of[task.job], task.round), []).append(
             (group_of[task.gpu], step, into)
         )
@@ -1066,7 +1071,7 @@ def _schedule_paths(
             for q, step, into in held:
                 if step < horizon:
                     hold = int(min(compute[q], horizon - step))
-                    part = options[q].part if q in options else None
+                    part = options[q].part
                     cover = (
                         None
                         if part is None

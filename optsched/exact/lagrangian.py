@@ -244,11 +244,13 @@ def _fractional(
 ) -> tuple[npt.NDArray[np.float64], npt.NDArray[np.float64], npt.NDArray[np.bool_]]:
     """What a task of ``hold`` + ``part`` steps started within step ``start`` pays at the
     per-step prices whose prefix sums are ``prefix`` (none from the horizon on), at least:
-    (early: whole steps from ``start``, the part after them; late: whole steps from
-    ``start`` + 1, the part at the cheaper of ``start`` and the step after them; whether that
-    is ``start``). A start δ ∈ [0, 1) into the step occupies 1 − δ of it, whole steps, and the
-    rest after them: linear in δ between early (δ = 0), late with the part first (δ = 1 −
-    part) and early from ``start`` + 1 (δ → 1), so it pays at least the least of the three."""
+    (early, later, first). A start δ ∈ [0, 1) into the step occupies 1 − δ of it, whole steps,
+    and the rest after them: linear in δ between **early** (δ = 0: whole steps from
+    ``start``, the part after them), **late** (δ = 1 − part: the part at ``start``, whole
+    steps after it) and **next** (δ → 1: whole steps from ``start`` + 1, the part after
+    them), so it pays at least the least of the three. ``later`` is the lesser of late and
+    next (the same whole steps, the part at the cheaper step), ``first`` whether that is
+    late's."""
 
     def at(k: npt.NDArray[np.int_]) -> npt.NDArray[np.float64]:  # nothing from the horizon on
         return prefix[np.minimum(k, horizon)]
@@ -257,8 +259,8 @@ def _fractional(
     after, past = at(start + hold + 1), at(start + hold + 2)
     lead, tail = then - begin, past - after  # the prices of the steps either side
     early = end - begin + part * (after - end)
-    late = after - then + part * np.minimum(lead, tail)
-    return early, late, lead <= tail
+    later = after - then + part * np.minimum(lead, tail)
+    return early, later, lead <= tail
 
 
 #: Conflict prices of one job (:mod:`optsched.exact.columns`): per group, threshold k →
@@ -334,8 +336,8 @@ def _price(
         row = option.rows[0]
         if not option.caps:
             if option.part is not None:  # relaxed mode's exact compute times
-                early, late, _ = _fractional(table[row], start, option.hold, option.part, horizon)
-                paid = np.minimum(early, late)
+                early, later, _ = _fractional(table[row], start, option.hold, option.part, horizon)
+                paid = np.minimum(early, later)
             else:
                 paid = table[row, end] - table[row, start]
             return (
@@ -422,9 +424,9 @@ def _cover(
     """What a task of ``hold`` + ``part`` steps started within step ``begin`` occupies in
     the cheapest of :func:`_fractional`'s ways, within the horizon."""
     costs = _fractional(prefix, np.array([begin]), hold, part, horizon)
-    early, late, first = (v[0] for v in costs)
-    a = begin if early <= late else begin + 1
-    k = begin + hold if early <= late else begin if first else begin + hold + 1
+    early, later, first = (v[0] for v in costs)
+    a = begin if early <= later else begin + 1
+    k = begin + hold if early <= later else begin if first else begin + hold + 1
     parts = ((k, part),) if part > 0 and k < horizon else ()
     return min(a, horizon), min(a + hold, horizon), parts
 
@@ -466,8 +468,10 @@ def _parts(
 ) -> npt.NDArray[np.float64] | None:
     """Per job and group of ``scaled`` (``instance`` on the grid, times rounded down), the
     fraction of a step that the job's compute time on the group's quickest GPU has beyond its
-    whole steps, less a relative 1e-6 for the floats; None where that is below
-    :data:`FRACTIONAL_LOSS` of the compute, on average over the eligible pairs."""
+    whole steps, less a relative 1e-6 for the floats; None (whole steps for every task) where
+    these fractions are below :data:`FRACTIONAL_LOSS` of the compute on average over every
+    eligible (job, group) pair: one decision for the whole instance, since all tasks count
+    their exact compute times or none does."""
     groups = scaled.gpu_groups()
     exact = np.stack([instance.compute[:, members].min(axis=1) for members in groups], axis=1)
     steps = np.stack([scaled.compute[:, members[0]] for members in groups], axis=1)
@@ -713,6 +717,15 @@ def _problem(
         )
         raise TooLarge(f"{size}; choose a coarser time_unit", size)
     return _Problem(dn, jobs, rows, horizon, shift, origin)
+
+
+def whole_steps(problem: _Problem) -> _Problem:
+    """``problem`` with every task counted in whole steps (none at its exact compute time)."""
+    jobs = [
+        replace(job, options=tuple(option._replace(part=None) for option in job.options))
+        for job in problem.jobs
+    ]
+    return problem._replace(jobs=jobs)
 
 
 def restrict_completions(problem: _Problem, restrict: dict[int, tuple[int, int]]) -> _Problem:
