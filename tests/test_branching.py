@@ -32,7 +32,11 @@ def test_branching_stays_at_most_the_optimum_and_proves_it_from_the_optimum(inst
     start = incumbent(instance).schedule if ect else optimum.schedule
     upper, makespan = evaluate(instance, start)
     unit = column_time_unit(instance, makespan, None)
-    found = branch_on_completions(column_bound, instance, upper, unit, start=start, max_nodes=200)
+    # a work budget too: on coarse grids relaxed nodes price exact compute times, whose
+    # masters settle slowly on some draws (minutes without it)
+    found = branch_on_completions(
+        column_bound, instance, upper, unit, start=start, max_nodes=200, work=5
+    )
     root = found.root.bound
     assert found.bound is not None and root is not None
     assert min(root, upper) <= found.bound <= optimum.objective * (1 + OPTIMAL_TOL)
