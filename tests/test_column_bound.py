@@ -511,12 +511,8 @@ def test_a_schedules_rounds_at_their_real_occupancy_hold_the_capacity(drawn, sha
     _, jobs, rows, horizon, _, _ = problem
     usage = np.zeros((rows.rows, horizon + 1))
     for j, _, path in columns._schedule_paths(problem, schedule, unit):
-        use = rows.use[jobs[j].k_tasks]
         for step in path:
-            held = np.asarray(step.counts) @ use[list(step.rows)]
-            for a, b, share_of_step in lagrangian.occupied(step):
-                usage[:, a] += share_of_step * held
-                usage[:, b] -= share_of_step * held
+            lagrangian.add_held(usage, step, rows.use[jobs[j].k_tasks])
     assert np.cumsum(usage, axis=1).max() <= 1 + 1e-9
 
 

@@ -72,6 +72,7 @@ from optsched.exact.lagrangian import (
     _Problem,
     _problem,
     _Round,
+    add_held,
     occupied,
     price_tables,
     pricing_work,
@@ -313,10 +314,7 @@ class _Master:
             use = rows.use[job.k_tasks]
             delta = np.zeros((rows.rows, horizon + 1))
             for step in path:
-                holds = np.asarray(step.counts) @ use[list(step.rows)]
-                for a, b, share in occupied(step):
-                    delta[:, a] += share * holds
-                    delta[:, b] -= share * holds
+                add_held(delta, step, use)
             # what the path holds of each row in each block
             usage = np.add.reduceat(
                 np.cumsum(delta, axis=1)[:, :horizon], self.edges[:-1], axis=1

@@ -235,6 +235,16 @@ def occupied(step: _Round) -> list[tuple[int, int, float]]:
     return [(a, b, 1.0), *((k, k + 1, share) for k, share in parts)]
 
 
+def add_held(delta: npt.NDArray[np.float64], step: _Round, use: npt.NDArray[np.float64]) -> None:
+    """Add what ``step`` holds of each row (``use``: its job's rows per price-table row) at
+    the steps it occupies to ``delta``, rows × (steps + 1) differences whose sum along the
+    steps is what is held."""
+    held = np.asarray(step.counts) @ use[list(step.rows)]
+    for a, b, share in occupied(step):
+        delta[:, a] += share * held
+        delta[:, b] -= share * held
+
+
 def _fractional(
     prefix: npt.NDArray[np.float64],
     start: npt.NDArray[np.int_],
@@ -786,12 +796,8 @@ def _evaluate(
             raise _OutOfTime
         value, path = _price(job, tables[job.k_tasks])
         total += value
-        use = rows.use[job.k_tasks]
         for step in path:
-            held = np.asarray(step.counts) @ use[list(step.rows)]
-            for a, b, share in occupied(step):
-                usage[:, a] += share * held
-                usage[:, b] -= share * held
+            add_held(usage, step, rows.use[job.k_tasks])
     return total - float(lam.sum()), np.cumsum(usage, axis=1)[:, :horizon]
 
 
