@@ -9,7 +9,10 @@ Four levels, each including the ones before (docs/model.md, *regret*):
 - ``fluid`` (default): the better of that and the fluid work bound at GPU-type prices
   (:mod:`optsched.exact.fluid`), any size (seconds at 82,247 jobs);
 - ``capacity``: also the class-capacity LP (:mod:`optsched.exact.capacity`) on
-  :data:`CAPACITY_INTERVALS` intervals up to the run's makespan, within a time limit (its
+  :data:`CAPACITY_INTERVALS` intervals (fewer for traces of many jobs,
+  :func:`capacity_intervals`) up to the run's makespan (placed where the run's
+  checked schedule keeps weight waiting, :func:`~optsched.exact.capacity.open_weight_edges`;
+  uniform without one), within a time limit (its
   status says whether it counted: an LP stopped or interrupted gives none). Where the LP is
   too large to build, the same LP on parts of the longest jobs instead (below);
 - ``lagrangian``: also, within the same time limit again, the Lagrangian bound of GPU
@@ -50,8 +53,15 @@ REGRET_BOUNDS = ("none", "critical-path", "fluid", "capacity", "lagrangian")
 #: The levels that solve the class-capacity LP.
 LP_LEVELS = ("capacity", "lagrangian")
 
-#: Intervals of the capacity LP's grid.
+#: Intervals of the capacity LP's grid, and the fewest a large trace gets
+#: (:func:`capacity_intervals`).
 CAPACITY_INTERVALS = 100
+MIN_CAPACITY_INTERVALS = 25
+
+#: Most (job, GPU type, interval) columns of the capacity LP before its grid is coarsened:
+#: the LP of 525 jobs on four types (212,100 of them) solves in about a minute on the 2-core
+#: reference machine, and of 1,500 jobs on 100 intervals (606,000) not in five.
+CAPACITY_COLUMNS = 300_000
 
 #: Seconds the capacity LP may take by default.
 CAPACITY_TIME_LIMIT = 60.0
@@ -74,6 +84,22 @@ class RegretBound:
     value: float
     source: str
     parts: dict[str, float | str] = field(default_factory=dict)
+
+
+def capacity_intervals(instance: Instance) -> int:
+    """The intervals of the capacity LP's grid for ``instance``: :data:`CAPACITY_INTERVALS`,
+    or fewer (at least :data:`MIN_CAPACITY_INTERVALS`) so that the LP holds at most
+    :data:`CAPACITY_COLUMNS` (job, GPU type, interval) columns. An LP too large at the full
+    count keeps it, so that the level falls back to parts as before."""
+    import numpy as np
+
+    from optsched.budget import lp_too_large
+    from optsched.exact.capacity import capacity_lp_size
+
+    if lp_too_large(*capacity_lp_size(instance, CAPACITY_INTERVALS)):
+        return CAPACITY_INTERVALS
+    pairs = int(np.isfinite(instance.class_compute).sum())
+    return max(MIN_CAPACITY_INTERVALS, min(CAPACITY_INTERVALS, CAPACITY_COLUMNS // pairs - 1))
 
 
 def check_level(level: str) -> str:
@@ -99,12 +125,14 @@ def regret_bound(
     """The best lower bound of ``level`` (module doc) on every schedule of ``instance``;
     None for ``none``. For ``capacity``: ``objective`` is that of a checked schedule of the
     instance (it bounds each C_j of an optimal one by objective / w_j; without it, the weight
-    of every job at the :func:`~optsched.exact.bounds.horizon`), ``makespan`` places the
-    LP's grid (default the horizon), and ``time_limit`` bounds the LP's build and solve.
+    of every job at the :func:`~optsched.exact.bounds.horizon`), ``makespan`` ends the
+    LP's grid (default the horizon), ``schedule`` (that checked schedule, optional) places
+    its intervals by the weight it keeps waiting (uniform without it), and ``time_limit``
+    bounds the LP's build and solve.
     For ``lagrangian``, the Lagrangian bound too (``bound_lagrangian``;
     ``lagrangian_status`` says how it stopped, or why it gave none: it needs ``objective``
     and an LP that is not too large), priced up to ``makespan``, within ``time_limit`` again;
-    ``schedule`` (optional: that checked schedule) gives its first paths. Where the LP is too
+    ``schedule`` gives its first paths. Where the LP is too
     large to build (a trace of many jobs), the bound is instead :func:`parts_bound` on the
     :data:`PARTS_LONGEST_SHARE` of the jobs with the longest critical paths, in arrival
     order, ``parts_size`` per part (default :data:`PARTS_SIZE`; larger parts see more of the
@@ -124,18 +152,24 @@ def regret_bound(
     if level != "critical-path":
         parts["bound_fluid"] = fluid_bound(instance, path=path).bound
     if level in LP_LEVELS:
+        from optsched.ect import completions
         from optsched.exact.bounds import horizon
-        from optsched.exact.capacity import capacity_bound
+        from optsched.exact.capacity import capacity_bound, open_weight_edges
 
         weight = math.fsum(job.weight for job in instance.jobs)
         end = horizon(instance)
         grid_end = makespan if makespan is not None else end
+        intervals, edges = capacity_intervals(instance), None
+        if schedule is not None:  # the grid is made fine where the schedule keeps jobs open
+            done = completions(instance, schedule)
+            edges = open_weight_edges(instance, done, grid_end, intervals)
         lp = capacity_bound(
             instance,
             objective if objective is not None else weight * end,
             grid_end,
-            CAPACITY_INTERVALS,
+            intervals,
             time_limit=time_limit,
+            edges=edges,
         )
         parts["capacity_status"] = lp.status
         if lp.bound is not None:

@@ -14,11 +14,19 @@ from hypothesis import strategies as st
 from optsched import GPU, Instance, Job, solve
 from optsched.cli import main
 from optsched.critical_path import critical_path_bound
+from optsched.ect import completions
 from optsched.errors import InputError
+from optsched.exact.capacity import capacity_bound, open_weight_edges
 from optsched.io import load_instance, save_instance
 from optsched.online.compare import parse_policy
 from optsched.online.run import simulate
-from optsched.regret import long_job_parts, parts_bound, regret_bound, weighted_arrivals
+from optsched.regret import (
+    CAPACITY_INTERVALS,
+    long_job_parts,
+    parts_bound,
+    regret_bound,
+    weighted_arrivals,
+)
 from optsched.result import OPTIMAL_TOL
 from optsched.testing import instances
 from optsched.traces import Trace, TraceJob, TraceMapping, parse_cluster, trace_instance
@@ -31,8 +39,8 @@ TOY = ROOT / "optsched" / "data" / "instances" / "hare-toy.instance.json"
 @given(instances(max_jobs=4, integer=True))
 def test_every_level_is_at_most_the_optimum(instance):
     """critical path ≤ fluid ≤ capacity (each level adds bounds) ≤ OPT ≤ CP-SAT's objective,
-    with the capacity LP placed by an ECT schedule's objective and makespan or by the
-    horizon."""
+    with the capacity LP placed by an ECT schedule's objective and makespan (and its open
+    weight) or by the horizon."""
     optimum = solve(instance, "cpsat", time_limit=5)
     start = solve(instance, "ect")
     assert regret_bound(instance, "none") is None
@@ -58,12 +66,28 @@ def test_every_level_is_at_most_the_optimum(instance):
             makespan=start.metrics["makespan"],
             schedule=start.schedule,
         ),
+        regret_bound(  # the LP's grid placed by the schedule's open weight
+            instance,
+            "capacity",
+            objective=start.objective,
+            makespan=start.metrics["makespan"],
+            schedule=start.schedule,
+        ),
     ]
     values = [f.value for f in found if f is not None]
     assert values[0] <= values[1] <= min(values[2:])
-    # the same fluid bound and LP, and the Lagrangian bound
-    for lagrangian in found[4:]:
-        assert lagrangian.value >= max(values[1], values[2]) * (1 - 1e-12)
+    # the last LP is the one on the schedule's open-weight grid
+    done = completions(instance, start.schedule)
+    edges = open_weight_edges(instance, done, start.metrics["makespan"], CAPACITY_INTERVALS)
+    assert found[6] is not None and found[6].parts["bound_capacity"] == (
+        capacity_bound(
+            instance, start.objective, start.metrics["makespan"], 100, edges=edges
+        ).bound
+    )
+    # the same fluid bound and LP (on the same grid), and the Lagrangian bound
+    for lagrangian, lp in ((found[4], found[2]), (found[5], found[6])):
+        assert lagrangian is not None and lp is not None
+        assert lagrangian.value >= max(values[1], lp.value) * (1 - 1e-12)
         assert "bound_fluid" in lagrangian.parts
     assert max(values) <= optimum.objective * (1 + OPTIMAL_TOL)
     for f in found:
@@ -460,3 +484,20 @@ def test_the_fallback_takes_the_longest_tenth_by_rank_and_says_what_it_solved(mo
     )
     with pytest.raises(InputError, match="time limit must be"):
         regret_bound(inst, "capacity", time_limit=0)
+
+
+def test_a_trace_of_many_jobs_gets_a_coarser_grid(monkeypatch):
+    """The capacity level keeps its LP to about CAPACITY_COLUMNS columns by coarsening its
+    grid (never below MIN_CAPACITY_INTERVALS), but an LP too large at the full count keeps
+    it, so that the level still falls back to parts."""
+    import optsched.regret as regret
+
+    jobs = tuple(Job(f"j{k}", arrival=float(k), compute={"a": 1.0, "b": 2.0}) for k in range(10))
+    inst = Instance("many", jobs, (GPU("x", "a"), GPU("y", "b")))
+    assert regret.capacity_intervals(inst) == regret.CAPACITY_INTERVALS
+    monkeypatch.setattr(regret, "CAPACITY_COLUMNS", 20 * 51)  # 20 (job, type) pairs
+    assert regret.capacity_intervals(inst) == 50
+    monkeypatch.setattr(regret, "CAPACITY_COLUMNS", 20 * 5)
+    assert regret.capacity_intervals(inst) == regret.MIN_CAPACITY_INTERVALS
+    monkeypatch.setattr("optsched.budget.lp_too_large", lambda *a, **k: True)
+    assert regret.capacity_intervals(inst) == regret.CAPACITY_INTERVALS

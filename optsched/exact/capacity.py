@@ -7,11 +7,12 @@ or runs on slower ones. This LP keeps GPU types (classes of identical GPUs) and 
 (docs/models/capacity-bound.md):
 
 - ``x[j, c, t]``: GPU time that class-c GPUs spend computing tasks of job j in interval t of a
-  uniform grid from the first arrival to the incumbent's makespan, plus one unbounded last
-  interval (so the grid never cuts off a schedule);
-- at most ``n_c · Δ`` GPU time per class and interval; at most ``K_j`` tasks of j at once, none
-  before its arrival; all of j's work ``W_j = R_j K_j p_j`` done (a task on class c does work
-  at rate ``p_j / compute[j, c] ≤ 1``);
+  grid from the first arrival to the incumbent's makespan (uniform, or placed where a schedule
+  keeps weight waiting: :func:`open_weight_edges`), plus one unbounded last interval (so the
+  grid never cuts off a schedule);
+- at most ``n_c`` × the interval's length of GPU time per class and interval; at most
+  ``K_j`` tasks of j at once, none before its arrival; all of j's work ``W_j = R_j K_j p_j``
+  done (a task on class c does work at rate ``p_j / compute[j, c] ≤ 1``);
 - rounds are sequential and last at least the critical path's round time ρ̂_j, so by time τ
   job j has done at most the work of the rounds that can have started;
 - ``y[j, q]``: j's rounds whose slowest class is q. Tasks on slow classes lie in rounds
@@ -45,6 +46,7 @@ again with crossover in the time left.
 
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass
 from typing import Any, NamedTuple
 
@@ -78,6 +80,10 @@ TANGENT = np.arange(1, TANGENTS + 1) / TANGENTS
 #: Tangents of the work's spread within an interval (e ≥ u² scaled), at u = k / SPREAD_TANGENTS.
 SPREAD_TANGENTS = 2
 SPREAD_TANGENT = np.arange(1, SPREAD_TANGENTS + 1) / SPREAD_TANGENTS
+
+#: Shares of :func:`open_weight_edges`'s times placed at equal steps of a schedule's open
+#: weight and of the arrivals (the rest uniform).
+OPEN_SHARE, ARRIVAL_SHARE = 0.8, 0.1
 
 #: Most intervals accepted: the LP has at least 4 non-zeros per interval (one job on one GPU
 #: type), so more can never fit :data:`~optsched.budget.MAX_NONZEROS`.
@@ -161,9 +167,13 @@ def capacity_bound(
     intervals: int,
     *,
     time_limit: float | None = None,
+    edges: npt.ArrayLike | None = None,
 ) -> CapacityLP:
     """The class-capacity LP bound (module doc) on a grid of ``intervals`` from the first
-    arrival to ``horizon`` (at least the longest critical path); ``upper`` is the objective
+    arrival to ``horizon`` (at least the longest critical path), uniform; or at ``edges``
+    (``intervals`` + 1 increasing times, the first arrival first, e.g.
+    :func:`open_weight_edges`), which then end the grid instead of ``horizon`` (the last
+    moved to the longest critical path when that is later); ``upper`` is the objective
     of a feasible schedule (it bounds each C_j of an optimal one by ``upper / w_j``);
     ``intervals`` ≥ 1 (an InputError otherwise). The instance's mode picks the LP: gang
     mode adds the holding time (module doc), and its bound holds for gang schedules only.
@@ -206,7 +216,11 @@ def capacity_bound(
 
     # the grid: from the first arrival (nothing computes before it) to the horizon; interval t
     # starts at edges[t], interval n_t is [edges[-1], ∞)
-    edges = np.linspace(0.0, max(horizon - origin, float(path.max())), n_t + 1)
+    end = max(horizon - origin, float(path.max()))
+    if edges is None:
+        edges = np.linspace(0.0, end, n_t + 1)
+    else:
+        edges = _relative_edges(edges, origin, n_t, float(path.max()))
     # columns: x for each eligible (job, class) pair and interval 0..n_t; Z (job's cumulative
     # work at the end of interval t < n_t); C per job; y per eligible (job, class) pair
     pair_job, pair_class = np.nonzero(eligible)
@@ -452,6 +466,102 @@ def capacity_bound(
     solver = float(res.fun) + origin * float(weight.sum())
     prices = ClassPrices(edges + origin, -dual_ub[: size.size * n_t].reshape(size.size, n_t))
     return CapacityLP(bound, "optimal", variables, nonzeros, solver, prices)
+
+
+def _relative_edges(edges: npt.ArrayLike, origin: float, n_t: int, path: float) -> np.ndarray:
+    """Given grid ``edges`` as times after ``origin`` (the first arrival), the last moved
+    to ``path`` when that is later; an InputError unless they are ``n_t`` + 1 finite,
+    increasing times from the origin."""
+    given = np.asarray(edges, dtype=float)
+    if given.shape != (n_t + 1,):
+        raise InputError(f"edges: expected {n_t + 1} times (intervals + 1), got {given.size}")
+    if not np.isfinite(given).all():
+        raise InputError("edges: the grid's times must be finite")
+    if given[0] != origin:
+        raise InputError(f"edges: the grid starts at the first arrival ({origin:g})")
+    rel = given - origin
+    if not (np.diff(rel) > 0).all():
+        raise InputError("edges: the grid's times must increase")
+    rel[-1] = max(rel[-1], path)
+    return rel
+
+
+def open_weight_edges(
+    instance: Instance, completion: npt.ArrayLike, horizon: float, intervals: int
+) -> np.ndarray:
+    """A grid for :func:`capacity_bound` that is fine where a schedule (each job's
+    ``completion``, e.g. a policy's) keeps much weight waiting: ``intervals`` + 1 times from
+    the first arrival to the later of ``horizon`` and the last completion, of which about
+    :data:`OPEN_SHARE` at equal steps of the schedule's open weight (∫ Σ w_j over the jobs
+    arrived and not completed), :data:`ARRIVAL_SHARE` at equal steps of the arrivals and the
+    rest uniform. Σ_j w_j C_j grows at the rate of the open weight, and the LP reads each
+    job's work at its interval's start, so a coarse interval costs in proportion to the
+    weight open during it: on a trace whose jobs mostly end within minutes while a few run
+    for days, a uniform grid spends nearly all its intervals where little is left. Any grid
+    gives a valid bound; this one only places it. Meant for grids of hundreds of intervals
+    (merging the points takes time quadratic in their number).
+
+    Raises
+    ------
+    InputError
+        ``intervals`` not an integer ≥ 1, or ``completion`` not one finite time per job,
+        at or after its arrival, or ``horizon`` not finite.
+    """
+    check_intervals(intervals)
+    arrival = np.array([job.arrival for job in instance.jobs], dtype=float)
+    weight = np.array([job.weight for job in instance.jobs], dtype=float)
+    done = np.asarray(completion, dtype=float)
+    if done.shape != arrival.shape or not np.isfinite(done).all() or (done < arrival).any():
+        raise InputError("completion: expected one finite time per job, at or after its arrival")
+    if not math.isfinite(horizon):
+        raise InputError(f"horizon must be finite, got {horizon!r}")
+    origin = float(arrival.min())
+    # times after the first arrival throughout, so that the grid does not depend on it
+    arrival, done = arrival - origin, done - origin
+    end = max(float(horizon) - origin, float(done.max()))
+    uniform = np.linspace(0.0, end, intervals + 1)
+    # the open weight is piecewise constant between events: +w at an arrival, −w at a
+    # completion; its integral at the event times is the mass whose equal steps we take
+    times = np.concatenate([arrival, done])
+    change = np.concatenate([weight, -weight])
+    order = np.argsort(times, kind="stable")
+    times, change = times[order], change[order]
+    mass = np.concatenate([[0.0], np.cumsum(np.cumsum(change)[:-1] * np.diff(times))])
+    mass = np.maximum.accumulate(mass)  # float sums may dip below an open weight of 0
+    rel = uniform
+    if intervals >= 2 and end > 0 and mass[-1] > 0:
+        k_open = int(intervals * OPEN_SHARE)
+        k_arrival = max(1, int(intervals * ARRIVAL_SHARE))
+        k_uniform = max(1, intervals - k_open - k_arrival)
+        points = np.concatenate(
+            [
+                uniform[:: max(1, intervals // k_uniform)],
+                np.interp(np.linspace(0.0, mass[-1], k_open + 1), mass, times),
+                np.quantile(arrival, np.linspace(0.0, 1.0, k_arrival + 1)),
+            ]
+        )
+        rel = np.unique(np.clip(points, 0.0, end))
+        rel = rel[np.concatenate([[True], np.diff(rel) > 1e-9 * end])]
+        rel = _resized(rel, intervals)
+        rel[0], rel[-1] = 0.0, end
+    out = origin + rel
+    if not (np.diff(out - origin) > 0).all():  # collapsed in floating point: uniform
+        return origin + uniform
+    return out
+
+
+def _resized(points: np.ndarray, intervals: int) -> np.ndarray:
+    """``points`` (increasing, from 0) made ``intervals`` + 1, keeping both ends: a point
+    whose two intervals together are shortest is dropped while there are too many, and the
+    longest interval is halved while there are too few."""
+    points = points.copy()
+    while points.size > intervals + 1:
+        pair = points[2:] - points[:-2]  # the interval left by dropping points[i + 1]
+        points = np.delete(points, int(np.argmin(pair)) + 1)
+    while points.size < intervals + 1:
+        i = int(np.argmax(np.diff(points)))
+        points = np.insert(points, i + 1, (points[i] + points[i + 1]) / 2)
+    return points
 
 
 @register(
