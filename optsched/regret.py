@@ -59,8 +59,9 @@ CAPACITY_INTERVALS = 100
 MIN_CAPACITY_INTERVALS = 25
 
 #: Most (job, GPU type, interval) columns of the capacity LP before its grid is coarsened:
-#: the LP of 525 jobs on four types (212,100 of them) solves in about a minute on the 2-core
-#: reference machine, and of 1,500 jobs on 100 intervals (606,000) not in five.
+#: on the 2-core reference machine, two runs at a time, the LP of 525 jobs on four types
+#: (212,100 of them) solves in about two minutes, and of 1,500 jobs on 100 intervals
+#: (606,000) not in five.
 CAPACITY_COLUMNS = 300_000
 
 #: Seconds the capacity LP may take by default.

@@ -162,7 +162,8 @@ def test_compare_says_why_the_stronger_bounds_gave_none():
 @pytest.mark.parametrize("level", ["capacity", "lagrangian"])
 def test_compare_solves_the_capacity_lp_once_per_mode_for_every_run(monkeypatch, level):
     """With ``bound="capacity"`` (or ``"lagrangian"``, which adds the Lagrangian bound)
-    each mode's LP runs once, placed by the best run of the mode, and every run of the mode
+    each mode's LP runs once, placed by the best run of the mode (its objective, makespan and
+    schedule), and every run of the mode
     gets its regrets over that bound (at least the fluid level's, which it includes)."""
     import optsched.exact.capacity as capacity
     from optsched.regret import regret_bound
@@ -192,6 +193,7 @@ def test_compare_solves_the_capacity_lp_once_per_mode_for_every_run(monkeypatch,
             level,
             objective=best.objective,
             makespan=best.metrics["makespan"],
+            schedule=best.schedule,
         )
         assert expected is not None and expected.parts["capacity_status"] == "optimal"
         assert result.bounds[mode][0] == pytest.approx(expected.value)
