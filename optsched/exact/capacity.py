@@ -216,11 +216,11 @@ def capacity_bound(
 
     # the grid: from the first arrival (nothing computes before it) to the horizon; interval t
     # starts at edges[t], interval n_t is [edges[-1], ∞)
-    end = max(horizon - origin, float(path.max()))
+    longest_path = float(path.max())
     if edges is None:
-        edges = np.linspace(0.0, end, n_t + 1)
+        edges = np.linspace(0.0, max(horizon - origin, longest_path), n_t + 1)
     else:
-        edges = _relative_edges(edges, origin, n_t, float(path.max()))
+        edges = _relative_edges(edges, origin, n_t, longest_path)
     # columns: x for each eligible (job, class) pair and interval 0..n_t; Z (job's cumulative
     # work at the end of interval t < n_t); C per job; y per eligible (job, class) pair
     pair_job, pair_class = np.nonzero(eligible)
