@@ -186,24 +186,19 @@ def fmt(count: float) -> str:
     return f"{count:.2g}" if count >= 1e5 else f"{int(count)}"
 
 
-def stopped_by_ctrl_c(solver: Any, status: str) -> bool:
-    """Whether a CP-SAT search that ended with ``status`` (its name) was stopped by a Ctrl-C
-    (CP-SAT catches SIGINT and returns its best solution): it ended without proof well
-    before its own time limit and its deterministic one (a work budget)."""
-    return (
-        status in ("FEASIBLE", "UNKNOWN")
-        and solver.wall_time < 0.95 * solver.parameters.max_time_in_seconds - 0.1
-        and solver.deterministic_time < 0.95 * solver.parameters.max_deterministic_time
-    )
-
-
 def solve_stoppable(solver: Any, model: Any, callback: Any = None) -> tuple[Any, bool]:
     """``solver.solve(model, callback)`` (CP-SAT) in a thread of its own while this thread
     waits in steps of 50 ms, where Python handles signals: a Ctrl-C (KeyboardInterrupt) stops
-    the search (``stop_search``, honoured within milliseconds) instead of waiting for the
-    step to end. Returns (the status, whether a Ctrl-C stopped it). For searches that set
-    ``catch_sigint_signal`` off (the SIGINT stays Python's)."""
+    the search (``stop_search``, honoured within milliseconds). Returns (the status, whether
+    a Ctrl-C stopped it).
+
+    Every CP-SAT search goes through here, with ``catch_sigint_signal`` off: CP-SAT's own
+    SIGINT handler acts only when the signal reaches the thread that started the search
+    (its handler is thread-local), so a Ctrl-C delivered to one of its workers was lost and
+    the search ran on to its time limit. Python's handler takes the signal on any thread."""
     import threading
+
+    solver.parameters.catch_sigint_signal = False
 
     done = threading.Event()
     out: dict[str, Any] = {}

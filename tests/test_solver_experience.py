@@ -3,6 +3,7 @@ on stderr, and Ctrl-C returning the best schedule found."""
 
 from __future__ import annotations
 
+import ctypes
 import io
 import json
 import os
@@ -10,6 +11,7 @@ import signal
 import subprocess
 import sys
 import time
+from pathlib import Path
 
 import pytest
 
@@ -140,6 +142,63 @@ def test_ctrl_c_returns_the_best_schedule_found(tmp_path, method, path, params, 
     assert data["interrupted"] is True and data["status"] == "feasible"
     assert out.exists()
     wall_clock.below(data["runtime_s"], 60, "the interrupted run")
+
+
+#: tgkill's system call number, per machine: a signal sent to one thread of another process.
+TGKILL = {"x86_64": 234, "aarch64": 131}
+
+
+def _threads_open_to_sigint(pid: int) -> list[int]:
+    """The threads of process ``pid`` other than its main one that do not block SIGINT."""
+    open_ = []
+    for tid in map(int, os.listdir(f"/proc/{pid}/task")):
+        try:
+            status = (Path(f"/proc/{pid}/task/{tid}/status")).read_text()
+        except FileNotFoundError:  # the thread ended meanwhile
+            continue
+        blocked = next(line for line in status.splitlines() if line.startswith("SigBlk:"))
+        if tid != pid and not int(blocked.split()[1], 16) & (1 << (signal.SIGINT - 1)):
+            open_.append(tid)
+    return open_
+
+
+@pytest.mark.skipif(
+    not sys.platform.startswith("linux") or os.uname().machine not in TGKILL,
+    reason="per-thread signals through /proc and tgkill",
+)
+def test_a_ctrl_c_that_reaches_a_solver_thread_still_stops_the_search(tmp_path):
+    """The kernel hands a Ctrl-C to any thread that does not block it. CP-SAT's own handler
+    acted only on the thread that started the search: the signal on one of its workers
+    aborted the process or was lost (the search ran to its time limit). Sent here to a
+    thread other than the main one, mid-search, it ends the run with the best schedule."""
+    proc = subprocess.Popen(
+        [
+            *(sys.executable, "-m", "optsched", "solve", str(HARD)),
+            *("--method", "cpsat", "--time-limit", "120", "--json"),
+        ],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+    )
+    assert proc.stderr is not None
+    deadline = time.monotonic() + 60
+    while time.monotonic() < deadline and "incumbent" not in proc.stderr.readline():
+        pass
+    # the search's threads: CP-SAT's start once its model is loaded
+    threads: list[int] = []
+    while time.monotonic() < deadline and proc.poll() is None and len(threads) < 2:
+        time.sleep(0.2)
+        threads = _threads_open_to_sigint(proc.pid)
+    assert threads, "no thread besides the main one"
+    libc = ctypes.CDLL(None, use_errno=True)
+    assert libc.syscall(TGKILL[os.uname().machine], proc.pid, threads[-1], signal.SIGINT) == 0
+    try:
+        stdout, _ = proc.communicate(timeout=60)
+    finally:
+        proc.kill()
+    assert proc.returncode == 0, stdout
+    data = json.loads(stdout)
+    assert data["interrupted"] is True and data["status"] == "feasible"
 
 
 def test_hare_reports_its_relaxation_bounds():

@@ -48,7 +48,7 @@ from optsched.budget import (
     Budget,
     OutOfTime,
     fmt,
-    stopped_by_ctrl_c,
+    solve_stoppable,
 )
 from optsched.check import ResolutionError, check
 from optsched.contracts import MethodOutput, SolveContext
@@ -614,11 +614,11 @@ def solve_cpsat(
                 None if makespan else anytime[-1][1], anytime[-1][2] if exact_bound else None
             )
 
-    # CP-SAT stops at Ctrl-C (catch_sigint_signal) and returns its best solution (a
-    # best_bound_callback would abort the process then: ortools 9.15)
-    status = solver.solve(model.m, Log())
+    # a Ctrl-C stops the search and keeps its best solution (no best_bound_callback: it
+    # aborted the process at a Ctrl-C under ortools 9.15)
+    status, ctrl_c = solve_stoppable(solver, model.m, Log())
     name = solver.status_name(status)
-    interrupted = stopped_by_ctrl_c(solver, name)
+    interrupted = ctrl_c and name != "OPTIMAL"
     extra.update(
         solver_status=name,
         anytime=anytime,

@@ -31,7 +31,7 @@ from typing import Any
 
 import numpy as np
 
-from optsched.budget import MAX_RL_PAIRS, Budget, OutOfTime, fmt, stopped_by_ctrl_c
+from optsched.budget import MAX_RL_PAIRS, Budget, OutOfTime, fmt, solve_stoppable
 from optsched.errors import InputError, OptschedError
 from optsched.exact.grid import scale
 from optsched.instance import Instance
@@ -185,7 +185,8 @@ def solve_hare_relaxation(
         solver.parameters.max_time_in_seconds = left
     if work is not None:
         solver.parameters.max_deterministic_time = cpsat_limit(work)
-    status = solver.status_name(solver.solve(m))
+    code, stop = solve_stoppable(solver, m)
+    status = solver.status_name(code)
     if status in ("INFEASIBLE", "MODEL_INVALID"):
         raise OptschedError(f"CP-SAT returned {status} for Hare_Sched_RL with a feasible hint")
     bound = sc.objective_to_original(solver.best_objective_bound) if sc.exact else None
@@ -202,7 +203,7 @@ def solve_hare_relaxation(
         proved,
         value if proved else bound,
         status,
-        stopped_by_ctrl_c(solver, status),
+        stop and status != "OPTIMAL",
         cpsat_work(solver),
     )
 

@@ -43,6 +43,8 @@ from typing import Any
 
 import numpy as np
 
+from optsched.budget import solve_stoppable
+
 #: The largest integer value CP-SAT sees (values are scaled to it).
 VALUE_SCALE = 1_000_000
 #: Relative headroom added to the class LP's optimum, which HiGHS computes within its
@@ -349,7 +351,9 @@ def _cpsat_round(
     # (the hardest rounds of benchmarks/integral_gap.py at 256 GPUs: nothing within 0.2
     # deterministic s); without it the hinted start is improved at once (gaps ≤ 2e-5)
     solver.parameters.cp_model_presolve = False
-    status = solver.solve(model)
+    status, stop = solve_stoppable(solver, model)
+    if stop:  # a Ctrl-C ends the run, not just this round's search
+        raise KeyboardInterrupt
     if status not in (cp_model.OPTIMAL, cp_model.FEASIBLE):  # no solution, no bound
         return None, math.inf, "greedy"
     out: list[Placement | None] = [None] * n

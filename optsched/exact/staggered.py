@@ -217,7 +217,6 @@ def price_staggered(
     solver = cp_model.CpSolver()
     solver.parameters.num_workers = 1
     solver.parameters.random_seed = seed
-    solver.parameters.catch_sigint_signal = False
     # small models: presolve and probing cost more than they save (the exact family's
     # 10-job instances: 3.8 s against 18 s to converge)
     solver.parameters.cp_model_presolve = False

@@ -341,8 +341,7 @@ def solve_lns(instance: Instance, ctx: SolveContext[LnsOptions]) -> MethodOutput
             )
             if left is not None:
                 solver.parameters.max_time_in_seconds = left
-            # a Ctrl-C is Python's: it stops the step's search at once, and the run
-            solver.parameters.catch_sigint_signal = False
+            # a Ctrl-C stops the step's search at once, and the run
             code, stop = solve_stoppable(solver, sub)
             status = solver.status_name(code)
             steps += 1

@@ -43,6 +43,7 @@ from optsched.budget import (
     OutOfTime,
     lp_too_large,
     size_text,
+    solve_stoppable,
 )
 from optsched.contracts import PlaceContext, PlaceOutput
 from optsched.errors import InputError, OptschedError
@@ -442,11 +443,13 @@ def solve_placement(
         solver.parameters.max_time_in_seconds = left
     if ctx.options.work is not None:  # CP-SAT's deterministic time is the work
         solver.parameters.max_deterministic_time = cpsat_limit(ctx.options.work)
-    status = solver.status_name(solver.solve(b.m))
+    code, stop = solve_stoppable(solver, b.m)
+    status = solver.status_name(code)
     extra: dict[str, Any] = {
         "solver_status": status,
         "variables": len(x),
         "work": cpsat_work(solver),
+        "interrupted": stop and status != "OPTIMAL",
     }
     if status == "FEASIBLE" and cpsat_work_spent(solver, ctx.options.work):
         extra["stopped"] = "work"
