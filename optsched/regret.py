@@ -77,7 +77,8 @@ PARTS_SIZE = 500
 class RegretBound:
     """The best certified lower bound on Σ w_j C_j found (``value``, ``source``: the bound
     it came from) and every part computed (``parts``: ``bound_critical_path``,
-    ``bound_fluid``, ``bound_capacity``; ``capacity_status`` says why the LP gave none;
+    ``bound_fluid``, ``bound_capacity``; ``capacity_status`` says why the LP gave none and
+    ``capacity_grid`` which grid it had (``open weight, 100 intervals``, or ``uniform``);
     where it was too large, ``bound_capacity_parts`` and ``capacity_parts_status``; at the
     ``lagrangian`` level ``bound_lagrangian`` and ``lagrangian_status``, how it stopped or
     why it gave none)."""
@@ -173,6 +174,8 @@ def regret_bound(
             edges=edges,
         )
         parts["capacity_status"] = lp.status
+        grid = "uniform" if edges is None else "open weight"
+        parts["capacity_grid"] = f"{grid}, {intervals} intervals"
         if lp.bound is not None:
             parts["bound_capacity"] = lp.bound
         elif lp.status == "too large":

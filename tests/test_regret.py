@@ -76,7 +76,9 @@ def test_every_level_is_at_most_the_optimum(instance):
     ]
     values = [f.value for f in found if f is not None]
     assert values[0] <= values[1] <= min(values[2:])
-    # the last LP is the one on the schedule's open-weight grid
+    # the last LP is the one on the schedule's open-weight grid, and says so
+    assert found[6] is not None and found[6].parts["capacity_grid"] == "open weight, 100 intervals"
+    assert found[2] is not None and found[2].parts["capacity_grid"] == "uniform, 100 intervals"
     done = completions(instance, start.schedule)
     edges = open_weight_edges(instance, done, start.metrics["makespan"], CAPACITY_INTERVALS)
     assert found[6] is not None and found[6].parts["bound_capacity"] == (
