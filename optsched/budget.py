@@ -194,8 +194,14 @@ def solve_stoppable(solver: Any, model: Any, callback: Any = None) -> tuple[Any,
 
     Every CP-SAT search goes through here, with ``catch_sigint_signal`` off: CP-SAT's own
     SIGINT handler acts only when the signal reaches the thread that started the search
-    (its handler is thread-local), so a Ctrl-C delivered to one of its workers was lost and
-    the search ran on to its time limit. Python's handler takes the signal on any thread."""
+    (its handler is thread-local), so a Ctrl-C delivered to one of its workers aborted the
+    process or was lost (the search ran on to its time limit). Python's handler takes the
+    signal on any thread.
+
+    After a Ctrl-C the search is asked to stop again at every step until it has: a stop
+    asked before the thread has entered ``solve`` does nothing (ortools 9.15), and a
+    second Ctrl-C while the search winds down is absorbed, since leaving with the search
+    still running in C++ would abort the interpreter at exit."""
     import threading
 
     solver.parameters.catch_sigint_signal = False
@@ -213,15 +219,22 @@ def solve_stoppable(solver: Any, model: Any, callback: Any = None) -> tuple[Any,
         finally:
             done.set()
 
-    threading.Thread(target=search, name="optsched-cpsat", daemon=True).start()
+    thread = threading.Thread(target=search, name="optsched-cpsat", daemon=True)
     interrupted = False
     try:
+        thread.start()
         while not done.wait(0.05):
             pass
     except KeyboardInterrupt:
         interrupted = True
-        solver.stop_search()
-        while not done.wait(0.05):  # Thread.join, interrupted, would say it ended
+    asked = time.perf_counter()
+    while interrupted and not done.is_set():  # (Thread.join, interrupted, says it ended)
+        if not thread.is_alive() and time.perf_counter() - asked > 1.0:
+            raise KeyboardInterrupt  # a Ctrl-C inside start(): the thread never ran
+        try:
+            solver.stop_search()
+            done.wait(0.05)
+        except KeyboardInterrupt:  # another Ctrl-C: the search is stopping already
             pass
     if "error" in out:
         raise out["error"]

@@ -78,7 +78,8 @@ class RegretBound:
     """The best certified lower bound on Σ w_j C_j found (``value``, ``source``: the bound
     it came from) and every part computed (``parts``: ``bound_critical_path``,
     ``bound_fluid``, ``bound_capacity``; ``capacity_status`` says why the LP gave none and
-    ``capacity_grid`` which grid it had (``open weight, 100 intervals``, or ``uniform``);
+    ``capacity_grid`` which grid it had (``open weight, 100 intervals`` or ``uniform, 100
+    intervals``);
     where it was too large, ``bound_capacity_parts`` and ``capacity_parts_status``; at the
     ``lagrangian`` level ``bound_lagrangian`` and ``lagrangian_status``, how it stopped or
     why it gave none)."""

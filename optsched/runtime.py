@@ -268,8 +268,8 @@ class ProgressLine:
 
     def __enter__(self) -> ProgressLine:
         def beat() -> None:
-            # a Ctrl-C must reach the main thread: delivered to this one, CP-SAT's handler
-            # did not stop its search (2 of 27 tries); Python's handlers run there anyway
+            # a Ctrl-C is for the main thread, where Python's handlers run; this thread
+            # takes none
             if hasattr(signal, "pthread_sigmask"):
                 signal.pthread_sigmask(signal.SIG_BLOCK, {signal.SIGINT})
             while not self._stopped.wait(

@@ -328,6 +328,45 @@ def test_a_cpsat_step_stops_on_ctrl_c(monkeypatch):
     assert solve_stoppable(done, object()) == ("OPTIMAL", False)
 
 
+def test_a_cpsat_step_stops_after_two_ctrl_cs_and_before_it_started(monkeypatch):
+    """A stop asked before the search has entered ``solve`` does nothing (as in ortools
+    9.15), and a second Ctrl-C arrives while it winds down: the search is asked again until
+    it stops, and the call returns its status instead of leaving it running."""
+
+    class LateSolver:
+        def __init__(self) -> None:
+            self.entered = threading.Event()
+            self.stopped = threading.Event()
+            self.parameters = types.SimpleNamespace(catch_sigint_signal=True)
+
+        def solve(self, model: object) -> str:
+            time.sleep(0.2)  # building the model: a stop now is lost
+            self.entered.set()
+            self.stopped.wait(30)
+            return "FEASIBLE"
+
+        def stop_search(self) -> None:
+            if self.entered.is_set():
+                self.stopped.set()
+
+    class PressedTwice(threading.Event):
+        """An event whose first two waits by solve_stoppable are Ctrl-Cs."""
+
+        pressed = 0
+
+        def wait(self, timeout: float | None = None) -> bool:
+            caller = sys._getframe(1).f_code.co_name
+            if caller == "solve_stoppable" and PressedTwice.pressed < 2:
+                PressedTwice.pressed += 1
+                raise KeyboardInterrupt
+            return super().wait(timeout)
+
+    solver = LateSolver()
+    monkeypatch.setattr(threading, "Event", PressedTwice)
+    assert solve_stoppable(solver, object()) == ("FEASIBLE", True)
+    assert PressedTwice.pressed == 2 and solver.stopped.is_set()
+
+
 def test_capacity_intervals_are_bounded_and_sized_before_any_allocation(small, monkeypatch):
     assert MAX_INTERVALS == 5_000_000
     with pytest.raises(Exception, match="intervals must be at most"):
@@ -389,6 +428,27 @@ def test_a_progress_line_without_a_bound_shows_the_incumbent():
     line = ProgressLine(out, None, every=0.0)
     line(-1.5, None)
     assert "incumbent -1.5" in out.getvalue() and "gap" not in out.getvalue()
+
+
+def test_cpsat_placement_stopped_by_ctrl_c_says_so(monkeypatch, capsys):
+    """A Ctrl-C during the exact placement's search (here: at its first solution) returns
+    that placement and the bound so far, marked interrupted, and the CLI's text names a
+    placement."""
+    import optsched.placement.exact as exact
+    from optsched.cli.common import print_result
+
+    def first_solution(solver, model):
+        solver.parameters.stop_after_first_solution = True
+        status, _ = solve_stoppable(solver, model)
+        return status, True
+
+    monkeypatch.setattr(exact, "solve_stoppable", first_solution)
+    stopped = place(generate_placement(PlacementSpec(), 1), "cpsat")
+    assert stopped.extra["solver_status"] == "FEASIBLE"
+    assert stopped.interrupted and stopped.extra["stopped"] == "interrupted"
+    assert stopped.placement is not None and stopped.bound is not None
+    print_result(stopped)
+    assert "the best placement and bound found before it" in capsys.readouterr().out
 
 
 def test_gga_stopped_by_ctrl_c_returns_its_best_individual(monkeypatch):

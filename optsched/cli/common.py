@@ -388,9 +388,12 @@ def print_result(result: Result[Any], online: bool = False) -> None:
     if limit is not None:
         print(f"limit      {limit:g} s")
     if result.interrupted:
-        # a method's own bound (not the critical path alone) is anytime too
-        own = result.extra.get("bound_method") is not None
-        found = "schedule and bound" if own else "schedule"
+        # a method's own bound (not the critical path alone) is anytime too; a placement's
+        # only bound is its method's
+        placing = result.kind == "place"
+        own = (result.bound if placing else result.extra.get("bound_method")) is not None
+        what = "placement" if placing else "schedule"
+        found = f"{what} and bound" if own else what
         print(f"interrupted  yes (Ctrl-C): the best {found} found before it")
 
 

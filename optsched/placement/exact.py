@@ -451,7 +451,9 @@ def solve_placement(
         "work": cpsat_work(solver),
         "interrupted": stop and status != "OPTIMAL",
     }
-    if status == "FEASIBLE" and cpsat_work_spent(solver, ctx.options.work):
+    if extra["interrupted"]:
+        extra["stopped"] = "interrupted"
+    elif status == "FEASIBLE" and cpsat_work_spent(solver, ctx.options.work):
         extra["stopped"] = "work"
     if status == "INFEASIBLE":
         return PlaceOutput(status=Status.INFEASIBLE, extra=extra)
