@@ -75,7 +75,8 @@ def solve(
     ``extra["time_limit"]``, the method's share in ``extra["method_time_limit"]``.
     ``progress``: a text stream (e.g. ``sys.stderr``) on which a long run prints a line
     every few seconds (elapsed time, incumbent, bound, gap), or a callable
-    ``progress(incumbent, bound)`` receiving every report; None: silent.
+    ``progress(incumbent, bound)`` receiving every report (from the solver's thread where
+    it runs in one, as CP-SAT's searches do); None: silent.
 
     Raises
     ------
