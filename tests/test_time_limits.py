@@ -6,6 +6,7 @@ The timings themselves are measured by ``benchmarks/time_limits.py``
 
 from __future__ import annotations
 
+import dataclasses
 import importlib
 import io
 import sys
@@ -449,6 +450,25 @@ def test_cpsat_placement_stopped_by_ctrl_c_says_so(monkeypatch, capsys):
     assert stopped.placement is not None and stopped.bound is not None
     print_result(stopped)
     assert "the best placement and bound found before it" in capsys.readouterr().out
+
+
+def test_lns_stopped_by_ctrl_c_in_its_start_ends_there(monkeypatch):
+    """A Ctrl-C while priority-search finds LNS's start ends the run with that start (it went
+    on to LNS's steps until the time limit)."""
+    import optsched.heuristics.priority_search as ps
+
+    real = ps.priority_search
+
+    def stopped_search(instance, context):
+        out = real(instance, context)
+        return dataclasses.replace(out, extra={**out.extra, "stopped": "interrupted"})
+
+    monkeypatch.setattr(ps, "priority_search", stopped_search)
+    inst = generate(GeneratorSpec(jobs=6, gpus=4, gpu_types=2), seed=0)
+    result = solve(inst, "lns", time_limit=60)
+    assert result.interrupted and result.extra["stopped"] == "interrupted"
+    assert result.extra["steps"] == 0 and result.extra["start_stopped"] == "interrupted"
+    assert result.schedule is not None and check(inst, result.schedule).feasible
 
 
 def test_gga_stopped_by_ctrl_c_returns_its_best_individual(monkeypatch):

@@ -256,6 +256,17 @@ def solve_lns(instance: Instance, ctx: SolveContext[LnsOptions]) -> MethodOutput
         "ect_objective": ect.objective,
         "start_stopped": searched_stop,
     }
+    if searched_stop == "interrupted":  # a Ctrl-C during the start ends the run with it
+        return MethodOutput(
+            schedule=fallback,
+            extra={
+                **extra,
+                "steps": 0,
+                "improvements": 0,
+                "stopped": "interrupted",
+                "interrupted": True,
+            },
+        )
     if budget.expired():
         return MethodOutput(
             schedule=fallback,
