@@ -289,39 +289,52 @@ def test_a_result_that_cannot_be_checked_in_time_after_a_ctrl_c_is_exit_130(smal
         solve(small, "lp-bound", time_limit=30)
 
 
+class _Search:
+    """A CP-SAT stand-in: ``solve`` enters its search after ``delay`` seconds (a stop asked
+    before then is lost, as in ortools 9.15) and searches until stopped (30 s at most)."""
+
+    def __init__(self, delay: float = 0.0) -> None:
+        self.delay = delay
+        self.entered = threading.Event()
+        self.stopped = threading.Event()
+        self.parameters = types.SimpleNamespace(catch_sigint_signal=True)
+
+    def solve(self, model: object) -> str:
+        time.sleep(self.delay)
+        self.entered.set()
+        self.stopped.wait(30)
+        return "FEASIBLE"
+
+    def stop_search(self) -> None:
+        if self.entered.is_set():
+            self.stopped.set()
+
+
+def _ctrl_c_on_waits(count: int) -> type[threading.Event]:
+    """An Event class whose first ``count`` waits by solve_stoppable itself are Ctrl-Cs
+    (``pressed`` counts them)."""
+
+    class Pressed(threading.Event):
+        pressed = 0
+
+        def wait(self, timeout: float | None = None) -> bool:
+            caller = sys._getframe(1).f_code.co_name
+            if caller == "solve_stoppable" and Pressed.pressed < count:
+                Pressed.pressed += 1
+                raise KeyboardInterrupt
+            return super().wait(timeout)
+
+    return Pressed
+
+
 def test_a_cpsat_step_stops_on_ctrl_c(monkeypatch):
     """Every CP-SAT search runs in its own thread; a KeyboardInterrupt in the waiting
     thread stops its search (stop_search) and says so. (The Ctrl-C is raised by the wait
     itself: ``_thread.interrupt_main`` from a helper thread was, in 2 of 4 clean-clone runs
     of the whole suite, ignored for 30 s. Real signals are tested on a subprocess in
     test_solver_experience.)"""
-
-    class Solver:
-        def __init__(self) -> None:
-            self.stopped = threading.Event()
-            self.parameters = types.SimpleNamespace(catch_sigint_signal=True)
-
-        def solve(self, model: object) -> str:
-            self.stopped.wait(30)
-            return "FEASIBLE"
-
-        def stop_search(self) -> None:
-            self.stopped.set()
-
-    class PressedOnce(threading.Event):
-        """An event whose first wait by solve_stoppable itself is a Ctrl-C."""
-
-        pressed = False
-
-        def wait(self, timeout: float | None = None) -> bool:
-            caller = sys._getframe(1).f_code.co_name
-            if caller == "solve_stoppable" and not PressedOnce.pressed:
-                PressedOnce.pressed = True
-                raise KeyboardInterrupt
-            return super().wait(timeout)
-
-    solver = Solver()
-    monkeypatch.setattr(threading, "Event", PressedOnce)
+    solver = _Search()
+    monkeypatch.setattr(threading, "Event", _ctrl_c_on_waits(1))
     assert solve_stoppable(solver, object()) == ("FEASIBLE", True)
     assert solver.stopped.is_set()
     assert solver.parameters.catch_sigint_signal is False  # the signal stays Python's
@@ -333,39 +346,11 @@ def test_a_cpsat_step_stops_after_two_ctrl_cs_and_before_it_started(monkeypatch)
     """A stop asked before the search has entered ``solve`` does nothing (as in ortools
     9.15), and a second Ctrl-C arrives while it winds down: the search is asked again until
     it stops, and the call returns its status instead of leaving it running."""
-
-    class LateSolver:
-        def __init__(self) -> None:
-            self.entered = threading.Event()
-            self.stopped = threading.Event()
-            self.parameters = types.SimpleNamespace(catch_sigint_signal=True)
-
-        def solve(self, model: object) -> str:
-            time.sleep(0.2)  # building the model: a stop now is lost
-            self.entered.set()
-            self.stopped.wait(30)
-            return "FEASIBLE"
-
-        def stop_search(self) -> None:
-            if self.entered.is_set():
-                self.stopped.set()
-
-    class PressedTwice(threading.Event):
-        """An event whose first two waits by solve_stoppable are Ctrl-Cs."""
-
-        pressed = 0
-
-        def wait(self, timeout: float | None = None) -> bool:
-            caller = sys._getframe(1).f_code.co_name
-            if caller == "solve_stoppable" and PressedTwice.pressed < 2:
-                PressedTwice.pressed += 1
-                raise KeyboardInterrupt
-            return super().wait(timeout)
-
-    solver = LateSolver()
-    monkeypatch.setattr(threading, "Event", PressedTwice)
+    solver = _Search(delay=0.2)  # building the model: a stop now is lost
+    pressed = _ctrl_c_on_waits(2)
+    monkeypatch.setattr(threading, "Event", pressed)
     assert solve_stoppable(solver, object()) == ("FEASIBLE", True)
-    assert PressedTwice.pressed == 2 and solver.stopped.is_set()
+    assert pressed.pressed == 2 and solver.stopped.is_set()
 
 
 def test_capacity_intervals_are_bounded_and_sized_before_any_allocation(small, monkeypatch):
