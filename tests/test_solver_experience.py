@@ -83,6 +83,31 @@ def test_progress_has_a_heartbeat():
     assert len(out.getvalue().splitlines()) == len(lines)  # stopped with the run
 
 
+def _searching(path: Path, method: str, *args: str) -> subprocess.Popen[str]:
+    """``optsched solve PATH --method METHOD ARGS --time-limit 120 --json`` started, once its
+    first progress line shows the search running (or its output ended; at most 60 s): a line
+    with an incumbent (a loaded machine may print one without while it still builds the
+    model, where a Ctrl-C is exit 130). Hare's step 1 reports no incumbent: its first line,
+    5 s in, finds it searching on a quiet machine (a slow check)."""
+    proc = subprocess.Popen(
+        [
+            *(sys.executable, "-m", "optsched", "solve", str(path), "--method", method),
+            *(*args, "--time-limit", "120", "--json"),
+        ],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+    )
+    assert proc.stderr is not None
+    ready = " s  " if method == "hare" else "incumbent"
+    deadline = time.monotonic() + 60
+    while time.monotonic() < deadline:
+        line = proc.stderr.readline()
+        if (" s  " in line and ready in line) or not line:
+            break
+    return proc
+
+
 @pytest.mark.skipif(sys.platform == "win32", reason="SIGINT")
 @pytest.mark.parametrize(
     ("method", "path", "params"),
@@ -104,37 +129,7 @@ def test_ctrl_c_returns_the_best_schedule_found(tmp_path, method, path, params, 
     """A Ctrl-C during a CP-SAT or HiGHS search ends it: the best schedule so far is printed
     and written, marked interrupted, exit 0."""
     out = tmp_path / "s.json"
-    proc = subprocess.Popen(
-        [
-            sys.executable,
-            "-m",
-            "optsched",
-            "solve",
-            str(path),
-            "--method",
-            method,
-            *params,
-            "--time-limit",
-            "120",
-            "--json",
-            "--out",
-            str(out),
-        ],
-        stdout=subprocess.PIPE,
-        stderr=subprocess.PIPE,
-        text=True,
-    )
-    assert proc.stderr is not None
-    # the first progress line with an incumbent: the search is running. (A loaded machine
-    # may print one without while it still builds the model, where a Ctrl-C is exit 130.)
-    # Hare's step 1 reports no incumbent: its first line, 5 s in, finds it searching on a
-    # quiet machine (a slow check).
-    ready = " s  " if method == "hare" else "incumbent"
-    deadline = time.monotonic() + 60
-    while time.monotonic() < deadline:
-        line = proc.stderr.readline()
-        if " s  " in line and ready in line:
-            break
+    proc = _searching(path, method, *params, "--out", str(out))
     os.kill(proc.pid, signal.SIGINT)
     stdout, _ = proc.communicate(timeout=60)
     assert proc.returncode == 0, stdout
@@ -171,22 +166,9 @@ def test_a_ctrl_c_that_reaches_a_solver_thread_still_stops_the_search(tmp_path):
     acted only on the thread that started the search: the signal on one of its workers
     aborted the process or was lost (the search ran to its time limit). Sent here to a
     thread other than the main one, mid-search, it ends the run with the best schedule."""
-    proc = subprocess.Popen(
-        [
-            *(sys.executable, "-m", "optsched", "solve", str(HARD)),
-            *("--method", "cpsat", "--time-limit", "120", "--json"),
-        ],
-        stdout=subprocess.PIPE,
-        stderr=subprocess.PIPE,
-        text=True,
-    )
-    assert proc.stderr is not None
-    deadline = time.monotonic() + 60
-    while time.monotonic() < deadline:
-        line = proc.stderr.readline()
-        if "incumbent" in line or not line:  # the search runs, or the run ended
-            break
+    proc = _searching(HARD, "cpsat")
     # the search's threads: CP-SAT's start once its model is loaded
+    deadline = time.monotonic() + 60
     threads: list[int] = []
     while time.monotonic() < deadline and proc.poll() is None and len(threads) < 2:
         time.sleep(0.2)
