@@ -80,7 +80,8 @@ class RegretBound:
     ``bound_fluid``, ``bound_capacity``; ``capacity_status`` says why the LP gave none and
     ``capacity_grid`` which grid it had (``open weight, 100 intervals`` or ``uniform, 100
     intervals``);
-    where it was too large, ``bound_capacity_parts`` and ``capacity_parts_status``; at the
+    where it was too large, no grid (none is built), ``bound_capacity_parts`` and
+    ``capacity_parts_status``; at the
     ``lagrangian`` level ``bound_lagrangian`` and ``lagrangian_status``, how it stopped or
     why it gave none)."""
 
@@ -156,17 +157,18 @@ def regret_bound(
         parts["bound_fluid"] = fluid_bound(instance, path=path).bound
     if level in LP_LEVELS:
         from optsched.ect import completions
+        from optsched.exact import capacity
         from optsched.exact.bounds import horizon
-        from optsched.exact.capacity import capacity_bound, open_weight_edges
 
         weight = math.fsum(job.weight for job in instance.jobs)
         end = horizon(instance)
         grid_end = makespan if makespan is not None else end
         intervals, edges = capacity_intervals(instance), None
-        if schedule is not None:  # the grid is made fine where the schedule keeps jobs open
+        too_large = capacity.capacity_lp_too_large(instance, intervals)
+        if schedule is not None and not too_large:  # fine where the schedule keeps jobs open
             done = completions(instance, schedule)
-            edges = open_weight_edges(instance, done, grid_end, intervals)
-        lp = capacity_bound(
+            edges = capacity.open_weight_edges(instance, done, grid_end, intervals)
+        lp = capacity.capacity_bound(
             instance,
             objective if objective is not None else weight * end,
             grid_end,
@@ -175,8 +177,9 @@ def regret_bound(
             edges=edges,
         )
         parts["capacity_status"] = lp.status
-        grid = "uniform" if edges is None else "open weight"
-        parts["capacity_grid"] = f"{grid}, {intervals} intervals"
+        if not too_large:
+            grid = "uniform" if edges is None else "open weight"
+            parts["capacity_grid"] = f"{grid}, {intervals} intervals"
         if lp.bound is not None:
             parts["bound_capacity"] = lp.bound
         elif lp.status == "too large":

@@ -386,6 +386,10 @@ def _queue_with_long_jobs() -> Instance:
     return Instance("long-queue", jobs, (GPU("g", "V100"),))
 
 
+def _never_called(*args: object, **kwargs: object) -> None:
+    raise AssertionError("called")
+
+
 def test_a_trace_too_large_for_one_lp_is_bounded_on_parts(monkeypatch, tmp_path):
     """Where the whole capacity LP is too large, the capacity level solves it on parts of
     the longest jobs: above the critical path where those jobs contend, at most the
@@ -399,9 +403,10 @@ def test_a_trace_too_large_for_one_lp_is_bounded_on_parts(monkeypatch, tmp_path)
     whole, _ = capacity.capacity_lp_size(inst, regret.CAPACITY_INTERVALS)
     monkeypatch.setattr(capacity, "lp_too_large", lambda variables, nonzeros: variables >= whole)
     monkeypatch.setattr(regret, "PARTS_LONGEST_SHARE", 0.2)  # the two four-round jobs
-    found = regret_bound(inst, "capacity")
+    monkeypatch.setattr(capacity, "open_weight_edges", _never_called)  # no grid for no LP
+    found = regret_bound(inst, "capacity", schedule=solve(inst, "ect").schedule)
     assert found is not None
-    assert found.parts["capacity_status"] == "too large"
+    assert found.parts["capacity_status"] == "too large" and "capacity_grid" not in found.parts
     assert found.parts["capacity_parts_status"] == "1 of 1 parts solved"
     on_parts = found.parts["bound_capacity_parts"]
     assert isinstance(on_parts, float) and on_parts > critical_path_bound(inst) + 1

@@ -160,6 +160,12 @@ def capacity_lp_size(instance: Instance, intervals: int) -> tuple[int, int]:
     return variables, nonzeros
 
 
+def capacity_lp_too_large(instance: Instance, intervals: int) -> bool:
+    """Whether :func:`capacity_bound` would not build the LP of ``instance`` on
+    ``intervals`` intervals (status ``too large``), known before anything is computed."""
+    return lp_too_large(*capacity_lp_size(instance, intervals))
+
+
 def capacity_bound(
     instance: Instance,
     upper: float,
