@@ -97,10 +97,9 @@ def capacity_intervals(instance: Instance) -> int:
     count keeps it, so that the level falls back to parts as before."""
     import numpy as np
 
-    from optsched.budget import lp_too_large
-    from optsched.exact.capacity import capacity_lp_size
+    from optsched.exact.capacity import capacity_lp_too_large
 
-    if lp_too_large(*capacity_lp_size(instance, CAPACITY_INTERVALS)):
+    if capacity_lp_too_large(instance, CAPACITY_INTERVALS):
         return CAPACITY_INTERVALS
     pairs = int(np.isfinite(instance.class_compute).sum())
     return max(MIN_CAPACITY_INTERVALS, min(CAPACITY_INTERVALS, CAPACITY_COLUMNS // pairs - 1))

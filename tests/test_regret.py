@@ -506,5 +506,5 @@ def test_a_trace_of_many_jobs_gets_a_coarser_grid(monkeypatch):
     assert regret.capacity_intervals(inst) == 50
     monkeypatch.setattr(regret, "CAPACITY_COLUMNS", 20 * 5)
     assert regret.capacity_intervals(inst) == regret.MIN_CAPACITY_INTERVALS
-    monkeypatch.setattr("optsched.budget.lp_too_large", lambda *a, **k: True)
+    monkeypatch.setattr("optsched.exact.capacity.lp_too_large", lambda *a, **k: True)
     assert regret.capacity_intervals(inst) == regret.CAPACITY_INTERVALS
