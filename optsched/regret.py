@@ -79,11 +79,9 @@ class RegretBound:
     it came from) and every part computed (``parts``: ``bound_critical_path``,
     ``bound_fluid``, ``bound_capacity``; ``capacity_status`` says why the LP gave none and
     ``capacity_grid`` which grid it had (``open weight, 100 intervals`` or ``uniform, 100
-    intervals``);
-    where it was too large, no grid (none is built), ``bound_capacity_parts`` and
-    ``capacity_parts_status``; at the
-    ``lagrangian`` level ``bound_lagrangian`` and ``lagrangian_status``, how it stopped or
-    why it gave none)."""
+    intervals``); where it was too large, no grid (none is built), ``bound_capacity_parts``
+    and ``capacity_parts_status``; at the ``lagrangian`` level ``bound_lagrangian`` and
+    ``lagrangian_status``, how it stopped or why it gave none)."""
 
     value: float
     source: str
@@ -176,16 +174,16 @@ def regret_bound(
             edges=edges,
         )
         parts["capacity_status"] = lp.status
-        if not too_large:
-            grid = "uniform" if edges is None else "open weight"
-            parts["capacity_grid"] = f"{grid}, {intervals} intervals"
-        if lp.bound is not None:
-            parts["bound_capacity"] = lp.bound
-        elif lp.status == "too large":
+        if too_large:  # no LP: its longest jobs in parts
             cut = _longest_parts(instance, path.tolist(), parts_size)
             found = parts_bound(instance, cut, time_limit=time_limit, progress=progress)
             parts["bound_capacity_parts"] = found.value
             parts["capacity_parts_status"] = _parts_status(found.statuses, len(cut))
+        else:
+            grid = "uniform" if edges is None else "open weight"
+            parts["capacity_grid"] = f"{grid}, {intervals} intervals"
+            if lp.bound is not None:
+                parts["bound_capacity"] = lp.bound
         if level == "lagrangian":
             parts.update(_lagrangian(instance, objective, grid_end, lp, time_limit, schedule))
     values = {k: float(v) for k, v in parts.items() if k.startswith("bound_")}
