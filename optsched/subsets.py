@@ -13,10 +13,11 @@ order; only arrivals move, and only when the load is scaled.
 from __future__ import annotations
 
 import math
+from collections.abc import Sequence
 from dataclasses import replace
 
 from optsched.errors import InputError
-from optsched.instance import Instance
+from optsched.instance import Instance, Job
 from optsched.limits import MAX_VALUE
 
 #: Seconds per unit of :func:`parse_duration`.
@@ -70,34 +71,58 @@ def select_jobs(
         ``first`` < 1, a window whose end is not after its start, a ``load`` that is not a
         finite number > 0, or a selection that keeps no job.
     """
-    if first is not None and (isinstance(first, bool) or first < 1):
+    jobs = selected_jobs(instance.jobs, instance.name, first=first, window=window, load=load)
+    return replace(instance, jobs=jobs)
+
+
+def selected_jobs(
+    jobs: Sequence[Job],
+    name: str,
+    *,
+    first: int | None = None,
+    window: tuple[float, float | None] | None = None,
+    load: float = 1.0,
+) -> tuple[Job, ...]:
+    """The jobs :func:`select_jobs` keeps of ``jobs`` (those of the workload ``name``, which
+    errors name), before any instance holds them: a trace mapped in gang mode is cut before
+    its jobs are checked against the cluster, so a job outside the cut is never refused."""
+    if first is not None and (isinstance(first, bool) or not isinstance(first, int) or first < 1):
         raise InputError(f"--first must be an integer >= 1, got {first!r}")
     if not (isinstance(load, int | float) and math.isfinite(load) and 0 < load <= MAX_VALUE):
         raise InputError(f"--load must be a finite number > 0, got {load!r}")
-    jobs = sorted(instance.jobs, key=lambda job: job.arrival)  # stable: ties keep their order
-    origin = jobs[0].arrival
+    if window is not None and not (
+        isinstance(window, tuple)
+        and len(window) == 2
+        and isinstance(window[0], int | float)
+        and (window[1] is None or isinstance(window[1], int | float))
+    ):
+        raise InputError(
+            f"window must be (start, end) in seconds after the first arrival (end None: to the "
+            f"last; parse_window reads '2d:3d'), got {window!r}"
+        )
+    kept = sorted(jobs, key=lambda job: job.arrival)  # stable: ties keep their order
+    origin = kept[0].arrival
     if window is not None:
         start, end = window
         if end is not None and end <= start:
             raise InputError(
                 f"--window: its end ({end:g} s) must be after its start ({start:g} s)"
             )
-        jobs = [
+        kept = [
             job
-            for job in jobs
+            for job in kept
             if job.arrival - origin >= start and (end is None or job.arrival - origin < end)
         ]
     if first is not None:
-        jobs = jobs[:first]
-    if not jobs:
+        kept = kept[:first]
+    if not kept:
         raise InputError(
-            f"no job of {instance.name!r} is left: no job arrives in the window "
-            f"(its {instance.n_jobs} jobs arrive over "
-            f"{max(job.arrival for job in instance.jobs) - origin:g} s)"
+            f"no job of {name!r} is left: no job arrives in the window (its {len(jobs)} jobs "
+            f"arrive over {max(job.arrival for job in jobs) - origin:g} s)"
             if window is not None
-            else f"no job of {instance.name!r} is left"
+            else f"no job of {name!r} is left"
         )
     if load != 1.0:
-        base = jobs[0].arrival
-        jobs = [replace(job, arrival=base + (job.arrival - base) / load) for job in jobs]
-    return replace(instance, jobs=tuple(jobs))
+        base = kept[0].arrival
+        kept = [replace(job, arrival=base + (job.arrival - base) / load) for job in kept]
+    return tuple(kept)

@@ -52,6 +52,7 @@ from optsched.instance import GPU, Instance, Job
 from optsched.jsonfile import read_text
 from optsched.limits import MAX_FACTOR, MAX_TASKS, MAX_VALUE
 from optsched.subsets import select_jobs as select_jobs  # cutting a mapped trace
+from optsched.subsets import selected_jobs
 from optsched.workloads import (
     Catalog,
     Workload,
@@ -359,9 +360,12 @@ def trace_instance(
     mode: str = "relaxed",
     catalog: Catalog | None = None,
     space_sharing: bool = False,
+    select: Callable[[Sequence[Job]], Sequence[Job]] | None = None,
 ) -> Instance:
     """The instance of ``trace`` on ``gpus`` under ``mapping`` (module docstring), with
-    ``space_sharing`` (gang mode) its jobs' GPUs shared at their co-location rates."""
+    ``space_sharing`` (gang mode) its jobs' GPUs shared at their co-location rates, and of the
+    jobs ``select`` keeps of the mapped ones (default: all), so that only those are checked
+    against the cluster."""
     mapping = mapping or TraceMapping()
     catalog = catalog or default_catalog()
     ref = canonical_gpu_type(mapping.reference_type)
@@ -410,7 +414,7 @@ def trace_instance(
         )
     return Instance(
         trace.name,
-        tuple(jobs),
+        tuple(jobs if select is None else select(jobs)),
         tuple(gpus),
         mode=mode,
         catalog=catalog,
@@ -565,8 +569,9 @@ def load_workload(
     trace's single-GPU jobs share a GPU at their workloads' co-location rates. ``first``,
     ``window`` and ``load`` cut the jobs and scale their arrival rate
     (:func:`optsched.subsets.select_jobs`, after the whole trace is mapped, so each job keeps
-    its workload). Returns the instance and the trace it came from (None for an instance
-    file).
+    its workload, and before the jobs are checked against the cluster, so a job outside the
+    cut that gang mode could not run is not refused). Returns the instance and the trace it
+    came from (None for an instance file).
 
     Raises
     ------
@@ -576,10 +581,10 @@ def load_workload(
     """
     from optsched.io import load_instance
 
+    whole = first is None and window is None and load == 1.0
+
     def cut(instance: Instance) -> Instance:
-        if first is None and window is None and load == 1.0:
-            return instance
-        return select_jobs(instance, first=first, window=window, load=load)
+        return instance if whole else select_jobs(instance, first=first, window=window, load=load)
 
     if str(path).endswith(".json"):
         if cluster or gpus_per_host is not None or space_sharing or cluster_scale != 1.0:
@@ -602,7 +607,16 @@ def load_workload(
     if space_sharing and mode != "gang":
         raise InputError("--space-sharing needs --mode gang")
     trace = read_trace(path, trace_format)
+
+    def select(jobs: Sequence[Job]) -> tuple[Job, ...]:
+        return selected_jobs(jobs, trace.name, first=first, window=window, load=load)
+
     instance = trace_instance(
-        trace, gpus, mapping, mode=mode or "relaxed", space_sharing=space_sharing
+        trace,
+        gpus,
+        mapping,
+        mode=mode or "relaxed",
+        space_sharing=space_sharing,
+        select=None if whole else select,
     )
-    return cut(instance), trace
+    return instance, trace

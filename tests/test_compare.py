@@ -16,7 +16,7 @@ from optsched.generate import GeneratorSpec, generate
 from optsched.io import save_instance
 from optsched.online.compare import compare, parse_policy
 from optsched.subsets import parse_duration, parse_window, select_jobs
-from optsched.traces import parse_cluster
+from optsched.traces import load_workload, parse_cluster
 from tests.conftest import ROOT
 
 PHILLY = ROOT / "tests" / "data" / "traces" / "philly.csv"
@@ -70,6 +70,23 @@ def test_select_jobs_cuts_a_window_and_the_first_jobs_and_scales_the_load():
 def test_select_jobs_refuses_what_keeps_nothing_or_means_nothing(kwargs, message):
     with pytest.raises(InputError, match=message):
         select_jobs(instance(), **kwargs)
+
+
+def test_a_trace_cut_in_gang_mode_refuses_no_job_outside_the_cut(tmp_path):
+    trace = tmp_path / "t.csv"
+    trace.write_text(
+        "timestamp,duration,num_gpus,gpu_time,cluster\n"
+        "2017-10-09 06:00:00,3600.0,8,28800.0,a\n"  # 8 GPUs on a cluster of 2: gang refuses
+        "2017-10-10 07:00:00,600.0,2,1200.0,a\n"
+        "2017-10-10 08:00:00,60.0,1,60.0,a\n"
+    )
+    with pytest.raises(InputError, match="needs 8 in gang mode"):
+        load_workload(trace, cluster="V100:2", mode="gang")
+    for cut in ({"window": (86400.0, None)}, {"window": (3600.0, 2 * 86400.0), "first": 1}):
+        inst, _ = load_workload(trace, cluster="V100:2", mode="gang", **cut)
+        assert inst.mode == "gang" and [j.tasks_per_round for j in inst.jobs][:1] == [2]
+    with pytest.raises(InputError, match=r"window must be \(start, end\)"):
+        load_workload(trace, cluster="V100:2", window="1d:2d")  # type: ignore[arg-type]
 
 
 def test_times_and_windows_read_with_units():
