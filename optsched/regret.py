@@ -35,6 +35,7 @@ from __future__ import annotations
 import math
 from collections import Counter
 from dataclasses import dataclass, field
+from numbers import Real
 from typing import TYPE_CHECKING
 
 from optsched.budget import Budget, check_time_limit
@@ -139,7 +140,9 @@ def regret_bound(
     order, ``parts_size`` per part (default :data:`PARTS_SIZE`; larger parts see more of the
     contention between the jobs, for a larger LP each), within the same time limit
     (``bound_capacity_parts``; ``capacity_parts_status`` says how many parts were solved),
-    with ``progress`` called after each part as :func:`parts_bound` does."""
+    with ``progress`` called after each part as :func:`parts_bound` does. An ``objective``
+    or ``makespan`` that no schedule of the instance has (not a finite number, or below the
+    instance's critical-path bound or longest critical path) is an InputError."""
     if check_level(level) == "none":
         return None
     check_time_limit(time_limit, "time_limit")
@@ -150,6 +153,8 @@ def regret_bound(
 
     path = critical_path(instance)
     parts: dict[str, float | str] = {"bound_critical_path": critical_path_bound(instance, path)}
+    _check_run(objective, "objective", float(parts["bound_critical_path"]), "critical-path bound")
+    _check_run(makespan, "makespan", float(path.max()), "longest critical path")
     if level != "critical-path":
         parts["bound_fluid"] = fluid_bound(instance, path=path).bound
     if level in LP_LEVELS:
@@ -189,6 +194,28 @@ def regret_bound(
     values = {k: float(v) for k, v in parts.items() if k.startswith("bound_")}
     best = max(values, key=lambda k: values[k])
     return RegretBound(values[best], best.removeprefix("bound_").replace("_", "-"), parts)
+
+
+#: How far below the critical path a run's objective or makespan may lie (relative): a
+#: checked schedule lies above it within the checker's tolerance, far less than this.
+_RUN_SLACK = 1e-6
+
+
+def _check_run(value: float | None, name: str, least: float, what: str) -> None:
+    """An InputError unless ``value`` (a run's ``name``, optional) is a finite number at
+    least ``least`` (the instance's ``what``), as that of any schedule of the instance is."""
+    if value is None:
+        return
+    if (
+        isinstance(value, bool)
+        or not isinstance(value, Real)
+        or not math.isfinite(value)
+        or value < least - _RUN_SLACK * max(1.0, abs(least))
+    ):
+        raise InputError(
+            f"{name} must be a schedule's: a finite number at least the instance's {what} "
+            f"({least:g}), got {value!r}"
+        )
 
 
 def _lagrangian(

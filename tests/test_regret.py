@@ -171,6 +171,24 @@ def test_an_unknown_level_is_bad_input():
         simulate(_toy(), "hlas", bound="lp")
 
 
+@pytest.mark.parametrize(
+    ("given", "message"),
+    [
+        ({"objective": float("nan")}, "objective must be a schedule's"),
+        ({"objective": -5.0}, "objective must be a schedule's"),
+        ({"objective": 1.0}, r"at least the instance's critical-path bound"),
+        ({"objective": True}, "objective must be a schedule's"),
+        ({"makespan": -1.0}, "makespan must be a schedule's"),
+        ({"makespan": float("inf")}, r"at least the instance's longest critical path"),
+    ],
+)
+def test_an_objective_or_makespan_no_schedule_has_is_bad_input(given, message):
+    with pytest.raises(InputError, match=message):
+        regret_bound(_toy(), "capacity", **given)
+    run = simulate(_toy(), "hlas")
+    assert regret_bound(_toy(), "capacity", objective=run.objective) is not None
+
+
 def _toy():
     return load_instance(TOY)
 
