@@ -202,6 +202,7 @@ def test_compare_solves_the_capacity_lp_once_per_mode_for_every_run(monkeypatch,
     assert any("class-capacity LP" in line and "relaxed mode ..." in line for line in lines)
     assert any(line.startswith("bound: gang mode:") and "LP optimal" in line for line in lines)
     assert any("; Lagrangian " in line for line in lines) == (level == "lagrangian")
+    found = {}
     for mode in ("relaxed", "gang"):
         runs = [r.result for r in result.runs if r.result.mode == mode]
         best = min(runs, key=lambda r: r.objective)
@@ -213,13 +214,40 @@ def test_compare_solves_the_capacity_lp_once_per_mode_for_every_run(monkeypatch,
             schedule=best.schedule,
         )
         assert expected is not None and expected.parts["capacity_status"] == "optimal"
-        assert result.bounds[mode][0] == pytest.approx(expected.value)
+        found[mode] = expected.value
         for run in runs:
             assert run.extra["regret_bound"] == pytest.approx(expected.value)
             assert run.extra["capacity_status"] == "optimal"
             assert ("bound_lagrangian" in run.extra) == (level == "lagrangian")
             assert run.regret == pytest.approx(max(1.0, run.objective / expected.value))
             assert run.extra["bound_fluid"] <= run.extra["regret_bound"] <= run.objective
+    # the gang runs' regrets are over the better of the two modes' bounds
+    assert result.bounds["relaxed"][0] == pytest.approx(found["relaxed"])
+    assert result.bounds["gang"][0] == pytest.approx(max(found.values()))
+
+
+def test_gang_runs_take_the_relaxed_runs_bound_where_it_is_higher(monkeypatch):
+    """A gang schedule is a relaxed one of the same objective, so where the gang LP gives no
+    bound (here: its time ran out) the relaxed runs' LP bounds the gang runs too."""
+    import optsched.regret as regret
+
+    real = regret.regret_bound
+
+    def gang_lp_out_of_time(instance, level, **kwargs):
+        return real(instance, "fluid" if instance.mode == "gang" else level, **kwargs)
+
+    monkeypatch.setattr(regret, "regret_bound", gang_lp_out_of_time)
+    inst = instance()
+    result = compare(inst, ["hlas", "fifo-perf"], bound="capacity")
+    relaxed, gang = result.bounds["relaxed"], result.bounds["gang"]
+    fluid = next(r for r in result.runs if r.result.mode == "gang").result.extra["bound_fluid"]
+    assert relaxed[0] > fluid  # the LP beats the gang runs' own (fluid) bound here
+    assert gang == (relaxed[0], "capacity of the relaxed runs")
+    assert result.statuses["gang"] == {"capacity": "optimal"}
+    rows = {row["policy"]: row for row in result.rows()}
+    run = next(r for r in result.runs if r.label == "fifo-perf").result
+    assert rows["fifo-perf"]["regret"] == pytest.approx(run.objective / relaxed[0])
+    assert "(gang mode, capacity of the relaxed runs)" in result.table()
 
 
 def test_compare_gives_cluster_policies_no_capacity_bound():
