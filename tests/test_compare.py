@@ -4,6 +4,7 @@ and the workload cuts and load scaling every trace command takes."""
 from __future__ import annotations
 
 import contextlib
+import csv
 import io
 import json
 from typing import Any
@@ -15,6 +16,7 @@ from optsched.errors import InputError
 from optsched.generate import GeneratorSpec, generate
 from optsched.io import save_instance
 from optsched.online.compare import compare, parse_policy
+from optsched.regret import weighted_arrivals
 from optsched.subsets import parse_duration, parse_window, select_jobs
 from optsched.traces import load_workload, parse_cluster
 from tests.conftest import ROOT
@@ -133,6 +135,9 @@ def test_compare_runs_every_policy_in_its_mode_with_certified_regrets():
     assert "mean JCT (h)" in table and "| hlas:mapping=A | relaxed |" in table
     data = json.loads(json.dumps(result.to_dict(), allow_nan=False))
     assert data["bounds"]["gang"]["value"] == pytest.approx(result.bounds["gang"][0] / 3600)
+    least_jct = result.bounds["gang"][0] - weighted_arrivals(result.instance)
+    assert data["bounds"]["gang"]["weighted_jct"] == pytest.approx(least_jct / 3600)
+    assert f"(Σ w_j JCT ≥ {least_jct / 3600:.4g}; gang mode, " in table
     assert data["bounds"]["gang"]["statuses"] == {}  # the fluid level solves no LP
     assert [p["method"] for p in data["policies"]] == ["hlas", "fifo-perf", "hlas", "srtf"]
 
@@ -247,7 +252,7 @@ def test_gang_runs_take_the_relaxed_runs_bound_where_it_is_higher(monkeypatch):
     rows = {row["policy"]: row for row in result.rows()}
     run = next(r for r in result.runs if r.label == "fifo-perf").result
     assert rows["fifo-perf"]["regret"] == pytest.approx(run.objective / relaxed[0])
-    assert "(gang mode, capacity of the relaxed runs)" in result.table()
+    assert "; gang mode, capacity of the relaxed runs)" in result.table()
 
 
 def test_compare_gives_cluster_policies_no_capacity_bound():
@@ -327,9 +332,13 @@ def test_compare_command_writes_one_table_and_one_cdf(tmp_path):
     data = tmp_path / "t.json"
     assert cli("compare", path, "--policy", "hlas", "--out", data)[0] == 0
     assert json.loads(data.read_text())["policies"][0]["policy"] == "hlas"
-    csv = tmp_path / "t.csv"
-    assert cli("compare", path, "--policy", "hlas", "--out", csv)[0] == 0
-    assert csv.read_text().startswith("policy,mode,mean JCT (h),p50 (h)")
+    table_csv = tmp_path / "t.csv"
+    assert cli("compare", path, "--policy", "hlas", "--out", table_csv)[0] == 0
+    header, row = list(csv.reader(table_csv.read_text().splitlines()))
+    assert header[:3] == ["policy", "mode", "mean JCT (h)"]
+    assert header[-5:] == ["JCT regret", "regret", "CPU s", "bound on Σ w_j JCT (h)", "bound from"]
+    bound = json.loads(data.read_text())["bounds"]["relaxed"]
+    assert float(row[-2]) == pytest.approx(bound["weighted_jct"]) and row[-1] == bound["source"]
 
 
 def test_compare_command_refuses_bad_targets_before_running(tmp_path):

@@ -6,7 +6,7 @@ from __future__ import annotations
 import argparse
 import sys
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from optsched.cli.common import (
     EXIT_OK,
@@ -19,6 +19,9 @@ from optsched.cli.common import (
 )
 from optsched.output import distinct_targets, json_text, output_target, write_outputs
 from optsched.subsets import UNITS
+
+if TYPE_CHECKING:
+    from optsched.online.compare import Comparison
 
 
 def add_parser(sub: Any) -> None:
@@ -87,17 +90,26 @@ def _table_format(path: str) -> str:
     return suffix
 
 
-def _csv(rows: list[dict[str, Any]], unit: str) -> str:
-    """The rows as CSV, under the table's headings (their units in them)."""
+def _csv(result: Comparison, unit: str) -> str:
+    """The table's rows as CSV, in its columns and under its headings (their units in them),
+    each with its mode's bound on the total weighted JCT and where it came from."""
     import csv
     import io
 
     from optsched.online.compare import COLUMNS
 
+    bounds = result.to_dict(unit)["bounds"]
     buffer = io.StringIO()
     writer = csv.writer(buffer, lineterminator="\n")
-    writer.writerow([COLUMNS[key].format(unit=unit) for key in rows[0]])
-    writer.writerows([list(row.values()) for row in rows])
+    writer.writerow(
+        [COLUMNS[key].format(unit=unit) for key in COLUMNS]
+        + [f"bound on Σ w_j JCT ({unit})", "bound from"]
+    )
+    for row in result.rows(unit):
+        bound = bounds.get(row["mode"], {})
+        writer.writerow(
+            [row[key] for key in COLUMNS] + [bound.get("weighted_jct"), bound.get("source")]
+        )
     return buffer.getvalue()
 
 
@@ -134,7 +146,7 @@ def run(args: argparse.Namespace) -> int:
     if args.out is not None:
         text = {
             "md": lambda: result.table(args.unit),
-            "csv": lambda: _csv(result.rows(args.unit), args.unit),
+            "csv": lambda: _csv(result, args.unit),
             "json": lambda: json_text(result.to_dict(args.unit)),
         }[str(table_format)]()
         outputs.append((args.out, text))

@@ -145,8 +145,10 @@ class Comparison:
     def table(self, unit: str = "h") -> str:
         """The rows as a Markdown table, with a line on the workload and the bound above."""
         head = [COLUMNS[k].format(unit=unit) for k in COLUMNS]
+        arrivals = weighted_arrivals(self.instance)
         bounds = "; ".join(
-            f"{_number(value / _unit(unit))} ({mode} mode, {source}"
+            f"{_number(value / _unit(unit))} (Σ w_j JCT ≥ "
+            f"{_number((value - arrivals) / _unit(unit))}; {mode} mode, {source}"
             + "".join(
                 f"; {name}: {status}"
                 for name, status in self.statuses.get(mode, {}).items()
@@ -177,8 +179,10 @@ class Comparison:
 
     def to_dict(self, unit: str = "h") -> dict[str, Any]:
         """The comparison as plain JSON data (no NaN: a missing value is null); every time,
-        Σ w_j C_j and its bounds included, in ``unit``."""
+        Σ w_j C_j and its bounds included, in ``unit`` (each mode's bound as ``value``, on
+        Σ w_j C_j, and ``weighted_jct``, on Σ w_j JCT: the value less Σ w_j a_j)."""
         scale = _unit(unit)
+        arrivals = weighted_arrivals(self.instance)
         return {
             "instance": self.instance.name,
             "jobs": self.instance.n_jobs,
@@ -187,6 +191,7 @@ class Comparison:
             "bounds": {
                 mode: {
                     "value": value / scale,
+                    "weighted_jct": (value - arrivals) / scale,
                     "source": source,
                     "statuses": dict(self.statuses.get(mode, {})),
                 }
