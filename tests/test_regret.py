@@ -234,6 +234,24 @@ def test_the_cli_prints_the_regret_and_its_source():
         assert code == 2 and "--bound-time-limit" in err, err
 
 
+def test_the_cli_says_when_the_bound_runs_and_why_a_run_has_none():
+    code, _, err = cli("simulate", TOY, "--policy", "hlas", "--bound", "lagrangian", "--progress")
+    lines = [line for line in err.splitlines() if line.startswith("bound: ")]
+    assert code == 0 and lines[0] == (
+        "bound: class-capacity LP, then the Lagrangian bound, relaxed mode ..."
+    )
+    assert (
+        lines[-1].startswith("bound: relaxed mode: ") and "; LP optimal; Lagrangian " in lines[-1]
+    )
+    code, _, err = cli("simulate", TOY, "--policy", "hlas", "--bound", "fluid", "--progress")
+    assert code == 0 and "bound: " not in err  # the fluid level takes no time to speak of
+    demo = ROOT / "optsched" / "data" / "instances" / "liquid-demo.instance.json"
+    code, out, _ = cli("simulate", demo, "--policy", "liquid", "--bound", "lagrangian")
+    assert code == 0 and "regret     none: the bounds do not model a cluster policy's" in out
+    code, out, _ = cli("simulate", demo, "--policy", "liquid", "--bound", "none")
+    assert code == 0 and "regret" not in out
+
+
 @st.composite
 def traces(draw: st.DrawFn) -> tuple[Trace, str, str]:
     """A small random trace (arrivals, widths 1–3 GPUs, durations, weights), a cluster of

@@ -121,6 +121,11 @@ def run(args: argparse.Namespace) -> int:
         print_json(result.to_dict())
     else:
         print_result(result, online=True)
+        if args.bound != "none" and "bound_critical_path" not in result.extra:
+            print(
+                "regret     none: the bounds do not model a cluster policy's phases and "
+                "placement factors"
+            )
         print(
             "checked    "
             + (

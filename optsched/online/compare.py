@@ -357,7 +357,7 @@ def _with_mode_bound(
     one per run. The least objective gives the tightest deadlines, but another run's grid
     can give a slightly different value. The bound holds for every schedule of the instance,
     so for every run of the mode."""
-    from optsched.online.run import part_line, regret_fields
+    from optsched.online.run import bound_end_line, bound_start_line, part_line, regret_fields
     from optsched.regret import regret_bound
 
     def report(k: int, parts: int, status: str, gain: float) -> None:
@@ -374,7 +374,7 @@ def _with_mode_bound(
         best = min(checked, key=_objective, default=None)
         instance = _simulation(runs[mine[0]].result).instance
         if progress is not None:
-            progress(f"bound: {_BOUND_NAMES[level]}, {mode} mode ...")
+            progress(bound_start_line(level, mode))
         start = time.perf_counter()
         found = regret_bound(
             instance,
@@ -388,13 +388,7 @@ def _with_mode_bound(
         assert found is not None  # a level other than "none"
         took = time.perf_counter() - start
         if progress is not None:
-            status = found.parts.get("capacity_parts_status", found.parts.get("capacity_status"))
-            more = found.parts.get("lagrangian_status")
-            progress(
-                f"bound: {mode} mode: {found.value:,.6g} s ({found.source}; LP {status}"
-                + ("" if more is None else f"; Lagrangian {more}")
-                + f") in {took:.1f} s"
-            )
+            progress(bound_end_line(found, mode, took))
         for i in mine:
             result = runs[i].result
             fields = regret_fields(
@@ -403,12 +397,6 @@ def _with_mode_bound(
             fields["bound_seconds"] = took  # the mode's one bound, shared by its runs
             out[i] = replace(runs[i], result=replace(result, extra={**result.extra, **fields}))
     return out
-
-
-_BOUND_NAMES = {
-    "capacity": "class-capacity LP",
-    "lagrangian": "class-capacity LP, then the Lagrangian bound",
-}
 
 
 def _objective(result: Result[Any]) -> float:

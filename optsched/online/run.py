@@ -20,6 +20,7 @@ from optsched.output import StreamedFile
 from optsched.registry import prepare
 from optsched.regret import (
     CAPACITY_TIME_LIMIT,
+    LP_LEVELS,
     RegretBound,
     check_level,
     regret_bound,
@@ -213,6 +214,9 @@ def _regret(
     def report(k: int, parts: int, status: str, gain: float) -> None:
         print(part_line(k, parts, status, gain), file=sys.stderr, flush=True)
 
+    heavy = progress and level in LP_LEVELS  # seconds to minutes: say so
+    if heavy:
+        print(bound_start_line(level, instance.mode), file=sys.stderr, flush=True)
     started = time.perf_counter()
     found = regret_bound(
         instance,
@@ -225,13 +229,40 @@ def _regret(
     )
     if found is None:
         return {}
+    took = time.perf_counter() - started
+    if heavy:
+        print(bound_end_line(found, instance.mode, took), file=sys.stderr, flush=True)
     fields = regret_fields(instance, found, objective, metrics, tolerance)
-    return {**fields, "bound_seconds": time.perf_counter() - started}
+    return {**fields, "bound_seconds": took}
 
 
 def part_line(k: int, parts: int, status: str, gain: float) -> str:
     """The progress line of part ``k`` of a capacity bound solved on parts."""
     return f"bound: LP on part {k}/{parts} of the longest jobs: {status}, +{gain:.6g}"
+
+
+#: What the regret levels that solve an LP compute, as progress lines name it.
+_LP_LEVEL_NAMES = {
+    "capacity": "class-capacity LP",
+    "lagrangian": "class-capacity LP, then the Lagrangian bound",
+}
+
+
+def bound_start_line(level: str, mode: str) -> str:
+    """The progress line as an LP level's bound (``capacity``, ``lagrangian``) starts."""
+    return f"bound: {_LP_LEVEL_NAMES[level]}, {mode} mode ..."
+
+
+def bound_end_line(found: RegretBound, mode: str, seconds: float) -> str:
+    """The progress line of an LP level's bound ``found`` in ``seconds``: its value and
+    source, and how the LP (and the Lagrangian bound) ended."""
+    status = found.parts.get("capacity_parts_status", found.parts.get("capacity_status"))
+    more = found.parts.get("lagrangian_status")
+    return (
+        f"bound: {mode} mode: {found.value:,.6g} s ({found.source}; LP {status}"
+        + ("" if more is None else f"; Lagrangian {more}")
+        + f") in {seconds:.1f} s"
+    )
 
 
 def regret_fields(
