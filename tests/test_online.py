@@ -522,6 +522,11 @@ def test_simulate_cli(tmp_path, capsys):
     assert main(["simulate", str(TOY), "--policy", "srtf", "--cdf", str(cdf)]) == 0
     assert cdf.read_bytes()[:4] == b"\x89PNG"
     assert main(["simulate", str(TOY), "--policy", "fifo", "--mode", "gang"]) == 0
+    capsys.readouterr()
+    assert load_instance(TOY).mode == "relaxed"  # a policy of one mode runs in it, as compare
+    assert main(["simulate", str(TOY), "--policy", "fifo-perf", "--json"]) == 0  # runs it
+    assert json.loads(capsys.readouterr().out)["mode"] == "gang"
+    assert main(["simulate", str(TOY), "--policy", "fifo-perf", "--mode", "relaxed"]) == 2
     assert main(["simulate", str(TOY), "--policy", "nope"]) == 2
     assert main(["simulate", str(TOY), "--policy", "hlas", "--mode", "gang"]) == 2
     assert main(["simulate", str(TOY), "--policy", "hlas", "--heartbeat"]) == 2

@@ -77,6 +77,12 @@ def run(args: argparse.Namespace) -> int:
         from optsched.plot import image_format, jct_cdf_image
 
         cdf_format = image_format(args.cdf, "--cdf")
+    if args.mode is None:  # a policy of one mode runs in it, as in compare
+        from optsched.registry import get_method
+
+        modes = get_method(args.policy, "simulate").modes
+        if len(modes) == 1:
+            args.mode = next(iter(modes))
     instance = load_instance(args)
     result = simulate(
         instance,
