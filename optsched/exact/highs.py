@@ -18,7 +18,8 @@ every use:
 - :func:`pulp_solver`: PuLP's HiGHS interface (MILPs, LP relaxations), run through
   :func:`run`.
 
-Guarantees: a call returns at most :data:`CANCEL_GRACE_SECONDS` after a Ctrl-C, with
+Guarantees: a call returns at most :data:`CANCEL_GRACE_SECONDS` after a Ctrl-C (one that
+lands while HiGHS's thread starts included; more Ctrl-Cs while it stops are taken in), with
 ``interrupted`` set and whatever HiGHS had (an LP stopped early has no optimal solution, so
 it gives no bound); a HiGHS that does not stop within that grace (a phase without interrupt
 checks) is abandoned in its daemon thread and the ``KeyboardInterrupt`` is raised again, so
@@ -117,21 +118,41 @@ def run(highs: Any, deadline: float | None = None) -> str:
         highs.run()
         return "solved"
     highs.HandleUserInterrupt = True
-    highs.startSolve()
     try:
+        # inside the try: startSolve waits for HiGHS's thread to start, and a Ctrl-C that
+        # lands there leaves HiGHS running, to be cancelled like any other
+        highs.startSolve()
         if wait(highs, None if deadline is None else max(deadline - time.perf_counter(), 0)):
             return "solved"
-        highs.cancelSolve()
-        if not wait(highs, CANCEL_GRACE_SECONDS):
-            _abandoned.append(highs)  # it ends at its own time limit, in the background
-            return "abandoned"
-        return "deadline"
     except KeyboardInterrupt:
-        highs.cancelSolve()
-        if not wait(highs, CANCEL_GRACE_SECONDS):
+        if not _stop(highs)[0]:
             _abandoned.append(highs)
             raise
         return "interrupted"
+    stopped, ctrl_c = _stop(highs)  # at the deadline
+    if not stopped:
+        _abandoned.append(highs)  # it ends at its own time limit, in the background
+        if ctrl_c:
+            raise KeyboardInterrupt
+        return "abandoned"
+    return "interrupted" if ctrl_c else "deadline"
+
+
+def _stop(highs: Any) -> tuple[bool, bool]:
+    """Ask ``highs`` to stop and wait for it, at most :data:`CANCEL_GRACE_SECONDS`, taking
+    in any Ctrl-C meanwhile (a second press, or ``timeout``'s signal to its process group as
+    well as to its child): raised there, it would leave HiGHS running into the interpreter's
+    exit, which aborts. Returns (whether it stopped, whether a Ctrl-C came meanwhile)."""
+    highs.cancelSolve()
+    end = time.perf_counter() + CANCEL_GRACE_SECONDS
+    ctrl_c = False
+    while True:
+        try:
+            # a thread that had not yet taken HiGHS's lock when the wait did runs now
+            stopped = wait(highs, max(end - time.perf_counter(), 0.0))
+            return stopped and not highs.is_solver_running(), ctrl_c
+        except KeyboardInterrupt:
+            ctrl_c = True
 
 
 @dataclass(frozen=True)
