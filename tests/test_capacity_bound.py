@@ -149,6 +149,35 @@ def test_bound_is_the_dual_certificate_of_the_lp_optimum():
     assert shifted.bound == pytest.approx(lp.bound + 1000.0 * weight, rel=1e-6)
 
 
+def test_on_whole_seconds_the_bound_rounds_up_to_the_optimums_granularity(monkeypatch):
+    """Times in whole seconds and weights in tenths: every schedule's Σ w C is a multiple
+    of 0.1 (shifted left, each start is an arrival or an end), so the LP's bound rounds up
+    to one; with a half-second sync it stays as the LP gave it."""
+    import optsched.exact.capacity as capacity
+
+    halves = _contended()
+    whole = replace(
+        halves,
+        jobs=tuple(
+            replace(j, compute={"fast": 2.0, "slow": 7.0}, sync={"fast": 1.0, "slow": 1.0})
+            for j in halves.jobs
+        ),
+    )
+    whole = replace(whole, jobs=tuple(replace(j, weight=j.weight / 2) for j in whole.jobs))
+    found = {
+        name: capacity_bound(x, 1e4, 60.0, 40).bound
+        for name, x in (("whole", whole), ("halves", halves))
+    }
+    monkeypatch.setattr(capacity, "integral_bound", lambda instance, bound: bound)
+    raw = {
+        name: capacity_bound(x, 1e4, 60.0, 40).bound
+        for name, x in (("whole", whole), ("halves", halves))
+    }
+    assert found["whole"] == pytest.approx(math.ceil(raw["whole"] * 10) / 10)
+    assert found["whole"] > raw["whole"] and found["halves"] == raw["halves"]
+    assert found["whole"] <= solve(whole, "ect").objective
+
+
 def test_time_limit_and_size_are_reported():
     inst = _contended()
     assert capacity_bound(inst, 1e4, 40.0, 40, time_limit=0.0).status == "time limit"

@@ -89,6 +89,17 @@ def test_stronger_than_the_critical_path_when_jobs_compete():
     assert result.bound_source == "method" and result.extra["capacity"] <= 8
 
 
+def test_a_better_hint_is_the_schedule_it_reports():
+    """As every bound method: the hint when it is feasible and better than ECT's schedule."""
+    inst = generate(GeneratorSpec(jobs=20, gpus=8, gpu_types=2, hosts=2, load=4.0), seed=0)
+    ect = solve(inst, "fluid-bound")
+    better = solve(inst, "priority-search", params={"steps": 50})  # deterministic
+    assert better.objective < ect.objective and ect.extra["start"] == "ect"
+    hinted = solve(inst, "fluid-bound", hint=better.schedule)
+    assert hinted.objective == better.objective and hinted.extra["start"] == "hint"
+    assert hinted.bound == ect.bound
+
+
 def test_prices_see_gpu_types_that_suit_few_jobs():
     """Four jobs fast on A (2 s, 20 s on B) and one fast on B: at unit prices the pooled
     cluster does two jobs' work at once (bound 17.5); pricing B low (1/16 of A) shows that

@@ -4,6 +4,7 @@ LP grid's message and the interval grid on denormal times."""
 
 from __future__ import annotations
 
+import dataclasses
 import math
 import time
 from types import SimpleNamespace
@@ -172,6 +173,15 @@ def test_a_hint_of_the_other_mode_is_named_on_stderr(instance, tmp_path):
             code = main([*args, "--mode", mode, "--hint", str(tmp_path / "hint.json"), "--quiet"])
         assert code == 0
         assert ("warning: --hint is a relaxed-mode schedule" in err.getvalue()) == warned
+    # an infeasible hint of the run's mode (every task at time 0) is named too
+    late = [dataclasses.replace(t, start=0.0) for t in _ect(relaxed).tasks]
+    save_schedule(tmp_path / "hint.json", Schedule(relaxed.name, late, "relaxed"))
+    err = io.StringIO()
+    with contextlib.redirect_stdout(io.StringIO()), contextlib.redirect_stderr(err):
+        code = main([*args, "--hint", str(tmp_path / "hint.json"), "--quiet"])
+    assert code == 0 and "warning: --hint is infeasible for this instance in relaxed mode (" in (
+        err.getvalue()
+    )
 
 
 # -- 6. lp-bound's adaptive grid ------------------------------------------------------------

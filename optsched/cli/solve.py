@@ -67,6 +67,14 @@ def run(args: argparse.Namespace) -> int:
 
     if args.export is not None and any(p.startswith("export=") for p in args.param):
         raise InputError("give the model file once: --export or --param export=...")
+    if args.export is not None:
+        from optsched.registry import get_method, methods
+
+        if "export" not in get_method(args.method, "solve").params:
+            writers = [m.name for m in methods("solve") if "export" in m.params]
+            raise InputError(
+                f"--export: {args.method} writes no model (those that do: {', '.join(writers)})"
+            )
     for option, path in (("--out", args.out), ("--export", args.export)):
         if path is not None:
             output_target(path, option, inputs=[args.instance, args.hint])
@@ -80,6 +88,21 @@ def run(args: argparse.Namespace) -> int:
             f"mode: it is read as a {mode}-mode one, and not used where it is infeasible there",
             file=sys.stderr,
         )
+    elif hint is not None:  # same mode: say so where it is infeasible
+        from optsched.check import check
+        from optsched.schedule import Schedule
+
+        report = check(
+            instance if mode == instance.mode else instance.with_mode(mode),
+            Schedule(instance.name, hint.tasks, mode),
+        )
+        if not report.feasible:
+            first = report.violations[0].message if report.violations else "incomplete"
+            print(
+                f"optsched: warning: --hint is infeasible for this instance in {mode} mode "
+                f"({len(report.violations)} violations; first: {first}): it is not used",
+                file=sys.stderr,
+            )
     params = parse_params(args.param)
     if args.export:
         params["export"] = args.export

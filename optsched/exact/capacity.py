@@ -65,6 +65,7 @@ from optsched.contracts import MethodOutput, SolveContext
 from optsched.critical_path import critical_path, from_origin, round_lower_bounds
 from optsched.ect import incumbent
 from optsched.errors import InputError
+from optsched.exact.grid import integral_bound
 from optsched.instance import Instance
 from optsched.options import Options, count
 from optsched.registry import register
@@ -468,7 +469,8 @@ def capacity_bound(
     value = float(
         dual_ub @ b_ub + dual_eq @ b_eq + np.where(reduced >= 0, reduced * lo, reduced * hi).sum()
     )
-    bound = from_origin(value, origin, weight, _MARGIN)  # back from times after the origin
+    # back from times after the origin; on integer data, up to the optimum's granularity
+    bound = integral_bound(instance, from_origin(value, origin, weight, _MARGIN))
     solver = float(res.fun) + origin * float(weight.sum())
     prices = ClassPrices(edges + origin, -dual_ub[: size.size * n_t].reshape(size.size, n_t))
     return CapacityLP(bound, "optimal", variables, nonzeros, solver, prices)

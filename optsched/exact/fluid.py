@@ -40,7 +40,7 @@ import numpy.typing as npt
 from optsched.budget import Budget
 from optsched.contracts import MethodOutput, SolveContext
 from optsched.critical_path import critical_path, from_origin
-from optsched.ect import ect_schedule
+from optsched.ect import incumbent
 from optsched.instance import Instance
 from optsched.options import Options
 from optsched.registry import register
@@ -256,12 +256,13 @@ def fluid_bound(
 )
 def _fluid_bound(instance: Instance, context: SolveContext[Options]) -> MethodOutput:
     budget = Budget(context.time_limit)
-    schedule = ect_schedule(instance)
+    start = incumbent(instance, context.hint, budget)
     fluid = fluid_bound(instance, budget)
     return MethodOutput(
-        schedule=schedule,
+        schedule=start.schedule,
         bound=fluid.bound,
         extra={
+            "start": start.origin,
             "fluid_bound": fluid.bound,
             "capacity": fluid.capacity,
             "prices": {

@@ -143,6 +143,19 @@ def _weight_scale(weights: np.ndarray) -> tuple[int, bool]:
     return _WEIGHT_SCALES[-1], False
 
 
+def integral_bound(instance: Instance, bound: float) -> float:
+    """A lower bound ``bound`` on Σ w_j C_j of ``instance`` rounded up to the next multiple
+    of 1 / s where every time is a whole second and every weight a multiple of 1 / s (the
+    least of :data:`_WEIGHT_SCALES` that holds them): some optimal schedule then starts
+    every task at a whole second (shifted left, each start is an arrival or an end), so the
+    optimum is such a multiple too. ``bound`` itself elsewhere."""
+    scale, exact = _weight_scale(np.array([job.weight for job in instance.jobs], dtype=float))
+    if not exact or not on_grid(_times(instance), 1.0):
+        return bound
+    # ``bound`` ≤ OPT and OPT·s is a float-exact integer, so the product rounds to at most it
+    return max(bound, math.ceil(bound * scale) / scale)
+
+
 @dataclass(frozen=True)
 class ScaledInstance:
     """An instance on the integer grid: times in steps of ``time_unit``, integer weights.
