@@ -91,7 +91,7 @@ def selected_jobs(
     if not (isinstance(load, int | float) and math.isfinite(load) and 0 < load <= MAX_VALUE):
         raise InputError(f"--load must be a finite number > 0, got {load!r}")
     if window is not None and not (
-        isinstance(window, tuple)
+        isinstance(window, tuple | list)
         and len(window) == 2
         and isinstance(window[0], int | float)
         and (window[1] is None or isinstance(window[1], int | float))
@@ -100,6 +100,8 @@ def selected_jobs(
             f"window must be (start, end) in seconds after the first arrival (end None: to the "
             f"last; parse_window reads '2d:3d'), got {window!r}"
         )
+    if not jobs:
+        raise InputError(f"no job of {name!r} to select from")
     kept = sorted(jobs, key=lambda job: job.arrival)  # stable: ties keep their order
     origin = kept[0].arrival
     if window is not None:
