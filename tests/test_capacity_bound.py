@@ -16,9 +16,10 @@ from optsched.critical_path import critical_path_bound
 from optsched.ect import completions
 from optsched.exact.capacity import capacity_bound, open_weight_edges
 from optsched.exact.fluid import fluid_bound
+from optsched.io import load_instance
 from optsched.result import OPTIMAL_TOL
 from optsched.testing import instances
-from tests.conftest import n_examples
+from tests.conftest import ROOT, n_examples
 
 
 @settings(deadline=None, max_examples=n_examples(60))
@@ -176,6 +177,17 @@ def test_on_whole_seconds_the_bound_rounds_up_to_the_optimums_granularity(monkey
     assert found["whole"] == pytest.approx(math.ceil(raw["whole"] * 10) / 10)
     assert found["whole"] > raw["whole"] and found["halves"] == raw["halves"]
     assert found["whole"] <= solve(whole, "ect").objective
+
+
+@pytest.mark.parametrize("method", ["capacity-bound", "lp-bound"])
+def test_the_incumbent_is_reported_before_the_lp(method):
+    """Progress lines show the start schedule's objective while the LP solves."""
+    inst = load_instance(ROOT / "optsched" / "data" / "instances" / "hare-toy.instance.json")
+    heard: list[tuple[float | None, float | None]] = []
+    result = solve(
+        inst, method, progress=lambda incumbent, bound: heard.append((incumbent, bound))
+    )
+    assert heard[0] == (result.objective, None)
 
 
 def test_time_limit_and_size_are_reported():

@@ -592,6 +592,7 @@ def _capacity_bound(
             f"{size_text(variables, nonzeros)}; choose fewer intervals"
         )
     start = incumbent(instance, context.hint, budget)
+    context.report(start.objective)  # progress lines show it while the LP solves
     extra: dict[str, Any] = {
         "intervals": intervals,
         "lp_nonzeros": nonzeros,

@@ -49,6 +49,7 @@ class LpBoundOptions(Options):
 def _lp_bound(instance: Instance, context: SolveContext[LpBoundOptions]) -> MethodOutput:
     budget = Budget(context.time_limit)
     start = incumbent(instance, context.hint, budget)
+    context.report(start.objective)  # progress lines show it while the LP solves
     given = context.options.time_unit
     unit = lp_time_unit(instance, start.makespan, given, upper=start.objective)
     variables, nonzeros = time_indexed_lp_size(instance, start.objective, unit)
