@@ -42,6 +42,7 @@ import math
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from datetime import UTC, datetime
+from functools import partial
 from pathlib import Path
 
 import numpy as np
@@ -582,17 +583,15 @@ def load_workload(
     from optsched.io import load_instance
 
     whole = first is None and window is None and load == 1.0
-
-    def cut(instance: Instance) -> Instance:
-        return instance if whole else select_jobs(instance, first=first, window=window, load=load)
-
     if str(path).endswith(".json"):
         if cluster or gpus_per_host is not None or space_sharing or cluster_scale != 1.0:
             raise InputError(
                 "--cluster, --cluster-scale, --gpus-per-host and --space-sharing go with a "
                 "trace; an instance (.json) has its own GPUs and cluster fields"
             )
-        instance = cut(load_instance(path))
+        instance = load_instance(path)
+        if not whole:
+            instance = select_jobs(instance, first=first, window=window, load=load)
         return (instance if mode is None else instance.with_mode(mode)), None
     if not cluster:
         raise InputError("a trace needs --cluster TYPE:COUNT,... (e.g. V100:85,T4:43)")
@@ -607,10 +606,7 @@ def load_workload(
     if space_sharing and mode != "gang":
         raise InputError("--space-sharing needs --mode gang")
     trace = read_trace(path, trace_format)
-
-    def select(jobs: Sequence[Job]) -> tuple[Job, ...]:
-        return selected_jobs(jobs, trace.name, first=first, window=window, load=load)
-
+    select = partial(selected_jobs, name=trace.name, first=first, window=window, load=load)
     instance = trace_instance(
         trace,
         gpus,

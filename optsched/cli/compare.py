@@ -98,14 +98,15 @@ def _csv(result: Comparison, unit: str) -> str:
 
     from optsched.online.compare import COLUMNS
 
-    bounds = result.to_dict(unit)["bounds"]
+    data = result.to_dict(unit)  # its rows, and each mode's bound
+    bounds = data["bounds"]
     buffer = io.StringIO()
     writer = csv.writer(buffer, lineterminator="\n")
     writer.writerow(
         [COLUMNS[key].format(unit=unit) for key in COLUMNS]
         + [f"bound on Σ w_j JCT ({unit})", "bound from"]
     )
-    for row in result.rows(unit):
+    for row in data["policies"]:
         bound = bounds.get(row["mode"], {})
         writer.writerow(
             [row[key] for key in COLUMNS] + [bound.get("weighted_jct"), bound.get("source")]
