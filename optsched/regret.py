@@ -68,6 +68,9 @@ CAPACITY_COLUMNS = 300_000
 #: Seconds the capacity LP may take by default.
 CAPACITY_TIME_LIMIT = 60.0
 
+#: Seconds per mode ``optsched compare --offline`` gives its offline method by default.
+OFFLINE_TIME_LIMIT = 60.0
+
 #: Where the capacity LP is too large: the share of the jobs, longest critical path first,
 #: that :func:`regret_bound` puts in parts, and the jobs per part.
 PARTS_LONGEST_SHARE = 0.1
@@ -418,11 +421,14 @@ def regret_ratio(value: float, least: float) -> float:
     return max(1.0, value / least)
 
 
-def ratio_text(ratio: float, digits: int = 4) -> str:
+def ratio_text(ratio: float, digits: int = 4, *, up: bool = True) -> str:
     """``ratio`` (≥ 1: a regret) rounded *up* to ``digits`` significant digits (beyond its
     float noise), so that a printed regret still bounds the true one: 1.000234 is
-    ``1.001``, never ``1`` (which would read as proved optimal)."""
+    ``1.001``, never ``1`` (which would read as proved optimal). ``up=False`` rounds down,
+    for a regret the true one is at least (over a schedule's objective)."""
     scale = 10.0 ** (digits - 1 - math.floor(math.log10(ratio)))
+    if not up:
+        return f"{math.floor(ratio * scale + 1e-9) / scale:.{digits}g}"
     return f"{math.ceil(ratio * scale - 1e-9) / scale:.{digits}g}"
 
 

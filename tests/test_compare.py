@@ -163,6 +163,62 @@ def test_a_bound_above_an_objective_by_its_rounding_gives_a_regret_of_one():
         assert ratio_text(ratio) == text
     tight = replace(result, bounds={run.mode: (run.objective / 1.000234, "critical-path")})
     assert "| 1.001 |" in tight.table("h")
+    # a regret the true one is at least is rounded down instead
+    for ratio, text in [(1.0, "1"), (1.000934, "1"), (1.5, "1.5"), (12.3456, "12.34")]:
+        assert ratio_text(ratio, up=False) == text
+
+
+def test_an_offline_method_gives_each_policy_the_regret_it_has_at_least():
+    """The offline schedule is checked, so the optimum lies between the bound and it: each
+    policy's objective over it is a regret the true one is at least, never above the
+    regret over the bound. The relaxed runs take a gang schedule where it is better."""
+    inst = instance()
+    result = compare(inst, ["hlas", "fifo-perf", "srtf"], offline="priority-search:steps=200")
+    assert result.offline == "priority-search:steps=200"
+    assert set(result.schedules) == {"relaxed", "gang"}
+    assert result.schedules["relaxed"][0] <= result.schedules["gang"][0]
+    arrivals = weighted_arrivals(result.instance)
+    for mode, (best, source) in result.schedules.items():
+        assert result.bounds[mode][0] <= best * (1 + 1e-9)
+        runs = [r.result.objective for r in result.runs if r.result.mode == mode]
+        assert best <= min(runs) and source
+    for row, run in zip(result.rows(), result.runs, strict=True):
+        best = result.schedules[row["mode"]][0]
+        objective, total_jct = run.result.objective, run.result.metrics["total_weighted_jct"]
+        assert row["regret_least"] == pytest.approx(max(1.0, objective / best))
+        assert row["regret_jct_least"] == pytest.approx(max(1.0, total_jct / (best - arrivals)))
+        assert 1 <= row["regret_least"] <= row["regret"] + 1e-9
+        assert 1 <= row["regret_jct_least"] <= row["regret_jct"] + 1e-9
+    table = result.table()
+    assert "| JCT regret | regret | JCT regret ≥ | regret ≥ | CPU s |" in table
+    assert "best schedule known (h): " in table
+    data = json.loads(json.dumps(result.to_dict(), allow_nan=False))
+    assert data["offline"] == "priority-search:steps=200"
+    gang = data["schedules"]["gang"]
+    assert gang["weighted_jct"] == pytest.approx(gang["value"] - arrivals / 3600)
+    plain = compare(inst, ["hlas"])  # without one: the table and data as before
+    assert "regret ≥" not in plain.table() and "schedules" not in plain.to_dict()
+    assert "regret_least" not in plain.rows()[0]
+
+
+def test_an_offline_bound_method_raises_the_bound_and_optimum_closes_the_interval():
+    """An offline method's bound, where higher, is its mode's; CP-SAT's proved optimum (a
+    tiny instance) makes the two regrets one."""
+    from optsched.solve import solve
+
+    result = compare(instance(), ["hlas", "srtf"], mode="relaxed", offline="capacity-bound")
+    level = max(r.result.extra["regret_bound"] for r in result.runs)
+    own = solve(result.instance, "capacity-bound", mode="relaxed").bound
+    assert own is not None and own > level  # the LP beats the fluid level here
+    assert result.bounds["relaxed"] == (pytest.approx(own), "capacity-bound, offline")
+    inst = instance(4)
+    exact = compare(inst, ["hlas", "srtf"], mode="relaxed", offline="cpsat")
+    best, source = exact.schedules["relaxed"]
+    bound = exact.bounds["relaxed"][0]
+    assert bound <= best * (1 + 1e-9)
+    if source == "cpsat, offline" and bound == best:  # CP-SAT proved its schedule optimal
+        for row in exact.rows():
+            assert row["regret_least"] == pytest.approx(row["regret"])
 
 
 def test_compare_says_why_the_stronger_bounds_gave_none():
@@ -281,6 +337,12 @@ def test_compare_refuses_bad_policies_before_running_any():
         compare(inst, ["hlas"], bound="capacity", bound_time_limit=-1.0)
     with pytest.raises(InputError, match="unknown regret bound"):
         compare(inst, ["hlas"], bound="lp")
+    with pytest.raises(InputError, match="unknown"):
+        compare(inst, ["hlas"], offline="no-such-method")
+    with pytest.raises(InputError, match=r"offline method 'hare' has no gang mode"):
+        compare(inst, ["fifo-perf"], offline="hare")
+    with pytest.raises(InputError, match="--offline-time-limit"):
+        compare(inst, ["hlas"], offline="ect", offline_time_limit=0.0)
     from optsched.instance import GPU, Instance, Job
 
     # two tasks a round on one GPU: a relaxed-mode job that no gang-mode policy can run
@@ -339,6 +401,14 @@ def test_compare_command_writes_one_table_and_one_cdf(tmp_path):
     assert header[-5:] == ["JCT regret", "regret", "CPU s", "bound on Σ w_j JCT (h)", "bound from"]
     bound = json.loads(data.read_text())["bounds"]["relaxed"]
     assert float(row[-2]) == pytest.approx(bound["weighted_jct"]) and row[-1] == bound["source"]
+    code, out, err = cli(
+        "compare", path, "--policy", "hlas", "--offline", "ect", "--offline-time-limit", "5",
+        "--out", table_csv,
+    )  # fmt: skip
+    assert code == 0, err
+    header, row = list(csv.reader(table_csv.read_text().splitlines()))
+    assert header[7:11] == ["JCT regret", "regret", "JCT regret ≥", "regret ≥"]
+    assert "JCT regret ≥" in out and "best schedule known (h)" in out
 
 
 def test_compare_command_refuses_bad_targets_before_running(tmp_path):

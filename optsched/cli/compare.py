@@ -25,6 +25,8 @@ if TYPE_CHECKING:
 
 
 def add_parser(sub: Any) -> None:
+    from optsched.regret import OFFLINE_TIME_LIMIT
+
     p = sub.add_parser(
         "compare",
         help="run several online policies on one instance or trace: one table, one JCT CDF",
@@ -47,6 +49,21 @@ def add_parser(sub: Any) -> None:
     add_trace_options(p)
     add_seed(p, "the noise, a trace's workload draw and randomised policies")
     add_simulation_options(p)
+    p.add_argument(
+        "--offline",
+        metavar="METHOD[:KEY=VALUE,...]",
+        help="also solve the workload offline, every arrival known, with this solve method "
+        "(priority-search, lns, cpsat ...) in each mode of the policies that it has: the "
+        "best checked schedule then gives each policy the regret it has at least (columns "
+        "'JCT regret ≥', 'regret ≥'), and the method's bound, where higher, the bound",
+    )
+    p.add_argument(
+        "--offline-time-limit",
+        type=float,
+        metavar="S",
+        default=OFFLINE_TIME_LIMIT,
+        help=f"seconds for --offline per mode (default {OFFLINE_TIME_LIMIT:g})",
+    )
     p.add_argument(
         "--no-record",
         action="store_true",
@@ -96,20 +113,18 @@ def _csv(result: Comparison, unit: str) -> str:
     import csv
     import io
 
-    from optsched.online.compare import COLUMNS
-
     data = result.to_dict(unit)  # its rows, and each mode's bound
-    bounds = data["bounds"]
+    bounds, columns = data["bounds"], result.columns
     buffer = io.StringIO()
     writer = csv.writer(buffer, lineterminator="\n")
     writer.writerow(
-        [COLUMNS[key].format(unit=unit) for key in COLUMNS]
+        [heading.format(unit=unit) for heading in columns.values()]
         + [f"bound on Σ w_j JCT ({unit})", "bound from"]
     )
     for row in data["policies"]:
         bound = bounds.get(row["mode"], {})
         writer.writerow(
-            [row[key] for key in COLUMNS] + [bound.get("weighted_jct"), bound.get("source")]
+            [row[key] for key in columns] + [bound.get("weighted_jct"), bound.get("source")]
         )
     return buffer.getvalue()
 
@@ -139,6 +154,8 @@ def run(args: argparse.Namespace) -> int:
         bound=args.bound,
         bound_time_limit=args.bound_time_limit,
         engine=args.engine,
+        offline=args.offline,
+        offline_time_limit=args.offline_time_limit,
         progress=(lambda line: print(line, file=sys.stderr, flush=True))
         if args.progress
         else None,

@@ -15,6 +15,13 @@ them as a Markdown table in a unit of time of choice, and :meth:`Comparison.jcts
 every policy's JCTs in that unit for one CDF chart (:func:`optsched.plot.plot_jct_cdf`). Every
 schedule is checked as :func:`~optsched.online.run.simulate` checks it (``record=False``
 streams the metrics instead, for traces too large to keep, and says so in the table).
+
+``offline`` adds the other side: an offline method (``priority-search``, ``lns``, ``cpsat``
+...), given every arrival, solves the same realised instance in each mode, and its checked
+schedule, or a checked policy's where better, is a schedule the optimum is at most. Each
+policy's objective over it is then a regret the true one is *at least*: with the bound, an
+interval that holds the policy's distance from the optimum (printed rounded outwards). Its
+bound, where higher, becomes the mode's.
 """
 
 from __future__ import annotations
@@ -33,6 +40,7 @@ from optsched.instance import Instance
 from optsched.regret import (
     CAPACITY_TIME_LIMIT,
     LP_LEVELS,
+    OFFLINE_TIME_LIMIT,
     check_level,
     ratio_text,
     regret_ratio,
@@ -55,6 +63,10 @@ COLUMNS = {
     "regret": "regret",
     "cpu_s": "CPU s",
 }
+
+#: The columns :meth:`Comparison.rows` adds with an offline method: each regret the true one
+#: is at least, over the best checked schedule of the policy's mode.
+LEAST_COLUMNS = {"regret_jct_least": "JCT regret ≥", "regret_least": "regret ≥"}
 
 
 def parse_policy(text: str) -> tuple[str, dict[str, str]]:
@@ -93,13 +105,31 @@ class Comparison:
     mode the relaxed one where it is higher, its source ``"… of the relaxed runs"``; none
     with ``bound="none"``) and why the stronger bounds of the level gave none or less
     (``statuses[mode]``: ``capacity``, ``capacity parts``, ``lagrangian`` → status, as the
-    runs' ``*_status`` fields)."""
+    runs' ``*_status`` fields). With an offline method (``offline``, its label),
+    ``schedules[mode]`` = (objective, source): the best checked schedule of the mode, the
+    offline method's or a run's (for relaxed mode a gang schedule too: it is a relaxed one),
+    which the optimum is at most."""
 
     instance: Instance
     runs: tuple[PolicyRun, ...]
     bounds: Mapping[str, tuple[float, str]]
     checked: bool = True
     statuses: Mapping[str, Mapping[str, str]] = field(default_factory=dict)
+    offline: str | None = None
+    schedules: Mapping[str, tuple[float, str]] = field(default_factory=dict)
+
+    @property
+    def columns(self) -> dict[str, str]:
+        """The table's columns (keys of :meth:`rows`) and headings: :data:`COLUMNS`, and
+        :data:`LEAST_COLUMNS` after the regrets with an offline method."""
+        if self.offline is None:
+            return dict(COLUMNS)
+        keys = list(COLUMNS)
+        at = keys.index("regret") + 1
+        return {
+            k: ({**COLUMNS, **LEAST_COLUMNS})[k]
+            for k in keys[:at] + list(LEAST_COLUMNS) + keys[at:]
+        }
 
     @property
     def jcts(self) -> dict[str, list[float]]:
@@ -107,7 +137,7 @@ class Comparison:
         return {run.label: _simulation(run.result).jct for run in self.runs}
 
     def rows(self, unit: str = "h") -> list[dict[str, Any]]:
-        """One mapping per policy, keys :data:`COLUMNS`, times in ``unit`` (s, m, h, d)."""
+        """One mapping per policy, keys :attr:`columns`, times in ``unit`` (s, m, h, d)."""
         scale = _unit(unit)
         arrivals = weighted_arrivals(self.instance)
         out = []
@@ -118,8 +148,26 @@ class Comparison:
             total_jct = metrics.get("total_weighted_jct")
             bound = self.bounds.get(run.result.mode, (None, None))[0]
             least_jct = None if bound is None else bound - arrivals
+            best = self.schedules.get(run.result.mode, (None, None))[0]
+            least = (
+                {}
+                if self.offline is None
+                else {
+                    "regret_least": (
+                        regret_ratio(objective, best)
+                        if objective is not None and best is not None
+                        else None
+                    ),
+                    "regret_jct_least": (
+                        regret_ratio(total_jct, best - arrivals)
+                        if total_jct is not None and best is not None and best > arrivals
+                        else None
+                    ),
+                }
+            )
             out.append(
                 {
+                    **least,
                     "policy": run.label,
                     "mode": run.result.mode,
                     "mean_jct": float(jct.mean()),
@@ -144,7 +192,8 @@ class Comparison:
 
     def table(self, unit: str = "h") -> str:
         """The rows as a Markdown table, with a line on the workload and the bound above."""
-        head = [COLUMNS[k].format(unit=unit) for k in COLUMNS]
+        columns = self.columns
+        head = [heading.format(unit=unit) for heading in columns.values()]
         arrivals = weighted_arrivals(self.instance)
         bounds = "; ".join(
             f"{_number(value / _unit(unit))} (Σ w_j JCT ≥ "
@@ -157,6 +206,11 @@ class Comparison:
             + ")"
             for mode, (value, source) in sorted(self.bounds.items())
         )
+        known = "; ".join(
+            f"{_number(value / _unit(unit))} (Σ w_j JCT ≤ "
+            f"{_number((value - arrivals) / _unit(unit))}; {mode} mode, {source})"
+            for mode, (value, source) in sorted(self.schedules.items())
+        )
         lines = [
             f"{self.instance.name}: {self.instance.n_jobs} jobs on {self.instance.n_gpus} GPUs; "
             + (
@@ -164,6 +218,7 @@ class Comparison:
                 if bounds
                 else "no lower bound"
             )
+            + (f"; best schedule known ({unit}): {known}" if known else "")
             + ("" if self.checked else "; metrics streamed by the simulator, not checked"),
             "",
             "| " + " | ".join(head) + " |",
@@ -171,8 +226,10 @@ class Comparison:
         ]
         for row in self.rows(unit):
             cells = [row["policy"], row["mode"]] + [
-                _number(row[k]) if k not in _RATIOS or row[k] is None else ratio_text(row[k])
-                for k in list(COLUMNS)[2:]
+                _number(row[k])
+                if k not in _RATIOS or row[k] is None
+                else ratio_text(row[k], up=k not in LEAST_COLUMNS)
+                for k in list(columns)[2:]
             ]
             lines.append("| " + " | ".join(cells) + " |")
         return "\n".join(lines) + "\n"
@@ -180,7 +237,9 @@ class Comparison:
     def to_dict(self, unit: str = "h") -> dict[str, Any]:
         """The comparison as plain JSON data (no NaN: a missing value is null); every time,
         Σ w_j C_j and its bounds included, in ``unit`` (each mode's bound as ``value``, on
-        Σ w_j C_j, and ``weighted_jct``, on Σ w_j JCT: the value less Σ w_j a_j)."""
+        Σ w_j C_j, and ``weighted_jct``, on Σ w_j JCT: the value less Σ w_j a_j); with an
+        offline method, ``offline`` (its label) and each mode's best checked schedule in
+        ``schedules``, in the same form."""
         scale = _unit(unit)
         arrivals = weighted_arrivals(self.instance)
         return {
@@ -198,6 +257,21 @@ class Comparison:
                 for mode, (value, source) in self.bounds.items()
             },
             "checked": self.checked,
+            **(
+                {}
+                if self.offline is None
+                else {
+                    "offline": self.offline,
+                    "schedules": {
+                        mode: {
+                            "value": value / scale,
+                            "weighted_jct": (value - arrivals) / scale,
+                            "source": source,
+                        }
+                        for mode, (value, source) in self.schedules.items()
+                    },
+                }
+            ),
             "policies": [
                 {
                     **row,
@@ -229,6 +303,8 @@ def compare(
     bound_time_limit: float | None = CAPACITY_TIME_LIMIT,
     progress: Callable[[str], None] | None = None,
     engine: str = "auto",
+    offline: str | tuple[str, Mapping[str, str]] | None = None,
+    offline_time_limit: float | None = OFFLINE_TIME_LIMIT,
 ) -> Comparison:
     """Simulate each of ``policies`` (``"hlas"``, ``"hlas:mapping=A"`` or (name, params)) on
     ``instance`` and compare them (module doc). Labels must differ. Each policy runs in
@@ -236,13 +312,16 @@ def compare(
     when the policy has one mode only, in that one. ``progress(line)`` is told as each
     policy starts and ends. ``engine`` is each simulation's
     (:func:`~optsched.online.simulator.run_simulation`; ``compiled`` only when every policy
-    has one).
+    has one). ``offline`` (a ``solve`` method, as a policy is given) solves the realised
+    instance in each mode of the runs that it has, within ``offline_time_limit`` seconds
+    per mode (module doc).
 
     Raises
     ------
     InputError
-        No policy, a label given twice, an unknown policy or parameter, a policy without
-        ``mode`` (all before anything runs).
+        No policy, a label given twice, an unknown policy, method or parameter, a policy
+        without ``mode``, an offline method with none of the runs' modes (all before
+        anything runs).
     """
     from optsched.online.run import simulate
     from optsched.registry import get_method
@@ -273,6 +352,7 @@ def compare(
         info.check_mode(own)
         info.parse_options(params)
         modes.append(own)
+    search = None if offline is None else _offline_spec(offline, modes, offline_time_limit)
     for own in dict.fromkeys(modes):  # a job no GPUs can run in a mode: refused now
         if own != instance.mode:
             instance.with_mode(own)
@@ -314,6 +394,9 @@ def compare(
                     for key in _STATUSES
                     if key in extra
                 }
+    schedules: dict[str, tuple[float, str]] = {}
+    if search is not None:
+        _offline_runs(search, runs, bounds, schedules, offline_time_limit, seed, progress)
     relaxed, gang = bounds.get("relaxed"), bounds.get("gang")
     if relaxed is not None and gang is not None and relaxed[0] > gang[0]:
         # a gang schedule is a relaxed one of the same objective: where the relaxed runs
@@ -332,7 +415,81 @@ def compare(
         bounds,
         checked=all(r.result.extra.get("checked", True) for r in runs),
         statuses=statuses,
+        offline=None if search is None else search[0],
+        schedules=schedules,
     )
+
+
+def _offline_spec(
+    offline: str | tuple[str, Mapping[str, str]],
+    modes: Sequence[str],
+    time_limit: float | None,
+) -> tuple[str, str, dict[str, str], list[str]]:
+    """(label, method, params, the runs' modes it has) of ``compare``'s offline method,
+    checked before anything runs."""
+    from optsched.registry import get_method
+
+    label, name, params = (
+        (offline, *parse_policy(offline))
+        if isinstance(offline, str)
+        else (_label(*offline), offline[0], dict(offline[1]))
+    )
+    check_time_limit(time_limit, "--offline-time-limit")
+    info = get_method(name, "solve")
+    info.parse_options(params)
+    own = [m for m in dict.fromkeys(modes) if m in info.modes]
+    if not own:
+        raise InputError(
+            f"offline method {name!r} has no {' or '.join(dict.fromkeys(modes))} mode (its "
+            f"modes: {', '.join(sorted(info.modes))})"
+        )
+    return label, name, params, own
+
+
+def _offline_runs(
+    search: tuple[str, str, dict[str, str], list[str]],
+    runs: Sequence[PolicyRun],
+    bounds: dict[str, tuple[float, str]],
+    schedules: dict[str, tuple[float, str]],
+    time_limit: float | None,
+    seed: int,
+    progress: Callable[[str], None] | None,
+) -> None:
+    """Fill ``schedules``, per mode the best checked schedule: the offline method's on the
+    runs' realised instance (solved in each of its modes), or a checked run's; and raise
+    ``bounds`` to the method's bound where it is higher. A gang schedule is a relaxed one
+    of the same objective, so the relaxed mode takes the gang mode's where better."""
+    from optsched.solve import solve
+
+    label, name, params, own = search
+
+    def offer(mode: str, objective: float, source: str) -> None:
+        if mode not in schedules or objective < schedules[mode][0]:
+            schedules[mode] = (objective, source)
+
+    for run in runs:
+        if run.result.tolerance is not None:  # checked
+            offer(run.result.mode, _objective(run.result), run.label)
+    realised = _simulation(runs[0].result).instance
+    for mode in own:
+        if progress is not None:
+            progress(f"offline {label} ({mode} mode) ...")
+        result = solve(
+            realised.with_mode(mode), name, time_limit=time_limit, params=params, seed=seed
+        )
+        source = f"{label}, offline"
+        if result.objective is not None:
+            offer(mode, result.objective, source)
+        if result.bound is not None and mode in bounds and result.bound > bounds[mode][0]:
+            bounds[mode] = (result.bound, source)
+        if progress is not None:
+            progress(
+                f"offline {label} ({mode} mode): {result.status}, objective "
+                + ("none" if result.objective is None else f"{result.objective:,.0f}")
+            )
+    gang = schedules.get("gang")
+    if gang is not None and "relaxed" in {run.result.mode for run in runs}:
+        offer("relaxed", gang[0], f"{gang[1]}, gang mode")
 
 
 #: The columns that are regrets: printed rounded up (:func:`~optsched.regret.ratio_text`).
