@@ -148,7 +148,7 @@ class Comparison:
             total_jct = metrics.get("total_weighted_jct")
             bound = self.bounds.get(run.result.mode, (None, None))[0]
             least_jct = None if bound is None else bound - arrivals
-            best = self.schedules.get(run.result.mode, (None, None))[0]
+            best = self.schedules.get(run.result.mode, (None, None))[0] if _basic(run) else None
             least = (
                 {}
                 if self.offline is None
@@ -456,7 +456,8 @@ def _offline_runs(
     progress: Callable[[str], None] | None,
 ) -> None:
     """Fill ``schedules``, per mode the best checked schedule: the offline method's on the
-    runs' realised instance (solved in each of its modes), or a checked run's; and raise
+    runs' realised instance (solved in each of its modes), or a checked run's (of the basic
+    model: none where every run is a cluster policy's); and raise
     ``bounds`` to the method's bound where it is higher. A gang schedule is a relaxed one
     of the same objective, so the relaxed mode takes the gang mode's where better."""
     from optsched.solve import solve
@@ -467,10 +468,13 @@ def _offline_runs(
         if mode not in schedules or objective < schedules[mode][0]:
             schedules[mode] = (objective, source)
 
-    for run in runs:
+    basic = [run for run in runs if _basic(run)]
+    if not basic:
+        return
+    for run in basic:
         if run.result.tolerance is not None:  # checked
             offer(run.result.mode, _objective(run.result), run.label)
-    realised = _simulation(runs[0].result).instance
+    realised = _simulation(basic[0].result).instance
     for mode in own:
         if progress is not None:
             progress(f"offline {label} ({mode} mode) ...")
@@ -488,12 +492,13 @@ def _offline_runs(
                 + ("none" if result.objective is None else f"{result.objective:,.0f}")
             )
     gang = schedules.get("gang")
-    if gang is not None and "relaxed" in {run.result.mode for run in runs}:
+    if gang is not None and "relaxed" in {run.result.mode for run in basic}:
         offer("relaxed", gang[0], f"{gang[1]}, gang mode")
 
 
-#: The columns that are regrets: printed rounded up (:func:`~optsched.regret.ratio_text`).
-_RATIOS = ("regret", "regret_jct")
+#: The columns that are regrets: printed rounded up (:func:`~optsched.regret.ratio_text`), the
+#: ones the true regret is at least rounded down.
+_RATIOS = ("regret", "regret_jct", *LEAST_COLUMNS)
 
 #: The runs' fields that say how the level's LP and Lagrangian bound ended.
 _STATUSES = ("capacity_status", "capacity_parts_status", "lagrangian_status")
@@ -554,6 +559,13 @@ def _with_mode_bound(
             fields["bound_seconds"] = took  # the mode's one bound, shared by its runs
             out[i] = replace(runs[i], result=replace(result, extra={**result.extra, **fields}))
     return out
+
+
+def _basic(run: PolicyRun) -> bool:
+    """Whether ``run`` is in the basic execution model, the one offline methods and bounds
+    share (a cluster policy's has phases and placement factors; its runs say no
+    ``clairvoyant``)."""
+    return "clairvoyant" in run.result.extra
 
 
 def _objective(result: Result[Any]) -> float:
