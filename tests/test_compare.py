@@ -194,6 +194,13 @@ def test_an_offline_method_gives_each_policy_the_regret_it_has_at_least():
     assert "best schedule known (h): " in table
     data = json.loads(json.dumps(result.to_dict(), allow_nan=False))
     assert data["offline"] == "priority-search:steps=200"
+    assert data["offline_statuses"] == {"relaxed": "feasible", "gang": "feasible"}
+    assert list(data["policies"][0])[7:11] == [
+        "regret_jct",
+        "regret",
+        "regret_jct_least",
+        "regret_least",
+    ]  # in table order
     gang = data["schedules"]["gang"]
     assert gang["weighted_jct"] == pytest.approx(gang["value"] - arrivals / 3600)
     from dataclasses import replace
@@ -209,6 +216,47 @@ def test_an_offline_method_gives_each_policy_the_regret_it_has_at_least():
     assert "regret_least" not in plain.rows()[0]
 
 
+def test_a_ctrl_c_ends_the_offline_work_and_says_so(monkeypatch):
+    """A Ctrl-C in the offline method's first mode returns its best schedule so far marked
+    interrupted, and the other mode is not solved; the output says both."""
+    import importlib
+    from dataclasses import replace
+
+    module = importlib.import_module("optsched.solve")  # the package exports the function
+    real, calls = module.solve, []
+
+    def interrupted(instance, method, **kwargs):
+        calls.append(kwargs["mode"])
+        result = real(instance, method, **kwargs)
+        return replace(result, extra={**result.extra, "interrupted": True})
+
+    monkeypatch.setattr(module, "solve", interrupted)
+    result = compare(instance(), ["hlas", "fifo-perf"], offline="ect")
+    assert calls == ["relaxed"]
+    assert result.offline_statuses == {"relaxed": "interrupted", "gang": "not run: interrupted"}
+    assert "offline ect: gang mode not run: interrupted, relaxed mode interrupted" in (
+        result.table()
+    )
+
+
+def test_the_lp_takes_its_deadlines_from_a_better_offline_schedule(monkeypatch):
+    """The capacity level places its LP by the best checked schedule of the mode: the
+    offline method's where it beats every run."""
+    import optsched.regret as regret
+
+    real, seen = regret.regret_bound, []
+
+    def spy(instance, level, **kwargs):
+        seen.append(kwargs["objective"])
+        return real(instance, level, **kwargs)
+
+    monkeypatch.setattr(regret, "regret_bound", spy)
+    result = compare(instance(), ["hlas"], bound="capacity", offline="priority-search:steps=200")
+    offline = result.schedules["relaxed"]
+    assert offline[1] == "priority-search:steps=200 offline"  # better than hlas here
+    assert seen == [pytest.approx(offline[0])]
+
+
 def test_an_offline_bound_method_raises_the_bound_and_optimum_closes_the_interval():
     """An offline method's bound, where higher, is its mode's; CP-SAT's proved optimum (a
     tiny instance) makes the two regrets one."""
@@ -218,13 +266,13 @@ def test_an_offline_bound_method_raises_the_bound_and_optimum_closes_the_interva
     level = max(r.result.extra["regret_bound"] for r in result.runs)
     own = solve(result.instance, "capacity-bound", mode="relaxed").bound
     assert own is not None and own > level  # the LP beats the fluid level here
-    assert result.bounds["relaxed"] == (pytest.approx(own), "capacity-bound, offline")
+    assert result.bounds["relaxed"] == (pytest.approx(own), "capacity-bound offline")
     inst = instance(4)
     exact = compare(inst, ["hlas", "srtf"], mode="relaxed", offline="cpsat")
     best, source = exact.schedules["relaxed"]
     bound = exact.bounds["relaxed"][0]
     assert bound <= best * (1 + 1e-9)
-    if source == "cpsat, offline" and bound == best:  # CP-SAT proved its schedule optimal
+    if source == "cpsat offline" and bound == best:  # CP-SAT proved its schedule optimal
         for row in exact.rows():
             assert row["regret_least"] == pytest.approx(row["regret"])
 
@@ -350,7 +398,13 @@ def test_compare_refuses_bad_policies_before_running_any():
     with pytest.raises(InputError, match=r"offline method 'hare' has no gang mode"):
         compare(inst, ["fifo-perf"], offline="hare")
     with pytest.raises(InputError, match="--offline-time-limit"):
-        compare(inst, ["hlas"], offline="ect", offline_time_limit=0.0)
+        compare(inst, ["hlas"], offline_time_limit=0.0)  # checked without --offline too
+    with pytest.raises(InputError, match=r"--offline 'priority-search:kick'"):
+        compare(inst, ["hlas"], offline="priority-search:kick")
+    with pytest.raises(InputError, match=r"--offline ':kick=2': no offline name"):
+        compare(inst, ["hlas"], offline=":kick=2")
+    with pytest.raises(InputError, match=r"--offline 'cpsat:workers=0'"):
+        compare(inst, ["hlas"], offline="cpsat:workers=0")
     from optsched.instance import GPU, Instance, Job
 
     # two tasks a round on one GPU: a relaxed-mode job that no gang-mode policy can run
@@ -417,6 +471,12 @@ def test_compare_command_writes_one_table_and_one_cdf(tmp_path):
     header, row = list(csv.reader(table_csv.read_text().splitlines()))
     assert header[7:11] == ["JCT regret", "regret", "JCT regret ≥", "regret ≥"]
     assert "JCT regret ≥" in out and "best schedule known (h)" in out
+    assert header[-4:] == [
+        "bound on Σ w_j JCT (h)",
+        "bound from",
+        "best schedule's Σ w_j JCT (h)",
+        "schedule from",
+    ]
 
 
 def test_compare_command_refuses_bad_targets_before_running(tmp_path):

@@ -53,16 +53,17 @@ def add_parser(sub: Any) -> None:
         "--offline",
         metavar="METHOD[:KEY=VALUE,...]",
         help="also solve the workload offline, every arrival known, with this solve method "
-        "(priority-search, lns, cpsat ...) in each mode of the policies that it has: the "
-        "best checked schedule then gives each policy the regret it has at least (columns "
-        "'JCT regret ≥', 'regret ≥'), and the method's bound, where higher, the bound",
+        "(priority-search:kick=2, lns, cpsat ...), in each of the policies' modes that the "
+        "method has: the best checked schedule then gives each policy the regret it has at "
+        "least (columns 'JCT regret ≥', 'regret ≥'), and the method's bound, where higher, "
+        "becomes the mode's",
     )
     p.add_argument(
         "--offline-time-limit",
         type=float,
         metavar="S",
         default=OFFLINE_TIME_LIMIT,
-        help=f"seconds for --offline per mode (default {OFFLINE_TIME_LIMIT:g})",
+        help=f"seconds for --offline in each mode (default {OFFLINE_TIME_LIMIT:g})",
     )
     p.add_argument(
         "--no-record",
@@ -109,23 +110,26 @@ def _table_format(path: str) -> str:
 
 def _csv(result: Comparison, unit: str) -> str:
     """The table's rows as CSV, in its columns and under its headings (their units in them),
-    each with its mode's bound on the total weighted JCT and where it came from."""
+    each with its mode's bound on the total weighted JCT and where it came from (with
+    ``--offline``, the best schedule's too)."""
     import csv
     import io
 
-    data = result.to_dict(unit)  # its rows, and each mode's bound
-    bounds, columns = data["bounds"], result.columns
+    data = result.to_dict(unit)  # its rows, each mode's bound (and best schedule)
+    ends = ["bounds"] + (["schedules"] if result.offline is not None else [])
     buffer = io.StringIO()
     writer = csv.writer(buffer, lineterminator="\n")
     writer.writerow(
-        [heading.format(unit=unit) for heading in columns.values()]
+        [heading.format(unit=unit) for heading in result.columns.values()]
         + [f"bound on Σ w_j JCT ({unit})", "bound from"]
+        + [f"best schedule's Σ w_j JCT ({unit})", "schedule from"] * (len(ends) - 1)
     )
     for row in data["policies"]:
-        bound = bounds.get(row["mode"], {})
-        writer.writerow(
-            [row[key] for key in columns] + [bound.get("weighted_jct"), bound.get("source")]
-        )
+        cells = [row[key] for key in result.columns]
+        for end in ends:
+            found = data[end].get(row["mode"], {})
+            cells += [found.get("weighted_jct"), found.get("source")]
+        writer.writerow(cells)
     return buffer.getvalue()
 
 

@@ -17,8 +17,9 @@ schedule is checked as :func:`~optsched.online.run.simulate` checks it (``record
 streams the metrics instead, for traces too large to keep, and says so in the table).
 
 ``offline`` adds the other side: an offline method (``priority-search``, ``lns``, ``cpsat``
-...), given every arrival, solves the same realised instance in each mode, and its checked
-schedule, or a checked policy's where better, is a schedule the optimum is at most. Each
+...), given every arrival, solves the same realised instance in each mode, after the runs
+and before the LP levels (whose deadlines then come from the best schedule), and its
+checked schedule, or a checked policy's where better, is one the optimum is at most. Each
 policy's objective over it is then a regret the true one is *at least*: with the bound, an
 interval that holds the policy's distance from the optimum (printed rounded outwards). Its
 bound, where higher, becomes the mode's.
@@ -30,7 +31,7 @@ import math
 import time
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field, replace
-from typing import Any
+from typing import Any, TextIO, cast
 
 import numpy as np
 
@@ -69,19 +70,20 @@ COLUMNS = {
 LEAST_COLUMNS = {"regret_jct_least": "JCT regret ≥", "regret_least": "regret ≥"}
 
 
-def parse_policy(text: str) -> tuple[str, dict[str, str]]:
-    """``NAME`` or ``NAME:KEY=VALUE,KEY=VALUE`` → (name, parameters); InputError otherwise."""
+def parse_policy(text: str, option: str = "--policy") -> tuple[str, dict[str, str]]:
+    """``NAME`` or ``NAME:KEY=VALUE,KEY=VALUE`` → (name, parameters); an InputError naming
+    ``option`` otherwise."""
     name, _, rest = text.partition(":")
     params: dict[str, str] = {}
     for pair in filter(None, (p.strip() for p in rest.split(","))):
         key, sep, value = pair.partition("=")
         if not sep or not key:
-            raise InputError(f"--policy {text!r}: expected NAME:KEY=VALUE,..., got {pair!r}")
+            raise InputError(f"{option} {text!r}: expected NAME:KEY=VALUE,..., got {pair!r}")
         if key in params:
-            raise InputError(f"--policy {text!r}: {key} given twice")
+            raise InputError(f"{option} {text!r}: {key} given twice")
         params[key] = value
     if not name.strip():
-        raise InputError(f"--policy {text!r}: no policy name")
+        raise InputError(f"{option} {text!r}: no {option.removeprefix('--')} name")
     return name.strip(), params
 
 
@@ -108,7 +110,8 @@ class Comparison:
     runs' ``*_status`` fields). With an offline method (``offline``, its label),
     ``schedules[mode]`` = (objective, source): the best checked schedule of the mode, the
     offline method's or a run's (for relaxed mode a gang schedule too: it is a relaxed one),
-    which the optimum is at most."""
+    which the optimum is at most; ``offline_statuses[mode]``: how the method ended in each of
+    its modes (its status, ``interrupted`` by a Ctrl-C, or why it did not run)."""
 
     instance: Instance
     runs: tuple[PolicyRun, ...]
@@ -117,6 +120,7 @@ class Comparison:
     statuses: Mapping[str, Mapping[str, str]] = field(default_factory=dict)
     offline: str | None = None
     schedules: Mapping[str, tuple[float, str]] = field(default_factory=dict)
+    offline_statuses: Mapping[str, str] = field(default_factory=dict)
 
     @property
     def columns(self) -> dict[str, str]:
@@ -165,29 +169,28 @@ class Comparison:
                     ),
                 }
             )
-            out.append(
-                {
-                    **least,
-                    "policy": run.label,
-                    "mode": run.result.mode,
-                    "mean_jct": float(jct.mean()),
-                    "p50_jct": float(np.percentile(jct, 50)),
-                    "p95_jct": float(np.percentile(jct, 95)),
-                    "p99_jct": float(np.percentile(jct, 99)),
-                    "makespan": _scaled(metrics.get("makespan"), scale),
-                    # the bound was checked against each run's objective (a bound above it
-                    # within the checker's tolerance is rounding)
-                    "regret": (
-                        regret_ratio(objective, bound) if objective is not None and bound else None
-                    ),
-                    "regret_jct": (
-                        regret_ratio(total_jct, least_jct)
-                        if total_jct is not None and least_jct is not None and least_jct > 0
-                        else None
-                    ),
-                    "cpu_s": run.cpu_s,
-                }
-            )
+            row = {
+                **least,
+                "policy": run.label,
+                "mode": run.result.mode,
+                "mean_jct": float(jct.mean()),
+                "p50_jct": float(np.percentile(jct, 50)),
+                "p95_jct": float(np.percentile(jct, 95)),
+                "p99_jct": float(np.percentile(jct, 99)),
+                "makespan": _scaled(metrics.get("makespan"), scale),
+                # the bound was checked against each run's objective (a bound above it
+                # within the checker's tolerance is rounding)
+                "regret": (
+                    regret_ratio(objective, bound) if objective is not None and bound else None
+                ),
+                "regret_jct": (
+                    regret_ratio(total_jct, least_jct)
+                    if total_jct is not None and least_jct is not None and least_jct > 0
+                    else None
+                ),
+                "cpu_s": run.cpu_s,
+            }
+            out.append({key: row[key] for key in self.columns})  # in table order
         return out
 
     def table(self, unit: str = "h") -> str:
@@ -219,6 +222,12 @@ class Comparison:
                 else "no lower bound"
             )
             + (f"; best schedule known ({unit}): {known}" if known else "")
+            + (
+                f"; offline {self.offline}: "
+                + ", ".join(f"{m} mode {s}" for m, s in sorted(self.offline_statuses.items()))
+                if self.offline_statuses
+                else ""
+            )
             + ("" if self.checked else "; metrics streamed by the simulator, not checked"),
             "",
             "| " + " | ".join(head) + " |",
@@ -262,6 +271,7 @@ class Comparison:
                 if self.offline is None
                 else {
                     "offline": self.offline,
+                    "offline_statuses": dict(self.offline_statuses),
                     "schedules": {
                         mode: {
                             "value": value / scale,
@@ -314,7 +324,7 @@ def compare(
     (:func:`~optsched.online.simulator.run_simulation`; ``compiled`` only when every policy
     has one). ``offline`` (a ``solve`` method, as a policy is given) solves the realised
     instance in each mode of the runs that it has, within ``offline_time_limit`` seconds
-    per mode (module doc).
+    per mode (None: the method's default time limit; module doc).
 
     Raises
     ------
@@ -352,7 +362,8 @@ def compare(
         info.check_mode(own)
         info.parse_options(params)
         modes.append(own)
-    search = None if offline is None else _offline_spec(offline, modes, offline_time_limit)
+    check_time_limit(offline_time_limit, "--offline-time-limit")
+    search = None if offline is None else _offline_spec(offline, modes)
     for own in dict.fromkeys(modes):  # a job no GPUs can run in a mode: refused now
         if own != instance.mode:
             instance.with_mode(own)
@@ -379,8 +390,15 @@ def compare(
         runs.append(PolicyRun(label, name, params, result, time.process_time() - cpu))
         if progress is not None:
             progress(f"[{i}/{len(specs)}] {label}: mean JCT {_mean_jct(result):,.0f} s")
+    # the offline schedules first: where better than every run's, they set the LP's deadlines
+    solved: dict[str, Result[Any]] = {}
+    offline_statuses: dict[str, str] = {}
+    if search is not None:
+        solved, offline_statuses = _offline_solves(
+            search, runs, offline_time_limit, seed, progress
+        )
     if heavy:
-        runs = _with_mode_bound(runs, bound, bound_time_limit, progress)
+        runs = _with_mode_bound(runs, bound, bound_time_limit, progress, solved)
     bounds: dict[str, tuple[float, str]] = {}
     statuses: dict[str, dict[str, str]] = {}
     for r in runs:  # a bound holds for the runs of its mode
@@ -394,9 +412,11 @@ def compare(
                     for key in _STATUSES
                     if key in extra
                 }
-    schedules: dict[str, tuple[float, str]] = {}
-    if search is not None:
-        _offline_runs(search, runs, bounds, schedules, offline_time_limit, seed, progress)
+    label = "" if search is None else search[0]
+    schedules = {} if search is None else _best_schedules(runs, solved, label)
+    for mode, result in solved.items():  # the method's bound, where it is higher
+        if mode in bounds and result.bound is not None and result.bound > bounds[mode][0]:
+            bounds[mode] = (result.bound, f"{label} offline")
     relaxed, gang = bounds.get("relaxed"), bounds.get("gang")
     if relaxed is not None and gang is not None and relaxed[0] > gang[0]:
         # a gang schedule is a relaxed one of the same objective: where the relaxed runs
@@ -417,83 +437,128 @@ def compare(
         statuses=statuses,
         offline=None if search is None else search[0],
         schedules=schedules,
+        offline_statuses=offline_statuses,
     )
 
 
 def _offline_spec(
-    offline: str | tuple[str, Mapping[str, str]],
-    modes: Sequence[str],
-    time_limit: float | None,
+    offline: str | tuple[str, Mapping[str, str]], modes: Sequence[str]
 ) -> tuple[str, str, dict[str, str], list[str]]:
     """(label, method, params, the runs' modes it has) of ``compare``'s offline method,
     checked before anything runs."""
     from optsched.registry import get_method
 
-    label, name, params = (
-        (offline, *parse_policy(offline))
+    name, params = (
+        parse_policy(offline, "--offline")
         if isinstance(offline, str)
-        else (_label(*offline), offline[0], dict(offline[1]))
+        else (offline[0], dict(offline[1]))
     )
-    check_time_limit(time_limit, "--offline-time-limit")
     info = get_method(name, "solve")
-    info.parse_options(params)
+    try:
+        info.parse_options(params)
+    except InputError as exc:
+        raise InputError(f"--offline {_label(name, params)!r}: {exc}") from None
     own = [m for m in dict.fromkeys(modes) if m in info.modes]
     if not own:
         raise InputError(
             f"offline method {name!r} has no {' or '.join(dict.fromkeys(modes))} mode (its "
             f"modes: {', '.join(sorted(info.modes))})"
         )
-    return label, name, params, own
+    return _label(name, params), name, params, own
 
 
-def _offline_runs(
+def _offline_solves(
     search: tuple[str, str, dict[str, str], list[str]],
     runs: Sequence[PolicyRun],
-    bounds: dict[str, tuple[float, str]],
-    schedules: dict[str, tuple[float, str]],
     time_limit: float | None,
     seed: int,
     progress: Callable[[str], None] | None,
-) -> None:
-    """Fill ``schedules``, per mode the best checked schedule: the offline method's on the
-    runs' realised instance (solved in each of its modes), or a checked run's (of the basic
-    model: none where every run is a cluster policy's); and raise
-    ``bounds`` to the method's bound where it is higher. A gang schedule is a relaxed one
-    of the same objective, so the relaxed mode takes the gang mode's where better."""
+) -> tuple[dict[str, Result[Any]], dict[str, str]]:
+    """The offline method on the runs' realised instance (the basic model's: none where
+    every run is a cluster policy's), in each of its modes: per mode its checked Result,
+    and how each mode ended (its status, ``interrupted``, or why it did not run). A Ctrl-C
+    ends the offline work with the best schedule so far."""
     from optsched.solve import solve
 
     label, name, params, own = search
-
-    def offer(mode: str, objective: float, source: str) -> None:
-        if mode not in schedules or objective < schedules[mode][0]:
-            schedules[mode] = (objective, source)
-
     basic = [run for run in runs if _basic(run)]
     if not basic:
-        return
-    for run in basic:
-        if run.result.tolerance is not None:  # checked
-            offer(run.result.mode, _objective(run.result), run.label)
+        return {}, dict.fromkeys(own, "not run: no run of the basic model")
     realised = _simulation(basic[0].result).instance
+    solved: dict[str, Result[Any]] = {}
+    statuses = {
+        mode: f"not run: {name} has no {mode} mode"
+        for mode in sorted({run.result.mode for run in basic} - set(own))
+    }
     for mode in own:
+        if "interrupted" in statuses.values():
+            statuses[mode] = "not run: interrupted"
+            continue
         if progress is not None:
             progress(f"offline {label} ({mode} mode) ...")
+        prefix = f"offline {label} ({mode} mode): "
+        stream = None if progress is None else cast("TextIO", _Lines(progress, prefix))
         result = solve(
-            realised.with_mode(mode), name, time_limit=time_limit, params=params, seed=seed
+            realised,
+            name,
+            mode=mode,
+            time_limit=time_limit,
+            params=params,
+            seed=seed,
+            progress=stream,
         )
-        source = f"{label}, offline"
+        statuses[mode] = "interrupted" if result.interrupted else result.status.value
         if result.objective is not None:
-            offer(mode, result.objective, source)
-        if result.bound is not None and mode in bounds and result.bound > bounds[mode][0]:
-            bounds[mode] = (result.bound, source)
+            solved[mode] = result
         if progress is not None:
             progress(
-                f"offline {label} ({mode} mode): {result.status}, objective "
-                + ("none" if result.objective is None else f"{result.objective:,.0f}")
+                f"offline {label} ({mode} mode): {statuses[mode]} in {result.runtime_s:.1f} s, "
+                + (
+                    "no schedule"
+                    if result.objective is None
+                    else f"Σ w_j C_j {result.objective:,.0f} s"
+                )
             )
-    gang = schedules.get("gang")
-    if gang is not None and "relaxed" in {run.result.mode for run in basic}:
-        offer("relaxed", gang[0], f"{gang[1]}, gang mode")
+    return solved, statuses
+
+
+def _best_schedules(
+    runs: Sequence[PolicyRun], solved: Mapping[str, Result[Any]], label: str
+) -> dict[str, tuple[float, str]]:
+    """Per mode of the basic model's runs, the best checked schedule: the offline method's
+    (``solved``) or a checked run's; a gang schedule is a relaxed one of the same objective,
+    so relaxed mode takes the gang mode's where better."""
+    basic = [run for run in runs if _basic(run)]
+    found: dict[str, tuple[float, str]] = {}
+    candidates = [(mode, _objective(r), f"{label} offline") for mode, r in solved.items()]
+    candidates += [
+        (run.result.mode, _objective(run.result), run.label)
+        for run in basic
+        if run.result.tolerance is not None  # checked
+    ]
+    modes = {run.result.mode for run in basic}
+    for mode, value, source in candidates:
+        for into in {mode, "relaxed"} & modes:
+            if into not in found or value < found[into][0]:
+                found[into] = (value, source if into == mode else f"gang schedule of {source}")
+    return found
+
+
+class _Lines:
+    """A text stream that hands each complete line to ``progress``, after ``prefix`` (a
+    solve's progress lines, inside a comparison's)."""
+
+    def __init__(self, progress: Callable[[str], None], prefix: str) -> None:
+        self.progress, self.prefix, self.buffer = progress, prefix, ""
+
+    def write(self, text: str) -> int:
+        *lines, self.buffer = (self.buffer + text).split("\n")
+        for line in lines:
+            self.progress(self.prefix + line.strip())
+        return len(text)
+
+    def flush(self) -> None:
+        pass
 
 
 #: The columns that are regrets: printed rounded up (:func:`~optsched.regret.ratio_text`), the
@@ -509,16 +574,18 @@ def _with_mode_bound(
     level: str,
     time_limit: float | None,
     progress: Callable[[str], None] | None,
+    solved: Mapping[str, Result[Any]],
 ) -> list[PolicyRun]:
     """``runs`` with the regret of ``level`` (``capacity`` or ``lagrangian``,
     :func:`~optsched.regret.regret_bound`) in each run that has a bound (not a cluster
     policy's): one bound per mode, on the mode's realised instance (the same for every run
     of the mode: same seed, noise and switch cost), its deadlines from the least checked
-    objective of the mode's runs and its grid up to that run's makespan (with no checked
-    run: no objective, the first run's makespan), within ``time_limit``: one LP instead of
-    one per run. The least objective gives the tightest deadlines, but another run's grid
-    can give a slightly different value. The bound holds for every schedule of the instance,
-    so for every run of the mode."""
+    objective of the mode's runs and of its offline schedule (``solved[mode]``) and its grid
+    up to that schedule's makespan (with none checked: no objective, the first run's
+    makespan), within ``time_limit``: one LP instead of one per run. The least objective
+    gives the tightest deadlines, but another schedule's grid can give a slightly different
+    value. The bound holds for every schedule of the instance, so for every run of the
+    mode."""
     from optsched.online.run import bound_end_line, bound_start_line, part_line, regret_fields
     from optsched.regret import regret_bound
 
@@ -533,6 +600,8 @@ def _with_mode_bound(
     for mode in dict.fromkeys(runs[i].result.mode for i in basic):
         mine = [i for i in basic if runs[i].result.mode == mode]
         checked = [runs[i].result for i in mine if runs[i].result.tolerance is not None]
+        if mode in solved:
+            checked.append(solved[mode])
         best = min(checked, key=_objective, default=None)
         instance = _simulation(runs[mine[0]].result).instance
         if progress is not None:
