@@ -239,6 +239,28 @@ def test_a_ctrl_c_ends_the_offline_work_and_says_so(monkeypatch):
     )
 
 
+def test_the_offline_method_starts_from_the_best_run_of_its_mode(monkeypatch):
+    """A method that takes a hint gets the mode's best checked run's schedule."""
+    import importlib
+
+    module = importlib.import_module("optsched.solve")
+    real, hints = module.solve, {}
+
+    def spy(instance, method, **kwargs):
+        hints[kwargs["mode"]] = kwargs["hint"]
+        return real(instance, method, **kwargs)
+
+    monkeypatch.setattr(module, "solve", spy)
+    result = compare(
+        instance(), ["hlas", "srtf", "fifo-perf"], offline="lns", offline_time_limit=2.0
+    )
+    for mode in ("relaxed", "gang"):
+        runs = [r.result for r in result.runs if r.result.mode == mode]
+        best = min(runs, key=lambda r: r.objective)
+        assert hints[mode] is best.schedule
+        assert result.schedules[mode][0] <= best.objective
+
+
 def test_the_lp_takes_its_deadlines_from_a_better_offline_schedule(monkeypatch):
     """The capacity level places its LP by the best checked schedule of the mode: the
     offline method's where it beats every run."""
@@ -264,7 +286,8 @@ def test_an_offline_bound_method_raises_the_bound_and_optimum_closes_the_interva
 
     result = compare(instance(), ["hlas", "srtf"], mode="relaxed", offline="capacity-bound")
     level = max(r.result.extra["regret_bound"] for r in result.runs)
-    own = solve(result.instance, "capacity-bound", mode="relaxed").bound
+    best = min((r.result for r in result.runs), key=lambda r: r.objective)
+    own = solve(result.instance, "capacity-bound", mode="relaxed", hint=best.schedule).bound
     assert own is not None and own > level  # the LP beats the fluid level here
     assert result.bounds["relaxed"] == (pytest.approx(own), "capacity-bound offline")
     inst = instance(4)

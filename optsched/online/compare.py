@@ -435,7 +435,7 @@ def compare(
         bounds,
         checked=all(r.result.extra.get("checked", True) for r in runs),
         statuses=statuses,
-        offline=None if search is None else search[0],
+        offline=None if search is None else label,
         schedules=schedules,
         offline_statuses=offline_statuses,
     )
@@ -475,9 +475,10 @@ def _offline_solves(
     progress: Callable[[str], None] | None,
 ) -> tuple[dict[str, Result[Any]], dict[str, str]]:
     """The offline method on the runs' realised instance (the basic model's: none where
-    every run is a cluster policy's), in each of its modes: per mode its checked Result,
-    and how each mode ended (its status, ``interrupted``, or why it did not run). A Ctrl-C
-    ends the offline work with the best schedule so far."""
+    every run is a cluster policy's), in each of its modes, hinted with the mode's best
+    checked run (a method that takes a hint, such as ``lns`` or ``cpsat``, starts there):
+    per mode its checked Result, and how each mode ended (its status, ``interrupted``, or
+    why it did not run). A Ctrl-C ends the offline work with the best schedule so far."""
     from optsched.solve import solve
 
     label, name, params, own = search
@@ -496,6 +497,10 @@ def _offline_solves(
             continue
         if progress is not None:
             progress(f"offline {label} ({mode} mode) ...")
+        checked = [
+            r.result for r in basic if r.result.mode == mode and r.result.tolerance is not None
+        ]
+        hint = min(checked, key=_objective).schedule if checked else None
         prefix = f"offline {label} ({mode} mode): "
         stream = None if progress is None else cast("TextIO", _Lines(progress, prefix))
         result = solve(
@@ -505,6 +510,7 @@ def _offline_solves(
             time_limit=time_limit,
             params=params,
             seed=seed,
+            hint=hint,
             progress=stream,
         )
         statuses[mode] = "interrupted" if result.interrupted else result.status.value
