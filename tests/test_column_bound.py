@@ -45,7 +45,11 @@ def test_every_iteration_is_at_most_the_optimum(instance, cuts, cut):
     start = incumbent(instance)
     unit = column_time_unit(instance, start.makespan, None)
     until = None if cut is None else cut * start.makespan
-    found = column_bound(instance, start.objective, unit, cuts=cuts, priced_until=until)
+    # within a budget: relaxed mode's exact pricing of staggered rounds (CP-SAT) can take
+    # minutes on a rare draw, and every iteration's value is a bound however it stops
+    found = column_bound(
+        instance, start.objective, unit, cuts=cuts, priced_until=until, budget=Budget(20)
+    )
     assert found.bound is not None and found.bound == max(found.trace)
     assert found.bound <= optimum.objective * (1 + OPTIMAL_TOL)
     if found.stopped == "converged" and not (cuts and instance.mode == "relaxed"):
@@ -92,11 +96,13 @@ def test_stopping_at_the_masters_ceiling_loses_nothing(instance, cuts, warm):
     for ceiling in (True, False):
         columns.STOP_AT_CEILING = ceiling
         try:
-            runs.append(column_bound(instance, start.objective, unit, cuts=cuts, **more))
+            runs.append(
+                column_bound(instance, start.objective, unit, cuts=cuts, budget=Budget(20), **more)
+            )
         finally:
             columns.STOP_AT_CEILING = True
     early, late = runs
-    if late.stopped in ("converged", "optimal"):
+    if late.stopped in ("converged", "optimal") and early.stopped != "time limit":
         assert early.bound == late.bound and early.iterations <= late.iterations
 
 
@@ -171,7 +177,7 @@ def test_conflict_cuts_stay_below_the_optimum_of_wide_rounds(instance):
     staggered rounds), and every iteration's value stays at most the optimum."""
     optimum = solve(instance, "cpsat", time_limit=5)
     start = incumbent(instance)
-    found = column_bound(instance, start.objective, 1.0)
+    found = column_bound(instance, start.objective, 1.0, budget=Budget(20))
     assert found.bound is not None
     assert max(found.trace) <= optimum.objective * (1 + OPTIMAL_TOL)
 
