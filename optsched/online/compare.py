@@ -126,14 +126,12 @@ class Comparison:
     def columns(self) -> dict[str, str]:
         """The table's columns (keys of :meth:`rows`) and headings: :data:`COLUMNS`, and
         :data:`LEAST_COLUMNS` after the regrets with an offline method."""
-        if self.offline is None:
-            return dict(COLUMNS)
-        keys = list(COLUMNS)
-        at = keys.index("regret") + 1
-        return {
-            k: ({**COLUMNS, **LEAST_COLUMNS})[k]
-            for k in keys[:at] + list(LEAST_COLUMNS) + keys[at:]
-        }
+        out: dict[str, str] = {}
+        for key, heading in COLUMNS.items():
+            out[key] = heading
+            if key == "regret" and self.offline is not None:
+                out.update(LEAST_COLUMNS)
+        return out
 
     @property
     def jcts(self) -> dict[str, list[float]]:
@@ -197,10 +195,17 @@ class Comparison:
         """The rows as a Markdown table, with a line on the workload and the bound above."""
         columns = self.columns
         head = [heading.format(unit=unit) for heading in columns.values()]
-        arrivals = weighted_arrivals(self.instance)
+        arrivals, scale = weighted_arrivals(self.instance), _unit(unit)
+
+        def end(value: float, relation: str, mode: str, source: str) -> str:
+            """A bound or best schedule on Σ w_j C_j, and on Σ w_j JCT, with its source."""
+            return (
+                f"{_number(value / scale)} (Σ w_j JCT {relation} "
+                f"{_number((value - arrivals) / scale)}; {mode} mode, {source}"
+            )
+
         bounds = "; ".join(
-            f"{_number(value / _unit(unit))} (Σ w_j JCT ≥ "
-            f"{_number((value - arrivals) / _unit(unit))}; {mode} mode, {source}"
+            end(value, "≥", mode, source)
             + "".join(
                 f"; {name}: {status}"
                 for name, status in self.statuses.get(mode, {}).items()
@@ -210,8 +215,7 @@ class Comparison:
             for mode, (value, source) in sorted(self.bounds.items())
         )
         known = "; ".join(
-            f"{_number(value / _unit(unit))} (Σ w_j JCT ≤ "
-            f"{_number((value - arrivals) / _unit(unit))}; {mode} mode, {source})"
+            end(value, "≤", mode, source) + ")"
             for mode, (value, source) in sorted(self.schedules.items())
         )
         lines = [
@@ -251,18 +255,22 @@ class Comparison:
         ``schedules``, in the same form."""
         scale = _unit(unit)
         arrivals = weighted_arrivals(self.instance)
+
+        def end(value: float, source: str) -> dict[str, Any]:
+            """A bound or best schedule on Σ w_j C_j, and on Σ w_j JCT, with its source."""
+            return {
+                "value": value / scale,
+                "weighted_jct": (value - arrivals) / scale,
+                "source": source,
+            }
+
         return {
             "instance": self.instance.name,
             "jobs": self.instance.n_jobs,
             "gpus": self.instance.n_gpus,
             "unit": unit,
             "bounds": {
-                mode: {
-                    "value": value / scale,
-                    "weighted_jct": (value - arrivals) / scale,
-                    "source": source,
-                    "statuses": dict(self.statuses.get(mode, {})),
-                }
+                mode: {**end(value, source), "statuses": dict(self.statuses.get(mode, {}))}
                 for mode, (value, source) in self.bounds.items()
             },
             "checked": self.checked,
@@ -273,11 +281,7 @@ class Comparison:
                     "offline": self.offline,
                     "offline_statuses": dict(self.offline_statuses),
                     "schedules": {
-                        mode: {
-                            "value": value / scale,
-                            "weighted_jct": (value - arrivals) / scale,
-                            "source": source,
-                        }
+                        mode: end(value, source)
                         for mode, (value, source) in self.schedules.items()
                     },
                 }
@@ -497,9 +501,7 @@ def _offline_solves(
             continue
         if progress is not None:
             progress(f"offline {label} ({mode} mode) ...")
-        checked = [
-            r.result for r in basic if r.result.mode == mode and r.result.tolerance is not None
-        ]
+        checked = [r.result for r in basic if r.result.mode == mode and _checked(r.result)]
         hint = min(checked, key=_objective).schedule if checked else None
         prefix = f"offline {label} ({mode} mode): "
         stream = None if progress is None else cast("TextIO", _Lines(progress, prefix))
@@ -540,7 +542,7 @@ def _best_schedules(
     candidates += [
         (run.result.mode, _objective(run.result), run.label)
         for run in basic
-        if run.result.tolerance is not None  # checked
+        if _checked(run.result)
     ]
     modes = {run.result.mode for run in basic}
     for mode, value, source in candidates:
@@ -602,10 +604,10 @@ def _with_mode_bound(
     out = list(runs)
     # the runs that carry a bound: not a cluster policy's (whose phases and placement
     # factors the bounds ignore; simulate gives them none)
-    basic = [i for i, run in enumerate(runs) if "bound_fluid" in run.result.extra]
+    basic = [i for i, run in enumerate(runs) if _basic(run)]
     for mode in dict.fromkeys(runs[i].result.mode for i in basic):
         mine = [i for i in basic if runs[i].result.mode == mode]
-        checked = [runs[i].result for i in mine if runs[i].result.tolerance is not None]
+        checked = [runs[i].result for i in mine if _checked(runs[i].result)]
         if mode in solved:
             checked.append(solved[mode])
         best = min(checked, key=_objective, default=None)
@@ -641,6 +643,11 @@ def _basic(run: PolicyRun) -> bool:
     share (a cluster policy's has phases and placement factors; its runs say no
     ``clairvoyant``)."""
     return "clairvoyant" in run.result.extra
+
+
+def _checked(result: Result[Any]) -> bool:
+    """Whether a run's schedule went through the checker (not with ``record=False``)."""
+    return result.tolerance is not None
 
 
 def _objective(result: Result[Any]) -> float:
