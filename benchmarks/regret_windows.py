@@ -58,22 +58,10 @@ def main(folder: str) -> str:
         for level in runs:
             ratios[level].append(share[level])
         data, top = runs["lagrangian"], best["lagrangian"]
-        known = data.get("schedules", {}).get("relaxed")
-        regrets = ", ".join(
-            (f"{ratio_text(p['regret_jct_least'], up=False)}–" if known else "")
-            + ratio_text(p["regret_jct"])
-            for p in data["policies"]
-        )
-        bound = data["bounds"]["relaxed"]
-        schedule = (
-            f"{known['source']} | {bound['weighted_jct'] / known['weighted_jct']:.3f}"
-            if known
-            else "– | –"
-        )
         out.append(
             f"| {day} | {data['jobs']} | {top['policy']} | {top['mean_jct']:.3f} | "
             f"{share['capacity']:.3f} | {share['lagrangian']:.3f} | "
-            f"{bound['source']} | {schedule} | {regrets} |"
+            f"{data['bounds']['relaxed']['source']} | {_schedule(data)} | {_regrets(data)} |"
         )
     if ratios["capacity"]:
         mid = {level: sorted(v)[len(v) // 2] for level, v in ratios.items()}
@@ -83,7 +71,54 @@ def main(folder: str) -> str:
             f"{mid['capacity']:.3f} at the `capacity` level, {mid['lagrangian']:.3f} at the "
             "`lagrangian` level (each includes the critical path and the fluid bound).",
         ]
+    names = ("day80-lagrangian", *(p.stem for p in Path(folder).glob("day80-c[0-9]*")))
+    sizes = sorted(
+        (
+            json.loads(path.read_text())
+            for name in names
+            if (path := Path(folder) / f"{name}.json").exists()
+        ),
+        key=lambda data: data["gpus"],
+    )
+    if len(sizes) > 1:
+        out += [
+            "",
+            "## Day 80 as the cluster grows",
+            "",
+            "The same window at the `lagrangian` level on V100:10, T4:5, K80:3, M60:2 and on "
+            "about 1.5 and 2 times as many GPUs of each type.",
+            "",
+            "| GPUs | best policy | bound ÷ best | best schedule | bound ÷ schedule | JCT "
+            "regrets (paced, srtf, hlas, allox) |",
+            "|---|---|---|---|---|---|",
+        ]
+        for data in sizes:
+            top = min(data["policies"], key=lambda p: p["regret_jct"])
+            out.append(
+                f"| {data['gpus']} | {top['policy']} | {1 / top['regret_jct']:.3f} | "
+                f"{_schedule(data)} | {_regrets(data)} |"
+            )
     return "\n".join(out) + "\n"
+
+
+def _schedule(data: dict) -> str:
+    """The best schedule known and the bound over it: two cells ("–" without one)."""
+    known = data.get("schedules", {}).get("relaxed")
+    if not known:
+        return "– | –"
+    share = data["bounds"]["relaxed"]["weighted_jct"] / known["weighted_jct"]
+    return f"{known['source']} | {share:.3f}"
+
+
+def _regrets(data: dict) -> str:
+    """Each policy's JCT regret: the interval its true one lies in where a best schedule is
+    known (rounded outwards), else the regret over the bound (rounded up)."""
+    known = data.get("schedules", {}).get("relaxed")
+    return ", ".join(
+        (f"{ratio_text(p['regret_jct_least'], up=False)}–" if known else "")
+        + ratio_text(p["regret_jct"])
+        for p in data["policies"]
+    )
 
 
 if __name__ == "__main__":
