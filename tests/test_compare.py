@@ -316,6 +316,23 @@ def test_compare_says_why_the_stronger_bounds_gave_none():
     assert result.runs[0].result.extra["bound_seconds"] >= 0
 
 
+def test_compare_gives_what_each_bound_of_the_level_reached():
+    """Each mode's bound in the JSON lists every bound of its level that gave a value, on
+    Σ w_j C_j and on Σ w_j JCT; the bound is the highest of them, and its source's value."""
+    result = compare(instance(), ["hlas"], bound="lagrangian")
+    bound = result.to_dict(unit="s")["bounds"]["relaxed"]
+    levels = bound["levels"]
+    assert {"critical-path", "fluid", "capacity"} <= set(levels)
+    extra = result.runs[0].result.extra
+    arrivals = weighted_arrivals(result.instance)
+    for name, found in levels.items():
+        assert found["value"] == extra["bound_" + name.replace("-", "_")]
+        assert found["weighted_jct"] == pytest.approx(found["value"] - arrivals)
+    assert max(found["value"] for found in levels.values()) == bound["value"]
+    assert levels[bound["source"]]["value"] == bound["value"]
+    assert compare(instance(), ["hlas"], bound="none").to_dict()["bounds"] == {}
+
+
 @pytest.mark.parametrize("level", ["capacity", "lagrangian"])
 def test_compare_solves_the_capacity_lp_once_per_mode_for_every_run(monkeypatch, level):
     """With ``bound="capacity"`` (or ``"lagrangian"``, which adds the Lagrangian bound)
@@ -384,6 +401,8 @@ def test_gang_runs_take_the_relaxed_runs_bound_where_it_is_higher(monkeypatch):
     assert relaxed[0] > fluid  # the LP beats the gang runs' own (fluid) bound here
     assert gang == (relaxed[0], "capacity of the relaxed runs")
     assert result.statuses["gang"] == {"capacity": "optimal"}
+    assert result.levels["gang"] == result.levels["relaxed"]  # the levels behind that bound
+    assert result.levels["relaxed"]["capacity"] == relaxed[0]
     rows = {row["policy"]: row for row in result.rows()}
     run = next(r for r in result.runs if r.label == "fifo-perf").result
     assert rows["fifo-perf"]["regret"] == pytest.approx(run.objective / relaxed[0])

@@ -107,17 +107,21 @@ class Comparison:
     mode the relaxed one where it is higher, its source ``"… of the relaxed runs"``; none
     with ``bound="none"``) and why the stronger bounds of the level gave none or less
     (``statuses[mode]``: ``capacity``, ``capacity parts``, ``lagrangian`` → status, as the
-    runs' ``*_status`` fields). With an offline method (``offline``, its label),
-    ``schedules[mode]`` = (objective, source): the best checked schedule of the mode, the
-    offline method's or a run's (for relaxed mode a gang schedule too: it is a relaxed one),
-    which the optimum is at most; ``offline_statuses[mode]``: how the method ended in each of
-    its modes (its status, ``interrupted`` by a Ctrl-C, or why it did not run)."""
+    runs' ``*_status`` fields), and what each of its bounds gave (``levels[mode]``:
+    ``critical-path``, ``fluid``, ``capacity``, ``capacity-parts``, ``lagrangian`` → value,
+    those computed; the bound is the highest, or the offline method's where that is higher).
+    With an offline method (``offline``, its label), ``schedules[mode]`` = (objective,
+    source): the best checked schedule of the mode, the offline method's or a run's (for
+    relaxed mode a gang schedule too: it is a relaxed one), which the optimum is at most;
+    ``offline_statuses[mode]``: how the method ended in each of its modes (its status,
+    ``interrupted`` by a Ctrl-C, or why it did not run)."""
 
     instance: Instance
     runs: tuple[PolicyRun, ...]
     bounds: Mapping[str, tuple[float, str]]
     checked: bool = True
     statuses: Mapping[str, Mapping[str, str]] = field(default_factory=dict)
+    levels: Mapping[str, Mapping[str, float]] = field(default_factory=dict)
     offline: str | None = None
     schedules: Mapping[str, tuple[float, str]] = field(default_factory=dict)
     offline_statuses: Mapping[str, str] = field(default_factory=dict)
@@ -250,9 +254,10 @@ class Comparison:
     def to_dict(self, unit: str = "h") -> dict[str, Any]:
         """The comparison as plain JSON data (no NaN: a missing value is null); every time,
         Σ w_j C_j and its bounds included, in ``unit`` (each mode's bound as ``value``, on
-        Σ w_j C_j, and ``weighted_jct``, on Σ w_j JCT: the value less Σ w_j a_j); with an
-        offline method, ``offline`` (its label) and each mode's best checked schedule in
-        ``schedules``, in the same form."""
+        Σ w_j C_j, and ``weighted_jct``, on Σ w_j JCT: the value less Σ w_j a_j, with its
+        ``statuses`` and its ``levels`` in the same form); with an offline method,
+        ``offline`` (its label) and each mode's best checked schedule in ``schedules``, in the
+        same form."""
         scale = _unit(unit)
         arrivals = weighted_arrivals(self.instance)
 
@@ -270,7 +275,14 @@ class Comparison:
             "gpus": self.instance.n_gpus,
             "unit": unit,
             "bounds": {
-                mode: {**end(value, source), "statuses": dict(self.statuses.get(mode, {}))}
+                mode: {
+                    **end(value, source),
+                    "statuses": dict(self.statuses.get(mode, {})),
+                    "levels": {
+                        name: {k: v for k, v in end(found, name).items() if k != "source"}
+                        for name, found in self.levels.get(mode, {}).items()
+                    },
+                }
                 for mode, (value, source) in self.bounds.items()
             },
             "checked": self.checked,
@@ -405,6 +417,7 @@ def compare(
         runs = _with_mode_bound(runs, bound, bound_time_limit, progress, solved)
     bounds: dict[str, tuple[float, str]] = {}
     statuses: dict[str, dict[str, str]] = {}
+    levels: dict[str, dict[str, float]] = {}
     for r in runs:  # a bound holds for the runs of its mode
         extra = r.result.extra
         if extra.get("regret_bound") is not None:
@@ -415,6 +428,11 @@ def compare(
                     key.removesuffix("_status").replace("_", " "): str(extra[key])
                     for key in _STATUSES
                     if key in extra
+                }
+                levels[r.result.mode] = {
+                    key.removeprefix("bound_").replace("_", "-"): float(extra[key])
+                    for key in _LEVELS
+                    if extra.get(key) is not None
                 }
     label = "" if search is None else search[0]
     schedules = {} if search is None else _best_schedules(runs, solved, label)
@@ -433,12 +451,14 @@ def compare(
         if instances["relaxed"].with_mode("gang") == instances["gang"]:
             bounds["gang"] = (relaxed[0], f"{relaxed[1]} of the relaxed runs")
             statuses["gang"] = statuses.get("relaxed", {})
+            levels["gang"] = levels.get("relaxed", {})
     return Comparison(
         _simulation(runs[0].result).instance,
         tuple(runs),
         bounds,
         checked=all(r.result.extra.get("checked", True) for r in runs),
         statuses=statuses,
+        levels=levels,
         offline=None if search is None else label,
         schedules=schedules,
         offline_statuses=offline_statuses,
@@ -575,6 +595,15 @@ _RATIOS = ("regret", "regret_jct", *LEAST_COLUMNS)
 
 #: The runs' fields that say how the level's LP and Lagrangian bound ended.
 _STATUSES = ("capacity_status", "capacity_parts_status", "lagrangian_status")
+
+#: The runs' fields of each bound they computed (``optsched.regret.RegretBound.parts``).
+_LEVELS = (
+    "bound_critical_path",
+    "bound_fluid",
+    "bound_capacity",
+    "bound_capacity_parts",
+    "bound_lagrangian",
+)
 
 
 def _with_mode_bound(
