@@ -261,13 +261,11 @@ class Comparison:
         scale = _unit(unit)
         arrivals = weighted_arrivals(self.instance)
 
-        def end(value: float, source: str) -> dict[str, Any]:
-            """A bound or best schedule on Σ w_j C_j, and on Σ w_j JCT, with its source."""
-            return {
-                "value": value / scale,
-                "weighted_jct": (value - arrivals) / scale,
-                "source": source,
-            }
+        def end(value: float, source: str | None = None) -> dict[str, Any]:
+            """A bound or best schedule on Σ w_j C_j, and on Σ w_j JCT, with its source if
+            given."""
+            both = {"value": value / scale, "weighted_jct": (value - arrivals) / scale}
+            return both if source is None else {**both, "source": source}
 
         return {
             "instance": self.instance.name,
@@ -279,8 +277,7 @@ class Comparison:
                     **end(value, source),
                     "statuses": dict(self.statuses.get(mode, {})),
                     "levels": {
-                        name: {k: v for k, v in end(found, name).items() if k != "source"}
-                        for name, found in self.levels.get(mode, {}).items()
+                        name: end(found) for name, found in self.levels.get(mode, {}).items()
                     },
                 }
                 for mode, (value, source) in self.bounds.items()
