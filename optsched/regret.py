@@ -36,13 +36,13 @@ import math
 from collections import Counter
 from dataclasses import dataclass, field
 from numbers import Real
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 from optsched.budget import Budget, check_time_limit
 from optsched.errors import InputError
 
 if TYPE_CHECKING:
-    from collections.abc import Callable, Sequence
+    from collections.abc import Callable, Mapping, Sequence
 
     from optsched.exact.capacity import CapacityLP
     from optsched.instance import Instance
@@ -53,6 +53,16 @@ REGRET_BOUNDS = ("none", "critical-path", "fluid", "capacity", "lagrangian")
 
 #: The levels that solve the class-capacity LP.
 LP_LEVELS = ("capacity", "lagrangian")
+
+#: The fields of :attr:`RegretBound.parts` (and of a run's ``extra``) that hold a bound,
+#: weakest first.
+BOUND_FIELDS = (
+    "bound_critical_path",
+    "bound_fluid",
+    "bound_capacity",
+    "bound_capacity_parts",
+    "bound_lagrangian",
+)
 
 #: Intervals of the capacity LP's grid, and the fewest a large trace gets
 #: (:func:`capacity_intervals`).
@@ -194,9 +204,20 @@ def regret_bound(
                 parts["bound_capacity"] = lp.bound
         if level == "lagrangian":
             parts.update(_lagrangian(instance, objective, grid_end, lp, time_limit, schedule))
-    values = {k: float(v) for k, v in parts.items() if k.startswith("bound_")}
+    values = bound_levels(parts)
     best = max(values, key=lambda k: values[k])
-    return RegretBound(values[best], best.removeprefix("bound_").replace("_", "-"), parts)
+    return RegretBound(values[best], best, parts)
+
+
+def bound_levels(fields: Mapping[str, Any]) -> dict[str, float]:
+    """Each bound that ``fields`` hold (:data:`BOUND_FIELDS`: a RegretBound's ``parts``, or
+    a run's ``extra``) by its name, the ``source`` a RegretBound gives it (``critical-path``,
+    ``capacity-parts``, ...)."""
+    return {
+        key.removeprefix("bound_").replace("_", "-"): float(fields[key])
+        for key in BOUND_FIELDS
+        if fields.get(key) is not None
+    }
 
 
 #: How far below the critical path a run's objective or makespan may lie (relative): a

@@ -42,6 +42,7 @@ from optsched.regret import (
     CAPACITY_TIME_LIMIT,
     LP_LEVELS,
     OFFLINE_TIME_LIMIT,
+    bound_levels,
     check_level,
     ratio_text,
     regret_ratio,
@@ -426,11 +427,7 @@ def compare(
                     for key in _STATUSES
                     if key in extra
                 }
-                levels[r.result.mode] = {
-                    key.removeprefix("bound_").replace("_", "-"): float(extra[key])
-                    for key in _LEVELS
-                    if extra.get(key) is not None
-                }
+                levels[r.result.mode] = bound_levels(extra)
     label = "" if search is None else search[0]
     schedules = {} if search is None else _best_schedules(runs, solved, label)
     for mode, result in solved.items():  # the method's bound, where it is higher
@@ -592,15 +589,6 @@ _RATIOS = ("regret", "regret_jct", *LEAST_COLUMNS)
 
 #: The runs' fields that say how the level's LP and Lagrangian bound ended.
 _STATUSES = ("capacity_status", "capacity_parts_status", "lagrangian_status")
-
-#: The runs' fields of each bound they computed (``optsched.regret.RegretBound.parts``).
-_LEVELS = (
-    "bound_critical_path",
-    "bound_fluid",
-    "bound_capacity",
-    "bound_capacity_parts",
-    "bound_lagrangian",
-)
 
 
 def _with_mode_bound(
