@@ -562,3 +562,16 @@ def test_exact_compute_times_count_what_whole_steps_leave_out(monkeypatch):
     assert (whole.bound, exact.bound) == (10.0, 13.0)
     assert exact.stopped == whole.stopped == "converged"
     assert cut.trace == column_bound(instance, 19.0, 1.0, cuts=True).trace
+
+
+def test_an_upper_below_the_optimum_is_refused_but_not_in_a_box():
+    """An ``upper`` below the optimum (9) is no feasible objective: once a bound passes it the
+    run refuses it. In a branching node's box the bound may pass the incumbent (no schedule
+    in the box is as good), so there it is returned."""
+    jobs = tuple(Job(f"j{k}", weight=3.0, tasks_per_round=3, compute={"A": 1.0}) for k in range(2))
+    inst = Instance("pair", jobs, tuple(GPU(f"g{i}", "A") for i in range(4)), mode="gang")
+    with pytest.raises(lagrangian.AboveUpper, match=r"upper = 7\.0"):
+        column_bound(inst, 7.0, 1.0)
+    assert column_bound(inst, 9.0, 1.0).bound == 9.0
+    boxed = column_bound(inst, 9.0, 1.0, restrict={0: (2, 2), 1: (2, 2)})
+    assert boxed.bound is not None and boxed.bound > 9.0

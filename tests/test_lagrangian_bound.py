@@ -391,3 +391,14 @@ def test_a_spread_round_takes_the_cheapest_split(caps, k_tasks, prices):
     assert cost[0] == best
     assert counts[:, 0].sum() == k_tasks and (counts[:, 0] <= np.array(caps)).all()
     assert np.count_nonzero(counts[:, 0]) >= 2
+
+
+def test_an_upper_below_the_optimum_is_refused_once_a_bound_passes_it():
+    """``upper`` sets the deadlines and must be a feasible schedule's objective: on the pair
+    of gang rounds above (optimum 9) an upper of 8.5 would have the bound certify 9, above it,
+    so the run refuses it; a checked schedule's objective runs as before."""
+    jobs = tuple(Job(f"j{k}", weight=3.0, tasks_per_round=3, compute={"A": 1.0}) for k in range(2))
+    inst = Instance("pair", jobs, tuple(GPU(f"g{i}", "A") for i in range(4)), mode="gang")
+    with pytest.raises(lagrangian.AboveUpper, match=r"upper = 8\.5"):
+        lagrangian_bound(inst, 8.5, 1.0, iterations=500)
+    assert lagrangian_bound(inst, incumbent(inst).objective, 1.0, iterations=500).bound == 9.0

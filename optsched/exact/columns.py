@@ -76,6 +76,7 @@ from optsched.exact.lagrangian import (
     occupied,
     price_tables,
     pricing_work,
+    refuse_above_upper,
     restrict_completions,
     whole_steps,
     without_paths,
@@ -561,7 +562,10 @@ def column_bound(
     relaxed mode with cuts: at least the programme at μ = 0 and CP-SAT's bound on the job's
     staggered rounds, at the iterations that price them), less a relative 10⁻⁹, rounded up
     to the grid's integer objective: at most the optimum (docs/models/column-bound.md). The
-    master's value is never reported. Raises :class:`MasterTooLarge` in gang mode with
+    master's value is never reported. Without ``restrict``, raises
+    :class:`~optsched.exact.lagrangian.AboveUpper` as soon as an iteration certifies more
+    than ``upper`` (then no feasible schedule has that objective, and the deadlines it set may
+    have cut off the optimum). Raises :class:`MasterTooLarge` in gang mode with
     ``cuts`` on a grid of more than :data:`MAX_MASTER_STEPS` steps, and
     :class:`~optsched.exact.lagrangian.TooLarge` where the programme is too large to price
     (as for :func:`~optsched.exact.lagrangian.lagrangian_bound`)."""
@@ -661,6 +665,8 @@ def column_bound(
         nonlocal best
         certified = rounded(value)
         found = dn.objective_to_original(float(certified))
+        if not restrict:  # a node's box may hold no schedule as good as the incumbent
+            refuse_above_upper(found, upper)
         trace.append(found)
         if certified > best:
             best = certified

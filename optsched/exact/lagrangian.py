@@ -85,6 +85,26 @@ class BelowCriticalPath(ValueError):
     """The ``upper`` given is below the critical path: no feasible schedule has it."""
 
 
+class AboveUpper(ValueError):
+    """A bound certified above the ``upper`` given: no feasible schedule has that objective
+    (every bound is at most the optimum), and the deadlines it set may have cut off the
+    optimal schedules, so the bound is not returned."""
+
+
+#: how far (relative) a certified bound may pass ``upper`` before :class:`AboveUpper`: a
+#: checked schedule's objective may lie within the checker's tolerance below the optimum
+UPPER_SLACK = 1e-6
+
+
+def refuse_above_upper(bound: float, upper: float) -> None:
+    """Raise :class:`AboveUpper` where the certified ``bound`` passes ``upper``."""
+    if bound > upper + UPPER_SLACK * max(1.0, abs(upper)):
+        raise AboveUpper(
+            f"a bound of {bound!r} is certified above upper = {upper!r}: upper is not the "
+            "objective of a feasible schedule (it sets the deadlines; give a checked one's)"
+        )
+
+
 class _OutOfTime(Exception):
     """The budget expired in the middle of an iteration."""
 
@@ -600,7 +620,10 @@ def lagrangian_bound(
     Guarantees: the bound is L(λ) at some λ ≥ 0 computed exactly up to float rounding, less
     a relative 10⁻⁹, rounded up to the grid's integer objective (integer steps and weights),
     so at most Σ_j w_j max(C_j, CP_j) of an optimal schedule shifted onto the grid of the
-    instance rounded down, itself at most the optimum (docs/models/lagrangian-bound.md)."""
+    instance rounded down, itself at most the optimum (docs/models/lagrangian-bound.md).
+    Raises :class:`BelowCriticalPath` for an ``upper`` below the critical path, and
+    :class:`AboveUpper` as soon as an iteration certifies more than ``upper``: then ``upper``
+    is no feasible schedule's objective, and its deadlines may have cut off the optimum."""
     problem = _problem(instance, upper, time_unit, priced_until)
     dn, _, rows, horizon, shift, _ = problem
     lam = (
@@ -626,6 +649,7 @@ def lagrangian_bound(
             meter.spend(per_iteration)
             certified = math.ceil(value - 1e-9 * abs(value) - 1e-9) + shift
             found = dn.objective_to_original(float(certified))
+            refuse_above_upper(found, upper)
             trace.append(found)
             if certified > best:
                 best, since = certified, 0
