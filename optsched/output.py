@@ -4,9 +4,11 @@ Guarantees (README, "What optsched promises"):
 
 - **Validated before the work starts.** :func:`output_target` refuses, as bad input naming the
   option and the path, an empty path, a directory, a folder that does not exist or cannot be
-  written, anything that is not a regular file, a character device or a FIFO (a block device,
-  a socket), a path equal to one of the command's inputs (``--out`` over the instance), and
-  two outputs of one command that are the same file.
+  written (a temporary file is created there and removed, so a read-only mount or a folder
+  such as ``/sys`` is refused for root too), anything that is not a regular file, a
+  character device or a FIFO (a block device, a socket), a path equal to one of the
+  command's inputs (``--out`` over the instance), and two outputs of one command that are
+  the same file.
 - **Atomic.** A regular file (new or existing) is written to a temporary file in its own
   folder, flushed to disk and renamed over the target, so a reader or a kill sees either the
   old file whole or the new file whole, never a truncated one. A new file gets the mode the
@@ -106,6 +108,14 @@ def output_target(
         raise InputError(f"{where}: folder {str(folder)!r} does not exist")
     if not os.access(folder, os.W_OK | os.X_OK):
         raise InputError(f"{where}: folder {str(folder)!r} is not writable")
+    try:  # os.access says yes to root everywhere, even on /sys or a read-only mount
+        fd, probe = _temporary_beside(real)
+        os.close(fd)
+        os.unlink(probe)
+    except OSError as exc:
+        raise InputError(
+            f"{where}: cannot write in folder {str(folder)!r} ({exc.strerror or exc})"
+        ) from None
     for given in inputs:
         if given is not None and str(given) and _same(real, Path(given)):
             raise InputError(
@@ -246,7 +256,11 @@ def write_file(path: str | Path, data: Data) -> None:
 
 
 def _temporary_beside(real: Path) -> tuple[int, str]:
-    """A new temporary file in ``real``'s folder (its descriptor and path), named after it."""
+    """A new temporary file in ``real``'s folder (its descriptor and path), named after it;
+    an OSError names ``real``, not the temporary file."""
     import tempfile  # only when writing: it costs every command's start-up otherwise
 
-    return tempfile.mkstemp(prefix=f".{real.name}.", suffix=".tmp", dir=real.parent)
+    try:
+        return tempfile.mkstemp(prefix=f".{real.name}.", suffix=".tmp", dir=real.parent)
+    except OSError as exc:
+        raise OSError(exc.errno, exc.strerror, str(real)) from None

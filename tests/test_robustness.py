@@ -162,6 +162,22 @@ def test_missing_folder_and_empty_path_are_refused(tmp_path):
     assert out == ""
 
 
+@pytest.mark.skipif(not Path("/proc").is_dir(), reason="needs Linux's /proc")
+def test_a_folder_that_takes_no_new_file_is_refused_before_the_work(monkeypatch):
+    """``os.access`` says yes to root everywhere; the check creates a file there instead, so
+    ``/proc`` (no new files, whoever asks) is refused before the work, and a write that
+    fails later names the target, not its temporary file."""
+    monkeypatch.setattr(os, "access", lambda *args, **kwargs: True)  # as for root
+    code, out, err = cli("solve", TOY, "--method", "ect", "--out", "/proc/s.json")
+    bad_input(code, err, "--out '/proc/s.json'", "cannot write in folder '/proc'")
+    assert out == ""
+    from optsched.output import write_file
+
+    with pytest.raises(OSError) as failed:
+        write_file("/proc/s.json", "{}")
+    assert failed.value.filename == "/proc/s.json"
+
+
 # -- 2. output over input ----------------------------------------------------------------------
 
 
