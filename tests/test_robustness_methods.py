@@ -182,6 +182,13 @@ def test_a_hint_of_the_other_mode_is_named_on_stderr(instance, tmp_path):
     assert code == 0 and "warning: --hint is infeasible for this instance in relaxed mode (" in (
         err.getvalue()
     )
+    # another instance's schedule: one error, no warning that it would not be used
+    save_schedule(tmp_path / "hint.json", Schedule("other", late, "relaxed"))
+    err = io.StringIO()
+    with contextlib.redirect_stdout(io.StringIO()), contextlib.redirect_stderr(err):
+        code = main([*args, "--hint", str(tmp_path / "hint.json"), "--quiet"])
+    assert code == 2 and "warning" not in err.getvalue()
+    assert err.getvalue().count("\n") == 1 and "not " + repr(relaxed.name) in err.getvalue()
 
 
 # -- 6. lp-bound's adaptive grid ------------------------------------------------------------

@@ -63,7 +63,7 @@ def add_parser(sub: Any) -> None:
 
 def run(args: argparse.Namespace) -> int:
     from optsched.io import load_instance, load_schedule, save_schedule
-    from optsched.solve import solve
+    from optsched.solve import check_hint, solve
 
     if args.export is not None and any(p.startswith("export=") for p in args.param):
         raise InputError("give the model file once: --export or --param export=...")
@@ -82,6 +82,8 @@ def run(args: argparse.Namespace) -> int:
     instance = load_instance(args.instance)
     hint = load_schedule(args.hint) if args.hint else None
     mode = args.mode or instance.mode
+    if hint is not None:  # another instance's schedule: refused before any warning about it
+        check_hint(instance, hint)
     if hint is not None and hint.mode is not None and hint.mode != mode:
         print(
             f"optsched: warning: --hint is a {hint.mode}-mode schedule and the run is in {mode} "
