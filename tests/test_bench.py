@@ -98,6 +98,9 @@ def test_hare_grids_and_online_policies_run_through_the_runner(tmp_path):
     assert all(r["metrics"]["total_weighted_jct"] > 0 for r in records)
     with pytest.raises(InputError, match="does not support mode"):
         plan(manifest, ["fifo"], modes=["relaxed"])
+    # without --mode, a policy of one mode runs in it, as simulate and compare run it
+    own = plan(manifest, ["hlas", "fifo-perf"])
+    assert {(r.method, r.mode) for r in own} == {("hlas", "relaxed"), ("fifo-perf", "gang")}
 
 
 def test_resume_skips_finished_runs_and_never_duplicates(tiny_set, tmp_path):

@@ -1123,23 +1123,20 @@ def test_a_method_ignoring_its_time_limit_is_killed(
     assert wait_gone([c for c in children(os.getpid()) if c not in before], 5) == []
 
 
-def test_run_refuses_a_method_without_the_instances_own_mode(tiny, tmp_path, capsys):
-    """No --mode: each instance runs in its own mode, and a method that lacks it is refused
-    before anything runs, not recorded as one error per run."""
-    code, _, err = run_main(
-        capsys,
-        "bench",
-        "run",
-        str(tiny),
-        "--method",
-        "ect",
-        "--method",
-        "fifo-perf",
-        "--records",
-        str(tmp_path / "r.jsonl"),
-    )
+def test_run_without_mode_runs_a_method_of_one_mode_in_it(tiny, tmp_path, capsys):
+    """No --mode: each instance runs in its own mode, and a method that lacks it but has one
+    mode runs in that one (as ``simulate`` runs a gang-only policy); with --mode a method
+    that lacks the mode is refused before anything runs, not recorded as one error per run."""
+    records = tmp_path / "r.jsonl"
+    args = ("bench", "run", str(tiny), "--method", "ect", "--method", "fifo-perf")
+    code, _, err = run_main(capsys, *args, "--records", str(records), "--workers", "1")
+    assert code == 0, err
+    modes = {(r["method"], r["mode"]) for r in map(json.loads, records.read_text().splitlines())}
+    assert ("fifo-perf", "gang") in modes and ("ect", "relaxed") in modes
+    other = tmp_path / "other.jsonl"
+    code, _, err = run_main(capsys, *args, "--mode", "relaxed", "--records", str(other))
     refused(code, err, "fifo-perf", "does not support mode 'relaxed'")
-    assert not (tmp_path / "r.jsonl").exists()
+    assert not other.exists()
 
 
 def test_report_refuses_the_manifest_of_another_set(tiny, tmp_path, capsys):

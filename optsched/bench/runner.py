@@ -236,10 +236,11 @@ def plan(
     limit), unless ``params`` sets ``work``, and a wall-clock limit of
     :data:`WORK_WALL_FACTOR` times that; ``wall`` keeps ``time_limit`` a wall-clock limit.
 
-    ``modes`` None runs each instance in its own mode; ``only`` (a shell pattern such as
-    ``hare-*``) keeps the instances whose names match. Refused here, before anything runs
-    (:class:`InputError` naming the option and the value): unknown methods, modes a method
-    does not support (given, or an instance's own), unknown parameters, a time limit that is
+    ``modes`` None runs each instance in its own mode, and a method of one mode in that
+    mode (as ``simulate`` runs a gang-only policy on a relaxed instance); ``only`` (a shell
+    pattern such as ``hare-*``) keeps the instances whose names match. Refused here, before
+    anything runs (:class:`InputError` naming the option and the value): unknown methods,
+    modes given that a method does not support, unknown parameters, a time limit that is
     not a finite number > 0, seeds outside [0, MAX_SEED], a method, mode or seed given twice,
     an instance file that is missing or does not parse, a parameter value the method's options
     refuse (:meth:`~optsched.registry.MethodInfo.parse_options`; checks against an instance,
@@ -294,6 +295,7 @@ def plan(
     kinds: dict[str, Kind] = {}
     limits: dict[str, float | None] = {}  # per method: the runs' wall-clock limit
     own = {}  # per method: the hash of the plug-in that defines it
+    run_modes: dict[str, dict[str, str]] = {}
     for method in methods:
         info = _method(method, placement)
         kinds[method] = info.kind
@@ -307,8 +309,12 @@ def plan(
         work = getattr(options, "work", None) if budgeted else None
         limits[method] = time_limit if work is None else WORK_WALL_FACTOR * float(work)
         canonical[method] = options.to_params(list(given))
-        for mode in () if placement else modes or sorted(own_modes):
-            info.check_mode(mode)
+        # per mode the set asks for: the mode the method's runs take in it
+        run_modes[method] = (
+            {PLACEMENT_MODE: PLACEMENT_MODE}
+            if placement
+            else {m: _run_mode(info, m, modes is None) for m in modes or sorted(own_modes)}
+        )
     runs: list[Run] = []
     for name, entry in chosen.items():
         data = instances[name]
@@ -321,7 +327,7 @@ def plan(
                         entry.get("cell", {}),
                         entry.get("seed"),
                         method,
-                        mode,
+                        run_modes[method][mode],
                         seed,
                         canonical[method],
                         limits[method],
@@ -332,6 +338,17 @@ def plan(
                     for seed in seeds
                 )
     return runs
+
+
+def _run_mode(info: MethodInfo[Any], mode: str, own: bool) -> str:
+    """The mode ``info``'s runs take where the set asks for ``mode``: ``mode``, or, where
+    the mode is the instance's ``own`` (no ``--mode``), a method's only mode; refuses (as
+    :meth:`~optsched.registry.MethodInfo.check_mode`) a mode given that it does not
+    support."""
+    if own and mode not in info.modes and len(info.modes) == 1:
+        return next(iter(info.modes))
+    info.check_mode(mode)
+    return mode
 
 
 def _method(name: str, placement: bool = False) -> MethodInfo[Any]:

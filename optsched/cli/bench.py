@@ -50,7 +50,7 @@ def add_parser(sub: Any) -> None:
         "--mode",
         action="append",
         choices=("relaxed", "gang"),
-        help="repeatable (default: each instance's own mode)",
+        help="repeatable (default: each instance's own mode, and a method of one mode in it)",
     )
     p.add_argument("--seeds", type=int, nargs="+", metavar="N", help="method seeds (default: 0)")
     p.add_argument(
