@@ -93,3 +93,16 @@ def test_which_method_when_names_only_registered_methods():
     named = set(re.findall(r"`([a-z][a-z0-9-]+)`", guide)) - {"simulate"}
     known = {info.name for info in methods()}
     assert named and named <= known, named - known
+
+
+def test_the_method_tables_list_every_built_in_method():
+    """The README's and the methods guide's tables name every registered method (an alias
+    excepted), so a new method cannot be left out of them."""
+    from optsched import methods
+
+    builtin = {info.name for info in methods() if not info.description.startswith("alias of")}
+    for page in (ROOT / "README.md", ROOT / "docs" / "methods" / "index.md"):
+        text = page.read_text()
+        table = text.split("| methods |", 1)[1].split("\n\n", 1)[0]
+        missing = builtin - set(re.findall(r"`([a-z][a-z0-9-]+)`", table))
+        assert not missing, (page.name, sorted(missing))

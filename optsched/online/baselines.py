@@ -660,7 +660,8 @@ def _fifo_perf(options: Options, seed: int) -> FIFO:
     "fifo",
     kind="simulate",
     modes=("gang",),
-    description="alias of fifo-perf (Gavel's fifo_perf), kept for old scripts",
+    description="alias of fifo-perf (Gavel's fifo_perf), kept for old scripts; "
+    "Gavel's own fifo is fifo-random",
 )
 def _fifo(options: Options, seed: int) -> FIFO:
     return FIFO(name="fifo")
