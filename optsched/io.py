@@ -85,7 +85,9 @@ def _list(value: Any, where: str) -> list[Any]:
 
 
 def _format(obj: Mapping[str, Any], known: tuple[str, ...], where: str) -> str:
-    fmt = obj.get("format")
+    if "format" not in obj:
+        raise InputError(f"{where}: missing key 'format' (expected {', '.join(known)})")
+    fmt = obj["format"]
     if fmt not in known:
         raise InputError(f"{where}: unknown format {fmt!r} (expected {', '.join(known)})")
     return str(fmt)
@@ -278,6 +280,8 @@ def load_any(path: str | Path) -> Any:
     }
 
     def read(data: Any) -> Any:
+        if isinstance(data, dict) and "format" not in data:
+            raise InputError(f"missing key 'format' (known: {', '.join(readers)})")
         kind = data.get("format") if isinstance(data, dict) else None
         if kind not in readers:
             raise InputError(f"unknown format {kind!r} (known: {', '.join(readers)})")

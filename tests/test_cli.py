@@ -80,6 +80,7 @@ def test_a_text_verdict_lists_the_first_violations_and_counts_the_rest(capsys, t
     [
         ("{", "malformed JSON"),
         ('{"format": "optsched/instance@9", "name": "x", "jobs": []}', "unknown format"),
+        ('{"name": "x", "jobs": []}', "missing key 'format'"),
         (
             '{"format": "optsched/instance@1", "name": "x", "jobs": [], "extra": 1}',
             "unknown key 'extra'",

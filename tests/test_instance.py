@@ -157,6 +157,7 @@ def test_topology_and_gpus_must_agree():
 
 BAD = [
     (with_(["format"], "optsched/instance@9"), "unknown format 'optsched/instance@9'"),
+    (with_(["format"], delete=True), "instance: missing key 'format'"),
     (with_(["colour"], "red"), "instance: unknown key 'colour'"),
     (with_(["name"], delete=True), "instance: missing key 'name'"),
     (with_(["jobs", 0, "speed"], 2), "job 'J1': unknown key 'speed'"),

@@ -197,7 +197,8 @@ def add_simulation_options(p: argparse.ArgumentParser) -> None:
         default="auto",
         help="what runs the simulation, the same schedule either way: python (the event "
         "engine), compiled (hlas as one compiled loop, with form=queues, mapping A or B and "
-        "no --tick or --heartbeat; needs a C compiler, which builds it once, on first use) "
+        "no ticks or heartbeats (simulate's --tick, --heartbeat); needs a C compiler, which "
+        "builds it once, on first use) "
         "or auto (compiled where it applies on 100,000 tasks or more when a C compiler is "
         "there, else python; default)",
     )

@@ -74,7 +74,9 @@ LEAST_COLUMNS = {"regret_jct_least": "JCT regret ≥", "regret_least": "regret �
 def parse_policy(text: str, option: str = "--policy") -> tuple[str, dict[str, str]]:
     """``NAME`` or ``NAME:KEY=VALUE,KEY=VALUE`` → (name, parameters); an InputError naming
     ``option`` otherwise."""
-    name, _, rest = text.partition(":")
+    name, colon, rest = text.partition(":")
+    if colon and not rest.strip():
+        raise InputError(f"{option} {text!r}: expected NAME:KEY=VALUE,..., nothing after ':'")
     params: dict[str, str] = {}
     for pair in filter(None, (p.strip() for p in rest.split(","))):
         key, sep, value = pair.partition("=")
