@@ -303,3 +303,17 @@ def test_gen_hare_keeps_the_papers_job_sizes_and_rate_for_any_number_of_jobs(tmp
         == pytest.approx(HareSpec().rate())
         == pytest.approx(0.898, abs=1e-3)
     )
+
+
+def test_solve_gives_the_gap_on_jct_where_arrivals_swamp_the_objective(capsys, tmp_path):
+    """Arrivals at 10⁶ s: the gap on Σ w_j C_j is tiny, so a JCT gap line says the same
+    distance over Σ w_j (C_j − a_j); arrivals near 0 get no such line."""
+    data = json.loads(Path(TOY).read_text())
+    for job in data["jobs"]:
+        job["arrival"] = job.get("arrival", 0) + 1e6
+    far = tmp_path / "far.json"
+    far.write_text(json.dumps(data))
+    code, out, _ = run(capsys, "solve", str(far), "--method", "ect", "--quiet")
+    assert code == 0 and "JCT gap    22.22 %" in out  # (9 − 7) / 9, as at time 0
+    code, out, _ = run(capsys, "solve", TOY, "--method", "ect", "--quiet")
+    assert code == 0 and "JCT gap" not in out
