@@ -317,3 +317,14 @@ def test_solve_gives_the_gap_on_jct_where_arrivals_swamp_the_objective(capsys, t
     assert code == 0 and "JCT gap    22.22 %" in out  # (9 − 7) / 9, as at time 0
     code, out, _ = run(capsys, "solve", TOY, "--method", "ect", "--quiet")
     assert code == 0 and "JCT gap" not in out
+
+
+def test_a_mode_the_instance_cannot_run_in_is_refused_naming_the_file(capsys, tmp_path):
+    """A round wider than the cluster runs in relaxed mode but not in gang mode: refused
+    with the file's name, as a load error is."""
+    data = json.loads(Path(TOY).read_text())
+    data["jobs"][0]["tasks_per_round"] = 4  # 3 GPUs
+    wide = tmp_path / "wide.json"
+    wide.write_text(json.dumps(data))
+    code, _, err = run(capsys, "solve", str(wide), "--method", "ect", "--mode", "gang")
+    assert code == 2 and err.startswith(f"optsched: error: {wide}: job ") and "gang" in err

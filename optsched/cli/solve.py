@@ -82,6 +82,11 @@ def run(args: argparse.Namespace) -> int:
     instance = load_instance(args.instance)
     hint = load_schedule(args.hint) if args.hint else None
     mode = args.mode or instance.mode
+    if mode != instance.mode:  # what the other mode refuses, named with the file as on loading
+        try:
+            instance = instance.with_mode(mode)
+        except InputError as exc:
+            raise InputError(f"{args.instance}: {exc}") from None
     if hint is not None:  # another instance's schedule: refused before any warning about it
         check_hint(instance, hint)
     if hint is not None and hint.mode is not None and hint.mode != mode:
@@ -94,10 +99,7 @@ def run(args: argparse.Namespace) -> int:
         from optsched.check import check
         from optsched.schedule import Schedule
 
-        report = check(
-            instance if mode == instance.mode else instance.with_mode(mode),
-            Schedule(instance.name, hint.tasks, mode),
-        )
+        report = check(instance, Schedule(instance.name, hint.tasks, mode))
         if not report.feasible:
             first = report.violations[0].message if report.violations else "incomplete"
             print(
