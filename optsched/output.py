@@ -60,7 +60,14 @@ def json_text(data: Any, *, indent: int | None = 1) -> str:
 
 def _resolve(path: str | Path) -> Path:
     """The file ``path`` names, symbolic links followed; a new file (or a link to one) is
-    fine, a link loop raises OSError (ELOOP)."""
+    fine, a link loop raises OSError (ELOOP). A character device or FIFO, also behind a
+    link, is ``path`` as given (written through it)."""
+    try:
+        mode = os.stat(path).st_mode
+    except OSError:
+        mode = 0
+    if stat.S_ISCHR(mode) or stat.S_ISFIFO(mode):  # written through as named: /dev/stdout
+        return Path(path)  # into a pipe resolves to /proc/PID/fd/pipe:[N], which open() can't
     try:
         return Path(os.path.realpath(path, strict=True))
     except FileNotFoundError:
@@ -81,7 +88,8 @@ def output_target(
 
     Returns the path. Raises :class:`InputError` naming ``option`` and the path when it is
     empty, a directory, neither a regular file nor a character device nor a FIFO, in a
-    missing or read-only folder, or the same file as one of ``inputs``.
+    missing folder or one where a new file cannot be made (a temporary one is created and
+    removed: permissions alone say yes to root), or the same file as one of ``inputs``.
     """
     if path is None or str(path) == "":
         raise InputError(f"{option}: empty path")
@@ -260,7 +268,7 @@ def _temporary_beside(real: Path) -> tuple[int, str]:
     an OSError names ``real``, not the temporary file."""
     import tempfile  # only when writing: it costs every command's start-up otherwise
 
-    try:
-        return tempfile.mkstemp(prefix=f".{real.name}.", suffix=".tmp", dir=real.parent)
+    try:  # the name cut short: the temporary file's must fit where the target's does
+        return tempfile.mkstemp(prefix=f".{real.name[:200]}.", suffix=".tmp", dir=real.parent)
     except OSError as exc:
         raise OSError(exc.errno, exc.strerror, str(real)) from None

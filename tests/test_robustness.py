@@ -118,6 +118,31 @@ def test_fifo_is_written_through(tmp_path):
     assert strict_json(got[0].decode())["format"] == "optsched/schedule@1"
 
 
+@pytest.mark.skipif(not Path("/proc/self/fd").is_dir(), reason="needs Linux's /proc")
+def test_a_pipe_behind_a_link_is_written_through():
+    """``--out /dev/stdout`` into a pipe: the link resolves to ``/proc/PID/fd/pipe:[N]``,
+    which does not exist, so the pipe is written through the path as given."""
+    r, w = os.pipe()
+    got: list[bytes] = []
+    reader = threading.Thread(target=lambda: got.append(os.fdopen(r, "rb").read()))
+    reader.start()
+    try:
+        code, _, err = cli("solve", TOY, "--method", "ect", "--out", f"/proc/self/fd/{w}")
+    finally:
+        os.close(w)
+        reader.join(10)
+    assert code == 0, err
+    assert strict_json(got[0].decode())["format"] == "optsched/schedule@1"
+
+
+def test_a_target_name_as_long_as_a_folder_takes_is_written(tmp_path):
+    """The temporary file beside a target of 255 characters gets a shorter name."""
+    target = tmp_path / ("a" * 250 + ".json")
+    code, _, err = cli("solve", TOY, "--method", "ect", "--out", target)
+    assert code == 0, err
+    assert strict_json(target.read_text())["format"] == "optsched/schedule@1"
+
+
 def test_symlink_is_followed_and_kept(tmp_path):
     target = tmp_path / "real.json"
     target.write_text("old")
