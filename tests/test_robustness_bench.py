@@ -1139,6 +1139,39 @@ def test_run_without_mode_runs_a_method_of_one_mode_in_it(tiny, tmp_path, capsys
     assert not other.exists()
 
 
+def _rewrite_instances(folder: Path, change) -> list[Path]:
+    """Apply ``change`` to every instance file of the set in ``folder``; their paths."""
+    files = []
+    for path in folder.glob("*.json"):
+        data = json.loads(path.read_text())
+        if str(data.get("format", "")).startswith("optsched/instance@"):
+            change(data)
+            path.write_text(json.dumps(data))
+            files.append(path)
+    return files
+
+
+def test_run_without_mode_keeps_solve_methods_to_their_modes(tiny):
+    """The one-mode rule is simulate's, for policies: a relaxed-only solve method on a gang
+    set is refused, as ``solve`` refuses it."""
+    _rewrite_instances(tiny, lambda data: data.update(mode="gang"))
+    with pytest.raises(InputError, match="'hare-lp' does not support mode 'gang'"):
+        plan(load_manifest(tiny), ["hare-lp"])
+
+
+def test_run_refuses_an_instance_a_policy_takes_to_a_mode_it_cannot_run_in(tiny):
+    """A gang-only policy on a relaxed instance whose round is wider than the cluster: refused
+    before anything runs, naming the file and the mode, not recorded as an error per run."""
+
+    def widen(data):
+        data["jobs"][0]["tasks_per_round"] = len(data["gpus"]) + 1
+
+    assert _rewrite_instances(tiny, widen)
+    with pytest.raises(InputError, match=r"in gang mode: job .*needs"):
+        plan(load_manifest(tiny), ["fifo-perf"])
+    assert plan(load_manifest(tiny), ["ect"])  # relaxed mode still runs them
+
+
 def test_report_refuses_the_manifest_of_another_set(tiny, tmp_path, capsys):
     records = tmp_path / "r.jsonl"
     records.write_text(json.dumps(RECORD) + "\n")

@@ -236,16 +236,17 @@ def plan(
     limit), unless ``params`` sets ``work``, and a wall-clock limit of
     :data:`WORK_WALL_FACTOR` times that; ``wall`` keeps ``time_limit`` a wall-clock limit.
 
-    ``modes`` None runs each instance in its own mode, and a method of one mode in that
-    mode (as ``simulate`` runs a gang-only policy on a relaxed instance); ``only`` (a shell
-    pattern such as ``hare-*``) keeps the instances whose names match. Refused here, before
-    anything runs (:class:`InputError` naming the option and the value): unknown methods,
-    modes given that a method does not support, unknown parameters, a time limit that is
-    not a finite number > 0, seeds outside [0, MAX_SEED], a method, mode or seed given twice,
-    an instance file that is missing or does not parse, a parameter value the method's options
-    refuse (:meth:`~optsched.registry.MethodInfo.parse_options`; checks against an instance,
-    such as a ``time_unit`` coarser than its tasks, happen when the run starts and are
-    recorded), an ``only`` that matches no instance.
+    ``modes`` None runs each instance in its own mode, and an online policy of one mode in
+    that mode (as ``simulate`` runs a gang-only policy on a relaxed instance); ``only`` (a
+    shell pattern such as ``hare-*``) keeps the instances whose names match. Refused here,
+    before anything runs (:class:`InputError` naming the option and the value): unknown
+    methods, modes a method does not support (given, or an instance's own, but for such a
+    policy), an instance that cannot run in a mode it is to run in, unknown parameters, a
+    time limit that is not a finite number > 0, seeds outside [0, MAX_SEED], a method, mode
+    or seed given twice, an instance file that is missing or does not parse, a parameter
+    value the method's options refuse (:meth:`~optsched.registry.MethodInfo.parse_options`;
+    checks against an instance, such as a ``time_unit`` coarser than its tasks, happen when
+    the run starts and are recorded), an ``only`` that matches no instance.
     """
     if not methods:
         raise InputError("bench run needs at least one method")
@@ -315,6 +316,17 @@ def plan(
             if placement
             else {m: _run_mode(info, m, modes is None) for m in modes or sorted(own_modes)}
         )
+    if not placement:  # an instance a run takes to another mode must hold there too
+        for name, entry in chosen.items():
+            data = instances[name]
+            own_mode = data.get("mode", "relaxed")
+            wanted = {run_modes[m][mode] for m in methods for mode in modes or [own_mode]}
+            for mode in sorted(wanted - {own_mode}):
+                try:
+                    instance_from_dict(data).with_mode(mode)
+                except InputError as exc:
+                    path = manifest.path.parent / entry["file"]
+                    raise InputError(f"{path}: in {mode} mode: {exc}") from None
     runs: list[Run] = []
     for name, entry in chosen.items():
         data = instances[name]
@@ -342,10 +354,10 @@ def plan(
 
 def _run_mode(info: MethodInfo[Any], mode: str, own: bool) -> str:
     """The mode ``info``'s runs take where the set asks for ``mode``: ``mode``, or, where
-    the mode is the instance's ``own`` (no ``--mode``), a method's only mode; refuses (as
-    :meth:`~optsched.registry.MethodInfo.check_mode`) a mode given that it does not
-    support."""
-    if own and mode not in info.modes and len(info.modes) == 1:
+    the mode is the instance's ``own`` (no ``--mode``), an online policy's only mode (as
+    ``simulate`` runs it); refuses (as :meth:`~optsched.registry.MethodInfo.check_mode`) a
+    mode the method does not support otherwise."""
+    if own and info.kind == "simulate" and mode not in info.modes and len(info.modes) == 1:
         return next(iter(info.modes))
     info.check_mode(mode)
     return mode
