@@ -154,8 +154,9 @@ def regret_bound(
     contention between the jobs, for a larger LP each), within the same time limit
     (``bound_capacity_parts``; ``capacity_parts_status`` says how many parts were solved),
     with ``progress`` called after each part as :func:`parts_bound` does. An ``objective``
-    or ``makespan`` that no schedule of the instance has (not a finite number, or below the
-    instance's critical-path bound or longest critical path) is an InputError."""
+    or ``makespan`` that no schedule of the instance has (not a finite number, below the
+    instance's critical-path bound or longest critical path, or an objective below what the
+    Lagrangian bound certifies) is an InputError."""
     if check_level(level) == "none":
         return None
     check_time_limit(time_limit, "time_limit")
@@ -262,7 +263,7 @@ def _lagrangian(
         column_bound,
         column_time_unit,
     )
-    from optsched.exact.lagrangian import BelowCriticalPath, TooLarge
+    from optsched.exact.lagrangian import AboveUpper, BelowCriticalPath, TooLarge
 
     def bound(cuts: bool) -> ColumnBound:
         return column_bound(
@@ -287,6 +288,11 @@ def _lagrangian(
         return {"lagrangian_status": f"too large ({err.size})"}  # time_unit: no option here
     except BelowCriticalPath:  # an objective within the checker's tolerance below it
         return {"lagrangian_status": "objective below the critical path"}
+    except AboveUpper:  # a bound above it: no schedule has it (every caller here checks one)
+        raise InputError(
+            f"objective must be a schedule's: the Lagrangian bound certifies more than "
+            f"{objective!r}"
+        ) from None
     out: dict[str, float | str] = {"lagrangian_status": found.stopped}
     if found.bound is not None:
         out["bound_lagrangian"] = found.bound
