@@ -592,7 +592,12 @@ def load_workload(
         instance = load_instance(path)
         if not whole:
             instance = select_jobs(instance, first=first, window=window, load=load)
-        return (instance if mode is None else instance.with_mode(mode)), None
+        if mode is None or mode == instance.mode:
+            return instance, None
+        try:  # what the other mode refuses, named with the file as a load error is
+            return instance.with_mode(mode), None
+        except InputError as exc:
+            raise InputError(f"{path}: {exc}") from None
     if not cluster:
         raise InputError("a trace needs --cluster TYPE:COUNT,... (e.g. V100:85,T4:43)")
     if isinstance(cluster, str):

@@ -326,5 +326,10 @@ def test_a_mode_the_instance_cannot_run_in_is_refused_naming_the_file(capsys, tm
     data["jobs"][0]["tasks_per_round"] = 4  # 3 GPUs
     wide = tmp_path / "wide.json"
     wide.write_text(json.dumps(data))
-    code, _, err = run(capsys, "solve", str(wide), "--method", "ect", "--mode", "gang")
-    assert code == 2 and err.startswith(f"optsched: error: {wide}: job ") and "gang" in err
+    for argv in (
+        ("solve", str(wide), "--method", "ect", "--mode", "gang"),
+        ("simulate", str(wide), "--policy", "fifo-perf"),  # a gang-only policy
+        ("compare", str(wide), "--policy", "hlas", "--mode", "gang"),
+    ):
+        code, _, err = run(capsys, *argv)
+        assert code == 2 and err.startswith(f"optsched: error: {wide}: job ") and "gang" in err

@@ -431,8 +431,11 @@ def test_compare_refuses_bad_policies_before_running_any():
         compare(inst, ["hlas", "tiresias"], mode="relaxed")
     with pytest.raises(InputError, match="KEY=VALUE"):
         parse_policy("hlas:mapping")
-    with pytest.raises(InputError, match="nothing after ':'"):
-        parse_policy("hlas: ")
+    for text in ("hlas: ", "fifo-perf:,"):
+        with pytest.raises(InputError, match="nothing after ':'"):
+            parse_policy(text)
+    with pytest.raises(InputError, match="no policy name"):
+        parse_policy(":")
     with pytest.raises(InputError, match="--bound-time-limit"):
         compare(inst, ["hlas"], bound="capacity", bound_time_limit=-1.0)
     with pytest.raises(InputError, match="unknown regret bound"):

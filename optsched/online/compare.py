@@ -75,18 +75,19 @@ def parse_policy(text: str, option: str = "--policy") -> tuple[str, dict[str, st
     """``NAME`` or ``NAME:KEY=VALUE,KEY=VALUE`` → (name, parameters); an InputError naming
     ``option`` otherwise."""
     name, colon, rest = text.partition(":")
-    if colon and not rest.strip():
+    if not name.strip():
+        raise InputError(f"{option} {text!r}: no {option.removeprefix('--')} name")
+    pairs = [p for p in (p.strip() for p in rest.split(",")) if p]
+    if colon and not pairs:
         raise InputError(f"{option} {text!r}: expected NAME:KEY=VALUE,..., nothing after ':'")
     params: dict[str, str] = {}
-    for pair in filter(None, (p.strip() for p in rest.split(","))):
+    for pair in pairs:
         key, sep, value = pair.partition("=")
         if not sep or not key:
             raise InputError(f"{option} {text!r}: expected NAME:KEY=VALUE,..., got {pair!r}")
         if key in params:
             raise InputError(f"{option} {text!r}: {key} given twice")
         params[key] = value
-    if not name.strip():
-        raise InputError(f"{option} {text!r}: no {option.removeprefix('--')} name")
     return name.strip(), params
 
 
