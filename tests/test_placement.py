@@ -151,6 +151,8 @@ def test_json_round_trip_and_bad_input():
         Container("c", "worker", gpus=1.5)
     with pytest.raises(InputError, match="not an optsched/placement@1"):
         placement_from_dict({"format": "x"})
+    with pytest.raises(InputError, match="missing key 'format'"):
+        placement_instance_from_dict({k: v for k, v in data.items() if k != "format"})
     with pytest.raises(InputError, match="lambda"):
         CostModel(lam=2)
 

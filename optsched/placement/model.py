@@ -198,8 +198,10 @@ def _object(data: Any, where: str) -> Mapping[str, Any]:
 def placement_instance_from_dict(data: Any) -> PlacementInstance:
     """Read a ``placement-instance@1`` object through the validating constructors."""
     data = _object(data, "placement instance")
-    if data.get("format") != INSTANCE_FORMAT:
-        raise InputError(f"not an {INSTANCE_FORMAT} object (format {data.get('format')!r})")
+    if "format" not in data:
+        raise InputError(f"not an {INSTANCE_FORMAT} object: missing key 'format'")
+    if data["format"] != INSTANCE_FORMAT:
+        raise InputError(f"not an {INSTANCE_FORMAT} object (format {data['format']!r})")
     _only(data, {"format", "name", "topology", "jobs"}, "placement instance")
     for key in ("name", "topology", "jobs"):
         if key not in data:
@@ -264,8 +266,10 @@ def placement_instance_to_dict(instance: PlacementInstance) -> dict[str, Any]:
 def placement_from_dict(data: Any) -> Placement:
     """Read a ``placement@1`` object (semantic problems are left to the checker)."""
     data = _object(data, "placement")
-    if data.get("format") != PLACEMENT_FORMAT:
-        raise InputError(f"not an {PLACEMENT_FORMAT} object (format {data.get('format')!r})")
+    if "format" not in data:
+        raise InputError(f"not an {PLACEMENT_FORMAT} object: missing key 'format'")
+    if data["format"] != PLACEMENT_FORMAT:
+        raise InputError(f"not an {PLACEMENT_FORMAT} object (format {data['format']!r})")
     _only(data, {"format", "instance", "assignments"}, "placement")
     if not isinstance(data.get("instance"), str) or not data["instance"]:
         raise InputError(
