@@ -333,3 +333,14 @@ def test_a_mode_the_instance_cannot_run_in_is_refused_naming_the_file(capsys, tm
     ):
         code, _, err = run(capsys, *argv)
         assert code == 2 and err.startswith(f"optsched: error: {wide}: job ") and "gang" in err
+
+
+def test_check_mode_checks_in_that_mode(capsys, tmp_path):
+    """``check --mode gang`` checks a relaxed schedule as a gang one (its staggered rounds
+    are violations there), not in the schedule's own mode."""
+    out = tmp_path / "s.json"
+    assert run(capsys, "solve", TOY, "--method", "ect", "--out", str(out), "--quiet")[0] == 0
+    code, text, _ = run(capsys, "check", TOY, str(out))
+    assert code == 0 and "(relaxed mode)" in text
+    code, text, _ = run(capsys, "check", TOY, str(out), "--mode", "gang")
+    assert code == 1 and "gang-start" in text and "(gang mode)" in text

@@ -73,7 +73,17 @@ def run(args: argparse.Namespace) -> int:
         instance = load_any(args.instance)
     if isinstance(instance, PlacementInstance):
         return _placement(args, instance)
-    report = check(instance, schedule or load_schedule(args.schedule))
+    schedule = schedule or load_schedule(args.schedule)
+    if args.mode is not None:  # checked in that mode, whatever the schedule says
+        from optsched.schedule import Schedule
+
+        if args.mode != instance.mode:
+            try:
+                instance = instance.with_mode(args.mode)
+            except InputError as exc:
+                raise InputError(f"{args.instance}: {exc}") from None
+        schedule = Schedule(schedule.instance, schedule.tasks, args.mode)
+    report = check(instance, schedule)
     if args.json:
         print_json(report.to_dict())
     else:
