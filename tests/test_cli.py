@@ -220,6 +220,11 @@ def test_plot_writes_a_png(capsys, tmp_path):
     png = tmp_path / "g.png"
     code, _, _ = run(capsys, "plot", TOY, FIG1, "--out", str(png))
     assert code == 0 and png.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
+    other = tmp_path / "other.json"  # another instance's schedule is refused, as check flags it
+    other.write_text(Path(FIG1).read_text().replace('"hare-toy"', '"another"'))
+    code, _, err = run(capsys, "plot", TOY, str(other), "--out", str(tmp_path / "h.png"))
+    assert code == 2 and "for instance 'another', not 'hare-toy'" in err
+    assert not (tmp_path / "h.png").exists()
 
 
 def test_workloads_lists_provenance(capsys):

@@ -6,6 +6,7 @@ import argparse
 from typing import Any
 
 from optsched.cli.common import EXIT_OK
+from optsched.errors import InputError
 from optsched.output import output_target, write_outputs
 
 
@@ -30,6 +31,11 @@ def run(args: argparse.Namespace) -> int:
     fmt = image_format(args.out)
     instance = load_instance(args.instance)
     schedule = load_schedule(args.schedule)
+    if schedule.instance != instance.name:  # as the checker flags it
+        raise InputError(
+            f"{args.schedule}: the schedule is for instance {schedule.instance!r}, not "
+            f"{instance.name!r}"
+        )
     write_outputs([(args.out, gantt_image(instance, schedule, fmt))])
     print(f"wrote {args.out} ({fmt.upper()})")
     return EXIT_OK
