@@ -485,6 +485,8 @@ def test_placement_grids_and_methods_run_through_the_runner(tmp_path):
     assert records["bestfit"]["objective"] >= records["cpsat"]["bound"] - 1e-9
     with pytest.raises(InputError, match="unknown placement method 'ect'"):
         plan(manifest, ["ect"])
+    with pytest.raises(InputError, match="a placement set has no execution mode"):
+        plan(manifest, ["bestfit"], modes=["gang"])
 
 
 def test_placement_costs_may_be_negative_and_keep_their_own_best_per_cost_form(tmp_path):

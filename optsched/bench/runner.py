@@ -243,10 +243,11 @@ def plan(
     methods, modes a method does not support (given, or an instance's own, but for such a
     policy), an instance that cannot run in a mode it is to run in, unknown parameters, a
     time limit that is not a finite number > 0, seeds outside [0, MAX_SEED], a method, mode
-    or seed given twice, an instance file that is missing or does not parse, a parameter
-    value the method's options refuse (:meth:`~optsched.registry.MethodInfo.parse_options`;
-    checks against an instance, such as a ``time_unit`` coarser than its tasks, happen when
-    the run starts and are recorded), an ``only`` that matches no instance.
+    or seed given twice, modes for a placement set, an instance file that is missing or does
+    not parse, a parameter value the method's options refuse
+    (:meth:`~optsched.registry.MethodInfo.parse_options`; checks against an instance, such
+    as a ``time_unit`` coarser than its tasks, happen when the run starts and are
+    recorded), an ``only`` that matches no instance.
     """
     if not methods:
         raise InputError("bench run needs at least one method")
@@ -291,6 +292,8 @@ def plan(
         instances[name] = data
     # a set holds placement instances (place methods) or scheduling instances (the others)
     placement = any(data.get("format") == PLACEMENT_INSTANCE_FORMAT for data in instances.values())
+    if placement and modes:
+        raise InputError("--mode: a placement set has no execution mode")
     own_modes = {data.get("mode", "relaxed") for data in instances.values()}
     canonical = {}  # per method: the options as a Result records them (one key per setting)
     kinds: dict[str, Kind] = {}
