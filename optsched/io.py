@@ -249,6 +249,17 @@ def load_instance(path: str | Path, *, catalog: Catalog | None = None) -> Instan
     return read_file(path, lambda data: instance_from_dict(data, catalog=catalog))
 
 
+def in_mode(instance: Instance, mode: str | None, source: str | Path) -> Instance:
+    """``instance`` in ``mode`` (None: its own); what that mode refuses is an InputError
+    naming ``source``, the file it came from, as a load error does."""
+    if mode is None or mode == instance.mode:
+        return instance
+    try:
+        return instance.with_mode(mode)
+    except InputError as exc:
+        raise InputError(f"{source}: {exc}") from None
+
+
 def load_schedule(path: str | Path) -> Schedule:
     """Read a schedule file."""
     return read_file(path, schedule_from_dict)

@@ -580,7 +580,7 @@ def load_workload(
         A cluster given with an instance file, or missing for a trace; anything the readers
         refuse.
     """
-    from optsched.io import load_instance
+    from optsched.io import in_mode, load_instance
 
     whole = first is None and window is None and load == 1.0
     if str(path).endswith(".json"):
@@ -592,12 +592,7 @@ def load_workload(
         instance = load_instance(path)
         if not whole:
             instance = select_jobs(instance, first=first, window=window, load=load)
-        if mode is None or mode == instance.mode:
-            return instance, None
-        try:  # what the other mode refuses, named with the file as a load error is
-            return instance.with_mode(mode), None
-        except InputError as exc:
-            raise InputError(f"{path}: {exc}") from None
+        return in_mode(instance, mode, path), None
     if not cluster:
         raise InputError("a trace needs --cluster TYPE:COUNT,... (e.g. V100:85,T4:43)")
     if isinstance(cluster, str):

@@ -272,6 +272,7 @@ def plan(
     if not chosen:
         raise InputError(f"--only {only!r} matches no instance of {manifest.path.parent}")
     instances = {}
+    parsed: dict[str, Any] = {}  # each file's instance (or placement instance), read once
     for name, entry in chosen.items():
         path = manifest.path.parent / entry["file"]
         data = read_json(path)
@@ -279,9 +280,9 @@ def plan(
             raise InputError(f"{path}: not an instance object")
         try:
             if data.get("format") == PLACEMENT_INSTANCE_FORMAT:
-                placement_instance_from_dict(data)
+                parsed[name] = placement_instance_from_dict(data)
             else:
-                instance_from_dict(data)
+                parsed[name] = instance_from_dict(data)
         except InputError as exc:
             raise InputError(f"{path}: {exc}") from None
         if "name" in data and data["name"] != name:
@@ -326,7 +327,7 @@ def plan(
             wanted = {run_modes[m][mode] for m in methods for mode in modes or [own_mode]}
             for mode in sorted(wanted - {own_mode}):
                 try:
-                    instance_from_dict(data).with_mode(mode)
+                    parsed[name].with_mode(mode)
                 except InputError as exc:
                     path = manifest.path.parent / entry["file"]
                     raise InputError(f"{path}: in {mode} mode: {exc}") from None

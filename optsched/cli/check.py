@@ -55,7 +55,7 @@ def add_parser(sub: Any) -> None:
 
 def run(args: argparse.Namespace) -> int:
     from optsched.check import check
-    from optsched.io import load_any, load_schedule
+    from optsched.io import in_mode, load_any, load_schedule
     from optsched.placement import PlacementInstance
 
     log = args.log or ("csv" if str(args.schedule).endswith(".csv") else None)
@@ -77,11 +77,7 @@ def run(args: argparse.Namespace) -> int:
     if args.mode is not None:  # checked in that mode, whatever the schedule says
         from optsched.schedule import Schedule
 
-        if args.mode != instance.mode:
-            try:
-                instance = instance.with_mode(args.mode)
-            except InputError as exc:
-                raise InputError(f"{args.instance}: {exc}") from None
+        instance = in_mode(instance, args.mode, args.instance)
         schedule = Schedule(schedule.instance, schedule.tasks, args.mode)
     report = check(instance, schedule)
     if args.json:

@@ -62,7 +62,7 @@ def add_parser(sub: Any) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
-    from optsched.io import load_instance, load_schedule, save_schedule
+    from optsched.io import in_mode, load_instance, load_schedule, save_schedule
     from optsched.solve import check_hint, solve
 
     if args.export is not None and any(p.startswith("export=") for p in args.param):
@@ -82,11 +82,7 @@ def run(args: argparse.Namespace) -> int:
     instance = load_instance(args.instance)
     hint = load_schedule(args.hint) if args.hint else None
     mode = args.mode or instance.mode
-    if mode != instance.mode:  # what the other mode refuses, named with the file as on loading
-        try:
-            instance = instance.with_mode(mode)
-        except InputError as exc:
-            raise InputError(f"{args.instance}: {exc}") from None
+    instance = in_mode(instance, mode, args.instance)
     if hint is not None:  # another instance's schedule: refused before any warning about it
         check_hint(instance, hint)
     if hint is not None and hint.mode is not None and hint.mode != mode:
