@@ -24,7 +24,7 @@ from optsched.io import load_instance
 from optsched.result import OPTIMAL_TOL
 from optsched.testing import instances, instances_with_schedules
 from tests.conftest import ROOT, n_examples
-from tests.test_lagrangian_bound import _queue
+from tests.test_lagrangian_bound import _pair, _queue
 
 
 def _shifted(inst: Instance, origin: float) -> Instance:
@@ -568,8 +568,7 @@ def test_an_upper_below_the_optimum_is_refused_but_not_in_a_box():
     """An ``upper`` below the optimum (9) is no feasible objective: once a bound passes it the
     run refuses it. In a branching node's box the bound may pass the incumbent (no schedule
     in the box is as good), so there it is returned."""
-    jobs = tuple(Job(f"j{k}", weight=3.0, tasks_per_round=3, compute={"A": 1.0}) for k in range(2))
-    inst = Instance("pair", jobs, tuple(GPU(f"g{i}", "A") for i in range(4)), mode="gang")
+    inst = _pair()
     with pytest.raises(lagrangian.AboveUpper, match=r"upper = 7\.0"):
         column_bound(inst, 7.0, 1.0)
     assert column_bound(inst, 9.0, 1.0).bound == 9.0

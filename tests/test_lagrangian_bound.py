@@ -201,13 +201,19 @@ def test_the_cuts_hold_for_every_set_of_rounds_that_fits(capacity):
             assert sum(cut[widths.index(k)] for k in rounds) <= 1 + 1e-12, (cut, rounds)
 
 
+def _pair() -> Instance:
+    """Two jobs of one gang round of 3 tasks (1 s, weight 3) on a group of 4 GPUs: they run
+    one after another, optimum 3 · (1 + 2) = 9, critical path 6."""
+    jobs = tuple(Job(f"j{k}", weight=3.0, tasks_per_round=3, compute={"A": 1.0}) for k in range(2))
+    return Instance("pair", jobs, tuple(GPU(f"g{i}", "A") for i in range(4)), mode="gang")
+
+
 def test_gang_rounds_that_cannot_share_a_group_run_one_after_another():
     """Two rounds of 3 tasks on one group of 4 GPUs cannot run at once: the capacity row
     alone allows 4/3 rounds at a time (weights 3: an LP value of 3 · (1 + 5/3) = 8); the
     cut u⁽¹⁾ gives each round the whole group, so the bound reaches the optimum
     3 · (1 + 2) = 9."""
-    jobs = tuple(Job(f"j{k}", weight=3.0, tasks_per_round=3, compute={"A": 1.0}) for k in range(2))
-    inst = Instance("pair", jobs, tuple(GPU(f"g{i}", "A") for i in range(4)), mode="gang")
+    inst = _pair()
     assert solve(inst, "cpsat").objective == 9.0
     assert lagrangian_bound(inst, 9.0, 1.0, iterations=500).bound == 9.0
 
@@ -397,8 +403,7 @@ def test_an_upper_below_the_optimum_is_refused_once_a_bound_passes_it():
     """``upper`` sets the deadlines and must be a feasible schedule's objective: on the pair
     of gang rounds above (optimum 9) an upper of 8.5 would have the bound certify 9, above it,
     so the run refuses it; a checked schedule's objective runs as before."""
-    jobs = tuple(Job(f"j{k}", weight=3.0, tasks_per_round=3, compute={"A": 1.0}) for k in range(2))
-    inst = Instance("pair", jobs, tuple(GPU(f"g{i}", "A") for i in range(4)), mode="gang")
+    inst = _pair()
     with pytest.raises(lagrangian.AboveUpper, match=r"upper = 8\.5"):
         lagrangian_bound(inst, 8.5, 1.0, iterations=500)
     assert lagrangian_bound(inst, incumbent(inst).objective, 1.0, iterations=500).bound == 9.0

@@ -31,6 +31,7 @@ from optsched.result import OPTIMAL_TOL
 from optsched.testing import instances
 from optsched.traces import Trace, TraceJob, TraceMapping, parse_cluster, trace_instance
 from tests.conftest import ROOT, n_examples
+from tests.test_lagrangian_bound import _pair
 
 TOY = ROOT / "optsched" / "data" / "instances" / "hare-toy.instance.json"
 
@@ -192,8 +193,7 @@ def test_an_objective_or_makespan_no_schedule_has_is_bad_input(given, message):
 def test_an_objective_below_what_the_lagrangian_bound_certifies_is_bad_input():
     """Two gang rounds of 3 tasks on 4 GPUs (optimum 9, critical path 6): an objective of 7
     passes the critical-path check, but the Lagrangian level certifies more than it."""
-    jobs = tuple(Job(f"j{k}", weight=3.0, tasks_per_round=3, compute={"A": 1.0}) for k in range(2))
-    inst = Instance("pair", jobs, tuple(GPU(f"g{i}", "A") for i in range(4)), mode="gang")
+    inst = _pair()
     with pytest.raises(InputError, match=r"certifies more than 7\.0"):
         regret_bound(inst, "lagrangian", objective=7.0, makespan=3.0, time_limit=10)
     found = regret_bound(inst, "lagrangian", objective=9.0, makespan=3.0, time_limit=10)
