@@ -16,6 +16,7 @@ from optsched.heuristics.priority_search import (
     PrioritySearchOptions,
     _Decoder,
     _move,
+    lp_classes,
     priority_search,
     smith_priorities,
 )
@@ -318,3 +319,65 @@ def test_fit_changes_nothing_in_gang_mode():
     )
     assert earliest.schedule == tight.schedule
     assert (earliest.extra["fit"], tight.extra["fit"]) == ("earliest", "tight")
+
+
+def _two_speeds(mode: str, tasks: int = 1) -> Instance:
+    """One fast and one slow GPU; ``vision`` is 7 times slower on the slow one, ``graph``
+    only 2 times. The optimum (relaxed, one task per round) is 25: ``vision`` on the fast
+    GPU (C = 10), ``graph`` 5 rounds on the slow one meanwhile, then 5 on the fast one."""
+    jobs = (
+        Job("vision", 0.0, 1.0, 10, 1, compute={"fast": 1.0, "slow": 7.0}),
+        Job("graph", 0.0, 1.0, 10, tasks, compute={"fast": 1.0, "slow": 2.0}),
+    )
+    return Instance("two-speeds", jobs, (GPU("f", "fast"), GPU("s", "slow")), mode=mode)
+
+
+def test_lp_classes_keep_each_job_where_the_lp_puts_its_work():
+    inst = _two_speeds("relaxed")
+    upper = solve(inst, "ect")
+    cut, lp = lp_classes(inst, upper.objective, upper.metrics["makespan"], 0.3, None)
+    assert lp.status == "optimal" and lp.class_share is not None
+    assert np.allclose(lp.class_share.sum(axis=1), 1.0)
+    assert dict(cut.jobs[0].compute) == {"fast": 1.0}  # its work on the slow GPU: < 1 %
+    assert dict(cut.jobs[1].compute) == {"fast": 1.0, "slow": 2.0}  # about half there
+    result = solve(inst, "priority-search", params={"classes": "lp", "share": 0.3, "steps": 20})
+    assert_schedule(inst, result.schedule)
+    assert result.bound == pytest.approx(25.0)  # the LP's bound, certified: the optimum here
+    assert 25.0 <= result.objective <= upper.objective
+    # a job keeps the type where the LP does most of its work, whatever the share
+    whole, _ = lp_classes(inst, upper.objective, upper.metrics["makespan"], 1.0, None)
+    assert all(len(job.compute) == 1 for job in whole.jobs)
+    # gang mode: a round of 2 tasks needs both GPUs, so both types stay open to it
+    gang = _two_speeds("gang", tasks=2)
+    upper = solve(gang, "ect")
+    cut, _ = lp_classes(gang, upper.objective, upper.metrics["makespan"], 1.0, None)
+    assert set(cut.jobs[1].compute) == {"fast", "slow"}
+
+
+def test_classes_lp_without_an_lp_solution_searches_every_type(monkeypatch):
+    from optsched.exact.capacity import CapacityLP
+    from optsched.heuristics import priority_search as module
+
+    inst = _two_speeds("relaxed")
+    monkeypatch.setattr(
+        module, "capacity_bound", lambda *args, **kwargs: CapacityLP(None, "time limit", 1, 1)
+    )
+    result = solve(inst, "priority-search", params={"classes": "lp", "steps": 20})
+    assert result.extra["lp_status"] == "time limit" and result.extra["cut_pairs"] == 0
+    assert result.extra["bound_source"] != "method"
+    assert_schedule(inst, result.schedule)
+
+
+@settings(deadline=None, max_examples=n_examples(30))
+@given(instances(max_jobs=4, integer=True), st.integers(0, 3), st.sampled_from([0.0, 0.5, 1.0]))
+def test_classes_lp_checker_clean_with_its_lp_bound_below_the_optimum(instance, seed, share):
+    optimum = solve(instance, "cpsat", time_limit=5)
+    params = {"steps": 30, "classes": "lp", "share": share}
+    result = solve(instance, "priority-search", params=params, seed=seed)
+    assert result.extra["lp_status"] == "optimal"
+    assert_schedule(instance, result.schedule, bound=optimum.bound)
+    assert result.bound is not None
+    assert result.bound <= optimum.objective * (1 + OPTIMAL_TOL)
+    assert result.objective <= solve(instance, "ect").objective * (1 + 1e-12)
+    if optimum.status == "optimal":
+        assert result.objective >= optimum.objective * (1 - OPTIMAL_TOL)

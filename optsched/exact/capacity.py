@@ -118,7 +118,9 @@ class CapacityLP:
     solved the LP), ``status`` (``optimal``, ``time limit``, ``too large`` — not built, see
     :func:`~optsched.budget.lp_too_large` — or ``not optimal: <message>``), the LP's size
     and, when solved, the ``prices`` of its capacity rows (minus their dual values): a start
-    for :func:`~optsched.exact.lagrangian.lagrangian_bound`'s multipliers."""
+    for :func:`~optsched.exact.lagrangian.lagrangian_bound`'s multipliers, and
+    ``class_share[j, c]``: the share of job j's work that the LP's solution does on GPU class
+    c (rows sum to 1), which ``priority-search``'s ``classes=lp`` reads."""
 
     bound: float | None
     status: str
@@ -126,6 +128,7 @@ class CapacityLP:
     nonzeros: int
     solver_objective: float | None = None  # HiGHS's optimum, for comparison
     prices: ClassPrices | None = None
+    class_share: npt.NDArray[np.float64] | None = None
 
 
 def _rows(*blocks: tuple[np.ndarray, np.ndarray, np.ndarray]) -> tuple[np.ndarray, ...]:
@@ -473,7 +476,10 @@ def capacity_bound(
     bound = integral_bound(instance, from_origin(value, origin, weight, _MARGIN))
     solver = float(res.fun) + origin * float(weight.sum())
     prices = ClassPrices(edges + origin, -dual_ub[: size.size * n_t].reshape(size.size, n_t))
-    return CapacityLP(bound, "optimal", variables, nonzeros, solver, prices)
+    share = np.zeros_like(rate)
+    np.add.at(share, (x_job, x_class), np.clip(res.x[:n_x], 0.0, None) * x_rate)
+    share /= np.maximum(share.sum(axis=1, keepdims=True), np.finfo(float).tiny)
+    return CapacityLP(bound, "optimal", variables, nonzeros, solver, prices, share)
 
 
 def _relative_edges(edges: npt.ArrayLike, origin: float, n_t: int, path: float) -> np.ndarray:

@@ -32,6 +32,20 @@ that no idle GPU keeps within it is placed as with ``earliest``. A round paced b
 so leaves the fast GPUs it would not use to the rounds after it, as gang rounds do (in gang
 mode ``fit`` changes nothing).
 
+Option ``classes`` says which GPU types a job may use. **all** (the default): every type it
+has times for. **lp**: first the class-capacity LP
+(:func:`~optsched.exact.capacity.capacity_bound`, 100 intervals, at most half the time
+left) is solved, and each job keeps the GPU types on which the LP's solution does at least
+``share`` of its work, and the one where it does most (gang mode: more, until it has K_j
+GPUs); the search then runs on that cut instance (:func:`lp_classes`), whose schedules are
+schedules of the instance with the same objective, and the LP's certified bound is the
+result's bound. The decoder places a task by when its result is ready, so a job waits for a
+fast GPU even where its comparative advantage is on a slow one (a graph network twice as
+slow on a K80, a vision model seven times); the LP weighs every job's work on every type at
+once and keeps the slow GPUs busy with the jobs that lose least there. Without an LP
+solution (its time ran out) the search uses every type. The LP's time is not counted in
+``work``.
+
 Dispatching lets a heavier or shorter job overtake whenever rounds wait. The search starts
 from Smith's rule (w_j over the job's work, the order that is optimal on one machine) and
 tries two moves on the priorities, each changing one or two jobs: **swap** the priorities of
@@ -71,7 +85,8 @@ import bisect
 import heapq
 import math
 import time
-from dataclasses import dataclass
+from collections import Counter
+from dataclasses import dataclass, replace
 from typing import Any, Literal
 
 import numpy as np
@@ -81,9 +96,10 @@ from optsched.check import time_tolerance
 from optsched.contracts import MethodOutput, SolveContext
 from optsched.ect import evaluate, incumbent
 from optsched.errors import InputError
+from optsched.exact.capacity import CapacityLP, capacity_bound
 from optsched.heuristics.task_moves import SequenceSchedule
 from optsched.instance import Instance
-from optsched.options import Options, choice, count
+from optsched.options import Options, choice, count, number
 from optsched.registry import register
 from optsched.schedule import Schedule, Task
 from optsched.work import WorkMeter, work_option
@@ -121,6 +137,19 @@ class PrioritySearchOptions(Options):
         "else python; default)",
         ("auto", "python", "compiled"),
         "auto",
+    )
+    classes: Literal["all", "lp"] = choice(
+        "the GPU types each job may use: all (default), or lp (those on which the "
+        "class-capacity LP's solution does at least `share` of the job's work, and the type "
+        "where it does most; the LP's bound is reported too)",
+        ("all", "lp"),
+        "all",
+    )
+    share: float = number(
+        "with classes=lp: the least share of a job's work that opens a GPU type to it "
+        "(default 0.5)",
+        0.5,
+        high=1.0,
     )
     kick: int | None = count(
         "on a local optimum (patience moves in a row without improvement) with a time "
@@ -487,6 +516,50 @@ def smith_priorities(instance: Instance) -> np.ndarray:
     return priority
 
 
+#: Intervals of the class-capacity LP behind ``classes=lp`` (``capacity-bound``'s default).
+LP_INTERVALS = 100
+#: With a time limit, the share of the time left that the LP of ``classes=lp`` may take.
+LP_TIME_SHARE = 0.5
+
+
+def lp_classes(
+    instance: Instance, upper: float, horizon: float, share: float, time_limit: float | None
+) -> tuple[Instance, CapacityLP]:
+    """``instance`` with each job's GPU types cut to those on which the class-capacity LP's
+    solution (:func:`~optsched.exact.capacity.capacity_bound`, ``upper`` and ``horizon``
+    from a feasible schedule) does at least ``share`` of the job's work, and the type where
+    it does most; in gang mode types are added back, the LP's next first (then the fastest),
+    until the job has K_j GPUs. Returns the cut instance (``instance`` itself when the LP
+    gives no solution) and the LP's outcome. A schedule of the cut instance is one of
+    ``instance`` with the same objective: only eligibility changes."""
+    lp = capacity_bound(instance, upper, horizon, LP_INTERVALS, time_limit=time_limit)
+    if lp.class_share is None:
+        return instance, lp
+    count_of: Counter[str] = Counter(gpu.type for gpu in instance.gpus)
+    first_gpu: dict[str, int] = {}  # each GPU type's first GPU
+    for g, gpu in enumerate(instance.gpus):
+        first_gpu.setdefault(gpu.type, g)
+    names = list(first_gpu)
+    type_share = np.zeros((instance.n_jobs, len(names)))  # the LP's class shares, by type
+    for c, members in enumerate(instance.class_members):
+        type_share[:, names.index(instance.gpus[members[0]].type)] += lp.class_share[:, c]
+    jobs = []
+    for j, job in enumerate(instance.jobs):
+        compute = {t: instance.compute_of(j, g) for t, g in first_gpu.items()}
+        ranked = sorted(
+            (t for t in names if math.isfinite(compute[t])),
+            key=lambda t: (-type_share[j, names.index(t)], compute[t]),
+        )
+        keep = [t for t in ranked if t == ranked[0] or type_share[j, names.index(t)] >= share]
+        if instance.mode == "gang":
+            while sum(count_of[t] for t in keep) < job.tasks_per_round:
+                keep.append(ranked[len(keep)])
+        jobs.append(
+            replace(job, compute={t: compute[t] for t in keep}, workload=None, iters_per_task=None)
+        )
+    return replace(instance, jobs=tuple(jobs)), lp
+
+
 def _move(priority: np.ndarray, rng: np.random.Generator) -> tuple[np.ndarray, list[int]]:
     """A swap or a move of one job, between jobs within a window of the priority order."""
     n = len(priority)
@@ -527,9 +600,12 @@ def priority_search(
     deadline = None if context.time_limit is None else started + context.time_limit - finish
     extra: dict[str, Any] = {"ect_objective": ect.objective}
 
+    bound: float | None = None
+
     def fallback(stopped: str) -> MethodOutput:
         return MethodOutput(
             schedule=ect.schedule,
+            bound=bound,
             extra={
                 **extra,
                 "steps": 0,
@@ -542,14 +618,32 @@ def priority_search(
 
     if deadline is not None and time.perf_counter() >= deadline:  # ECT took the time
         return fallback("time limit")
+    search = instance  # the instance the decoders see: with classes=lp, cut by the LP
+    if options.classes == "lp":
+        lp_started = time.perf_counter()
+        left = None if deadline is None else LP_TIME_SHARE * (deadline - lp_started)
+        search, lp = lp_classes(instance, ect.objective, ect.makespan, options.share, left)
+        bound = lp.bound
+        extra.update(
+            {
+                "lp_status": lp.status,
+                "lp_seconds": round(time.perf_counter() - lp_started, 3),
+                # (job, GPU) pairs the cut made ineligible
+                "cut_pairs": int(
+                    np.isfinite(instance.compute).sum() - np.isfinite(search.compute).sum()
+                ),
+            }
+        )
+        if lp.status == "interrupted":
+            return fallback("interrupted")
     rng = np.random.default_rng(context.seed)
-    priority = smith_priorities(instance)
+    priority = smith_priorities(search)
     decoder, current = None, None
     try:
         for reserve in {"auto": (True, False), "reserve": (True,), "greedy": (False,)}[
             options.decoder
         ]:  # auto: the decoder that decodes Smith's order better
-            trying = _decoder(instance, reserve, options.engine, options.fit == "tight")
+            trying = _decoder(search, reserve, options.engine, options.fit == "tight")
             decoded = trying.run(priority, trying.start(), None, 0, deadline)
             if current is None or decoded.objective < current.objective:
                 decoder, current = trying, decoded
@@ -661,9 +755,9 @@ def priority_search(
     objective, _ = evaluate(instance, schedule)
     if ect.objective < objective:
         extra["returned"] = "ect (better than the search)"
-        return MethodOutput(schedule=ect.schedule, extra=extra)
+        return MethodOutput(schedule=ect.schedule, bound=bound, extra=extra)
     extra["returned"] = "search"
-    return MethodOutput(schedule=schedule, extra=extra)
+    return MethodOutput(schedule=schedule, bound=bound, extra=extra)
 
 
 @register(
