@@ -9,7 +9,8 @@
 #    wall-clock time per instance) on three instances in relaxed mode, and with the compiled
 #    decoder in gang mode on the nine hare-gpus instances of 100-140 GPUs (four of them also
 #    with kicks) and in relaxed mode on six, and on all nine with fit=tight (six of them also
-#    with kick=2).
+#    with kick=2). Last, priority-search with classes=lp (GPU types from the class-capacity
+#    LP) for 150 s on every instance in relaxed mode, and for 10 minutes on three.
 # 2. One gap table of every method at every setting, over these records and the online
 #    benchmark's (benchmarks/hare_online.sh: Hare's offline heuristic and its variants, hlas,
 #    allox and the gang baselines), against the best bound known for each instance and mode
@@ -17,7 +18,8 @@
 # Two runs in parallel on the 2-core reference machine (three for the 10-minute relaxed runs);
 # resumable (about 7 hours: 3 hours 45 for step 1, 10 minutes for the three long relaxed
 # runs, 50 minutes for the nine long gang runs, 50 for the ten long runs after them, 40 for
-# the nine long fit=tight runs, 30 for the six with kicks, 20 for the four on hare-mix).
+# the nine long fit=tight runs, 30 for the six with kicks, 20 for the four on hare-mix, 50
+# for the classes=lp runs and 20 for the three long ones).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 out=benchmarks/results/paper-scale
@@ -89,9 +91,22 @@ for only in 'hare-mix-mix2-1-1-1-s1' 'hare-mix-mix1-1-2-1-s[02]' 'hare-mix-mix1-
     --time-limit 600 --budget wall --mode relaxed --param engine=compiled --param fit=tight \
     --workers 1 --records "$out/long-hare-mix.jsonl"
 done
+# GPU types from the class-capacity LP (classes=lp: each job searched on the GPU types where
+# the LP does at least half its work), 150 s of wall-clock time per instance, the LP included
+for set in "${sets[@]}"; do
+  optsched bench run instances/$set --method priority-search --time-limit 150 --budget wall \
+    --mode relaxed --param engine=compiled --param fit=tight --param classes=lp --workers 2 \
+    --records $out/lp-classes.jsonl
+done
+# and for 10 minutes with kick=2 on the three hare-gpus instances of 140 GPUs (the set's median)
+optsched bench run instances/hare-gpus --only 'hare-gpus-gpus140-*' --method priority-search \
+  --time-limit 600 --budget wall --mode relaxed --param engine=compiled --param fit=tight \
+  --param classes=lp --param kick=2 --workers 2 --records "$out/long-hare-gpus.jsonl"
 manifests=()
 for set in "${sets[@]}"; do manifests+=(--manifest "instances/$set"); done
-optsched bench report $out/records.jsonl benchmarks/results/online/settings.jsonl --out $out \
+optsched bench report $out/records.jsonl $out/lp-classes.jsonl \
+  benchmarks/results/online/settings.jsonl --out $out \
   "${manifests[@]}"
 python benchmarks/paper_scale_summary.py "${sets[@]/#/instances/}" $out/records.jsonl \
-  benchmarks/results/online/settings.jsonl --long $out/long-*.jsonl > $out/summary.md
+  $out/lp-classes.jsonl benchmarks/results/online/settings.jsonl --long $out/long-*.jsonl \
+  > $out/summary.md

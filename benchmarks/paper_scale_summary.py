@@ -29,6 +29,7 @@ METHODS = (
     "priority-search",
     "priority-search:engine=compiled",
     "priority-search:engine=compiled,fit=tight",
+    "priority-search:classes=lp,engine=compiled,fit=tight",
     "ect",
     "hare",
     "hare-lp",
