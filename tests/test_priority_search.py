@@ -12,6 +12,7 @@ from hypothesis import strategies as st
 from optsched import GeneratorSpec, generate, solve
 from optsched.check import ResolutionError, check
 from optsched.contracts import SolveContext
+from optsched.errors import InputError
 from optsched.heuristics.priority_search import (
     PrioritySearchOptions,
     _Decoder,
@@ -341,6 +342,8 @@ def test_lp_classes_keep_each_job_where_the_lp_puts_its_work():
     assert dict(cut.jobs[0].compute) == {"fast": 1.0}  # its work on the slow GPU: < 1 %
     assert dict(cut.jobs[1].compute) == {"fast": 1.0, "slow": 2.0}  # about half there
     result = solve(inst, "priority-search", params={"classes": "lp", "share": 0.3, "steps": 20})
+    with pytest.raises(InputError, match="share applies with classes=lp only"):
+        solve(inst, "priority-search", params={"share": 0.3, "steps": 20})
     assert_schedule(inst, result.schedule)
     assert result.bound == pytest.approx(25.0)  # the LP's bound, certified: the optimum here
     assert 25.0 <= result.objective <= upper.objective
@@ -354,7 +357,7 @@ def test_lp_classes_keep_each_job_where_the_lp_puts_its_work():
     assert set(cut.jobs[1].compute) == {"fast", "slow"}
 
 
-def test_classes_lp_without_an_lp_solution_searches_every_type(monkeypatch):
+def test_classes_lp_without_an_lp_solution_searches_every_type_and_a_ctrl_c_stops(monkeypatch):
     from optsched.exact.capacity import CapacityLP
     from optsched.heuristics import priority_search as module
 
@@ -365,6 +368,14 @@ def test_classes_lp_without_an_lp_solution_searches_every_type(monkeypatch):
     result = solve(inst, "priority-search", params={"classes": "lp", "steps": 20})
     assert result.extra["lp_status"] == "time limit" and result.extra["cut_pairs"] == 0
     assert result.extra["bound_source"] != "method"
+    assert_schedule(inst, result.schedule)
+
+    def ctrl_c(*args, **kwargs):
+        raise KeyboardInterrupt
+
+    monkeypatch.setattr(module, "capacity_bound", ctrl_c)  # while the LP is built
+    result = solve(inst, "priority-search", params={"classes": "lp", "steps": 20})
+    assert result.extra["stopped"] == "interrupted" and result.extra["returned"].startswith("ect")
     assert_schedule(inst, result.schedule)
 
 

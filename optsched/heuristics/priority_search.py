@@ -35,16 +35,17 @@ mode ``fit`` changes nothing).
 Option ``classes`` says which GPU types a job may use. **all** (the default): every type it
 has times for. **lp**: first the class-capacity LP
 (:func:`~optsched.exact.capacity.capacity_bound`, 100 intervals, at most half the time
-left) is solved, and each job keeps the GPU types on which the LP's solution does at least
-``share`` of its work, and the one where it does most (gang mode: more, until it has K_j
-GPUs); the search then runs on that cut instance (:func:`lp_classes`), whose schedules are
-schedules of the instance with the same objective, and the LP's certified bound is the
-result's bound. The decoder places a task by when its result is ready, so a job waits for a
+left; with a ``work`` budget, all of it) is solved, and each job keeps the GPU types on
+which the LP's solution does at least ``share`` of its work, and the one where it does most
+(gang mode: more, until it has K_j GPUs); the search then runs on that cut instance
+(:func:`lp_classes`), whose schedules are schedules of the instance with the same objective,
+and the LP's certified bound is the result's bound. The decoder places a task by when its result is ready, so a job waits for a
 fast GPU even where its comparative advantage is on a slow one (a graph network twice as
 slow on a K80, a vision model seven times); the LP weighs every job's work on every type at
-once and keeps the slow GPUs busy with the jobs that lose least there. Without an LP
-solution (its time ran out) the search uses every type. The LP's time is not counted in
-``work``.
+once and keeps the slow GPUs busy with the jobs that lose least there. The cut may exclude
+the optimum (in gang mode, e.g., a round that must span types), so it is a heuristic's
+choice, not the default. Without an LP solution (its time ran out, or it was too large) the
+search uses every type. The LP's time is not counted in ``work``.
 
 Dispatching lets a heavier or shorter job overtake whenever rounds wait. The search starts
 from Smith's rule (w_j over the job's work, the order that is optimal on one machine) and
@@ -593,6 +594,8 @@ def priority_search(
     (:data:`FINISH_SECONDS_PER_TASK` per task); the left shift is skipped when that time is
     not left. At worst the ECT schedule is returned, ``extra.stopped`` ``time limit``."""
     options = context.options
+    if options.classes == "all" and options.share != PrioritySearchOptions.share:
+        raise InputError("priority-search: share applies with classes=lp only")
     started = time.perf_counter()
     budget = Budget(context.time_limit)
     ect = incumbent(instance)
@@ -621,8 +624,14 @@ def priority_search(
     search = instance  # the instance the decoders see: with classes=lp, cut by the LP
     if options.classes == "lp":
         lp_started = time.perf_counter()
-        left = None if deadline is None else LP_TIME_SHARE * (deadline - lp_started)
-        search, lp = lp_classes(instance, ect.objective, ect.makespan, options.share, left)
+        # with a work budget the LP may take all the time (it is not counted in work), so that
+        # the run repeats exactly wherever the LP solves within it
+        share = 1.0 if options.work is not None else LP_TIME_SHARE
+        left = None if deadline is None else share * (deadline - lp_started)
+        try:
+            search, lp = lp_classes(instance, ect.objective, ect.makespan, options.share, left)
+        except KeyboardInterrupt:  # a Ctrl-C while the LP was built (HiGHS reports its own)
+            return fallback("interrupted")
         bound = lp.bound
         extra.update(
             {
@@ -713,7 +722,7 @@ def priority_search(
                 if candidate.objective < best.objective - noise:
                     improvements += 1
                     anytime.append([round(time.perf_counter() - started, 4), candidate.objective])
-                    context.report(candidate.objective, None)
+                    context.report(candidate.objective, bound)
                 priority, current = trial, candidate
                 if current.objective <= best.objective:
                     best, best_priority = current, priority
@@ -749,7 +758,7 @@ def priority_search(
         if shifted.objective < current.objective:
             schedule = shifted.schedule()
             anytime.append([round(time.perf_counter() - started, 4), shifted.objective])
-            context.report(shifted.objective, None)
+            context.report(shifted.objective, bound)
     else:
         extra["left_shift"] = None
     objective, _ = evaluate(instance, schedule)
