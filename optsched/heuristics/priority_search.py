@@ -34,18 +34,19 @@ mode ``fit`` changes nothing).
 
 Option ``classes`` says which GPU types a job may use. **all** (the default): every type it
 has times for. **lp**: first the class-capacity LP
-(:func:`~optsched.exact.capacity.capacity_bound`, 100 intervals, at most half the time
-left; with a ``work`` budget, all of it) is solved, and each job keeps the GPU types on
-which the LP's solution does at least ``share`` of its work, and the one where it does most
-(gang mode: more, until it has K_j GPUs); the search then runs on that cut instance
+(:func:`~optsched.exact.capacity.capacity_bound`, 100 intervals, at most half the time left;
+with a ``work`` budget, all of it) is solved, and each job keeps the GPU types on which the
+LP's solution does at least ``share`` of its work, and the one where it does most (gang
+mode: more, until it has K_j GPUs); the search then runs on that cut instance
 (:func:`lp_classes`), whose schedules are schedules of the instance with the same objective,
-and the LP's certified bound is the result's bound. The decoder places a task by when its result is ready, so a job waits for a
-fast GPU even where its comparative advantage is on a slow one (a graph network twice as
-slow on a K80, a vision model seven times); the LP weighs every job's work on every type at
-once and keeps the slow GPUs busy with the jobs that lose least there. The cut may exclude
-the optimum (in gang mode, e.g., a round that must span types), so it is a heuristic's
-choice, not the default. Without an LP solution (its time ran out, or it was too large) the
-search uses every type. The LP's time is not counted in ``work``.
+and the LP's certified bound is the result's bound. The decoder places a task by when its
+result is ready, so a job waits for a fast GPU even where its comparative advantage is on a
+slow one (a graph network twice as slow on a K80, a vision model seven times); the LP weighs
+every job's work on every type at once and keeps the slow GPUs busy with the jobs that lose
+least there. The cut may exclude the optimum (in gang mode, e.g., a round that must span
+types), so it is a heuristic's choice, not the default. Without an LP solution (its time ran
+out, or it was too large) the search uses every type. The LP's time is not counted in
+``work``.
 
 Dispatching lets a heavier or shorter job overtake whenever rounds wait. The search starts
 from Smith's rule (w_j over the job's work, the order that is optimal on one machine) and
