@@ -195,13 +195,17 @@ def _object(data: Any, where: str) -> Mapping[str, Any]:
     return data
 
 
+def _check_format(data: Mapping[str, Any], expected: str) -> None:
+    if "format" not in data:
+        raise InputError(f"not an {expected} object: missing key 'format'")
+    if data["format"] != expected:
+        raise InputError(f"not an {expected} object (format {data['format']!r})")
+
+
 def placement_instance_from_dict(data: Any) -> PlacementInstance:
     """Read a ``placement-instance@1`` object through the validating constructors."""
     data = _object(data, "placement instance")
-    if "format" not in data:
-        raise InputError(f"not an {INSTANCE_FORMAT} object: missing key 'format'")
-    if data["format"] != INSTANCE_FORMAT:
-        raise InputError(f"not an {INSTANCE_FORMAT} object (format {data['format']!r})")
+    _check_format(data, INSTANCE_FORMAT)
     _only(data, {"format", "name", "topology", "jobs"}, "placement instance")
     for key in ("name", "topology", "jobs"):
         if key not in data:
@@ -266,10 +270,7 @@ def placement_instance_to_dict(instance: PlacementInstance) -> dict[str, Any]:
 def placement_from_dict(data: Any) -> Placement:
     """Read a ``placement@1`` object (semantic problems are left to the checker)."""
     data = _object(data, "placement")
-    if "format" not in data:
-        raise InputError(f"not an {PLACEMENT_FORMAT} object: missing key 'format'")
-    if data["format"] != PLACEMENT_FORMAT:
-        raise InputError(f"not an {PLACEMENT_FORMAT} object (format {data['format']!r})")
+    _check_format(data, PLACEMENT_FORMAT)
     _only(data, {"format", "instance", "assignments"}, "placement")
     if not isinstance(data.get("instance"), str) or not data["instance"]:
         raise InputError(
