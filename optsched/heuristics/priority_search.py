@@ -541,18 +541,19 @@ def lp_classes(
     first_gpu: dict[str, int] = {}  # each GPU type's first GPU
     for g, gpu in enumerate(instance.gpus):
         first_gpu.setdefault(gpu.type, g)
-    names = list(first_gpu)
-    type_share = np.zeros((instance.n_jobs, len(names)))  # the LP's class shares, by type
+    column = {t: i for i, t in enumerate(first_gpu)}
+    type_share = np.zeros((instance.n_jobs, len(column)))  # the LP's class shares, by type
     for c, members in enumerate(instance.class_members):
-        type_share[:, names.index(instance.gpus[members[0]].type)] += lp.class_share[:, c]
+        type_share[:, column[instance.gpus[members[0]].type]] += lp.class_share[:, c]
     jobs = []
     for j, job in enumerate(instance.jobs):
         compute = {t: instance.compute_of(j, g) for t, g in first_gpu.items()}
+        shares = {t: type_share[j, column[t]] for t in column}
         ranked = sorted(
-            (t for t in names if math.isfinite(compute[t])),
-            key=lambda t: (-type_share[j, names.index(t)], compute[t]),
+            (t for t in column if math.isfinite(compute[t])),
+            key=lambda t: (-shares[t], compute[t]),
         )
-        keep = [t for t in ranked if t == ranked[0] or type_share[j, names.index(t)] >= share]
+        keep = [t for t in ranked if t == ranked[0] or shares[t] >= share]
         if instance.mode == "gang":
             while sum(count_of[t] for t in keep) < job.tasks_per_round:
                 keep.append(ranked[len(keep)])
@@ -627,8 +628,8 @@ def priority_search(
         lp_started = time.perf_counter()
         # with a work budget the LP may take all the time (it is not counted in work), so that
         # the run repeats exactly wherever the LP solves within it
-        share = 1.0 if options.work is not None else LP_TIME_SHARE
-        left = None if deadline is None else share * (deadline - lp_started)
+        time_share = 1.0 if options.work is not None else LP_TIME_SHARE
+        left = None if deadline is None else time_share * (deadline - lp_started)
         try:
             search, lp = lp_classes(instance, ect.objective, ect.makespan, options.share, left)
         except KeyboardInterrupt:  # a Ctrl-C while the LP was built (HiGHS reports its own)
