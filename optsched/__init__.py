@@ -10,8 +10,8 @@ Liquid papers' settings (:func:`generate_hare`, :func:`generate_liquid`).
 The other public modules: :mod:`optsched.online` (simulation of online policies),
 :mod:`optsched.placement` (Liquid's placement), :mod:`optsched.traces` (peer systems' job
 traces), :mod:`optsched.bench` (instance sets, benchmark runs, gap tables, data frames),
-:mod:`optsched.plot` (Gantt charts, JCT distributions) and :mod:`optsched.testing`
-(hypothesis strategies and assertions for property tests).
+:mod:`optsched.plot` (Gantt charts, GPU types busy over time, JCT distributions) and
+:mod:`optsched.testing` (hypothesis strategies and assertions for property tests).
 """
 
 from typing import TYPE_CHECKING

@@ -1,4 +1,5 @@
-"""Gantt charts and JCT CDFs (matplotlib, the optional ``plot`` extra, imported lazily).
+"""Gantt charts, GPU types' busy shares over time and JCT CDFs (matplotlib, the optional
+``plot`` extra, imported lazily).
 
 The image format follows the output's extension (``.png``, ``.svg``, ``.pdf``, …; none: PNG);
 an extension matplotlib cannot write is bad input listing those it can. Images are rendered in
@@ -11,6 +12,8 @@ import io
 from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
+
+import numpy as np
 
 from optsched.check import check
 from optsched.errors import InputError
@@ -224,5 +227,94 @@ def gantt_image(instance: Instance, schedule: Schedule, fmt: str = "png") -> byt
             fontsize=8,
             frameon=False,
         )
+    fig.tight_layout()
+    return render(fig, fmt)
+
+
+#: Most windows :func:`type_busy` draws (more than a picture can show).
+MAX_WINDOWS = 10_000
+
+
+def type_busy(
+    instance: Instance, schedule: Schedule, windows: int = 50
+) -> tuple[np.ndarray, dict[str, np.ndarray]]:
+    """The share of each GPU type's time that its GPUs are busy (relaxed mode: computing;
+    gang mode and cluster instances: held, launch and save included; a failed attempt up to
+    its failure) in each of ``windows`` equal windows from the first arrival to the last
+    moment a GPU is busy, as the checker computed the times. A GPU that holds two tasks at
+    once (GPU sharing) counts once. Returns the ``windows`` + 1 window edges (seconds) and the
+    shares (in [0, 1]) by type, in the order the instance's GPUs first name them. Tasks on
+    unknown or ineligible GPUs are left out, as in the Gantt chart.
+
+    Raises
+    ------
+    InputError
+        ``windows`` not an integer in [1, :data:`MAX_WINDOWS`].
+    """
+    if (
+        isinstance(windows, bool)
+        or not isinstance(windows, int)
+        or not 1 <= windows <= MAX_WINDOWS
+    ):
+        raise InputError(f"windows must be an integer in [1, {MAX_WINDOWS}], got {windows!r}")
+    report = check(instance, schedule)
+    busy: dict[int, list[tuple[float, float]]] = {}
+    for t in schedule.tasks:
+        g = instance.gpu_index.get(t.gpu)
+        phases = report.timeline.get(t.key)
+        if t.failed_at is not None:
+            phases = (t.start, t.failed_at, t.failed_at, t.failed_at)
+        if g is not None and phases is not None and phases[3] > phases[0]:
+            busy.setdefault(g, []).append((phases[0], phases[3]))
+    first = min(job.arrival for job in instance.jobs)
+    last = max((b for spans in busy.values() for _, b in spans), default=first)
+    edges = np.linspace(first, last if last > first else first + 1.0, windows + 1)
+    count: dict[str, int] = {}
+    used: dict[str, np.ndarray] = {}
+    for g, gpu in enumerate(instance.gpus):
+        count[gpu.type] = count.get(gpu.type, 0) + 1
+        row = used.setdefault(gpu.type, np.zeros(windows))
+        for a, b in _merged(busy.get(g, [])):
+            lo = max(0, int(np.searchsorted(edges, a, "right")) - 1)  # the windows it meets
+            hi = int(np.searchsorted(edges, b, "left"))
+            part = np.minimum(b, edges[lo + 1 : hi + 1]) - np.maximum(a, edges[lo:hi])
+            row[lo:hi] += np.clip(part, 0.0, None)
+    width = np.diff(edges)
+    return edges, {k: np.clip(used[k] / (count[k] * width), 0.0, 1.0) for k in used}
+
+
+def _merged(spans: list[tuple[float, float]]) -> list[tuple[float, float]]:
+    """``spans`` (half-open intervals) as their union: disjoint intervals, in order."""
+    out: list[tuple[float, float]] = []
+    for a, b in sorted(spans):
+        if out and a <= out[-1][1]:
+            out[-1] = (out[-1][0], max(out[-1][1], b))
+        else:
+            out.append((a, b))
+    return out
+
+
+def type_busy_image(
+    instance: Instance, schedule: Schedule, windows: int = 50, fmt: str = "png"
+) -> bytes:
+    """:func:`type_busy` drawn as one step line per GPU type (percent busy over time since
+    the first arrival), as image bytes of format ``fmt``: where a Gantt chart of hundreds of
+    GPUs shows nothing, this shows which types a schedule leaves idle, and when."""
+    plt = _pyplot()
+    edges, shares = type_busy(instance, schedule, windows)
+    report = check(instance, schedule)
+    fig, ax = plt.subplots(figsize=(9, 4))
+    x = edges - edges[0]
+    counts = {t: sum(gpu.type == t for gpu in instance.gpus) for t in shares}
+    for kind, share in shares.items():
+        ax.stairs(100 * share, x, label=f"{kind} ({counts[kind]} GPUs)", linewidth=1.5)
+    ax.set_xlim(0, x[-1])
+    ax.set_ylim(0, 105)
+    ax.set_xlabel("time since the first arrival (s)")
+    ax.set_ylabel(f"busy (% of the type's GPU time, {windows} windows)")
+    objective = "n/a" if report.objective is None else f"{report.objective:g}"
+    ax.set_title(f"{instance.name} ({report.mode}): Σ w·C = {objective}")
+    ax.legend(fontsize=8)
+    ax.grid(alpha=0.3)
     fig.tight_layout()
     return render(fig, fmt)

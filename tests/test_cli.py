@@ -349,3 +349,18 @@ def test_check_mode_checks_in_that_mode(capsys, tmp_path):
     assert code == 0 and "(relaxed mode)" in text
     code, text, _ = run(capsys, "check", TOY, str(out), "--mode", "gang")
     assert code == 1 and "gang-start" in text and "(gang mode)" in text
+
+
+def test_plot_by_type_writes_a_png_and_windows_need_it(capsys, tmp_path):
+    png = tmp_path / "types.png"
+    code, out, _ = run(capsys, "plot", TOY, FIG1, "--by-type", "--windows", "5", "--out", str(png))
+    assert code == 0 and png.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n" and "wrote" in out
+    code, _, err = run(
+        capsys, "plot", TOY, FIG1, "--windows", "5", "--out", str(tmp_path / "a.png")
+    )
+    assert code == 2 and "--windows goes with --by-type" in err
+    code, _, err = run(
+        capsys, "plot", TOY, FIG1, "--by-type", "--windows", "0", "--out", str(tmp_path / "b.png")
+    )
+    assert code == 2 and "windows must be an integer in [1, 10000], got 0" in err
+    assert not (tmp_path / "a.png").exists() and not (tmp_path / "b.png").exists()
