@@ -15,7 +15,7 @@ from typing import Any
 
 import numpy as np
 
-from optsched.check import check
+from optsched.check import CheckReport, check
 from optsched.errors import InputError
 from optsched.instance import Instance
 from optsched.output import write_file
@@ -251,13 +251,24 @@ def type_busy(
     InputError
         ``windows`` not an integer in [1, :data:`MAX_WINDOWS`].
     """
+    _check_windows(windows)
+    return _type_busy(instance, schedule, windows, check(instance, schedule))
+
+
+def _check_windows(windows: object) -> None:
+    """An InputError unless ``windows`` is an integer in [1, :data:`MAX_WINDOWS`]."""
     if (
         isinstance(windows, bool)
         or not isinstance(windows, int)
         or not 1 <= windows <= MAX_WINDOWS
     ):
         raise InputError(f"windows must be an integer in [1, {MAX_WINDOWS}], got {windows!r}")
-    report = check(instance, schedule)
+
+
+def _type_busy(
+    instance: Instance, schedule: Schedule, windows: int, report: CheckReport
+) -> tuple[np.ndarray, dict[str, np.ndarray]]:
+    """:func:`type_busy` from the checker's ``report`` on ``schedule``."""
     busy: dict[int, list[tuple[float, float]]] = {}
     for t in schedule.tasks:
         g = instance.gpu_index.get(t.gpu)
@@ -301,8 +312,9 @@ def type_busy_image(
     the first arrival), as image bytes of format ``fmt``: where a Gantt chart of hundreds of
     GPUs shows nothing, this shows which types a schedule leaves idle, and when."""
     plt = _pyplot()
-    edges, shares = type_busy(instance, schedule, windows)
+    _check_windows(windows)
     report = check(instance, schedule)
+    edges, shares = _type_busy(instance, schedule, windows, report)
     fig, ax = plt.subplots(figsize=(9, 4))
     x = edges - edges[0]
     counts = {t: sum(gpu.type == t for gpu in instance.gpus) for t in shares}

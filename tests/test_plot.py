@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import itertools
+
 import numpy as np
 import pytest
 
@@ -54,3 +56,31 @@ def test_type_busy_refuses_bad_windows_and_draws():
         with pytest.raises(InputError, match="windows must be an integer in \\[1, 10000\\]"):
             type_busy(inst, schedule, windows=bad)  # type: ignore[arg-type]
     assert type_busy_image(inst, schedule, 4)[:8] == b"\x89PNG\r\n\x1a\n"
+
+
+def test_type_busy_counts_a_shared_gpu_once():
+    """Liquid with GPU sharing holds two tasks on one GPU at once: the GPU counts as busy
+    once, so the shares add up to the union of each GPU's held intervals, none above 1."""
+    from optsched.check import check
+    from optsched.generate import LiquidSpec, generate_liquid
+    from optsched.metrics import union_length
+    from optsched.online.cluster import simulate_cluster
+    from optsched.online.liquid import Liquid
+
+    inst = generate_liquid(LiquidSpec(hosts=2, jobs=10, distributed=0.3, interarrival=5), 0)
+    schedule = simulate_cluster(inst, Liquid(share=True, preschedule=True)).schedule
+    timeline = check(inst, schedule).timeline
+    held: dict[str, list[tuple[float, float]]] = {}
+    for t in schedule.tasks:
+        start, _, _, end = timeline[t.key]
+        held.setdefault(t.gpu, []).append((start, end))
+    overlaps = sum(
+        c < b for spans in held.values() for (_, b), (c, _) in itertools.pairwise(sorted(spans))
+    )
+    assert overlaps > 0  # the case this test is about
+    edges, shares = type_busy(inst, schedule, windows=9)
+    count = {t: sum(g.type == t for g in inst.gpus) for t in shares}
+    total = sum(float((s * count[t] * np.diff(edges)).sum()) for t, s in shares.items())
+    assert total == pytest.approx(sum(union_length(v) for v in held.values()), rel=1e-9)
+    assert all(((s >= 0) & (s <= 1)).all() for s in shares.values())
+    assert edges[0] == min(job.arrival for job in inst.jobs)
