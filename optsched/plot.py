@@ -9,6 +9,7 @@ memory and written through :mod:`optsched.output` (atomic; devices written throu
 from __future__ import annotations
 
 import io
+import numbers
 from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
@@ -57,6 +58,8 @@ def render(fig: Any, fmt: str) -> bytes:
     buf = io.BytesIO()
     try:
         fig.savefig(buf, format=fmt, dpi=120)
+    except RuntimeError as err:  # e.g. PGF without a LaTeX installation
+        raise InputError(f"cannot draw a {fmt.upper()} image here: {err}") from None
     finally:
         _pyplot().close(fig)
     return buf.getvalue()
@@ -252,15 +255,15 @@ def type_busy(
         ``windows`` not an integer in [1, :data:`MAX_WINDOWS`].
     """
     _check_windows(windows)
-    return _type_busy(instance, schedule, windows, check(instance, schedule))
+    return _type_busy(instance, schedule, int(windows), check(instance, schedule))
 
 
 def _check_windows(windows: object) -> None:
     """An InputError unless ``windows`` is an integer in [1, :data:`MAX_WINDOWS`]."""
     if (
         isinstance(windows, bool)
-        or not isinstance(windows, int)
-        or not 1 <= windows <= MAX_WINDOWS
+        or not isinstance(windows, numbers.Integral)
+        or not 1 <= int(windows) <= MAX_WINDOWS
     ):
         raise InputError(f"windows must be an integer in [1, {MAX_WINDOWS}], got {windows!r}")
 
@@ -305,14 +308,25 @@ def _merged(spans: list[tuple[float, float]]) -> list[tuple[float, float]]:
     return out
 
 
+def plot_type_busy(
+    instance: Instance, schedule: Schedule, path: str | Path, windows: int = 50
+) -> None:
+    """Draw :func:`type_busy_image` and save it to ``path`` (its extension picks the format)."""
+    write_file(path, type_busy_image(instance, schedule, windows, image_format(path)))
+
+
 def type_busy_image(
     instance: Instance, schedule: Schedule, windows: int = 50, fmt: str = "png"
 ) -> bytes:
     """:func:`type_busy` drawn as one step line per GPU type (percent busy over time since
     the first arrival), as image bytes of format ``fmt``: where a Gantt chart of hundreds of
-    GPUs shows nothing, this shows which types a schedule leaves idle, and when."""
+    GPUs shows nothing, this shows which types a schedule leaves idle, and when. The title
+    gives the checker's objective and its number of violations, as the Gantt chart's does: an
+    infeasible schedule is drawn too (busy time before the first arrival falls outside the
+    windows)."""
     plt = _pyplot()
     _check_windows(windows)
+    windows = int(windows)
     report = check(instance, schedule)
     edges, shares = _type_busy(instance, schedule, windows, report)
     fig, ax = plt.subplots(figsize=(9, 4))
@@ -325,7 +339,10 @@ def type_busy_image(
     ax.set_xlabel("time since the first arrival (s)")
     ax.set_ylabel(f"busy (% of the type's GPU time, {windows} windows)")
     objective = "n/a" if report.objective is None else f"{report.objective:g}"
-    ax.set_title(f"{instance.name} ({report.mode}): Σ w·C = {objective}")
+    ax.set_title(
+        f"{instance.name} ({report.mode}): Σ w·C = {objective}, "
+        f"{len(report.violations)} violation(s)"
+    )
     ax.legend(fontsize=8)
     ax.grid(alpha=0.3)
     fig.tight_layout()

@@ -11,7 +11,7 @@ from optsched import solve
 from optsched.errors import InputError
 from optsched.generate import GeneratorSpec, generate
 from optsched.instance import GPU, Instance, Job
-from optsched.plot import type_busy, type_busy_image
+from optsched.plot import plot_type_busy, type_busy, type_busy_image
 from optsched.schedule import Schedule, Task
 
 
@@ -56,6 +56,26 @@ def test_type_busy_refuses_bad_windows_and_draws():
         with pytest.raises(InputError, match="windows must be an integer in \\[1, 10000\\]"):
             type_busy(inst, schedule, windows=bad)  # type: ignore[arg-type]
     assert type_busy_image(inst, schedule, 4)[:8] == b"\x89PNG\r\n\x1a\n"
+    edges, _ = type_busy(inst, schedule, windows=np.int64(2))  # numpy integers are integers
+    assert edges.tolist() == [0.0, 2.0, 4.0]
+
+
+def test_plot_type_busy_writes_and_a_format_that_cannot_be_drawn_is_bad_input(
+    tmp_path, monkeypatch
+):
+    from optsched import plot
+
+    inst, schedule = _two_types("relaxed")
+    plot_type_busy(inst, schedule, tmp_path / "t.svg", windows=3)
+    assert (tmp_path / "t.svg").read_text().lstrip().startswith("<?xml")
+
+    def no_latex(*args, **kwargs):  # what savefig raises for PGF without LaTeX
+        raise RuntimeError("xelatex not found")
+
+    fig = plot._pyplot().figure()
+    monkeypatch.setattr(fig, "savefig", no_latex)
+    with pytest.raises(InputError, match="cannot draw a PGF image here: xelatex not found"):
+        plot.render(fig, "pgf")
 
 
 def test_type_busy_counts_a_shared_gpu_once():

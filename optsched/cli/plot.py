@@ -29,7 +29,8 @@ def add_parser(sub: Any) -> None:
         "--by-type",
         action="store_true",
         help="instead of the Gantt chart, each GPU type's busy share over time (for clusters "
-        "of many GPUs: which types the schedule leaves idle, and when)",
+        "of many GPUs: which types the schedule leaves idle, and when); busy: computing in "
+        "relaxed mode, held in gang mode and on cluster instances",
     )
     p.add_argument(
         "--windows",
