@@ -1,6 +1,7 @@
 """Schedule metrics of the model (docs/model.md), computed from completion times and GPU intervals.
 
-Used by the checker only, so that every reported figure comes from the independent check.
+Used by the checker, so that every reported figure comes from the independent check; the
+plots draw the checker's times with :func:`union` too.
 """
 
 from __future__ import annotations
@@ -9,19 +10,23 @@ from collections.abc import Iterable, Mapping
 from typing import Any
 
 
+def union(intervals: Iterable[tuple[float, float]]) -> list[tuple[float, float]]:
+    """The union of half-open intervals ``[a, b)``, as disjoint intervals in order (touching
+    ones joined)."""
+    out: list[tuple[float, float]] = []
+    for a, b in sorted(intervals):
+        if out and a <= out[-1][1]:
+            out[-1] = (out[-1][0], max(out[-1][1], b))
+        else:
+            out.append((a, b))
+    return out
+
+
 def union_length(intervals: Iterable[tuple[float, float]]) -> float:
     """Length of the union of half-open intervals ``[a, b)``."""
     total = 0.0
-    cur_a = cur_b = None
-    for a, b in sorted(intervals):
-        if cur_b is None or a > cur_b:
-            if cur_b is not None and cur_a is not None:
-                total += cur_b - cur_a
-            cur_a, cur_b = a, b
-        else:
-            cur_b = max(cur_b, b)
-    if cur_b is not None and cur_a is not None:
-        total += cur_b - cur_a
+    for a, b in union(intervals):
+        total += b - a
     return total
 
 

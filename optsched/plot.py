@@ -19,8 +19,9 @@ import numpy as np
 from optsched.check import CheckReport, check
 from optsched.errors import InputError
 from optsched.instance import Instance
+from optsched.metrics import union
 from optsched.output import write_file
-from optsched.schedule import Schedule
+from optsched.schedule import Schedule, Task
 
 
 def _pyplot() -> Any:
@@ -143,6 +144,15 @@ def plot_gantt(instance: Instance, schedule: Schedule, path: str | Path) -> None
     write_file(path, gantt_image(instance, schedule, image_format(path)))
 
 
+def _phases(report: CheckReport, task: Task) -> tuple[float, float, float, float] | None:
+    """``task``'s (start, training start, training end, end of its hold) as the checker
+    computed them; a failed attempt's all end at its failure; None for a task on an unknown
+    or ineligible GPU."""
+    if task.failed_at is not None:
+        return (task.start, task.failed_at, task.failed_at, task.failed_at)
+    return report.timeline.get(task.key)
+
+
 def gantt_image(instance: Instance, schedule: Schedule, fmt: str = "png") -> bytes:
     """:func:`plot_gantt`'s chart as image bytes of format ``fmt``."""
     plt = _pyplot()
@@ -156,11 +166,7 @@ def gantt_image(instance: Instance, schedule: Schedule, fmt: str = "png") -> byt
     lanes: dict[int, list[float]] = {}  # per GPU: when each lane is free again
     for t in sorted(schedule.tasks, key=lambda t: t.start):
         j, g = instance.job_index.get(t.job), instance.gpu_index.get(t.gpu)
-        phases = (
-            (t.start, t.failed_at, t.failed_at, t.failed_at)
-            if t.failed_at is not None
-            else report.timeline.get(t.key)
-        )
+        phases = _phases(report, t)
         if j is None or g is None or phases is None:
             continue
         free = lanes.setdefault(g, [])
@@ -234,12 +240,14 @@ def gantt_image(instance: Instance, schedule: Schedule, fmt: str = "png") -> byt
     return render(fig, fmt)
 
 
-#: Most windows :func:`type_busy` draws (more than a picture can show).
+#: Windows :func:`type_busy` draws by default, and the most it draws (more than a picture can
+#: show).
+WINDOWS = 50
 MAX_WINDOWS = 10_000
 
 
 def type_busy(
-    instance: Instance, schedule: Schedule, windows: int = 50
+    instance: Instance, schedule: Schedule, windows: int = WINDOWS
 ) -> tuple[np.ndarray, dict[str, np.ndarray]]:
     """The share of each GPU type's time that its GPUs are busy (relaxed mode: computing;
     gang mode and cluster instances: held, launch and save included; a failed attempt up to
@@ -275,9 +283,7 @@ def _type_busy(
     busy: dict[int, list[tuple[float, float]]] = {}
     for t in schedule.tasks:
         g = instance.gpu_index.get(t.gpu)
-        phases = report.timeline.get(t.key)
-        if t.failed_at is not None:
-            phases = (t.start, t.failed_at, t.failed_at, t.failed_at)
+        phases = _phases(report, t)
         if g is not None and phases is not None and phases[3] > phases[0]:
             busy.setdefault(g, []).append((phases[0], phases[3]))
     first = min(job.arrival for job in instance.jobs)
@@ -288,7 +294,7 @@ def _type_busy(
     for g, gpu in enumerate(instance.gpus):
         count[gpu.type] = count.get(gpu.type, 0) + 1
         row = used.setdefault(gpu.type, np.zeros(windows))
-        for a, b in _merged(busy.get(g, [])):
+        for a, b in union(busy.get(g, [])):
             lo = max(0, int(np.searchsorted(edges, a, "right")) - 1)  # the windows it meets
             hi = int(np.searchsorted(edges, b, "left"))
             part = np.minimum(b, edges[lo + 1 : hi + 1]) - np.maximum(a, edges[lo:hi])
@@ -297,26 +303,15 @@ def _type_busy(
     return edges, {k: np.clip(used[k] / (count[k] * width), 0.0, 1.0) for k in used}
 
 
-def _merged(spans: list[tuple[float, float]]) -> list[tuple[float, float]]:
-    """``spans`` (half-open intervals) as their union: disjoint intervals, in order."""
-    out: list[tuple[float, float]] = []
-    for a, b in sorted(spans):
-        if out and a <= out[-1][1]:
-            out[-1] = (out[-1][0], max(out[-1][1], b))
-        else:
-            out.append((a, b))
-    return out
-
-
 def plot_type_busy(
-    instance: Instance, schedule: Schedule, path: str | Path, windows: int = 50
+    instance: Instance, schedule: Schedule, path: str | Path, windows: int = WINDOWS
 ) -> None:
     """Draw :func:`type_busy_image` and save it to ``path`` (its extension picks the format)."""
     write_file(path, type_busy_image(instance, schedule, windows, image_format(path)))
 
 
 def type_busy_image(
-    instance: Instance, schedule: Schedule, windows: int = 50, fmt: str = "png"
+    instance: Instance, schedule: Schedule, windows: int = WINDOWS, fmt: str = "png"
 ) -> bytes:
     """:func:`type_busy` drawn as one step line per GPU type (percent busy over time since
     the first arrival), as image bytes of format ``fmt``: where a Gantt chart of hundreds of

@@ -15,6 +15,16 @@ from optsched.plot import plot_type_busy, type_busy, type_busy_image
 from optsched.schedule import Schedule, Task
 
 
+def _union_length(spans: list[tuple[float, float]]) -> float:
+    """The length of the union of ``spans``, by a sweep of its own (not the plot's merge)."""
+    total, end = 0.0, -np.inf
+    for a, b in sorted(spans):
+        if b > end:
+            total += b - max(a, end)
+            end = b
+    return total
+
+
 def _two_types(mode: str) -> tuple[Instance, Schedule]:
     """Type a (2 GPUs): job x on a0 over [0, 4); type b (1 GPU): job y on b0 over [0, 2)."""
     jobs = (
@@ -83,7 +93,6 @@ def test_type_busy_counts_a_shared_gpu_once():
     once, so the shares add up to the union of each GPU's held intervals, none above 1."""
     from optsched.check import check
     from optsched.generate import LiquidSpec, generate_liquid
-    from optsched.metrics import union_length
     from optsched.online.cluster import simulate_cluster
     from optsched.online.liquid import Liquid
 
@@ -101,6 +110,6 @@ def test_type_busy_counts_a_shared_gpu_once():
     edges, shares = type_busy(inst, schedule, windows=9)
     count = {t: sum(g.type == t for g in inst.gpus) for t in shares}
     total = sum(float((s * count[t] * np.diff(edges)).sum()) for t, s in shares.items())
-    assert total == pytest.approx(sum(union_length(v) for v in held.values()), rel=1e-9)
+    assert total == pytest.approx(sum(_union_length(v) for v in held.values()), rel=1e-9)
     assert all(((s >= 0) & (s <= 1)).all() for s in shares.values())
     assert edges[0] == min(job.arrival for job in inst.jobs)

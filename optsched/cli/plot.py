@@ -44,7 +44,7 @@ def add_parser(sub: Any) -> None:
 
 def run(args: argparse.Namespace) -> int:
     from optsched.io import load_instance, load_schedule
-    from optsched.plot import gantt_image, image_format, type_busy_image
+    from optsched.plot import WINDOWS, gantt_image, image_format, type_busy_image
 
     if args.windows is not None and not args.by_type:
         raise InputError("--windows goes with --by-type")
@@ -58,7 +58,7 @@ def run(args: argparse.Namespace) -> int:
             f"{instance.name!r}"
         )
     if args.by_type:
-        windows = 50 if args.windows is None else args.windows
+        windows = WINDOWS if args.windows is None else args.windows
         image = type_busy_image(instance, schedule, windows, fmt)
     else:
         image = gantt_image(instance, schedule, fmt)
